@@ -1,0 +1,319 @@
+//! What each side declares it can do, read exactly.
+//!
+//! A capability is **present when its key is present**, whatever its value: `"resources":
+//! {}` declares resources with no optional features. Optional features are separate
+//! flags inside the object and each is read on its own: `subscribe` (content changes of
+//! single resources) and `listChanged` (the list itself changed) never imply each other,
+//! and plain reading depends on neither.
+//!
+//! [`ServerCapabilities`] keeps the object exactly as the server sent it (unknown keys,
+//! `experimental` and `extensions` included) next to the typed view the gating table
+//! reads.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// A server capability, by the key it has in `ServerCapabilities`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// `resources`: `resources/list`, `resources/templates/list`, `resources/read`.
+    Resources,
+    /// `tools`: `tools/list`, `tools/call`.
+    Tools,
+    /// `prompts`: `prompts/list`, `prompts/get`.
+    Prompts,
+    /// `logging`: `logging/setLevel` and `notifications/message`.
+    Logging,
+    /// `completions`: `completion/complete`.
+    Completions,
+}
+
+impl Capability {
+    /// Every standard capability, in display order.
+    pub const ALL: [Capability; 5] = [
+        Capability::Resources,
+        Capability::Tools,
+        Capability::Prompts,
+        Capability::Logging,
+        Capability::Completions,
+    ];
+
+    /// The key in `ServerCapabilities`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Capability::Resources => "resources",
+            Capability::Tools => "tools",
+            Capability::Prompts => "prompts",
+            Capability::Logging => "logging",
+            Capability::Completions => "completions",
+        }
+    }
+
+    /// The optional flags defined inside this capability's object.
+    pub fn flags(self) -> &'static [Flag] {
+        match self {
+            Capability::Resources => &[Flag::Subscribe, Flag::ListChanged],
+            Capability::Tools | Capability::Prompts => &[Flag::ListChanged],
+            Capability::Logging | Capability::Completions => &[],
+        }
+    }
+}
+
+/// An optional feature flag inside a capability object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Flag {
+    /// `subscribe`: updates of single resources (legacy `resources/subscribe`, modern
+    /// `resourceSubscriptions`).
+    Subscribe,
+    /// `listChanged`: notifications that a list changed.
+    ListChanged,
+}
+
+impl Flag {
+    /// The key inside the capability object.
+    pub fn key(self) -> &'static str {
+        match self {
+            Flag::Subscribe => "subscribe",
+            Flag::ListChanged => "listChanged",
+        }
+    }
+}
+
+/// How one capability was declared.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Declared {
+    /// The key is present (with any value).
+    pub present: bool,
+    /// `subscribe` is literally `true`.
+    pub subscribe: bool,
+    /// `listChanged` is literally `true`.
+    pub list_changed: bool,
+}
+
+impl Declared {
+    /// Whether a flag is set. Flags count only when the capability is present.
+    pub fn flag(&self, flag: Flag) -> bool {
+        self.present
+            && match flag {
+                Flag::Subscribe => self.subscribe,
+                Flag::ListChanged => self.list_changed,
+            }
+    }
+}
+
+/// The server's capabilities: the object as sent, plus a typed view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerCapabilities {
+    raw: Map<String, Value>,
+    resources: Declared,
+    tools: Declared,
+    prompts: Declared,
+    logging: Declared,
+    completions: Declared,
+}
+
+fn read(raw: &Map<String, Value>, key: &str) -> Declared {
+    match raw.get(key) {
+        None => Declared::default(),
+        Some(value) => {
+            let flag = |name: &str| value.get(name).and_then(Value::as_bool) == Some(true);
+            Declared {
+                present: true,
+                subscribe: flag("subscribe"),
+                list_changed: flag("listChanged"),
+            }
+        }
+    }
+}
+
+impl ServerCapabilities {
+    /// Reads a capabilities object. Anything that is not an object declares nothing
+    /// (and is kept for display as an empty object).
+    pub fn from_value(value: Value) -> Self {
+        match value {
+            Value::Object(raw) => Self::from_map(raw),
+            _ => Self::from_map(Map::new()),
+        }
+    }
+
+    /// Reads a capabilities object given as a map.
+    pub fn from_map(raw: Map<String, Value>) -> Self {
+        ServerCapabilities {
+            resources: read(&raw, "resources"),
+            tools: read(&raw, "tools"),
+            prompts: read(&raw, "prompts"),
+            logging: read(&raw, "logging"),
+            completions: read(&raw, "completions"),
+            raw,
+        }
+    }
+
+    /// How `capability` was declared.
+    pub fn get(&self, capability: Capability) -> Declared {
+        match capability {
+            Capability::Resources => self.resources,
+            Capability::Tools => self.tools,
+            Capability::Prompts => self.prompts,
+            Capability::Logging => self.logging,
+            Capability::Completions => self.completions,
+        }
+    }
+
+    /// Whether `capability` is declared (its key is present).
+    pub fn has(&self, capability: Capability) -> bool {
+        self.get(capability).present
+    }
+
+    /// Whether `capability` is declared with `flag` set to `true`.
+    pub fn has_flag(&self, capability: Capability, flag: Flag) -> bool {
+        self.get(capability).flag(flag)
+    }
+
+    /// The value under `capability`'s key exactly as sent, if present.
+    pub fn declared_value(&self, capability: Capability) -> Option<&Value> {
+        self.raw.get(capability.key())
+    }
+
+    /// The object exactly as the server sent it.
+    pub fn raw(&self) -> &Map<String, Value> {
+        &self.raw
+    }
+
+    /// Keys the server declared that are not standard capabilities
+    /// (`experimental`, `extensions`, `tasks`, and anything unknown).
+    pub fn other_keys(&self) -> impl Iterator<Item = &str> {
+        self.raw
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !Capability::ALL.iter().any(|c| c.key() == *k))
+    }
+}
+
+impl Serialize for ServerCapabilities {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(s)
+    }
+}
+
+/// The client capabilities capable declares: only what the host actually handles.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientCapabilities {
+    /// The host answers `roots/list`.
+    pub roots: bool,
+    /// The host answers `sampling/createMessage`.
+    pub sampling: bool,
+    /// The host answers form-mode elicitation.
+    pub elicitation_form: bool,
+    /// The host answers URL-mode elicitation.
+    pub elicitation_url: bool,
+}
+
+impl ClientCapabilities {
+    /// The object to send for `version`: a capability a revision does not define is
+    /// left out, and nothing is declared that the host does not handle.
+    pub fn to_value(&self, version: crate::ProtocolVersion) -> Value {
+        let mut map = Map::new();
+        if self.roots {
+            // capable does not send `notifications/roots/list_changed`.
+            map.insert("roots".into(), Value::Object(Map::new()));
+        }
+        if self.sampling {
+            map.insert("sampling".into(), Value::Object(Map::new()));
+        }
+        if version.has_elicitation() && (self.elicitation_form || self.elicitation_url) {
+            let mut modes = Map::new();
+            if version.has_elicitation_modes() {
+                if self.elicitation_form {
+                    modes.insert("form".into(), Value::Object(Map::new()));
+                }
+                if self.elicitation_url {
+                    modes.insert("url".into(), Value::Object(Map::new()));
+                }
+            }
+            // Before 2025-11-25 only form mode exists and `{}` declares it.
+            if version.has_elicitation_modes() || self.elicitation_form {
+                map.insert("elicitation".into(), Value::Object(modes));
+            }
+        }
+        Value::Object(map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn caps(v: Value) -> ServerCapabilities {
+        ServerCapabilities::from_value(v)
+    }
+
+    #[test]
+    fn an_empty_object_is_present() {
+        let c = caps(json!({"resources": {}}));
+        assert!(c.has(Capability::Resources));
+        assert!(!c.has_flag(Capability::Resources, Flag::Subscribe));
+        assert!(!c.has_flag(Capability::Resources, Flag::ListChanged));
+    }
+
+    #[test]
+    fn flags_are_independent() {
+        let c = caps(json!({"resources": {"subscribe": true}}));
+        assert!(c.has_flag(Capability::Resources, Flag::Subscribe));
+        assert!(!c.has_flag(Capability::Resources, Flag::ListChanged));
+        let c = caps(json!({"resources": {"listChanged": true}}));
+        assert!(!c.has_flag(Capability::Resources, Flag::Subscribe));
+        assert!(c.has_flag(Capability::Resources, Flag::ListChanged));
+        let c = caps(json!({"resources": {"subscribe": false, "listChanged": false}}));
+        assert!(c.has(Capability::Resources));
+        assert!(!c.has_flag(Capability::Resources, Flag::Subscribe));
+    }
+
+    #[test]
+    fn only_a_literal_true_sets_a_flag() {
+        let c = caps(json!({"resources": {"subscribe": "true", "listChanged": 1}}));
+        assert!(c.has(Capability::Resources));
+        assert!(!c.has_flag(Capability::Resources, Flag::Subscribe));
+        assert!(!c.has_flag(Capability::Resources, Flag::ListChanged));
+    }
+
+    #[test]
+    fn absence_is_absence_and_unknown_keys_are_kept() {
+        let c = caps(json!({"tools": {}, "experimental": {"x": {}}, "weird": 1}));
+        assert!(!c.has(Capability::Resources));
+        assert!(c.has(Capability::Tools));
+        assert_eq!(
+            c.other_keys().collect::<Vec<_>>(),
+            vec!["experimental", "weird"]
+        );
+        assert_eq!(
+            serde_json::to_value(&c).unwrap(),
+            json!({"tools": {}, "experimental": {"x": {}}, "weird": 1})
+        );
+    }
+
+    #[test]
+    fn a_null_value_is_still_a_present_key() {
+        // Presence is by key; a server that writes `null` declared the key.
+        let c = caps(json!({"logging": null}));
+        assert!(c.has(Capability::Logging));
+    }
+
+    #[test]
+    fn client_capabilities_follow_handlers_and_version() {
+        use crate::ProtocolVersion as V;
+        let none = ClientCapabilities::default();
+        assert_eq!(none.to_value(V::V2025_11_25), json!({}));
+        let elicit = ClientCapabilities {
+            elicitation_form: true,
+            ..Default::default()
+        };
+        assert_eq!(elicit.to_value(V::V2025_03_26), json!({}));
+        assert_eq!(elicit.to_value(V::V2025_06_18), json!({"elicitation": {}}));
+        assert_eq!(
+            elicit.to_value(V::V2025_11_25),
+            json!({"elicitation": {"form": {}}})
+        );
+    }
+}

@@ -1,0 +1,69 @@
+//! # capable-core
+//!
+//! The sans-IO core of capable, a strict MCP client: everything that decides what
+//! goes on the wire and what a received message means, with no I/O, no clock reads and
+//! no async runtime. The async crate `capable` moves the bytes; this crate is tested
+//! deterministically by feeding it scripted server messages.
+//!
+//! The life of a connection, in types:
+//!
+//! 1. [`Negotiating::start`] writes the first message (`server/discover` or
+//!    `initialize`). Feed it every server message with [`Negotiating::handle`] until it
+//!    returns [`Step::Ready`] or [`Step::Failed`].
+//! 2. [`Connection::new`] turns the settled handshake into the ready state. Every
+//!    request passes the [gating table](gating) first: a method the server did not
+//!    declare is refused locally and nothing is written.
+//! 3. [`Connection::handle`] routes each answer to its waiter by id, answers `ping`,
+//!    and records [contract violations](Violation).
+//!
+//! ```
+//! use capable_core::{ClientConfig, Incoming, Negotiating, ProtocolChoice, Step, Connection, Method};
+//!
+//! let config = ClientConfig { protocol: ProtocolChoice::Legacy, ..Default::default() };
+//! let mut out = Vec::new();
+//! let negotiating = Negotiating::start(config, &mut out);
+//! assert!(String::from_utf8_lossy(&out).contains("\"initialize\""));
+//! out.clear();
+//!
+//! let answer = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25",
+//!   "capabilities":{"resources":{}},"serverInfo":{"name":"docs","version":"1.0"}}}"#;
+//! let Step::Ready(established) = negotiating.handle(Incoming::parse(answer.to_vec()).unwrap(), &mut out)
+//! else { panic!("not ready") };
+//! assert!(String::from_utf8_lossy(&out).contains("notifications/initialized"));
+//!
+//! let (mut conn, _early) = Connection::<&str>::new(*established);
+//! out.clear();
+//! // `resources: {}` allows reading…
+//! assert!(conn.request(Method::ReadResource, &serde_json::json!({"uri": "docs://a"}), false, "read", &mut out).is_ok());
+//! // …but not subscribing: refused locally, nothing written.
+//! let before = out.len();
+//! assert!(conn.request(Method::Subscribe, &serde_json::json!({"uri": "docs://a"}), false, "sub", &mut out).is_err());
+//! assert_eq!(out.len(), before);
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod capabilities;
+pub mod config;
+pub mod connection;
+pub mod gating;
+pub mod jsonrpc;
+pub mod method;
+pub mod model;
+pub mod negotiation;
+pub mod notice;
+pub mod revision;
+pub mod version;
+pub mod violation;
+
+pub use capabilities::{Capability, ClientCapabilities, Declared, Flag, ServerCapabilities};
+pub use config::{ClientConfig, GatePolicy, ProtocolChoice};
+pub use connection::{Connection, Event, ResponseError};
+pub use gating::{ListenFilter, Refusal, Requirement};
+pub use jsonrpc::{Incoming, Payload, RequestId, RpcError};
+pub use method::Method;
+pub use negotiation::{Established, Negotiated, Negotiating, NegotiationError, Step};
+pub use notice::Notice;
+pub use revision::Revision;
+pub use version::{Era, ProtocolVersion};
+pub use violation::Violation;

@@ -1,0 +1,18 @@
+use serde::{Deserialize, Serialize};
+
+/// Params of a paginated list request.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ListParams<'a> {
+    /// Where to continue; absent for the first page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<&'a str>,
+}
+
+/// A page of a paginated list: the items under `key` and where to continue.
+pub trait Page: for<'de> Deserialize<'de> {
+    /// The item type.
+    type Item;
+    /// Splits the page into its items and the next cursor. An empty-string cursor is a
+    /// valid cursor; only absence ends the list.
+    fn into_parts(self) -> (Vec<Self::Item>, Option<String>);
+}

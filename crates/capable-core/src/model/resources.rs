@@ -1,0 +1,134 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{JsonObject, Page};
+
+/// A resource as listed by `resources/list`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    /// Its URI.
+    pub uri: String,
+    /// Its name.
+    pub name: String,
+    /// Human-friendly name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Everything else (`size`, `annotations`, `icons`, `_meta`, …).
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// One page of `resources/list`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResourcesResult {
+    /// The resources on this page.
+    pub resources: Vec<Resource>,
+    /// Where to continue.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+impl Page for ListResourcesResult {
+    type Item = Resource;
+    fn into_parts(self) -> (Vec<Resource>, Option<String>) {
+        (self.resources, self.next_cursor)
+    }
+}
+
+/// A resource template as listed by `resources/templates/list`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTemplate {
+    /// RFC 6570 URI template.
+    pub uri_template: String,
+    /// Its name.
+    pub name: String,
+    /// Human-friendly name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Everything else.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// One page of `resources/templates/list`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResourceTemplatesResult {
+    /// The templates on this page.
+    pub resource_templates: Vec<ResourceTemplate>,
+    /// Where to continue.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+impl Page for ListResourceTemplatesResult {
+    type Item = ResourceTemplate;
+    fn into_parts(self) -> (Vec<ResourceTemplate>, Option<String>) {
+        (self.resource_templates, self.next_cursor)
+    }
+}
+
+/// Params naming one resource (`resources/read`, `resources/subscribe`, …).
+#[derive(Clone, Debug, Serialize)]
+pub struct UriParams<'a> {
+    /// The resource's URI.
+    pub uri: &'a str,
+}
+
+/// One item of a `resources/read` result: text or base64 blob.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceContents {
+    /// The URI of this content (may be a sub-resource of the one read).
+    pub uri: String,
+    /// MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Text content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Binary content, base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// Annotations (`lastModified`, `audience`, `priority`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// `_meta`.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+/// `resources/read` result.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadResourceResult {
+    /// The contents.
+    pub contents: Vec<ResourceContents>,
+    /// `resultType` (2026-07-28); absent means `complete`.
+    #[serde(default)]
+    pub result_type: Option<String>,
+    /// 2026-07-28: how long the content stays fresh, in milliseconds.
+    #[serde(default)]
+    pub ttl_ms: Option<f64>,
+    /// 2026-07-28: `public` or `private`.
+    #[serde(default)]
+    pub cache_scope: Option<String>,
+    /// `_meta`.
+    #[serde(default, rename = "_meta")]
+    pub meta: Option<Value>,
+}
