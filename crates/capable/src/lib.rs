@@ -1,1 +1,49 @@
-//! placeholder
+//! # capable
+//!
+//! A strict, fast MCP client on tokio. It reads a server's capabilities exactly, calls
+//! only what was negotiated (an undeclared method is refused locally and nothing is
+//! sent), records a server that breaks its own declarations, and speaks both protocol
+//! eras.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), capable::Error> {
+//! use capable::{connect_stdio, ClientOptions, ServerCommand};
+//!
+//! let server = ServerCommand::new("node", ["server.js"]);
+//! let session = connect_stdio(&server, ClientOptions::default()).await?;
+//! println!("{} speaks {}", session.server_info(), session.protocol_version());
+//! if session.check(capable::Method::ReadResource).is_ok() {
+//!     let read = session.read_resource("docs://manual/current").await?;
+//!     println!("{} (revision {}, read {})", read.text(), read.revision, read.read_at_rfc3339());
+//! }
+//! session.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! The protocol logic lives in the sans-IO crate [`capable_core`]; this crate moves
+//! bytes and keeps time.
+
+#![deny(missing_docs)]
+
+mod connect;
+mod driver;
+pub mod error;
+pub mod options;
+pub mod read;
+mod session;
+pub mod tap;
+pub mod transport;
+
+pub use capable_core as core;
+pub use capable_core::{
+    Capability, ClientCapabilities, ClientConfig, Era, Flag, GatePolicy, Method, ProtocolChoice,
+    ProtocolVersion, Refusal, Revision, ServerCapabilities, Violation,
+};
+pub use connect::{connect, connect_stdio};
+pub use driver::ServerNotification;
+pub use error::Error;
+pub use options::ClientOptions;
+pub use read::ResourceRead;
+pub use session::{RequestOptions, Session};
+pub use tap::{Direction, Tap};
+pub use transport::stdio::{ServerCommand, StdioLimits, StdioTransport};

@@ -1,0 +1,165 @@
+//! Connecting: run the handshake over a fresh transport and hand back a ready
+//! [`Session`] — or a precise error, after which nothing more was sent.
+
+use std::sync::{Arc, Mutex};
+
+use capable_core::{Connection, Incoming, Negotiating, Notice, Step};
+use tokio::sync::{mpsc, Notify};
+use tokio::time::Instant;
+
+use crate::driver::{self, Shared, State};
+use crate::error::Error;
+use crate::options::ClientOptions;
+use crate::session::Session;
+use crate::transport::stdio::{ServerCommand, StdioTransport};
+use crate::transport::{MessageSink, MessageSource, Peer, Transport};
+
+/// Starts a stdio server and connects to it.
+pub async fn connect_stdio(
+    command: &ServerCommand,
+    options: ClientOptions,
+) -> Result<Session, Error> {
+    let transport =
+        StdioTransport::spawn(command, options.stdio).map_err(|e| Error::Spawn(e.to_string()))?;
+    connect(transport, options).await
+}
+
+/// Connects over any transport: negotiates, then starts the reader and writer tasks.
+pub async fn connect<T: Transport>(transport: T, options: ClientOptions) -> Result<Session, Error> {
+    let (mut sink, mut source, peer) = transport.split();
+    match handshake(&mut sink, &mut source, peer.as_ref(), &options).await {
+        Ok((conn, early, out)) => Ok(start(conn, early, out, sink, source, peer, options)),
+        Err(e) => {
+            // Nothing more is sent: close the server's input and let it go.
+            drop(sink);
+            drop(source);
+            peer.shutdown().await;
+            Err(e)
+        }
+    }
+}
+
+type Handshaken = (
+    Connection<driver::Waiter>,
+    Vec<(String, serde_json::Value)>,
+    Vec<u8>,
+);
+
+async fn handshake<Si: MessageSink, So: MessageSource>(
+    sink: &mut Si,
+    source: &mut So,
+    peer: &dyn Peer,
+    options: &ClientOptions,
+) -> Result<Handshaken, Error> {
+    let mut out = Vec::new();
+    let mut negotiating = Negotiating::start(options.config.clone(), &mut out);
+    let stage_timeout = |n: &Negotiating| {
+        if n.is_probing() {
+            options.probe_timeout
+        } else {
+            options.request_timeout
+        }
+    };
+    let mut probing = negotiating.is_probing();
+    let mut deadline = Instant::now() + stage_timeout(&negotiating);
+    loop {
+        if !out.is_empty() {
+            if let Some(tap) = &options.tap {
+                tap.sent(&out);
+            }
+            sink.send(&out).await?;
+            out.clear();
+        }
+        let step = match tokio::time::timeout_at(deadline, source.recv()).await {
+            Err(_) if negotiating.is_probing() => negotiating.probe_timed_out(&mut out),
+            Err(_) => {
+                return Err(Error::HandshakeTimeout {
+                    after: options.request_timeout,
+                })
+            }
+            Ok(Err(e)) => return Err(Error::Transport(e)),
+            Ok(Ok(None)) => {
+                let status = peer
+                    .exit_status(std::time::Duration::from_secs(2))
+                    .await
+                    .unwrap_or_else(|| "closed its output but is still running".into());
+                return Err(Error::ServerExited {
+                    status,
+                    stderr: peer.stderr_tail(),
+                });
+            }
+            Ok(Ok(Some(line))) => {
+                if let Some(tap) = &options.tap {
+                    tap.received(&line);
+                }
+                match Incoming::parse(line) {
+                    Ok(msg) => negotiating.handle(msg, &mut out),
+                    Err(e) => {
+                        tracing::warn!(
+                            "{}",
+                            Notice::SkippedLine {
+                                reason: e.to_string()
+                            }
+                        );
+                        continue;
+                    }
+                }
+            }
+        };
+        match step {
+            Step::Waiting(mut n) => {
+                for notice in n.take_notices() {
+                    tracing::warn!("{notice}");
+                }
+                if n.is_probing() != probing {
+                    probing = n.is_probing();
+                    deadline = Instant::now() + stage_timeout(&n);
+                }
+                negotiating = n;
+            }
+            Step::Ready(established) => {
+                let (mut conn, early) = Connection::new(*established);
+                for notice in conn.take_notices() {
+                    tracing::info!("{notice}");
+                }
+                return Ok((conn, early, out));
+            }
+            Step::Failed(e) => return Err(Error::Negotiation(e)),
+        }
+    }
+}
+
+fn start<Si: MessageSink, So: MessageSource>(
+    conn: Connection<driver::Waiter>,
+    early: Vec<(String, serde_json::Value)>,
+    out: Vec<u8>,
+    sink: Si,
+    source: So,
+    peer: Box<dyn Peer>,
+    options: ClientOptions,
+) -> Session {
+    let negotiated = conn.negotiated().clone();
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            conn,
+            out,
+            closed: None,
+            stop_writing: false,
+            dropped_notifications: 0,
+        }),
+        write_ready: Notify::new(),
+        writer_done: Notify::new(),
+        peer,
+        tap: options.tap.clone(),
+    });
+    let (ntx, nrx) = mpsc::channel(options.notification_capacity.max(1));
+    for (method, params) in early {
+        let _ = ntx.try_send(driver::ServerNotification { method, params });
+    }
+    let (rtx, rrx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(driver::run_writer(shared.clone(), sink));
+    let reader = tokio::spawn(driver::run_reader(shared.clone(), source, ntx, rtx));
+    // `notifications/initialized` (legacy) may be waiting in `out`.
+    shared.write_ready.notify_one();
+    Session::new(shared, negotiated, options, nrx, rrx, reader, writer)
+}

@@ -1,0 +1,442 @@
+//! The ready session: the host's handle on a negotiated connection.
+//!
+//! A [`Session`] exists only after a successful handshake, so a host cannot issue a
+//! request before the server answered. Every method passes the gating table first: a
+//! method the server did not declare fails with [`Error::Refused`] and nothing is sent.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use capable_core::model::{
+    CallToolParams, CallToolResult, CompleteArgument, CompleteParams, CompleteResult, Empty,
+    GetPromptParams, GetPromptResult, JsonObject, ListParams, Page, ProgressParams, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, SetLevelParams, Tool, UriParams,
+};
+use capable_core::{
+    Era, Method, Negotiated, Payload, ProtocolVersion, ServerCapabilities, Violation,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::driver::{ServerNotification, ServerRequest, Shared, Waiter};
+use crate::error::Error;
+use crate::options::ClientOptions;
+use crate::read::ResourceRead;
+
+/// Per-request options.
+#[derive(Default)]
+pub struct RequestOptions {
+    /// Overrides the session's default timeout.
+    pub timeout: Option<Duration>,
+    /// Receives `notifications/progress` for this request. Setting it adds a progress
+    /// token to the request; each progress notification restarts the timeout, up to
+    /// the session's maximum.
+    pub on_progress: Option<Box<dyn FnMut(&ProgressParams) + Send>>,
+}
+
+/// A negotiated connection to one MCP server.
+pub struct Session {
+    shared: Arc<Shared>,
+    negotiated: Negotiated,
+    options: ClientOptions,
+    notifications: Mutex<Option<mpsc::Receiver<ServerNotification>>>,
+    #[allow(dead_code)]
+    server_requests: Mutex<Option<mpsc::UnboundedReceiver<ServerRequest>>>,
+    reader: JoinHandle<()>,
+    writer: Option<JoinHandle<()>>,
+}
+
+/// Cancels a request if its future is dropped before the answer came.
+struct InFlight<'a> {
+    shared: &'a Shared,
+    id: i64,
+    armed: bool,
+}
+
+impl InFlight<'_> {
+    fn give_up(&mut self, reason: &str) {
+        if !self.armed {
+            return;
+        }
+        self.armed = false;
+        let wake = {
+            let mut st = self.shared.lock();
+            let st = &mut *st;
+            let was_empty = st.out.is_empty();
+            st.conn.cancel(self.id, reason, &mut st.out);
+            was_empty && !st.out.is_empty()
+        };
+        if wake {
+            self.shared.write_ready.notify_one();
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.give_up("the host stopped waiting");
+    }
+}
+
+impl Session {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        negotiated: Negotiated,
+        options: ClientOptions,
+        notifications: mpsc::Receiver<ServerNotification>,
+        server_requests: mpsc::UnboundedReceiver<ServerRequest>,
+        reader: JoinHandle<()>,
+        writer: JoinHandle<()>,
+    ) -> Session {
+        Session {
+            shared,
+            negotiated,
+            options,
+            notifications: Mutex::new(Some(notifications)),
+            server_requests: Mutex::new(Some(server_requests)),
+            reader,
+            writer: Some(writer),
+        }
+    }
+
+    /// What the handshake settled.
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.negotiated
+    }
+
+    /// The negotiated protocol version.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.negotiated.version
+    }
+
+    /// The era of the negotiated version.
+    pub fn era(&self) -> Era {
+        self.negotiated.era()
+    }
+
+    /// `serverInfo`.
+    pub fn server_info(&self) -> &capable_core::model::Implementation {
+        &self.negotiated.server_info
+    }
+
+    /// The server's capabilities, exactly as declared.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.negotiated.capabilities
+    }
+
+    /// The server's `instructions`.
+    pub fn instructions(&self) -> Option<&str> {
+        self.negotiated.instructions.as_deref()
+    }
+
+    /// The methods the host may call (derived from the gating table; methods the
+    /// server refused despite declaring them are left out).
+    pub fn actions(&self) -> Vec<Method> {
+        self.shared.lock().conn.actions()
+    }
+
+    /// Whether `method` may be called now. The same check every request passes.
+    pub fn check(&self, method: Method) -> Result<(), Error> {
+        self.shared
+            .lock()
+            .conn
+            .check(method)
+            .map_err(Error::Refused)
+    }
+
+    /// Contract violations recorded in this session.
+    pub fn violations(&self) -> Vec<Violation> {
+        self.shared.lock().conn.violations().to_vec()
+    }
+
+    /// The last lines the server wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.shared.peer.stderr_tail()
+    }
+
+    /// The server's notifications, as a stream. Can be taken once; while nobody takes
+    /// it, notifications beyond the buffer are dropped (memory stays bounded).
+    pub fn notifications(&self) -> Option<mpsc::Receiver<ServerNotification>> {
+        self.notifications.lock().ok()?.take()
+    }
+
+    /// The options this session was opened with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// Sends a request and decodes its result into `T`.
+    pub async fn request<P, T>(
+        &self,
+        method: Method,
+        params: &P,
+        options: RequestOptions,
+    ) -> Result<T, Error>
+    where
+        P: Serialize + ?Sized,
+        T: DeserializeOwned,
+    {
+        let payload = self.request_payload(method, params, options).await?;
+        payload.decode::<T>().map_err(|e| Error::MalformedResult {
+            method,
+            detail: e.to_string(),
+        })
+    }
+
+    /// Sends a request and returns its raw result.
+    pub async fn request_payload<P>(
+        &self,
+        method: Method,
+        params: &P,
+        mut options: RequestOptions,
+    ) -> Result<Payload, Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        let (tx, mut rx) = oneshot::channel();
+        let (ptx, mut prx) = match options.on_progress {
+            Some(_) => {
+                let (t, r) = mpsc::unbounded_channel();
+                (Some(t), Some(r))
+            }
+            None => (None, None),
+        };
+        let waiter = Waiter { tx, progress: ptx };
+        let (id, wake) = {
+            let mut st = self.shared.lock();
+            let st = &mut *st;
+            if let Some(reason) = &st.closed {
+                return Err(reason.clone());
+            }
+            let was_empty = st.out.is_empty();
+            let id = st
+                .conn
+                .request(method, params, prx.is_some(), waiter, &mut st.out)
+                .map_err(|(refusal, _)| Error::Refused(refusal))?;
+            (id, was_empty)
+        };
+        if wake {
+            self.shared.write_ready.notify_one();
+        }
+        let mut in_flight = InFlight {
+            shared: &self.shared,
+            id,
+            armed: true,
+        };
+        let timeout = options.timeout.unwrap_or(self.options.request_timeout);
+        let started = tokio::time::Instant::now();
+        let hard_limit = started + self.options.max_request_timeout.max(timeout);
+        let mut deadline = started + timeout;
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                res = &mut rx => break res.unwrap_or(Err(Error::Closed)),
+                Some(p) = async { match prx.as_mut() { Some(r) => r.recv().await, None => None } } => {
+                    if let Some(cb) = options.on_progress.as_mut() {
+                        cb(&p);
+                    }
+                    deadline = (tokio::time::Instant::now() + timeout).min(hard_limit);
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    in_flight.give_up("timed out");
+                    return Err(Error::Timeout { method, after: deadline - started });
+                }
+            }
+        };
+        in_flight.armed = false;
+        outcome
+    }
+
+    async fn list_all<Pg: Page>(&self, method: Method) -> Result<Vec<Pg::Item>, Error> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..self.options.max_pages.max(1) {
+            let page: Pg = self
+                .request(
+                    method,
+                    &ListParams {
+                        cursor: cursor.as_deref(),
+                    },
+                    RequestOptions::default(),
+                )
+                .await?;
+            let (mut page_items, next) = page.into_parts();
+            items.append(&mut page_items);
+            match next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(items),
+            }
+        }
+        Err(Error::MalformedResult {
+            method,
+            detail: format!(
+                "still paginating after {} pages; stopped (raise max_pages if the list is really that long)",
+                self.options.max_pages
+            ),
+        })
+    }
+
+    /// `resources/list`, every page.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
+        self.list_all::<capable_core::model::ListResourcesResult>(Method::ListResources)
+            .await
+    }
+
+    /// `resources/templates/list`, every page.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
+        self.list_all::<capable_core::model::ListResourceTemplatesResult>(
+            Method::ListResourceTemplates,
+        )
+        .await
+    }
+
+    /// `resources/read`: the contents, their revision and the time they were read.
+    pub async fn read_resource(&self, uri: &str) -> Result<ResourceRead, Error> {
+        let result: ReadResourceResult = self
+            .request(
+                Method::ReadResource,
+                &UriParams { uri },
+                RequestOptions::default(),
+            )
+            .await?;
+        Ok(ResourceRead::new(uri, result, SystemTime::now()))
+    }
+
+    /// `tools/list`, every page.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        self.list_all::<capable_core::model::ListToolsResult>(Method::ListTools)
+            .await
+    }
+
+    /// `tools/call`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+    ) -> Result<CallToolResult, Error> {
+        self.call_tool_with(name, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// `tools/call` with per-request options (timeout, progress).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, Error> {
+        self.request(
+            Method::CallTool,
+            &CallToolParams { name, arguments },
+            options,
+        )
+        .await
+    }
+
+    /// `prompts/list`, every page.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
+        self.list_all::<capable_core::model::ListPromptsResult>(Method::ListPrompts)
+            .await
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+    ) -> Result<GetPromptResult, Error> {
+        self.request(
+            Method::GetPrompt,
+            &GetPromptParams { name, arguments },
+            RequestOptions::default(),
+        )
+        .await
+    }
+
+    /// `completion/complete` for an argument of a prompt or resource template.
+    /// `reference` is `{"type":"ref/prompt","name":…}` or
+    /// `{"type":"ref/resource","uri":…}`.
+    pub async fn complete(
+        &self,
+        reference: &serde_json::Value,
+        argument: &str,
+        value: &str,
+    ) -> Result<CompleteResult, Error> {
+        let params = CompleteParams {
+            reference,
+            argument: CompleteArgument {
+                name: argument,
+                value,
+            },
+        };
+        self.request(Method::Complete, &params, RequestOptions::default())
+            .await
+    }
+
+    /// `logging/setLevel` (legacy).
+    pub async fn set_logging_level(&self, level: &str) -> Result<(), Error> {
+        let _: serde_json::Value = self
+            .request(
+                Method::SetLoggingLevel,
+                &SetLevelParams { level },
+                RequestOptions::default(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `ping` (legacy).
+    pub async fn ping(&self) -> Result<(), Error> {
+        let _: serde_json::Value = self
+            .request(Method::Ping, &Empty {}, RequestOptions::default())
+            .await?;
+        Ok(())
+    }
+
+    /// `resources/subscribe` (legacy; needs `resources.subscribe`).
+    pub async fn subscribe(&self, uri: &str) -> Result<(), Error> {
+        let _: serde_json::Value = self
+            .request(
+                Method::Subscribe,
+                &UriParams { uri },
+                RequestOptions::default(),
+            )
+            .await?;
+        self.shared.lock().conn.record_subscription(uri);
+        Ok(())
+    }
+
+    /// `resources/unsubscribe` (legacy; needs `resources.subscribe`).
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), Error> {
+        let _: serde_json::Value = self
+            .request(
+                Method::Unsubscribe,
+                &UriParams { uri },
+                RequestOptions::default(),
+            )
+            .await?;
+        self.shared.lock().conn.forget_subscription(uri);
+        Ok(())
+    }
+
+    /// Closes the session: fails anything in flight, closes the server's input, waits
+    /// for it to exit (then SIGTERM, then SIGKILL). Returns how the server exited.
+    pub async fn close(mut self) -> Option<String> {
+        self.shared.close(Error::Closed);
+        if let Some(writer) = self.writer.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+        }
+        let status = self.shared.peer.shutdown().await;
+        self.reader.abort();
+        status
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shared.close(Error::Closed);
+        self.reader.abort();
+    }
+}

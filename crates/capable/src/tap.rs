@@ -1,0 +1,42 @@
+//! A wire tap: see every message exactly as sent and received (for `--trace`, tests
+//! that validate messages against the official schema, and debugging).
+
+use std::sync::Arc;
+
+/// Which way a message went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Client → server.
+    Sent,
+    /// Server → client.
+    Received,
+}
+
+/// A callback that sees every message (one line, without its newline).
+#[derive(Clone)]
+pub struct Tap(Arc<dyn Fn(Direction, &[u8]) + Send + Sync>);
+
+impl Tap {
+    /// Wraps a callback.
+    pub fn new(f: impl Fn(Direction, &[u8]) + Send + Sync + 'static) -> Self {
+        Tap(Arc::new(f))
+    }
+
+    /// Shows one received message.
+    pub(crate) fn received(&self, line: &[u8]) {
+        (self.0)(Direction::Received, line)
+    }
+
+    /// Shows every message in a batch of sent lines.
+    pub(crate) fn sent(&self, batch: &[u8]) {
+        for line in batch.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            (self.0)(Direction::Sent, line)
+        }
+    }
+}
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tap(..)")
+    }
+}

@@ -1,0 +1,69 @@
+//! Transports: how bytes reach a server and come back.
+//!
+//! A transport is split into three parts so that reading, writing and process
+//! management never wait on each other:
+//!
+//! - a [`MessageSink`] that sends a batch of newline-terminated messages at once (the
+//!   client coalesces everything written since the last send into one batch: one
+//!   syscall for many requests);
+//! - a [`MessageSource`] that yields one received message at a time;
+//! - a [`Peer`] handle for the server's lifecycle: exit status, shutdown, stderr.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+pub mod stdio;
+
+/// A boxed future, for the rarely-called [`Peer`] methods.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why a transport stopped working.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TransportError {
+    /// Reading or writing failed.
+    #[error("{0}")]
+    Io(String),
+    /// A message exceeded the configured size limit.
+    #[error("the server sent a message larger than the limit of {limit} bytes")]
+    MessageTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+}
+
+/// Sends batches of newline-terminated messages.
+pub trait MessageSink: Send + 'static {
+    /// Sends `batch` (one or more whole lines) and flushes.
+    fn send(&mut self, batch: &[u8]) -> impl Future<Output = Result<(), TransportError>> + Send;
+}
+
+/// Yields received messages one at a time.
+pub trait MessageSource: Send + 'static {
+    /// The next message without its line terminator; `None` when the server closed its
+    /// end.
+    fn recv(&mut self) -> impl Future<Output = Result<Option<Vec<u8>>, TransportError>> + Send;
+}
+
+/// The server as a running thing: its exit, its shutdown, its diagnostics.
+pub trait Peer: Send + Sync + 'static {
+    /// After the server's output ended: how it exited, if it did within `grace`.
+    fn exit_status(&self, grace: Duration) -> BoxFuture<'_, Option<String>>;
+    /// Stops the server after its input was closed (for stdio: wait, then SIGTERM,
+    /// then SIGKILL, each bounded). Returns how it exited.
+    fn shutdown(&self) -> BoxFuture<'_, Option<String>>;
+    /// The last lines the server wrote to stderr (not an error signal by itself).
+    fn stderr_tail(&self) -> String;
+    /// A short description for messages (`node server.js`, a URL, …).
+    fn describe(&self) -> String;
+}
+
+/// A connected transport, ready to be split.
+pub trait Transport: Send + 'static {
+    /// The sending half.
+    type Sink: MessageSink;
+    /// The receiving half.
+    type Source: MessageSource;
+    /// Splits into sending half, receiving half and peer handle.
+    fn split(self) -> (Self::Sink, Self::Source, Box<dyn Peer>);
+}

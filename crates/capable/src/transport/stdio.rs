@@ -1,0 +1,340 @@
+//! stdio: the server is a child process; messages are newline-delimited JSON on its
+//! stdin and stdout. Its stderr is captured (the last lines are kept) and is not an
+//! error signal.
+//!
+//! Shutdown follows the spec: close the server's stdin, wait for it to exit, then
+//! SIGTERM, then SIGKILL, each step bounded.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use super::{BoxFuture, MessageSink, MessageSource, Peer, Transport, TransportError};
+
+/// How to start a stdio server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerCommand {
+    /// The program.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables (added to the inherited environment).
+    pub env: BTreeMap<String, String>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
+}
+
+impl ServerCommand {
+    /// A command with arguments.
+    pub fn new(
+        program: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        ServerCommand {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The command line, for messages.
+    pub fn display(&self) -> String {
+        std::iter::once(self.program.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Limits of the stdio transport.
+#[derive(Clone, Copy, Debug)]
+pub struct StdioLimits {
+    /// The largest message accepted, in bytes.
+    pub max_message_size: usize,
+    /// How long shutdown waits after closing stdin, and again after SIGTERM.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for StdioLimits {
+    fn default() -> Self {
+        StdioLimits {
+            max_message_size: 64 * 1024 * 1024,
+            shutdown_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Why the server could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error("could not start `{command}`: {source}")]
+pub struct SpawnError {
+    /// The command line.
+    pub command: String,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// A started stdio server.
+pub struct StdioTransport {
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    peer: StdioPeer,
+    limits: StdioLimits,
+}
+
+impl StdioTransport {
+    /// Starts the server process.
+    pub fn spawn(
+        command: &ServerCommand,
+        limits: StdioLimits,
+    ) -> Result<StdioTransport, SpawnError> {
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args)
+            .envs(&command.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(cwd) = &command.cwd {
+            cmd.current_dir(cwd);
+        }
+        let err = |source| SpawnError {
+            command: command.display(),
+            source,
+        };
+        let mut child = cmd.spawn().map_err(err)?;
+        let missing = || err(std::io::Error::other("stdio pipe missing"));
+        let stdin = child.stdin.take().ok_or_else(missing)?;
+        let stdout = child.stdout.take().ok_or_else(missing)?;
+        let stderr = child.stderr.take().ok_or_else(missing)?;
+        let tail = Arc::new(Mutex::new(StderrTail::default()));
+        let tail2 = tail.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(target: "capable::server_stderr", "{line}");
+                if let Ok(mut t) = tail2.lock() {
+                    t.push(line);
+                }
+            }
+        });
+        Ok(StdioTransport {
+            stdin,
+            stdout,
+            peer: StdioPeer {
+                pid: child.id(),
+                child: tokio::sync::Mutex::new(child),
+                tail,
+                command: command.display(),
+                grace: limits.shutdown_grace,
+            },
+            limits,
+        })
+    }
+}
+
+impl Transport for StdioTransport {
+    type Sink = StdioSink;
+    type Source = LineSource<BufReader<ChildStdout>>;
+
+    fn split(self) -> (StdioSink, Self::Source, Box<dyn Peer>) {
+        (
+            StdioSink { stdin: self.stdin },
+            LineSource::new(
+                BufReader::with_capacity(64 * 1024, self.stdout),
+                self.limits.max_message_size,
+            ),
+            Box::new(self.peer),
+        )
+    }
+}
+
+/// The server's stdin.
+pub struct StdioSink {
+    stdin: ChildStdin,
+}
+
+impl MessageSink for StdioSink {
+    async fn send(&mut self, batch: &[u8]) -> Result<(), TransportError> {
+        let io =
+            |e: std::io::Error| TransportError::Io(format!("writing to the server's stdin: {e}"));
+        self.stdin.write_all(batch).await.map_err(io)?;
+        self.stdin.flush().await.map_err(io)
+    }
+}
+
+/// Newline-delimited messages from any buffered byte stream, with a size limit.
+pub struct LineSource<R> {
+    reader: R,
+    limit: usize,
+}
+
+impl<R> LineSource<R> {
+    /// Reads lines from `reader`, refusing any longer than `limit` bytes.
+    pub fn new(reader: R, limit: usize) -> Self {
+        LineSource { reader, limit }
+    }
+}
+
+impl<R: AsyncBufRead + Unpin + Send + 'static> MessageSource for LineSource<R> {
+    async fn recv(&mut self) -> Result<Option<Vec<u8>>, TransportError> {
+        loop {
+            let mut line = Vec::new();
+            loop {
+                let buf =
+                    self.reader.fill_buf().await.map_err(|e| {
+                        TransportError::Io(format!("reading the server's stdout: {e}"))
+                    })?;
+                if buf.is_empty() {
+                    // End of stream; a last unterminated line still counts.
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        return Ok(None);
+                    }
+                    return Ok(Some(line));
+                }
+                match memchr::memchr(b'\n', buf) {
+                    Some(i) => {
+                        if line.len() + i > self.limit {
+                            return Err(TransportError::MessageTooLarge { limit: self.limit });
+                        }
+                        line.extend_from_slice(&buf[..i]);
+                        self.reader.consume(i + 1);
+                        break;
+                    }
+                    None => {
+                        let n = buf.len();
+                        if line.len() + n > self.limit {
+                            return Err(TransportError::MessageTooLarge { limit: self.limit });
+                        }
+                        line.extend_from_slice(buf);
+                        self.reader.consume(n);
+                    }
+                }
+            }
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                return Ok(Some(line));
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct StderrTail {
+    lines: VecDeque<String>,
+    bytes: usize,
+}
+
+impl StderrTail {
+    const MAX_LINES: usize = 200;
+    const MAX_BYTES: usize = 64 * 1024;
+
+    fn push(&mut self, mut line: String) {
+        if line.len() > Self::MAX_BYTES {
+            let mut cut = Self::MAX_BYTES;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+        }
+        self.bytes += line.len();
+        self.lines.push_back(line);
+        while self.lines.len() > Self::MAX_LINES || self.bytes > Self::MAX_BYTES {
+            match self.lines.pop_front() {
+                Some(old) => self.bytes -= old.len(),
+                None => break,
+            }
+        }
+    }
+}
+
+struct StdioPeer {
+    pid: Option<u32>,
+    child: tokio::sync::Mutex<Child>,
+    tail: Arc<Mutex<StderrTail>>,
+    command: String,
+    grace: Duration,
+}
+
+fn describe_status(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("killed by signal {signal}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exit code {code}"),
+        None => status.to_string(),
+    }
+}
+
+impl StdioPeer {
+    fn signal(&self, signal: libc::c_int) {
+        if let Some(pid) = self.pid {
+            // SAFETY: kill(2) with our own child's pid; no memory is touched.
+            unsafe {
+                libc::kill(pid as libc::pid_t, signal);
+            }
+        }
+    }
+}
+
+impl Peer for StdioPeer {
+    fn exit_status(&self, grace: Duration) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let mut child = self.child.lock().await;
+            match tokio::time::timeout(grace, child.wait()).await {
+                Ok(Ok(status)) => Some(describe_status(status)),
+                _ => None,
+            }
+        })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let mut child = self.child.lock().await;
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(describe_status(status));
+            }
+            if let Ok(Ok(status)) = tokio::time::timeout(self.grace, child.wait()).await {
+                return Some(describe_status(status));
+            }
+            self.signal(libc::SIGTERM);
+            if let Ok(Ok(status)) = tokio::time::timeout(self.grace, child.wait()).await {
+                return Some(describe_status(status));
+            }
+            let _ = child.start_kill();
+            match tokio::time::timeout(self.grace, child.wait()).await {
+                Ok(Ok(status)) => Some(describe_status(status)),
+                _ => None,
+            }
+        })
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.tail
+            .lock()
+            .map(|t| {
+                t.lines
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    }
+
+    fn describe(&self) -> String {
+        self.command.clone()
+    }
+}
