@@ -1,1 +1,120 @@
-fn main() {}
+//! The `capable` command line. Thin: flags, then one command module, then output.
+
+mod commands;
+mod config;
+mod exit;
+mod fixture;
+mod flags;
+mod output;
+
+use clap::Parser;
+
+use commands::Context;
+use exit::CliError;
+use flags::{Cli, Command, PromptsAction, ToolsAction};
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    init_logging();
+    if let Command::Fixture {
+        profile,
+        update_interval,
+    } = cli.command
+    {
+        // The fixture is a plain blocking stdio server: no runtime needed.
+        let code = match fixture::run(profile, update_interval) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("capable fixture: {e}");
+                1
+            }
+        };
+        std::process::exit(code);
+    }
+    let json = cli.global.json;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("capable: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    if let Err(e) = result {
+        report(&e, json);
+        std::process::exit(e.exit_code());
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    let ctx = Context { global: cli.global };
+    match cli.command {
+        Command::Inspect(server) => commands::inspect::run(&ctx, &server).await,
+        Command::Read { uri, server } => commands::read::run(&ctx, &uri, &server).await,
+        Command::Resources { templates, server } => {
+            commands::resources::run(&ctx, templates, &server).await
+        }
+        Command::Tools { action, server } => match action {
+            None => commands::tools::list(&ctx, &server).await,
+            Some(ToolsAction::Call {
+                name,
+                args,
+                server: inner,
+            }) => commands::tools::call(&ctx, &name, &args, &merge(server, inner)?).await,
+        },
+        Command::Prompts { action, server } => match action {
+            None => commands::prompts::list(&ctx, &server).await,
+            Some(PromptsAction::Get {
+                name,
+                args,
+                server: inner,
+            }) => commands::prompts::get(&ctx, &name, &args, &merge(server, inner)?).await,
+        },
+        Command::Demo => commands::demo::run(&ctx).await,
+        Command::Fixture { .. } => unreachable!("handled before the runtime starts"),
+    }
+}
+
+/// The server command may follow the inner subcommand (`tools call echo -- cmd`).
+fn merge(
+    outer: flags::ServerArgs,
+    inner: flags::ServerArgs,
+) -> Result<flags::ServerArgs, CliError> {
+    match (outer.command.is_empty(), inner.command.is_empty()) {
+        (_, false) => Ok(inner),
+        _ => Ok(outer),
+    }
+}
+
+fn report(e: &CliError, json: bool) {
+    eprintln!("capable: {e}");
+    if let Some(hint) = e.hint() {
+        eprintln!("  hint: {hint}");
+    }
+    if json {
+        output::json(
+            &serde_json::json!({"error": {"kind": e.kind(), "message": e.to_string(), "exitCode": e.exit_code()}}),
+        );
+    }
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("CAPABLE_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}

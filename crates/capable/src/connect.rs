@@ -109,7 +109,11 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
         match step {
             Step::Waiting(mut n) => {
                 for notice in n.take_notices() {
-                    tracing::warn!("{notice}");
+                    match notice {
+                        // Expected with every legacy server: not worth a warning.
+                        Notice::LegacyFallback { .. } => tracing::info!("{notice}"),
+                        _ => tracing::warn!("{notice}"),
+                    }
                 }
                 if n.is_probing() != probing {
                     probing = n.is_probing();

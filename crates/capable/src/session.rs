@@ -25,6 +25,9 @@ use crate::error::Error;
 use crate::options::ClientOptions;
 use crate::read::ResourceRead;
 
+/// Receives progress of one request.
+pub type ProgressCallback = Box<dyn FnMut(&ProgressParams) + Send>;
+
 /// Per-request options.
 #[derive(Default)]
 pub struct RequestOptions {
@@ -33,7 +36,7 @@ pub struct RequestOptions {
     /// Receives `notifications/progress` for this request. Setting it adds a progress
     /// token to the request; each progress notification restarts the timeout, up to
     /// the session's maximum.
-    pub on_progress: Option<Box<dyn FnMut(&ProgressParams) + Send>>,
+    pub on_progress: Option<ProgressCallback>,
 }
 
 /// A negotiated connection to one MCP server.

@@ -12,14 +12,21 @@ pub enum Direction {
     Received,
 }
 
+type TapFn = dyn Fn(Direction, &[u8]) + Send + Sync;
+
 /// A callback that sees every message (one line, without its newline).
 #[derive(Clone)]
-pub struct Tap(Arc<dyn Fn(Direction, &[u8]) + Send + Sync>);
+pub struct Tap(Arc<TapFn>);
 
 impl Tap {
     /// Wraps a callback.
     pub fn new(f: impl Fn(Direction, &[u8]) + Send + Sync + 'static) -> Self {
         Tap(Arc::new(f))
+    }
+
+    /// Calls the callback directly (to chain taps).
+    pub fn clone_call(&self, direction: Direction, line: &[u8]) {
+        (self.0)(direction, line)
     }
 
     /// Shows one received message.

@@ -1,0 +1,99 @@
+//! `capable inspect`: what the server declares, and what a host may therefore call.
+
+use capable::{Capability, Flag, Session};
+use serde_json::json;
+
+use super::{with_session, Context};
+use crate::exit::CliError;
+use crate::flags::ServerArgs;
+use crate::output::{self, yes_no, Table};
+
+pub async fn run(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
+    let session = ctx.connect(args).await?;
+    with_session(session, async |s: &Session| {
+        if ctx.global.json {
+            output::json(&report(s));
+        } else {
+            print!("{}", human(s));
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// The `--json` report.
+pub fn report(s: &Session) -> serde_json::Value {
+    json!({
+        "era": s.era().as_str(),
+        "protocolVersion": s.protocol_version(),
+        "serverInfo": s.server_info(),
+        "capabilities": s.capabilities(),
+        "actions": s.actions(),
+        "instructions": s.instructions(),
+    })
+}
+
+/// The capability matrix for people.
+pub fn matrix(caps: &capable::ServerCapabilities) -> String {
+    let mut t = Table::new(&["capability", "present", "subscribe", "listChanged"]);
+    for c in Capability::ALL {
+        let d = caps.get(c);
+        let flag = |f: Flag| {
+            if !c.flags().contains(&f) {
+                "".to_string()
+            } else if !d.present {
+                "-".to_string()
+            } else {
+                yes_no(d.flag(f))
+            }
+        };
+        t.row(vec![
+            c.key().into(),
+            yes_no(d.present),
+            flag(Flag::Subscribe),
+            flag(Flag::ListChanged),
+        ]);
+    }
+    t.render()
+}
+
+fn human(s: &Session) -> String {
+    let info = s.server_info();
+    let mut out = String::new();
+    let title = info
+        .title
+        .as_deref()
+        .map(|t| format!(" ({t})"))
+        .unwrap_or_default();
+    out.push_str(&format!(
+        "server    {} {}{title}\n",
+        info.name, info.version
+    ));
+    out.push_str(&format!(
+        "protocol  {} ({} era)\n\n",
+        s.protocol_version(),
+        s.era()
+    ));
+    out.push_str(&matrix(s.capabilities()));
+    let other: Vec<&str> = s.capabilities().other_keys().collect();
+    if !other.is_empty() {
+        out.push_str(&format!("other declared keys: {}\n", other.join(", ")));
+    }
+    out.push_str(&format!(
+        "\nthe server declared: {}\n",
+        serde_json::to_string(s.capabilities()).unwrap_or_default()
+    ));
+    let actions: Vec<&str> = s.actions().iter().map(|m| m.as_str()).collect();
+    out.push_str(&format!(
+        "a host may call: {}\n",
+        if actions.is_empty() {
+            "nothing".into()
+        } else {
+            actions.join(", ")
+        }
+    ));
+    if let Some(i) = s.instructions() {
+        out.push_str(&format!("\ninstructions:\n{}\n", i.trim_end()));
+    }
+    out
+}

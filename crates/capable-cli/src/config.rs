@@ -1,0 +1,262 @@
+//! Reading the MCP config files people already have.
+//!
+//! Two shapes are understood: `{"mcpServers": {NAME: {...}}}` (Claude Desktop, Claude
+//! Code's `.mcp.json`, Cursor, the MCP Inspector) and VS Code's `{"servers": {NAME:
+//! {...}}}`. A stdio entry has `command`, `args`, `env` and optionally `cwd`; `${VAR}`
+//! and `${VAR:-default}` are expanded from the environment in every string.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use capable::ServerCommand;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Why a configured server could not be found or used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// No config file was given and none was found.
+    #[error("no MCP config file found; looked in: {}", looked.join(", "))]
+    NoFile {
+        /// Where it looked.
+        looked: Vec<String>,
+    },
+    /// The file could not be read or parsed.
+    #[error("cannot read {path}: {detail}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why.
+        detail: String,
+    },
+    /// The file has no server by that name.
+    #[error("{path} has no server named {name:?}; it has: {}", if known.is_empty() { "none".to_string() } else { known.join(", ") })]
+    UnknownServer {
+        /// The file.
+        path: String,
+        /// The name asked for.
+        name: String,
+        /// The names it has.
+        known: Vec<String>,
+    },
+    /// A `${VAR}` with no value and no default.
+    #[error("{path}: server {name:?} uses ${{{var}}}, which is not set")]
+    UnsetVariable {
+        /// The file.
+        path: String,
+        /// The server.
+        name: String,
+        /// The variable.
+        var: String,
+    },
+    /// The entry is not a stdio server this build can start.
+    #[error("{path}: server {name:?} {detail}")]
+    Unsupported {
+        /// The file.
+        path: String,
+        /// The server.
+        name: String,
+        /// What is missing.
+        detail: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+struct Entry {
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+}
+
+/// The files searched when `--config` is not given, in order.
+pub fn default_locations() -> Vec<PathBuf> {
+    let mut paths = vec![
+        PathBuf::from(".mcp.json"),
+        PathBuf::from(".vscode/mcp.json"),
+    ];
+    let config_home = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+    if let Some(dir) = config_home {
+        paths.push(dir.join("capable").join("mcp.json"));
+    }
+    paths
+}
+
+/// Finds server `name` in `file`, or in the default locations.
+pub fn find_server(name: &str, file: Option<&Path>) -> Result<ServerCommand, ConfigError> {
+    let path = match file {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let candidates = default_locations();
+            match candidates.iter().find(|p| p.is_file()) {
+                Some(p) => p.clone(),
+                None => {
+                    return Err(ConfigError::NoFile {
+                        looked: candidates.iter().map(|p| p.display().to_string()).collect(),
+                    })
+                }
+            }
+        }
+    };
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Unreadable {
+        path: shown.clone(),
+        detail: e.to_string(),
+    })?;
+    server_from_text(&text, name, &shown, &|var| std::env::var(var).ok())
+}
+
+/// Finds server `name` in a config document (`lookup` resolves `${VAR}`).
+pub fn server_from_text(
+    text: &str,
+    name: &str,
+    path: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerCommand, ConfigError> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| ConfigError::Unreadable {
+        path: path.into(),
+        detail: e.to_string(),
+    })?;
+    let servers = doc
+        .get("mcpServers")
+        .or_else(|| doc.get("servers"))
+        .and_then(Value::as_object);
+    let Some(servers) = servers else {
+        return Err(ConfigError::Unreadable {
+            path: path.into(),
+            detail: "neither `mcpServers` nor `servers` is an object".into(),
+        });
+    };
+    let Some(raw) = servers.get(name) else {
+        return Err(ConfigError::UnknownServer {
+            path: path.into(),
+            name: name.into(),
+            known: servers.keys().cloned().collect(),
+        });
+    };
+    let entry: Entry =
+        serde_json::from_value(raw.clone()).map_err(|e| ConfigError::Unreadable {
+            path: path.into(),
+            detail: format!("server {name:?}: {e}"),
+        })?;
+    let expand = |s: &str| {
+        expand_vars(s, lookup).map_err(|var| ConfigError::UnsetVariable {
+            path: path.into(),
+            name: name.into(),
+            var,
+        })
+    };
+    let Some(command) = entry.command.as_deref() else {
+        let detail = match (&entry.url, &entry.kind) {
+            (Some(url), _) => format!("is an HTTP server ({url}); this build speaks stdio only"),
+            _ => "has no `command`".into(),
+        };
+        return Err(ConfigError::Unsupported {
+            path: path.into(),
+            name: name.into(),
+            detail,
+        });
+    };
+    Ok(ServerCommand {
+        program: expand(command)?,
+        args: entry
+            .args
+            .iter()
+            .map(|a| expand(a))
+            .collect::<Result<_, _>>()?,
+        env: entry
+            .env
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), expand(v)?)))
+            .collect::<Result<_, ConfigError>>()?,
+        cwd: entry
+            .cwd
+            .as_deref()
+            .map(expand)
+            .transpose()?
+            .map(PathBuf::from),
+    })
+}
+
+/// Expands `${VAR}` and `${VAR:-default}`; returns the name of an unset variable.
+pub fn expand_vars(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let (var, default) = match inner.split_once(":-") {
+            Some((v, d)) => (v, Some(d)),
+            None => (inner, None),
+        };
+        match lookup(var).or_else(|| default.map(str::to_owned)) {
+            Some(value) => out.push_str(&value),
+            None => return Err(var.to_owned()),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(var: &str) -> Option<String> {
+        match var {
+            "HOME" => Some("/home/u".into()),
+            "TOKEN" => Some("t0k".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn reads_the_mcp_servers_shape_with_expansion() {
+        let text = r#"{"mcpServers":{"docs":{"command":"node","args":["${HOME}/srv.js","--port=${PORT:-7}"],"env":{"API_TOKEN":"${TOKEN}"}}}}"#;
+        let cmd = server_from_text(text, "docs", ".mcp.json", &env).unwrap();
+        assert_eq!(cmd.program, "node");
+        assert_eq!(cmd.args, ["/home/u/srv.js", "--port=7"]);
+        assert_eq!(cmd.env["API_TOKEN"], "t0k");
+    }
+
+    #[test]
+    fn reads_the_vscode_servers_shape() {
+        let text = r#"{"servers":{"py":{"type":"stdio","command":"python3","args":["s.py"]}}}"#;
+        let cmd = server_from_text(text, "py", "mcp.json", &env).unwrap();
+        assert_eq!(cmd.display(), "python3 s.py");
+    }
+
+    #[test]
+    fn says_what_is_missing() {
+        let text = r#"{"mcpServers":{"a":{"command":"x"},"b":{"command":"${NOPE}"}}}"#;
+        let err = server_from_text(text, "c", "f.json", &env).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("has no server named \"c\"; it has: a, b"),
+            "{err}"
+        );
+        let err = server_from_text(text, "b", "f.json", &env).unwrap_err();
+        assert!(err.to_string().contains("${NOPE}"), "{err}");
+    }
+
+    #[test]
+    fn an_unterminated_placeholder_is_kept_verbatim() {
+        assert_eq!(expand_vars("a ${B", &env).unwrap(), "a ${B");
+    }
+}

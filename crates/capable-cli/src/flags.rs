@@ -1,0 +1,211 @@
+//! Every flag and command, in one place, documented where it is defined.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use capable::ProtocolChoice;
+use clap::{Args, Parser, Subcommand};
+
+use crate::fixture::Profile;
+
+/// capable: a strict MCP client. It reads a server's capabilities exactly, calls only
+/// what the server declared, and says so when a server breaks its own declaration.
+#[derive(Debug, Parser)]
+#[command(name = "capable", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Args, Clone)]
+pub struct Global {
+    /// Print JSON for scripts instead of text for people.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Default time a request may take (`2s`, `500ms`, `1m`).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub timeout: Duration,
+    /// Protocol: `auto` (probe 2026-07-28, fall back to the initialize handshake),
+    /// `legacy`, `modern`, or one exact version such as `2025-06-18`.
+    #[arg(long, global = true, value_name = "auto|legacy|modern|VERSION", default_value = "auto", value_parser = parse_protocol)]
+    pub protocol: ProtocolChoice,
+    /// A server by name from an MCP config file (`mcpServers` or `servers`).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub server: Option<String>,
+    /// The config file to read `--server` from (default: ./.mcp.json, then the user's
+    /// config directory).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Send methods the server did not declare instead of refusing them locally.
+    #[arg(long, global = true)]
+    pub lenient: bool,
+    /// Print every message sent (`>`) and received (`<`) to stderr.
+    #[arg(long, global = true)]
+    pub trace: bool,
+}
+
+/// The server to talk to, as a stdio command after `--`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ServerArgs {
+    /// The stdio server command and its arguments (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show what a server declares: version, capabilities, and the methods a host may call.
+    Inspect(ServerArgs),
+    /// Read a resource: its text, its revision and when it was read.
+    Read {
+        /// The resource URI.
+        uri: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List resources (all pages).
+    Resources {
+        /// List resource templates instead.
+        #[arg(long)]
+        templates: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List tools, or call one.
+    Tools {
+        #[command(subcommand)]
+        action: Option<ToolsAction>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List prompts, or get one.
+    Prompts {
+        #[command(subcommand)]
+        action: Option<PromptsAction>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Run the built-in stdio MCP server (the embedded default the demo runs against).
+    Fixture {
+        /// Which server behaviour to reproduce.
+        #[arg(long, value_enum, default_value = "read-only")]
+        profile: Profile,
+        /// How often the content changes once someone subscribed.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "500ms")]
+        update_interval: Duration,
+    },
+    /// Walk the scenario "open the current acceptance instructions" through every fixture profile.
+    Demo,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsAction {
+    /// Call a tool.
+    Call {
+        /// The tool's name.
+        name: String,
+        /// Its arguments as a JSON object.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        args: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PromptsAction {
+    /// Get a prompt.
+    Get {
+        /// The prompt's name.
+        name: String,
+        /// Its arguments as a JSON object of strings.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        args: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+/// `2s`, `500ms`, `1m`, `1.5s`, `90` (seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (number, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (try 2s, 500ms, 1m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("{s:?}: a duration must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_protocol(s: &str) -> Result<ProtocolChoice, String> {
+    s.parse().map_err(|_| {
+        format!(
+            "{s:?} is not a protocol choice: use auto, legacy, modern or one of {}",
+            capable::core::version::list(&capable::ProtocolVersion::ALL)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("2 weeks").is_err());
+    }
+
+    #[test]
+    fn the_command_line_parses() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "capable", "--json", "read", "docs://x", "--", "node", "s.js",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Read { uri, server } => {
+                assert_eq!(uri, "docs://x");
+                assert_eq!(server.command, ["node", "s.js"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(cli.global.json);
+        let cli = Cli::try_parse_from([
+            "capable",
+            "tools",
+            "call",
+            "echo",
+            "--args",
+            "{}",
+            "--timeout",
+            "2s",
+            "--",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.timeout, Duration::from_secs(2));
+    }
+}
