@@ -414,18 +414,25 @@ impl<W> Connection<W> {
         message: &[u8],
         now: SystemTime,
     ) -> ResponseError {
-        let declared = gating::check(
-            p.method,
-            self.negotiated.version,
-            &self.negotiated.capabilities,
-        )
-        .is_ok();
+        if error.code != codes::METHOD_NOT_FOUND {
+            return ResponseError::Rpc(error);
+        }
+        let (version, caps) = (self.negotiated.version, &self.negotiated.capabilities);
+        let declared = match p.method {
+            // `subscriptions/listen` is declared only through the filter fields it
+            // asked for (sent in lenient mode, they may be undeclared).
+            Method::Listen => listen_filter_of(&p.request).is_some_and(|filter| {
+                filter != ListenFilter::default()
+                    && gating::check_listen(&filter, version, caps).is_ok()
+            }),
+            _ => gating::check(p.method, version, caps).is_ok(),
+        };
         let requirement = gating::requirement(p.method, self.negotiated.version);
         let gated = matches!(
             requirement,
             Requirement::Capability(_) | Requirement::Flag(..) | Requirement::ListenFilter
         );
-        if error.code != codes::METHOD_NOT_FOUND || !declared || !gated {
+        if !declared || !gated {
             return ResponseError::Rpc(error);
         }
         let violation = Violation {
@@ -589,6 +596,22 @@ impl<W> Connection<W> {
     pub fn server_info(&self) -> &Implementation {
         &self.negotiated.server_info
     }
+}
+
+/// The filter of a `subscriptions/listen` request, read back from the request as sent.
+fn listen_filter_of(request: &[u8]) -> Option<ListenFilter> {
+    let request: Value = serde_json::from_slice(request).ok()?;
+    let fields = request.get("params")?.get("notifications")?;
+    let flag = |key: &str| fields.get(key).and_then(Value::as_bool) == Some(true);
+    Some(ListenFilter {
+        tools_list_changed: flag("toolsListChanged"),
+        prompts_list_changed: flag("promptsListChanged"),
+        resources_list_changed: flag("resourcesListChanged"),
+        resource_subscriptions: fields
+            .get("resourceSubscriptions")
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+            .unwrap_or_default(),
+    })
 }
 
 /// Writing heterogeneous `_meta` members without boxing serde.

@@ -187,10 +187,17 @@ struct Envelope<'a> {
     method: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     params: Option<&'a RawValue>,
-    #[serde(default, borrow)]
+    // `"result": null` is a result (JSON-RPC lets the method decide its value), not a
+    // missing member: keep it so the answer still reaches its waiter.
+    #[serde(default, borrow, deserialize_with = "present")]
     result: Option<&'a RawValue>,
     #[serde(default)]
     error: Option<RpcError>,
+}
+
+/// A member that is present, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Some)
 }
 
 fn range_of(line: &[u8], raw: &RawValue) -> Range<usize> {
@@ -283,11 +290,17 @@ pub fn write_request_with_meta<P: Serialize + ?Sized>(
     write_json(out, id);
     out.extend_from_slice(b",\"method\":");
     write_json(out, method);
-    out.extend_from_slice(b",\"params\":{\"_meta\":{");
+    out.extend_from_slice(b",\"params\":");
+    let params_at = out.len();
+    out.extend_from_slice(b"{\"_meta\":{");
     out.extend_from_slice(meta_members);
     out.push(b'}');
     let at = out.len();
     write_json(out, params);
+    if merge_own_meta(out, params_at, at, meta_members) {
+        out.extend_from_slice(b"}\n");
+        return;
+    }
     match out.get(at..at + 2) {
         // `{}`: nothing to add after `_meta`.
         Some(b"{}") => {
@@ -303,6 +316,37 @@ pub fn write_request_with_meta<P: Serialize + ?Sized>(
         }
     }
     out.extend_from_slice(b"}\n");
+}
+
+/// When the params written at `out[at..]` carry their own top-level `_meta`, rewrites
+/// `out[params_at..]` as one params object whose single `_meta` holds our members and
+/// then theirs (ours win on a clash), instead of two `_meta` members. Returns whether
+/// it did; the common case (no `"_meta"` in the params at all) costs one scan.
+fn merge_own_meta(out: &mut Vec<u8>, params_at: usize, at: usize, meta_members: &[u8]) -> bool {
+    use serde_json::{Map, Value};
+    if !out[at..].windows(7).any(|w| w == b"\"_meta\"") {
+        return false;
+    }
+    let Ok(mut params) = serde_json::from_slice::<Map<String, Value>>(&out[at..]) else {
+        return false;
+    };
+    let Some(theirs) = params.remove("_meta") else {
+        return false;
+    };
+    let mut ours_text = Vec::with_capacity(meta_members.len() + 2);
+    ours_text.push(b'{');
+    ours_text.extend_from_slice(meta_members);
+    ours_text.push(b'}');
+    let mut meta: Map<String, Value> = serde_json::from_slice(&ours_text).unwrap_or_default();
+    if let Value::Object(theirs) = theirs {
+        for (key, value) in theirs {
+            meta.entry(key).or_insert(value);
+        }
+    }
+    params.insert("_meta".into(), Value::Object(meta));
+    out.truncate(params_at);
+    write_json(out, &params);
+    true
 }
 
 /// Writes a notification as one line at the end of `out`. `params` of `None` omits the
