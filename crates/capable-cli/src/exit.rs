@@ -51,8 +51,12 @@ impl CliError {
                     NegotiationError::MalformedAnswer { .. } => 6,
                 },
                 Error::Rpc { .. } => 7,
-                Error::Violation(_) | Error::MalformedResult { .. } => 6,
-                Error::Timeout { .. }
+                Error::Violation(_)
+                | Error::MalformedResult { .. }
+                | Error::TooManyInputRounds { .. }
+                | Error::InputUnanswered { .. } => 6,
+                Error::ListenEnded { .. }
+                | Error::Timeout { .. }
                 | Error::HandshakeTimeout { .. }
                 | Error::ServerExited { .. }
                 | Error::Transport(_)
@@ -75,7 +79,11 @@ impl CliError {
                 }
                 Error::Negotiation(_) => "rpc_error",
                 Error::Rpc { .. } => "rpc_error",
-                Error::Violation(_) | Error::MalformedResult { .. } => "contract_violation",
+                Error::Violation(_)
+                | Error::MalformedResult { .. }
+                | Error::TooManyInputRounds { .. }
+                | Error::InputUnanswered { .. } => "contract_violation",
+                Error::ListenEnded { .. } => "transport",
                 Error::Timeout { .. } | Error::HandshakeTimeout { .. } => "timeout",
                 Error::ServerExited { .. } => "server_exited",
                 Error::Transport(_) | Error::Spawn(_) | Error::Closed => "transport",

@@ -42,9 +42,29 @@ pub struct Global {
     /// Send methods the server did not declare instead of refusing them locally.
     #[arg(long, global = true)]
     pub lenient: bool,
+    /// How to answer a server's request for input (elicitation) without asking: accept
+    /// with the form's defaults, decline or cancel. On a terminal without this flag,
+    /// capable asks you.
+    #[arg(long, global = true, value_enum, value_name = "POLICY")]
+    pub elicitation: Option<ElicitationFlag>,
+    /// A directory to offer the server as a root (repeatable). Roots are declared only
+    /// when at least one is given.
+    #[arg(long = "root", global = true, value_name = "PATH")]
+    pub roots: Vec<PathBuf>,
     /// Print every message sent (`>`) and received (`<`) to stderr.
     #[arg(long, global = true)]
     pub trace: bool,
+}
+
+/// `--elicitation` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ElicitationFlag {
+    /// Accept, filling each field with its schema default.
+    AcceptDefaults,
+    /// Decline.
+    Decline,
+    /// Cancel.
+    Cancel,
 }
 
 /// The server to talk to, as a stdio command after `--`.

@@ -2,6 +2,7 @@
 
 mod commands;
 mod config;
+mod elicit;
 mod exit;
 mod fixture;
 mod flags;

@@ -1,9 +1,10 @@
 //! Connecting: run the handshake over a fresh transport and hand back a ready
 //! [`Session`] — or a precise error, after which nothing more was sent.
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
-use capable_core::{Connection, Incoming, Negotiating, Notice, Step};
+use capable_core::{Connection, Era, Incoming, Negotiating, Notice, ProtocolChoice, Step};
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
@@ -15,17 +16,49 @@ use crate::transport::stdio::{ServerCommand, StdioTransport};
 use crate::transport::{MessageSink, MessageSource, Peer, Transport};
 
 /// Starts a stdio server and connects to it.
+///
+/// With [`ProtocolChoice::Auto`] the era found for the same command earlier in this
+/// process is reused (the era is a property of the server), so only the first
+/// connection pays for the modern probe.
 pub async fn connect_stdio(
     command: &ServerCommand,
-    options: ClientOptions,
+    mut options: ClientOptions,
 ) -> Result<Session, Error> {
+    let auto = options.config.protocol == ProtocolChoice::Auto;
+    if auto {
+        match era_memory()
+            .lock()
+            .ok()
+            .and_then(|m| m.get(command).copied())
+        {
+            Some(Era::Legacy) => options.config.protocol = ProtocolChoice::Legacy,
+            Some(Era::Modern) => options.config.protocol = ProtocolChoice::Modern,
+            None => {}
+        }
+    }
     let transport =
         StdioTransport::spawn(command, options.stdio).map_err(|e| Error::Spawn(e.to_string()))?;
-    connect(transport, options).await
+    let session = connect(transport, options).await?;
+    if auto {
+        if let Ok(mut m) = era_memory().lock() {
+            m.insert(command.clone(), session.era());
+        }
+    }
+    Ok(session)
+}
+
+fn era_memory() -> &'static Mutex<HashMap<ServerCommand, Era>> {
+    static MEMORY: OnceLock<Mutex<HashMap<ServerCommand, Era>>> = OnceLock::new();
+    MEMORY.get_or_init(Default::default)
 }
 
 /// Connects over any transport: negotiates, then starts the reader and writer tasks.
-pub async fn connect<T: Transport>(transport: T, options: ClientOptions) -> Result<Session, Error> {
+pub async fn connect<T: Transport>(
+    transport: T,
+    mut options: ClientOptions,
+) -> Result<Session, Error> {
+    // Declare exactly what the installed handlers handle.
+    options.config.capabilities = options.handlers.capabilities();
     let (mut sink, mut source, peer) = transport.split();
     match handshake(&mut sink, &mut source, peer.as_ref(), &options).await {
         Ok((conn, early, out)) => Ok(start(conn, early, out, sink, source, peer, options)),
@@ -150,6 +183,7 @@ fn start<Si: MessageSink, So: MessageSource>(
             closed: None,
             stop_writing: false,
             dropped_notifications: 0,
+            listeners: Default::default(),
         }),
         write_ready: Notify::new(),
         writer_done: Notify::new(),
@@ -163,7 +197,12 @@ fn start<Si: MessageSink, So: MessageSource>(
     let (rtx, rrx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(driver::run_writer(shared.clone(), sink));
     let reader = tokio::spawn(driver::run_reader(shared.clone(), source, ntx, rtx));
+    tokio::spawn(driver::run_input(
+        shared.clone(),
+        rrx,
+        options.handlers.clone(),
+    ));
     // `notifications/initialized` (legacy) may be waiting in `out`.
     shared.write_ready.notify_one();
-    Session::new(shared, negotiated, options, nrx, rrx, reader, writer)
+    Session::new(shared, negotiated, options, nrx, reader, writer)
 }

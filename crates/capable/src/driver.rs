@@ -8,6 +8,7 @@
 //! enough to route it and completes the waiting request's oneshot; the caller decodes
 //! the result into the one type it expects.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
@@ -35,10 +36,9 @@ pub struct ServerNotification {
     pub params: Value,
 }
 
-/// A request from the server that the host handles (legacy era). Routed to the
-/// host's input handlers once they are installed.
+/// A request from the server that the host handles (legacy era), answered by the
+/// host's [`InputHandlers`](crate::input::InputHandlers).
 #[derive(Debug)]
-#[allow(dead_code)]
 pub(crate) struct ServerRequest {
     pub(crate) id: RequestId,
     pub(crate) method: String,
@@ -53,6 +53,18 @@ pub(crate) struct State {
     /// The writer sends what is left, then drops the sink (closing stdin).
     pub(crate) stop_writing: bool,
     pub(crate) dropped_notifications: u64,
+    /// Open `subscriptions/listen` streams, by the listen request's id.
+    pub(crate) listeners: HashMap<i64, mpsc::Sender<ListenEvent>>,
+}
+
+/// What arrives on a `subscriptions/listen` stream.
+#[derive(Clone, Debug)]
+pub enum ListenEvent {
+    /// `notifications/subscriptions/acknowledged`: the subset of the filter the server
+    /// honours.
+    Acknowledged(Value),
+    /// A notification on the stream (`notifications/resources/updated`, …).
+    Notification(ServerNotification),
 }
 
 pub(crate) struct Shared {
@@ -78,6 +90,7 @@ impl Shared {
                 st.closed = Some(reason.clone());
             }
             st.stop_writing = true;
+            st.listeners.clear();
             st.conn.drain()
         };
         self.write_ready.notify_one();
@@ -90,6 +103,90 @@ impl Shared {
 fn log_notices(notices: Vec<Notice>) {
     for n in notices {
         tracing::warn!("{n}");
+    }
+}
+
+/// Delivers a notification that belongs to a `subscriptions/listen` stream to its
+/// listener; returns it when it belongs to none.
+fn route_to_listener(shared: &Shared, n: ServerNotification) -> Option<ServerNotification> {
+    const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    if n.method == "notifications/cancelled" {
+        // On stdio a server may end a listen stream by cancelling the listen request.
+        let id = n.params.get("requestId").and_then(Value::as_i64)?;
+        let mut st = shared.lock();
+        if st.listeners.remove(&id).is_some() {
+            if let Some(w) = st.conn.forget(id) {
+                let _ = w.tx.send(Err(Error::ListenEnded {
+                    reason: n
+                        .params
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                }));
+            }
+            return None;
+        }
+        drop(st);
+        return Some(n);
+    }
+    let id = n
+        .params
+        .get("_meta")
+        .and_then(|m| m.get(SUBSCRIPTION_ID))
+        .and_then(Value::as_i64);
+    let Some(id) = id else { return Some(n) };
+    let tx = shared.lock().listeners.get(&id).cloned();
+    match tx {
+        Some(tx) => {
+            let event = if n.method == "notifications/subscriptions/acknowledged" {
+                ListenEvent::Acknowledged(
+                    n.params
+                        .get("notifications")
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                )
+            } else {
+                ListenEvent::Notification(n)
+            };
+            if tx.try_send(event).is_err() {
+                shared.lock().dropped_notifications += 1;
+            }
+            None
+        }
+        None => Some(n),
+    }
+}
+
+/// Answers legacy server requests with the host's handlers, one task per request so a
+/// slow answer (a person typing) never blocks reading.
+pub(crate) async fn run_input(
+    shared: Arc<Shared>,
+    mut requests: mpsc::UnboundedReceiver<ServerRequest>,
+    handlers: crate::input::InputHandlers,
+) {
+    while let Some(req) = requests.recv().await {
+        let shared = shared.clone();
+        let handlers = handlers.clone();
+        tokio::spawn(async move {
+            let answer = handlers.answer(&req.method, req.params).await;
+            let wake = {
+                let mut st = shared.lock();
+                let st = &mut *st;
+                if st.closed.is_some() {
+                    return;
+                }
+                let was_empty = st.out.is_empty();
+                match &answer {
+                    Ok(result) => st.conn.respond(&req.id, result, &mut st.out),
+                    Err(error) => st.conn.respond_error(&req.id, error, &mut st.out),
+                }
+                was_empty
+            };
+            if wake {
+                shared.write_ready.notify_one();
+            }
+        });
     }
 }
 
@@ -209,10 +306,11 @@ pub(crate) async fn run_reader<S: MessageSource>(
             }
             Event::Notification { method, params } => {
                 let params = params.decode_or_default::<Value>().unwrap_or(Value::Null);
-                if notifications
-                    .try_send(ServerNotification { method, params })
-                    .is_err()
-                {
+                let notification = ServerNotification { method, params };
+                let Some(notification) = route_to_listener(&shared, notification) else {
+                    continue;
+                };
+                if notifications.try_send(notification).is_err() {
                     shared.lock().dropped_notifications += 1;
                 }
             }

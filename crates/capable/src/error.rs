@@ -63,6 +63,30 @@ pub enum Error {
     /// The server could not be started.
     #[error("{0}")]
     Spawn(String),
+    /// A `subscriptions/listen` stream was ended by the server.
+    #[error("the server ended the subscription stream{}", if reason.is_empty() { String::new() } else { format!(": {reason}") })]
+    ListenEnded {
+        /// The reason it gave.
+        reason: String,
+    },
+    /// The server asked for input more times than allowed for one request.
+    #[error("{method}: the server asked for input {rounds} times; stopped")]
+    TooManyInputRounds {
+        /// The request's method.
+        method: Method,
+        /// How many rounds were answered.
+        rounds: usize,
+    },
+    /// The server asked for input the host could not give.
+    #[error("{method}: the server asked for {input}, which the host does not handle: {error}")]
+    InputUnanswered {
+        /// The request's method.
+        method: Method,
+        /// The input request's method (`elicitation/create`, …).
+        input: String,
+        /// Why.
+        error: RpcError,
+    },
     /// The session was closed by the host.
     #[error("the session is closed")]
     Closed,
@@ -93,6 +117,14 @@ pub fn humanize(d: Duration) -> String {
 }
 
 impl Error {
+    /// Whether the server said the resource does not exist (`-32002` in legacy
+    /// revisions, `-32602` in 2026-07-28; both are accepted).
+    pub fn is_resource_not_found(&self) -> bool {
+        use capable_core::jsonrpc::codes;
+        matches!(self, Error::Rpc { method: Method::ReadResource, error }
+            if error.code == codes::RESOURCE_NOT_FOUND || error.code == codes::INVALID_PARAMS)
+    }
+
     /// Whether the error came from the server's side of the wire (as opposed to a local
     /// refusal or a transport failure).
     pub fn is_server_answer(&self) -> bool {

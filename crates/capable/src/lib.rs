@@ -28,6 +28,7 @@
 mod connect;
 mod driver;
 pub mod error;
+pub mod input;
 pub mod options;
 pub mod read;
 mod session;
@@ -36,14 +37,15 @@ pub mod transport;
 
 pub use capable_core as core;
 pub use capable_core::{
-    Capability, ClientCapabilities, ClientConfig, Era, Flag, GatePolicy, Method, ProtocolChoice,
-    ProtocolVersion, Refusal, Revision, ServerCapabilities, Violation,
+    Capability, ClientCapabilities, ClientConfig, Era, Flag, GatePolicy, ListenFilter, Method,
+    ProtocolChoice, ProtocolVersion, Refusal, Revision, ServerCapabilities, Violation,
 };
 pub use connect::{connect, connect_stdio};
-pub use driver::ServerNotification;
+pub use driver::{ListenEvent, ServerNotification};
 pub use error::Error;
+pub use input::{ElicitationPolicy, InputHandlers, Root};
 pub use options::ClientOptions;
 pub use read::ResourceRead;
-pub use session::{RequestOptions, Session};
+pub use session::{Listener, RequestOptions, Session, MAX_INPUT_ROUNDS};
 pub use tap::{Direction, Tap};
 pub use transport::stdio::{ServerCommand, StdioLimits, StdioTransport};

@@ -25,6 +25,9 @@ pub struct ClientOptions {
     pub notification_capacity: usize,
     /// The most pages a list helper collects. Default 1000.
     pub max_pages: usize,
+    /// Handlers for server input (elicitation, sampling, roots). The client declares
+    /// exactly the capabilities of the handlers installed here.
+    pub handlers: crate::input::InputHandlers,
     /// Sees every message sent and received, when set.
     pub tap: Option<crate::tap::Tap>,
 }
@@ -39,6 +42,7 @@ impl Default for ClientOptions {
             stdio: StdioLimits::default(),
             notification_capacity: 1024,
             max_pages: 1000,
+            handlers: Default::default(),
             tap: None,
         }
     }

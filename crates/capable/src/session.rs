@@ -20,10 +20,71 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::driver::{ServerNotification, ServerRequest, Shared, Waiter};
+use crate::driver::{ListenEvent, ServerNotification, Shared, Waiter};
 use crate::error::Error;
 use crate::options::ClientOptions;
 use crate::read::ResourceRead;
+
+/// The most `input_required` rounds answered for one request.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+enum ResultType {
+    Complete,
+    InputRequired(InputRequired),
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InputRequired {
+    #[serde(default)]
+    input_requests: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
+/// Reads `resultType` (modern era). Absent means `complete`; only `tools/call`,
+/// `prompts/get` and `resources/read` may ask for input; anything else is invalid.
+fn result_type(method: Method, payload: &Payload) -> Result<ResultType, Error> {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(default, rename = "resultType", borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+    }
+    // Cheap pre-check: most results are decoded once, by their own type, only.
+    if !payload.json().contains("\"resultType\"") {
+        return Ok(ResultType::Complete);
+    }
+    let probe: Probe<'_> =
+        serde_json::from_str(payload.json()).map_err(|e| Error::MalformedResult {
+            method,
+            detail: e.to_string(),
+        })?;
+    match probe.result_type.as_deref() {
+        None | Some("complete") => Ok(ResultType::Complete),
+        Some("input_required")
+            if matches!(
+                method,
+                Method::CallTool | Method::GetPrompt | Method::ReadResource
+            ) =>
+        {
+            let input: InputRequired = payload.decode().map_err(|e| Error::MalformedResult {
+                method,
+                detail: format!("input_required result: {e}"),
+            })?;
+            if input.input_requests.is_empty() && input.request_state.is_none() {
+                return Err(Error::MalformedResult {
+                    method,
+                    detail: "input_required without inputRequests or requestState".into(),
+                });
+            }
+            Ok(ResultType::InputRequired(input))
+        }
+        Some(other) => Err(Error::MalformedResult {
+            method,
+            detail: format!("unknown resultType {other:?}"),
+        }),
+    }
+}
 
 /// Receives progress of one request.
 pub type ProgressCallback = Box<dyn FnMut(&ProgressParams) + Send>;
@@ -45,8 +106,6 @@ pub struct Session {
     negotiated: Negotiated,
     options: ClientOptions,
     notifications: Mutex<Option<mpsc::Receiver<ServerNotification>>>,
-    #[allow(dead_code)]
-    server_requests: Mutex<Option<mpsc::UnboundedReceiver<ServerRequest>>>,
     reader: JoinHandle<()>,
     writer: Option<JoinHandle<()>>,
 }
@@ -89,7 +148,6 @@ impl Session {
         negotiated: Negotiated,
         options: ClientOptions,
         notifications: mpsc::Receiver<ServerNotification>,
-        server_requests: mpsc::UnboundedReceiver<ServerRequest>,
         reader: JoinHandle<()>,
         writer: JoinHandle<()>,
     ) -> Session {
@@ -98,7 +156,6 @@ impl Session {
             negotiated,
             options,
             notifications: Mutex::new(Some(notifications)),
-            server_requests: Mutex::new(Some(server_requests)),
             reader,
             writer: Some(writer),
         }
@@ -189,11 +246,100 @@ impl Session {
     }
 
     /// Sends a request and returns its raw result.
+    ///
+    /// In the modern era the result's `resultType` is checked (absent means
+    /// `complete`; an unknown value is an error) and `input_required` results are
+    /// answered with the host's handlers and retried with a new id, at most
+    /// [`MAX_INPUT_ROUNDS`] times.
     pub async fn request_payload<P>(
         &self,
         method: Method,
         params: &P,
         mut options: RequestOptions,
+    ) -> Result<Payload, Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        let payload = self.exchange(method, params, &mut options).await?;
+        if self.era() == Era::Legacy {
+            return Ok(payload);
+        }
+        let mut payload = payload;
+        for round in 0..=MAX_INPUT_ROUNDS {
+            match result_type(method, &payload)? {
+                ResultType::Complete => return Ok(payload),
+                ResultType::InputRequired(input) => {
+                    if round == MAX_INPUT_ROUNDS {
+                        break;
+                    }
+                    let retry = self.answer_input(method, params, input).await?;
+                    payload = self.exchange(method, &retry, &mut options).await?;
+                }
+            }
+        }
+        Err(Error::TooManyInputRounds {
+            method,
+            rounds: MAX_INPUT_ROUNDS,
+        })
+    }
+
+    /// Builds the retry of an `input_required` request: the same params plus
+    /// `inputResponses` and the server's `requestState`, echoed exactly.
+    async fn answer_input<P: Serialize + ?Sized>(
+        &self,
+        method: Method,
+        params: &P,
+        input: InputRequired,
+    ) -> Result<serde_json::Value, Error> {
+        let mut responses = serde_json::Map::new();
+        for (key, request) in input.input_requests {
+            let name = request
+                .get("method")
+                .and_then(|m| m.as_str())
+                .unwrap_or("")
+                .to_owned();
+            let params = request
+                .get("params")
+                .cloned()
+                .unwrap_or(serde_json::Value::Null);
+            let answer = self
+                .options
+                .handlers
+                .answer(&name, params)
+                .await
+                .map_err(|error| Error::InputUnanswered {
+                    method,
+                    input: name.clone(),
+                    error,
+                })?;
+            responses.insert(key, answer);
+        }
+        let mut retry = serde_json::to_value(params).map_err(|e| Error::MalformedResult {
+            method,
+            detail: e.to_string(),
+        })?;
+        if let Some(obj) = retry.as_object_mut() {
+            obj.remove("inputResponses");
+            obj.remove("requestState");
+            if !responses.is_empty() {
+                obj.insert(
+                    "inputResponses".into(),
+                    serde_json::Value::Object(responses),
+                );
+            }
+            if let Some(state) = input.request_state {
+                obj.insert("requestState".into(), serde_json::Value::String(state));
+            }
+        }
+        Ok(retry)
+    }
+
+    /// One request/response exchange: gate, send, wait (timeout, progress), route.
+    async fn exchange<P>(
+        &self,
+        method: Method,
+        params: &P,
+        options: &mut RequestOptions,
     ) -> Result<Payload, Error>
     where
         P: Serialize + ?Sized,
@@ -434,6 +580,76 @@ impl Session {
         let status = self.shared.peer.shutdown().await;
         self.reader.abort();
         status
+    }
+}
+
+/// An open `subscriptions/listen` stream. Dropping it (or [`Listener::close`]) sends
+/// `notifications/cancelled` for the listen request.
+pub struct Listener {
+    shared: Arc<Shared>,
+    id: i64,
+    events: mpsc::Receiver<ListenEvent>,
+    done: oneshot::Receiver<Result<Payload, Error>>,
+    ended: bool,
+}
+
+impl Listener {
+    /// The listen request's id (= the `subscriptionId` of its notifications).
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    /// The next event; `Ok(None)` when the server ended the stream with a result,
+    /// `Err` when it ended otherwise (cancelled by the server, connection lost).
+    pub async fn recv(&mut self) -> Result<Option<ListenEvent>, Error> {
+        if self.ended {
+            return Ok(None);
+        }
+        tokio::select! {
+            biased;
+            Some(event) = self.events.recv() => Ok(Some(event)),
+            end = &mut self.done => {
+                self.ended = true;
+                match end {
+                    Ok(Ok(_)) => Ok(None),
+                    Ok(Err(e)) => Err(e),
+                    Err(_) => Err(Error::Closed),
+                }
+            }
+        }
+    }
+
+    /// Ends the stream: `notifications/cancelled` for the listen request.
+    pub fn close(mut self) {
+        self.cancel();
+    }
+
+    fn cancel(&mut self) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        let wake = {
+            let mut st = self.shared.lock();
+            let st = &mut *st;
+            st.listeners.remove(&self.id);
+            if st.closed.is_some() {
+                return;
+            }
+            let was_empty = st.out.is_empty();
+            st.conn
+                .cancel(self.id, "the host closed the subscription", &mut st.out);
+            was_empty && !st.out.is_empty()
+        };
+        if wake {
+            self.shared.write_ready.notify_one();
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.cancel();
     }
 }
 

@@ -33,6 +33,7 @@ impl Context {
         if self.global.lenient {
             options.config.gate_policy = GatePolicy::Lenient;
         }
+        options.handlers = crate::elicit::handlers(&self.global);
         if self.global.trace {
             options.tap = Some(Tap::new(|dir, line| {
                 let arrow = match dir {

@@ -17,7 +17,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use super::{BoxFuture, MessageSink, MessageSource, Peer, Transport, TransportError};
 
 /// How to start a stdio server.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ServerCommand {
     /// The program.
     pub program: String,

@@ -1,0 +1,126 @@
+//! Answering a server's requests for input from the command line: `--elicitation`
+//! for scripts, a prompt on a terminal, `--root` for roots. Sampling is never offered:
+//! a command line has no model to sample from.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
+
+use capable::input::{Handler, InputHandlers};
+use capable::{ElicitationPolicy, Root};
+use serde_json::{json, Map, Value};
+
+use crate::flags::{ElicitationFlag, Global};
+
+/// The handlers the global flags ask for.
+pub fn handlers(global: &Global) -> InputHandlers {
+    let elicitation = match global.elicitation {
+        Some(ElicitationFlag::AcceptDefaults) => Some(InputHandlers::elicitation_by_policy(
+            ElicitationPolicy::AcceptDefaults,
+        )),
+        Some(ElicitationFlag::Decline) => Some(InputHandlers::elicitation_by_policy(
+            ElicitationPolicy::Decline,
+        )),
+        Some(ElicitationFlag::Cancel) => Some(InputHandlers::elicitation_by_policy(
+            ElicitationPolicy::Cancel,
+        )),
+        None if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() => {
+            Some(terminal())
+        }
+        None => None,
+    };
+    let roots = (!global.roots.is_empty()).then(|| global.roots.iter().map(|p| root(p)).collect());
+    InputHandlers {
+        elicitation,
+        elicitation_url: false,
+        sampling: None,
+        roots,
+    }
+}
+
+fn root(path: &std::path::Path) -> Root {
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    Root {
+        uri: format!("file://{}", abs.display()),
+        name: abs.file_name().map(|n| n.to_string_lossy().into_owned()),
+    }
+}
+
+/// Asks the person at the terminal, field by field.
+fn terminal() -> Handler {
+    Arc::new(|params: Value| {
+        Box::pin(async move {
+            let answer = tokio::task::spawn_blocking(move || ask(&params))
+                .await
+                .unwrap_or_else(|_| json!({"action": "cancel"}));
+            Ok(answer)
+        })
+    })
+}
+
+fn ask(params: &Value) -> Value {
+    let mut err = std::io::stderr().lock();
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut line = String::new();
+    let mut read = |prompt: &str, err: &mut std::io::StderrLock<'_>| -> Option<String> {
+        let _ = write!(err, "{prompt}");
+        let _ = err.flush();
+        line.clear();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim().to_owned()),
+        }
+    };
+    let message = params
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("The server asks for input");
+    let _ = writeln!(err, "\nthe server asks: {message}");
+    let props = params
+        .pointer("/requestedSchema/properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut content = Map::new();
+    for (name, prop) in &props {
+        let kind = prop.get("type").and_then(Value::as_str).unwrap_or("string");
+        let title = prop.get("title").and_then(Value::as_str).unwrap_or(name);
+        let default = prop.get("default");
+        let shown = default.map(|d| format!(" [{d}]")).unwrap_or_default();
+        loop {
+            let Some(text) = read(&format!("  {title} ({kind}){shown}: "), &mut err) else {
+                return json!({"action": "cancel"});
+            };
+            if text.is_empty() {
+                if let Some(d) = default {
+                    content.insert(name.clone(), d.clone());
+                }
+                break;
+            }
+            let value = match kind {
+                "boolean" => match text.to_ascii_lowercase().as_str() {
+                    "y" | "yes" | "true" => Some(json!(true)),
+                    "n" | "no" | "false" => Some(json!(false)),
+                    _ => None,
+                },
+                "integer" => text.parse::<i64>().ok().map(Value::from),
+                "number" => text.parse::<f64>().ok().map(Value::from),
+                _ => Some(Value::String(text.clone())),
+            };
+            match value {
+                Some(v) => {
+                    content.insert(name.clone(), v);
+                    break;
+                }
+                None => {
+                    let _ = writeln!(err, "  not a {kind}; try again");
+                }
+            }
+        }
+    }
+    match read("  send? [Y]es / [n]o (decline) / [c]ancel: ", &mut err).as_deref() {
+        Some("" | "y" | "Y" | "yes") => json!({"action": "accept", "content": content}),
+        Some("n" | "N" | "no") => json!({"action": "decline"}),
+        _ => json!({"action": "cancel"}),
+    }
+}

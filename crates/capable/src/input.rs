@@ -1,0 +1,175 @@
+//! Server input: elicitation, sampling and roots, answered by one set of host handlers
+//! in both eras.
+//!
+//! - Legacy: the server sends a JSON-RPC request (`elicitation/create`, …); the
+//!   client answers it with the handler's result.
+//! - Modern: a result with `resultType: "input_required"` carries `inputRequests`;
+//!   the client calls the same handlers and retries the original request with
+//!   `inputResponses`, the server's `requestState` echoed exactly, and a new id.
+//!
+//! A client capability is declared only when its handler is installed: a host that
+//! installs no elicitation handler never declares `elicitation`, and a server that asks
+//! anyway gets method-not-found (legacy) or an error (modern).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use capable_core::{ClientCapabilities, RpcError};
+use serde_json::{json, Map, Value};
+
+/// A boxed future returned by handlers.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>>;
+
+/// A handler: takes the request's `params`, returns its result.
+pub type Handler = Arc<dyn Fn(Value) -> HandlerFuture + Send + Sync>;
+
+/// The handlers a host installs. Each installed handler declares its capability.
+#[derive(Clone, Default)]
+pub struct InputHandlers {
+    /// Answers `elicitation/create` in form mode.
+    pub elicitation: Option<Handler>,
+    /// Whether the elicitation handler also takes URL mode.
+    pub elicitation_url: bool,
+    /// Answers `sampling/createMessage`.
+    pub sampling: Option<Handler>,
+    /// The roots to give for `roots/list` (`file://` URIs with names).
+    pub roots: Option<Vec<Root>>,
+}
+
+/// A root the host exposes to the server.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Root {
+    /// A `file://` URI.
+    pub uri: String,
+    /// A display name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl std::fmt::Debug for InputHandlers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InputHandlers")
+            .field("elicitation", &self.elicitation.is_some())
+            .field("elicitation_url", &self.elicitation_url)
+            .field("sampling", &self.sampling.is_some())
+            .field("roots", &self.roots)
+            .finish()
+    }
+}
+
+/// How the command line answers form elicitation without a person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElicitationPolicy {
+    /// Accept, filling every field that has a `default` in the schema.
+    AcceptDefaults,
+    /// Decline.
+    Decline,
+    /// Cancel.
+    Cancel,
+}
+
+impl InputHandlers {
+    /// The client capabilities these handlers declare.
+    pub fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            roots: self.roots.is_some(),
+            sampling: self.sampling.is_some(),
+            elicitation_form: self.elicitation.is_some(),
+            elicitation_url: self.elicitation.is_some() && self.elicitation_url,
+        }
+    }
+
+    /// An elicitation handler that answers by policy.
+    pub fn elicitation_by_policy(policy: ElicitationPolicy) -> Handler {
+        Arc::new(move |params: Value| {
+            let result = match policy {
+                ElicitationPolicy::Decline => json!({"action": "decline"}),
+                ElicitationPolicy::Cancel => json!({"action": "cancel"}),
+                ElicitationPolicy::AcceptDefaults => {
+                    let content =
+                        schema_defaults(params.get("requestedSchema").unwrap_or(&Value::Null));
+                    json!({"action": "accept", "content": content})
+                }
+            };
+            Box::pin(async move { Ok(result) })
+        })
+    }
+
+    /// Answers one input request (`method`, `params`) with the installed handler.
+    pub async fn answer(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        let missing = || RpcError {
+            code: capable_core::jsonrpc::codes::METHOD_NOT_FOUND,
+            message: format!("the client has no handler for {method}"),
+            data: None,
+        };
+        match method {
+            "elicitation/create" => {
+                let url_mode = params.get("mode").and_then(Value::as_str) == Some("url");
+                if url_mode && !self.elicitation_url {
+                    return Err(RpcError {
+                        code: capable_core::jsonrpc::codes::INVALID_PARAMS,
+                        message: "the client did not declare URL-mode elicitation".into(),
+                        data: None,
+                    });
+                }
+                let h = self.elicitation.as_ref().ok_or_else(missing)?;
+                h(params).await
+            }
+            "sampling/createMessage" => {
+                let h = self.sampling.as_ref().ok_or_else(missing)?;
+                h(params).await
+            }
+            "roots/list" => match &self.roots {
+                Some(roots) => Ok(json!({ "roots": roots })),
+                None => Err(missing()),
+            },
+            _ => Err(missing()),
+        }
+    }
+}
+
+/// The `default` of every property of a form schema that has one.
+pub fn schema_defaults(schema: &Value) -> Map<String, Value> {
+    let mut content = Map::new();
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, prop) in props {
+            if let Some(default) = prop.get("default") {
+                content.insert(name.clone(), default.clone());
+            }
+        }
+    }
+    content
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_installed_handlers_are_declared() {
+        assert_eq!(
+            InputHandlers::default().capabilities(),
+            ClientCapabilities::default()
+        );
+        let h = InputHandlers {
+            elicitation: Some(InputHandlers::elicitation_by_policy(
+                ElicitationPolicy::Decline,
+            )),
+            ..Default::default()
+        };
+        let caps = h.capabilities();
+        assert!(caps.elicitation_form && !caps.elicitation_url && !caps.sampling && !caps.roots);
+    }
+
+    #[test]
+    fn accept_defaults_fills_every_default() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "Ada"},
+            "age": {"type": "integer", "default": 36},
+            "note": {"type": "string"}
+        }});
+        let c = schema_defaults(&schema);
+        assert_eq!(Value::Object(c), json!({"name": "Ada", "age": 36}));
+    }
+}
