@@ -85,7 +85,7 @@ pub enum Error {
         /// The input request's method (`elicitation/create`, …).
         input: String,
         /// Why.
-        error: RpcError,
+        error: Box<RpcError>,
     },
     /// The session was closed by the host.
     #[error("the session is closed")]

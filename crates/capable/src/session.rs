@@ -310,7 +310,7 @@ impl Session {
                 .map_err(|error| Error::InputUnanswered {
                     method,
                     input: name.clone(),
-                    error,
+                    error: Box::new(error),
                 })?;
             responses.insert(key, answer);
         }
