@@ -370,9 +370,6 @@ fn progress_extends_the_timeout() {
 }
 
 #[test]
-#[ignore = "bug: the progress notification that arrives right before the response is dropped \
-            (crates/capable/src/session.rs exchange(): biased select takes the response first \
-            and never drains the progress channel); progress 7/7 is never shown"]
 fn every_progress_notification_is_shown() {
     let run = capable_with(
         &["tools", "call", "echo", "--args", r#"{"message":"hi"}"#],

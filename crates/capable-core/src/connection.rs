@@ -207,6 +207,10 @@ impl<W> Connection<W> {
         if self.broken.contains(&method) {
             return Err(Refusal::MarkedBroken { method });
         }
+        if method == Method::Initialize && self.negotiated.era() == Era::Legacy {
+            // The handshake sends it, once; a second one would restart the session.
+            return Err(Refusal::HandshakeOnly { method });
+        }
         match gating::check(
             method,
             self.negotiated.version,
@@ -470,7 +474,14 @@ impl<W> Connection<W> {
             }
             _ => false,
         };
-        if handled && self.negotiated.era() == Era::Legacy {
+        if self.negotiated.era() == Era::Modern {
+            // 2026-07-28: servers send no requests and clients send no responses;
+            // input arrives as `input_required` results instead.
+            self.notices
+                .push(Notice::UnsupportedServerRequest { method });
+            return Event::Handled;
+        }
+        if handled {
             return Event::ServerRequest { id, method, params };
         }
         let error = RpcError {
@@ -527,7 +538,7 @@ impl<W> Connection<W> {
                     if !self
                         .subscriptions
                         .iter()
-                        .any(|s| uri.starts_with(s.as_str()))
+                        .any(|s| is_same_or_sub_resource(&uri, s))
                     {
                         self.notices.push(Notice::UndeclaredNotification {
                             method: format!("{method} for {uri}"),
@@ -595,6 +606,16 @@ impl<W> Connection<W> {
     /// The server's identity.
     pub fn server_info(&self) -> &Implementation {
         &self.negotiated.server_info
+    }
+}
+
+/// Whether `uri` is `subscribed` or a sub-resource of it (`…/part`, `…#frag`,
+/// `…?query`): updates may name a sub-resource of the subscribed URI.
+fn is_same_or_sub_resource(uri: &str, subscribed: &str) -> bool {
+    match uri.strip_prefix(subscribed) {
+        Some("") => true,
+        Some(rest) => rest.starts_with(['/', '#', '?']) || subscribed.ends_with('/'),
+        None => false,
     }
 }
 

@@ -122,6 +122,12 @@ pub enum Refusal {
         /// The capability object as the server declared it.
         declared: Value,
     },
+    /// The method belongs to the handshake and is never sent by a host.
+    #[error("{method} is sent by the handshake only; nothing was sent")]
+    HandshakeOnly {
+        /// The method asked for.
+        method: Method,
+    },
     /// The method was marked broken for this session after the server refused it
     /// despite declaring it (a contract violation).
     #[error("{method} was refused by the server earlier in this session although declared; capable does not retry it")]
@@ -138,6 +144,7 @@ impl Refusal {
             Refusal::NotInVersion { method, .. }
             | Refusal::CapabilityNotDeclared { method, .. }
             | Refusal::FlagNotDeclared { method, .. }
+            | Refusal::HandshakeOnly { method }
             | Refusal::MarkedBroken { method } => *method,
         }
     }

@@ -394,7 +394,10 @@ impl Negotiating {
     }
 
     fn on_discover_error(mut self, error: RpcError, out: &mut Vec<u8>) -> Step {
-        let Stage::Probing { retried, .. } = self.stage else {
+        let Stage::Probing {
+            retried, version, ..
+        } = self.stage
+        else {
             unreachable!("on_discover_error is only called while probing")
         };
         match error.code {
@@ -407,6 +410,7 @@ impl Negotiating {
                     .and_then(|s| serde_json::from_value(s.clone()).ok())
                     .unwrap_or_default();
                 match self.common_modern(&server) {
+                    // Retry once with a version both sides list; never loop.
                     Some(v) if !retried => {
                         self.send_discover(v, true, out);
                         Step::Waiting(self)

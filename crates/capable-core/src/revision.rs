@@ -12,9 +12,9 @@ use sha2::{Digest, Sha256};
 
 use crate::model::ResourceContents;
 
-/// Where a revision came from.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(tag = "source", content = "value", rename_all = "camelCase")]
+/// Which version of a resource's content a read saw. In JSON it is one string: the
+/// server's marker or `sha256:…`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Revision {
     /// The server's own marker (`annotations.lastModified`).
     LastModified(String),
@@ -40,6 +40,12 @@ impl Revision {
         match self {
             Revision::LastModified(s) | Revision::Digest(s) => s,
         }
+    }
+}
+
+impl Serialize for Revision {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 

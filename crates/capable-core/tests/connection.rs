@@ -858,18 +858,33 @@ fn routing_server_requests_the_host_declared_are_handed_to_the_host() {
 }
 
 #[test]
-fn routing_a_server_request_in_the_modern_era_is_refused() {
+fn routing_a_server_request_in_the_modern_era_is_dropped_without_a_response() {
+    // 2026-07-28: servers send no requests and clients send no responses.
     let mut cfg = config(ProtocolChoice::Auto);
     cfg.capabilities.roots = true;
     let mut conn: Conn = modern_connection(cfg, json!({}));
     for method in ["ping", "roots/list"] {
-        let (written, _) = handled(
+        let (written, notices) = handled(
             &mut conn,
             json!({"jsonrpc": "2.0", "id": 3, "method": method}),
         );
-        assert_eq!(written.len(), 1);
-        assert_eq!(written[0]["error"]["code"], -32601, "{method}");
+        assert!(written.is_empty(), "{method}: {written:?}");
+        assert!(notices
+            .iter()
+            .any(|n| matches!(n, Notice::UnsupportedServerRequest { .. })));
     }
+}
+
+#[test]
+fn a_second_initialize_is_refused_in_a_ready_legacy_session() {
+    let mut conn: Conn = legacy(everything());
+    let refusal = refuse(&mut conn, Method::Initialize, json!({}));
+    assert_eq!(
+        refusal,
+        Refusal::HandshakeOnly {
+            method: Method::Initialize
+        }
+    );
 }
 
 #[test]

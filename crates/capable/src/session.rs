@@ -381,7 +381,15 @@ impl Session {
         let outcome = loop {
             tokio::select! {
                 biased;
-                res = &mut rx => break res.unwrap_or(Err(Error::Closed)),
+                res = &mut rx => {
+                    // Progress sent just before the answer is still delivered, in order.
+                    if let (Some(r), Some(cb)) = (prx.as_mut(), options.on_progress.as_mut()) {
+                        while let Ok(p) = r.try_recv() {
+                            cb(&p);
+                        }
+                    }
+                    break res.unwrap_or(Err(Error::Closed));
+                }
                 Some(p) = async { match prx.as_mut() { Some(r) => r.recv().await, None => None } } => {
                     if let Some(cb) = options.on_progress.as_mut() {
                         cb(&p);
