@@ -394,10 +394,7 @@ impl Negotiating {
     }
 
     fn on_discover_error(mut self, error: RpcError, out: &mut Vec<u8>) -> Step {
-        let Stage::Probing {
-            retried, version, ..
-        } = self.stage
-        else {
+        let Stage::Probing { retried, .. } = self.stage else {
             unreachable!("on_discover_error is only called while probing")
         };
         match error.code {
