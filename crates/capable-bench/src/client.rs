@@ -1,0 +1,306 @@
+//! One client in its own process: handshakes, then sequential and pipelined reads.
+//! Prints one JSON line: `{client, handshake_ms, seq_read_rps, pipelined_read_rps,
+//! errors, peak_rss_kib}`.
+
+use std::cell::Cell;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+
+use crate::{Settings, URI};
+
+#[derive(Default)]
+struct Figures {
+    handshakes: Vec<Duration>,
+    seq: Duration,
+    pipelined: Duration,
+    errors: u64,
+}
+
+pub fn main(args: &[String]) -> i32 {
+    let Some(kind) = args.first() else {
+        eprintln!("capable-bench client: which client? raw, capable or rmcp");
+        return 2;
+    };
+    let settings = match Settings::parse(&args[1..]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    let figures = match kind.as_str() {
+        "raw" => raw(&settings),
+        "capable" => runtime().block_on(capable(&settings)),
+        "rmcp" => runtime().block_on(rmcp(&settings)),
+        other => Err(format!("unknown client {other:?}")),
+    };
+    let f = match figures {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("capable-bench client {kind}: {e}");
+            return 1;
+        }
+    };
+    let mut hs = f.handshakes.clone();
+    hs.sort();
+    let rps = |d: Duration| settings.n as f64 / d.as_secs_f64();
+    println!(
+        "{}",
+        serde_json::json!({
+            "client": kind,
+            "handshake_ms": hs[hs.len() / 2].as_secs_f64() * 1e3,
+            "seq_read_rps": rps(f.seq),
+            "pipelined_read_rps": rps(f.pipelined),
+            "errors": f.errors,
+            "peak_rss_kib": peak_rss_kib(),
+        })
+    );
+    0
+}
+
+/// Both async clients run on a current-thread runtime, their fastest configuration.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime")
+}
+
+/// `VmHWM` from /proc/self/status: the peak resident set of this process, in KiB.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Runs `n` operations with `c` in flight, on one task.
+async fn pipelined<F, Fut>(n: usize, c: usize, op: F) -> u64
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let issued = Cell::new(0usize);
+    let errors = Cell::new(0u64);
+    let worker = || async {
+        while issued.get() < n {
+            issued.set(issued.get() + 1);
+            if !op().await {
+                errors.set(errors.get() + 1);
+            }
+        }
+    };
+    let mut workers: FuturesUnordered<_> = (0..c.min(n.max(1))).map(|_| worker()).collect();
+    while workers.next().await.is_some() {}
+    errors.get()
+}
+
+// ---------------------------------------------------------------------------------
+// capable
+
+async fn capable(s: &Settings) -> Result<Figures, String> {
+    use capable::{ClientOptions, ServerCommand, StdioTransport};
+    let command = ServerCommand::new(s.server.clone(), Vec::<String>::new());
+    let connect = || async {
+        // `connect` over a fresh transport: the modern probe is paid every time (no
+        // era memory), as a host's first connection to a server pays it.
+        let transport =
+            StdioTransport::spawn(&command, Default::default()).map_err(|e| e.to_string())?;
+        capable::connect(transport, ClientOptions::default())
+            .await
+            .map_err(|e| e.to_string())
+    };
+    let mut f = Figures::default();
+    for _ in 0..s.handshakes {
+        let t = Instant::now();
+        let session = connect().await?;
+        f.handshakes.push(t.elapsed());
+        session.close().await;
+    }
+    let session = connect().await?;
+    let read = || async { session.read_resource(URI).await.is_ok() };
+    for _ in 0..s.warmup {
+        read().await;
+    }
+    let t = Instant::now();
+    for _ in 0..s.n {
+        if !read().await {
+            f.errors += 1;
+        }
+    }
+    f.seq = t.elapsed();
+    let t = Instant::now();
+    f.errors += pipelined(s.n, s.c, read).await;
+    f.pipelined = t.elapsed();
+    session.close().await;
+    Ok(f)
+}
+
+// ---------------------------------------------------------------------------------
+// rmcp
+
+async fn rmcp(s: &Settings) -> Result<Figures, String> {
+    use rmcp::model::ReadResourceRequestParams;
+    use rmcp::transport::TokioChildProcess;
+    use rmcp::ServiceExt;
+    let connect = || async {
+        let transport = TokioChildProcess::new(tokio::process::Command::new(&s.server))
+            .map_err(|e| e.to_string())?;
+        ().serve(transport).await.map_err(|e| e.to_string())
+    };
+    let mut f = Figures::default();
+    for _ in 0..s.handshakes {
+        let t = Instant::now();
+        let client = connect().await?;
+        f.handshakes.push(t.elapsed());
+        let _ = client.cancel().await;
+    }
+    let client = connect().await?;
+    let read = || async {
+        client
+            .read_resource(ReadResourceRequestParams::new(URI))
+            .await
+            .is_ok()
+    };
+    for _ in 0..s.warmup {
+        read().await;
+    }
+    let t = Instant::now();
+    for _ in 0..s.n {
+        if !read().await {
+            f.errors += 1;
+        }
+    }
+    f.seq = t.elapsed();
+    let t = Instant::now();
+    f.errors += pipelined(s.n, s.c, read).await;
+    f.pipelined = t.elapsed();
+    let _ = client.cancel().await;
+    Ok(f)
+}
+
+// ---------------------------------------------------------------------------------
+// raw pipe: pre-serialised requests, responses counted by newline
+
+const INITIALIZE: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","#,
+    r#""capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+    "\n"
+);
+const INITIALIZED: &str = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
+struct RawServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::process::ChildStdout,
+    buf: Vec<u8>,
+}
+
+impl RawServer {
+    fn spawn(server: &str) -> Result<RawServer, String> {
+        let mut child = Command::new(server)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{server}: {e}"))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        Ok(RawServer {
+            child,
+            stdin,
+            stdout,
+            buf: vec![0; 64 * 1024],
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.stdin.write_all(bytes).map_err(|e| e.to_string())
+    }
+
+    /// Reads what is available; returns how many newlines it held.
+    fn read_lines(&mut self) -> Result<usize, String> {
+        let n = self.stdout.read(&mut self.buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the server closed its output".into());
+        }
+        Ok(memchr::memchr_iter(b'\n', &self.buf[..n]).count())
+    }
+
+    fn handshake(server: &str) -> Result<RawServer, String> {
+        let mut s = RawServer::spawn(server)?;
+        s.write(INITIALIZE.as_bytes())?;
+        while s.read_lines()? == 0 {}
+        s.write(INITIALIZED.as_bytes())?;
+        Ok(s)
+    }
+
+    fn close(self) {
+        let RawServer {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        let _ = child.wait();
+    }
+}
+
+fn raw(s: &Settings) -> Result<Figures, String> {
+    let mut f = Figures::default();
+    for _ in 0..s.handshakes {
+        let t = Instant::now();
+        let server = RawServer::handshake(&s.server)?;
+        f.handshakes.push(t.elapsed());
+        server.close();
+    }
+    let mut server = RawServer::handshake(&s.server)?;
+    // Every request pre-serialised, back to back; `ends[i]` is where request i ends.
+    let total = s.warmup + 2 * s.n;
+    let mut requests = Vec::with_capacity(total * 80);
+    let mut ends = Vec::with_capacity(total);
+    for id in 1..=total {
+        let _ = writeln!(
+            requests,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"{URI}"}}}}"#
+        );
+        ends.push(requests.len());
+    }
+    let start_of = |i: usize| if i == 0 { 0 } else { ends[i - 1] };
+    let mut next = 0;
+    let mut sequential = |server: &mut RawServer, count: usize| -> Result<(), String> {
+        for _ in 0..count {
+            server.write(&requests[start_of(next)..ends[next]])?;
+            next += 1;
+            while server.read_lines()? == 0 {}
+        }
+        Ok(())
+    };
+    sequential(&mut server, s.warmup)?;
+    let t = Instant::now();
+    sequential(&mut server, s.n)?;
+    f.seq = t.elapsed();
+    let first = s.warmup + s.n;
+    let t = Instant::now();
+    let (mut sent, mut received) = (0usize, 0usize);
+    let window = s.c.min(s.n);
+    server.write(&requests[start_of(first)..ends[first + window - 1]])?;
+    sent += window;
+    while received < s.n {
+        let k = server.read_lines()?;
+        received += k;
+        let more = k.min(s.n - sent);
+        if more > 0 {
+            server.write(&requests[start_of(first + sent)..ends[first + sent + more - 1]])?;
+            sent += more;
+        }
+    }
+    f.pipelined = t.elapsed();
+    server.close();
+    Ok(f)
+}

@@ -1,0 +1,112 @@
+//! `capable-bench`: the same stdio workload through a raw pipe (the floor), capable and
+//! rmcp, side by side.
+//!
+//! ```text
+//! cargo run --release -p capable-bench -- [--rounds 5] [-n 20000] [-c 32] [--warmup 1000]
+//!                                          [--handshakes 20] [--json] [--guard]
+//! ```
+//!
+//! Every client runs in its own process (`capable-bench client KIND …`), so each one's
+//! peak RSS is its own; rounds interleave the clients (the order rotates each round)
+//! so drift on a noisy machine hits all of them alike. The figures are medians over the
+//! rounds; the ratios are medians of the per-round ratios. `--guard` exits 1 when
+//! capable falls behind rmcp in the same run.
+
+mod client;
+mod runner;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.first().map(String::as_str) {
+        Some("client") => client::main(&args[1..]),
+        _ => runner::main(&args),
+    };
+    std::process::exit(code);
+}
+
+/// Command-line settings shared by the runner and the clients.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub server: String,
+    pub n: usize,
+    pub c: usize,
+    pub warmup: usize,
+    pub handshakes: usize,
+    pub rounds: usize,
+    pub json: bool,
+    pub guard: bool,
+    pub clients: Vec<String>,
+}
+
+impl Settings {
+    pub fn parse(args: &[String]) -> Result<Settings, String> {
+        let mut s = Settings {
+            server: default_server(),
+            n: 20_000,
+            c: 32,
+            warmup: 1_000,
+            handshakes: 20,
+            rounds: 5,
+            json: false,
+            guard: false,
+            clients: vec!["raw".into(), "capable".into(), "rmcp".into()],
+        };
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut value = |name: &str| {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{name} needs a value"))
+            };
+            let number = |v: String, name: &str| {
+                v.parse::<usize>()
+                    .map_err(|_| format!("{name}: {v:?} is not a number"))
+            };
+            match a.as_str() {
+                "--server" => s.server = value(a)?,
+                "-n" => s.n = number(value(a)?, a)?,
+                "-c" => s.c = number(value(a)?, a)?.max(1),
+                "--warmup" => s.warmup = number(value(a)?, a)?,
+                "--handshakes" => s.handshakes = number(value(a)?, a)?.max(1),
+                "--rounds" => s.rounds = number(value(a)?, a)?.max(1),
+                "--clients" => s.clients = value(a)?.split(',').map(str::to_owned).collect(),
+                "--json" => s.json = true,
+                "--guard" => s.guard = true,
+                "-h" | "--help" => return Err(USAGE.into()),
+                other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+            }
+        }
+        Ok(s)
+    }
+
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            "--server".into(),
+            self.server.clone(),
+            "-n".into(),
+            self.n.to_string(),
+            "-c".into(),
+            self.c.to_string(),
+            "--warmup".into(),
+            self.warmup.to_string(),
+            "--handshakes".into(),
+            self.handshakes.to_string(),
+        ]
+    }
+}
+
+const USAGE: &str =
+    "usage: capable-bench [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
+[--clients raw,capable,rmcp] [--server PATH] [--json] [--guard]";
+
+/// The bench server next to this binary (cargo builds both into the same directory).
+fn default_server() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| Some(p.parent()?.join("capable-bench-server")))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "capable-bench-server".into())
+}
+
+/// The URI of the bench server's 1 KiB resource.
+pub const URI: &str = "bench://1k";

@@ -1,0 +1,238 @@
+//! Runs every client in its own process, round after round, and compares medians.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::Settings;
+
+const METRICS: [&str; 4] = [
+    "handshake_ms",
+    "seq_read_rps",
+    "pipelined_read_rps",
+    "peak_rss_kib",
+];
+
+pub fn main(args: &[String]) -> i32 {
+    let s = match Settings::parse(args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    if !std::path::Path::new(&s.server).exists() {
+        eprintln!(
+            "capable-bench: no bench server at {} (build it: cargo build --release -p capable-bench)",
+            s.server
+        );
+        return 2;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("capable-bench: {e}");
+            return 1;
+        }
+    };
+    // rounds[r][client] = that client's figures in round r
+    let mut rounds: Vec<BTreeMap<String, Value>> = Vec::new();
+    for r in 0..s.rounds {
+        let mut this = BTreeMap::new();
+        let k = s.clients.len();
+        for i in 0..k {
+            let client = &s.clients[(i + r) % k];
+            let out = Command::new(&exe)
+                .arg("client")
+                .arg(client)
+                .args(s.to_args())
+                .stderr(Stdio::inherit())
+                .output();
+            let figures = match out {
+                Ok(o) if o.status.success() => serde_json::from_slice::<Value>(&o.stdout).ok(),
+                _ => None,
+            };
+            let Some(figures) = figures else {
+                eprintln!(
+                    "capable-bench: the {client} client failed in round {}",
+                    r + 1
+                );
+                return 1;
+            };
+            if !s.json {
+                eprintln!(
+                    "round {}/{}: {client:<8} handshake {:.2} ms, seq {:.0}/s, pipelined {:.0}/s, peak RSS {} KiB",
+                    r + 1,
+                    s.rounds,
+                    figures["handshake_ms"].as_f64().unwrap_or(0.0),
+                    figures["seq_read_rps"].as_f64().unwrap_or(0.0),
+                    figures["pipelined_read_rps"].as_f64().unwrap_or(0.0),
+                    figures["peak_rss_kib"].as_u64().unwrap_or(0),
+                );
+            }
+            this.insert(client.clone(), figures);
+        }
+        rounds.push(this);
+    }
+
+    let value = |round: &BTreeMap<String, Value>, client: &str, metric: &str| {
+        round.get(client).and_then(|f| f[metric].as_f64())
+    };
+    let mut medians = serde_json::Map::new();
+    for client in &s.clients {
+        let mut m = serde_json::Map::new();
+        for metric in METRICS {
+            let values: Vec<f64> = rounds
+                .iter()
+                .filter_map(|r| value(r, client, metric))
+                .collect();
+            m.insert(metric.into(), json!(median(values)));
+        }
+        medians.insert(client.clone(), Value::Object(m));
+    }
+    // Per-round ratios, then their median: drift between rounds cancels out.
+    let ratio = |a: &str, b: &str, metric: &str| -> Option<f64> {
+        let per_round: Vec<f64> = rounds
+            .iter()
+            .filter_map(|r| Some(value(r, a, metric)? / value(r, b, metric)?))
+            .collect();
+        median(per_round)
+    };
+    let mut ratios = serde_json::Map::new();
+    for (name, a, b, metric) in [
+        ("capable_vs_raw_seq", "capable", "raw", "seq_read_rps"),
+        (
+            "capable_vs_raw_pipelined",
+            "capable",
+            "raw",
+            "pipelined_read_rps",
+        ),
+        ("capable_vs_rmcp_seq", "capable", "rmcp", "seq_read_rps"),
+        (
+            "capable_vs_rmcp_pipelined",
+            "capable",
+            "rmcp",
+            "pipelined_read_rps",
+        ),
+        ("rmcp_vs_raw_seq", "rmcp", "raw", "seq_read_rps"),
+        ("rmcp_vs_raw_pipelined", "rmcp", "raw", "pipelined_read_rps"),
+        (
+            "capable_vs_rmcp_handshake",
+            "capable",
+            "rmcp",
+            "handshake_ms",
+        ),
+        (
+            "capable_vs_rmcp_peak_rss",
+            "capable",
+            "rmcp",
+            "peak_rss_kib",
+        ),
+    ] {
+        if let Some(r) = ratio(a, b, metric) {
+            ratios.insert(name.into(), json!(r));
+        }
+    }
+    let report = json!({
+        "settings": {"n": s.n, "c": s.c, "warmup": s.warmup, "handshakes": s.handshakes, "rounds": s.rounds},
+        "median": medians,
+        "ratios": ratios,
+    });
+    if s.json {
+        println!("{report}");
+    } else {
+        print!("{}", human(&s, &report));
+    }
+    if s.guard {
+        return guard(&report);
+    }
+    0
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
+}
+
+fn human(s: &Settings, report: &Value) -> String {
+    let mut out = format!(
+        "\nstdio, 1 KiB resources/read, n = {}, {} in flight, medians of {} interleaved rounds\n\n",
+        s.n, s.c, s.rounds
+    );
+    out.push_str(&format!(
+        "{:<9} {:>13} {:>14} {:>20} {:>14}\n",
+        "client", "handshake ms", "seq reads/s", "pipelined reads/s", "peak RSS KiB"
+    ));
+    for client in &s.clients {
+        let m = &report["median"][client];
+        out.push_str(&format!(
+            "{:<9} {:>13.2} {:>14.0} {:>20.0} {:>14.0}\n",
+            client,
+            m["handshake_ms"].as_f64().unwrap_or(f64::NAN),
+            m["seq_read_rps"].as_f64().unwrap_or(f64::NAN),
+            m["pipelined_read_rps"].as_f64().unwrap_or(f64::NAN),
+            m["peak_rss_kib"].as_f64().unwrap_or(f64::NAN),
+        ));
+    }
+    out.push('\n');
+    if let Some(ratios) = report["ratios"].as_object() {
+        for (name, r) in ratios {
+            out.push_str(&format!(
+                "{name:<27} {:.2}×\n",
+                r.as_f64().unwrap_or(f64::NAN)
+            ));
+        }
+    }
+    out
+}
+
+/// Fails (exit 1) when capable is behind rmcp in this run: slower sequential or
+/// pipelined reads, or a higher peak RSS. Ratios only, never absolute times.
+fn guard(report: &Value) -> i32 {
+    let r = |name: &str| report["ratios"][name].as_f64();
+    let checks = [
+        (
+            "sequential reads capable/rmcp",
+            r("capable_vs_rmcp_seq"),
+            true,
+        ),
+        (
+            "pipelined reads capable/rmcp",
+            r("capable_vs_rmcp_pipelined"),
+            true,
+        ),
+        (
+            "peak RSS capable/rmcp",
+            r("capable_vs_rmcp_peak_rss"),
+            false,
+        ),
+    ];
+    let mut failed = false;
+    for (what, ratio, higher_is_better) in checks {
+        let Some(ratio) = ratio else {
+            eprintln!("bench-guard: no figure for {what}");
+            failed = true;
+            continue;
+        };
+        let behind = if higher_is_better {
+            ratio < 1.0
+        } else {
+            ratio > 1.0
+        };
+        eprintln!(
+            "bench-guard: {what} = {ratio:.2} {}",
+            if behind { "BEHIND" } else { "ok" }
+        );
+        failed |= behind;
+    }
+    i32::from(failed)
+}
