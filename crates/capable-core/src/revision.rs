@@ -5,8 +5,6 @@
 //! (`sha256:…`), so two reads of the same content give the same revision and any
 //! change gives another.
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -77,10 +75,12 @@ fn digest(contents: &[ResourceContents]) -> String {
             field(b'b', b.as_bytes());
         }
     }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
     for byte in h.finalize() {
-        let _ = write!(out, "{byte:02x}");
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
     out
 }

@@ -189,6 +189,7 @@ fn start<Si: MessageSink, So: MessageSource>(
         writer_done: Notify::new(),
         peer,
         tap: options.tap.clone(),
+        events: crate::events::EventLog::new(),
     });
     let (ntx, nrx) = mpsc::channel(options.notification_capacity.max(1));
     for (method, params) in early {

@@ -73,6 +73,8 @@ pub(crate) struct Shared {
     pub(crate) writer_done: Notify,
     pub(crate) peer: Box<dyn Peer>,
     pub(crate) tap: Option<Tap>,
+    /// Violations, notices, legacy resource updates and the end, for observers.
+    pub(crate) events: crate::events::EventLog,
 }
 
 impl Shared {
@@ -88,6 +90,7 @@ impl Shared {
             let mut st = self.lock();
             if st.closed.is_none() {
                 st.closed = Some(reason.clone());
+                self.events.closed(reason.clone());
             }
             st.stop_writing = true;
             st.listeners.clear();
@@ -100,9 +103,10 @@ impl Shared {
     }
 }
 
-fn log_notices(notices: Vec<Notice>) {
+fn log_notices(shared: &Shared, notices: Vec<Notice>) {
     for n in notices {
         tracing::warn!("{n}");
+        shared.events.notice(n);
     }
 }
 
@@ -260,12 +264,8 @@ pub(crate) async fn run_reader<S: MessageSource>(
         let msg = match Incoming::parse(line) {
             Ok(msg) => msg,
             Err(e) => {
-                tracing::warn!(
-                    "{}",
-                    Notice::SkippedLine {
-                        reason: e.to_string()
-                    }
-                );
+                let reason = e.to_string();
+                log_notices(&shared, vec![Notice::SkippedLine { reason }]);
                 continue;
             }
         };
@@ -289,7 +289,7 @@ pub(crate) async fn run_reader<S: MessageSource>(
             shared.write_ready.notify_one();
         }
         if !notices.is_empty() {
-            log_notices(notices);
+            log_notices(&shared, notices);
         }
         match event {
             Event::Response {
@@ -300,7 +300,10 @@ pub(crate) async fn run_reader<S: MessageSource>(
             } => {
                 let result = outcome.map_err(|e| match e {
                     capable_core::ResponseError::Rpc(error) => Error::Rpc { method, error },
-                    capable_core::ResponseError::Violation(v) => Error::Violation(v),
+                    capable_core::ResponseError::Violation(v) => {
+                        shared.events.violation(v.clone());
+                        Error::Violation(v)
+                    }
                 });
                 let _ = waiter.tx.send(result);
             }
@@ -310,6 +313,11 @@ pub(crate) async fn run_reader<S: MessageSource>(
                 let Some(notification) = route_to_listener(&shared, notification) else {
                     continue;
                 };
+                if notification.method == "notifications/resources/updated" {
+                    if let Some(uri) = notification.params.get("uri").and_then(Value::as_str) {
+                        shared.events.resource_updated(uri.to_owned());
+                    }
+                }
                 if notifications.try_send(notification).is_err() {
                     shared.lock().dropped_notifications += 1;
                 }

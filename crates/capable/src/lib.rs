@@ -28,6 +28,7 @@
 mod connect;
 mod driver;
 pub mod error;
+pub mod events;
 pub mod input;
 pub mod options;
 pub mod read;
@@ -43,6 +44,7 @@ pub use capable_core::{
 pub use connect::{connect, connect_stdio};
 pub use driver::{ListenEvent, ServerNotification};
 pub use error::Error;
+pub use events::SessionEvent;
 pub use input::{ElicitationPolicy, InputHandlers, Root};
 pub use options::ClientOptions;
 pub use read::ResourceRead;

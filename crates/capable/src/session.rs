@@ -211,6 +211,20 @@ impl Session {
         self.shared.lock().conn.violations().to_vec()
     }
 
+    /// Lower-severity records of this session, oldest first (the last
+    /// [`NOTICE_LOG`](crate::events::NOTICE_LOG)): notifications the server sent
+    /// without declaring them, skipped lines, late responses, …
+    pub fn notices(&self) -> Vec<capable_core::Notice> {
+        self.shared.events.notices()
+    }
+
+    /// A new observer of this session's [events](crate::events): violations, notices,
+    /// legacy resource updates, and the end of the session. Events from before the call
+    /// are not replayed (the logs keep them).
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<crate::events::SessionEvent> {
+        self.shared.events.subscribe()
+    }
+
     /// The last lines the server wrote to stderr.
     pub fn stderr_tail(&self) -> String {
         self.shared.peer.stderr_tail()

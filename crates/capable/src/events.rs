@@ -1,0 +1,102 @@
+//! Session events: what happened on a connection that is not the answer to a request.
+//!
+//! Every [`Session`](crate::Session) keeps
+//! - a **violation log** ([`Session::violations`](crate::Session::violations)): each
+//!   contract violation (a declared capability's method answered with -32601), with
+//!   both messages, the server's name and version, the negotiated version and the time;
+//! - a **notice log** ([`Session::notices`](crate::Session::notices)): lower-severity
+//!   records such as [`Notice::UndeclaredNotification`] (a `list_changed` the server
+//!   did not declare, a `resources/updated` for a URI nobody subscribed to), skipped
+//!   lines and late responses. The last [`NOTICE_LOG`] notices are kept;
+//! - an **event stream** ([`Session::events`](crate::Session::events)): a broadcast of
+//!   [`SessionEvent`]s, so any number of observers (a watch, a UI, an audit) can follow
+//!   violations, notices, legacy resource updates and the end of the session without
+//!   taking the one [`notifications`](crate::Session::notifications) stream. A slow
+//!   observer loses the oldest events (tokio's `RecvError::Lagged`), never blocks the
+//!   connection.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use capable_core::{Notice, Violation};
+use tokio::sync::broadcast;
+
+use crate::error::Error;
+
+/// How many notices a session keeps.
+pub const NOTICE_LOG: usize = 256;
+
+/// How many events an observer may fall behind before it loses the oldest.
+const EVENT_CAPACITY: usize = 256;
+
+/// Something that happened on a session.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum SessionEvent {
+    /// The server declared a capability and then answered its method with -32601. The
+    /// method is marked broken for the session and never sent again.
+    Violation(Box<Violation>),
+    /// A lower-severity record (an undeclared notification, a skipped line, …).
+    Notice(Notice),
+    /// Legacy `notifications/resources/updated` (modern updates arrive on their
+    /// [`Listener`](crate::Listener) instead).
+    ResourceUpdated {
+        /// The URI the server named (possibly a sub-resource of the subscribed one).
+        uri: String,
+    },
+    /// The session ended (closed by the host, the server exited, the transport failed).
+    Closed(Error),
+}
+
+/// The event stream and the notice log of one session.
+pub(crate) struct EventLog {
+    tx: broadcast::Sender<SessionEvent>,
+    notices: Mutex<VecDeque<Notice>>,
+}
+
+impl EventLog {
+    pub(crate) fn new() -> EventLog {
+        EventLog {
+            tx: broadcast::channel(EVENT_CAPACITY).0,
+            notices: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
+        self.tx.subscribe()
+    }
+
+    fn send(&self, event: SessionEvent) {
+        // No observer is fine: the logs keep what matters.
+        let _ = self.tx.send(event);
+    }
+
+    pub(crate) fn violation(&self, v: Box<Violation>) {
+        self.send(SessionEvent::Violation(v));
+    }
+
+    pub(crate) fn notice(&self, n: Notice) {
+        if let Ok(mut log) = self.notices.lock() {
+            if log.len() == NOTICE_LOG {
+                log.pop_front();
+            }
+            log.push_back(n.clone());
+        }
+        self.send(SessionEvent::Notice(n));
+    }
+
+    pub(crate) fn resource_updated(&self, uri: String) {
+        self.send(SessionEvent::ResourceUpdated { uri });
+    }
+
+    pub(crate) fn closed(&self, reason: Error) {
+        self.send(SessionEvent::Closed(reason));
+    }
+
+    pub(crate) fn notices(&self) -> Vec<Notice> {
+        self.notices
+            .lock()
+            .map(|l| l.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
