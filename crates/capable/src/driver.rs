@@ -194,6 +194,10 @@ pub(crate) async fn run_input(
     }
 }
 
+/// How long a server whose pipe ended may take to exit before the client stops waiting
+/// for its exit status.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub(crate) async fn run_writer<S: MessageSink>(shared: Arc<Shared>, mut sink: S) {
     let mut spare = Vec::with_capacity(64 * 1024);
     loop {
@@ -208,7 +212,16 @@ pub(crate) async fn run_writer<S: MessageSink>(shared: Arc<Shared>, mut sink: S)
                 tap.sent(&batch);
             }
             if let Err(e) = sink.send(&batch).await {
-                shared.close(Error::Transport(e));
+                // A write fails when the server is gone (EPIPE): report how it exited,
+                // as the reader does on end of output, not the broken pipe.
+                let reason = match shared.peer.exit_status(EXIT_GRACE).await {
+                    Some(status) => Error::ServerExited {
+                        status,
+                        stderr: shared.peer.stderr_tail(),
+                    },
+                    None => Error::Transport(e),
+                };
+                shared.close(reason);
                 break;
             }
             batch.clear();
@@ -239,7 +252,7 @@ pub(crate) async fn run_reader<S: MessageSource>(
                 if !ended_by_host {
                     let status = shared
                         .peer
-                        .exit_status(std::time::Duration::from_secs(2))
+                        .exit_status(EXIT_GRACE)
                         .await
                         .unwrap_or_else(|| "closed its output but is still running".into());
                     shared.close(Error::ServerExited {

@@ -13,7 +13,7 @@ use capable_core::model::{
     ReadResourceResult, Resource, ResourceTemplate, SetLevelParams, Tool, UriParams,
 };
 use capable_core::{
-    Era, Method, Negotiated, Payload, ProtocolVersion, ServerCapabilities, Violation,
+    Era, ListenFilter, Method, Negotiated, Payload, ProtocolVersion, ServerCapabilities, Violation,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -590,6 +590,44 @@ impl Session {
             .await?;
         self.shared.lock().conn.forget_subscription(uri);
         Ok(())
+    }
+
+    /// `subscriptions/listen` (modern): opens a stream of the notifications `filter`
+    /// asks for. Each filter field needs its capability flag (`resourceSubscriptions` ←
+    /// `resources.subscribe`, `resourcesListChanged` ← `resources.listChanged`, …); a
+    /// field the server did not declare is refused locally and nothing is sent.
+    /// Dropping the [`Listener`] (or [`Listener::close`]) ends the stream with
+    /// `notifications/cancelled`.
+    pub async fn listen(&self, filter: &ListenFilter) -> Result<Listener, Error> {
+        let (tx, done) = oneshot::channel();
+        let (etx, events) = mpsc::channel(self.options.notification_capacity.max(1));
+        let waiter = Waiter { tx, progress: None };
+        let (id, wake) = {
+            let mut st = self.shared.lock();
+            let st = &mut *st;
+            if let Some(reason) = &st.closed {
+                return Err(reason.clone());
+            }
+            let was_empty = st.out.is_empty();
+            let id = st
+                .conn
+                .listen(filter, waiter, &mut st.out)
+                .map_err(|(refusal, _)| Error::Refused(refusal))?;
+            // Registered before the request can leave: the acknowledgement cannot
+            // arrive before its listener exists.
+            st.listeners.insert(id, etx);
+            (id, was_empty)
+        };
+        if wake {
+            self.shared.write_ready.notify_one();
+        }
+        Ok(Listener {
+            shared: self.shared.clone(),
+            id,
+            events,
+            done,
+            ended: false,
+        })
     }
 
     /// Closes the session: fails anything in flight, closes the server's input, waits

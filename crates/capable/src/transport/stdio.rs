@@ -115,6 +115,7 @@ impl StdioTransport {
         let stderr = child.stderr.take().ok_or_else(missing)?;
         let tail = Arc::new(Mutex::new(StderrTail::default()));
         let tail2 = tail.clone();
+        let (stderr_ended_tx, stderr_ended) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -123,6 +124,7 @@ impl StdioTransport {
                     t.push(line);
                 }
             }
+            let _ = stderr_ended_tx.send(true);
         });
         Ok(StdioTransport {
             stdin,
@@ -131,6 +133,7 @@ impl StdioTransport {
                 pid: child.id(),
                 child: tokio::sync::Mutex::new(child),
                 tail,
+                stderr_ended,
                 command: command.display(),
                 grace: limits.shutdown_grace,
             },
@@ -260,9 +263,14 @@ struct StdioPeer {
     pid: Option<u32>,
     child: tokio::sync::Mutex<Child>,
     tail: Arc<Mutex<StderrTail>>,
+    /// Becomes `true` when the server's stderr reaches its end.
+    stderr_ended: tokio::sync::watch::Receiver<bool>,
     command: String,
     grace: Duration,
 }
+
+/// How long an exited server's last stderr lines may take to be read.
+const STDERR_DRAIN: Duration = Duration::from_millis(250);
 
 fn describe_status(status: ExitStatus) -> String {
     #[cfg(unix)]
@@ -294,7 +302,14 @@ impl Peer for StdioPeer {
         Box::pin(async move {
             let mut child = self.child.lock().await;
             match tokio::time::timeout(grace, child.wait()).await {
-                Ok(Ok(status)) => Some(describe_status(status)),
+                Ok(Ok(status)) => {
+                    // Its last words (a panic, a crash message) are what the host needs
+                    // in the error: read its stderr to the end first (bounded, since a
+                    // child of the server may still hold it open).
+                    let mut ended = self.stderr_ended.clone();
+                    let _ = tokio::time::timeout(STDERR_DRAIN, ended.wait_for(|e| *e)).await;
+                    Some(describe_status(status))
+                }
                 _ => None,
             }
         })
