@@ -9,6 +9,20 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use capable::ServerCommand;
+
+/// A configured server: a stdio command or an HTTP endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerTarget {
+    /// Started as a child process.
+    Stdio(ServerCommand),
+    /// Reached over HTTP.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Extra headers.
+        headers: Vec<(String, String)>,
+    },
+}
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -75,6 +89,8 @@ struct Entry {
     url: Option<String>,
     #[serde(default, rename = "type")]
     kind: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
 }
 
 /// The files searched when `--config` is not given, in order.
@@ -93,7 +109,7 @@ pub fn default_locations() -> Vec<PathBuf> {
 }
 
 /// Finds server `name` in `file`, or in the default locations.
-pub fn find_server(name: &str, file: Option<&Path>) -> Result<ServerCommand, ConfigError> {
+pub fn find_server(name: &str, file: Option<&Path>) -> Result<ServerTarget, ConfigError> {
     let path = match file {
         Some(p) => p.to_path_buf(),
         None => {
@@ -122,7 +138,7 @@ pub fn server_from_text(
     name: &str,
     path: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<ServerCommand, ConfigError> {
+) -> Result<ServerTarget, ConfigError> {
     let doc: Value = serde_json::from_str(text).map_err(|e| ConfigError::Unreadable {
         path: path.into(),
         detail: e.to_string(),
@@ -156,18 +172,28 @@ pub fn server_from_text(
             var,
         })
     };
+    let http_kind = matches!(
+        entry.kind.as_deref(),
+        Some("http" | "sse" | "streamable-http" | "streamableHttp")
+    );
+    if let (Some(url), true) = (&entry.url, entry.command.is_none() || http_kind) {
+        return Ok(ServerTarget::Http {
+            url: expand(url)?,
+            headers: entry
+                .headers
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), expand(v)?)))
+                .collect::<Result<_, ConfigError>>()?,
+        });
+    }
     let Some(command) = entry.command.as_deref() else {
-        let detail = match (&entry.url, &entry.kind) {
-            (Some(url), _) => format!("is an HTTP server ({url}); this build speaks stdio only"),
-            _ => "has no `command`".into(),
-        };
         return Err(ConfigError::Unsupported {
             path: path.into(),
             name: name.into(),
-            detail,
+            detail: "has neither `command` nor `url`".into(),
         });
     };
-    Ok(ServerCommand {
+    Ok(ServerTarget::Stdio(ServerCommand {
         program: expand(command)?,
         args: entry
             .args
@@ -185,7 +211,7 @@ pub fn server_from_text(
             .map(expand)
             .transpose()?
             .map(PathBuf::from),
-    })
+    }))
 }
 
 /// Expands `${VAR}` and `${VAR:-default}`; returns the name of an unset variable.
@@ -229,7 +255,10 @@ mod tests {
     #[test]
     fn reads_the_mcp_servers_shape_with_expansion() {
         let text = r#"{"mcpServers":{"docs":{"command":"node","args":["${HOME}/srv.js","--port=${PORT:-7}"],"env":{"API_TOKEN":"${TOKEN}"}}}}"#;
-        let cmd = server_from_text(text, "docs", ".mcp.json", &env).unwrap();
+        let ServerTarget::Stdio(cmd) = server_from_text(text, "docs", ".mcp.json", &env).unwrap()
+        else {
+            panic!("not stdio")
+        };
         assert_eq!(cmd.program, "node");
         assert_eq!(cmd.args, ["/home/u/srv.js", "--port=7"]);
         assert_eq!(cmd.env["API_TOKEN"], "t0k");
@@ -238,8 +267,28 @@ mod tests {
     #[test]
     fn reads_the_vscode_servers_shape() {
         let text = r#"{"servers":{"py":{"type":"stdio","command":"python3","args":["s.py"]}}}"#;
-        let cmd = server_from_text(text, "py", "mcp.json", &env).unwrap();
+        let ServerTarget::Stdio(cmd) = server_from_text(text, "py", "mcp.json", &env).unwrap()
+        else {
+            panic!("not stdio")
+        };
         assert_eq!(cmd.display(), "python3 s.py");
+    }
+
+    #[test]
+    fn reads_http_entries_with_headers() {
+        let text = r#"{"mcpServers":{"remote":{"type":"http","url":"https://mcp.example/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}}}}"#;
+        assert_eq!(
+            server_from_text(text, "remote", "f.json", &env).unwrap(),
+            ServerTarget::Http {
+                url: "https://mcp.example/mcp".into(),
+                headers: vec![("Authorization".into(), "Bearer t0k".into())],
+            }
+        );
+        let sse = r#"{"servers":{"old":{"type":"sse","url":"http://127.0.0.1:9/sse"}}}"#;
+        assert!(matches!(
+            server_from_text(sse, "old", "f.json", &env).unwrap(),
+            ServerTarget::Http { .. }
+        ));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::driver::{self, Shared, State};
 use crate::error::Error;
 use crate::options::ClientOptions;
 use crate::session::Session;
+use crate::transport::http::{HttpConfig, HttpTransport};
 use crate::transport::stdio::{ServerCommand, StdioTransport};
 use crate::transport::{MessageSink, MessageSource, Peer, Transport};
 
@@ -24,31 +25,67 @@ pub async fn connect_stdio(
     command: &ServerCommand,
     mut options: ClientOptions,
 ) -> Result<Session, Error> {
+    let key = ServerKey::Command(command.clone());
     let auto = options.config.protocol == ProtocolChoice::Auto;
     if auto {
-        match era_memory()
-            .lock()
-            .ok()
-            .and_then(|m| m.get(command).copied())
-        {
-            Some(Era::Legacy) => options.config.protocol = ProtocolChoice::Legacy,
-            Some(Era::Modern) => options.config.protocol = ProtocolChoice::Modern,
-            None => {}
-        }
+        remembered_era(&key, &mut options);
     }
     let transport =
         StdioTransport::spawn(command, options.stdio).map_err(|e| Error::Spawn(e.to_string()))?;
     let session = connect(transport, options).await?;
     if auto {
-        if let Ok(mut m) = era_memory().lock() {
-            m.insert(command.clone(), session.era());
-        }
+        remember_era(key, session.era());
     }
     Ok(session)
 }
 
-fn era_memory() -> &'static Mutex<HashMap<ServerCommand, Era>> {
-    static MEMORY: OnceLock<Mutex<HashMap<ServerCommand, Era>>> = OnceLock::new();
+/// Connects to an MCP server over HTTP: Streamable HTTP in either era, falling back to
+/// the 2024-11-05 HTTP+SSE transport when the URL is one.
+///
+/// With [`ProtocolChoice::Auto`] the era found for the same origin earlier in this
+/// process is reused.
+pub async fn connect_http(
+    config: HttpConfig,
+    mut options: ClientOptions,
+) -> Result<Session, Error> {
+    let key = ServerKey::Origin(config.url.origin().ascii_serialization());
+    let auto = options.config.protocol == ProtocolChoice::Auto;
+    if auto {
+        remembered_era(&key, &mut options);
+    }
+    let mut config = config;
+    config.max_message_size = options.stdio.max_message_size;
+    let transport = HttpTransport::new(config)?;
+    let session = connect(transport, options).await?;
+    if auto {
+        remember_era(key, session.era());
+    }
+    Ok(session)
+}
+
+/// What identifies a server for the era memory.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum ServerKey {
+    Command(ServerCommand),
+    Origin(String),
+}
+
+fn remembered_era(key: &ServerKey, options: &mut ClientOptions) {
+    match era_memory().lock().ok().and_then(|m| m.get(key).copied()) {
+        Some(Era::Legacy) => options.config.protocol = ProtocolChoice::Legacy,
+        Some(Era::Modern) => options.config.protocol = ProtocolChoice::Modern,
+        None => {}
+    }
+}
+
+fn remember_era(key: ServerKey, era: Era) {
+    if let Ok(mut m) = era_memory().lock() {
+        m.insert(key, era);
+    }
+}
+
+fn era_memory() -> &'static Mutex<HashMap<ServerKey, Era>> {
+    static MEMORY: OnceLock<Mutex<HashMap<ServerKey, Era>>> = OnceLock::new();
     MEMORY.get_or_init(Default::default)
 }
 

@@ -13,6 +13,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+pub mod http;
+mod legacy_sse;
+pub mod sse;
 pub mod stdio;
 
 /// A boxed future, for the rarely-called [`Peer`] methods.

@@ -1,0 +1,452 @@
+//! The HTTP transports against a scripted peer: sessions, their expiry, the negotiated
+//! `MCP-Protocol-Version`, resumption with `Last-Event-ID` and `retry`, bounded
+//! reconnects, DELETE on close, the modern headers, era detection over HTTP,
+//! redirects, and the 2024-11-05 HTTP+SSE fallback.
+
+mod http_peer;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use capable::{ClientOptions, Era, Error, HttpConfig, Reconnect, RequestOptions, Session};
+use http_peer::{event, initialize_result, priming, result, Peer, Reply, Seen};
+use serde_json::{json, Value};
+
+fn options() -> ClientOptions {
+    ClientOptions {
+        request_timeout: Duration::from_secs(10),
+        ..Default::default()
+    }
+}
+
+fn config(url: &str) -> HttpConfig {
+    let mut c = HttpConfig::new(url.parse().unwrap());
+    c.reconnect = Reconnect {
+        initial: Duration::from_millis(20),
+        max: Duration::from_millis(50),
+        attempts: 3,
+        reissues: 2,
+    };
+    c
+}
+
+async fn connect(url: &str) -> Session {
+    tokio::time::timeout(
+        Duration::from_secs(15),
+        capable::connect_http(config(url), options()),
+    )
+    .await
+    .expect("connect in time")
+    .expect("connected")
+}
+
+fn id(s: &Seen) -> Value {
+    s.rpc_id().cloned().unwrap_or(Value::Null)
+}
+
+/// Answers like a legacy Streamable HTTP server with the given extra behaviour.
+fn legacy(s: &Seen, version: &str, session: Option<&str>) -> Option<Reply> {
+    let sid: Vec<(String, String)> = session
+        .map(|v| vec![("mcp-session-id".to_owned(), v.to_owned())])
+        .unwrap_or_default();
+    match (s.method.as_str(), s.rpc_method()) {
+        ("POST", Some("server/discover")) => Some(Reply::Status(400, vec![])),
+        ("POST", Some("initialize")) => Some(Reply::Json(
+            200,
+            sid,
+            initialize_result(&id(s), version, json!({"tools": {}, "resources": {}})),
+        )),
+        ("POST", Some(m)) if m.starts_with("notifications/") => Some(Reply::Status(202, vec![])),
+        ("GET", _) => Some(Reply::Status(405, vec![])),
+        ("DELETE", _) => Some(Reply::Status(200, vec![])),
+        _ => None,
+    }
+}
+
+fn text_result(s: &Seen, text: &str) -> Reply {
+    Reply::Json(
+        200,
+        vec![],
+        result(&id(s), json!({"content": [{"type": "text", "text": text}]})),
+    )
+}
+
+#[tokio::test]
+async fn an_expired_session_is_renewed_and_the_request_retried_once_with_the_negotiated_version() {
+    let sessions = Arc::new(Mutex::new(0u32));
+    let peer = Peer::start("/mcp", {
+        let sessions = sessions.clone();
+        move |s| {
+            if s.rpc_method() == Some("initialize") {
+                let mut n = sessions.lock().unwrap();
+                *n += 1;
+                let sid = format!("s{n}");
+                return legacy(s, "2025-06-18", Some(&sid)).unwrap();
+            }
+            if let Some(r) = legacy(s, "2025-06-18", None) {
+                return r;
+            }
+            match s.header("mcp-session-id") {
+                Some("s1") => Reply::Status(404, vec![]),
+                _ => text_result(s, "ok"),
+            }
+        }
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    assert_eq!(session.protocol_version().as_str(), "2025-06-18");
+    let out = session
+        .call_tool("echo", None)
+        .await
+        .expect("retried after a new session");
+    assert_eq!(out.content[0]["text"], "ok");
+    session.close().await;
+
+    let inits = peer.posts("initialize");
+    assert_eq!(inits.len(), 2, "one new session");
+    assert_eq!(
+        inits[1].header("mcp-session-id"),
+        None,
+        "a new session starts without an id"
+    );
+    let calls = peer.posts("tools/call");
+    assert_eq!(calls.len(), 2, "retried exactly once");
+    assert_eq!(calls[0].header("mcp-session-id"), Some("s1"));
+    assert_eq!(calls[1].header("mcp-session-id"), Some("s2"));
+    for post in peer
+        .requests("POST")
+        .iter()
+        .filter(|p| !matches!(p.rpc_method(), Some("initialize" | "server/discover")))
+    {
+        assert_eq!(
+            post.header("mcp-protocol-version"),
+            Some("2025-06-18"),
+            "the negotiated version, not the proposed one, on {:?}",
+            post.rpc_method()
+        );
+    }
+    let deletes = peer.requests("DELETE");
+    assert_eq!(deletes.len(), 1, "the session is deleted on close");
+    assert_eq!(deletes[0].header("mcp-session-id"), Some("s2"));
+}
+
+#[tokio::test]
+async fn a_broken_response_stream_is_resumed_by_get_with_last_event_id_after_retry() {
+    let call_id = Arc::new(Mutex::new(Value::Null));
+    let peer = Peer::start("/mcp", {
+        let call_id = call_id.clone();
+        move |s| {
+            if s.method == "GET" && s.header("last-event-id") == Some("e1") {
+                let answer = result(
+                    &call_id.lock().unwrap(),
+                    json!({"content": [{"type": "text", "text": "resumed"}]}),
+                );
+                return Reply::Sse(
+                    vec![],
+                    vec![event(Some("e2"), &answer)],
+                    Duration::from_secs(5),
+                );
+            }
+            if let Some(r) = legacy(s, "2025-11-25", Some("abc")) {
+                return r;
+            }
+            *call_id.lock().unwrap() = id(s);
+            Reply::Sse(vec![], vec![priming("e1", 300)], Duration::ZERO)
+        }
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    let out = session
+        .call_tool("slow", None)
+        .await
+        .expect("answer after resumption");
+    assert_eq!(out.content[0]["text"], "resumed");
+    let post = &peer.posts("tools/call")[0];
+    let resume = peer
+        .requests("GET")
+        .into_iter()
+        .find(|g| g.header("last-event-id").is_some())
+        .expect("a GET with Last-Event-ID");
+    assert_eq!(resume.header("last-event-id"), Some("e1"));
+    assert_eq!(resume.header("mcp-session-id"), Some("abc"));
+    let waited = resume.at.duration_since(post.at);
+    assert!(
+        waited >= Duration::from_millis(280),
+        "waited only {waited:?}, the server asked for 300 ms"
+    );
+    session.close().await;
+}
+
+#[tokio::test]
+async fn reconnects_of_the_standalone_stream_are_bounded_when_it_keeps_closing_empty() {
+    let peer = Peer::start("/mcp", |s| {
+        if s.method == "GET" {
+            return Reply::Sse(vec![], vec![priming("p", 10)], Duration::ZERO);
+        }
+        legacy(s, "2025-11-25", Some("x")).unwrap_or_else(|| text_result(s, "ok"))
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let gets = peer.requests("GET").len();
+    assert_eq!(
+        gets, 4,
+        "one stream and 3 reconnects, then it gives up (saw {gets})"
+    );
+    session.close().await;
+}
+
+#[tokio::test]
+async fn modern_posts_carry_version_method_name_and_param_headers_and_bad_tools_are_dropped() {
+    let peer = Peer::start("/mcp", |s| match s.rpc_method() {
+        Some("server/discover") => Reply::Json(200, vec![], result(&id(s), json!({
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}, "resources": {}}, "ttlMs": 0, "cacheScope": "public",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-peer", "version": "2"}}
+        }))),
+        Some("tools/list") => Reply::Json(200, vec![], result(&id(s), json!({
+            "resultType": "complete", "ttlMs": 0, "cacheScope": "public",
+            "tools": [
+                {"name": "deploy", "inputSchema": {"type": "object", "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"},
+                    "dry": {"type": "boolean", "x-mcp-header": "Dry-Run"}}}},
+                {"name": "broken", "inputSchema": {"type": "object", "properties": {
+                    "ratio": {"type": "number", "x-mcp-header": "Ratio"}}}}
+            ]
+        }))),
+        Some("resources/read") => Reply::Json(200, vec![], result(&id(s), json!({
+            "resultType": "complete", "ttlMs": 5000, "cacheScope": "private",
+            "contents": [{"uri": "docs://ünï", "text": "x"}]
+        }))),
+        _ => Reply::Json(200, vec![], result(&id(s), json!({"resultType": "complete", "content": []}))),
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    assert_eq!(session.era(), Era::Modern);
+    assert_eq!(session.server_info().name, "modern-peer");
+    let tools = session.list_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["deploy"],
+        "a tool with an invalid x-mcp-header is dropped"
+    );
+    let args = json!({"region": "eu-west", "dry": true})
+        .as_object()
+        .unwrap()
+        .clone();
+    session.call_tool("deploy", Some(&args)).await.unwrap();
+    let read = session.read_resource("docs://ünï").await.unwrap();
+    assert_eq!(read.ttl_ms, Some(5000.0));
+    session.close().await;
+
+    let call = &peer.posts("tools/call")[0];
+    assert_eq!(call.header("mcp-protocol-version"), Some("2026-07-28"));
+    assert_eq!(call.header("mcp-method"), Some("tools/call"));
+    assert_eq!(call.header("mcp-name"), Some("deploy"));
+    assert_eq!(call.header("mcp-param-region"), Some("eu-west"));
+    assert_eq!(call.header("mcp-param-dry-run"), Some("true"));
+    let read = &peer.posts("resources/read")[0];
+    assert_eq!(read.header("mcp-name"), Some("=?base64?ZG9jczovL8O8bsOv?="));
+    for post in peer.requests("POST") {
+        assert_eq!(
+            post.header("mcp-session-id"),
+            None,
+            "no sessions in 2026-07-28"
+        );
+        assert!(
+            post.header("mcp-method").is_some(),
+            "every modern POST names its method"
+        );
+    }
+    assert!(
+        peer.requests("GET").is_empty(),
+        "no GET stream in 2026-07-28"
+    );
+    assert!(
+        peer.requests("DELETE").is_empty(),
+        "nothing to delete in 2026-07-28"
+    );
+}
+
+#[tokio::test]
+async fn an_unsupported_version_error_in_a_400_keeps_the_modern_era() {
+    let tries = Arc::new(Mutex::new(0));
+    let peer = Peer::start("/mcp", {
+        let tries = tries.clone();
+        move |s| {
+            let mut n = tries.lock().unwrap();
+            *n += 1;
+            if *n == 1 {
+                return Reply::Json(
+                    400,
+                    vec![],
+                    json!({"jsonrpc": "2.0", "id": id(s), "error": {
+                    "code": -32022, "message": "Unsupported protocol version",
+                    "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}}}),
+                );
+            }
+            Reply::Json(
+                200,
+                vec![],
+                result(
+                    &id(s),
+                    json!({
+                "supportedVersions": ["2026-07-28"], "capabilities": {}, "resultType": "complete"}),
+                ),
+            )
+        }
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    assert_eq!(session.era(), Era::Modern);
+    assert!(
+        peer.posts("initialize").is_empty(),
+        "a recognised modern error never falls back"
+    );
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_modern_request_whose_stream_breaks_is_reissued_with_a_new_id() {
+    let peer = Peer::start("/mcp", |s| match s.rpc_method() {
+        Some("server/discover") => Reply::Json(200, vec![], result(&id(s), json!({
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"}))),
+        _ if id(s).is_number() => Reply::Sse(vec![], vec![], Duration::ZERO),
+        _ => Reply::Json(200, vec![], result(&id(s), json!({"resultType": "complete", "content": [{"type": "text", "text": "again"}]}))),
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    let out = session
+        .call_tool("t", None)
+        .await
+        .expect("answered after a re-issue");
+    assert_eq!(out.content[0]["text"], "again");
+    let calls = peer.posts("tools/call");
+    assert_eq!(calls.len(), 2);
+    assert_ne!(
+        id(&calls[0]),
+        id(&calls[1]),
+        "a re-issued request has a new id"
+    );
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_modern_request_is_cancelled_by_closing_its_stream_not_by_a_notification() {
+    let peer = Peer::start("/mcp", |s| match s.rpc_method() {
+        Some("server/discover") => Reply::Json(200, vec![], result(&id(s), json!({
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"}))),
+        _ => Reply::Sse(vec![], vec![], Duration::from_secs(20)),
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    let err = session
+        .call_tool_with(
+            "slow",
+            None,
+            RequestOptions {
+                timeout: Some(Duration::from_millis(300)),
+                on_progress: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        peer.posts("notifications/cancelled").is_empty(),
+        "HTTP in 2026-07-28 sends no notifications"
+    );
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_never_carries_authorization() {
+    let target = Peer::start("/mcp", |s| {
+        legacy(s, "2025-11-25", None).unwrap_or_else(|| text_result(s, "ok"))
+    })
+    .await;
+    let target_url = target.url.clone();
+    let origin = Peer::start("/mcp", move |_| {
+        Reply::Status(307, vec![("location".into(), target_url.clone())])
+    })
+    .await;
+    let mut c = config(&origin.url);
+    c.headers
+        .push(("Authorization".into(), "Bearer s3cret".into()));
+    let session = capable::connect_http(c, options())
+        .await
+        .expect("connected through the redirect");
+    session.call_tool("x", None).await.unwrap();
+    session.close().await;
+    assert!(origin
+        .seen()
+        .iter()
+        .all(|s| s.header("authorization") == Some("Bearer s3cret")));
+    assert!(!target.seen().is_empty());
+    assert!(
+        target
+            .seen()
+            .iter()
+            .all(|s| s.header("authorization").is_none()),
+        "the token reached another origin"
+    );
+}
+
+#[tokio::test]
+async fn a_2024_http_sse_server_is_reached_through_its_endpoint_event() {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let rx = Arc::new(Mutex::new(Some(rx)));
+    let tx = Arc::new(Mutex::new(Some(tx)));
+    let peer = Peer::start("/sse", {
+        let tx = tx.clone();
+        move |s| match (s.method.as_str(), s.path.as_str()) {
+            ("GET", "/sse") => {
+                let events = rx.lock().unwrap().take().expect("one stream");
+                if let Some(tx) = tx.lock().unwrap().as_ref() {
+                    let _ = tx.send("event: endpoint\ndata: /message?sessionId=42\n\n".into());
+                }
+                Reply::Stream(events)
+            }
+            ("POST", p) if p.starts_with("/message") => {
+                let answer = match s.rpc_method() {
+                    Some("initialize") => Some(initialize_result(
+                        &id(s),
+                        "2024-11-05",
+                        json!({"resources": {}}),
+                    )),
+                    Some("resources/read") => Some(result(
+                        &id(s),
+                        json!({"contents": [{"uri": "a://b", "text": "old but fine"}]}),
+                    )),
+                    Some(_) if s.rpc_id().is_some() => Some(result(&id(s), json!({}))),
+                    _ => None,
+                };
+                if let (Some(a), Some(tx)) = (answer, tx.lock().unwrap().as_ref()) {
+                    let _ = tx.send(event(None, &a));
+                }
+                Reply::Status(202, vec![])
+            }
+            _ => Reply::Status(405, vec![]),
+        }
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    assert_eq!(session.protocol_version().as_str(), "2024-11-05");
+    let read = session.read_resource("a://b").await.unwrap();
+    assert_eq!(read.text(), "old but fine");
+    session.close().await;
+    tx.lock().unwrap().take();
+    let message_posts: Vec<Seen> = peer
+        .requests("POST")
+        .into_iter()
+        .filter(|s| s.path.starts_with("/message"))
+        .collect();
+    assert!(message_posts
+        .iter()
+        .any(|s| s.rpc_method() == Some("initialize")));
+    assert!(message_posts
+        .iter()
+        .all(|s| s.path == "/message?sessionId=42"));
+}
