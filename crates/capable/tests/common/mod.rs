@@ -1,0 +1,598 @@
+//! Shared helpers for the library's integration tests: the servers to talk to (the
+//! fixture of the `capable` binary, the real peers in `.peers/`), a wire recorder on
+//! [`ClientOptions::tap`], schema validation of everything the client sent, a scripted
+//! in-process transport, and a deadline for every test.
+//!
+//! Each test file uses a different subset, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+#[path = "../../../capable-core/tests/support/mod.rs"]
+pub mod support;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::Poll;
+use std::time::{Duration, SystemTime};
+
+use capable::transport::{BoxFuture, MessageSink, MessageSource, Peer, Transport, TransportError};
+use capable::{ClientOptions, Direction, Era, ProtocolVersion, ServerCommand, Session, Tap};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// The document every test server serves.
+pub const MANUAL: &str = "docs://manual/current";
+
+/// Fails the test if `fut` has not finished within `limit`: a hang is a failure, never a
+/// stuck test run.
+#[track_caller]
+pub fn within<F: Future>(limit: Duration, fut: F) -> impl Future<Output = F::Output> {
+    let caller = std::panic::Location::caller();
+    async move {
+        match tokio::time::timeout(limit, fut).await {
+            Ok(out) => out,
+            Err(_) => panic!("the test did not finish within {limit:?} (started at {caller})"),
+        }
+    }
+}
+
+/// The workspace root (where `.peers`, `tests/peers` and `schemas` live).
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// The newest modification time of the sources the `capable` binary is built from.
+fn newest_source(dir: &Path) -> Option<SystemTime> {
+    let mut newest = modified(dir);
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let t = if path.is_dir() {
+            newest_source(&path)
+        } else {
+            modified(&path)
+        };
+        newest = newest.max(t);
+    }
+    newest
+}
+
+/// The `capable` binary (its `fixture` subcommand is the test server). `cargo test
+/// --workspace` builds it; `cargo test -p capable` alone does not, so it is built here
+/// when it is missing or older than its sources.
+pub fn capable_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        // <target>/<profile>/deps/<this test> → <target>/<profile>/capable
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary lives in <target>/<profile>/deps")
+            .to_path_buf();
+        let bin = profile_dir.join(format!("capable{}", std::env::consts::EXE_SUFFIX));
+        let root = workspace();
+        let sources = [
+            "crates/capable-cli",
+            "crates/capable",
+            "crates/capable-core",
+        ]
+        .iter()
+        .filter_map(|c| newest_source(&root.join(c).join("src")))
+        .max();
+        let stale = match (modified(&bin), sources) {
+            (None, _) => true,
+            (Some(built), Some(src)) => built < src,
+            (Some(_), None) => false,
+        };
+        if !stale {
+            return bin;
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(&cargo);
+        cmd.args(["build", "-p", "capable-cli", "--bin", "capable", "--quiet"])
+            .current_dir(&root);
+        if let Some(target) = profile_dir.parent() {
+            cmd.arg("--target-dir").arg(target);
+        }
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            Some(other) => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        eprintln!(
+            "building the capable binary for the fixture server: {cargo} build -p capable-cli"
+        );
+        let built = cmd.status();
+        match built {
+            Ok(s) if s.success() => {}
+            _ if bin.exists() => eprintln!(
+                "warning: `cargo build -p capable-cli` failed ({built:?}); using the existing {}, \
+                 which may be older than the sources",
+                bin.display()
+            ),
+            _ => panic!(
+                "the capable binary {} is missing and `cargo build -p capable-cli` failed \
+                 ({built:?}); build it with `cargo build -p capable-cli` or run \
+                 `cargo test --workspace`",
+                bin.display()
+            ),
+        }
+        assert!(bin.exists(), "no capable binary at {}", bin.display());
+        bin
+    })
+}
+
+/// A unique tag per server command, so the process-wide era memory of one test never
+/// decides what another test sends.
+fn tagged(mut command: ServerCommand) -> ServerCommand {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    command
+        .env
+        .insert("CAPABLE_TEST_SERVER".into(), format!("{n}"));
+    command
+}
+
+/// `capable fixture --profile P [EXTRA…]`, uniquely tagged.
+pub fn fixture_with(profile: &str, extra: &[&str]) -> ServerCommand {
+    let mut args = vec!["fixture".to_owned(), "--profile".into(), profile.into()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    tagged(ServerCommand::new(
+        capable_bin().display().to_string(),
+        args,
+    ))
+}
+
+/// `capable fixture --profile P`, uniquely tagged.
+pub fn fixture(profile: &str) -> ServerCommand {
+    fixture_with(profile, &[])
+}
+
+/// The real peers installed by `.ci/install-peers`.
+#[derive(Clone, Copy, Debug)]
+pub enum RealPeer {
+    /// server-everything (legacy only).
+    Everything,
+    /// The Python SDK 2.3 server (dual-era).
+    Python,
+    /// The TypeScript SDK server (legacy only).
+    Ts,
+}
+
+const EVERYTHING_JS: &str =
+    ".peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+const PYTHON: &str = ".peers/venv/bin/python";
+const TS_SDK: &str = ".peers/npm/node_modules/@modelcontextprotocol/sdk";
+
+fn node() -> String {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("node").is_file()));
+    if on_path {
+        return "node".into();
+    }
+    let local = workspace().join(".peers/node22/node_modules/.bin/node");
+    assert!(
+        local.exists(),
+        "no `node` on PATH and none in .peers: run `.ci/install-peers`"
+    );
+    local.display().to_string()
+}
+
+/// The command of a real peer, uniquely tagged; `None` when `CAPABLE_SKIP_PEERS=1`.
+/// Fails the test, saying how to install the peers, when they are missing.
+pub fn real_peer(peer: RealPeer) -> Option<ServerCommand> {
+    if std::env::var("CAPABLE_SKIP_PEERS").is_ok_and(|v| v == "1") {
+        eprintln!("CAPABLE_SKIP_PEERS=1: skipping a real-peer test ({peer:?})");
+        return None;
+    }
+    let root = workspace();
+    let needs = match peer {
+        RealPeer::Everything => EVERYTHING_JS,
+        RealPeer::Python => PYTHON,
+        RealPeer::Ts => TS_SDK,
+    };
+    assert!(
+        root.join(needs).exists(),
+        "{} is missing: run `.ci/install-peers` in {} to install the real MCP peers \
+         (or set CAPABLE_SKIP_PEERS=1 to skip these tests)",
+        root.join(needs).display(),
+        root.display()
+    );
+    let path = |p: &str| root.join(p).display().to_string();
+    let mut command = match peer {
+        RealPeer::Everything => ServerCommand::new(node(), [path(EVERYTHING_JS)]),
+        RealPeer::Python => {
+            ServerCommand::new(path(PYTHON), [path("tests/peers/python_server.py")])
+        }
+        RealPeer::Ts => ServerCommand::new(node(), [path("tests/peers/ts_server.mjs")]),
+    };
+    command.cwd = Some(root);
+    Some(tagged(command))
+}
+
+/// One message seen on the wire.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    /// Which way it went.
+    pub direction: Direction,
+    /// Exactly the line (without its newline).
+    pub line: Vec<u8>,
+}
+
+impl Seen {
+    /// The message as JSON (`None` for a line that is not JSON).
+    pub fn json(&self) -> Option<Value> {
+        serde_json::from_slice(&self.line).ok()
+    }
+}
+
+/// Records every message a session sends and receives, in order.
+#[derive(Clone, Default)]
+pub struct Wire(Arc<Mutex<Vec<Seen>>>);
+
+impl Wire {
+    /// A tap that records into this wire.
+    pub fn tap(&self) -> Tap {
+        let log = self.0.clone();
+        Tap::new(move |direction, line| {
+            log.lock().unwrap().push(Seen {
+                direction,
+                line: line.to_vec(),
+            })
+        })
+    }
+
+    /// Client options with this wire's tap and short limits fit for tests.
+    pub fn options(&self) -> ClientOptions {
+        ClientOptions {
+            tap: Some(self.tap()),
+            request_timeout: Duration::from_secs(10),
+            ..ClientOptions::default()
+        }
+    }
+
+    /// Everything seen so far.
+    pub fn all(&self) -> Vec<Seen> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Everything the client sent, as JSON (a sent line that is not JSON fails the
+    /// test).
+    #[track_caller]
+    pub fn sent(&self) -> Vec<Value> {
+        self.all()
+            .into_iter()
+            .filter(|s| s.direction == Direction::Sent)
+            .map(|s| {
+                s.json().unwrap_or_else(|| {
+                    panic!(
+                        "the client sent a line that is not JSON: {}",
+                        String::from_utf8_lossy(&s.line)
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Everything received that is JSON.
+    pub fn received(&self) -> Vec<Value> {
+        self.all()
+            .into_iter()
+            .filter(|s| s.direction == Direction::Received)
+            .filter_map(|s| s.json())
+            .collect()
+    }
+
+    /// The methods of what the client sent (responses: `""`).
+    pub fn sent_methods(&self) -> Vec<String> {
+        self.sent()
+            .iter()
+            .map(|m| m["method"].as_str().unwrap_or("").to_owned())
+            .collect()
+    }
+
+    /// The sent requests of one method.
+    pub fn sent_requests(&self, method: &str) -> Vec<Value> {
+        self.sent()
+            .into_iter()
+            .filter(|m| m["method"] == method && m.get("id").is_some())
+            .collect()
+    }
+
+    /// The `notifications/cancelled` the client sent.
+    pub fn cancellations(&self) -> Vec<Value> {
+        self.sent()
+            .into_iter()
+            .filter(|m| m["method"] == "notifications/cancelled")
+            .collect()
+    }
+
+    /// Waits (briefly) until `pred` holds for what was sent; the writer is a separate
+    /// task, so a message queued a moment ago may not be on the wire yet.
+    pub async fn until_sent(&self, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let sent = self.sent();
+            if pred(&sent) {
+                return sent;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                panic!("never sent: {what}; the client sent:\n{}", show(&sent));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Asserts every message the client sent is valid under the official schema of the
+    /// version it was sent under: the modern probe under 2026-07-28, `initialize` under
+    /// the version it proposed, everything else under `session`'s negotiated version.
+    #[track_caller]
+    pub fn assert_schema_valid(&self, session: ProtocolVersion) {
+        let sent = self.sent();
+        assert!(!sent.is_empty(), "the client sent nothing");
+        for message in &sent {
+            let version = match message["method"].as_str() {
+                Some("server/discover") => {
+                    let v = message
+                        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+                        .and_then(Value::as_str)
+                        .unwrap_or("2026-07-28");
+                    v.parse().unwrap_or(ProtocolVersion::V2026_07_28)
+                }
+                Some("initialize") => message["params"]["protocolVersion"]
+                    .as_str()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(session),
+                _ => session,
+            };
+            let line = serde_json::to_vec(message).unwrap();
+            support::assert_valid(version, &line);
+        }
+    }
+
+    /// Legacy order: `initialize` was answered before anything else was sent (but a
+    /// reply to the server's `ping`), and `notifications/initialized` is the first
+    /// message after the answer.
+    #[track_caller]
+    pub fn assert_legacy_order(&self) {
+        let all = self.all();
+        let (init_at, init_id) = all
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| {
+                let m = s.json()?;
+                (s.direction == Direction::Sent && m["method"] == "initialize")
+                    .then(|| (i, m["id"].clone()))
+            })
+            .unwrap_or_else(|| panic!("no initialize was sent:\n{}", show_seen(&all)));
+        let answer_at = all
+            .iter()
+            .enumerate()
+            .skip(init_at + 1)
+            .find_map(|(i, s)| {
+                let m = s.json()?;
+                (s.direction == Direction::Received
+                    && m.get("method").is_none()
+                    && m["id"] == init_id)
+                    .then_some(i)
+            })
+            .unwrap_or_else(|| panic!("initialize was never answered:\n{}", show_seen(&all)));
+        for s in &all[init_at + 1..answer_at] {
+            if s.direction == Direction::Sent {
+                let m = s.json().unwrap_or_default();
+                assert!(
+                    m.get("method").is_none() && m.get("result").is_some(),
+                    "the client sent something other than a ping reply before initialize was \
+                     answered: {m}\n{}",
+                    show_seen(&all)
+                );
+            }
+        }
+        let first_after = all[answer_at + 1..]
+            .iter()
+            .find(|s| s.direction == Direction::Sent)
+            .and_then(Seen::json)
+            .unwrap_or_else(|| panic!("nothing was sent after initialize:\n{}", show_seen(&all)));
+        assert_eq!(
+            first_after["method"],
+            "notifications/initialized",
+            "the first message after the initialize answer must be notifications/initialized:\n{}",
+            show_seen(&all)
+        );
+    }
+}
+
+/// Messages, one a line, for failure output.
+pub fn show(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .map(|m| {
+            let s = m.to_string();
+            if s.len() > 400 {
+                format!("  {}…", &s[..s.floor_char_boundary_compat(400)])
+            } else {
+                format!("  {s}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn show_seen(seen: &[Seen]) -> String {
+    seen.iter()
+        .map(|s| {
+            let arrow = match s.direction {
+                Direction::Sent => ">",
+                Direction::Received => "<",
+            };
+            let text = String::from_utf8_lossy(&s.line);
+            let end = text.floor_char_boundary_compat(400);
+            format!("  {arrow} {}", &text[..end])
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+trait FloorCharBoundary {
+    fn floor_char_boundary_compat(&self, at: usize) -> usize;
+}
+
+impl FloorCharBoundary for str {
+    fn floor_char_boundary_compat(&self, at: usize) -> usize {
+        if at >= self.len() {
+            return self.len();
+        }
+        let mut end = at;
+        while !self.is_char_boundary(end) {
+            end -= 1;
+        }
+        end
+    }
+}
+
+/// Asserts the session is of `era`, naming what was sent otherwise.
+#[track_caller]
+pub fn assert_era(session: &Session, era: Era, wire: &Wire) {
+    assert_eq!(
+        session.era(),
+        era,
+        "expected the {era} era, negotiated {}; the client sent:\n{}",
+        session.protocol_version(),
+        show(&wire.sent())
+    );
+}
+
+/// Polls every future concurrently on the current task (no spawning) and returns their
+/// outputs in order. Futures are first polled in order, so requests are issued in order.
+pub async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, out) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if out.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *out = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs
+        .into_iter()
+        .map(|o| o.expect("polled to completion"))
+        .collect()
+}
+
+/// Whether a process with this PID exists (a reaped child does not).
+pub fn process_exists(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+// ---------------------------------------------------------------------------------
+// A scripted in-process server behind the library's own `Transport` trait: for results
+// no real server sends (no `resultType` at all, an unknown one).
+
+/// How a scripted server answers one client message: the messages to send back.
+pub type Script = Box<dyn FnMut(&Value) -> Vec<Value> + Send>;
+
+/// A transport whose server is a function of each client message.
+pub struct Scripted {
+    sink: ScriptedSink,
+    source: ScriptedSource,
+}
+
+/// The client's sending half.
+pub struct ScriptedSink(mpsc::UnboundedSender<Vec<u8>>);
+
+/// The client's receiving half.
+pub struct ScriptedSource(mpsc::UnboundedReceiver<Vec<u8>>);
+
+struct ScriptedPeer;
+
+impl Scripted {
+    /// Starts the scripted server task.
+    pub fn new(mut script: Script) -> Scripted {
+        let (to_server, mut server_in) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (server_out, from_server) = mpsc::unbounded_channel::<Vec<u8>>();
+        tokio::spawn(async move {
+            while let Some(line) = server_in.recv().await {
+                let Ok(msg) = serde_json::from_slice::<Value>(&line) else {
+                    continue;
+                };
+                for reply in script(&msg) {
+                    if server_out
+                        .send(serde_json::to_vec(&reply).unwrap())
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        });
+        Scripted {
+            sink: ScriptedSink(to_server),
+            source: ScriptedSource(from_server),
+        }
+    }
+}
+
+impl MessageSink for ScriptedSink {
+    async fn send(&mut self, batch: &[u8]) -> Result<(), TransportError> {
+        for line in batch.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            self.0
+                .send(line.to_vec())
+                .map_err(|_| TransportError::Io("the scripted server is gone".into()))?;
+        }
+        Ok(())
+    }
+}
+
+impl MessageSource for ScriptedSource {
+    async fn recv(&mut self) -> Result<Option<Vec<u8>>, TransportError> {
+        Ok(self.0.recv().await)
+    }
+}
+
+impl Peer for ScriptedPeer {
+    fn exit_status(&self, _grace: Duration) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { Some("exit status 0".into()) })
+    }
+    fn shutdown(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { Some("exit status 0".into()) })
+    }
+    fn stderr_tail(&self) -> String {
+        String::new()
+    }
+    fn describe(&self) -> String {
+        "a scripted server".into()
+    }
+}
+
+impl Transport for Scripted {
+    type Sink = ScriptedSink;
+    type Source = ScriptedSource;
+    fn split(self) -> (ScriptedSink, ScriptedSource, Box<dyn Peer>) {
+        (self.sink, self.source, Box::new(ScriptedPeer))
+    }
+}

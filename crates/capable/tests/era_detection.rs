@@ -1,0 +1,222 @@
+//! Which era a server speaks is found by asking, never assumed: `server/discover`
+//! first; any answer that is not a modern one — or silence within the probe timeout —
+//! means legacy. A forced era sends no probe; the era found for a command is remembered
+//! for the life of the process.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use capable::{connect_stdio, Era, Method, ProtocolChoice, ServerCommand};
+use common::{fixture, real_peer, within, RealPeer, Wire, MANUAL};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// The server's answer to the probe, if any.
+fn probe_answer(wire: &Wire) -> Option<Value> {
+    let probe = wire.sent_requests("server/discover").into_iter().next()?;
+    wire.received()
+        .into_iter()
+        .find(|m| m.get("method").is_none() && m["id"] == probe["id"])
+}
+
+/// Connects with `Auto`, reads the manual, and returns the wire.
+async fn auto_legacy(server: &ServerCommand) -> Wire {
+    let wire = Wire::default();
+    let session = connect_stdio(server, wire.options())
+        .await
+        .expect("connect");
+    common::assert_era(&session, Era::Legacy, &wire);
+    session.close().await;
+    wire.assert_legacy_order();
+    wire
+}
+
+#[track_caller]
+fn assert_probed_then_initialized(wire: &Wire) {
+    let methods = wire.sent_methods();
+    assert_eq!(
+        methods[..3],
+        ["server/discover", "initialize", "notifications/initialized"],
+        "{methods:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_legacy_fixture_that_answers_the_probe_method_not_found_is_spoken_to_in_legacy() {
+    within(LIMIT, async {
+        let wire = auto_legacy(&fixture("read-only")).await;
+        assert_probed_then_initialized(&wire);
+        let answer = probe_answer(&wire).expect("the probe was answered");
+        assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn server_everything_answers_the_probe_method_not_found_and_is_spoken_to_in_legacy() {
+    let Some(server) = real_peer(RealPeer::Everything) else {
+        return;
+    };
+    within(LIMIT, async {
+        let wire = auto_legacy(&server).await;
+        assert_probed_then_initialized(&wire);
+        let answer = probe_answer(&wire).expect("the probe was answered");
+        assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_legacy_server_that_answers_the_probe_invalid_params_is_spoken_to_in_legacy() {
+    within(LIMIT, async {
+        let wire = auto_legacy(&fixture("probe-invalid-params")).await;
+        assert_probed_then_initialized(&wire);
+        let answer = probe_answer(&wire).expect("the probe was answered");
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_legacy_server_that_ignores_the_probe_costs_only_the_probe_timeout() {
+    within(LIMIT, async {
+        let probe_timeout = Duration::from_millis(300);
+        let wire = Wire::default();
+        let mut options = wire.options();
+        options.probe_timeout = probe_timeout;
+        let started = Instant::now();
+        let session = connect_stdio(&fixture("silent-probe"), options)
+            .await
+            .expect("connect");
+        let took = started.elapsed();
+        common::assert_era(&session, Era::Legacy, &wire);
+        let read = session.read_resource(MANUAL).await.expect("read");
+        assert!(read.text().contains("Acceptance instructions"));
+        session.close().await;
+
+        assert!(
+            took >= probe_timeout,
+            "connected in {took:?}, before the probe timeout of {probe_timeout:?} elapsed"
+        );
+        assert!(
+            took < Duration::from_secs(2),
+            "connecting took {took:?}: a silent legacy server must cost about the probe timeout"
+        );
+        assert_probed_then_initialized(&wire);
+        assert!(probe_answer(&wire).is_none(), "the silent server answered");
+        wire.assert_legacy_order();
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_modern_fixture_is_spoken_to_in_the_modern_era_without_initialize() {
+    within(LIMIT, async {
+        let wire = Wire::default();
+        let session = connect_stdio(&fixture("modern"), wire.options())
+            .await
+            .expect("connect");
+        common::assert_era(&session, Era::Modern, &wire);
+        session.read_resource(MANUAL).await.expect("read");
+        session.close().await;
+        let methods = wire.sent_methods();
+        assert_eq!(methods, ["server/discover", "resources/read"]);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_python_server_is_spoken_to_in_the_modern_era_without_initialize() {
+    let Some(server) = real_peer(RealPeer::Python) else {
+        return;
+    };
+    within(LIMIT, async {
+        let wire = Wire::default();
+        let session = connect_stdio(&server, wire.options())
+            .await
+            .expect("connect");
+        common::assert_era(&session, Era::Modern, &wire);
+        assert_eq!(session.server_info().name, "capable-python-peer");
+        // Modern capabilities come from server/discover: subscribe is declared there.
+        session.check(Method::Listen).expect("listen is offered");
+        session.read_resource(MANUAL).await.expect("read");
+        session.close().await;
+        let methods = wire.sent_methods();
+        assert_eq!(methods, ["server/discover", "resources/read"]);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn forcing_legacy_against_the_python_server_sends_no_probe_and_sees_no_subscribe() {
+    let Some(server) = real_peer(RealPeer::Python) else {
+        return;
+    };
+    within(LIMIT, async {
+        let wire = Wire::default();
+        let mut options = wire.options();
+        options.config.protocol = ProtocolChoice::Legacy;
+        let session = connect_stdio(&server, options).await.expect("connect");
+        common::assert_era(&session, Era::Legacy, &wire);
+        // In its legacy era the Python server declares resources.subscribe = false.
+        assert!(session.check(Method::Subscribe).is_err());
+        assert!(session.subscribe(MANUAL).await.is_err());
+        session.read_resource(MANUAL).await.expect("read");
+        session.close().await;
+        let methods = wire.sent_methods();
+        assert_eq!(
+            methods,
+            ["initialize", "notifications/initialized", "resources/read"]
+        );
+        wire.assert_legacy_order();
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_second_connection_to_a_legacy_server_in_the_same_process_sends_no_probe() {
+    within(LIMIT, async {
+        let server = fixture("read-only");
+        let first = Wire::default();
+        let session = connect_stdio(&server, first.options())
+            .await
+            .expect("first connect");
+        common::assert_era(&session, Era::Legacy, &first);
+        session.close().await;
+        assert_eq!(first.sent_methods()[0], "server/discover");
+
+        let second = Wire::default();
+        let session = connect_stdio(&server, second.options())
+            .await
+            .expect("second connect");
+        common::assert_era(&session, Era::Legacy, &second);
+        session.read_resource(MANUAL).await.expect("read");
+        session.close().await;
+        let methods = second.sent_methods();
+        assert_eq!(
+            methods,
+            ["initialize", "notifications/initialized", "resources/read"],
+            "the era is remembered: no second probe"
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_second_connection_to_a_modern_server_in_the_same_process_stays_modern() {
+    within(LIMIT, async {
+        let server = fixture("modern");
+        for _ in 0..2 {
+            let wire = Wire::default();
+            let session = connect_stdio(&server, wire.options())
+                .await
+                .expect("connect");
+            common::assert_era(&session, Era::Modern, &wire);
+            session.close().await;
+            assert_eq!(wire.sent_methods(), ["server/discover"]);
+        }
+    })
+    .await
+}
