@@ -39,6 +39,13 @@ pub struct Global {
     /// config directory).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// An HTTP server: Streamable HTTP (either era), or a 2024-11-05 HTTP+SSE endpoint
+    /// such as `http://host/sse` (detected automatically).
+    #[arg(long, global = true, value_name = "URL")]
+    pub url: Option<String>,
+    /// An extra HTTP header, `'Name: value'` (repeatable; values are never printed).
+    #[arg(long = "header", global = true, value_name = "NAME: VALUE", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
     /// Send methods the server did not declare instead of refusing them locally.
     #[arg(long, global = true)]
     pub lenient: bool,
@@ -207,6 +214,22 @@ mod tests {
         .unwrap();
         match cli.command {
             Command::Read { uri, server } => {
+/// `Name: value`.
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?} is not a header: write 'Name: value'"))?;
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    {
+        return Err(format!("{name:?} is not a header name"));
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
                 assert_eq!(uri, "docs://x");
                 assert_eq!(server.command, ["node", "s.js"]);
             }

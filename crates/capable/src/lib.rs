@@ -41,7 +41,7 @@ pub use capable_core::{
     Capability, ClientCapabilities, ClientConfig, Era, Flag, GatePolicy, ListenFilter, Method,
     ProtocolChoice, ProtocolVersion, Refusal, Revision, ServerCapabilities, Violation,
 };
-pub use connect::{connect, connect_stdio};
+pub use connect::{connect, connect_http, connect_stdio};
 pub use driver::{ListenEvent, ServerNotification};
 pub use error::Error;
 pub use events::SessionEvent;
@@ -51,3 +51,4 @@ pub use read::ResourceRead;
 pub use session::{Listener, RequestOptions, Session, MAX_INPUT_ROUNDS};
 pub use tap::{Direction, Tap};
 pub use transport::stdio::{ServerCommand, StdioLimits, StdioTransport};
+pub use transport::http::{HttpConfig, HttpTransport, Reconnect};

@@ -10,10 +10,10 @@ pub mod tools;
 
 use std::io::Write;
 
-use capable::{ClientOptions, GatePolicy, ServerCommand, Session, Tap};
+use capable::{ClientOptions, GatePolicy, HttpConfig, ServerCommand, Session, Tap};
 use serde_json::Value;
 
-use crate::config;
+use crate::config::{self, ServerTarget};
 use crate::exit::CliError;
 use crate::flags::{Global, ServerArgs};
 
@@ -48,24 +48,74 @@ impl Context {
         options
     }
 
-    /// The server the user named: a command after `--`, or `--server NAME`.
+    /// The server the user named: a command after `--`, `--url URL`, or `--server NAME`.
+    pub fn target(&self, args: &ServerArgs) -> Result<ServerTarget, CliError> {
+        let given = [
+            self.global.server.is_some(),
+            self.global.url.is_some(),
+            !args.command.is_empty(),
+        ];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err(CliError::Usage(
+                "give one server: a command after `--`, --url URL, or --server NAME".into(),
+            ));
+        }
+        if let Some(name) = &self.global.server {
+            return Ok(config::find_server(name, self.global.config.as_deref())?);
+        }
+        if let Some(url) = &self.global.url {
+            return Ok(ServerTarget::Http {
+                url: url.clone(),
+                headers: Vec::new(),
+            });
+        }
+        match args.command.split_first() {
+            Some((program, rest)) => Ok(ServerTarget::Stdio(ServerCommand::new(
+                program.clone(),
+                rest.iter().cloned(),
+            ))),
+            None => Err(CliError::Usage(
+                "no server: give a stdio command after `--` (capable inspect -- node server.js), --url URL or --server NAME"
+                    .into(),
+            )),
+        }
+    }
+
+    /// The stdio server the user named (for commands that only speak stdio).
     pub fn server(&self, args: &ServerArgs) -> Result<ServerCommand, CliError> {
-        match (&self.global.server, args.command.split_first()) {
-            (Some(_), Some(_)) => Err(CliError::Usage(
-                "give either --server NAME or a command after `--`, not both".into(),
-            )),
-            (Some(name), None) => Ok(config::find_server(name, self.global.config.as_deref())?),
-            (None, Some((program, rest))) => Ok(ServerCommand::new(program.clone(), rest.iter().cloned())),
-            (None, None) => Err(CliError::Usage(
-                "no server: give a stdio command after `--` (capable inspect -- node server.js) or --server NAME".into(),
-            )),
+        match self.target(args)? {
+            ServerTarget::Stdio(command) => Ok(command),
+            ServerTarget::Http { url, .. } => Err(CliError::Usage(format!(
+                "this command speaks stdio only; {url} is an HTTP server"
+            ))),
         }
     }
 
     /// Connects to the server the user named.
     pub async fn connect(&self, args: &ServerArgs) -> Result<Session, CliError> {
-        let command = self.server(args)?;
-        Ok(capable::connect_stdio(&command, self.options()).await?)
+        match self.target(args)? {
+            ServerTarget::Stdio(command) => {
+                Ok(capable::connect_stdio(&command, self.options()).await?)
+            }
+            ServerTarget::Http { url, headers } => {
+                let parsed = reqwest_url(&url)?;
+                let mut config = HttpConfig::new(parsed);
+                config.headers = headers;
+                config.headers.extend(self.global.headers.iter().cloned());
+                Ok(capable::connect_http(config, self.options()).await?)
+            }
+        }
+    }
+}
+
+fn reqwest_url(url: &str) -> Result<capable::transport::http::Url, CliError> {
+    let parsed = capable::transport::http::Url::parse(url)
+        .map_err(|e| CliError::Usage(format!("{url:?} is not a URL: {e}")))?;
+    match parsed.scheme() {
+        "http" | "https" => Ok(parsed),
+        other => Err(CliError::Usage(format!(
+            "{url:?}: the scheme must be http or https, not {other}"
+        ))),
     }
 }
 

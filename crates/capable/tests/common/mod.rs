@@ -256,11 +256,17 @@ impl Wire {
         })
     }
 
-    /// Client options with this wire's tap and short limits fit for tests.
+    /// Client options with this wire's tap and limits fit for tests.
+    ///
+    /// The probe timeout is raised from 3 s: on a loaded machine the Python server can
+    /// take longer than that to answer `server/discover`, and once it has seen the
+    /// probe it refuses the fallback `initialize` (-32022), so the test would fail for
+    /// the machine's load, not for the client. The silent-probe test sets its own.
     pub fn options(&self) -> ClientOptions {
         ClientOptions {
             tap: Some(self.tap()),
             request_timeout: Duration::from_secs(10),
+            probe_timeout: Duration::from_secs(10),
             ..ClientOptions::default()
         }
     }
