@@ -125,6 +125,9 @@ pub struct Negotiating {
     next_id: i64,
     notices: Vec<Notice>,
     early_notifications: Vec<(String, Value)>,
+    /// The probe that timed out (its id and version): a late `DiscoverResult` still
+    /// makes the connection modern, even while `initialize` is pending.
+    late_probe: Option<(RequestId, ProtocolVersion)>,
 }
 
 /// The outcome of one step of the handshake.
@@ -153,6 +156,7 @@ impl Negotiating {
             next_id: 0,
             notices: Vec::new(),
             early_notifications: Vec::new(),
+            late_probe: None,
         };
         match n.config.protocol.modern_proposal() {
             Some(version) => n.send_discover(version, false, out),
@@ -218,7 +222,10 @@ impl Negotiating {
 
     /// The modern probe got no answer in time: fall back to `initialize` if legacy is
     /// allowed.
-    pub fn probe_timed_out(self, out: &mut Vec<u8>) -> Step {
+    pub fn probe_timed_out(mut self, out: &mut Vec<u8>) -> Step {
+        if let Stage::Probing { id, version, .. } = &self.stage {
+            self.late_probe = Some((id.clone(), *version));
+        }
         self.fall_back("no answer within the probe timeout".into(), out)
     }
 
@@ -253,13 +260,24 @@ impl Negotiating {
                 Step::Waiting(self)
             }
             Incoming::Result { id, result } => {
+                if let Some((probe, version)) = self.late_probe.clone() {
+                    // A slow modern server answering the probe after the fallback: it
+                    // is modern (a dual-era server may now refuse `initialize`).
+                    if id == probe {
+                        let value = result.decode::<Value>().ok();
+                        if value.as_ref().is_some_and(is_discover_result) {
+                            self.late_probe = None;
+                            return self.on_discover_result(version, value, out);
+                        }
+                    }
+                }
                 if id != *self.current_id() {
                     self.notices.push(Notice::UnknownResponseId { id });
                     return Step::Waiting(self);
                 }
                 match self.stage {
-                    Stage::Probing { .. } => {
-                        self.on_discover_result(result.decode::<Value>().ok(), out)
+                    Stage::Probing { version, .. } => {
+                        self.on_discover_result(version, result.decode::<Value>().ok(), out)
                     }
                     Stage::Initializing { proposed, .. } => self.on_initialize_result(
                         proposed,
@@ -337,10 +355,12 @@ impl Negotiating {
         self.ready(negotiated)
     }
 
-    fn on_discover_result(self, value: Option<Value>, out: &mut Vec<u8>) -> Step {
-        let Stage::Probing { version, .. } = self.stage else {
-            unreachable!("on_discover_result is only called while probing")
-        };
+    fn on_discover_result(
+        self,
+        version: ProtocolVersion,
+        value: Option<Value>,
+        out: &mut Vec<u8>,
+    ) -> Step {
         let discovered = value.and_then(|v| serde_json::from_value::<DiscoverResult>(v).ok());
         let Some(d) = discovered.filter(|d| d.capabilities.is_object()) else {
             return self.fall_back("the answer is not a DiscoverResult".into(), out);
@@ -451,6 +471,12 @@ pub struct Established {
     pub(crate) notices: Vec<Notice>,
     /// Notifications the server sent before the handshake finished (e.g. logging).
     pub early_notifications: Vec<(String, Value)>,
+}
+
+/// Whether a value has the shape of a `DiscoverResult`.
+fn is_discover_result(v: &Value) -> bool {
+    v.get("capabilities").is_some_and(Value::is_object)
+        && v.get("supportedVersions").is_some_and(Value::is_array)
 }
 
 /// The `_meta` envelope every modern request carries.

@@ -635,7 +635,7 @@ fn auto_an_empty_result_is_not_a_discover_result_and_falls_back() {
 }
 
 #[test]
-fn auto_a_probe_timeout_falls_back_and_a_late_discover_answer_is_ignored() {
+fn auto_a_probe_timeout_falls_back_and_a_late_error_to_the_probe_is_ignored() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
     let mut out = Vec::new();
     let step = n.probe_timed_out(&mut out);
@@ -644,10 +644,9 @@ fn auto_a_probe_timeout_falls_back_and_a_late_discover_answer_is_ignored() {
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0]["method"], "initialize");
     assert_ne!(sent[0]["id"], first["id"], "a new id for initialize");
-    // The legacy server finally answers the probe: ignored, still waiting.
+    // The legacy server finally answers the probe with an error: ignored, still
+    // waiting for the initialize answer.
     let late = error_answer(&first["id"], codes::METHOD_NOT_FOUND, None);
-    n = waiting(n.handle(incoming(late), &mut out));
-    let late = discover_result(&first["id"], json!({}));
     n = waiting(n.handle(incoming(late), &mut out));
     assert!(out.is_empty());
     assert!(n
@@ -850,4 +849,35 @@ fn auto_a_ping_while_probing_is_answered_as_a_legacy_server_may_send_one() {
         take(LATEST_LEGACY, &mut out),
         vec![json!({"jsonrpc": "2.0", "id": 5, "result": {}})]
     );
+}
+
+#[test]
+fn auto_a_discover_result_arriving_after_the_probe_timeout_still_makes_it_modern() {
+    // A slow modern server: the client fell back to `initialize`, then the probe's
+    // answer arrives. A dual-era server that locked into the modern era would refuse
+    // the `initialize`; the late DiscoverResult settles it.
+    let (n, first) = start(ProtocolChoice::Auto, MODERN);
+    let mut out = Vec::new();
+    let n = waiting(n.probe_timed_out(&mut out));
+    let sent = take(LATEST_LEGACY, &mut out);
+    assert_eq!(sent[0]["method"], "initialize");
+    let answer = discover_result(&first["id"], json!({"tools": {}}));
+    let established = ready(n.handle(incoming(answer), &mut out));
+    assert_eq!(established.negotiated.era(), Era::Modern);
+    assert!(
+        out.is_empty(),
+        "nothing more is written: no notifications/initialized"
+    );
+}
+
+#[test]
+fn auto_a_late_answer_that_is_not_a_discover_result_changes_nothing() {
+    let (n, first) = start(ProtocolChoice::Auto, MODERN);
+    let mut out = Vec::new();
+    let n = waiting(n.probe_timed_out(&mut out));
+    let _ = take(LATEST_LEGACY, &mut out);
+    let late = json!({"jsonrpc": "2.0", "id": first["id"], "result": {}});
+    let n = waiting(n.handle(incoming(late), &mut out));
+    assert!(!n.is_probing());
+    assert!(out.is_empty());
 }
