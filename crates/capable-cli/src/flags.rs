@@ -82,10 +82,43 @@ pub struct ServerArgs {
     pub command: Vec<String>,
 }
 
+/// `capable bench`: what to run against the server.
+#[derive(Debug, Args, Clone)]
+pub struct BenchArgs {
+    /// Requests per phase.
+    #[arg(short = 'n', value_name = "N", default_value = "1000")]
+    pub n: usize,
+    /// Requests in flight in the pipelined phase.
+    #[arg(
+        short = 'c',
+        long = "concurrency",
+        value_name = "C",
+        default_value = "32"
+    )]
+    pub concurrency: usize,
+    /// Untimed reads before the timed phases.
+    #[arg(long, value_name = "W", default_value = "100")]
+    pub warmup: usize,
+    /// The resource to read (default: the first one the server lists).
+    #[arg(long)]
+    pub uri: Option<String>,
+    /// Also time N sequential calls of this tool.
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// The tool's arguments as a JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show what a server declares: version, capabilities, and the methods a host may call.
     Inspect(ServerArgs),
+    /// Load-test a server: handshake, sequential and pipelined reads, tool calls;
+    /// throughput and latency percentiles per phase.
+    Bench(BenchArgs),
     /// Read a resource: its text, its revision and when it was read.
     Read {
         /// The resource URI.

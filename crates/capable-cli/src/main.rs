@@ -61,6 +61,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     let ctx = Context { global: cli.global };
     match cli.command {
         Command::Inspect(server) => commands::inspect::run(&ctx, &server).await,
+        Command::Bench(args) => commands::bench::run(&ctx, &args).await,
         Command::Read { uri, server } => commands::read::run(&ctx, &uri, &server).await,
         Command::Resources { templates, server } => {
             commands::resources::run(&ctx, templates, &server).await

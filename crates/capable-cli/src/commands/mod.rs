@@ -1,6 +1,7 @@
 //! One file per command. Each connects through [`Context`], does its work with the
 //! library, and hands values to [`crate::output`].
 
+pub mod bench;
 pub mod demo;
 pub mod inspect;
 pub mod prompts;

@@ -1,0 +1,282 @@
+//! `capable bench`: a load generator for any MCP server, through the same client a
+//! host uses ([`capable::Session`]): gate checks, id routing and decoding included.
+//!
+//! Phases: the handshake (spawn or connect to ready), `--warmup` untimed reads, `-n`
+//! sequential `resources/read`, `-n` reads with `-c` in flight, and `-n` sequential
+//! `tools/call` when `--tool` is given. Each phase reports its throughput, latency
+//! percentiles and errors. A server that declares no `resources` gets no read: the
+//! refusal is reported and nothing is sent (exit 5), as for any other command; nor
+//! does one without `tools` get a call.
+
+use std::cell::{Cell, RefCell};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use capable::{Method, Session};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+
+use super::{parse_args, Context};
+use crate::exit::CliError;
+use crate::flags::BenchArgs;
+use crate::output::{self, Table};
+
+/// One timed phase.
+struct Phase {
+    name: &'static str,
+    requests: usize,
+    errors: u64,
+    elapsed: Duration,
+    /// Every request's latency, sorted.
+    latencies: Vec<Duration>,
+    first_error: Option<capable::Error>,
+}
+
+impl Phase {
+    fn rps(&self) -> f64 {
+        let ok = self.requests as f64 - self.errors as f64;
+        if self.elapsed.is_zero() {
+            0.0
+        } else {
+            ok / self.elapsed.as_secs_f64()
+        }
+    }
+
+    /// Nearest-rank percentile.
+    fn percentile(&self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let rank = ((p / 100.0) * self.latencies.len() as f64).ceil() as usize;
+        self.latencies[rank.clamp(1, self.latencies.len()) - 1]
+    }
+
+    fn json(&self) -> Value {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        json!({
+            "requests": self.requests,
+            "errors": self.errors,
+            "seconds": self.elapsed.as_secs_f64(),
+            "rps": self.rps(),
+            "p50_ms": ms(self.percentile(50.0)),
+            "p90_ms": ms(self.percentile(90.0)),
+            "p99_ms": ms(self.percentile(99.0)),
+            "max_ms": ms(self.latencies.last().copied().unwrap_or_default()),
+        })
+    }
+}
+
+/// Runs `n` requests, `c` in flight at a time, on this task; `op` is one request.
+async fn run_phase<F, Fut>(
+    name: &'static str,
+    n: usize,
+    c: usize,
+    bar: &ProgressBar,
+    op: F,
+) -> Phase
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<(), capable::Error>>,
+{
+    bar.reset();
+    bar.set_length(n as u64);
+    bar.set_message(name);
+    let issued = Cell::new(0usize);
+    let errors = Cell::new(0u64);
+    let first_error = RefCell::new(None);
+    let latencies = RefCell::new(Vec::with_capacity(n));
+    let worker = || async {
+        while issued.get() < n {
+            issued.set(issued.get() + 1);
+            let t = Instant::now();
+            let outcome = op().await;
+            latencies.borrow_mut().push(t.elapsed());
+            if let Err(e) = outcome {
+                errors.set(errors.get() + 1);
+                first_error.borrow_mut().get_or_insert(e);
+            }
+            bar.inc(1);
+        }
+    };
+    let started = Instant::now();
+    {
+        let mut workers: FuturesUnordered<_> = (0..c.clamp(1, n)).map(|_| worker()).collect();
+        while workers.next().await.is_some() {}
+    }
+    let elapsed = started.elapsed();
+    let mut latencies = latencies.into_inner();
+    latencies.sort_unstable();
+    Phase {
+        name,
+        requests: n,
+        errors: errors.get(),
+        elapsed,
+        latencies,
+        first_error: first_error.into_inner(),
+    }
+}
+
+pub async fn run(ctx: &Context, args: &BenchArgs) -> Result<(), CliError> {
+    let tool_args = match &args.tool {
+        Some(_) => Some(parse_args(&args.args)?),
+        None => None,
+    };
+    if args.n == 0 {
+        return Err(CliError::Usage("-n must be at least 1".into()));
+    }
+    // Spawn (or connect) to ready: the handshake as a host pays it, probe included.
+    let started = Instant::now();
+    let session = ctx.connect(&args.server).await?;
+    let handshake = started.elapsed();
+    let result = bench(ctx, args, &session, handshake, tool_args.as_ref()).await;
+    session.close().await;
+    result
+}
+
+async fn bench(
+    ctx: &Context,
+    args: &BenchArgs,
+    s: &Session,
+    handshake: Duration,
+    tool_args: Option<&serde_json::Map<String, Value>>,
+) -> Result<(), CliError> {
+    let bar = if std::io::stderr().is_terminal() && !ctx.global.json {
+        let bar = ProgressBar::new(args.n as u64);
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg:>24} [{bar:30}] {pos}/{len} {per_sec}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    // The capability contract first: no read is sent to a server without `resources`,
+    // and no call to one without `tools` (refused locally, exit 5).
+    s.check(Method::ReadResource)?;
+    if args.tool.is_some() {
+        s.check(Method::CallTool)?;
+    }
+    let mut phases: Vec<Phase> = Vec::new();
+    let uri = match &args.uri {
+        Some(u) => u.clone(),
+        None => match s.list_resources().await?.into_iter().next() {
+            Some(r) => r.uri,
+            None => {
+                return Err(CliError::Usage(
+                    "the server lists no resources: name one with --uri".into(),
+                ))
+            }
+        },
+    };
+    let read = || async { s.read_resource(&uri).await.map(drop) };
+    if args.warmup > 0 {
+        let warm = run_phase("warmup", args.warmup, 1, &bar, read).await;
+        if warm.errors == warm.requests as u64 {
+            if let Some(e) = warm.first_error {
+                bar.finish_and_clear();
+                return Err(e.into());
+            }
+        }
+    }
+    phases.push(run_phase("sequential reads", args.n, 1, &bar, read).await);
+    phases.push(run_phase("pipelined reads", args.n, args.concurrency, &bar, read).await);
+    if let Some(tool) = &args.tool {
+        let call = || async {
+            match s.call_tool(tool, tool_args).await {
+                Ok(r) if r.is_error == Some(true) => Err(capable::Error::MalformedResult {
+                    method: Method::CallTool,
+                    detail: format!("the tool {tool} answered isError: true"),
+                }),
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            }
+        };
+        phases.push(run_phase("sequential calls", args.n, 1, &bar, call).await);
+    }
+    bar.finish_and_clear();
+
+    let phase = |name: &str| phases.iter().find(|p| p.name == name);
+    let rps = |name: &str| phase(name).map(Phase::rps);
+    let report = json!({
+        "server": s.server_info(),
+        "protocolVersion": s.protocol_version(),
+        "era": s.era().as_str(),
+        "uri": uri,
+        "tool": args.tool,
+        "n": args.n,
+        "concurrency": args.concurrency,
+        "warmup": args.warmup,
+        "handshake_ms": handshake.as_secs_f64() * 1e3,
+        "seq_read_rps": rps("sequential reads"),
+        "pipelined_read_rps": rps("pipelined reads"),
+        "seq_call_rps": rps("sequential calls"),
+        "seq_read": phase("sequential reads").map(Phase::json),
+        "pipelined_read": phase("pipelined reads").map(Phase::json),
+        "seq_call": phase("sequential calls").map(Phase::json),
+    });
+    if ctx.global.json {
+        output::json(&report);
+    } else {
+        print!("{}", human(s, args, handshake, &uri, &phases));
+    }
+    // A phase in which every request failed is a failure of the run.
+    if let Some(e) = phases
+        .iter_mut()
+        .find(|p| p.errors == p.requests as u64)
+        .and_then(|p| p.first_error.take())
+    {
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+fn human(
+    s: &Session,
+    args: &BenchArgs,
+    handshake: Duration,
+    uri: &str,
+    phases: &[Phase],
+) -> String {
+    let ms = |d: Duration| format!("{:.3}", d.as_secs_f64() * 1e3);
+    let mut out = format!(
+        "server     {} ({} era, {})\nhandshake  {} ms (start to ready)\n",
+        s.server_info(),
+        s.era().as_str(),
+        s.protocol_version(),
+        ms(handshake),
+    );
+    out.push_str(&format!("resource   {uri}\n"));
+    if let Some(tool) = &args.tool {
+        out.push_str(&format!("tool       {tool}\n"));
+    }
+    out.push('\n');
+    let mut t = Table::new(&[
+        "phase", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms",
+    ]);
+    for p in phases {
+        let name = if p.name == "pipelined reads" {
+            format!("{} (c={})", p.name, args.concurrency)
+        } else {
+            p.name.to_owned()
+        };
+        t.row(vec![
+            name,
+            p.requests.to_string(),
+            p.errors.to_string(),
+            format!("{:.0}", p.rps()),
+            ms(p.percentile(50.0)),
+            ms(p.percentile(90.0)),
+            ms(p.percentile(99.0)),
+            ms(p.latencies.last().copied().unwrap_or_default()),
+        ]);
+    }
+    out.push_str(&t.render());
+    for p in phases {
+        if let (Some(e), true) = (&p.first_error, p.errors > 0) {
+            out.push_str(&format!("\n{}: first error: {e}\n", p.name));
+        }
+    }
+    out
+}
