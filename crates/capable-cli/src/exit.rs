@@ -28,6 +28,14 @@ pub enum CliError {
     /// Bad usage.
     #[error("{0}")]
     Usage(String),
+    /// Not offered by the server, in words that say what to pass instead (nothing
+    /// was sent).
+    #[error("{0}")]
+    NotOffered(String),
+    /// The command's verdict: the server broke its contract (the evidence is already
+    /// printed).
+    #[error("{0}")]
+    Violations(String),
     /// Anything else.
     #[error(transparent)]
     Other(#[from] anyhow::Error),
@@ -39,6 +47,8 @@ impl CliError {
         match self {
             CliError::Usage(_) | CliError::Config(_) => 2,
             CliError::Other(_) => 1,
+            CliError::NotOffered(_) => 5,
+            CliError::Violations(_) => 6,
             CliError::Client(e) => match e {
                 Error::Refused(_) => 5,
                 Error::Negotiation(n) => match n {
@@ -71,6 +81,8 @@ impl CliError {
         match self {
             CliError::Usage(_) | CliError::Config(_) => "usage",
             CliError::Other(_) => "unexpected",
+            CliError::NotOffered(_) => "capability_not_offered",
+            CliError::Violations(_) => "contract_violation",
             CliError::Client(e) => match e {
                 Error::Refused(_) => "capability_not_offered",
                 Error::Negotiation(_) if self.exit_code() == 4 => "protocol_version_refused",

@@ -159,6 +159,31 @@ pub enum Command {
     },
     /// Walk the scenario "open the current acceptance instructions" through every fixture profile.
     Demo,
+    /// Follow a resource: print each new revision with its read time. Uses the server's
+    /// subscription when it declares `resources.subscribe` (legacy `resources/subscribe`,
+    /// modern `subscriptions/listen`); otherwise re-reads only with `--poll`.
+    Watch {
+        /// The resource URI.
+        uri: String,
+        /// Re-read every DURATION when the server offers no subscription (or breaks
+        /// the one it declared). On 2026-07-28 servers never sooner than a read's `ttlMs`.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        poll: Option<Duration>,
+        /// Stop after N revisions beyond the first (default: until Ctrl-C).
+        #[arg(long, value_name = "N")]
+        updates: Option<u64>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Check every declared capability with safe read-only probes and validate every
+    /// result against the official schema. Exit 6 when the server breaks its contract.
+    Audit {
+        /// Also write a Markdown report a server author can act on.
+        #[arg(long, value_name = "FILE.md")]
+        report: Option<PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -187,6 +212,22 @@ pub enum PromptsAction {
         #[command(flatten)]
         server: ServerArgs,
     },
+}
+
+/// `Name: value`.
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?} is not a header: write 'Name: value'"))?;
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    {
+        return Err(format!("{name:?} is not a header name"));
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
 }
 
 /// `2s`, `500ms`, `1m`, `1.5s`, `90` (seconds).
@@ -247,22 +288,6 @@ mod tests {
         .unwrap();
         match cli.command {
             Command::Read { uri, server } => {
-/// `Name: value`.
-pub fn parse_header(s: &str) -> Result<(String, String), String> {
-    let (name, value) = s
-        .split_once(':')
-        .ok_or_else(|| format!("{s:?} is not a header: write 'Name: value'"))?;
-    let name = name.trim();
-    if name.is_empty()
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-    {
-        return Err(format!("{name:?} is not a header name"));
-    }
-    Ok((name.to_owned(), value.trim().to_owned()))
-}
-
                 assert_eq!(uri, "docs://x");
                 assert_eq!(server.command, ["node", "s.js"]);
             }

@@ -83,6 +83,15 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             }) => commands::prompts::get(&ctx, &name, &args, &merge(server, inner)?).await,
         },
         Command::Demo => commands::demo::run(&ctx).await,
+        Command::Watch {
+            uri,
+            poll,
+            updates,
+            server,
+        } => commands::watch::run(&ctx, &uri, poll, updates, &server).await,
+        Command::Audit { report, server } => {
+            commands::audit::run(&ctx, report.as_deref(), &server).await
+        }
         Command::Fixture { .. } => unreachable!("handled before the runtime starts"),
     }
 }
@@ -103,8 +112,10 @@ fn report(e: &CliError, json: bool) {
     if let Some(hint) = e.hint() {
         eprintln!("  hint: {hint}");
     }
-    if json {
-        output::json(
+    // A verdict the command already printed (audit) gets no second JSON document.
+    if json && !matches!(e, CliError::Violations(_)) {
+        // One line: valid after the JSON lines of `watch --json` too.
+        output::json_line(
             &serde_json::json!({"error": {"kind": e.kind(), "message": e.to_string(), "exitCode": e.exit_code()}}),
         );
     }

@@ -12,6 +12,14 @@ pub fn json<T: Serialize + ?Sized>(value: &T) {
     let _ = writeln!(out);
 }
 
+/// Prints `value` as one line of JSON on stdout (JSON lines), flushed at once.
+pub fn json_line<T: Serialize + ?Sized>(value: &T) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer(&mut out, value);
+    let _ = writeln!(out);
+    let _ = out.flush();
+}
+
 /// A simple aligned table.
 pub struct Table {
     rows: Vec<Vec<String>>,

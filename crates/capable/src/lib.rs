@@ -35,6 +35,7 @@ pub mod read;
 mod session;
 pub mod tap;
 pub mod transport;
+pub mod watch;
 
 pub use capable_core as core;
 pub use capable_core::{
@@ -50,5 +51,6 @@ pub use options::ClientOptions;
 pub use read::ResourceRead;
 pub use session::{Listener, RequestOptions, Session, MAX_INPUT_ROUNDS};
 pub use tap::{Direction, Tap};
-pub use transport::stdio::{ServerCommand, StdioLimits, StdioTransport};
 pub use transport::http::{HttpConfig, HttpTransport, Reconnect};
+pub use transport::stdio::{ServerCommand, StdioLimits, StdioTransport};
+pub use watch::{Watch, WatchEvent, WatchMode, WatchPolicy};

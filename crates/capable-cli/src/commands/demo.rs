@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable::{Error, Method, ServerCommand, Session, Tap};
+use capable::{Error, Method, ServerCommand, Session, Tap, WatchEvent, WatchPolicy};
 use serde_json::{json, Value};
 
 use super::Context;
@@ -121,41 +121,53 @@ async fn scenario(ctx: &Context, profile: Profile) -> Value {
     report
 }
 
+/// The demo's explicit re-read policy: used only if the server breaks the
+/// subscription it declared.
+const FALLBACK_POLL: Duration = Duration::from_millis(300);
+
+/// Follows the document through the watch machinery: the server's subscription when
+/// it keeps its word (the first revision, then a re-read on its update), else the
+/// violation and the explicit fallback to re-reading (the first revision).
 async fn subscribe_then_read(s: &Session) -> Value {
-    let mut updates = s.notifications();
-    match s.subscribe(MANUAL).await {
-        Ok(()) => {
-            let first = match s.read_resource(MANUAL).await {
-                Ok(r) => r,
-                Err(e) => return json!({"error": e.to_string()}),
-            };
-            // Wait for the server to say the document changed, then read again.
-            let mut changed = Value::Null;
-            if let Some(rx) = updates.as_mut() {
-                let wait = tokio::time::timeout(Duration::from_secs(5), async {
-                    while let Some(n) = rx.recv().await {
-                        if n.method == "notifications/resources/updated" {
-                            return true;
-                        }
-                    }
-                    false
-                });
-                if let Ok(true) = wait.await {
-                    if let Ok(r) = s.read_resource(MANUAL).await {
-                        changed = read_json(&r);
+    let mut watch = match s.watch(MANUAL, WatchPolicy::poll(FALLBACK_POLL)) {
+        Ok(w) => w,
+        Err(e) => return json!({"error": e.to_string()}),
+    };
+    let mut modes = Vec::new();
+    let mut violation = None;
+    let mut first = None;
+    let mut changed = Value::Null;
+    let outcome = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match watch.next().await? {
+                WatchEvent::Mode { mode, .. } => modes.push(mode.as_str()),
+                WatchEvent::Violation(v) => violation = Some(v),
+                WatchEvent::Revision(read) if first.is_none() => {
+                    first = Some(read_json(&read));
+                    // After a violation the fallback's first read is the answer.
+                    if violation.is_some() {
+                        return Ok(());
                     }
                 }
+                WatchEvent::Revision(read) => {
+                    changed = read_json(&read);
+                    return Ok::<(), Error>(());
+                }
             }
-            let _ = s.unsubscribe(MANUAL).await;
-            json!({"subscribed": true, "read": read_json(&first), "afterUpdate": changed})
         }
-        Err(Error::Violation(v)) => {
-            // The explicit fallback: reading never depended on subscribing.
+    })
+    .await;
+    let closed = watch.close().await;
+    if let Ok(Err(e)) = outcome {
+        return json!({"error": e.to_string()});
+    }
+    let _ = closed;
+    let read = first.unwrap_or_else(|| json!({"error": "no revision within 5 s"}));
+    match violation {
+        None => json!({"subscribed": true, "modes": modes, "read": read, "afterUpdate": changed}),
+        Some(v) => {
+            // The refused method is never sent again in this session.
             let again = s.check(Method::Subscribe).err().map(|r| r.to_string());
-            let read = match s.read_resource(MANUAL).await {
-                Ok(r) => read_json(&r),
-                Err(e) => json!({"error": e.to_string()}),
-            };
             json!({
                 "violation": {
                     "capability": v.capability,
@@ -166,11 +178,14 @@ async fn subscribe_then_read(s: &Session) -> Value {
                     "protocolVersion": v.protocol_version,
                 },
                 "retry": again,
-                "fallback": "read once (reading never depends on subscribe)",
+                "modes": modes,
+                "fallback": format!(
+                    "the host's explicit re-read policy (every {}): watch falls back to polling; reading never depended on subscribe",
+                    capable::error::humanize(FALLBACK_POLL)
+                ),
                 "read": read,
             })
         }
-        Err(e) => json!({"error": e.to_string()}),
     }
 }
 
@@ -245,6 +260,10 @@ fn human(r: &Value) -> String {
             "fallback    {}\n",
             o["fallback"].as_str().unwrap_or("")
         ));
+        if let Some(modes) = o["modes"].as_array() {
+            let modes: Vec<&str> = modes.iter().filter_map(Value::as_str).collect();
+            out.push_str(&format!("watch mode  {}\n", modes.join(" → ")));
+        }
         show_read(&mut out, "            ", &o["read"]);
     } else if o.get("subscribed").is_some() {
         show_read(&mut out, "outcome     subscribed, then read ", &o["read"]);

@@ -1,6 +1,7 @@
 //! One file per command. Each connects through [`Context`], does its work with the
 //! library, and hands values to [`crate::output`].
 
+pub mod audit;
 pub mod bench;
 pub mod demo;
 pub mod inspect;
@@ -8,6 +9,7 @@ pub mod prompts;
 pub mod read;
 pub mod resources;
 pub mod tools;
+pub mod watch;
 
 use std::io::Write;
 
