@@ -690,7 +690,7 @@ impl Auditor<'_> {
                         check,
                         Some(m),
                         Outcome::Ok,
-                        format!("acknowledged resourceSubscriptions [{uri}]; closed with notifications/cancelled"),
+                        format!("acknowledged resourceSubscriptions [{uri}], then closed"),
                     ),
                     Ok(()) => self.check(
                         cap,
@@ -929,7 +929,6 @@ fn template_variable(template: &str) -> Option<String> {
 // ── the command ────────────────────────────────────────────────────────────────
 
 pub async fn run(ctx: &Context, report: Option<&Path>, args: &ServerArgs) -> Result<(), CliError> {
-    let command = ctx.server(args)?;
     let rec = Recorder::default();
     let mut options = ctx.options();
     let user_tap = options.tap.take();
@@ -944,7 +943,7 @@ pub async fn run(ctx: &Context, report: Option<&Path>, args: &ServerArgs) -> Res
             }
         }
     }));
-    let session = capable::connect_stdio(&command, options).await?;
+    let session = ctx.connect_with(args, options).await?;
     let mut a = Auditor {
         session: &session,
         schema: Schema::new(session.protocol_version()),

@@ -84,28 +84,25 @@ impl Context {
         }
     }
 
-    /// The stdio server the user named (for commands that only speak stdio).
-    pub fn server(&self, args: &ServerArgs) -> Result<ServerCommand, CliError> {
-        match self.target(args)? {
-            ServerTarget::Stdio(command) => Ok(command),
-            ServerTarget::Http { url, .. } => Err(CliError::Usage(format!(
-                "this command speaks stdio only; {url} is an HTTP server"
-            ))),
-        }
-    }
-
     /// Connects to the server the user named.
     pub async fn connect(&self, args: &ServerArgs) -> Result<Session, CliError> {
+        self.connect_with(args, self.options()).await
+    }
+
+    /// Connects with options the command adjusted (e.g. an extra tap).
+    pub async fn connect_with(
+        &self,
+        args: &ServerArgs,
+        options: ClientOptions,
+    ) -> Result<Session, CliError> {
         match self.target(args)? {
-            ServerTarget::Stdio(command) => {
-                Ok(capable::connect_stdio(&command, self.options()).await?)
-            }
+            ServerTarget::Stdio(command) => Ok(capable::connect_stdio(&command, options).await?),
             ServerTarget::Http { url, headers } => {
                 let parsed = reqwest_url(&url)?;
                 let mut config = HttpConfig::new(parsed);
                 config.headers = headers;
                 config.headers.extend(self.global.headers.iter().cloned());
-                Ok(capable::connect_http(config, self.options()).await?)
+                Ok(capable::connect_http(config, options).await?)
             }
         }
     }
