@@ -101,6 +101,10 @@ impl StdioTransport {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // Its own process group: a Ctrl-C at the terminal reaches capable only, which
+        // then ends the session in order (unsubscribe, close stdin, wait, SIGTERM, SIGKILL).
+        #[cfg(unix)]
+        cmd.process_group(0);
         if let Some(cwd) = &command.cwd {
             cmd.current_dir(cwd);
         }
