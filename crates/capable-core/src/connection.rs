@@ -561,6 +561,11 @@ impl<W> Connection<W> {
         self.subscriptions.remove(uri);
     }
 
+    /// Every request in flight, by id, with its waiter.
+    pub fn waiters(&self) -> impl Iterator<Item = (i64, &W)> {
+        self.pending.iter().map(|(id, p)| (*id, &p.waiter))
+    }
+
     /// The waiter of a request in flight.
     pub fn waiter_mut(&mut self, id: i64) -> Option<&mut W> {
         self.pending.get_mut(&id).map(|p| &mut p.waiter)

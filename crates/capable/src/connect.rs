@@ -221,9 +221,11 @@ fn start<Si: MessageSink, So: MessageSource>(
             stop_writing: false,
             dropped_notifications: 0,
             listeners: Default::default(),
+            timer_at: None,
         }),
         write_ready: Notify::new(),
         writer_done: Notify::new(),
+        timer_wake: Notify::new(),
         peer,
         tap: options.tap.clone(),
         events: crate::events::EventLog::new(),
@@ -234,6 +236,7 @@ fn start<Si: MessageSink, So: MessageSource>(
     }
     let (rtx, rrx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(driver::run_writer(shared.clone(), sink));
+    tokio::spawn(driver::run_deadlines(shared.clone()));
     let reader = tokio::spawn(driver::run_reader(shared.clone(), source, ntx, rtx));
     tokio::spawn(driver::run_input(
         shared.clone(),

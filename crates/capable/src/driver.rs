@@ -10,12 +10,13 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use capable_core::model::ProgressParams;
-use capable_core::{Connection, Event, Incoming, Notice, Payload, RequestId};
+use capable_core::{Connection, Event, Incoming, Method, Notice, Payload, RequestId};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::time::Instant;
 
 use crate::error::Error;
 use crate::tap::Tap;
@@ -25,6 +26,19 @@ use crate::transport::{MessageSink, MessageSource, Peer, TransportError};
 pub(crate) struct Waiter {
     pub(crate) tx: oneshot::Sender<Result<Payload, Error>>,
     pub(crate) progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+    /// When the request times out; `None` for requests that never do (a listen stream).
+    pub(crate) clock: Option<Clock>,
+}
+
+/// A request's timeout, checked by [`run_deadlines`]: one timer for the whole
+/// session instead of one per request.
+pub(crate) struct Clock {
+    pub(crate) method: Method,
+    pub(crate) started: Instant,
+    pub(crate) deadline: Instant,
+    /// Progress restarts the timeout: `deadline = now + timeout`, up to `hard_limit`.
+    pub(crate) timeout: Duration,
+    pub(crate) hard_limit: Instant,
 }
 
 /// A notification from the server.
@@ -55,6 +69,21 @@ pub(crate) struct State {
     pub(crate) dropped_notifications: u64,
     /// Open `subscriptions/listen` streams, by the listen request's id.
     pub(crate) listeners: HashMap<i64, mpsc::Sender<ListenEvent>>,
+    /// When the deadline task wakes next (`None`: idle until a request arms it).
+    pub(crate) timer_at: Option<Instant>,
+}
+
+impl State {
+    /// Called with each new request's deadline: whether the deadline task must be
+    /// woken because this deadline comes before the one it sleeps until. With one
+    /// timeout for every request that is only the first request after an idle spell.
+    pub(crate) fn arm_timer(&mut self, deadline: Instant) -> bool {
+        let wake = self.timer_at.is_none_or(|at| deadline < at);
+        if wake {
+            self.timer_at = Some(deadline);
+        }
+        wake
+    }
 }
 
 /// What arrives on a `subscriptions/listen` stream.
@@ -71,6 +100,8 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) write_ready: Notify,
     pub(crate) writer_done: Notify,
+    /// Wakes [`run_deadlines`] (an earlier deadline, or the session closed).
+    pub(crate) timer_wake: Notify,
     pub(crate) peer: Box<dyn Peer>,
     pub(crate) tap: Option<Tap>,
     /// Violations, notices, legacy resource updates and the end, for observers.
@@ -97,8 +128,69 @@ impl Shared {
             st.conn.drain()
         };
         self.write_ready.notify_one();
+        self.timer_wake.notify_one();
         for w in waiters {
             let _ = w.tx.send(Err(reason.clone()));
+        }
+    }
+}
+
+/// Times requests out: sleeps until the earliest deadline armed, then fails every
+/// request past its deadline with [`Error::Timeout`] and tells the server with
+/// `notifications/cancelled`. Requests that finish in time cost no timer at all.
+pub(crate) async fn run_deadlines(shared: Arc<Shared>) {
+    loop {
+        let at = {
+            let st = shared.lock();
+            if st.closed.is_some() {
+                return;
+            }
+            st.timer_at
+        };
+        let Some(at) = at else {
+            shared.timer_wake.notified().await;
+            continue;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep_until(at) => {}
+            _ = shared.timer_wake.notified() => continue,
+        }
+        let now = Instant::now();
+        let (expired, wake) = {
+            let mut st = shared.lock();
+            let st = &mut *st;
+            if st.closed.is_some() {
+                return;
+            }
+            let late: Vec<i64> = st
+                .conn
+                .waiters()
+                .filter(|(_, w)| w.clock.as_ref().is_some_and(|c| c.deadline <= now))
+                .map(|(id, _)| id)
+                .collect();
+            let was_empty = st.out.is_empty();
+            let expired: Vec<Waiter> = late
+                .into_iter()
+                .filter_map(|id| st.conn.cancel(id, "timed out", &mut st.out))
+                .collect();
+            st.timer_at = st
+                .conn
+                .waiters()
+                .filter_map(|(_, w)| Some(w.clock.as_ref()?.deadline))
+                .min();
+            (expired, was_empty && !st.out.is_empty())
+        };
+        if wake {
+            shared.write_ready.notify_one();
+        }
+        for w in expired {
+            if let Some(c) = &w.clock {
+                let after = c.deadline - c.started;
+                let _ = w.tx.send(Err(Error::Timeout {
+                    method: c.method,
+                    after,
+                }));
+            }
         }
     }
 }
@@ -288,8 +380,14 @@ pub(crate) async fn run_reader<S: MessageSource>(
             let was_empty = st.out.is_empty();
             let event = st.conn.handle(msg, SystemTime::now(), &mut st.out);
             if let Event::Progress { id, progress } = &event {
-                if let Some(tx) = st.conn.waiter_mut(*id).and_then(|w| w.progress.as_ref()) {
-                    let _ = tx.send(progress.clone());
+                if let Some(w) = st.conn.waiter_mut(*id) {
+                    if let Some(tx) = &w.progress {
+                        let _ = tx.send(progress.clone());
+                        // Progress restarts the timeout, up to the hard limit.
+                        if let Some(c) = &mut w.clock {
+                            c.deadline = (Instant::now() + c.timeout).min(c.hard_limit);
+                        }
+                    }
                 }
             }
             (

@@ -20,7 +20,7 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::driver::{ListenEvent, ServerNotification, Shared, Waiter};
+use crate::driver::{Clock, ListenEvent, ServerNotification, Shared, Waiter};
 use crate::error::Error;
 use crate::options::ClientOptions;
 use crate::read::ResourceRead;
@@ -366,8 +366,24 @@ impl Session {
             }
             None => (None, None),
         };
-        let waiter = Waiter { tx, progress: ptx };
-        let (id, wake) = {
+        // The timeout is kept with the waiter and enforced by the session's one
+        // deadline task (see `driver::run_deadlines`): no timer per request.
+        let timeout = options.timeout.unwrap_or(self.options.request_timeout);
+        let started = tokio::time::Instant::now();
+        let deadline = started + timeout;
+        let clock = Clock {
+            method,
+            started,
+            deadline,
+            timeout,
+            hard_limit: started + self.options.max_request_timeout.max(timeout),
+        };
+        let waiter = Waiter {
+            tx,
+            progress: ptx,
+            clock: Some(clock),
+        };
+        let (id, wake, wake_timer) = {
             let mut st = self.shared.lock();
             let st = &mut *st;
             if let Some(reason) = &st.closed {
@@ -378,43 +394,34 @@ impl Session {
                 .conn
                 .request(method, params, prx.is_some(), waiter, &mut st.out)
                 .map_err(|(refusal, _)| Error::Refused(refusal))?;
-            (id, was_empty)
+            (id, was_empty, st.arm_timer(deadline))
         };
         if wake {
             self.shared.write_ready.notify_one();
+        }
+        if wake_timer {
+            self.shared.timer_wake.notify_one();
         }
         let mut in_flight = InFlight {
             shared: &self.shared,
             id,
             armed: true,
         };
-        let timeout = options.timeout.unwrap_or(self.options.request_timeout);
-        let started = tokio::time::Instant::now();
-        let hard_limit = started + self.options.max_request_timeout.max(timeout);
-        let mut deadline = started + timeout;
-        let outcome = loop {
-            tokio::select! {
-                biased;
-                res = &mut rx => {
-                    // Progress sent just before the answer is still delivered, in order.
-                    if let (Some(r), Some(cb)) = (prx.as_mut(), options.on_progress.as_mut()) {
+        let outcome = match (prx.as_mut(), options.on_progress.as_mut()) {
+            (Some(r), Some(cb)) => loop {
+                tokio::select! {
+                    biased;
+                    res = &mut rx => {
+                        // Progress sent just before the answer is still delivered, in order.
                         while let Ok(p) = r.try_recv() {
                             cb(&p);
                         }
+                        break res.unwrap_or(Err(Error::Closed));
                     }
-                    break res.unwrap_or(Err(Error::Closed));
+                    Some(p) = r.recv() => cb(&p),
                 }
-                Some(p) = async { match prx.as_mut() { Some(r) => r.recv().await, None => None } } => {
-                    if let Some(cb) = options.on_progress.as_mut() {
-                        cb(&p);
-                    }
-                    deadline = (tokio::time::Instant::now() + timeout).min(hard_limit);
-                }
-                _ = tokio::time::sleep_until(deadline) => {
-                    in_flight.give_up("timed out");
-                    return Err(Error::Timeout { method, after: deadline - started });
-                }
-            }
+            },
+            _ => (&mut rx).await.unwrap_or(Err(Error::Closed)),
         };
         in_flight.armed = false;
         outcome
@@ -601,7 +608,11 @@ impl Session {
     pub async fn listen(&self, filter: &ListenFilter) -> Result<Listener, Error> {
         let (tx, done) = oneshot::channel();
         let (etx, events) = mpsc::channel(self.options.notification_capacity.max(1));
-        let waiter = Waiter { tx, progress: None };
+        let waiter = Waiter {
+            tx,
+            progress: None,
+            clock: None,
+        };
         let (id, wake) = {
             let mut st = self.shared.lock();
             let st = &mut *st;
