@@ -312,19 +312,25 @@ impl Http {
         }
     }
 
-    /// Headers every request to the endpoint carries.
-    fn base_headers(&self, msg: Option<&Value>) -> HeaderMap {
+    /// The host's own headers (`--header`, config `headers`), marked sensitive so
+    /// their values never show in logs.
+    pub(super) fn user_headers(&self) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (name, value) in &self.config.headers {
-            if let (Ok(n), Ok(v)) = (
+            if let (Ok(n), Ok(mut v)) = (
                 HeaderName::from_bytes(name.as_bytes()),
                 HeaderValue::from_str(value),
             ) {
-                let mut v = v;
                 v.set_sensitive(true);
                 h.append(n, v);
             }
         }
+        h
+    }
+
+    /// Headers every request to the endpoint carries.
+    fn base_headers(&self, msg: Option<&Value>) -> HeaderMap {
+        let mut h = self.user_headers();
         let st = self.lock();
         if let Some(session) = &st.session_id {
             if let Ok(v) = HeaderValue::from_str(session) {
@@ -431,6 +437,21 @@ impl Http {
         )))
     }
 
+    /// POSTs one JSON-RPC message, accepting a JSON or an SSE answer.
+    async fn post_message(
+        &self,
+        url: &Url,
+        mut headers: HeaderMap,
+        msg: &Value,
+    ) -> Result<reqwest::Response, TransportError> {
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        let body = serde_json::to_vec(msg).unwrap_or_default();
+        self.send(HttpMethod::POST, url, headers, Some(body)).await
+    }
+
     fn post_url(&self) -> Url {
         match self.mode() {
             Mode::LegacySse { endpoint } => endpoint,
@@ -442,15 +463,8 @@ impl Http {
     /// is success.
     async fn post_one_way(&self, msg: &Value) -> Result<(), TransportError> {
         let url = self.post_url();
-        let mut headers = self.base_headers(Some(msg));
-        headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
-        let body = serde_json::to_vec(msg).unwrap_or_default();
-        let resp = self
-            .send(HttpMethod::POST, &url, headers, Some(body))
-            .await?;
+        let headers = self.base_headers(Some(msg));
+        let resp = self.post_message(&url, headers, msg).await?;
         if !resp.status().is_success() {
             let status = resp.status();
             let text = resp.text().await.unwrap_or_default();
@@ -483,15 +497,10 @@ impl Http {
                 return self.post_legacy_sse(&attempt).await;
             }
             let url = self.config.url.clone();
-            let mut headers = self.base_headers(Some(&attempt));
+            let headers = self.base_headers(Some(&attempt));
             let sent_session = headers.contains_key("mcp-session-id");
-            headers.insert(
-                ACCEPT,
-                HeaderValue::from_static("application/json, text/event-stream"),
-            );
-            let body = serde_json::to_vec(&attempt).unwrap_or_default();
             let resp = self
-                .send(HttpMethod::POST, &url, headers, Some(body))
+                .post_message(&url, headers, &attempt)
                 .await
                 .map_err(RequestFailure::Unreachable)?;
             let status = resp.status();
@@ -788,17 +797,8 @@ impl Http {
         );
         let mut headers = self.base_headers(None);
         headers.remove("mcp-protocol-version");
-        headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
         let resp = self
-            .send(
-                HttpMethod::POST,
-                &self.config.url,
-                headers,
-                Some(serde_json::to_vec(&init).unwrap_or_default()),
-            )
+            .post_message(&self.config.url, headers, &init)
             .await
             .map_err(RequestFailure::Unreachable)?;
         if !resp.status().is_success() {
@@ -894,13 +894,8 @@ impl Http {
         let url = self.post_url();
         let mut headers = self.base_headers(None);
         headers.remove("mcp-protocol-version");
-        headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
-        let body = serde_json::to_vec(msg).unwrap_or_default();
         let resp = self
-            .send(HttpMethod::POST, &url, headers, Some(body))
+            .post_message(&url, headers, msg)
             .await
             .map_err(RequestFailure::Unreachable)?;
         let status = resp.status();

@@ -19,16 +19,7 @@ use super::TransportError;
 /// to it. The stream is then read in the background until it ends.
 pub(super) async fn open(http: &Arc<Http>) -> Result<(), TransportError> {
     let url = http.config.url.clone();
-    let mut headers = reqwest::header::HeaderMap::new();
-    for (name, value) in &http.config.headers {
-        if let (Ok(n), Ok(mut v)) = (
-            reqwest::header::HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            v.set_sensitive(true);
-            headers.append(n, v);
-        }
-    }
+    let mut headers = http.user_headers();
     headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
     let resp = http.send(HttpMethod::GET, &url, headers, None).await?;
     if !resp.status().is_success() {
