@@ -427,19 +427,31 @@ impl Session {
         outcome
     }
 
+    /// One page of a list (`resources/list`, `resources/templates/list`,
+    /// `tools/list`, `prompts/list`), with its `nextCursor` and, from 2026-07-28
+    /// servers, its caching hints (`cache.ttl_ms`, `cache.cache_scope`).
+    ///
+    /// ```no_run
+    /// # async fn f(session: &capable::Session) -> Result<(), capable::Error> {
+    /// use capable::core::model::ListToolsResult;
+    /// let page: ListToolsResult = session.list_page(capable::Method::ListTools, None).await?;
+    /// println!("{} tools, fresh for {:?} ms", page.tools.len(), page.cache.ttl_ms);
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_page<Pg: Page>(
+        &self,
+        method: Method,
+        cursor: Option<&str>,
+    ) -> Result<Pg, Error> {
+        self.request(method, &ListParams { cursor }, RequestOptions::default())
+            .await
+    }
+
     async fn list_all<Pg: Page>(&self, method: Method) -> Result<Vec<Pg::Item>, Error> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..self.options.max_pages.max(1) {
-            let page: Pg = self
-                .request(
-                    method,
-                    &ListParams {
-                        cursor: cursor.as_deref(),
-                    },
-                    RequestOptions::default(),
-                )
-                .await?;
+            let page: Pg = self.list_page(method, cursor.as_deref()).await?;
             let (mut page_items, next) = page.into_parts();
             items.append(&mut page_items);
             match next {

@@ -454,3 +454,24 @@ async fn listen_is_refused_in_a_legacy_session() {
     })
     .await
 }
+
+#[tokio::test]
+async fn caching_hints_of_modern_lists_and_reads_reach_the_host() {
+    within(LIMIT, async {
+        let wire = Wire::default();
+        let session = connect_stdio(&fixture("modern"), wire.options())
+            .await
+            .expect("connect");
+        let page: capable::core::model::ListToolsResult = session
+            .list_page(capable::Method::ListTools, None)
+            .await
+            .expect("tools page");
+        assert_eq!(page.cache.ttl_ms, Some(1000.0));
+        assert_eq!(page.cache.cache_scope.as_deref(), Some("public"));
+        let read = session.read_resource(MANUAL).await.expect("read");
+        assert_eq!(read.ttl_ms, Some(1000.0));
+        assert_eq!(read.cache_scope.as_deref(), Some("public"));
+        session.close().await;
+    })
+    .await;
+}

@@ -49,6 +49,9 @@ pub struct ListPromptsResult {
     /// Where to continue.
     #[serde(default)]
     pub next_cursor: Option<String>,
+    /// 2026-07-28 caching hints.
+    #[serde(flatten)]
+    pub cache: super::CacheHint,
 }
 
 impl Page for ListPromptsResult {

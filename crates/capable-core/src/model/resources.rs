@@ -34,6 +34,9 @@ pub struct ListResourcesResult {
     /// Where to continue.
     #[serde(default)]
     pub next_cursor: Option<String>,
+    /// 2026-07-28 caching hints.
+    #[serde(flatten)]
+    pub cache: super::CacheHint,
 }
 
 impl Page for ListResourcesResult {
@@ -74,6 +77,9 @@ pub struct ListResourceTemplatesResult {
     /// Where to continue.
     #[serde(default)]
     pub next_cursor: Option<String>,
+    /// 2026-07-28 caching hints.
+    #[serde(flatten)]
+    pub cache: super::CacheHint,
 }
 
 impl Page for ListResourceTemplatesResult {
