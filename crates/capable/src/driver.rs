@@ -115,6 +115,21 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Runs `f` on the state under the lock, then wakes the writer if `f` queued bytes
+    /// into an empty buffer (a non-empty one already has a write under way or due).
+    pub(crate) fn write_with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let (result, wake) = {
+            let mut st = self.lock();
+            let was_empty = st.out.is_empty();
+            let result = f(&mut st);
+            (result, was_empty && !st.out.is_empty())
+        };
+        if wake {
+            self.write_ready.notify_one();
+        }
+        result
+    }
+
     /// Ends the session: every request in flight fails with `reason`.
     pub(crate) fn close(&self, reason: Error) {
         let waiters = {
@@ -156,11 +171,9 @@ pub(crate) async fn run_deadlines(shared: Arc<Shared>) {
             _ = shared.timer_wake.notified() => continue,
         }
         let now = Instant::now();
-        let (expired, wake) = {
-            let mut st = shared.lock();
-            let st = &mut *st;
+        let expired = shared.write_with(|st| {
             if st.closed.is_some() {
-                return;
+                return None;
             }
             let late: Vec<i64> = st
                 .conn
@@ -168,7 +181,6 @@ pub(crate) async fn run_deadlines(shared: Arc<Shared>) {
                 .filter(|(_, w)| w.clock.as_ref().is_some_and(|c| c.deadline <= now))
                 .map(|(id, _)| id)
                 .collect();
-            let was_empty = st.out.is_empty();
             let expired: Vec<Waiter> = late
                 .into_iter()
                 .filter_map(|id| st.conn.cancel(id, "timed out", &mut st.out))
@@ -178,11 +190,9 @@ pub(crate) async fn run_deadlines(shared: Arc<Shared>) {
                 .waiters()
                 .filter_map(|(_, w)| Some(w.clock.as_ref()?.deadline))
                 .min();
-            (expired, was_empty && !st.out.is_empty())
-        };
-        if wake {
-            shared.write_ready.notify_one();
-        }
+            Some(expired)
+        });
+        let Some(expired) = expired else { return };
         for w in expired {
             if let Some(c) = &w.clock {
                 let after = c.deadline - c.started;
@@ -266,22 +276,15 @@ pub(crate) async fn run_input(
         let handlers = handlers.clone();
         tokio::spawn(async move {
             let answer = handlers.answer(&req.method, req.params).await;
-            let wake = {
-                let mut st = shared.lock();
-                let st = &mut *st;
+            shared.write_with(|st| {
                 if st.closed.is_some() {
                     return;
                 }
-                let was_empty = st.out.is_empty();
                 match &answer {
                     Ok(result) => st.conn.respond(&req.id, result, &mut st.out),
                     Err(error) => st.conn.respond_error(&req.id, error, &mut st.out),
                 }
-                was_empty
-            };
-            if wake {
-                shared.write_ready.notify_one();
-            }
+            });
         });
     }
 }
@@ -374,10 +377,7 @@ pub(crate) async fn run_reader<S: MessageSource>(
                 continue;
             }
         };
-        let (event, wake, notices) = {
-            let mut st = shared.lock();
-            let st = &mut *st;
-            let was_empty = st.out.is_empty();
+        let (event, notices) = shared.write_with(|st| {
             let event = st.conn.handle(msg, SystemTime::now(), &mut st.out);
             if let Event::Progress { id, progress } = &event {
                 if let Some(w) = st.conn.waiter_mut(*id) {
@@ -390,15 +390,8 @@ pub(crate) async fn run_reader<S: MessageSource>(
                     }
                 }
             }
-            (
-                event,
-                was_empty && !st.out.is_empty(),
-                st.conn.take_notices(),
-            )
-        };
-        if wake {
-            shared.write_ready.notify_one();
-        }
+            (event, st.conn.take_notices())
+        });
         if !notices.is_empty() {
             log_notices(&shared, notices);
         }

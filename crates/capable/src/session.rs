@@ -123,16 +123,8 @@ impl InFlight<'_> {
             return;
         }
         self.armed = false;
-        let wake = {
-            let mut st = self.shared.lock();
-            let st = &mut *st;
-            let was_empty = st.out.is_empty();
-            st.conn.cancel(self.id, reason, &mut st.out);
-            was_empty && !st.out.is_empty()
-        };
-        if wake {
-            self.shared.write_ready.notify_one();
-        }
+        self.shared
+            .write_with(|st| st.conn.cancel(self.id, reason, &mut st.out));
     }
 }
 
@@ -383,22 +375,16 @@ impl Session {
             progress: ptx,
             clock: Some(clock),
         };
-        let (id, wake, wake_timer) = {
-            let mut st = self.shared.lock();
-            let st = &mut *st;
+        let (id, wake_timer) = self.shared.write_with(|st| {
             if let Some(reason) = &st.closed {
                 return Err(reason.clone());
             }
-            let was_empty = st.out.is_empty();
             let id = st
                 .conn
                 .request(method, params, prx.is_some(), waiter, &mut st.out)
                 .map_err(|(refusal, _)| Error::Refused(refusal))?;
-            (id, was_empty, st.arm_timer(deadline))
-        };
-        if wake {
-            self.shared.write_ready.notify_one();
-        }
+            Ok((id, st.arm_timer(deadline)))
+        })?;
         if wake_timer {
             self.shared.timer_wake.notify_one();
         }
@@ -625,13 +611,10 @@ impl Session {
             progress: None,
             clock: None,
         };
-        let (id, wake) = {
-            let mut st = self.shared.lock();
-            let st = &mut *st;
+        let id = self.shared.write_with(|st| {
             if let Some(reason) = &st.closed {
                 return Err(reason.clone());
             }
-            let was_empty = st.out.is_empty();
             let id = st
                 .conn
                 .listen(filter, waiter, &mut st.out)
@@ -639,11 +622,8 @@ impl Session {
             // Registered before the request can leave: the acknowledgement cannot
             // arrive before its listener exists.
             st.listeners.insert(id, etx);
-            (id, was_empty)
-        };
-        if wake {
-            self.shared.write_ready.notify_one();
-        }
+            Ok(id)
+        })?;
         Ok(Listener {
             shared: self.shared.clone(),
             id,
@@ -712,21 +692,13 @@ impl Listener {
             return;
         }
         self.ended = true;
-        let wake = {
-            let mut st = self.shared.lock();
-            let st = &mut *st;
+        self.shared.write_with(|st| {
             st.listeners.remove(&self.id);
-            if st.closed.is_some() {
-                return;
+            if st.closed.is_none() {
+                st.conn
+                    .cancel(self.id, "the host closed the subscription", &mut st.out);
             }
-            let was_empty = st.out.is_empty();
-            st.conn
-                .cancel(self.id, "the host closed the subscription", &mut st.out);
-            was_empty && !st.out.is_empty()
-        };
-        if wake {
-            self.shared.write_ready.notify_one();
-        }
+        });
     }
 }
 
