@@ -2,9 +2,9 @@
 //! Prints one JSON line: `{client, handshake_ms, seq_read_rps, pipelined_read_rps,
 //! errors, peak_rss_kib}`.
 
-use std::cell::Cell;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -33,8 +33,8 @@ pub fn main(args: &[String]) -> i32 {
     };
     let figures = match kind.as_str() {
         "raw" => raw(&settings),
-        "capable" => runtime().block_on(capable(&settings)),
-        "rmcp" => runtime().block_on(rmcp(&settings)),
+        "capable" => on_task(capable(settings.clone())),
+        "rmcp" => on_task(rmcp(settings.clone())),
         other => Err(format!("unknown client {other:?}")),
     };
     let f = match figures {
@@ -87,25 +87,37 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let issued = Cell::new(0usize);
-    let errors = Cell::new(0u64);
+    let issued = AtomicUsize::new(0);
+    let errors = AtomicU64::new(0);
     let worker = || async {
-        while issued.get() < n {
-            issued.set(issued.get() + 1);
+        while issued.fetch_add(1, Relaxed) < n {
             if !op().await {
-                errors.set(errors.get() + 1);
+                errors.fetch_add(1, Relaxed);
             }
         }
     };
     let mut workers: FuturesUnordered<_> = (0..c.min(n.max(1))).map(|_| worker()).collect();
     while workers.next().await.is_some() {}
-    errors.get()
+    errors.load(Relaxed)
+}
+
+/// Runs a client's workload as a spawned task, as a host's request handlers run (the
+/// `block_on` future itself is woken through an extra driver poll on every wake-up).
+fn on_task<F>(work: F) -> Result<Figures, String>
+where
+    F: std::future::Future<Output = Result<Figures, String>> + Send + 'static,
+{
+    runtime().block_on(async {
+        tokio::spawn(work)
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()))
+    })
 }
 
 // ---------------------------------------------------------------------------------
 // capable
 
-async fn capable(s: &Settings) -> Result<Figures, String> {
+async fn capable(s: Settings) -> Result<Figures, String> {
     use capable::{ClientOptions, ServerCommand, StdioTransport};
     let command = ServerCommand::new(s.server.clone(), Vec::<String>::new());
     let connect = || async {
@@ -146,7 +158,7 @@ async fn capable(s: &Settings) -> Result<Figures, String> {
 // ---------------------------------------------------------------------------------
 // rmcp
 
-async fn rmcp(s: &Settings) -> Result<Figures, String> {
+async fn rmcp(s: Settings) -> Result<Figures, String> {
     use rmcp::model::ReadResourceRequestParams;
     use rmcp::transport::TokioChildProcess;
     use rmcp::ServiceExt;
