@@ -123,6 +123,9 @@ impl CliError {
                 "the server must answer one of the supported versions; pin one with --protocol VERSION if the server needs it".into()
             }
             Error::Timeout { .. } | Error::HandshakeTimeout { .. } => "raise --timeout if the server is just slow".into(),
+            Error::Transport(capable::transport::TransportError::MessageTooLarge { .. }) => {
+                "raise --max-message if the server's messages are really that large".into()
+            }
             Error::Violation(_) => "report it to the server's author with `capable --json` output as evidence".into(),
             _ => return None,
         })

@@ -61,6 +61,10 @@ pub struct Global {
     /// Print every message sent (`>`) and received (`<`) to stderr.
     #[arg(long, global = true)]
     pub trace: bool,
+    /// The largest message accepted from a server (`64MiB`, `512KiB`, bytes); a
+    /// larger one ends the session with a clear error instead of exhausting memory.
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
+    pub max_message: usize,
 }
 
 /// `--elicitation` values.
@@ -214,6 +218,30 @@ pub enum PromptsAction {
     },
 }
 
+/// `64MiB`, `512KiB`, `1GiB`, `2MB`, or a number of bytes.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: usize = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (try 64MiB, 512KiB or a number of bytes)"))?;
+    let factor: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => {
+            return Err(format!(
+                "{s:?}: unknown unit {other:?} (use KiB, MiB or GiB)"
+            ))
+        }
+    };
+    n.checked_mul(factor)
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{s:?}: a size must be positive and fit in memory"))
+}
+
 /// `Name: value`.
 pub fn parse_header(s: &str) -> Result<(String, String), String> {
     let (name, value) = s
@@ -265,6 +293,16 @@ fn parse_protocol(s: &str) -> Result<ProtocolChoice, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(parse_size("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("512kib").unwrap(), 512 << 10);
+        assert_eq!(parse_size("1000").unwrap(), 1000);
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("5 parsecs").is_err());
+    }
 
     #[test]
     fn durations_read_as_people_write_them() {

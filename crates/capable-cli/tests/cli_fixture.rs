@@ -341,6 +341,23 @@ fn a_32_mib_read_succeeds() {
 }
 
 #[test]
+fn a_message_over_the_size_limit_ends_the_session_clearly() {
+    let run = capable_with(
+        &["read", "--max-message", "1MiB", MANUAL],
+        &fixture("huge"),
+        Duration::from_secs(30),
+    );
+    run.expect_code(3);
+    assert!(
+        run.stderr
+            .contains("larger than the limit of 1048576 bytes"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--max-message"), "{}", run.stderr);
+}
+
+#[test]
 fn progress_extends_the_timeout() {
     let run = capable_with(
         &[

@@ -37,6 +37,7 @@ impl Context {
             options.config.gate_policy = GatePolicy::Lenient;
         }
         options.handlers = crate::elicit::handlers(&self.global);
+        options.stdio.max_message_size = self.global.max_message;
         if self.global.trace {
             options.tap = Some(Tap::new(|dir, line| {
                 let arrow = match dir {
