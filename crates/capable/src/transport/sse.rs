@@ -89,3 +89,111 @@ impl SseReader {
         Ok(None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A response whose body arrives in the given chunks.
+    fn response(chunks: Vec<Vec<u8>>) -> reqwest::Response {
+        let stream = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
+        let body = reqwest::Body::wrap_stream(stream);
+        reqwest::Response::from(http::Response::new(body))
+    }
+
+    fn chunked(bytes: &[u8], rng: &mut Rng) -> Vec<Vec<u8>> {
+        let mut chunks = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let n = (1 + rng.below(40) as usize).min(bytes.len() - at);
+            chunks.push(bytes[at..at + n].to_vec());
+            at += n;
+        }
+        chunks
+    }
+
+    #[tokio::test]
+    async fn messages_ids_and_retry_survive_any_chunking() {
+        let mut rng = Rng(7);
+        for _ in 0..200 {
+            let mut text = String::new();
+            let mut expected = Vec::new();
+            let mut last_id = None;
+            let mut retry = None;
+            let nl = if rng.below(2) == 0 { "\n" } else { "\r\n" };
+            for i in 0..rng.below(8) {
+                if rng.below(3) == 0 {
+                    // A priming event: id and retry, no data.
+                    let ms = rng.below(5000);
+                    text.push_str(&format!("id: p{i}{nl}retry: {ms}{nl}data: {nl}{nl}"));
+                    last_id = Some(format!("p{i}"));
+                    retry = Some(Duration::from_millis(ms));
+                } else if rng.below(5) == 0 {
+                    text.push_str(&format!(": keep-alive{nl}{nl}"));
+                } else {
+                    let message = format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\":{{}}}}");
+                    text.push_str(&format!(
+                        "id: m{i}{nl}event: message{nl}data: {message}{nl}{nl}"
+                    ));
+                    last_id = Some(format!("m{i}"));
+                    expected.push(message.into_bytes());
+                }
+            }
+            let mut reader = SseReader::new(response(chunked(text.as_bytes(), &mut rng)), 1 << 20);
+            let mut got = Vec::new();
+            while let Some(item) = reader.next().await.unwrap() {
+                match item {
+                    SseItem::Message(m) => got.push(m),
+                    SseItem::Endpoint(e) => panic!("unexpected endpoint {e}"),
+                }
+            }
+            assert_eq!(got, expected, "{text:?}");
+            assert_eq!(reader.last_event_id, last_id, "{text:?}");
+            assert_eq!(reader.retry, retry, "{text:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_endpoint_event_is_told_apart_from_messages() {
+        let text =
+            b"event: endpoint\ndata: /message?sessionId=1\n\nevent: message\ndata: {}\n\n".to_vec();
+        let mut reader = SseReader::new(response(vec![text]), 1024);
+        assert!(
+            matches!(reader.next().await.unwrap(), Some(SseItem::Endpoint(e)) if e == "/message?sessionId=1")
+        );
+        assert!(matches!(reader.next().await.unwrap(), Some(SseItem::Message(m)) if m == b"{}"));
+        assert!(reader.next().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn an_event_over_the_limit_is_an_error_and_garbage_never_panics() {
+        let big = format!("data: {}\n\n", "x".repeat(5000));
+        let mut reader = SseReader::new(response(vec![big.into_bytes()]), 1000);
+        assert!(reader.next().await.is_err());
+        let mut rng = Rng(99);
+        for _ in 0..200 {
+            let bytes: Vec<u8> = (0..rng.below(600)).map(|_| rng.below(256) as u8).collect();
+            let mut reader = SseReader::new(response(chunked(&bytes, &mut rng)), 256);
+            for _ in 0..1000 {
+                match reader.next().await {
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        }
+    }
+}

@@ -357,3 +357,91 @@ impl Peer for StdioPeer {
         self.command.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny deterministic generator (xorshift), so failures reproduce.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    async fn read_all(
+        bytes: Vec<u8>,
+        buffer: usize,
+        limit: usize,
+    ) -> (Vec<Vec<u8>>, Option<TransportError>) {
+        let reader = BufReader::with_capacity(buffer, std::io::Cursor::new(bytes));
+        let mut source = LineSource::new(reader, limit);
+        let mut lines = Vec::new();
+        loop {
+            match source.recv().await {
+                Ok(Some(line)) => lines.push(line),
+                Ok(None) => return (lines, None),
+                Err(e) => return (lines, Some(e)),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_survive_any_chunking_and_blank_lines_are_skipped() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..300 {
+            let count = rng.below(20) as usize;
+            let mut expected = Vec::new();
+            let mut bytes = Vec::new();
+            for _ in 0..count {
+                let len = 1 + rng.below(300) as usize;
+                // Printable bytes (no newline), as a JSON line would be.
+                let line: Vec<u8> = (0..len).map(|_| b'!' + rng.below(90) as u8).collect();
+                bytes.extend_from_slice(&line);
+                bytes.extend_from_slice(if rng.below(2) == 0 { b"\n" } else { b"\r\n" });
+                if rng.below(4) == 0 {
+                    bytes.extend_from_slice(b"\n  \n");
+                }
+                expected.push(line);
+            }
+            let buffer = 1 + rng.below(64) as usize;
+            let (lines, error) = read_all(bytes, buffer, 1 << 20).await;
+            assert!(error.is_none(), "{error:?}");
+            assert_eq!(lines, expected, "buffer {buffer}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_an_error_never_a_hang_or_a_panic() {
+        let mut bytes = b"{\"ok\":1}\n".to_vec();
+        bytes.extend(std::iter::repeat_n(b'x', 10_000));
+        bytes.extend_from_slice(b"\n{\"after\":1}\n");
+        for buffer in [1, 7, 64, 4096] {
+            let (lines, error) = read_all(bytes.clone(), buffer, 1000).await;
+            assert_eq!(lines, vec![b"{\"ok\":1}".to_vec()]);
+            assert_eq!(error, Some(TransportError::MessageTooLarge { limit: 1000 }));
+        }
+    }
+
+    #[tokio::test]
+    async fn arbitrary_bytes_never_panic_the_reader() {
+        let mut rng = Rng(42);
+        for _ in 0..500 {
+            let len = rng.below(2000) as usize;
+            let bytes: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
+            let limit = 1 + rng.below(500) as usize;
+            let (lines, _) = read_all(bytes, 1 + rng.below(32) as usize, limit).await;
+            assert!(lines
+                .iter()
+                .all(|l| l.len() <= limit && !l.contains(&b'\n')));
+        }
+    }
+}
