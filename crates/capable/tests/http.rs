@@ -450,3 +450,41 @@ async fn a_2024_http_sse_server_is_reached_through_its_endpoint_event() {
         .iter()
         .all(|s| s.path == "/message?sessionId=42"));
 }
+
+#[tokio::test]
+async fn a_header_mismatch_refetches_the_tools_and_retries_once() {
+    // The server renamed the header of `region` from Region to Zone after the host
+    // listed its tools: the first call is refused with -32020.
+    let peer = Peer::start("/mcp", |s| {
+        let tool = |header: &str| {
+            json!({"name": "deploy", "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": header}}}})
+        };
+        match s.rpc_method() {
+            Some("server/discover") => Reply::Json(200, vec![], result(&id(s), json!({
+                "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"}))),
+            Some("tools/list") => {
+                let refresh = id(s).as_str().is_some_and(|i| i.starts_with("capable-tools-refresh"));
+                let header = if refresh { "Zone" } else { "Region" };
+                Reply::Json(200, vec![], result(&id(s), json!({"resultType": "complete", "tools": [tool(header)]})))
+            }
+            Some("tools/call") if s.header("mcp-param-zone").is_none() => Reply::Json(400, vec![], json!({
+                "jsonrpc": "2.0", "id": id(s), "error": {"code": -32020, "message": "Mcp-Param-Zone missing"}})),
+            _ => Reply::Json(200, vec![], result(&id(s), json!({"resultType": "complete", "content": [{"type": "text", "text": "deployed"}]}))),
+        }
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    session.list_tools().await.unwrap();
+    let args = json!({"region": "eu-west"}).as_object().unwrap().clone();
+    let out = session
+        .call_tool("deploy", Some(&args))
+        .await
+        .expect("retried after a refresh");
+    assert_eq!(out.content[0]["text"], "deployed");
+    let calls = peer.posts("tools/call");
+    assert_eq!(calls.len(), 2, "one retry, no loop");
+    assert_eq!(calls[0].header("mcp-param-region"), Some("eu-west"));
+    assert_eq!(calls[1].header("mcp-param-zone"), Some("eu-west"));
+    session.close().await;
+}

@@ -492,6 +492,7 @@ impl Http {
         let mut attempt = msg;
         let mut reissues = 0;
         let mut renewed_session = false;
+        let mut refreshed_tools = false;
         loop {
             if let Mode::LegacySse { .. } = self.mode() {
                 return self.post_legacy_sse(&attempt).await;
@@ -533,6 +534,15 @@ impl Http {
                             tracing::info!("the URL is no HTTP+SSE endpoint either: {e}");
                         }
                     }
+                }
+                let header_mismatch = body.as_ref().and_then(|b| b.pointer("/error/code"))
+                    == Some(&json!(capable_core::jsonrpc::codes::HEADER_MISMATCH));
+                if header_mismatch && method == "tools/call" && modern && !refreshed_tools {
+                    // The tool's `x-mcp-header` annotations changed: re-fetch tools/list,
+                    // then retry once with the headers it now asks for.
+                    refreshed_tools = true;
+                    self.refresh_tool_headers(&attempt).await?;
+                    continue;
                 }
                 return Err(RequestFailure::Answered(http_error(
                     &url, status, body, &text,
@@ -718,6 +728,58 @@ impl Http {
             }
         });
         tools.len() != before
+    }
+
+    /// Modern: fetches `tools/list` (every page) for the transport alone, to learn the
+    /// tools' current `x-mcp-header` annotations. The answers are not delivered.
+    async fn refresh_tool_headers(&self, failed: &Value) -> Result<(), RequestFailure> {
+        let meta = failed
+            .pointer("/params/_meta")
+            .cloned()
+            .unwrap_or(json!({}));
+        let mut cursor: Option<String> = None;
+        for page in 0..100 {
+            let id = json!(format!("capable-tools-refresh-{page}"));
+            let mut params = json!({"_meta": meta});
+            if let Some(c) = &cursor {
+                params["cursor"] = json!(c);
+            }
+            let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+            let url = self.config.url.clone();
+            let headers = self.base_headers(Some(&msg));
+            let resp = self.post_message(&url, headers, &msg).await?;
+            let mut answer = None;
+            let is_sse = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+            if is_sse {
+                let mut reader = SseReader::new(resp, self.config.max_message_size);
+                while let Ok(Some(item)) = reader.next().await {
+                    if let SseItem::Message(m) = item {
+                        let v: Value = serde_json::from_slice(&m).unwrap_or(Value::Null);
+                        if v.get("id") == Some(&id) {
+                            answer = Some(v);
+                            break;
+                        }
+                    }
+                }
+            } else {
+                let body = read_body(resp, self.config.max_message_size).await?;
+                answer = serde_json::from_slice(&body).ok();
+            }
+            let Some(mut result) = answer.and_then(|mut a| a.get_mut("result").map(Value::take))
+            else {
+                return Ok(());
+            };
+            self.check_tool_headers(&mut result);
+            match result.get("nextCursor").and_then(Value::as_str) {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return Ok(()),
+            }
+        }
+        Ok(())
     }
 
     /// Legacy: resumes a broken response stream by GET with `Last-Event-ID`.
