@@ -12,11 +12,11 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use crate::{Settings, URI};
 
 #[derive(Default)]
-struct Figures {
-    handshakes: Vec<Duration>,
-    seq: Duration,
-    pipelined: Duration,
-    errors: u64,
+pub(crate) struct Figures {
+    pub handshakes: Vec<Duration>,
+    pub seq: Duration,
+    pub pipelined: Duration,
+    pub errors: u64,
 }
 
 pub fn main(args: &[String]) -> i32 {
@@ -31,11 +31,16 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let figures = match kind.as_str() {
-        "raw" => raw(&settings),
-        "capable" => on_task(capable(settings.clone())),
-        "rmcp" => on_task(rmcp(settings.clone())),
-        other => Err(format!("unknown client {other:?}")),
+    let figures = match (settings.url.is_some(), kind.as_str()) {
+        (true, "raw") => on_task(crate::http::raw(settings.clone())),
+        (true, "capable") => on_task(crate::http::capable(settings.clone())),
+        (true, "rmcp") => on_task(crate::http::rmcp(settings.clone(), false)),
+        (true, "rmcp-pooled") => on_task(crate::http::rmcp(settings.clone(), true)),
+        (true, other) => Err(format!("unknown HTTP client {other:?}")),
+        (false, "raw") => raw(&settings),
+        (false, "capable") => on_task(capable(settings.clone())),
+        (false, "rmcp") => on_task(rmcp(settings.clone())),
+        (false, other) => Err(format!("unknown client {other:?}")),
     };
     let f = match figures {
         Ok(f) => f,
@@ -52,6 +57,7 @@ pub fn main(args: &[String]) -> i32 {
         serde_json::json!({
             "client": kind,
             "handshake_ms": hs[hs.len() / 2].as_secs_f64() * 1e3,
+            "first_handshake_ms": f.handshakes[0].as_secs_f64() * 1e3,
             "seq_read_rps": rps(f.seq),
             "pipelined_read_rps": rps(f.pipelined),
             "errors": f.errors,
@@ -82,7 +88,7 @@ fn peak_rss_kib() -> u64 {
 }
 
 /// Runs `n` operations with `c` in flight, on one task.
-async fn pipelined<F, Fut>(n: usize, c: usize, op: F) -> u64
+pub(crate) async fn pipelined<F, Fut>(n: usize, c: usize, op: F) -> u64
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = bool>,

@@ -4,7 +4,12 @@
 //! ```text
 //! cargo run --release -p capable-bench -- [--rounds 5] [-n 20000] [-c 32] [--warmup 1000]
 //!                                          [--handshakes 20] [--json] [--guard]
+//! cargo run --release -p capable-bench -- --http [--rounds 5] [-n 5000] …
 //! ```
+//!
+//! `--http` runs the same workload over Streamable HTTP on loopback instead, against
+//! `capable-bench-http-server` (started once for the run, bound to 127.0.0.1:0, stopped
+//! at the end), with the clients `raw,capable,rmcp,rmcp-pooled` (see `http.rs`).
 //!
 //! Every client runs in its own process (`capable-bench client KIND …`), so each one's
 //! peak RSS is its own; rounds interleave the clients (the order rotates each round)
@@ -13,6 +18,7 @@
 //! capable falls behind rmcp in the same run.
 
 mod client;
+mod http;
 mod runner;
 
 fn main() {
@@ -36,6 +42,10 @@ pub struct Settings {
     pub json: bool,
     pub guard: bool,
     pub clients: Vec<String>,
+    /// HTTP mode (runner): start the HTTP bench server and run the HTTP clients.
+    pub http: bool,
+    /// HTTP mode (client): the endpoint of the running HTTP bench server.
+    pub url: Option<String>,
 }
 
 impl Settings {
@@ -50,7 +60,10 @@ impl Settings {
             json: false,
             guard: false,
             clients: vec!["raw".into(), "capable".into(), "rmcp".into()],
+            http: false,
+            url: None,
         };
+        let (mut server_set, mut clients_set) = (false, false);
         let mut it = args.iter();
         while let Some(a) = it.next() {
             let mut value = |name: &str| {
@@ -63,24 +76,42 @@ impl Settings {
                     .map_err(|_| format!("{name}: {v:?} is not a number"))
             };
             match a.as_str() {
-                "--server" => s.server = value(a)?,
+                "--server" => {
+                    s.server = value(a)?;
+                    server_set = true;
+                }
                 "-n" => s.n = number(value(a)?, a)?,
                 "-c" => s.c = number(value(a)?, a)?.max(1),
                 "--warmup" => s.warmup = number(value(a)?, a)?,
                 "--handshakes" => s.handshakes = number(value(a)?, a)?.max(1),
                 "--rounds" => s.rounds = number(value(a)?, a)?.max(1),
-                "--clients" => s.clients = value(a)?.split(',').map(str::to_owned).collect(),
+                "--clients" => {
+                    s.clients = value(a)?.split(',').map(str::to_owned).collect();
+                    clients_set = true;
+                }
+                "--http" => s.http = true,
+                "--url" => s.url = Some(value(a)?),
                 "--json" => s.json = true,
                 "--guard" => s.guard = true,
                 "-h" | "--help" => return Err(USAGE.into()),
                 other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
             }
         }
+        if s.http {
+            if !server_set {
+                s.server = sibling("capable-bench-http-server");
+            }
+            if !clients_set {
+                s.clients = ["raw", "capable", "rmcp", "rmcp-pooled"]
+                    .map(String::from)
+                    .to_vec();
+            }
+        }
         Ok(s)
     }
 
     pub fn to_args(&self) -> Vec<String> {
-        vec![
+        let mut args = vec![
             "--server".into(),
             self.server.clone(),
             "-n".into(),
@@ -91,21 +122,32 @@ impl Settings {
             self.warmup.to_string(),
             "--handshakes".into(),
             self.handshakes.to_string(),
-        ]
+        ];
+        if let Some(url) = &self.url {
+            args.extend(["--url".into(), url.clone()]);
+        }
+        args
     }
 }
 
 const USAGE: &str =
     "usage: capable-bench [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
-[--clients raw,capable,rmcp] [--server PATH] [--json] [--guard]";
+[--clients raw,capable,rmcp] [--server PATH] [--json] [--guard]
+       capable-bench --http [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
+[--clients raw,capable,rmcp,rmcp-pooled] [--server PATH] [--json]";
 
 /// The bench server next to this binary (cargo builds both into the same directory).
 fn default_server() -> String {
+    sibling("capable-bench-server")
+}
+
+/// A binary next to this one.
+fn sibling(name: &str) -> String {
     std::env::current_exe()
         .ok()
-        .and_then(|p| Some(p.parent()?.join("capable-bench-server")))
+        .and_then(|p| Some(p.parent()?.join(name)))
         .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "capable-bench-server".into())
+        .unwrap_or_else(|| name.into())
 }
 
 /// The URI of the bench server's 1 KiB resource.

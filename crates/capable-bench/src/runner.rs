@@ -1,7 +1,8 @@
 //! Runs every client in its own process, round after round, and compares medians.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 
@@ -15,7 +16,7 @@ const METRICS: [&str; 4] = [
 ];
 
 pub fn main(args: &[String]) -> i32 {
-    let s = match Settings::parse(args) {
+    let mut s = match Settings::parse(args) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");
@@ -29,6 +30,32 @@ pub fn main(args: &[String]) -> i32 {
         );
         return 2;
     }
+    if s.http && s.guard {
+        eprintln!("capable-bench: --guard compares the stdio run only; drop --http");
+        return 2;
+    }
+    // HTTP mode: one server for the whole run, stopped (by its PID) when `_server` drops.
+    let _server = if s.http {
+        match HttpServer::start(&s.server) {
+            Ok(server) => {
+                s.url = Some(server.url.clone());
+                Some(server)
+            }
+            Err(e) => {
+                eprintln!("capable-bench: {e}");
+                return 1;
+            }
+        }
+    } else {
+        None
+    };
+    let metrics: Vec<&str> = if s.http {
+        let mut m = METRICS.to_vec();
+        m.insert(1, "first_handshake_ms");
+        m
+    } else {
+        METRICS.to_vec()
+    };
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
@@ -82,7 +109,7 @@ pub fn main(args: &[String]) -> i32 {
     let mut medians = serde_json::Map::new();
     for client in &s.clients {
         let mut m = serde_json::Map::new();
-        for metric in METRICS {
+        for &metric in &metrics {
             let values: Vec<f64> = rounds
                 .iter()
                 .filter_map(|r| value(r, client, metric))
@@ -118,9 +145,39 @@ pub fn main(args: &[String]) -> i32 {
         ("rmcp_vs_raw_seq", "rmcp", "raw", "seq_read_rps"),
         ("rmcp_vs_raw_pipelined", "rmcp", "raw", "pipelined_read_rps"),
         (
+            "capable_vs_rmcp_pooled_seq",
+            "capable",
+            "rmcp-pooled",
+            "seq_read_rps",
+        ),
+        (
+            "capable_vs_rmcp_pooled_pipelined",
+            "capable",
+            "rmcp-pooled",
+            "pipelined_read_rps",
+        ),
+        (
+            "rmcp_pooled_vs_raw_seq",
+            "rmcp-pooled",
+            "raw",
+            "seq_read_rps",
+        ),
+        (
+            "rmcp_pooled_vs_raw_pipelined",
+            "rmcp-pooled",
+            "raw",
+            "pipelined_read_rps",
+        ),
+        (
             "capable_vs_rmcp_handshake",
             "capable",
             "rmcp",
+            "handshake_ms",
+        ),
+        (
+            "capable_vs_rmcp_pooled_handshake",
+            "capable",
+            "rmcp-pooled",
             "handshake_ms",
         ),
         (
@@ -135,7 +192,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
     let report = json!({
-        "settings": {"n": s.n, "c": s.c, "warmup": s.warmup, "handshakes": s.handshakes, "rounds": s.rounds},
+        "settings": {"transport": if s.http { "http" } else { "stdio" }, "n": s.n, "c": s.c, "warmup": s.warmup, "handshakes": s.handshakes, "rounds": s.rounds},
         "median": medians,
         "ratios": ratios,
     });
@@ -165,17 +222,38 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 fn human(s: &Settings, report: &Value) -> String {
     let mut out = format!(
-        "\nstdio, 1 KiB resources/read, n = {}, {} in flight, medians of {} interleaved rounds\n\n",
-        s.n, s.c, s.rounds
+        "\n{}, 1 KiB resources/read, n = {}, {} in flight, medians of {} interleaved rounds\n\n",
+        if s.http {
+            "Streamable HTTP on loopback"
+        } else {
+            "stdio"
+        },
+        s.n,
+        s.c,
+        s.rounds
     );
+    let w = s.clients.iter().map(String::len).max().unwrap_or(0).max(9);
     out.push_str(&format!(
-        "{:<9} {:>13} {:>14} {:>20} {:>14}\n",
-        "client", "handshake ms", "seq reads/s", "pipelined reads/s", "peak RSS KiB"
+        "{:<w$} {:>13} {:>14} {:>20} {:>14}{}\n",
+        "client",
+        "handshake ms",
+        "seq reads/s",
+        "pipelined reads/s",
+        "peak RSS KiB",
+        if s.http { "   first handshake ms" } else { "" },
     ));
     for client in &s.clients {
         let m = &report["median"][client];
+        let first = if s.http {
+            format!(
+                " {:>20.2}",
+                m["first_handshake_ms"].as_f64().unwrap_or(f64::NAN)
+            )
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "{:<9} {:>13.2} {:>14.0} {:>20.0} {:>14.0}\n",
+            "{:<w$} {:>13.2} {:>14.0} {:>20.0} {:>14.0}{first}\n",
             client,
             m["handshake_ms"].as_f64().unwrap_or(f64::NAN),
             m["seq_read_rps"].as_f64().unwrap_or(f64::NAN),
@@ -187,7 +265,7 @@ fn human(s: &Settings, report: &Value) -> String {
     if let Some(ratios) = report["ratios"].as_object() {
         for (name, r) in ratios {
             out.push_str(&format!(
-                "{name:<27} {:.2}×\n",
+                "{name:<33} {:.2}×\n",
                 r.as_f64().unwrap_or(f64::NAN)
             ));
         }
@@ -235,4 +313,43 @@ fn guard(report: &Value) -> i32 {
         failed |= behind;
     }
     i32::from(failed)
+}
+
+/// The HTTP bench server of an `--http` run: started once, its URL read from the first
+/// line of its stdout; dropping it closes its stdin and kills it by its PID.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(path: &str) -> Result<HttpServer, String> {
+        let mut child = Command::new(path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| {
+                format!("{path}: {e} (build it: cargo build --release -p capable-bench)")
+            })?;
+        let mut line = String::new();
+        let read = child
+            .stdout
+            .take()
+            .map(|out| std::io::BufReader::new(out).read_line(&mut line));
+        let url = line.trim().to_owned();
+        let server = HttpServer { child, url };
+        match read {
+            Some(Ok(n)) if n > 0 && server.url.starts_with("http://127.0.0.1:") => Ok(server),
+            _ => Err(format!("{path} printed no URL")),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

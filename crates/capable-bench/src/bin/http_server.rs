@@ -1,0 +1,165 @@
+//! A minimal, fast Streamable HTTP MCP server for benchmarks (hyper 1.x, HTTP/1.1,
+//! one current-thread runtime, so the client under test keeps the other core).
+//!
+//! It binds `127.0.0.1:0`, prints its endpoint URL (`http://127.0.0.1:PORT/mcp`) on one
+//! line of stdout, and serves until its stdin closes. It behaves like a legacy
+//! (2025-11-25) Streamable HTTP server answering with `application/json`, never SSE:
+//!
+//! - `POST server/discover` → 400 with a JSON-RPC -32601 error (clients fall back);
+//! - `POST initialize` → the result, with an `Mcp-Session-Id` header;
+//! - `POST` of a notification or a response → 202, empty;
+//! - `POST resources/read` → a result of exactly 1 KiB of JSON (as the stdio server's);
+//! - `GET` → 405 (no standalone stream); `DELETE` → 200.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+const URI: &str = "bench://1k";
+const LEGACY: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<&'a str>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct InitParams<'a> {
+    #[serde(borrow, rename = "protocolVersion")]
+    protocol_version: Option<&'a str>,
+}
+
+struct Server {
+    read_result: String,
+    sessions: AtomicU64,
+}
+
+fn main() {
+    let text = "x".repeat(1024 - URI.len() - 60);
+    // The whole `result` of a read: exactly 1 KiB of JSON.
+    let mut read_result =
+        format!(r#"{{"contents":[{{"uri":"{URI}","mimeType":"text/plain","text":"{text}"}}]}}"#);
+    while read_result.len() < 1024 {
+        read_result.insert(read_result.len() - 4, 'x');
+    }
+    let server: &'static Server = Box::leak(Box::new(Server {
+        read_result,
+        sessions: AtomicU64::new(0),
+    }));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime");
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("a local address");
+        println!("http://{addr}/mcp");
+        // Serve until stdin closes (the runner holds it), then exit.
+        std::thread::spawn(|| {
+            let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+            std::process::exit(0);
+        });
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| handle(server, req));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+}
+
+fn respond(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r
+}
+
+fn json(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut r = respond(status, body);
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+async fn handle(
+    server: &'static Server,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    match *req.method() {
+        Method::POST => {}
+        Method::DELETE => return Ok(respond(StatusCode::OK, Bytes::new())),
+        _ => return Ok(respond(StatusCode::METHOD_NOT_ALLOWED, Bytes::new())),
+    }
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Ok(respond(StatusCode::BAD_REQUEST, Bytes::new())),
+    };
+    let Ok(msg) = serde_json::from_slice::<Message<'_>>(&body) else {
+        return Ok(respond(StatusCode::BAD_REQUEST, Bytes::new()));
+    };
+    let (Some(id), Some(method)) = (msg.id, msg.method) else {
+        // A notification or a response.
+        return Ok(respond(StatusCode::ACCEPTED, Bytes::new()));
+    };
+    let id = id.get();
+    let result = |body: &str| {
+        json(
+            StatusCode::OK,
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{body}}}"#),
+        )
+    };
+    let error = |status: StatusCode| {
+        json(
+            status,
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"Method not found: {method}"}}}}"#
+            ),
+        )
+    };
+    Ok(match method {
+        "resources/read" => result(&server.read_result),
+        "initialize" => {
+            let asked = msg
+                .params
+                .and_then(|p| serde_json::from_str::<InitParams<'_>>(p.get()).ok())
+                .and_then(|p| p.protocol_version);
+            let version = match asked {
+                Some(v) if LEGACY.contains(&v) => v,
+                _ => LEGACY[LEGACY.len() - 1],
+            };
+            let mut r = result(&format!(
+                r#"{{"protocolVersion":"{version}","capabilities":{{"resources":{{}},"tools":{{}}}},"serverInfo":{{"name":"capable-bench-http-server","version":"{}"}}}}"#,
+                env!("CARGO_PKG_VERSION")
+            ));
+            let session = server.sessions.fetch_add(1, Relaxed) + 1;
+            if let Ok(v) = HeaderValue::from_str(&format!("bench-session-{session}")) {
+                r.headers_mut().insert("mcp-session-id", v);
+            }
+            r
+        }
+        "tools/call" => result(r#"{"content":[{"type":"text","text":"ok"}],"isError":false}"#),
+        "ping" => result("{}"),
+        "server/discover" => error(StatusCode::BAD_REQUEST),
+        _ => error(StatusCode::OK),
+    })
+}

@@ -1,0 +1,216 @@
+//! The HTTP mode's clients (`capable-bench --http`): the same workload as over stdio,
+//! against `capable-bench-http-server` on loopback.
+//!
+//! - `raw` — the floor: one keep-alive `reqwest::Client`, every body pre-built, the
+//!   session headers set by hand, responses read whole but never parsed.
+//! - `capable` — `capable::connect_http`, the path a host takes.
+//! - `rmcp` — rmcp's `StreamableHttpClientTransport::from_config`, whose default reqwest
+//!   client keeps no idle connections (`pool_max_idle_per_host(0)`), so every POST
+//!   opens a new TCP connection.
+//! - `rmcp-pooled` — the same transport over `reqwest::Client::new()` (keep-alive),
+//!   through `with_client`, as a host may configure it.
+//!
+//! Both rmcp variants get `max_concurrent_requests = c` (their default is 16), so the
+//! pipelined phase really has `c` requests in flight.
+
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+
+use crate::client::{pipelined, Figures};
+use crate::{Settings, URI};
+
+fn url(s: &Settings) -> Result<reqwest::Url, String> {
+    let url = s.url.as_deref().ok_or("--url is required in HTTP mode")?;
+    reqwest::Url::parse(url).map_err(|e| format!("{url}: {e}"))
+}
+
+/// Times `s.handshakes` connections, each closed right after.
+async fn handshakes<S, C, CF, X, XF>(s: &Settings, connect: C, close: X) -> Result<Figures, String>
+where
+    C: Fn() -> CF,
+    CF: std::future::Future<Output = Result<S, String>>,
+    X: Fn(S) -> XF,
+    XF: std::future::Future<Output = ()>,
+{
+    let mut f = Figures::default();
+    for _ in 0..s.handshakes {
+        let t = Instant::now();
+        let session = connect().await?;
+        f.handshakes.push(t.elapsed());
+        close(session).await;
+    }
+    Ok(f)
+}
+
+/// Warm-up, then `s.n` sequential reads, then `s.n` reads with `s.c` in flight.
+async fn reads<R, RF>(s: &Settings, f: &mut Figures, read: R)
+where
+    R: Fn() -> RF,
+    RF: std::future::Future<Output = bool>,
+{
+    for _ in 0..s.warmup {
+        read().await;
+    }
+    let t = Instant::now();
+    for _ in 0..s.n {
+        if !read().await {
+            f.errors += 1;
+        }
+    }
+    f.seq = t.elapsed();
+    let t = Instant::now();
+    f.errors += pipelined(s.n, s.c, read).await;
+    f.pipelined = t.elapsed();
+}
+
+// ---------------------------------------------------------------------------------
+// capable
+
+pub async fn capable(s: Settings) -> Result<Figures, String> {
+    use capable::{ClientOptions, HttpConfig};
+    let url = url(&s)?;
+    // `connect_http` as a host calls it: the first connection probes (`server/discover`,
+    // refused, then `initialize`); later ones to the same origin reuse the era found.
+    let connect = || async {
+        capable::connect_http(HttpConfig::new(url.clone()), ClientOptions::default())
+            .await
+            .map_err(|e| e.to_string())
+    };
+    let close = |session: capable::Session| async move {
+        session.close().await;
+    };
+    let mut f = handshakes(&s, connect, close).await?;
+    let session = connect().await?;
+    reads(&s, &mut f, || async {
+        session.read_resource(URI).await.is_ok()
+    })
+    .await;
+    close(session).await;
+    Ok(f)
+}
+
+// ---------------------------------------------------------------------------------
+// rmcp
+
+pub async fn rmcp(s: Settings, pooled: bool) -> Result<Figures, String> {
+    use rmcp::model::ReadResourceRequestParams;
+    use rmcp::service::{RoleClient, RunningService};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::ServiceExt;
+    let url = url(&s)?;
+    let connect = || async {
+        let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+            .max_concurrent_requests(s.c);
+        let transport = if pooled {
+            StreamableHttpClientTransport::with_client(reqwest::Client::new(), config)
+        } else {
+            StreamableHttpClientTransport::from_config(config)
+        };
+        ().serve(transport).await.map_err(|e| e.to_string())
+    };
+    let close = |client: RunningService<RoleClient, ()>| async move {
+        let _ = client.cancel().await;
+    };
+    let mut f = handshakes(&s, connect, close).await?;
+    let client = connect().await?;
+    let read = || async {
+        client
+            .read_resource(ReadResourceRequestParams::new(URI))
+            .await
+            .is_ok()
+    };
+    reads(&s, &mut f, read).await;
+    close(client).await;
+    Ok(f)
+}
+
+// ---------------------------------------------------------------------------------
+// raw: pre-built bodies over one keep-alive reqwest client
+
+const INITIALIZE: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","#,
+    r#""capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+);
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+struct Raw {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+}
+
+impl Raw {
+    async fn post(&self, body: Bytes) -> Result<reqwest::Response, reqwest::Error> {
+        self.client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .body(body)
+            .send()
+            .await
+    }
+
+    async fn handshake(url: &reqwest::Url) -> Result<Raw, String> {
+        let mut raw = Raw {
+            client: reqwest::Client::new(),
+            url: url.clone(),
+            headers: HeaderMap::new(),
+        };
+        raw.headers
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        raw.headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        let e = |e: reqwest::Error| e.to_string();
+        let answer = raw
+            .post(Bytes::from_static(INITIALIZE.as_bytes()))
+            .await
+            .map_err(e)?;
+        let session = answer
+            .headers()
+            .get("mcp-session-id")
+            .cloned()
+            .ok_or("no Mcp-Session-Id")?;
+        answer.bytes().await.map_err(e)?;
+        raw.headers.insert("mcp-session-id", session);
+        raw.headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2025-11-25"),
+        );
+        let done = raw
+            .post(Bytes::from_static(INITIALIZED.as_bytes()))
+            .await
+            .map_err(e)?;
+        done.bytes().await.map_err(e)?;
+        Ok(raw)
+    }
+
+    async fn read(&self, body: Bytes) -> bool {
+        match self.post(body).await {
+            Ok(r) if r.status() == reqwest::StatusCode::OK => r.bytes().await.is_ok(),
+            _ => false,
+        }
+    }
+}
+
+pub async fn raw(s: Settings) -> Result<Figures, String> {
+    let url = url(&s)?;
+    let total = s.warmup + 2 * s.n;
+    let bodies: Vec<Bytes> = (1..=total)
+        .map(|id| {
+            Bytes::from(format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"{URI}"}}}}"#
+            ))
+        })
+        .collect();
+    let next = AtomicUsize::new(0);
+    let body = || bodies[next.fetch_add(1, Relaxed) % total].clone();
+    let mut f = handshakes(&s, || Raw::handshake(&url), |_raw: Raw| async {}).await?;
+    let raw = Raw::handshake(&url).await?;
+    reads(&s, &mut f, || raw.read(body())).await;
+    Ok(f)
+}
