@@ -607,11 +607,7 @@ impl Http {
         original_id: &Value,
         method: &str,
     ) -> Result<Exchange, RequestFailure> {
-        let is_sse = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let is_sse = is_event_stream(&resp);
         if !is_sse {
             let body = read_body(resp, self.config.max_message_size)
                 .await
@@ -626,6 +622,29 @@ impl Http {
             return Ok(Exchange::Done);
         }
         let mut reader = SseReader::new(resp, self.config.max_message_size);
+        let answered = self
+            .deliver_stream(&mut reader, attempt_id, original_id, method)
+            .await?;
+        Ok(if answered {
+            Exchange::Done
+        } else {
+            Exchange::Broken {
+                last_event_id: reader.last_event_id.clone(),
+                retry: reader.retry,
+            }
+        })
+    }
+
+    /// Delivers every message of an SSE stream until the answer to `attempt_id`
+    /// came (`true`) or the stream ended or broke (`false`); an event over the size
+    /// limit is an error.
+    async fn deliver_stream(
+        &self,
+        reader: &mut SseReader,
+        attempt_id: &Value,
+        original_id: &Value,
+        method: &str,
+    ) -> Result<bool, TransportError> {
         loop {
             match reader.next().await {
                 Ok(Some(SseItem::Message(m))) => {
@@ -633,17 +652,12 @@ impl Http {
                         .deliver_from_server(m, attempt_id, original_id, method)
                         .await
                     {
-                        return Ok(Exchange::Done);
+                        return Ok(true);
                     }
                 }
                 Ok(Some(SseItem::Endpoint(_))) => {}
-                Ok(None) | Err(TransportError::Io(_)) => {
-                    return Ok(Exchange::Broken {
-                        last_event_id: reader.last_event_id.clone(),
-                        retry: reader.retry,
-                    })
-                }
-                Err(e) => return Err(RequestFailure::Unreachable(e)),
+                Ok(None) | Err(TransportError::Io(_)) => return Ok(false),
+                Err(e) => return Err(e),
             }
         }
     }
@@ -749,11 +763,7 @@ impl Http {
             let headers = self.base_headers(Some(&msg));
             let resp = self.post_message(&url, headers, &msg).await?;
             let mut answer = None;
-            let is_sse = resp
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.starts_with("text/event-stream"));
+            let is_sse = is_event_stream(&resp);
             if is_sse {
                 let mut reader = SseReader::new(resp, self.config.max_message_size);
                 while let Ok(Some(item)) = reader.next().await {
@@ -816,19 +826,11 @@ impl Http {
                 ))));
             }
             let mut reader = SseReader::new(resp, self.config.max_message_size);
-            loop {
-                match reader.next().await {
-                    Ok(Some(SseItem::Message(m))) => {
-                        if self
-                            .deliver_from_server(m, attempt_id, original_id, method)
-                            .await
-                        {
-                            return Ok(());
-                        }
-                    }
-                    Ok(Some(SseItem::Endpoint(_))) => {}
-                    Ok(None) | Err(_) => break,
-                }
+            if self
+                .deliver_stream(&mut reader, attempt_id, original_id, method)
+                .await?
+            {
+                return Ok(());
             }
             last_event_id = reader.last_event_id.or(last_event_id);
             retry = reader.retry.or(retry);
@@ -984,6 +986,14 @@ impl From<TransportError> for RequestFailure {
     fn from(e: TransportError) -> Self {
         RequestFailure::Unreachable(e)
     }
+}
+
+/// Whether an answer is an SSE stream (else a single JSON body).
+fn is_event_stream(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 /// A recognised 2026-07-28 error in a 400 body: the server is modern.
