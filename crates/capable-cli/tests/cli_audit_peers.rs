@@ -9,26 +9,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{capable_with, workspace};
+use common::{capable_with, peers_wanted, workspace};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(60);
-
-fn peers_wanted(needs: &[&str]) -> bool {
-    if std::env::var("CAPABLE_SKIP_PEERS").is_ok_and(|v| v == "1") {
-        eprintln!("CAPABLE_SKIP_PEERS=1: skipping a real-peer test");
-        return false;
-    }
-    for rel in needs {
-        let path = workspace().join(rel);
-        assert!(
-            path.exists(),
-            "{} is missing: run `.ci/install-peers` (or set CAPABLE_SKIP_PEERS=1)",
-            path.display()
-        );
-    }
-    true
-}
 
 fn node() -> String {
     let on_path = std::process::Command::new("node")

@@ -12,26 +12,10 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{capable, revision, workspace};
+use common::{capable, peers_wanted, revision, workspace};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(30);
-
-fn peers_wanted(needs: &[&str]) -> bool {
-    if std::env::var("CAPABLE_SKIP_PEERS").is_ok_and(|v| v == "1") {
-        eprintln!("CAPABLE_SKIP_PEERS=1: skipping a real-peer test");
-        return false;
-    }
-    for rel in needs {
-        let path = workspace().join(rel);
-        assert!(
-            path.exists(),
-            "{} is missing: run `.ci/install-peers` (or set CAPABLE_SKIP_PEERS=1 to skip these tests)",
-            path.display()
-        );
-    }
-    true
-}
 
 /// A server process on a loopback port, killed by its PID when dropped.
 struct Server {

@@ -9,30 +9,10 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{capable_with, revision, workspace};
+use common::{capable_with, peers_wanted, revision, workspace};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(30);
-
-/// Whether to run: `false` when `CAPABLE_SKIP_PEERS=1`; fails when a peer is missing.
-fn peers_wanted(needs: &[&str]) -> bool {
-    if std::env::var("CAPABLE_SKIP_PEERS").is_ok_and(|v| v == "1") {
-        eprintln!("CAPABLE_SKIP_PEERS=1: skipping a real-peer test");
-        return false;
-    }
-    let root = workspace();
-    for rel in needs {
-        let path = root.join(rel);
-        assert!(
-            path.exists(),
-            "{} is missing: run `.ci/install-peers` in {} to install the real MCP peers \
-             (or set CAPABLE_SKIP_PEERS=1 to skip these tests)",
-            path.display(),
-            root.display()
-        );
-    }
-    true
-}
 
 /// `node` from PATH, else the one `.ci/install-peers` installs.
 fn node() -> String {

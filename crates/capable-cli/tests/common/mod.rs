@@ -296,3 +296,25 @@ pub fn untraced(stderr: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Whether to run a real-peer test: `false` when `CAPABLE_SKIP_PEERS=1`; otherwise a
+/// missing peer (any of `needs`, relative to the workspace) fails the test with how to
+/// install it.
+#[track_caller]
+pub fn peers_wanted(needs: &[&str]) -> bool {
+    if std::env::var("CAPABLE_SKIP_PEERS").is_ok_and(|v| v == "1") {
+        eprintln!("CAPABLE_SKIP_PEERS=1: skipping a real-peer test");
+        return false;
+    }
+    for rel in needs {
+        let path = workspace().join(rel);
+        assert!(
+            path.exists(),
+            "{} is missing: run `.ci/install-peers` in {} to install the real MCP peers \
+             (or set CAPABLE_SKIP_PEERS=1 to skip these tests)",
+            path.display(),
+            workspace().display()
+        );
+    }
+    true
+}
