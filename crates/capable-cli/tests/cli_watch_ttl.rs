@@ -29,7 +29,7 @@ fn polling_a_modern_server_waits_for_the_reads_ttl() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2600));
+    std::thread::sleep(Duration::from_millis(3200));
     let _ = child.kill();
     let mut stderr = String::new();
     child
