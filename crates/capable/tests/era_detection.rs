@@ -23,11 +23,7 @@ fn probe_answer(wire: &Wire) -> Option<Value> {
 
 /// Connects with `Auto`, reads the manual, and returns the wire.
 async fn auto_legacy(server: &ServerCommand) -> Wire {
-    let wire = Wire::default();
-    let session = connect_stdio(server, wire.options())
-        .await
-        .expect("connect");
-    common::assert_era(&session, Era::Legacy, &wire);
+    let (session, wire) = common::open(server, Era::Legacy).await;
     session.close().await;
     wire.assert_legacy_order();
     wire
@@ -114,11 +110,7 @@ async fn a_legacy_server_that_ignores_the_probe_costs_only_the_probe_timeout() {
 #[tokio::test]
 async fn the_modern_fixture_is_spoken_to_in_the_modern_era_without_initialize() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("modern"), wire.options())
-            .await
-            .expect("connect");
-        common::assert_era(&session, Era::Modern, &wire);
+        let (session, wire) = common::open(&fixture("modern"), Era::Modern).await;
         session.read_resource(MANUAL).await.expect("read");
         session.close().await;
         let methods = wire.sent_methods();
@@ -133,11 +125,7 @@ async fn the_python_server_is_spoken_to_in_the_modern_era_without_initialize() {
         return;
     };
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&server, wire.options())
-            .await
-            .expect("connect");
-        common::assert_era(&session, Era::Modern, &wire);
+        let (session, wire) = common::open(&server, Era::Modern).await;
         assert_eq!(session.server_info().name, "capable-python-peer");
         // Modern capabilities come from server/discover: subscribe is declared there.
         session.check(Method::Listen).expect("listen is offered");
@@ -209,11 +197,7 @@ async fn a_second_connection_to_a_modern_server_in_the_same_process_stays_modern
     within(LIMIT, async {
         let server = fixture("modern");
         for _ in 0..2 {
-            let wire = Wire::default();
-            let session = connect_stdio(&server, wire.options())
-                .await
-                .expect("connect");
-            common::assert_era(&session, Era::Modern, &wire);
+            let (session, wire) = common::open(&server, Era::Modern).await;
             session.close().await;
             assert_eq!(wire.sent_methods(), ["server/discover"]);
         }

@@ -31,11 +31,7 @@ fn envelope(request: &Value) -> &Value {
 #[tokio::test]
 async fn every_modern_request_carries_the_protocol_envelope() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("modern"), wire.options())
-            .await
-            .expect("connect");
-        common::assert_era(&session, Era::Modern, &wire);
+        let (session, wire) = common::open(&fixture("modern"), Era::Modern).await;
         session.list_resources().await.expect("list");
         session.read_resource(MANUAL).await.expect("read");
         session.list_tools().await.expect("tools");
@@ -353,11 +349,7 @@ async fn a_touch_on_the_python_server_arrives_on_the_listen_stream() {
         return;
     };
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&server, wire.options())
-            .await
-            .expect("connect");
-        common::assert_era(&session, Era::Modern, &wire);
+        let (session, wire) = common::open(&server, Era::Modern).await;
         let mut listener = session.listen(&manual_only()).await.expect("listen");
         assert!(matches!(
             next(&mut listener).await,
@@ -439,11 +431,7 @@ async fn a_listen_filter_field_whose_flag_is_not_declared_is_refused_locally() {
 #[tokio::test]
 async fn listen_is_refused_in_a_legacy_session() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("subscribe"), wire.options())
-            .await
-            .expect("connect");
-        common::assert_era(&session, Era::Legacy, &wire);
+        let (session, wire) = common::open(&fixture("subscribe"), Era::Legacy).await;
         // The writer sends `notifications/initialized` on its own time.
         wire.until_sent("notifications/initialized", |s| {
             s.iter().any(|m| m["method"] == "notifications/initialized")

@@ -24,11 +24,7 @@ fn args(value: Value) -> serde_json::Map<String, Value> {
 #[tokio::test]
 async fn a_legacy_session_with_the_read_only_fixture_sends_only_schema_valid_messages() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("read-only"), wire.options())
-            .await
-            .expect("connect");
-        common::assert_era(&session, Era::Legacy, &wire);
+        let (session, wire) = common::open(&fixture("read-only"), Era::Legacy).await;
         let read = session.read_resource(MANUAL).await.expect("read");
         assert!(read.text().contains("Acceptance instructions"));
         assert_eq!(session.list_resources().await.expect("list").len(), 2);
@@ -154,11 +150,7 @@ async fn a_session_with_server_everything_sends_only_schema_valid_messages() {
         return;
     };
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&server, wire.options())
-            .await
-            .expect("connect");
-        common::assert_era(&session, Era::Legacy, &wire);
+        let (session, wire) = common::open(&server, Era::Legacy).await;
         let version = session.protocol_version();
         let mut exercised = Vec::new();
         let resources = session.list_resources().await.expect("resources/list");
@@ -245,11 +237,7 @@ async fn a_modern_session_with_the_python_server_sends_only_schema_valid_message
         return;
     };
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&server, wire.options())
-            .await
-            .expect("connect");
-        common::assert_era(&session, Era::Modern, &wire);
+        let (session, wire) = common::open(&server, Era::Modern).await;
         session.list_resources().await.expect("list");
         session.read_resource(MANUAL).await.expect("read");
         session.list_resource_templates().await.expect("templates");
@@ -327,11 +315,7 @@ async fn a_legacy_session_with_the_typescript_server_sends_only_schema_valid_mes
         return;
     };
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&server, wire.options())
-            .await
-            .expect("connect");
-        common::assert_era(&session, Era::Legacy, &wire);
+        let (session, wire) = common::open(&server, Era::Legacy).await;
         let version = session.protocol_version();
         session.list_resources().await.expect("list");
         session.read_resource(MANUAL).await.expect("read");

@@ -470,6 +470,16 @@ impl FloorCharBoundary for str {
     }
 }
 
+/// Connects to `server` with a wire tap and checks the era it ends up in.
+pub async fn open(server: &ServerCommand, era: Era) -> (Session, Wire) {
+    let wire = Wire::default();
+    let session = capable::connect_stdio(server, wire.options())
+        .await
+        .expect("connect");
+    assert_era(&session, era, &wire);
+    (session, wire)
+}
+
 /// Asserts the session is of `era`, naming what was sent otherwise.
 #[track_caller]
 pub fn assert_era(session: &Session, era: Era, wire: &Wire) {
