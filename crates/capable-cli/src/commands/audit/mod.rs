@@ -16,7 +16,6 @@
 //! Each check ends `ok`, `violation`, `skipped` (nothing to probe with) or
 //! `unverifiable`. Exit 6 when there is a violation.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,96 +23,22 @@ use std::time::Duration;
 use capable::core::model::{CompleteArgument, CompleteParams, Empty, ListParams, UriParams};
 use capable::core::Notice;
 use capable::{
-    Capability, Direction, Era, Error, Flag, ListenEvent, ListenFilter, Method, ProtocolVersion,
-    RequestOptions, Session, Tap,
+    Capability, Direction, Era, Error, Flag, ListenEvent, ListenFilter, Method, RequestOptions,
+    Session, Tap,
 };
-use jsonschema::Validator;
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::Context;
+
+mod report;
+mod schema;
+
 use crate::exit::CliError;
 use crate::flags::ServerArgs;
 use crate::output;
-
-// ── the official schemas, embedded ─────────────────────────────────────────────
-
-fn schema_text(version: ProtocolVersion) -> &'static str {
-    match version.as_str() {
-        "2024-11-05" => include_str!("../../../../schemas/2024-11-05/schema.json"),
-        "2025-03-26" => include_str!("../../../../schemas/2025-03-26/schema.json"),
-        "2025-06-18" => include_str!("../../../../schemas/2025-06-18/schema.json"),
-        "2025-11-25" => include_str!("../../../../schemas/2025-11-25/schema.json"),
-        _ => include_str!("../../../../schemas/2026-07-28/schema.json"),
-    }
-}
-
-/// Validators for named definitions of one protocol revision, compiled on first use.
-struct Schema {
-    document: Value,
-    defs_key: &'static str,
-    compiled: HashMap<&'static str, Option<Validator>>,
-}
-
-impl Schema {
-    fn new(version: ProtocolVersion) -> Schema {
-        let document: Value = serde_json::from_str(schema_text(version)).unwrap_or(Value::Null);
-        let defs_key = if document.get("$defs").is_some() {
-            "$defs"
-        } else {
-            "definitions"
-        };
-        Schema {
-            document,
-            defs_key,
-            compiled: HashMap::new(),
-        }
-    }
-
-    fn has(&self, name: &str) -> bool {
-        self.document
-            .get(self.defs_key)
-            .and_then(|d| d.get(name))
-            .is_some()
-    }
-
-    /// `Ok` when `instance` is a valid `name`; the first errors otherwise. A definition
-    /// this revision does not have validates nothing.
-    fn validate(&mut self, name: &'static str, instance: &Value) -> Result<(), String> {
-        if !self.compiled.contains_key(name) {
-            let validator = self.has(name).then(|| {
-                // The whole document (so every `#/…` reference resolves), its root
-                // constrained to the one definition.
-                let mut schema = self.document.clone();
-                if let Some(obj) = schema.as_object_mut() {
-                    obj.insert(
-                        "allOf".into(),
-                        json!([{ "$ref": format!("#/{}/{name}", self.defs_key) }]),
-                    );
-                }
-                jsonschema::options().build(&schema).ok()
-            });
-            self.compiled.insert(name, validator.flatten());
-        }
-        let Some(Some(validator)) = self.compiled.get(name) else {
-            return Ok(());
-        };
-        let errors: Vec<String> = validator
-            .iter_errors(instance)
-            .take(5)
-            .map(|e| {
-                let at = e.instance_path.to_string();
-                let at = if at.is_empty() { "/".into() } else { at };
-                format!("{at}: {e}")
-            })
-            .collect();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("not a valid {name}: {}", errors.join("; ")))
-        }
-    }
-}
+use report::{human, markdown};
+use schema::Schema;
 
 // ── the record of one audit ─────────────────────────────────────────────────────
 
@@ -1015,150 +940,6 @@ pub async fn run(ctx: &Context, report: Option<&Path>, args: &ServerArgs) -> Res
     Ok(())
 }
 
-fn rows(v: &Value, key: &str) -> Vec<Value> {
-    v[key].as_array().cloned().unwrap_or_default()
-}
-
-fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or("")
-}
-
-fn human(v: &Value) -> String {
-    let mut out = format!(
-        "audit of {} {} — protocol {} ({} era)\ndeclared {}\n\n",
-        s(&v["server"], "name"),
-        s(&v["server"], "version"),
-        s(v, "protocolVersion"),
-        s(v, "era"),
-        v["capabilities"]
-    );
-    let mut table = output::Table::new(&["CAPABILITY", "CHECK", "OUTCOME", "DETAIL"]);
-    let checks = rows(v, "checks");
-    for c in &checks {
-        table.row(vec![
-            s(c, "capability").into(),
-            s(c, "check").into(),
-            s(c, "outcome").into(),
-            output::one_line(s(c, "detail"), 110),
-        ]);
-    }
-    out.push_str(&table.render());
-    let count = |o: &str| checks.iter().filter(|c| c["outcome"] == o).count();
-    out.push_str(&format!(
-        "\n{} checks: {} ok, {} violation, {} skipped, {} unverifiable\n",
-        checks.len(),
-        count("ok"),
-        count("violation"),
-        count("skipped"),
-        count("unverifiable")
-    ));
-    let findings = rows(v, "violations");
-    if !findings.is_empty() {
-        out.push_str("\nCONTRACT VIOLATIONS\n");
-        for (i, f) in findings.iter().enumerate() {
-            out.push_str(&format!(
-                "{}. `{}` {} ({}): {}\n   request  {}\n   response {}\n",
-                i + 1,
-                s(f, "capability"),
-                s(f, "method"),
-                s(f, "kind"),
-                s(f, "detail"),
-                output::one_line(&f["request"].to_string(), 400),
-                output::one_line(&f["response"].to_string(), 400),
-            ));
-        }
-    }
-    let notices = rows(v, "notices");
-    if !notices.is_empty() {
-        out.push_str("\nNOTICES (lower severity)\n");
-        for n in &notices {
-            out.push_str(&format!(
-                "- sent {} without declaring `{}`\n",
-                s(n, "notification"),
-                s(n, "needs")
-            ));
-        }
-    }
-    out
-}
-
-fn markdown(v: &Value) -> String {
-    let server = format!("{} {}", s(&v["server"], "name"), s(&v["server"], "version"));
-    let findings = rows(v, "violations");
-    let mut out = format!(
-        "# MCP contract audit: {server}\n\n\
-         - Protocol version: `{}` ({} era)\n\
-         - Declared capabilities: `{}`\n\
-         - Verdict: **{}**\n\n\
-         Every declared capability was checked with safe, read-only probes (tools are never\n\
-         called) and every result was validated against the official JSON schema of the\n\
-         negotiated protocol version.\n\n## Checks\n\n\
-         | capability | check | method | outcome | detail |\n|---|---|---|---|---|\n",
-        s(v, "protocolVersion"),
-        s(v, "era"),
-        v["capabilities"],
-        if findings.is_empty() {
-            "clean".to_owned()
-        } else {
-            format!("{} contract violation(s)", findings.len())
-        }
-    );
-    let cell = |t: &str| t.replace('|', "\\|").replace('\n', " ");
-    for c in rows(v, "checks") {
-        out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} |\n",
-            cell(s(&c, "capability")),
-            cell(s(&c, "check")),
-            c["method"]
-                .as_str()
-                .map(|m| format!("`{m}`"))
-                .unwrap_or_default(),
-            s(&c, "outcome"),
-            cell(s(&c, "detail"))
-        ));
-    }
-    if !findings.is_empty() {
-        out.push_str("\n## Violations\n");
-        for (i, f) in findings.iter().enumerate() {
-            let fix = match s(f, "kind") {
-                "method-not-found" => format!(
-                    "Either implement `{}` or stop declaring `{}` in your capabilities: clients act on the declaration.",
-                    s(f, "method"),
-                    s(f, "capability")
-                ),
-                "malformed-result" => "Make the result match the schema of the negotiated protocol version.".to_owned(),
-                "invalid-tool-schema" => "Fix the tool schemas so they are valid JSON Schema documents.".to_owned(),
-                "no-acknowledgement" => "Send `notifications/subscriptions/acknowledged` as the first message of every listen stream.".to_owned(),
-                _ => "Answer read-only probes of declared capabilities with a result.".to_owned(),
-            };
-            out.push_str(&format!(
-                "\n### {}. `{}` — `{}` ({})\n\n{}\n\n**What to change:** {fix}\n\nRequest sent (exact):\n\n```json\n{}\n```\n\nResponse received (exact):\n\n```json\n{}\n```\n\nServer `{server}`, protocol `{}`, at {}.\n",
-                i + 1,
-                s(f, "capability"),
-                s(f, "method"),
-                s(f, "kind"),
-                s(f, "detail"),
-                serde_json::to_string_pretty(&f["request"]).unwrap_or_default(),
-                serde_json::to_string_pretty(&f["response"]).unwrap_or_default(),
-                s(f, "protocolVersion"),
-                s(f, "at"),
-            ));
-        }
-    }
-    let notices = rows(v, "notices");
-    if !notices.is_empty() {
-        out.push_str("\n## Notices (lower severity)\n\n");
-        for n in notices {
-            out.push_str(&format!(
-                "- The server sent `{}` without declaring `{}`.\n",
-                s(&n, "notification"),
-                s(&n, "needs")
-            ));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1172,24 +953,5 @@ mod tests {
         assert_eq!(template_variable("x://{+path}/y").as_deref(), Some("path"));
         assert_eq!(template_variable("x://{a,b}").as_deref(), Some("a"));
         assert_eq!(template_variable("x://plain"), None);
-    }
-
-    #[test]
-    fn every_schema_is_embedded_and_validates() {
-        for version in ProtocolVersion::ALL {
-            let mut schema = Schema::new(version);
-            assert!(schema.has("ReadResourceResult"), "{version}");
-            let mut good = json!({"contents": [{"uri": "a://b", "text": "x"}]});
-            if version.era() == Era::Modern {
-                // 2026-07-28 results are cacheable: these three are required.
-                good["resultType"] = json!("complete");
-                good["ttlMs"] = json!(0);
-                good["cacheScope"] = json!("private");
-            }
-            let ok = schema.validate("ReadResourceResult", &good);
-            assert!(ok.is_ok(), "{version}: {ok:?}");
-            let bad = schema.validate("ReadResourceResult", &json!({"contents": "nope"}));
-            assert!(bad.is_err(), "{version}");
-        }
     }
 }
