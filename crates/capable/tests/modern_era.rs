@@ -190,10 +190,7 @@ async fn an_input_required_result_is_answered_by_the_handler_and_retried_with_a_
 #[tokio::test]
 async fn without_an_elicitation_handler_none_is_declared_and_the_servers_refusal_names_it() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("modern"), wire.options())
-            .await
-            .expect("connect");
+        let (session, wire) = common::connect_wire(&fixture("modern")).await;
         let err = session
             .call_tool("confirm", None)
             .await
@@ -325,10 +322,7 @@ async fn a_listen_stream_is_acknowledged_then_delivers_resource_updates_until_cl
 #[tokio::test]
 async fn dropping_a_listener_ends_its_stream_with_notifications_cancelled() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("modern"), wire.options())
-            .await
-            .expect("connect");
+        let (session, wire) = common::connect_wire(&fixture("modern")).await;
         let mut listener = session.listen(&manual_only()).await.expect("listen");
         next(&mut listener).await;
         let id = listener.id();
@@ -398,10 +392,7 @@ async fn assert_listen_refused(session: &Session, wire: &Wire, filter: ListenFil
 #[tokio::test]
 async fn a_listen_filter_field_whose_flag_is_not_declared_is_refused_locally() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("modern"), wire.options())
-            .await
-            .expect("connect");
+        let (session, wire) = common::connect_wire(&fixture("modern")).await;
         // The modern fixture declares tools without listChanged and no prompts.
         assert_listen_refused(
             &session,
@@ -446,10 +437,7 @@ async fn listen_is_refused_in_a_legacy_session() {
 #[tokio::test]
 async fn caching_hints_of_modern_lists_and_reads_reach_the_host() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("modern"), wire.options())
-            .await
-            .expect("connect");
+        let (session, _wire) = common::connect_wire(&fixture("modern")).await;
         let page: capable::core::model::ListToolsResult = session
             .list_page(capable::Method::ListTools, None)
             .await

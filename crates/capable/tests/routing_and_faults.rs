@@ -57,10 +57,7 @@ fn assert_distinct_ids(wire: &Wire, count: usize) {
 #[tokio::test]
 async fn sixty_four_concurrent_reads_on_one_task_each_get_their_own_answer() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("read-only"), wire.options())
-            .await
-            .expect("connect");
+        let (session, wire) = common::connect_wire(&fixture("read-only")).await;
         let reads = join_all((0..64).map(|i| session.read_resource(uri_of(i))).collect()).await;
         for (i, read) in reads.iter().enumerate() {
             assert_own_answer(i, read.as_ref().expect("read"));
@@ -103,10 +100,7 @@ async fn the_notification_stream_delivers_server_everythings_tools_list_changed(
         return;
     };
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&server, wire.options())
-            .await
-            .expect("connect");
+        let (session, _wire) = common::connect_wire(&server).await;
         let mut notifications = session.notifications().expect("the stream, taken once");
         assert!(
             session.notifications().is_none(),
@@ -147,10 +141,7 @@ fn assert_exited_with_3(err: &Error) {
 #[tokio::test]
 async fn a_crash_mid_request_fails_every_pending_request_with_the_exit_status() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("crash"), wire.options())
-            .await
-            .expect("connect");
+        let (session, _wire) = common::connect_wire(&fixture("crash")).await;
         let started = Instant::now();
         // The read makes the server exit; the others are in flight behind it.
         let (read, list, ping) = tokio::join!(
@@ -176,10 +167,7 @@ async fn a_crash_mid_request_fails_every_pending_request_with_the_exit_status() 
 #[tokio::test]
 async fn a_request_that_times_out_fails_with_timeout_and_is_cancelled() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("hang"), wire.options())
-            .await
-            .expect("connect");
+        let (session, wire) = common::connect_wire(&fixture("hang")).await;
         let timeout = Duration::from_millis(300);
         let started = Instant::now();
         let err = session
@@ -222,10 +210,7 @@ async fn a_request_that_times_out_fails_with_timeout_and_is_cancelled() {
 #[tokio::test]
 async fn dropping_a_request_future_mid_flight_sends_notifications_cancelled() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("hang"), wire.options())
-            .await
-            .expect("connect");
+        let (session, wire) = common::connect_wire(&fixture("hang")).await;
         let gave_up =
             tokio::time::timeout(Duration::from_millis(200), session.read_resource(MANUAL)).await;
         assert!(gave_up.is_err(), "the hang profile answered a read");
@@ -251,10 +236,7 @@ async fn dropping_a_request_future_mid_flight_sends_notifications_cancelled() {
 #[tokio::test]
 async fn a_garbage_line_from_the_server_is_skipped_and_the_session_goes_on() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("garbage"), wire.options())
-            .await
-            .expect("connect");
+        let (session, wire) = common::connect_wire(&fixture("garbage")).await;
         for _ in 0..2 {
             let read = session.read_resource(MANUAL).await.expect("read");
             assert!(read.text().starts_with("Acceptance instructions"));
@@ -276,10 +258,7 @@ async fn a_garbage_line_from_the_server_is_skipped_and_the_session_goes_on() {
 #[tokio::test]
 async fn a_response_with_an_unknown_id_is_dropped_and_the_session_goes_on() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let session = connect_stdio(&fixture("unknown-id"), wire.options())
-            .await
-            .expect("connect");
+        let (session, wire) = common::connect_wire(&fixture("unknown-id")).await;
         for _ in 0..2 {
             let read = session.read_resource(MANUAL).await.expect("read");
             assert!(read.text().starts_with("Acceptance instructions"));

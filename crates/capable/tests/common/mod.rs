@@ -470,12 +470,18 @@ impl FloorCharBoundary for str {
     }
 }
 
-/// Connects to `server` with a wire tap and checks the era it ends up in.
-pub async fn open(server: &ServerCommand, era: Era) -> (Session, Wire) {
+/// Connects to `server` with a wire tap that records every message.
+pub async fn connect_wire(server: &ServerCommand) -> (Session, Wire) {
     let wire = Wire::default();
     let session = capable::connect_stdio(server, wire.options())
         .await
         .expect("connect");
+    (session, wire)
+}
+
+/// Connects to `server` with a wire tap and checks the era it ends up in.
+pub async fn open(server: &ServerCommand, era: Era) -> (Session, Wire) {
+    let (session, wire) = connect_wire(server).await;
     assert_era(&session, era, &wire);
     (session, wire)
 }
