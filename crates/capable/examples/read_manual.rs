@@ -48,7 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok(read) => println!(
             "{}\nrevision {} read at {}",
             read.text(),
-            read.revision,
+            read.revision(),
             read.read_at_rfc3339()
         ),
         Err(Error::Refused(refusal)) => println!("not read: {refusal}"),

@@ -14,7 +14,7 @@
 //! println!("{} speaks {}", session.server_info(), session.protocol_version());
 //! if session.check(capable::Method::ReadResource).is_ok() {
 //!     let read = session.read_resource("docs://manual/current").await?;
-//!     println!("{} (revision {}, read {})", read.text(), read.revision, read.read_at_rfc3339());
+//!     println!("{} (revision {}, read {})", read.text(), read.revision(), read.read_at_rfc3339());
 //! }
 //! session.close().await;
 //! # Ok(()) }

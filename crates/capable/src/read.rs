@@ -1,30 +1,30 @@
 //! A resource read as the host sees it: contents, revision, and when.
 
+use std::sync::OnceLock;
 use std::time::SystemTime;
 
 use capable_core::model::{ReadResourceResult, ResourceContents};
 use capable_core::Revision;
+use serde::ser::SerializeStruct;
 use serde::Serialize;
 
 /// The outcome of `resources/read`.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// Its [revision](ResourceRead::revision) is worked out on first use and kept: a host
+/// that never looks at it never pays for hashing the contents.
+#[derive(Clone, Debug)]
 pub struct ResourceRead {
     /// The URI that was read.
     pub uri: String,
     /// When the answer arrived (RFC 3339, UTC, in JSON).
-    #[serde(serialize_with = "serialize_time")]
     pub read_at: SystemTime,
-    /// Which version of the content this is.
-    pub revision: Revision,
     /// The contents.
     pub contents: Vec<ResourceContents>,
     /// Modern: how long the content stays fresh, in milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<f64>,
     /// Modern: `public` or `private`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<String>,
+    revision: OnceLock<Revision>,
 }
 
 impl ResourceRead {
@@ -32,11 +32,17 @@ impl ResourceRead {
         ResourceRead {
             uri: uri.to_owned(),
             read_at,
-            revision: Revision::of(&result.contents),
             contents: result.contents,
             ttl_ms: result.ttl_ms,
             cache_scope: result.cache_scope,
+            revision: OnceLock::new(),
         }
+    }
+
+    /// Which version of the content this is: the server's `lastModified` marker, else
+    /// a digest of the contents (see [`Revision`]).
+    pub fn revision(&self) -> &Revision {
+        self.revision.get_or_init(|| Revision::of(&self.contents))
     }
 
     /// `read_at` as RFC 3339 UTC (`2026-11-29T22:04:05.123Z`).
@@ -64,6 +70,20 @@ pub fn rfc3339(t: SystemTime) -> String {
         .unwrap_or_else(|_| "1970-01-01T00:00:00.000Z".into())
 }
 
-fn serialize_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&rfc3339(*t))
+/// `{uri, readAt, revision, contents, ttlMs?, cacheScope?}`.
+impl Serialize for ResourceRead {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("ResourceRead", 6)?;
+        st.serialize_field("uri", &self.uri)?;
+        st.serialize_field("readAt", &self.read_at_rfc3339())?;
+        st.serialize_field("revision", self.revision())?;
+        st.serialize_field("contents", &self.contents)?;
+        if let Some(ttl) = self.ttl_ms {
+            st.serialize_field("ttlMs", &ttl)?;
+        }
+        if let Some(scope) = &self.cache_scope {
+            st.serialize_field("cacheScope", scope)?;
+        }
+        st.end()
+    }
 }

@@ -347,8 +347,8 @@ impl Watch<'_> {
             self.poll_wait = wait;
             self.next_poll = Some(Instant::now() + wait);
         }
-        if self.last.as_ref() != Some(&read.revision) {
-            self.last = Some(read.revision.clone());
+        if self.last.as_ref() != Some(read.revision()) {
+            self.last = Some(read.revision().clone());
             self.queue.push_back(WatchEvent::Revision(read));
         }
         Ok(())

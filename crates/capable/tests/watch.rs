@@ -213,7 +213,7 @@ async fn python_sdk_listen_sees_an_update_made_by_another_request() {
         panic!("expected a new revision")
     };
     assert!(second.text().contains("(revision 1)"), "{}", second.text());
-    assert_ne!(first.revision, second.revision);
+    assert_ne!(first.revision(), second.revision());
     watch.close().await.expect("close");
     assert!(session.violations().is_empty());
     session.close().await;

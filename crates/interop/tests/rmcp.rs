@@ -153,7 +153,7 @@ async fn exercise(session: &Session, wire: &Wire) {
         read.text()
     );
     // rmcp sends no `annotations.lastModified`, so the revision is capable's digest.
-    match &read.revision {
+    match read.revision() {
         Revision::Digest(d) => assert!(d.starts_with("sha256:"), "{d}"),
         other => panic!("expected a digest revision, got {other:?}"),
     }

@@ -46,7 +46,7 @@ fn sent_methods(log: &Mutex<Vec<String>>) -> Vec<String> {
 fn read_json(read: &capable::ResourceRead) -> Value {
     json!({
         "text": read.text(),
-        "revision": read.revision.as_str(),
+        "revision": read.revision().as_str(),
         "readAt": read.read_at_rfc3339(),
     })
 }

@@ -26,7 +26,7 @@ pub fn human(read: &ResourceRead) -> String {
     let mut out = format!(
         "{}\nrevision  {}\nread at   {}\n",
         read.uri,
-        read.revision,
+        read.revision(),
         read.read_at_rfc3339()
     );
     if let Some(ttl) = read.ttl_ms {

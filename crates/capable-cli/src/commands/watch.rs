@@ -146,7 +146,7 @@ fn revision_json(read: &ResourceRead) -> Value {
     let mut v = json!({
         "event": "revision",
         "uri": read.uri,
-        "revision": read.revision.as_str(),
+        "revision": read.revision().as_str(),
         "readAt": read.read_at_rfc3339(),
         "contents": read.contents,
     });
@@ -173,7 +173,7 @@ pub fn violation_json(v: &Violation) -> Value {
 fn human_revision(read: &ResourceRead) -> String {
     let mut out = format!(
         "revision  {}  read at {}\n",
-        read.revision,
+        read.revision(),
         read.read_at_rfc3339()
     );
     for line in read.text().lines() {
