@@ -87,13 +87,38 @@ pub mod codes {
 pub struct Payload {
     line: Vec<u8>,
     range: Range<usize>,
+    found: Found,
+}
+
+/// How a payload's range was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Found {
+    /// By parsing the whole message: the range is exactly the value.
+    ByParse,
+    /// Read off the line's shape without parsing it (see [`Incoming::parse`]): the
+    /// value starts at the range's start and the range runs to the envelope's closing
+    /// brace; the one parse that decodes the value verifies the rest.
+    ByShape,
 }
 
 impl Payload {
     /// The payload's raw JSON text.
     pub fn json(&self) -> &str {
-        // The range was cut from a `&RawValue` that serde_json validated as UTF-8.
-        std::str::from_utf8(&self.line[self.range.clone()]).unwrap_or("null")
+        let range = match self.found {
+            Found::ByParse => self.range.clone(),
+            Found::ByShape => match exact_result_range(&self.line) {
+                Ok(range) => range,
+                Err(_) => return "null",
+            },
+        };
+        // A parsed range was cut from a `&RawValue` that serde_json validated as UTF-8.
+        std::str::from_utf8(&self.line[range]).unwrap_or("null")
+    }
+
+    /// Whether the payload's raw text contains `needle`: a cheap pre-check before a
+    /// decode (it may look a little past the value, never at less than all of it).
+    pub fn mentions(&self, needle: &str) -> bool {
+        memchr::memmem::find(&self.line[self.range.clone()], needle.as_bytes()).is_some()
     }
 
     /// The whole message this payload came in.
@@ -102,13 +127,35 @@ impl Payload {
     }
 
     /// Decodes the payload into the one type the caller expects.
+    ///
+    /// A payload found by shape is decoded in place. Should anything but the
+    /// envelope's closing brace follow the value, the whole message is parsed after
+    /// all and the value decoded from its exact place: a valid message is never
+    /// refused for its layout, and an invalid one is refused with the parse's error.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        serde_json::from_slice(&self.line[self.range.clone()])
+        if self.found == Found::ByParse {
+            return serde_json::from_slice(&self.line[self.range.clone()]);
+        }
+        let mut de = serde_json::Deserializer::from_slice(&self.line[self.range.clone()]);
+        let value = T::deserialize(&mut de)?;
+        if de.end().is_ok() {
+            return Ok(value);
+        }
+        let exact = exact_result_range(&self.line)?;
+        serde_json::from_slice(&self.line[exact])
     }
 
     /// An empty-object payload, for messages that carry none.
     fn empty(line: Vec<u8>) -> Self {
-        Payload { line, range: 0..0 }
+        Payload::parsed(line, 0..0)
+    }
+
+    fn parsed(line: Vec<u8>, range: Range<usize>) -> Self {
+        Payload {
+            line,
+            range,
+            found: Found::ByParse,
+        }
     }
 
     /// Whether the message had no payload at all.
@@ -123,6 +170,41 @@ impl Payload {
         } else {
             self.decode()
         }
+    }
+}
+
+/// How a compact success response starts when its members come in the usual order
+/// (`jsonrpc`, `id`, `result`), as most servers write them.
+const RESULT_PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+const RESULT_KEY: &[u8] = b",\"result\":";
+
+/// Reads a success response off the line's shape without parsing it: the integer id
+/// right after the prefix, and the result from after `"result":` to the line's closing
+/// brace. `None` for any other shape (the message is then parsed whole).
+fn result_by_shape(line: &[u8]) -> Option<(i64, Range<usize>)> {
+    let rest = line.strip_prefix(RESULT_PREFIX)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    // At most 18 digits always fit an i64; JSON forbids leading zeros.
+    if digits == 0 || digits > 18 || (digits > 1 && rest[0] == b'0') {
+        return None;
+    }
+    let id = rest[..digits]
+        .iter()
+        .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+    let value = rest[digits..].strip_prefix(RESULT_KEY)?;
+    let start = line.len() - value.len();
+    let close = line.iter().rposition(|b| !b.is_ascii_whitespace())?;
+    (line[close] == b'}' && close > start).then_some((id, start..close))
+}
+
+/// The exact range of a success response's `result`, from a full parse.
+fn exact_result_range(line: &[u8]) -> Result<Range<usize>, serde_json::Error> {
+    use serde::de::Error as _;
+    match Incoming::parse_shape(line) {
+        Ok(Shape::Result { range, .. }) => Ok(range),
+        Ok(_) => Err(serde_json::Error::custom("not a success response")),
+        Err(FramingError::NotJson(e)) => Err(e),
+        Err(e) => Err(serde_json::Error::custom(e)),
     }
 }
 
@@ -205,48 +287,97 @@ fn range_of(line: &[u8], raw: &RawValue) -> Range<usize> {
     start..start + raw.get().len()
 }
 
+/// What a full parse found: owned names and ranges into the line.
+enum Shape {
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Range<usize>>,
+    },
+    Notification {
+        method: String,
+        params: Option<Range<usize>>,
+    },
+    Result {
+        id: RequestId,
+        range: Range<usize>,
+    },
+    Error {
+        id: Option<RequestId>,
+        error: RpcError,
+    },
+}
+
 impl Incoming {
     /// Classifies one line. Never panics, whatever the bytes.
+    ///
+    /// A success response in the usual compact layout
+    /// (`{"jsonrpc":"2.0","id":7,"result":…}`) is routed by the id read off the line's
+    /// start, and its result is left to the one decode that also verifies it (see
+    /// [`Payload::decode`]): the result's bytes are scanned once, not twice. Every
+    /// other line is parsed whole here.
     pub fn parse(line: Vec<u8>) -> Result<Incoming, FramingError> {
+        if let Some((id, range)) = result_by_shape(&line) {
+            return Ok(Incoming::Result {
+                id: RequestId::Number(id),
+                result: Payload {
+                    line,
+                    range,
+                    found: Found::ByShape,
+                },
+            });
+        }
+        let payload = |line, range: Option<Range<usize>>| match range {
+            Some(range) => Payload::parsed(line, range),
+            None => Payload::empty(line),
+        };
+        Ok(match Incoming::parse_shape(&line)? {
+            Shape::Request { id, method, params } => Incoming::Request {
+                id,
+                method,
+                params: payload(line, params),
+            },
+            Shape::Notification { method, params } => Incoming::Notification {
+                method,
+                params: payload(line, params),
+            },
+            Shape::Result { id, range } => Incoming::Result {
+                id,
+                result: Payload::parsed(line, range),
+            },
+            Shape::Error { id, error } => Incoming::Error {
+                id,
+                error,
+                message: line,
+            },
+        })
+    }
+
+    fn parse_shape(line: &[u8]) -> Result<Shape, FramingError> {
         let first = line.iter().find(|b| !b.is_ascii_whitespace());
         if first == Some(&b'[') {
             return Err(FramingError::Batch);
         }
-        let env: Envelope<'_> = serde_json::from_slice(&line).map_err(FramingError::NotJson)?;
+        let env: Envelope<'_> = serde_json::from_slice(line).map_err(FramingError::NotJson)?;
         if env.jsonrpc.as_deref() != Some("2.0") {
             return Err(FramingError::Malformed("\"jsonrpc\" is not \"2.0\""));
         }
+        let params = env.params.map(|p| range_of(line, p));
         match (env.method, env.id, env.result, env.error) {
-            (Some(method), Some(id), None, None) => {
-                let method = method.into_owned();
-                let range = env.params.map(|p| range_of(&line, p));
-                let params = match range {
-                    Some(range) => Payload { line, range },
-                    None => Payload::empty(line),
-                };
-                Ok(Incoming::Request { id, method, params })
-            }
-            (Some(method), None, None, None) => {
-                let method = method.into_owned();
-                let range = env.params.map(|p| range_of(&line, p));
-                let params = match range {
-                    Some(range) => Payload { line, range },
-                    None => Payload::empty(line),
-                };
-                Ok(Incoming::Notification { method, params })
-            }
-            (None, Some(id), Some(result), None) => {
-                let range = range_of(&line, result);
-                Ok(Incoming::Result {
-                    id,
-                    result: Payload { line, range },
-                })
-            }
-            (None, id, None, Some(error)) => Ok(Incoming::Error {
+            (Some(method), Some(id), None, None) => Ok(Shape::Request {
                 id,
-                error,
-                message: line,
+                method: method.into_owned(),
+                params,
             }),
+            (Some(method), None, None, None) => Ok(Shape::Notification {
+                method: method.into_owned(),
+                params,
+            }),
+            (None, Some(id), Some(result), None) => Ok(Shape::Result {
+                id,
+                range: range_of(line, result),
+            }),
+            (None, id, None, Some(error)) => Ok(Shape::Error { id, error }),
             (None, Some(_), None, None) => Err(FramingError::Malformed(
                 "a response with neither result nor error",
             )),
@@ -432,6 +563,66 @@ mod tests {
         ));
     }
 
+    /// Decodes a line's result as a JSON value, or says why not (refused by the parse
+    /// or by the decode).
+    fn result_of(line: &str) -> Result<(RequestId, serde_json::Value), String> {
+        match parse(line).map_err(|e| format!("parse: {e}"))? {
+            Incoming::Result { id, result } => {
+                let value = result.decode().map_err(|e| format!("decode: {e}"))?;
+                Ok((id, value))
+            }
+            other => Err(format!("not a result: {other:?}")),
+        }
+    }
+
+    #[test]
+    fn a_compact_result_is_routed_by_its_leading_id_and_decoded_exactly() {
+        let (id, v) = result_of(r#"{"jsonrpc":"2.0","id":42,"result":{"a":[1,"}"]}}"#).unwrap();
+        assert_eq!(id, RequestId::Number(42));
+        assert_eq!(v, serde_json::json!({"a": [1, "}"]}));
+        // Whitespace and a carriage return after the envelope are not part of the value.
+        let (_, v) = result_of("{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{} }\r\n").unwrap();
+        assert_eq!(v, serde_json::json!({}));
+        let line = r#"{"jsonrpc":"2.0","id":9,"result":{"b":true}}"#;
+        let Ok(Incoming::Result { result, .. }) = parse(line) else {
+            panic!("not a result")
+        };
+        assert_eq!(result.json(), r#"{"b":true}"#);
+        assert!(result.mentions("\"b\""));
+        assert!(!result.mentions("\"resultType\""));
+    }
+
+    #[test]
+    fn members_after_the_result_are_read_by_a_full_parse() {
+        // Valid JSON-RPC whatever the member order: the value is found exactly.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":5,"result":{"x":1},"_extra":{"y":2}}"#,
+            r#"{"id":5,"jsonrpc":"2.0","result":{"x":1}}"#,
+            r#"{"result":{"x":1},"jsonrpc":"2.0","id":5}"#,
+            r#"{ "jsonrpc": "2.0", "id": 5, "result": {"x": 1} }"#,
+        ] {
+            let (id, v) = result_of(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            assert_eq!(id, RequestId::Number(5), "{line}");
+            assert_eq!(v, serde_json::json!({"x": 1}), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_malformed_response_is_refused_by_the_parse_or_by_its_decode() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"a":}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\u{1}\"}",
+            r#"{"jsonrpc":"2.0","id":1,"result":"\ud800"}"#,
+            r#"{"jsonrpc":"2.0","id":99999999999999999999,"result":{}}"#,
+        ] {
+            assert!(result_of(line).is_err(), "{line:?} should be refused");
+        }
+    }
+
     #[test]
     fn garbage_is_an_error_never_a_panic() {
         for line in [
@@ -444,8 +635,9 @@ mod tests {
             r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":1}"#,
             r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}"#,
             r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":01,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}} trailing"#,
             "\u{0}\u{1}",
         ] {
             assert!(parse(line).is_err(), "{line:?} should be refused");

@@ -46,19 +46,18 @@ struct InputRequired {
 /// `prompts/get` and `resources/read` may ask for input; anything else is invalid.
 fn result_type(method: Method, payload: &Payload) -> Result<ResultType, Error> {
     #[derive(serde::Deserialize)]
-    struct Probe<'a> {
-        #[serde(default, rename = "resultType", borrow)]
-        result_type: Option<std::borrow::Cow<'a, str>>,
+    struct Probe {
+        #[serde(default, rename = "resultType")]
+        result_type: Option<String>,
     }
     // Cheap pre-check: most results are decoded once, by their own type, only.
-    if !payload.json().contains("\"resultType\"") {
+    if !payload.mentions("\"resultType\"") {
         return Ok(ResultType::Complete);
     }
-    let probe: Probe<'_> =
-        serde_json::from_str(payload.json()).map_err(|e| Error::MalformedResult {
-            method,
-            detail: e.to_string(),
-        })?;
+    let probe: Probe = payload.decode().map_err(|e| Error::MalformedResult {
+        method,
+        detail: e.to_string(),
+    })?;
     match probe.result_type.as_deref() {
         None | Some("complete") => Ok(ResultType::Complete),
         Some("input_required")
