@@ -20,8 +20,9 @@ pub(crate) struct Figures {
 }
 
 pub fn main(args: &[String]) -> i32 {
+    crate::placement::pin_from_env(crate::placement::CLIENT_CPU);
     let Some(kind) = args.first() else {
-        eprintln!("capable-bench client: which client? raw, capable or rmcp");
+        eprintln!("capable-bench client: which client? raw, tokio-pipe, capable or rmcp");
         return 2;
     };
     let settings = match Settings::parse(&args[1..]) {
@@ -38,6 +39,7 @@ pub fn main(args: &[String]) -> i32 {
         (true, "rmcp-pooled") => on_task(crate::http::rmcp(settings.clone(), true)),
         (true, other) => Err(format!("unknown HTTP client {other:?}")),
         (false, "raw") => raw(&settings),
+        (false, "tokio-pipe") => on_task(tokio_pipe(settings.clone())),
         (false, "capable") => on_task(capable(settings.clone())),
         (false, "rmcp") => on_task(rmcp(settings.clone())),
         (false, other) => Err(format!("unknown client {other:?}")),
@@ -320,5 +322,107 @@ fn raw(s: &Settings) -> Result<Figures, String> {
     }
     f.pipelined = t.elapsed();
     server.close();
+    Ok(f)
+}
+
+// ---------------------------------------------------------------------------------
+// tokio pipe: the raw floor's workload on tokio's child-process pipes, the same
+// runtime the async clients use — what the runtime alone costs over blocking I/O.
+
+async fn tokio_pipe(s: Settings) -> Result<Figures, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let spawn = || async {
+        let mut child = tokio::process::Command::new(&s.server)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", s.server))?;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let mut stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut buf = vec![0u8; 64 * 1024];
+        stdin
+            .write_all(INITIALIZE.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        loop {
+            let n = stdout.read(&mut buf).await.map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err("the server closed its output".to_string());
+            }
+            if memchr::memchr(b'\n', &buf[..n]).is_some() {
+                break;
+            }
+        }
+        stdin
+            .write_all(INITIALIZED.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((child, stdin, stdout, buf))
+    };
+    let mut f = Figures::default();
+    for _ in 0..s.handshakes {
+        let t = Instant::now();
+        let (mut child, stdin, _stdout, _buf) = spawn().await?;
+        f.handshakes.push(t.elapsed());
+        drop(stdin);
+        let _ = child.wait().await;
+    }
+    let (mut child, mut stdin, mut stdout, mut buf) = spawn().await?;
+    let total = s.warmup + 2 * s.n;
+    let mut requests = Vec::with_capacity(total * 80);
+    let mut ends = Vec::with_capacity(total);
+    for id in 1..=total {
+        let _ = writeln!(
+            requests,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"{URI}"}}}}"#
+        );
+        ends.push(requests.len());
+    }
+    let start_of = |i: usize| if i == 0 { 0 } else { ends[i - 1] };
+    let mut read_lines = async |stdout: &mut tokio::process::ChildStdout| -> Result<usize, String> {
+        let n = stdout.read(&mut buf).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the server closed its output".into());
+        }
+        Ok(memchr::memchr_iter(b'\n', &buf[..n]).count())
+    };
+    let mut t = Instant::now();
+    for next in 0..s.warmup + s.n {
+        if next == s.warmup {
+            t = Instant::now();
+        }
+        stdin
+            .write_all(&requests[start_of(next)..ends[next]])
+            .await
+            .map_err(|e| e.to_string())?;
+        while read_lines(&mut stdout).await? == 0 {}
+    }
+    f.seq = t.elapsed();
+    let first = s.warmup + s.n;
+    let t = Instant::now();
+    let (mut sent, mut received) = (0usize, 0usize);
+    let window = s.c.min(s.n);
+    stdin
+        .write_all(&requests[start_of(first)..ends[first + window - 1]])
+        .await
+        .map_err(|e| e.to_string())?;
+    sent += window;
+    while received < s.n {
+        let k = read_lines(&mut stdout).await?;
+        received += k;
+        let more = k.min(s.n - sent);
+        if more > 0 {
+            stdin
+                .write_all(&requests[start_of(first + sent)..ends[first + sent + more - 1]])
+                .await
+                .map_err(|e| e.to_string())?;
+            sent += more;
+        }
+    }
+    f.pipelined = t.elapsed();
+    drop(stdin);
+    let _ = child.wait().await;
     Ok(f)
 }

@@ -3,13 +3,19 @@
 //!
 //! ```text
 //! cargo run --release -p capable-bench -- [--rounds 5] [-n 20000] [-c 32] [--warmup 1000]
-//!                                          [--handshakes 20] [--json] [--guard]
+//!                                          [--handshakes 20] [--placement split|shared|free]
+//!                                          [--json] [--guard]
 //! cargo run --release -p capable-bench -- --http [--rounds 5] [-n 5000] …
 //! ```
 //!
 //! `--http` runs the same workload over Streamable HTTP on loopback instead, against
 //! `capable-bench-http-server` (started once for the run, bound to 127.0.0.1:0, stopped
 //! at the end), with the clients `raw,capable,rmcp,rmcp-pooled` (see `http.rs`).
+//!
+//! The stdio clients are `raw` (the floor: blocking pipe I/O, pre-serialised requests),
+//! `tokio-pipe` (the floor's workload on tokio's pipes: what the async runtime alone
+//! costs), `capable` and `rmcp`. `--placement` pins the client and the server to
+//! CPUs (see `placement.rs`; `split` by default).
 //!
 //! Every client runs in its own process (`capable-bench client KIND …`), so each one's
 //! peak RSS is its own; rounds interleave the clients (the order rotates each round)
@@ -19,7 +25,10 @@
 
 mod client;
 mod http;
+mod placement;
 mod runner;
+
+use placement::Placement;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -42,6 +51,8 @@ pub struct Settings {
     pub json: bool,
     pub guard: bool,
     pub clients: Vec<String>,
+    /// Where the client and server processes run (runner only).
+    pub placement: Placement,
     /// HTTP mode (runner): start the HTTP bench server and run the HTTP clients.
     pub http: bool,
     /// HTTP mode (client): the endpoint of the running HTTP bench server.
@@ -59,7 +70,10 @@ impl Settings {
             rounds: 5,
             json: false,
             guard: false,
-            clients: vec!["raw".into(), "capable".into(), "rmcp".into()],
+            clients: ["raw", "tokio-pipe", "capable", "rmcp"]
+                .map(String::from)
+                .to_vec(),
+            placement: Placement::Split,
             http: false,
             url: None,
         };
@@ -89,6 +103,7 @@ impl Settings {
                     s.clients = value(a)?.split(',').map(str::to_owned).collect();
                     clients_set = true;
                 }
+                "--placement" => s.placement = Placement::parse(&value(a)?)?,
                 "--http" => s.http = true,
                 "--url" => s.url = Some(value(a)?),
                 "--json" => s.json = true,
@@ -132,9 +147,11 @@ impl Settings {
 
 const USAGE: &str =
     "usage: capable-bench [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
-[--clients raw,capable,rmcp] [--server PATH] [--json] [--guard]
+[--clients raw,tokio-pipe,capable,rmcp] [--placement split|shared|free] [--server PATH] \
+[--json] [--guard]
        capable-bench --http [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
-[--clients raw,capable,rmcp,rmcp-pooled] [--server PATH] [--json]";
+[--clients raw,capable,rmcp,rmcp-pooled] [--placement split|shared|free] [--server PATH] \
+[--json]";
 
 /// The bench server next to this binary (cargo builds both into the same directory).
 fn default_server() -> String {

@@ -30,13 +30,17 @@ pub fn main(args: &[String]) -> i32 {
         );
         return 2;
     }
+    if let Err(e) = s.placement.check() {
+        eprintln!("capable-bench: {e}");
+        return 2;
+    }
     if s.http && s.guard {
         eprintln!("capable-bench: --guard compares the stdio run only; drop --http");
         return 2;
     }
     // HTTP mode: one server for the whole run, stopped (by its PID) when `_server` drops.
     let _server = if s.http {
-        match HttpServer::start(&s.server) {
+        match HttpServer::start(&s.server, s.placement) {
             Ok(server) => {
                 s.url = Some(server.url.clone());
                 Some(server)
@@ -74,6 +78,7 @@ pub fn main(args: &[String]) -> i32 {
                 .arg("client")
                 .arg(client)
                 .args(s.to_args())
+                .envs(s.placement.env())
                 .stderr(Stdio::inherit())
                 .output();
             let figures = match out {
@@ -142,6 +147,25 @@ pub fn main(args: &[String]) -> i32 {
             "rmcp",
             "pipelined_read_rps",
         ),
+        (
+            "capable_vs_tokio_pipe_seq",
+            "capable",
+            "tokio-pipe",
+            "seq_read_rps",
+        ),
+        (
+            "capable_vs_tokio_pipe_pipelined",
+            "capable",
+            "tokio-pipe",
+            "pipelined_read_rps",
+        ),
+        ("tokio_pipe_vs_raw_seq", "tokio-pipe", "raw", "seq_read_rps"),
+        (
+            "tokio_pipe_vs_raw_pipelined",
+            "tokio-pipe",
+            "raw",
+            "pipelined_read_rps",
+        ),
         ("rmcp_vs_raw_seq", "rmcp", "raw", "seq_read_rps"),
         ("rmcp_vs_raw_pipelined", "rmcp", "raw", "pipelined_read_rps"),
         (
@@ -192,7 +216,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
     let report = json!({
-        "settings": {"transport": if s.http { "http" } else { "stdio" }, "n": s.n, "c": s.c, "warmup": s.warmup, "handshakes": s.handshakes, "rounds": s.rounds},
+        "settings": {"transport": if s.http { "http" } else { "stdio" }, "placement": s.placement.as_str(), "n": s.n, "c": s.c, "warmup": s.warmup, "handshakes": s.handshakes, "rounds": s.rounds},
         "median": medians,
         "ratios": ratios,
     });
@@ -222,12 +246,13 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 fn human(s: &Settings, report: &Value) -> String {
     let mut out = format!(
-        "\n{}, 1 KiB resources/read, n = {}, {} in flight, medians of {} interleaved rounds\n\n",
+        "\n{}, {} placement, 1 KiB resources/read, n = {}, {} in flight, medians of {} interleaved rounds\n\n",
         if s.http {
             "Streamable HTTP on loopback"
         } else {
             "stdio"
         },
+        s.placement.as_str(),
         s.n,
         s.c,
         s.rounds
@@ -323,8 +348,9 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    fn start(path: &str) -> Result<HttpServer, String> {
+    fn start(path: &str, placement: crate::Placement) -> Result<HttpServer, String> {
         let mut child = Command::new(path)
+            .envs(placement.env())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

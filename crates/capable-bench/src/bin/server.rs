@@ -30,7 +30,12 @@ struct InitParams<'a> {
     protocol_version: Option<&'a str>,
 }
 
+#[path = "../placement.rs"]
+#[allow(dead_code)]
+mod placement;
+
 fn main() {
+    placement::pin_from_env(placement::SERVER_CPU);
     let text = "x".repeat(1024 - URI.len() - 60);
     // The whole `result` of a read: exactly 1 KiB of JSON.
     let mut read_result =
