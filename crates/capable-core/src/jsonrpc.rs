@@ -132,9 +132,17 @@ impl Payload {
     /// envelope's closing brace follow the value, the whole message is parsed after
     /// all and the value decoded from its exact place: a valid message is never
     /// refused for its layout, and an invalid one is refused with the parse's error.
+    ///
+    /// A raw control byte in a payload found by shape also sends the message through
+    /// the full parse first, which refuses one inside a string (the long text fields
+    /// rely on this check; see `model::bulk_text`). A parsed payload has had it.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         if self.found == Found::ByParse {
             return serde_json::from_slice(&self.line[self.range.clone()]);
+        }
+        if has_control_byte(&self.line[self.range.clone()]) {
+            let exact = exact_result_range(&self.line)?;
+            return serde_json::from_slice(&self.line[exact]);
         }
         let mut de = serde_json::Deserializer::from_slice(&self.line[self.range.clone()]);
         let value = T::deserialize(&mut de)?;
@@ -171,6 +179,17 @@ impl Payload {
             self.decode()
         }
     }
+}
+
+/// Whether `bytes` holds a byte below 0x20 (JSON allows one only as whitespace between
+/// tokens). Branch-free, so it compiles to vector compares; the decode that follows
+/// reads every byte anyway.
+fn has_control_byte(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .copied()
+        .min()
+        .is_some_and(|lowest| lowest < 0x20)
 }
 
 /// How a compact success response starts when its members come in the usual order

@@ -3,6 +3,7 @@
 //! Only what a host uses is typed; everything else a server sends is kept as JSON
 //! (`extra`) so that nothing is lost on the way to the user.
 
+mod bulk_text;
 mod completion;
 mod discover;
 mod implementation;

@@ -106,10 +106,18 @@ pub struct ResourceContents {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
     /// Text content.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::bulk_text::optional",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub text: Option<String>,
     /// Binary content, base64.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::bulk_text::optional",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub blob: Option<String>,
     /// Annotations (`lastModified`, `audience`, `priority`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
