@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
+use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -81,11 +82,13 @@ pub mod codes {
 
 /// One received line, kept whole, with the place of its payload.
 ///
-/// The line's bytes are moved, not copied, to whoever handles the message; the payload
-/// (`result` of a response, `params` of a request or notification) is a range into them.
+/// The line's bytes are shared, never copied, with whoever handles the message (a
+/// transport hands out lines as slices of its read buffer); the payload (`result` of a
+/// response, `params` of a request or notification) is a range into them. Decoded
+/// types own their data, so a payload is meant to be decoded and dropped, not kept.
 #[derive(Debug)]
 pub struct Payload {
-    line: Vec<u8>,
+    line: Bytes,
     range: Range<usize>,
     found: Found,
 }
@@ -154,11 +157,11 @@ impl Payload {
     }
 
     /// An empty-object payload, for messages that carry none.
-    fn empty(line: Vec<u8>) -> Self {
+    fn empty(line: Bytes) -> Self {
         Payload::parsed(line, 0..0)
     }
 
-    fn parsed(line: Vec<u8>, range: Range<usize>) -> Self {
+    fn parsed(line: Bytes, range: Range<usize>) -> Self {
         Payload {
             line,
             range,
@@ -335,7 +338,8 @@ impl Incoming {
     /// start, and its result is left to the one decode that also verifies it (see
     /// [`Payload::decode`]): the result's bytes are scanned once, not twice. Every
     /// other line is parsed whole here.
-    pub fn parse(line: Vec<u8>) -> Result<Incoming, FramingError> {
+    pub fn parse(line: impl Into<Bytes>) -> Result<Incoming, FramingError> {
+        let line: Bytes = line.into();
         if let Some((id, range)) = result_by_shape(&line) {
             return Ok(Incoming::Result {
                 id: RequestId::Number(id),
@@ -367,7 +371,7 @@ impl Incoming {
             Shape::Error { id, error } => Incoming::Error {
                 id,
                 error,
-                message: line,
+                message: line.to_vec(),
             },
         })
     }

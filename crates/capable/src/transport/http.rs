@@ -201,9 +201,9 @@ pub struct HttpSource {
 }
 
 impl MessageSource for HttpSource {
-    async fn recv(&mut self) -> Result<Option<Vec<u8>>, TransportError> {
+    async fn recv(&mut self) -> Result<Option<bytes::Bytes>, TransportError> {
         match self.rx.recv().await {
-            Some(Ok(m)) => Ok(Some(m)),
+            Some(Ok(m)) => Ok(Some(m.into())),
             Some(Err(e)) => Err(e),
             None => Ok(None),
         }

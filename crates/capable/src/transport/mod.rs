@@ -45,7 +45,8 @@ pub trait MessageSink: Send + 'static {
 pub trait MessageSource: Send + 'static {
     /// The next message without its line terminator; `None` when the server closed its
     /// end.
-    fn recv(&mut self) -> impl Future<Output = Result<Option<Vec<u8>>, TransportError>> + Send;
+    fn recv(&mut self)
+        -> impl Future<Output = Result<Option<bytes::Bytes>, TransportError>> + Send;
 }
 
 /// The server as a running thing: its exit, its shutdown, its diagnostics.

@@ -11,7 +11,8 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::{BoxFuture, MessageSink, MessageSource, Peer, Transport, TransportError};
@@ -148,15 +149,12 @@ impl StdioTransport {
 
 impl Transport for StdioTransport {
     type Sink = StdioSink;
-    type Source = LineSource<BufReader<ChildStdout>>;
+    type Source = LineSource<ChildStdout>;
 
     fn split(self) -> (StdioSink, Self::Source, Box<dyn Peer>) {
         (
             StdioSink { stdin: self.stdin },
-            LineSource::new(
-                BufReader::with_capacity(64 * 1024, self.stdout),
-                self.limits.max_message_size,
-            ),
+            LineSource::new(self.stdout, self.limits.max_message_size),
             Box::new(self.peer),
         )
     }
@@ -176,60 +174,82 @@ impl MessageSink for StdioSink {
     }
 }
 
-/// Newline-delimited messages from any buffered byte stream, with a size limit.
+/// Newline-delimited messages from any byte stream, with a size limit.
+///
+/// Bytes are read into one growing buffer and each line is split off it, not copied:
+/// the line handed out shares the buffer's memory, and the buffer moves on past it.
+/// Memory stays bounded: a line over `limit` is an error as soon as the buffered part
+/// exceeds it, and reading never buffers more than `limit` plus one read.
 pub struct LineSource<R> {
     reader: R,
     limit: usize,
+    buf: BytesMut,
+    /// How much of `buf` is known to hold no newline (not searched again).
+    scanned: usize,
+    /// The stream ended; what is left in `buf` is a last, unterminated line.
+    ended: bool,
 }
+
+/// How much a read asks for at a time.
+const READ_SIZE: usize = 64 * 1024;
 
 impl<R> LineSource<R> {
     /// Reads lines from `reader`, refusing any longer than `limit` bytes.
     pub fn new(reader: R, limit: usize) -> Self {
-        LineSource { reader, limit }
+        LineSource {
+            reader,
+            limit,
+            buf: BytesMut::new(),
+            scanned: 0,
+            ended: false,
+        }
     }
 }
 
-impl<R: AsyncBufRead + Unpin + Send + 'static> MessageSource for LineSource<R> {
-    async fn recv(&mut self) -> Result<Option<Vec<u8>>, TransportError> {
+impl<R: AsyncRead + Unpin + Send + 'static> MessageSource for LineSource<R> {
+    async fn recv(&mut self) -> Result<Option<Bytes>, TransportError> {
         loop {
-            let mut line = Vec::new();
-            loop {
-                let buf =
-                    self.reader.fill_buf().await.map_err(|e| {
-                        TransportError::Io(format!("reading the server's stdout: {e}"))
-                    })?;
-                if buf.is_empty() {
-                    // End of stream; a last unterminated line still counts.
-                    if line.iter().all(u8::is_ascii_whitespace) {
-                        return Ok(None);
-                    }
-                    return Ok(Some(line));
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
+                let len = self.scanned + i;
+                self.scanned = 0;
+                if len > self.limit {
+                    return Err(TransportError::MessageTooLarge { limit: self.limit });
                 }
-                match memchr::memchr(b'\n', buf) {
-                    Some(i) => {
-                        if line.len() + i > self.limit {
-                            return Err(TransportError::MessageTooLarge { limit: self.limit });
-                        }
-                        line.extend_from_slice(&buf[..i]);
-                        self.reader.consume(i + 1);
-                        break;
-                    }
-                    None => {
-                        let n = buf.len();
-                        if line.len() + n > self.limit {
-                            return Err(TransportError::MessageTooLarge { limit: self.limit });
-                        }
-                        line.extend_from_slice(buf);
-                        self.reader.consume(n);
-                    }
+                let mut line = self.buf.split_to(len + 1);
+                line.truncate(if line.ends_with(b"\r\n") {
+                    len - 1
+                } else {
+                    len
+                });
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
                 }
+                return Ok(Some(line.freeze()));
             }
-            if line.last() == Some(&b'\r') {
-                line.pop();
+            self.scanned = self.buf.len();
+            if self.buf.len() > self.limit {
+                return Err(TransportError::MessageTooLarge { limit: self.limit });
             }
-            if !line.iter().all(u8::is_ascii_whitespace) {
-                return Ok(Some(line));
+            if self.ended {
+                // End of stream; a last unterminated line still counts.
+                self.scanned = 0;
+                let rest = self.buf.split().freeze();
+                if rest.iter().all(u8::is_ascii_whitespace) {
+                    return Ok(None);
+                }
+                return Ok(Some(rest));
             }
+            if self.buf.capacity() - self.buf.len() < READ_SIZE / 4 {
+                // At least double a long partial line's room: growth stays geometric,
+                // so a line of n bytes is copied O(n) times in all, never O(n²).
+                self.buf.reserve(READ_SIZE.max(self.buf.len()));
+            }
+            let n = self
+                .reader
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|e| TransportError::Io(format!("reading the server's stdout: {e}")))?;
+            self.ended = n == 0;
         }
     }
 }
@@ -377,17 +397,44 @@ mod tests {
         }
     }
 
+    /// Hands out its bytes at most `chunk` at a time, as a pipe may.
+    struct Chunked {
+        bytes: Vec<u8>,
+        at: usize,
+        chunk: usize,
+    }
+
+    impl AsyncRead for Chunked {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let n = self
+                .chunk
+                .min(buf.remaining())
+                .min(self.bytes.len() - self.at);
+            buf.put_slice(&self.bytes[self.at..self.at + n]);
+            self.at += n;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
     async fn read_all(
         bytes: Vec<u8>,
-        buffer: usize,
+        chunk: usize,
         limit: usize,
     ) -> (Vec<Vec<u8>>, Option<TransportError>) {
-        let reader = BufReader::with_capacity(buffer, std::io::Cursor::new(bytes));
+        let reader = Chunked {
+            bytes,
+            at: 0,
+            chunk,
+        };
         let mut source = LineSource::new(reader, limit);
         let mut lines = Vec::new();
         loop {
             match source.recv().await {
-                Ok(Some(line)) => lines.push(line),
+                Ok(Some(line)) => lines.push(line.to_vec()),
                 Ok(None) => return (lines, None),
                 Err(e) => return (lines, Some(e)),
             }
@@ -417,6 +464,23 @@ mod tests {
             assert!(error.is_none(), "{error:?}");
             assert_eq!(lines, expected, "buffer {buffer}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_long_line_arrives_whole_between_short_ones() {
+        let long: Vec<u8> = (0..3_000_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut bytes = b"{\"first\":1}\n".to_vec();
+        bytes.extend_from_slice(&long);
+        bytes.extend_from_slice(b"\r\n{\"last\":1}");
+        let (lines, error) = read_all(bytes, 64 * 1024, 4 << 20).await;
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], b"{\"first\":1}");
+        assert!(lines[1] == long, "the long line differs");
+        assert_eq!(
+            lines[2], b"{\"last\":1}",
+            "an unterminated last line still counts"
+        );
     }
 
     #[tokio::test]

@@ -591,8 +591,8 @@ impl MessageSink for ScriptedSink {
 }
 
 impl MessageSource for ScriptedSource {
-    async fn recv(&mut self) -> Result<Option<Vec<u8>>, TransportError> {
-        Ok(self.0.recv().await)
+    async fn recv(&mut self) -> Result<Option<bytes::Bytes>, TransportError> {
+        Ok(self.0.recv().await.map(bytes::Bytes::from))
     }
 }
 
