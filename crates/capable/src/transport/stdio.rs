@@ -239,10 +239,13 @@ impl<R: AsyncRead + Unpin + Send + 'static> MessageSource for LineSource<R> {
                 }
                 return Ok(Some(rest));
             }
-            if self.buf.capacity() - self.buf.len() < READ_SIZE / 4 {
-                // At least double a long partial line's room: growth stays geometric,
-                // so a line of n bytes is copied O(n) times in all, never O(n²).
-                self.buf.reserve(READ_SIZE.max(self.buf.len()));
+            if self.buf.capacity() - self.buf.len() < READ_SIZE {
+                // Room for a full read: a short one would cost another read and
+                // wake-up for what is already waiting in the pipe. A new buffer (lines
+                // of the old one may still be out) holds two reads. A long partial
+                // line's room at least doubles: growth stays geometric, so a line of n
+                // bytes is copied O(n) times in all, never O(n²).
+                self.buf.reserve((2 * READ_SIZE).max(self.buf.len()));
             }
             let n = self
                 .reader
