@@ -216,6 +216,35 @@ const INITIALIZE: &str = concat!(
 );
 const INITIALIZED: &str = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
 
+/// Every request pre-serialised, back to back: the floors send bytes, nothing more.
+struct Preserialised {
+    bytes: Vec<u8>,
+    /// `ends[i]`: where request i ends.
+    ends: Vec<usize>,
+}
+
+impl Preserialised {
+    /// `resources/read` requests with ids 1..=total.
+    fn reads(total: usize) -> Preserialised {
+        let mut bytes = Vec::with_capacity(total * 80);
+        let mut ends = Vec::with_capacity(total);
+        for id in 1..=total {
+            let _ = writeln!(
+                bytes,
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"{URI}"}}}}"#
+            );
+            ends.push(bytes.len());
+        }
+        Preserialised { bytes, ends }
+    }
+
+    /// Requests `first .. first + count`, as one slice.
+    fn span(&self, first: usize, count: usize) -> &[u8] {
+        let start = if first == 0 { 0 } else { self.ends[first - 1] };
+        &self.bytes[start..self.ends[first + count - 1]]
+    }
+}
+
 struct RawServer {
     child: std::process::Child,
     stdin: std::process::ChildStdin,
@@ -280,22 +309,11 @@ fn raw(s: &Settings) -> Result<Figures, String> {
         server.close();
     }
     let mut server = RawServer::handshake(&s.server)?;
-    // Every request pre-serialised, back to back; `ends[i]` is where request i ends.
-    let total = s.warmup + 2 * s.n;
-    let mut requests = Vec::with_capacity(total * 80);
-    let mut ends = Vec::with_capacity(total);
-    for id in 1..=total {
-        let _ = writeln!(
-            requests,
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"{URI}"}}}}"#
-        );
-        ends.push(requests.len());
-    }
-    let start_of = |i: usize| if i == 0 { 0 } else { ends[i - 1] };
+    let requests = Preserialised::reads(s.warmup + 2 * s.n);
     let mut next = 0;
     let mut sequential = |server: &mut RawServer, count: usize| -> Result<(), String> {
         for _ in 0..count {
-            server.write(&requests[start_of(next)..ends[next]])?;
+            server.write(requests.span(next, 1))?;
             next += 1;
             while server.read_lines()? == 0 {}
         }
@@ -309,14 +327,14 @@ fn raw(s: &Settings) -> Result<Figures, String> {
     let t = Instant::now();
     let (mut sent, mut received) = (0usize, 0usize);
     let window = s.c.min(s.n);
-    server.write(&requests[start_of(first)..ends[first + window - 1]])?;
+    server.write(requests.span(first, window))?;
     sent += window;
     while received < s.n {
         let k = server.read_lines()?;
         received += k;
         let more = k.min(s.n - sent);
         if more > 0 {
-            server.write(&requests[start_of(first + sent)..ends[first + sent + more - 1]])?;
+            server.write(requests.span(first + sent, more))?;
             sent += more;
         }
     }
@@ -370,17 +388,7 @@ async fn tokio_pipe(s: Settings) -> Result<Figures, String> {
         let _ = child.wait().await;
     }
     let (mut child, mut stdin, mut stdout, mut buf) = spawn().await?;
-    let total = s.warmup + 2 * s.n;
-    let mut requests = Vec::with_capacity(total * 80);
-    let mut ends = Vec::with_capacity(total);
-    for id in 1..=total {
-        let _ = writeln!(
-            requests,
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"{URI}"}}}}"#
-        );
-        ends.push(requests.len());
-    }
-    let start_of = |i: usize| if i == 0 { 0 } else { ends[i - 1] };
+    let requests = Preserialised::reads(s.warmup + 2 * s.n);
     let mut read_lines = async |stdout: &mut tokio::process::ChildStdout| -> Result<usize, String> {
         let n = stdout.read(&mut buf).await.map_err(|e| e.to_string())?;
         if n == 0 {
@@ -394,7 +402,7 @@ async fn tokio_pipe(s: Settings) -> Result<Figures, String> {
             t = Instant::now();
         }
         stdin
-            .write_all(&requests[start_of(next)..ends[next]])
+            .write_all(requests.span(next, 1))
             .await
             .map_err(|e| e.to_string())?;
         while read_lines(&mut stdout).await? == 0 {}
@@ -405,7 +413,7 @@ async fn tokio_pipe(s: Settings) -> Result<Figures, String> {
     let (mut sent, mut received) = (0usize, 0usize);
     let window = s.c.min(s.n);
     stdin
-        .write_all(&requests[start_of(first)..ends[first + window - 1]])
+        .write_all(requests.span(first, window))
         .await
         .map_err(|e| e.to_string())?;
     sent += window;
@@ -415,7 +423,7 @@ async fn tokio_pipe(s: Settings) -> Result<Figures, String> {
         let more = k.min(s.n - sent);
         if more > 0 {
             stdin
-                .write_all(&requests[start_of(first + sent)..ends[first + sent + more - 1]])
+                .write_all(requests.span(first + sent, more))
                 .await
                 .map_err(|e| e.to_string())?;
             sent += more;
