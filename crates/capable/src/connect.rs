@@ -215,6 +215,10 @@ fn start<Si: MessageSink, So: MessageSource>(
     let negotiated = conn.negotiated().clone();
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
+            direct: sink.direct(),
+            answered: 0,
+            writing: false,
+            out_tapped: 0,
             conn,
             out,
             closed: None,

@@ -4,7 +4,9 @@
 //! A request takes the lock, lets the connection gate it and append its line to the
 //! outgoing buffer, and wakes the writer only if the buffer was empty. The writer swaps
 //! the whole buffer out and sends it in one write: requests issued while a write is in
-//! progress go out together in the next one. The reader parses each line just far
+//! progress go out together in the next one. A lone request (nothing else in flight,
+//! nothing queued, no write under way) is written at once by its caller when the
+//! transport offers a non-blocking way in, saving the hop to the writer task. The reader parses each line just far
 //! enough to route it and completes the waiting request's oneshot; the caller decodes
 //! the result into the one type it expects.
 
@@ -20,7 +22,9 @@ use tokio::time::Instant;
 
 use crate::error::Error;
 use crate::tap::Tap;
-use crate::transport::{MessageSink, MessageSource, Peer, TransportError};
+use crate::transport::{
+    DirectWriter, MessageSink, MessageSource, Peer, TransportError, DIRECT_MAX,
+};
 
 /// What a request waits on.
 pub(crate) struct Waiter {
@@ -62,6 +66,16 @@ pub(crate) struct ServerRequest {
 pub(crate) struct State {
     pub(crate) conn: Connection<Waiter>,
     pub(crate) out: Vec<u8>,
+    /// How many bytes at the start of `out` the tap has already been shown.
+    pub(crate) out_tapped: usize,
+    /// The writer task is sending a batch.
+    pub(crate) writing: bool,
+    /// The transport's non-blocking way in, for lone requests (dropped on close).
+    pub(crate) direct: Option<DirectWriter>,
+    /// Responses the reader handed out since something was last queued: more than
+    /// one means their callers are likely to answer with a burst of requests, which
+    /// the writer should send together.
+    pub(crate) answered: u32,
     /// Set once: why the session ended. Requests fail with it from then on.
     pub(crate) closed: Option<Error>,
     /// The writer sends what is left, then drops the sink (closing stdin).
@@ -122,12 +136,56 @@ impl Shared {
             let mut st = self.lock();
             let was_empty = st.out.is_empty();
             let result = f(&mut st);
-            (result, was_empty && !st.out.is_empty())
+            let queued = was_empty && !st.out.is_empty();
+            (result, queued && !self.send_directly(&mut st))
         };
         if wake {
             self.write_ready.notify_one();
         }
         result
+    }
+
+    /// Writes what was just queued from the caller's task, when that is safe and
+    /// worth it: the writer is idle (so nothing sent earlier is still on its way), at
+    /// most one request is in flight and at most one answer came since the last
+    /// request (a burst is left to the writer, which sends it in one write), and the
+    /// batch is small enough to go whole or not at all. Returns
+    /// whether everything went out; otherwise the writer takes over, and reports any
+    /// failure as usual.
+    fn send_directly(&self, st: &mut State) -> bool {
+        let after_burst = std::mem::take(&mut st.answered) > 1;
+        if after_burst || st.writing || st.conn.in_flight() > 1 || st.out.len() > DIRECT_MAX {
+            return false;
+        }
+        let State {
+            out,
+            out_tapped,
+            direct,
+            ..
+        } = st;
+        let Some(direct) = direct.as_mut() else {
+            return false;
+        };
+        match direct.write(out) {
+            Ok(n) if n == out.len() => {
+                if let Some(tap) = &self.tap {
+                    tap.sent(&out[*out_tapped..]);
+                }
+                out.clear();
+                *out_tapped = 0;
+                true
+            }
+            Ok(n) => {
+                // Not expected of a pipe; keep the stream whole all the same.
+                if let Some(tap) = &self.tap {
+                    tap.sent(&out[*out_tapped..]);
+                }
+                out.drain(..n);
+                *out_tapped = out.len();
+                false
+            }
+            Err(_) => false,
+        }
     }
 
     /// Ends the session: every request in flight fails with `reason`.
@@ -139,6 +197,7 @@ impl Shared {
                 self.events.closed(reason.clone());
             }
             st.stop_writing = true;
+            st.direct = None;
             st.listeners.clear();
             st.conn.drain()
         };
@@ -296,15 +355,20 @@ const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 pub(crate) async fn run_writer<S: MessageSink>(shared: Arc<Shared>, mut sink: S) {
     let mut spare = Vec::with_capacity(64 * 1024);
     loop {
-        let (batch, stop) = {
+        let (batch, tapped, stop) = {
             let mut st = shared.lock();
             std::mem::swap(&mut st.out, &mut spare);
-            (std::mem::take(&mut spare), st.stop_writing)
+            st.writing = !spare.is_empty();
+            let tapped = std::mem::take(&mut st.out_tapped);
+            if st.stop_writing {
+                st.direct = None;
+            }
+            (std::mem::take(&mut spare), tapped, st.stop_writing)
         };
         let mut batch = batch;
         if !batch.is_empty() {
             if let Some(tap) = &shared.tap {
-                tap.sent(&batch);
+                tap.sent(&batch[tapped.min(batch.len())..]);
             }
             if let Err(e) = sink.send(&batch).await {
                 // A write fails when the server is gone (EPIPE): report how it exited,
@@ -379,6 +443,9 @@ pub(crate) async fn run_reader<S: MessageSource>(
         };
         let (event, notices) = shared.write_with(|st| {
             let event = st.conn.handle(msg, SystemTime::now(), &mut st.out);
+            if let Event::Response { .. } = &event {
+                st.answered = st.answered.saturating_add(1);
+            }
             if let Event::Progress { id, progress } = &event {
                 if let Some(w) = st.conn.waiter_mut(*id) {
                     if let Some(tx) = &w.progress {

@@ -68,6 +68,46 @@ async fn sixty_four_concurrent_reads_on_one_task_each_get_their_own_answer() {
     .await
 }
 
+/// Lone requests go out from their caller's task, bursts through the writer task in
+/// one write: either way each request is sent once, whole, in the order of its id.
+#[tokio::test]
+async fn lone_and_burst_requests_are_each_sent_once_in_id_order() {
+    within(LIMIT, async {
+        let (session, wire) = common::connect_wire(&fixture("read-only")).await;
+        let mut i = 0;
+        for _ in 0..3 {
+            assert_own_answer(i, &session.read_resource(uri_of(i)).await.expect("read"));
+            i += 1;
+        }
+        let burst = join_all(
+            (i..i + 16)
+                .map(|j| session.read_resource(uri_of(j)))
+                .collect(),
+        )
+        .await;
+        for (j, read) in burst.iter().enumerate() {
+            assert_own_answer(i + j, read.as_ref().expect("read"));
+        }
+        i += 16;
+        for _ in 0..3 {
+            assert_own_answer(i, &session.read_resource(uri_of(i)).await.expect("read"));
+            i += 1;
+        }
+        session.close().await;
+        let ids: Vec<i64> = wire
+            .sent_requests("resources/read")
+            .iter()
+            .map(|m| m["id"].as_i64().expect("an integer id"))
+            .collect();
+        assert_eq!(ids.len(), 22, "each request sent once: {ids:?}");
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "sent in id order: {ids:?}"
+        );
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixty_four_reads_from_spawned_tasks_on_a_multi_thread_runtime_each_get_their_own_answer() {
     within(LIMIT, async {

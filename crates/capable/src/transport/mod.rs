@@ -39,7 +39,23 @@ pub enum TransportError {
 pub trait MessageSink: Send + 'static {
     /// Sends `batch` (one or more whole lines) and flushes.
     fn send(&mut self, batch: &[u8]) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// A second, non-blocking way into the same byte stream, for a lone request: the
+    /// caller's task writes it at once instead of waking the writer task. It must
+    /// write a batch of at most [`DIRECT_MAX`] bytes whole or not at all (a pipe does,
+    /// up to `PIPE_BUF`). `None` (the default): every batch goes through
+    /// [`MessageSink::send`].
+    fn direct(&self) -> Option<DirectWriter> {
+        None
+    }
 }
+
+/// See [`MessageSink::direct`].
+pub type DirectWriter = Box<dyn std::io::Write + Send>;
+
+/// The largest batch written through a [`DirectWriter`]: `PIPE_BUF` on Linux, the size
+/// up to which a pipe write is atomic.
+pub const DIRECT_MAX: usize = 4096;
 
 /// Yields received messages one at a time.
 pub trait MessageSource: Send + 'static {

@@ -15,7 +15,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use super::{BoxFuture, MessageSink, MessageSource, Peer, Transport, TransportError};
+use super::{BoxFuture, DirectWriter, MessageSink, MessageSource, Peer, Transport, TransportError};
 
 /// How to start a stdio server.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -171,6 +171,15 @@ impl MessageSink for StdioSink {
             |e: std::io::Error| TransportError::Io(format!("writing to the server's stdin: {e}"));
         self.stdin.write_all(batch).await.map_err(io)?;
         self.stdin.flush().await.map_err(io)
+    }
+
+    /// A duplicate of the stdin pipe's descriptor. tokio made the pipe non-blocking
+    /// (a flag of the pipe, shared by the duplicate), and a pipe takes a write of up
+    /// to `PIPE_BUF` bytes whole or not at all.
+    fn direct(&self) -> Option<DirectWriter> {
+        use std::os::fd::AsFd;
+        let fd = self.stdin.as_fd().try_clone_to_owned().ok()?;
+        Some(Box::new(std::fs::File::from(fd)))
     }
 }
 
