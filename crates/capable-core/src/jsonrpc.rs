@@ -136,14 +136,17 @@ impl Payload {
     /// all and the value decoded from its exact place: a valid message is never
     /// refused for its layout, and an invalid one is refused with the parse's error.
     ///
-    /// A raw control byte in a payload found by shape also sends the message through
-    /// the full parse first, which refuses one inside a string (the long text fields
-    /// rely on this check; see `model::bulk_text`). A parsed payload has had it.
+    /// A payload found by shape that holds a raw control byte or is not UTF-8 also
+    /// goes through the full parse first, which refuses either inside a string —
+    /// including strings the decode would skip (members the type does not name), and
+    /// the long text fields read as bytes (see `model::bulk_text`). A parsed payload
+    /// has had that check.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         if self.found == Found::ByParse {
             return serde_json::from_slice(&self.line[self.range.clone()]);
         }
-        if has_control_byte(&self.line[self.range.clone()]) {
+        let raw = &self.line[self.range.clone()];
+        if has_control_byte(raw) || simdutf8::basic::from_utf8(raw).is_err() {
             let exact = exact_result_range(&self.line)?;
             return serde_json::from_slice(&self.line[exact]);
         }
@@ -644,6 +647,72 @@ mod tests {
         ] {
             assert!(result_of(line).is_err(), "{line:?} should be refused");
         }
+    }
+
+    /// The same answer, whether a line is read by its shape or parsed whole: mutated
+    /// success responses decode to exactly what a full parse finds, or are refused.
+    #[test]
+    fn reading_by_shape_agrees_with_a_full_parse_on_mutated_lines() {
+        let seeds = [
+            r#"{"jsonrpc":"2.0","id":7,"result":{"contents":[{"uri":"a://b","mimeType":"text/plain","text":"hello \"w\" \n é"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":12,"result":{"contents":[{"uri":"a://b","blob":"AAEC"}],"ttlMs":5}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":[1,{"a":null}]}"#,
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        const BYTES: &[u8] = b"{}[]\",:\\ \t\r\n0123456789abcdeu\x01\x7f\xc3\xa9\xff";
+        let mut agreed = 0;
+        for _ in 0..20_000 {
+            let mut line = seeds[next(seeds.len())].as_bytes().to_vec();
+            for _ in 0..=next(3) {
+                let at = next(line.len() + 1);
+                match next(3) {
+                    0 if at < line.len() => {
+                        line.remove(at);
+                    }
+                    1 if at < line.len() => line[at] = BYTES[next(BYTES.len())],
+                    _ => line.insert(at, BYTES[next(BYTES.len())]),
+                }
+            }
+            // As a JSON value and as the typed result (whose text and blob are read as
+            // bytes), each on its own: the id with whichever decodes succeed, or nothing
+            // when neither does.
+            type Read = crate::model::ReadResourceResult;
+            let outcome = |id: i64, value: Option<serde_json::Value>, typed: Option<Read>| {
+                let typed = typed.map(|r| format!("{r:?}"));
+                (value.is_some() || typed.is_some()).then_some((id, value, typed))
+            };
+            let whole = match Incoming::parse_shape(&line) {
+                Ok(Shape::Result {
+                    id: RequestId::Number(id),
+                    range,
+                }) => outcome(
+                    id,
+                    serde_json::from_slice(&line[range.clone()]).ok(),
+                    serde_json::from_slice(&line[range]).ok(),
+                ),
+                _ => None,
+            };
+            let by_shape = match Incoming::parse(line.clone()) {
+                Ok(Incoming::Result {
+                    id: RequestId::Number(id),
+                    result,
+                }) => outcome(id, result.decode().ok(), result.decode().ok()),
+                _ => None,
+            };
+            assert_eq!(by_shape, whole, "{}", String::from_utf8_lossy(&line));
+            agreed += usize::from(whole.is_some());
+        }
+        assert!(
+            agreed > 1000,
+            "too few valid mutations to mean much: {agreed}"
+        );
     }
 
     #[test]

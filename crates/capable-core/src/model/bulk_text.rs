@@ -4,9 +4,10 @@
 //! quote, an escape or a raw control character, eight bytes a step. Read as bytes it
 //! finds the closing quote or an escape with a vectorised search and leaves two checks
 //! out: raw control characters and UTF-8. This decoder asks for bytes and makes the
-//! UTF-8 check itself; [`Payload::decode`](crate::Payload::decode) makes the other
-//! (it refuses a raw control byte before any decode, as a string read would), so the
-//! field is exactly as strict as a plain `String` and several times cheaper to read.
+//! UTF-8 check itself; [`Payload::decode`](crate::Payload::decode) makes both for the
+//! whole payload before any decode (a raw control byte or invalid UTF-8 sends it
+//! through the full, strict parse), so the field is exactly as strict as a plain
+//! `String` and several times cheaper to read.
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
