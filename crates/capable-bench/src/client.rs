@@ -89,6 +89,49 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// Times `s.handshakes` connections, each closed right after.
+pub(crate) async fn handshakes<S, C, CF, X, XF>(
+    s: &Settings,
+    connect: C,
+    close: X,
+) -> Result<Figures, String>
+where
+    C: Fn() -> CF,
+    CF: std::future::Future<Output = Result<S, String>>,
+    X: Fn(S) -> XF,
+    XF: std::future::Future<Output = ()>,
+{
+    let mut f = Figures::default();
+    for _ in 0..s.handshakes {
+        let t = Instant::now();
+        let session = connect().await?;
+        f.handshakes.push(t.elapsed());
+        close(session).await;
+    }
+    Ok(f)
+}
+
+/// Warm-up, then `s.n` sequential reads, then `s.n` reads with `s.c` in flight.
+pub(crate) async fn reads<R, RF>(s: &Settings, f: &mut Figures, read: R)
+where
+    R: Fn() -> RF,
+    RF: std::future::Future<Output = bool>,
+{
+    for _ in 0..s.warmup {
+        read().await;
+    }
+    let t = Instant::now();
+    for _ in 0..s.n {
+        if !read().await {
+            f.errors += 1;
+        }
+    }
+    f.seq = t.elapsed();
+    let t = Instant::now();
+    f.errors += pipelined(s.n, s.c, read).await;
+    f.pipelined = t.elapsed();
+}
+
 /// Runs `n` operations with `c` in flight, on one task.
 pub(crate) async fn pipelined<F, Fut>(n: usize, c: usize, op: F) -> u64
 where
@@ -137,29 +180,16 @@ async fn capable(s: Settings) -> Result<Figures, String> {
             .await
             .map_err(|e| e.to_string())
     };
-    let mut f = Figures::default();
-    for _ in 0..s.handshakes {
-        let t = Instant::now();
-        let session = connect().await?;
-        f.handshakes.push(t.elapsed());
+    let close = |session: capable::Session| async move {
         session.close().await;
-    }
+    };
+    let mut f = handshakes(&s, connect, close).await?;
     let session = connect().await?;
-    let read = || async { session.read_resource(URI).await.is_ok() };
-    for _ in 0..s.warmup {
-        read().await;
-    }
-    let t = Instant::now();
-    for _ in 0..s.n {
-        if !read().await {
-            f.errors += 1;
-        }
-    }
-    f.seq = t.elapsed();
-    let t = Instant::now();
-    f.errors += pipelined(s.n, s.c, read).await;
-    f.pipelined = t.elapsed();
-    session.close().await;
+    reads(&s, &mut f, || async {
+        session.read_resource(URI).await.is_ok()
+    })
+    .await;
+    close(session).await;
     Ok(f)
 }
 
@@ -175,13 +205,10 @@ async fn rmcp(s: Settings) -> Result<Figures, String> {
             .map_err(|e| e.to_string())?;
         ().serve(transport).await.map_err(|e| e.to_string())
     };
-    let mut f = Figures::default();
-    for _ in 0..s.handshakes {
-        let t = Instant::now();
-        let client = connect().await?;
-        f.handshakes.push(t.elapsed());
+    let close = |client: rmcp::service::RunningService<rmcp::RoleClient, ()>| async move {
         let _ = client.cancel().await;
-    }
+    };
+    let mut f = handshakes(&s, connect, close).await?;
     let client = connect().await?;
     let read = || async {
         client
@@ -189,20 +216,8 @@ async fn rmcp(s: Settings) -> Result<Figures, String> {
             .await
             .is_ok()
     };
-    for _ in 0..s.warmup {
-        read().await;
-    }
-    let t = Instant::now();
-    for _ in 0..s.n {
-        if !read().await {
-            f.errors += 1;
-        }
-    }
-    f.seq = t.elapsed();
-    let t = Instant::now();
-    f.errors += pipelined(s.n, s.c, read).await;
-    f.pipelined = t.elapsed();
-    let _ = client.cancel().await;
+    reads(&s, &mut f, read).await;
+    close(client).await;
     Ok(f)
 }
 

@@ -14,56 +14,16 @@
 //! pipelined phase really has `c` requests in flight.
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::time::Instant;
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 
-use crate::client::{pipelined, Figures};
+use crate::client::{handshakes, reads, Figures};
 use crate::{Settings, URI};
 
 fn url(s: &Settings) -> Result<reqwest::Url, String> {
     let url = s.url.as_deref().ok_or("--url is required in HTTP mode")?;
     reqwest::Url::parse(url).map_err(|e| format!("{url}: {e}"))
-}
-
-/// Times `s.handshakes` connections, each closed right after.
-async fn handshakes<S, C, CF, X, XF>(s: &Settings, connect: C, close: X) -> Result<Figures, String>
-where
-    C: Fn() -> CF,
-    CF: std::future::Future<Output = Result<S, String>>,
-    X: Fn(S) -> XF,
-    XF: std::future::Future<Output = ()>,
-{
-    let mut f = Figures::default();
-    for _ in 0..s.handshakes {
-        let t = Instant::now();
-        let session = connect().await?;
-        f.handshakes.push(t.elapsed());
-        close(session).await;
-    }
-    Ok(f)
-}
-
-/// Warm-up, then `s.n` sequential reads, then `s.n` reads with `s.c` in flight.
-async fn reads<R, RF>(s: &Settings, f: &mut Figures, read: R)
-where
-    R: Fn() -> RF,
-    RF: std::future::Future<Output = bool>,
-{
-    for _ in 0..s.warmup {
-        read().await;
-    }
-    let t = Instant::now();
-    for _ in 0..s.n {
-        if !read().await {
-            f.errors += 1;
-        }
-    }
-    f.seq = t.elapsed();
-    let t = Instant::now();
-    f.errors += pipelined(s.n, s.c, read).await;
-    f.pipelined = t.elapsed();
 }
 
 // ---------------------------------------------------------------------------------

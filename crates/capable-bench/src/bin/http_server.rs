@@ -8,7 +8,8 @@
 //! - `POST server/discover` → 400 with a JSON-RPC -32601 error (clients fall back);
 //! - `POST initialize` → the result, with an `Mcp-Session-Id` header;
 //! - `POST` of a notification or a response → 202, empty;
-//! - `POST resources/read` → a result of exactly 1 KiB of JSON (as the stdio server's);
+//! - `POST resources/read` and the other requests → the stdio server's answers
+//!   (`answers.rs`; `resources/read`: exactly 1 KiB of JSON);
 //! - `GET` → 405 (no standalone stream); `DELETE` → 200.
 
 use std::convert::Infallible;
@@ -19,48 +20,24 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
-const URI: &str = "bench://1k";
-const LEGACY: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-
-#[derive(Deserialize)]
-struct Message<'a> {
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<&'a str>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct InitParams<'a> {
-    #[serde(borrow, rename = "protocolVersion")]
-    protocol_version: Option<&'a str>,
-}
-
-struct Server {
-    read_result: String,
-    sessions: AtomicU64,
-}
-
+#[path = "../answers.rs"]
+mod answers;
 #[path = "../placement.rs"]
 #[allow(dead_code)]
 mod placement;
 
+use answers::{Answers, Message};
+
+struct Server {
+    answers: Answers,
+    sessions: AtomicU64,
+}
+
 fn main() {
     placement::pin_from_env(placement::SERVER_CPU);
-    let text = "x".repeat(1024 - URI.len() - 60);
-    // The whole `result` of a read: exactly 1 KiB of JSON.
-    let mut read_result =
-        format!(r#"{{"contents":[{{"uri":"{URI}","mimeType":"text/plain","text":"{text}"}}]}}"#);
-    while read_result.len() < 1024 {
-        read_result.insert(read_result.len() - 4, 'x');
-    }
     let server: &'static Server = Box::leak(Box::new(Server {
-        read_result,
+        answers: Answers::new("capable-bench-http-server"),
         sessions: AtomicU64::new(0),
     }));
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -133,38 +110,19 @@ async fn handle(
             format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{body}}}"#),
         )
     };
-    let error = |status: StatusCode| {
-        json(
-            status,
-            format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"Method not found: {method}"}}}}"#
-            ),
-        )
-    };
-    Ok(match method {
-        "resources/read" => result(&server.read_result),
-        "initialize" => {
-            let asked = msg
-                .params
-                .and_then(|p| serde_json::from_str::<InitParams<'_>>(p.get()).ok())
-                .and_then(|p| p.protocol_version);
-            let version = match asked {
-                Some(v) if LEGACY.contains(&v) => v,
-                _ => LEGACY[LEGACY.len() - 1],
-            };
-            let mut r = result(&format!(
-                r#"{{"protocolVersion":"{version}","capabilities":{{"resources":{{}},"tools":{{}}}},"serverInfo":{{"name":"capable-bench-http-server","version":"{}"}}}}"#,
-                env!("CARGO_PKG_VERSION")
-            ));
+    let error = |status: StatusCode| json(status, answers::method_not_found(id, method));
+    Ok(match server.answers.result(method, msg.params) {
+        // Unknown here: the discover probe is refused as a legacy HTTP server does.
+        None if method == "server/discover" => error(StatusCode::BAD_REQUEST),
+        None => error(StatusCode::OK),
+        Some(body) if method == "initialize" => {
+            let mut r = result(&body);
             let session = server.sessions.fetch_add(1, Relaxed) + 1;
             if let Ok(v) = HeaderValue::from_str(&format!("bench-session-{session}")) {
                 r.headers_mut().insert("mcp-session-id", v);
             }
             r
         }
-        "tools/call" => result(r#"{"content":[{"type":"text","text":"ok"}],"isError":false}"#),
-        "ping" => result("{}"),
-        "server/discover" => error(StatusCode::BAD_REQUEST),
-        _ => error(StatusCode::OK),
+        Some(body) => result(&body),
     })
 }
