@@ -142,21 +142,18 @@ impl Payload {
     /// the long text fields read as bytes (see `model::bulk_text`). A parsed payload
     /// has had that check.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        if self.found == Found::ByParse {
-            return serde_json::from_slice(&self.line[self.range.clone()]);
-        }
         let raw = &self.line[self.range.clone()];
-        if has_control_byte(raw) || simdutf8::basic::from_utf8(raw).is_err() {
-            let exact = exact_result_range(&self.line)?;
-            return serde_json::from_slice(&self.line[exact]);
+        if self.found == Found::ByParse {
+            return serde_json::from_slice(raw);
         }
-        let mut de = serde_json::Deserializer::from_slice(&self.line[self.range.clone()]);
-        let value = T::deserialize(&mut de)?;
-        if de.end().is_ok() {
-            return Ok(value);
+        if !has_control_byte(raw) && simdutf8::basic::from_utf8(raw).is_ok() {
+            let mut de = serde_json::Deserializer::from_slice(raw);
+            let value = T::deserialize(&mut de)?;
+            if de.end().is_ok() {
+                return Ok(value);
+            }
         }
-        let exact = exact_result_range(&self.line)?;
-        serde_json::from_slice(&self.line[exact])
+        serde_json::from_slice(&self.line[exact_result_range(&self.line)?])
     }
 
     /// An empty-object payload, for messages that carry none.

@@ -6,9 +6,9 @@
 //! the whole buffer out and sends it in one write: requests issued while a write is in
 //! progress go out together in the next one. A lone request (nothing else in flight,
 //! nothing queued, no write under way) is written at once by its caller when the
-//! transport offers a non-blocking way in, saving the hop to the writer task. The reader parses each line just far
-//! enough to route it and completes the waiting request's oneshot; the caller decodes
-//! the result into the one type it expects.
+//! transport offers a non-blocking way in, saving the hop to the writer task. The
+//! reader parses each line just far enough to route it and completes the waiting
+//! request's oneshot; the caller decodes the result into the one type it expects.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -149,9 +149,8 @@ impl Shared {
     /// worth it: the writer is idle (so nothing sent earlier is still on its way), at
     /// most one request is in flight and at most one answer came since the last
     /// request (a burst is left to the writer, which sends it in one write), and the
-    /// batch is small enough to go whole or not at all. Returns
-    /// whether everything went out; otherwise the writer takes over, and reports any
-    /// failure as usual.
+    /// batch is small enough to go whole or not at all. Returns whether everything
+    /// went out; otherwise the writer takes over, and reports any failure as usual.
     fn send_directly(&self, st: &mut State) -> bool {
         let after_burst = std::mem::take(&mut st.answered) > 1;
         if after_burst || st.writing || st.conn.in_flight() > 1 || st.out.len() > DIRECT_MAX {
@@ -167,24 +166,17 @@ impl Shared {
             return false;
         };
         match direct.write(out) {
-            Ok(n) if n == out.len() => {
-                if let Some(tap) = &self.tap {
-                    tap.sent(&out[*out_tapped..]);
-                }
-                out.clear();
-                *out_tapped = 0;
-                true
-            }
-            Ok(n) => {
-                // Not expected of a pipe; keep the stream whole all the same.
+            Ok(n) if n > 0 => {
+                // All of it, from a pipe. Should a writer take only part, the writer
+                // task sends the rest; either way the tap is shown each line once.
                 if let Some(tap) = &self.tap {
                     tap.sent(&out[*out_tapped..]);
                 }
                 out.drain(..n);
                 *out_tapped = out.len();
-                false
+                out.is_empty()
             }
-            Err(_) => false,
+            _ => false,
         }
     }
 

@@ -17,6 +17,8 @@ pub mod http;
 mod legacy_sse;
 pub mod sse;
 pub mod stdio;
+#[cfg(test)]
+mod test_rng;
 
 /// A boxed future, for the rarely-called [`Peer`] methods.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -94,19 +94,7 @@ impl SseReader {
 mod tests {
     use super::*;
 
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::transport::test_rng::Rng;
 
     /// A response whose body arrives in the given chunks.
     fn response(chunks: Vec<Vec<u8>>) -> reqwest::Response {

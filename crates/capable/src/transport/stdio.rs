@@ -394,20 +394,7 @@ impl Peer for StdioPeer {
 mod tests {
     use super::*;
 
-    /// A tiny deterministic generator (xorshift), so failures reproduce.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::transport::test_rng::Rng;
 
     /// Hands out its bytes at most `chunk` at a time, as a pipe may.
     struct Chunked {
