@@ -3,7 +3,23 @@
 
 use std::io::Write;
 
+use capable::Violation;
 use serde::Serialize;
+use serde_json::{json, Value};
+
+/// A contract violation as evidence: the capability declared, both messages, the
+/// server, the negotiated version, the time.
+pub fn violation(v: &Violation) -> Value {
+    json!({
+        "capability": v.capability,
+        "method": v.method,
+        "request": v.request,
+        "response": v.response,
+        "server": {"name": v.server.name, "version": v.server.version},
+        "protocolVersion": v.protocol_version,
+        "at": capable::read::rfc3339(v.at),
+    })
+}
 
 /// Prints `value` as pretty JSON on stdout.
 pub fn json<T: Serialize + ?Sized>(value: &T) {

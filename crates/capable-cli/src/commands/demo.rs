@@ -169,14 +169,7 @@ async fn subscribe_then_read(s: &Session) -> Value {
             // The refused method is never sent again in this session.
             let again = s.check(Method::Subscribe).err().map(|r| r.to_string());
             json!({
-                "violation": {
-                    "capability": v.capability,
-                    "method": v.method,
-                    "request": v.request,
-                    "response": v.response,
-                    "server": {"name": v.server.name, "version": v.server.version},
-                    "protocolVersion": v.protocol_version,
-                },
+                "violation": output::violation(&v),
                 "retry": again,
                 "modes": modes,
                 "fallback": format!(

@@ -156,18 +156,14 @@ fn revision_json(read: &ResourceRead) -> Value {
     v
 }
 
-/// A violation as evidence: both messages, the server, the version, the time.
+/// A violation event: `{"event": "violation"}` and the evidence.
 pub fn violation_json(v: &Violation) -> Value {
-    json!({
-        "event": "violation",
-        "capability": v.capability,
-        "method": v.method,
-        "request": v.request,
-        "response": v.response,
-        "server": {"name": v.server.name, "version": v.server.version},
-        "protocolVersion": v.protocol_version,
-        "at": capable::read::rfc3339(v.at),
-    })
+    let mut line = serde_json::Map::new();
+    line.insert("event".into(), "violation".into());
+    if let Value::Object(evidence) = output::violation(v) {
+        line.extend(evidence);
+    }
+    Value::Object(line)
 }
 
 fn human_revision(read: &ResourceRead) -> String {
