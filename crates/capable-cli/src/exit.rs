@@ -36,71 +36,100 @@ pub enum CliError {
     /// printed).
     #[error("{0}")]
     Violations(String),
-    /// Anything else.
-    #[error(transparent)]
-    Other(#[from] anyhow::Error),
+}
+
+/// What kind of failure a [`CliError`] is: one place decides both the exit code and
+/// the `--json` kind, from the error's type alone (never from its words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Usage,
+    Unexpected,
+    Transport,
+    Timeout,
+    ServerExited,
+    VersionRefused,
+    NotOffered,
+    Violation,
+    Rpc,
+}
+
+impl Class {
+    fn of_client(e: &Error) -> Class {
+        match e {
+            Error::Refused(_) => Class::NotOffered,
+            Error::Negotiation(n) => match n {
+                NegotiationError::UnsupportedVersion { .. }
+                | NegotiationError::NoCommonVersion { .. }
+                | NegotiationError::VersionRefused { .. }
+                | NegotiationError::EraUnavailable { .. } => Class::VersionRefused,
+                NegotiationError::MalformedAnswer { .. } => Class::Violation,
+                NegotiationError::Timeout { .. } => Class::Timeout,
+                NegotiationError::InitializeRefused(_)
+                | NegotiationError::MissingClientCapability { .. } => Class::Rpc,
+                _ => Class::Unexpected,
+            },
+            Error::Rpc { .. } => Class::Rpc,
+            Error::Violation(_)
+            | Error::MalformedResult { .. }
+            | Error::TooManyInputRounds { .. }
+            | Error::InputUnanswered { .. } => Class::Violation,
+            Error::Timeout { .. } => Class::Timeout,
+            Error::ServerExited { .. } => Class::ServerExited,
+            Error::InvalidOptions(_) => Class::Usage,
+            Error::Http { .. }
+            | Error::ListenEnded { .. }
+            | Error::Transport(_)
+            | Error::Spawn(_)
+            | Error::Closed => Class::Transport,
+            _ => Class::Unexpected,
+        }
+    }
+
+    fn code(self) -> i32 {
+        match self {
+            Class::Usage => 2,
+            Class::Unexpected => 1,
+            Class::Transport | Class::Timeout | Class::ServerExited => 3,
+            Class::VersionRefused => 4,
+            Class::NotOffered => 5,
+            Class::Violation => 6,
+            Class::Rpc => 7,
+        }
+    }
+
+    fn kind(self) -> &'static str {
+        match self {
+            Class::Usage => "usage",
+            Class::Unexpected => "unexpected",
+            Class::Transport => "transport",
+            Class::Timeout => "timeout",
+            Class::ServerExited => "server_exited",
+            Class::VersionRefused => "protocol_version_refused",
+            Class::NotOffered => "capability_not_offered",
+            Class::Violation => "contract_violation",
+            Class::Rpc => "rpc_error",
+        }
+    }
 }
 
 impl CliError {
+    fn class(&self) -> Class {
+        match self {
+            CliError::Usage(_) | CliError::Config(_) => Class::Usage,
+            CliError::NotOffered(_) => Class::NotOffered,
+            CliError::Violations(_) => Class::Violation,
+            CliError::Client(e) => Class::of_client(e),
+        }
+    }
+
     /// The process exit code.
     pub fn exit_code(&self) -> i32 {
-        match self {
-            CliError::Usage(_) | CliError::Config(_) => 2,
-            CliError::Other(_) => 1,
-            CliError::NotOffered(_) => 5,
-            CliError::Violations(_) => 6,
-            CliError::Client(e) => match e {
-                Error::Refused(_) => 5,
-                Error::Negotiation(n) => match n {
-                    NegotiationError::UnsupportedVersion { .. }
-                    | NegotiationError::NoCommonVersion { .. }
-                    | NegotiationError::EraUnavailable { .. } => 4,
-                    NegotiationError::InitializeRefused(err) if mentions_version(&err.message) => 4,
-                    NegotiationError::InitializeRefused(_)
-                    | NegotiationError::MissingClientCapability { .. } => 7,
-                    NegotiationError::MalformedAnswer { .. } => 6,
-                },
-                Error::Rpc { .. } => 7,
-                Error::Violation(_)
-                | Error::MalformedResult { .. }
-                | Error::TooManyInputRounds { .. }
-                | Error::InputUnanswered { .. } => 6,
-                Error::ListenEnded { .. }
-                | Error::Timeout { .. }
-                | Error::HandshakeTimeout { .. }
-                | Error::ServerExited { .. }
-                | Error::Transport(_)
-                | Error::Spawn(_)
-                | Error::Closed => 3,
-            },
-        }
+        self.class().code()
     }
 
     /// A stable machine-readable kind for `--json`.
     pub fn kind(&self) -> &'static str {
-        match self {
-            CliError::Usage(_) | CliError::Config(_) => "usage",
-            CliError::Other(_) => "unexpected",
-            CliError::NotOffered(_) => "capability_not_offered",
-            CliError::Violations(_) => "contract_violation",
-            CliError::Client(e) => match e {
-                Error::Refused(_) => "capability_not_offered",
-                Error::Negotiation(_) if self.exit_code() == 4 => "protocol_version_refused",
-                Error::Negotiation(NegotiationError::MalformedAnswer { .. }) => {
-                    "contract_violation"
-                }
-                Error::Negotiation(_) => "rpc_error",
-                Error::Rpc { .. } => "rpc_error",
-                Error::Violation(_)
-                | Error::MalformedResult { .. }
-                | Error::TooManyInputRounds { .. }
-                | Error::InputUnanswered { .. } => "contract_violation",
-                Error::ListenEnded { .. } => "transport",
-                Error::Timeout { .. } | Error::HandshakeTimeout { .. } => "timeout",
-                Error::ServerExited { .. } => "server_exited",
-                Error::Transport(_) | Error::Spawn(_) | Error::Closed => "transport",
-            },
-        }
+        self.class().kind()
     }
 
     /// What the user can do about it, when there is something to say.
@@ -122,7 +151,9 @@ impl CliError {
             Error::Negotiation(NegotiationError::UnsupportedVersion { .. }) => {
                 "the server must answer one of the supported versions; pin one with --protocol VERSION if the server needs it".into()
             }
-            Error::Timeout { .. } | Error::HandshakeTimeout { .. } => "raise --timeout if the server is just slow".into(),
+            Error::Timeout { .. } | Error::Negotiation(NegotiationError::Timeout { .. }) => {
+                "raise --timeout if the server is just slow".into()
+            }
             Error::Transport(capable::transport::TransportError::MessageTooLarge { .. }) => {
                 "raise --max-message if the server's messages are really that large".into()
             }
@@ -130,9 +161,4 @@ impl CliError {
             _ => return None,
         })
     }
-}
-
-fn mentions_version(message: &str) -> bool {
-    let m = message.to_ascii_lowercase();
-    m.contains("version")
 }

@@ -5,20 +5,13 @@ use std::io::Write;
 
 use capable::Violation;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// A contract violation as evidence: the capability declared, both messages, the
-/// server, the negotiated version, the time.
+/// server, the negotiated version, the time (the one JSON shape of
+/// [`Violation`]'s `Serialize`).
 pub fn violation(v: &Violation) -> Value {
-    json!({
-        "capability": v.capability,
-        "method": v.method,
-        "request": v.request,
-        "response": v.response,
-        "server": {"name": v.server.name, "version": v.server.version},
-        "protocolVersion": v.protocol_version,
-        "at": capable::read::rfc3339(v.at),
-    })
+    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 /// Prints `value` as pretty JSON on stdout.

@@ -1,5 +1,7 @@
 //! What the host tells the client before connecting.
 
+use std::time::Duration;
+
 use crate::capabilities::ClientCapabilities;
 use crate::model::Implementation;
 use crate::version::{Era, ProtocolVersion};
@@ -79,6 +81,33 @@ pub enum GatePolicy {
     Lenient,
 }
 
+/// How long the client waits, and for what. Every rule that uses these lives in the
+/// core: [`Negotiating`](crate::Negotiating) times the handshake,
+/// [`Connection`](crate::Connection) times each request (see
+/// [`Connection::poll_timeout`](crate::Connection::poll_timeout)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// How long a request (and the `initialize` handshake) may go unanswered.
+    /// Default 60 s; a request may ask for its own.
+    pub request: Duration,
+    /// The most a request may take when its progress notifications keep extending
+    /// its timeout (each one restarts it). Default 10 min.
+    pub progress_cap: Duration,
+    /// How long the modern probe (`server/discover`) may go unanswered before the
+    /// client falls back to `initialize`. Default 3 s.
+    pub probe: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            request: Duration::from_secs(60),
+            progress_cap: Duration::from_secs(600),
+            probe: Duration::from_secs(3),
+        }
+    }
+}
+
 /// The client's side of a connection.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -90,6 +119,17 @@ pub struct ClientConfig {
     pub protocol: ProtocolChoice,
     /// Strict or lenient gating.
     pub gate_policy: GatePolicy,
+    /// The era this server was found to speak before, if the host remembers one.
+    ///
+    /// A hint orders the handshake under [`ProtocolChoice::Auto`]; it never forbids
+    /// the other era. With `Some(Era::Legacy)` the client starts with `initialize`
+    /// (no probe, no probe timeout for a silent legacy server) and still probes
+    /// `server/discover` should the server refuse `initialize`; with
+    /// `Some(Era::Modern)` or `None` it probes first, as always, and still falls
+    /// back to `initialize`. A forced [`ProtocolChoice`] ignores the hint.
+    pub era_hint: Option<Era>,
+    /// How long to wait for what.
+    pub timeouts: Timeouts,
 }
 
 impl Default for ClientConfig {
@@ -99,6 +139,8 @@ impl Default for ClientConfig {
             capabilities: ClientCapabilities::default(),
             protocol: ProtocolChoice::default(),
             gate_policy: GatePolicy::default(),
+            era_hint: None,
+            timeouts: Timeouts::default(),
         }
     }
 }

@@ -16,29 +16,42 @@
 //! 3. [`Connection::handle`] routes each answer to its waiter by id, answers `ping`,
 //!    and records [contract violations](Violation).
 //!
+//! 4. Time is given, never read: every step takes `now`, and the core says when it
+//!    wants to be woken ([`Negotiating::poll_timeout`], [`Connection::poll_timeout`])
+//!    for the probe timeout, the handshake timeout and each request's deadline.
+//!
 //! ```
-//! use capable_core::{ClientConfig, Incoming, Negotiating, ProtocolChoice, Step, Connection, Method};
+//! use std::time::Instant;
+//! use capable_core::{ClientConfig, Connection, Incoming, Method, Negotiating, ProtocolChoice, Step, Timing};
 //!
 //! let config = ClientConfig { protocol: ProtocolChoice::Legacy, ..Default::default() };
+//! let now = Instant::now();
 //! let mut out = Vec::new();
-//! let negotiating = Negotiating::start(config, &mut out);
+//! let negotiating = Negotiating::start(config, now, &mut out);
 //! assert!(String::from_utf8_lossy(&out).contains("\"initialize\""));
 //! out.clear();
 //!
 //! let answer = br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25",
 //!   "capabilities":{"resources":{}},"serverInfo":{"name":"docs","version":"1.0"}}}"#;
-//! let Step::Ready(established) = negotiating.handle(Incoming::parse(answer.to_vec()).unwrap(), &mut out)
+//! let Step::Ready(established) = negotiating.handle(Incoming::parse(answer.to_vec()).unwrap(), now, &mut out)
 //! else { panic!("not ready") };
 //! assert!(String::from_utf8_lossy(&out).contains("notifications/initialized"));
 //!
 //! let (mut conn, _early) = Connection::<&str>::new(*established);
 //! out.clear();
 //! // `resources: {}` allows reading…
-//! assert!(conn.request(Method::ReadResource, &serde_json::json!({"uri": "docs://a"}), false, "read", &mut out).is_ok());
+//! let read = serde_json::json!({"uri": "docs://a"});
+//! assert!(conn.request(Method::ReadResource, &read, Timing::new(), "read", now, &mut out).is_ok());
 //! // …but not subscribing: refused locally, nothing written.
 //! let before = out.len();
-//! assert!(conn.request(Method::Subscribe, &serde_json::json!({"uri": "docs://a"}), false, "sub", &mut out).is_err());
+//! assert!(conn.request(Method::Subscribe, &read, Timing::new(), "sub", now, &mut out).is_err());
 //! assert_eq!(out.len(), before);
+//!
+//! // The read is due within the default timeout; past it, it fails and is cancelled.
+//! let due = conn.poll_timeout().expect("a read is timed");
+//! let expired = conn.handle_timeout(due, &mut out);
+//! assert_eq!(expired[0].waiter, "read");
+//! assert!(String::from_utf8_lossy(&out).contains("notifications/cancelled"));
 //! ```
 
 #![deny(missing_docs)]
@@ -47,23 +60,26 @@ pub mod capabilities;
 pub mod config;
 pub mod connection;
 pub mod gating;
+pub mod http;
 pub mod jsonrpc;
 pub mod method;
 pub mod model;
 pub mod negotiation;
 pub mod notice;
 pub mod revision;
+pub mod time;
 pub mod version;
 pub mod violation;
 
 pub use capabilities::{Capability, ClientCapabilities, Declared, Flag, ServerCapabilities};
-pub use config::{ClientConfig, GatePolicy, ProtocolChoice};
-pub use connection::{Connection, Event, ResponseError};
+pub use config::{ClientConfig, GatePolicy, ProtocolChoice, Timeouts};
+pub use connection::{Connection, Event, NotSent, ResponseError, TimedOut, Timeout, Timing};
 pub use gating::{ListenFilter, Refusal, Requirement};
 pub use jsonrpc::{Incoming, Payload, RequestId, RpcError};
 pub use method::Method;
 pub use negotiation::{Established, Negotiated, Negotiating, NegotiationError, Step};
 pub use notice::Notice;
 pub use revision::Revision;
+pub use time::Now;
 pub use version::{Era, ProtocolVersion};
 pub use violation::Violation;

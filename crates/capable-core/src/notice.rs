@@ -4,6 +4,7 @@ use crate::jsonrpc::RequestId;
 
 /// Something the server did that capable tolerated and the host may want to log.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Notice {
     /// A line that is not a usable JSON-RPC message was skipped.
     #[error("skipped a line from the server that is not a JSON-RPC message: {reason}")]
@@ -48,6 +49,57 @@ pub enum Notice {
         /// What came instead.
         why: String,
     },
+    /// `initialize`, sent first because the host remembered the server as legacy, was
+    /// refused: the client probes the modern era instead (the hint never locks a
+    /// server out).
+    #[error("initialize was refused ({why}); probing the modern era with server/discover")]
+    ModernFallback {
+        /// What the server answered.
+        why: String,
+    },
+    /// A tool was dropped from `tools/list` because its `x-mcp-header` annotations
+    /// break the rules (2026-07-28 over HTTP): it could not be called correctly.
+    #[error("dropped tool {tool:?}: its x-mcp-header annotations are invalid ({why})")]
+    ToolDropped {
+        /// The tool's name.
+        tool: String,
+        /// Which rule it breaks.
+        why: String,
+    },
+    /// The server refused a notification or a response the client POSTed.
+    #[error("POST {url} ({what}) was refused: {detail}")]
+    HttpRejected {
+        /// The message's method (or `a response`).
+        what: String,
+        /// The URL.
+        url: String,
+        /// The start of the server's answer.
+        detail: String,
+    },
+    /// The server's standalone event stream kept closing without a message; the
+    /// client stopped reopening it (server requests and notifications outside a
+    /// request's own stream will not arrive).
+    #[error("gave up the server's event stream at {url} after {attempts} attempts")]
+    StreamGivenUp {
+        /// The URL.
+        url: String,
+        /// How many attempts were made.
+        attempts: u32,
+    },
+    /// The URL is a 2024-11-05 HTTP+SSE endpoint; messages go to the endpoint it named.
+    #[error("{url} is a 2024-11-05 HTTP+SSE endpoint; posting to {endpoint}")]
+    LegacySseTransport {
+        /// The URL.
+        url: String,
+        /// Where messages go.
+        endpoint: String,
+    },
+    /// The legacy session expired (404) and a new one was started.
+    #[error("the session at {url} expired; started a new one")]
+    SessionRenewed {
+        /// The URL.
+        url: String,
+    },
     /// The server sent a notification it did not declare (a minor contract breach).
     #[error("server sent {method} without declaring `{needs}`")]
     UndeclaredNotification {
@@ -56,4 +108,19 @@ pub enum Notice {
         /// What it presupposes.
         needs: String,
     },
+}
+
+impl Notice {
+    /// Whether the notice only tells how the connection was made (a fallback the
+    /// protocol expects, a transport found), not that something went wrong: worth an
+    /// info line, not a warning.
+    pub fn is_informational(&self) -> bool {
+        matches!(
+            self,
+            Notice::LegacyFallback { .. }
+                | Notice::ModernFallback { .. }
+                | Notice::LegacySseTransport { .. }
+                | Notice::SessionRenewed { .. }
+        )
+    }
 }

@@ -10,10 +10,11 @@ use std::collections::HashSet;
 use capable_core::jsonrpc::codes;
 use capable_core::{
     Capability, ClientCapabilities, Connection, Event, Flag, GatePolicy, Incoming, ListenFilter,
-    Method, Notice, ProtocolChoice, ProtocolVersion, Refusal, RequestId, ResponseError,
+    Method, NotSent, Notice, ProtocolChoice, ProtocolVersion, Refusal, RequestId, ResponseError,
+    Timing,
 };
 use serde_json::{json, Value};
-use support::{config, feed, legacy_connection, modern_connection, now, take};
+use support::{config, feed, legacy_connection, modern_connection, now, t0, take};
 
 const V: ProtocolVersion = ProtocolVersion::V2025_11_25;
 const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
@@ -38,7 +39,14 @@ fn modern(capabilities: Value) -> Conn {
 fn send(conn: &mut Conn, method: Method, params: Value, waiter: &'static str) -> (i64, Value) {
     let mut out = Vec::new();
     let id = conn
-        .request(method, &params, false, waiter, &mut out)
+        .request(
+            method,
+            &params,
+            Timing::new().with_progress(false),
+            waiter,
+            t0(),
+            &mut out,
+        )
         .unwrap_or_else(|(refusal, _)| panic!("{method} refused: {refusal}"));
     let mut sent = take(conn.version(), &mut out);
     assert_eq!(sent.len(), 1);
@@ -52,18 +60,34 @@ fn send(conn: &mut Conn, method: Method, params: Value, waiter: &'static str) ->
 fn refuse(conn: &mut Conn, method: Method, params: Value) -> Refusal {
     let mut out = Vec::new();
     let in_flight = conn.in_flight();
-    match conn.request(method, &params, false, "refused", &mut out) {
+    match conn.request(
+        method,
+        &params,
+        Timing::new().with_progress(false),
+        "refused",
+        t0(),
+        &mut out,
+    ) {
         Ok(id) => panic!(
             "{method} was sent as {id}: {}",
             String::from_utf8_lossy(&out)
         ),
-        Err((refusal, waiter)) => {
+        Err((NotSent::Refused(refusal), waiter)) => {
             assert!(out.is_empty(), "a refusal writes nothing");
             assert_eq!(waiter, "refused", "the waiter is handed back");
             assert_eq!(conn.in_flight(), in_flight, "nothing registered");
             assert_eq!(refusal.method(), method);
             refusal
         }
+        Err((other, _)) => panic!("{method} was not sent, but not refused: {other}"),
+    }
+}
+
+/// A request that was not sent because the gate refused it: the refusal and the waiter.
+fn refusal_of<W>((why, waiter): (NotSent, W)) -> (Refusal, W) {
+    match why {
+        NotSent::Refused(refusal) => (refusal, waiter),
+        other => panic!("not a refusal: {other}"),
     }
 }
 
@@ -201,8 +225,9 @@ fn modern_progress_and_log_level_join_the_envelope() {
         .request(
             Method::CallTool,
             &json!({"name": "slow"}),
-            true,
+            Timing::new().with_progress(true),
             "w",
+            t0(),
             &mut out,
         )
         .unwrap();
@@ -244,7 +269,14 @@ fn legacy_params_with_their_own_meta_and_progress_keep_both() {
     let mut out = Vec::new();
     let params = json!({"name": "echo", "_meta": {"com.example/trace": "t-1"}});
     let id = conn
-        .request(Method::CallTool, &params, true, "w", &mut out)
+        .request(
+            Method::CallTool,
+            &params,
+            Timing::new().with_progress(true),
+            "w",
+            t0(),
+            &mut out,
+        )
         .unwrap();
     let text = String::from_utf8(out.clone()).unwrap();
     assert_eq!(
@@ -310,7 +342,7 @@ fn modern_listen_filter_fields_are_each_gated_by_their_flag() {
     ];
     for filter in ok {
         let mut out = Vec::new();
-        let id = conn.listen(&filter, "listen", &mut out).unwrap();
+        let id = conn.listen(&filter, "listen", t0(), &mut out).unwrap();
         let line = take(MODERN, &mut out).remove(0);
         assert_eq!(line["id"], json!(id));
         assert_eq!(line["method"], "subscriptions/listen");
@@ -360,7 +392,10 @@ fn modern_listen_filter_fields_are_each_gated_by_their_flag() {
     for (filter, capability, flag) in refused {
         let mut out = Vec::new();
         let in_flight = conn.in_flight();
-        let (refusal, waiter) = conn.listen(&filter, "listen", &mut out).unwrap_err();
+        let (refusal, waiter) = conn
+            .listen(&filter, "listen", t0(), &mut out)
+            .map_err(refusal_of)
+            .unwrap_err();
         assert!(out.is_empty());
         assert_eq!(waiter, "listen");
         assert_eq!(conn.in_flight(), in_flight);
@@ -377,7 +412,10 @@ fn modern_listen_filter_fields_are_each_gated_by_their_flag() {
         tools_list_changed: true,
         ..Default::default()
     };
-    let (refusal, _) = conn.listen(&filter, "listen", &mut out).unwrap_err();
+    let (refusal, _) = conn
+        .listen(&filter, "listen", t0(), &mut out)
+        .map_err(refusal_of)
+        .unwrap_err();
     assert_eq!(
         refusal,
         Refusal::CapabilityNotDeclared {
@@ -393,7 +431,8 @@ fn legacy_listen_does_not_exist() {
     let mut conn = legacy(everything());
     let mut out = Vec::new();
     let (refusal, _) = conn
-        .listen(&ListenFilter::default(), "listen", &mut out)
+        .listen(&ListenFilter::default(), "listen", t0(), &mut out)
+        .map_err(refusal_of)
         .unwrap_err();
     assert!(matches!(refusal, Refusal::NotInVersion { .. }));
     assert!(out.is_empty());
@@ -679,7 +718,14 @@ fn routing_ids_are_never_reused() {
     let mut pending = Vec::new();
     for i in 0..3000u32 {
         let id = conn
-            .request(Method::ListTools, &json!({}), i % 7 == 0, "w", &mut out)
+            .request(
+                Method::ListTools,
+                &json!({}),
+                Timing::new().with_progress(i % 7 == 0),
+                "w",
+                t0(),
+                &mut out,
+            )
             .unwrap();
         assert!(seen.insert(id), "id {id} reused");
         pending.push(id);
@@ -711,7 +757,7 @@ fn routing_ids_are_never_reused() {
     assert_eq!(request_ids.len(), 3000);
     let distinct: HashSet<String> = request_ids.iter().map(|v| v.to_string()).collect();
     assert_eq!(distinct.len(), 3000);
-    assert_eq!(conn.drain().len(), pending.len());
+    assert_eq!(conn.close().len(), pending.len());
     assert_eq!(conn.in_flight(), 0);
 }
 
@@ -895,8 +941,9 @@ fn routing_progress_with_our_token_is_an_event_and_an_unknown_token_a_notice() {
             .request(
                 Method::CallTool,
                 &json!({"name": "slow"}),
-                true,
+                Timing::new().with_progress(true),
                 "slow",
+                t0(),
                 &mut out,
             )
             .unwrap();
@@ -1028,8 +1075,9 @@ fn violation_the_evidence_keeps_the_request_exactly_as_sent_with_progress_and_me
         .request(
             Method::CallTool,
             &json!({"name": "t", "arguments": {"x": 1}}),
-            true,
+            Timing::new().with_progress(true),
             "call",
+            t0(),
             &mut out,
         )
         .unwrap();
@@ -1087,13 +1135,13 @@ fn violation_listen_is_judged_by_the_filter_fields_it_asked_for() {
         prompts_list_changed: true,
         ..Default::default()
     };
-    let id = conn.listen(&undeclared, "l1", &mut out).unwrap();
+    let id = conn.listen(&undeclared, "l1", t0(), &mut out).unwrap();
     take(MODERN, &mut out);
     let (_, _, _, outcome) = response(&mut conn, error(id, codes::METHOD_NOT_FOUND));
     assert!(matches!(outcome, Err(ResponseError::Rpc(_))), "{outcome:?}");
     // Nothing asked for: nothing declared was exercised either.
     let id = conn
-        .listen(&ListenFilter::default(), "l2", &mut out)
+        .listen(&ListenFilter::default(), "l2", t0(), &mut out)
         .unwrap();
     take(MODERN, &mut out);
     let (_, _, _, outcome) = response(&mut conn, error(id, codes::METHOD_NOT_FOUND));
@@ -1104,7 +1152,7 @@ fn violation_listen_is_judged_by_the_filter_fields_it_asked_for() {
         tools_list_changed: true,
         ..Default::default()
     };
-    let id = conn.listen(&declared, "l3", &mut out).unwrap();
+    let id = conn.listen(&declared, "l3", t0(), &mut out).unwrap();
     take(MODERN, &mut out);
     let (_, _, _, outcome) = response(&mut conn, error(id, codes::METHOD_NOT_FOUND));
     assert!(
@@ -1112,7 +1160,10 @@ fn violation_listen_is_judged_by_the_filter_fields_it_asked_for() {
         "{outcome:?}"
     );
     assert_eq!(conn.violations().len(), 1);
-    let (refusal, _) = conn.listen(&declared, "l4", &mut out).unwrap_err();
+    let (refusal, _) = conn
+        .listen(&declared, "l4", t0(), &mut out)
+        .map_err(refusal_of)
+        .unwrap_err();
     assert_eq!(
         refusal,
         Refusal::MarkedBroken {
@@ -1389,8 +1440,15 @@ fn robustness_garbage_never_panics_the_parser_or_a_ready_connection() {
     let mut out = Vec::new();
     for conn in [&mut legacy_conn, &mut modern_conn] {
         for _ in 0..8 {
-            conn.request(Method::ListTools, &json!({}), true, "w", &mut out)
-                .unwrap();
+            conn.request(
+                Method::ListTools,
+                &json!({}),
+                Timing::new().with_progress(true),
+                "w",
+                t0(),
+                &mut out,
+            )
+            .unwrap();
         }
         out.clear();
     }
@@ -1416,7 +1474,7 @@ fn robustness_garbage_never_panics_the_parser_or_a_ready_connection() {
         parsed += 1;
         for (conn, version) in [(&mut legacy_conn, V), (&mut modern_conn, MODERN)] {
             let message = Incoming::parse(bytes.clone()).unwrap();
-            let _ = conn.handle(message, now(), &mut out);
+            let _ = conn.handle(message, support::moment(), &mut out);
             // Whatever the client answered is a valid message.
             take(version, &mut out);
             conn.take_notices();
@@ -1429,7 +1487,14 @@ fn robustness_garbage_never_panics_the_parser_or_a_ready_connection() {
                     Method::ListResources,
                 ] {
                     if conn
-                        .request(method, &json!({}), true, "w", &mut out)
+                        .request(
+                            method,
+                            &json!({}),
+                            Timing::new().with_progress(true),
+                            "w",
+                            t0(),
+                            &mut out,
+                        )
                         .is_ok()
                     {
                         break;
@@ -1452,7 +1517,7 @@ fn robustness_every_seed_message_parses_and_is_handled() {
     for seed in SEEDS {
         match Incoming::parse(seed.as_bytes().to_vec()) {
             Ok(message) => {
-                let _ = conn.handle(message, now(), &mut out);
+                let _ = conn.handle(message, support::moment(), &mut out);
                 take(V, &mut out);
             }
             Err(e) => assert!(seed.starts_with('['), "{seed}: {e}"),

@@ -11,7 +11,7 @@ use capable_core::{
 };
 use serde_json::{json, Value};
 use support::{
-    assert_valid, config, discover_result, incoming, initialize_result, take, SchemaValidator,
+    assert_valid, config, discover_result, incoming, initialize_result, t0, take, SchemaValidator,
 };
 
 const LATEST_LEGACY: ProtocolVersion = ProtocolVersion::V2025_11_25;
@@ -27,7 +27,7 @@ const LEGACY: [ProtocolVersion; 4] = [
 /// under `expected_version`.
 fn start(protocol: ProtocolChoice, expected_version: ProtocolVersion) -> (Negotiating, Value) {
     let mut out = Vec::new();
-    let n = Negotiating::start(config(protocol), &mut out);
+    let n = Negotiating::start(config(protocol), t0(), &mut out);
     let mut sent = take(expected_version, &mut out);
     assert_eq!(sent.len(), 1, "exactly one first message: {sent:?}");
     (n, sent.remove(0))
@@ -233,7 +233,7 @@ fn legacy_every_legacy_answer_is_accepted_and_initialized_is_written_first() {
             answered.as_str(),
             json!({"tools": {}, "resources": {"subscribe": true}}),
         );
-        let established = ready(n.handle(incoming(answer), &mut out));
+        let established = ready(n.handle(incoming(answer), t0(), &mut out));
         let sent = take(answered, &mut out);
         assert_eq!(
             sent,
@@ -258,7 +258,7 @@ fn legacy_an_unknown_or_modern_answer_fails_and_nothing_more_is_written() {
         let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
         let mut out = Vec::new();
         let answer = initialize_result(&first["id"], answered, json!({}));
-        let error = failed(n.handle(incoming(answer), &mut out));
+        let error = failed(n.handle(incoming(answer), t0(), &mut out));
         assert!(
             out.is_empty(),
             "{answered:?}: wrote {:?}",
@@ -290,21 +290,21 @@ fn legacy_a_server_ping_before_the_answer_gets_an_empty_result_and_nothing_else(
     let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
     let mut out = Vec::new();
     let ping = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"});
-    let n = waiting(n.handle(incoming(ping), &mut out));
+    let n = waiting(n.handle(incoming(ping), t0(), &mut out));
     assert_eq!(
         take(LATEST_LEGACY, &mut out),
         vec![json!({"jsonrpc": "2.0", "id": "srv-1", "result": {}})]
     );
     // A numeric id equal to our own request's id is the server's, not ours.
     let ping = json!({"jsonrpc": "2.0", "id": first["id"], "method": "ping", "params": {}});
-    let n = waiting(n.handle(incoming(ping), &mut out));
+    let n = waiting(n.handle(incoming(ping), t0(), &mut out));
     assert_eq!(
         take(LATEST_LEGACY, &mut out),
         vec![json!({"jsonrpc": "2.0", "id": first["id"], "result": {}})]
     );
     // The handshake still completes.
     let answer = initialize_result(&first["id"], "2025-06-18", json!({}));
-    ready(n.handle(incoming(answer), &mut out));
+    ready(n.handle(incoming(answer), t0(), &mut out));
 }
 
 #[test]
@@ -313,7 +313,7 @@ fn legacy_another_server_request_before_the_answer_writes_nothing() {
         let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
         let mut out = Vec::new();
         let request = json!({"jsonrpc": "2.0", "id": 77, "method": method, "params": {}});
-        let mut n = waiting(n.handle(incoming(request), &mut out));
+        let mut n = waiting(n.handle(incoming(request), t0(), &mut out));
         assert!(
             out.is_empty(),
             "{method}: wrote {:?}",
@@ -326,7 +326,7 @@ fn legacy_another_server_request_before_the_answer_writes_nothing() {
             }]
         );
         let answer = initialize_result(&first["id"], "2025-11-25", json!({}));
-        ready(n.handle(incoming(answer), &mut out));
+        ready(n.handle(incoming(answer), t0(), &mut out));
         assert_eq!(take(LATEST_LEGACY, &mut out).len(), 1);
     }
 }
@@ -337,10 +337,10 @@ fn legacy_notifications_before_the_answer_are_kept_for_delivery() {
     let mut out = Vec::new();
     let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
         "params": {"level": "info", "data": "booting"}});
-    let n = waiting(n.handle(incoming(log), &mut out));
+    let n = waiting(n.handle(incoming(log), t0(), &mut out));
     assert!(out.is_empty());
     let answer = initialize_result(&first["id"], "2025-11-25", json!({"logging": {}}));
-    let established = ready(n.handle(incoming(answer), &mut out));
+    let established = ready(n.handle(incoming(answer), t0(), &mut out));
     assert_eq!(
         established.early_notifications,
         vec![(
@@ -355,9 +355,9 @@ fn legacy_an_answer_to_another_id_is_ignored_with_a_notice() {
     let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
     let mut out = Vec::new();
     let stray = initialize_result(&json!(12345), "2025-11-25", json!({}));
-    let n = waiting(n.handle(incoming(stray), &mut out));
+    let n = waiting(n.handle(incoming(stray), t0(), &mut out));
     let stray = error_answer(&json!("zzz"), -32601, None);
-    let mut n = waiting(n.handle(incoming(stray), &mut out));
+    let mut n = waiting(n.handle(incoming(stray), t0(), &mut out));
     assert!(out.is_empty());
     assert_eq!(
         n.take_notices(),
@@ -371,7 +371,7 @@ fn legacy_an_answer_to_another_id_is_ignored_with_a_notice() {
         ]
     );
     let answer = initialize_result(&first["id"], "2025-11-25", json!({}));
-    ready(n.handle(incoming(answer), &mut out));
+    ready(n.handle(incoming(answer), t0(), &mut out));
 }
 
 #[test]
@@ -379,7 +379,7 @@ fn legacy_an_error_without_id_is_taken_as_the_refusal_of_initialize() {
     let (n, _) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
     let mut out = Vec::new();
     let answer = json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "parse error"}});
-    let error = failed(n.handle(incoming(answer), &mut out));
+    let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
     assert!(matches!(error, NegotiationError::InitializeRefused(e) if e.code == -32700));
 }
@@ -388,17 +388,52 @@ fn legacy_an_error_without_id_is_taken_as_the_refusal_of_initialize() {
 fn legacy_an_error_answer_to_initialize_fails_as_refused() {
     let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
     let mut out = Vec::new();
-    let data = json!({"supported": ["2024-11-05"], "requested": "2025-11-25"});
-    let answer = error_answer(&first["id"], codes::INVALID_PARAMS, Some(data.clone()));
-    let error = failed(n.handle(incoming(answer), &mut out));
+    let answer = error_answer(&first["id"], codes::INTERNAL_ERROR, None);
+    let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
     assert_eq!(
         error,
         NegotiationError::InitializeRefused(RpcError {
-            code: -32602,
+            code: codes::INTERNAL_ERROR,
             message: "scripted error".into(),
-            data: Some(data),
+            data: None,
         })
+    );
+}
+
+#[test]
+fn legacy_an_initialize_error_naming_the_supported_versions_is_a_version_refusal() {
+    // The specification's own example of a server that cannot speak the proposed
+    // version: -32602 with `data.supported`. Typed as such, never found by the words of
+    // the message.
+    let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
+    let mut out = Vec::new();
+    let data = json!({"supported": ["2024-11-05"], "requested": "2025-11-25"});
+    let answer = error_answer(&first["id"], codes::INVALID_PARAMS, Some(data.clone()));
+    let error = failed(n.handle(incoming(answer), t0(), &mut out));
+    assert!(out.is_empty());
+    assert_eq!(
+        error,
+        NegotiationError::VersionRefused {
+            proposed: LATEST_LEGACY,
+            server: vec!["2024-11-05".into()],
+            error: Box::new(RpcError {
+                code: -32602,
+                message: "scripted error".into(),
+                data: Some(data),
+            }),
+        }
+    );
+    assert!(error.to_string().contains("2024-11-05"), "{error}");
+    // The message alone decides nothing: an error about "versions" without the data is
+    // a plain refusal.
+    let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
+    let mut answer = error_answer(&first["id"], codes::INVALID_PARAMS, None);
+    answer["error"]["message"] = json!("unsupported protocol version");
+    let error = failed(n.handle(incoming(answer), t0(), &mut out));
+    assert!(
+        matches!(error, NegotiationError::InitializeRefused(_)),
+        "{error:?}"
     );
 }
 
@@ -435,7 +470,7 @@ fn legacy_a_malformed_initialize_result_fails_as_malformed() {
         let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
         let mut out = Vec::new();
         let answer = json!({"jsonrpc": "2.0", "id": first["id"], "result": result});
-        let error = failed(n.handle(incoming(answer), &mut out));
+        let error = failed(n.handle(incoming(answer), t0(), &mut out));
         assert!(
             out.is_empty(),
             "{what}: wrote {:?}",
@@ -462,7 +497,7 @@ fn legacy_exact_2025_06_18_proposes_it_and_refuses_2025_03_26() {
     assert_eq!(first["params"]["protocolVersion"], "2025-06-18");
     let mut out = Vec::new();
     let answer = initialize_result(&first["id"], "2025-03-26", json!({}));
-    let error = failed(n.handle(incoming(answer), &mut out));
+    let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
     assert_eq!(
         error,
@@ -475,7 +510,7 @@ fn legacy_exact_2025_06_18_proposes_it_and_refuses_2025_03_26() {
     // …and accepts exactly itself.
     let (n, first) = start(ProtocolChoice::Exact(exact), exact);
     let answer = initialize_result(&first["id"], "2025-06-18", json!({}));
-    let established = ready(n.handle(incoming(answer), &mut out));
+    let established = ready(n.handle(incoming(answer), t0(), &mut out));
     assert_eq!(established.negotiated.version, exact);
     assert_eq!(take(exact, &mut out).len(), 1);
 }
@@ -491,7 +526,7 @@ fn legacy_the_client_capabilities_it_declares_validate_in_every_version() {
             elicitation_url: true,
         };
         let mut out = Vec::new();
-        Negotiating::start(cfg, &mut out);
+        Negotiating::start(cfg, t0(), &mut out);
         let sent = take(version, &mut out);
         assert_eq!(sent[0]["params"]["protocolVersion"], version.as_str());
         let caps = &sent[0]["params"]["capabilities"];
@@ -536,7 +571,7 @@ fn auto_a_discover_result_makes_a_modern_connection_with_server_info_from_meta()
     let mut answer = discover_result(&first["id"], json!({"resources": {"listChanged": true}}));
     answer["result"]["instructions"] = json!("read the docs");
     answer["result"]["supportedVersions"] = json!(["2025-11-25", "2026-07-28", "2099-01-01"]);
-    let established = ready(n.handle(incoming(answer), &mut out));
+    let established = ready(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty(), "a modern connection writes nothing more");
     let negotiated = &established.negotiated;
     assert_eq!(negotiated.version, MODERN);
@@ -563,7 +598,7 @@ fn auto_a_discover_result_without_result_type_counts_as_complete() {
         .as_object_mut()
         .unwrap()
         .remove("resultType");
-    let established = ready(n.handle(incoming(answer), &mut out));
+    let established = ready(n.handle(incoming(answer), t0(), &mut out));
     assert_eq!(established.negotiated.version, MODERN);
 }
 
@@ -582,7 +617,7 @@ fn assert_falls_back(step: Step, out: &mut Vec<u8>) {
         .iter()
         .any(|notice| matches!(notice, Notice::LegacyFallback { .. })));
     let answer = initialize_result(&sent[0]["id"], "2025-03-26", json!({}));
-    let established = ready(n.handle(incoming(answer), out));
+    let established = ready(n.handle(incoming(answer), t0(), out));
     assert_eq!(established.negotiated.version, ProtocolVersion::V2025_03_26);
     let sent = take(ProtocolVersion::V2025_03_26, out);
     assert_eq!(sent[0]["method"], "notifications/initialized");
@@ -593,7 +628,7 @@ fn auto_method_not_found_falls_back_to_initialize() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
     let mut out = Vec::new();
     let answer = error_answer(&first["id"], codes::METHOD_NOT_FOUND, None);
-    let step = n.handle(incoming(answer), &mut out);
+    let step = n.handle(incoming(answer), t0(), &mut out);
     assert_falls_back(step, &mut out);
 }
 
@@ -603,7 +638,7 @@ fn auto_invalid_params_falls_back_too() {
     let mut out = Vec::new();
     // What a legacy server says to a request before initialize.
     let answer = error_answer(&first["id"], codes::INVALID_PARAMS, None);
-    let step = n.handle(incoming(answer), &mut out);
+    let step = n.handle(incoming(answer), t0(), &mut out);
     assert_falls_back(step, &mut out);
 }
 
@@ -613,7 +648,7 @@ fn auto_any_other_error_falls_back_too_not_keyed_to_one_code() {
         let (n, first) = start(ProtocolChoice::Auto, MODERN);
         let mut out = Vec::new();
         let answer = error_answer(&first["id"], code, None);
-        let step = n.handle(incoming(answer), &mut out);
+        let step = n.handle(incoming(answer), t0(), &mut out);
         assert_falls_back(step, &mut out);
     }
 }
@@ -629,7 +664,7 @@ fn auto_an_empty_result_is_not_a_discover_result_and_falls_back() {
         let (n, first) = start(ProtocolChoice::Auto, MODERN);
         let mut out = Vec::new();
         let answer = json!({"jsonrpc": "2.0", "id": first["id"], "result": result});
-        let step = n.handle(incoming(answer), &mut out);
+        let step = n.handle(incoming(answer), t0(), &mut out);
         assert_falls_back(step, &mut out);
     }
 }
@@ -638,7 +673,7 @@ fn auto_an_empty_result_is_not_a_discover_result_and_falls_back() {
 fn auto_a_probe_timeout_falls_back_and_a_late_error_to_the_probe_is_ignored() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
     let mut out = Vec::new();
-    let step = n.probe_timed_out(&mut out);
+    let step = n.handle_timeout(t0() + config(ProtocolChoice::Auto).timeouts.probe, &mut out);
     let mut n = waiting(step);
     let sent = take(LATEST_LEGACY, &mut out);
     assert_eq!(sent.len(), 1);
@@ -647,14 +682,14 @@ fn auto_a_probe_timeout_falls_back_and_a_late_error_to_the_probe_is_ignored() {
     // The legacy server finally answers the probe with an error: ignored, still
     // waiting for the initialize answer.
     let late = error_answer(&first["id"], codes::METHOD_NOT_FOUND, None);
-    n = waiting(n.handle(incoming(late), &mut out));
+    n = waiting(n.handle(incoming(late), t0(), &mut out));
     assert!(out.is_empty());
     assert!(n
         .take_notices()
         .iter()
         .any(|notice| matches!(notice, Notice::LegacyFallback { .. })));
     let answer = initialize_result(&sent[0]["id"], "2025-11-25", json!({}));
-    ready(n.handle(incoming(answer), &mut out));
+    ready(n.handle(incoming(answer), t0(), &mut out));
     assert_eq!(take(LATEST_LEGACY, &mut out).len(), 1);
 }
 
@@ -669,7 +704,7 @@ fn auto_unsupported_version_naming_2026_07_28_stays_modern_and_never_initializes
             codes::UNSUPPORTED_PROTOCOL_VERSION,
             Some(data),
         );
-        let n = waiting(n.handle(incoming(answer), &mut out));
+        let n = waiting(n.handle(incoming(answer), t0(), &mut out));
         assert!(n.is_probing(), "{protocol:?}: still modern");
         let sent = take(MODERN, &mut out);
         assert_eq!(sent.len(), 1);
@@ -683,7 +718,7 @@ fn auto_unsupported_version_naming_2026_07_28_stays_modern_and_never_initializes
         );
         assert_ne!(sent[0]["id"], first["id"]);
         let answer = discover_result(&sent[0]["id"], json!({}));
-        let established = ready(n.handle(incoming(answer), &mut out));
+        let established = ready(n.handle(incoming(answer), t0(), &mut out));
         assert_eq!(established.negotiated.era(), Era::Modern);
         assert!(out.is_empty());
     }
@@ -699,14 +734,14 @@ fn auto_a_second_unsupported_version_error_fails_instead_of_looping() {
         codes::UNSUPPORTED_PROTOCOL_VERSION,
         Some(data.clone()),
     );
-    let n = waiting(n.handle(incoming(answer), &mut out));
+    let n = waiting(n.handle(incoming(answer), t0(), &mut out));
     let retry = take(MODERN, &mut out);
     let answer = error_answer(
         &retry[0]["id"],
         codes::UNSUPPORTED_PROTOCOL_VERSION,
         Some(data),
     );
-    let error = failed(n.handle(incoming(answer), &mut out));
+    let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty(), "no initialize after a modern error");
     assert!(
         matches!(error, NegotiationError::NoCommonVersion { .. }),
@@ -724,7 +759,7 @@ fn auto_unsupported_version_listing_only_unknown_versions_fails_with_both_lists(
         codes::UNSUPPORTED_PROTOCOL_VERSION,
         Some(data),
     );
-    let error = failed(n.handle(incoming(answer), &mut out));
+    let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty(), "wrote {:?}", String::from_utf8_lossy(&out));
     assert_eq!(
         error,
@@ -744,7 +779,7 @@ fn auto_unsupported_version_without_data_fails_without_initialize() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
     let mut out = Vec::new();
     let answer = error_answer(&first["id"], codes::UNSUPPORTED_PROTOCOL_VERSION, None);
-    let error = failed(n.handle(incoming(answer), &mut out));
+    let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
     assert!(matches!(error, NegotiationError::NoCommonVersion { .. }));
 }
@@ -759,7 +794,7 @@ fn auto_missing_client_capability_fails_with_what_the_server_requires() {
         codes::MISSING_CLIENT_CAPABILITY,
         Some(json!({"requiredCapabilities": required})),
     );
-    let error = failed(n.handle(incoming(answer), &mut out));
+    let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
     assert_eq!(
         error,
@@ -774,7 +809,7 @@ fn auto_an_unknown_result_type_in_discover_is_a_failure() {
         let mut out = Vec::new();
         let mut answer = discover_result(&first["id"], json!({}));
         answer["result"]["resultType"] = json!(result_type);
-        let error = failed(n.handle(incoming(answer), &mut out));
+        let error = failed(n.handle(incoming(answer), t0(), &mut out));
         assert!(out.is_empty(), "{result_type:?}: nothing written");
         assert!(
             matches!(
@@ -795,7 +830,7 @@ fn auto_a_discover_result_without_a_common_modern_version_falls_back_to_legacy()
     let mut out = Vec::new();
     let mut answer = discover_result(&first["id"], json!({}));
     answer["result"]["supportedVersions"] = json!(["2099-01-01"]);
-    let step = n.handle(incoming(answer), &mut out);
+    let step = n.handle(incoming(answer), t0(), &mut out);
     assert_falls_back(step, &mut out);
 }
 
@@ -804,7 +839,7 @@ fn modern_only_never_falls_back_to_initialize() {
     let (n, first) = start(ProtocolChoice::Modern, MODERN);
     let mut out = Vec::new();
     let answer = error_answer(&first["id"], codes::METHOD_NOT_FOUND, None);
-    let error = failed(n.handle(incoming(answer), &mut out));
+    let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
     assert!(
         matches!(
@@ -817,7 +852,8 @@ fn modern_only_never_falls_back_to_initialize() {
         "{error:?}"
     );
     let (n, _) = start(ProtocolChoice::Modern, MODERN);
-    let error = failed(n.probe_timed_out(&mut out));
+    let error =
+        failed(n.handle_timeout(t0() + config(ProtocolChoice::Auto).timeouts.probe, &mut out));
     assert!(out.is_empty());
     assert!(matches!(error, NegotiationError::EraUnavailable { .. }));
 }
@@ -827,7 +863,7 @@ fn modern_only_does_not_answer_a_server_ping_while_probing() {
     let (n, _) = start(ProtocolChoice::Modern, MODERN);
     let mut out = Vec::new();
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
-    let mut n = waiting(n.handle(incoming(ping), &mut out));
+    let mut n = waiting(n.handle(incoming(ping), t0(), &mut out));
     assert!(out.is_empty());
     assert_eq!(
         n.take_notices(),
@@ -842,7 +878,7 @@ fn auto_a_ping_while_probing_is_answered_as_a_legacy_server_may_send_one() {
     let (n, _) = start(ProtocolChoice::Auto, MODERN);
     let mut out = Vec::new();
     let ping = json!({"jsonrpc": "2.0", "id": 5, "method": "ping"});
-    let n = waiting(n.handle(incoming(ping), &mut out));
+    let n = waiting(n.handle(incoming(ping), t0(), &mut out));
     assert!(n.is_probing());
     // The answer is a legacy message (modern has no ping).
     assert_eq!(
@@ -858,11 +894,11 @@ fn auto_a_discover_result_arriving_after_the_probe_timeout_still_makes_it_modern
     // the `initialize`; the late DiscoverResult settles it.
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
     let mut out = Vec::new();
-    let n = waiting(n.probe_timed_out(&mut out));
+    let n = waiting(n.handle_timeout(t0() + config(ProtocolChoice::Auto).timeouts.probe, &mut out));
     let sent = take(LATEST_LEGACY, &mut out);
     assert_eq!(sent[0]["method"], "initialize");
     let answer = discover_result(&first["id"], json!({"tools": {}}));
-    let established = ready(n.handle(incoming(answer), &mut out));
+    let established = ready(n.handle(incoming(answer), t0(), &mut out));
     assert_eq!(established.negotiated.era(), Era::Modern);
     assert!(
         out.is_empty(),
@@ -874,10 +910,10 @@ fn auto_a_discover_result_arriving_after_the_probe_timeout_still_makes_it_modern
 fn auto_a_late_answer_that_is_not_a_discover_result_changes_nothing() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
     let mut out = Vec::new();
-    let n = waiting(n.probe_timed_out(&mut out));
+    let n = waiting(n.handle_timeout(t0() + config(ProtocolChoice::Auto).timeouts.probe, &mut out));
     let _ = take(LATEST_LEGACY, &mut out);
     let late = json!({"jsonrpc": "2.0", "id": first["id"], "result": {}});
-    let n = waiting(n.handle(incoming(late), &mut out));
+    let n = waiting(n.handle(incoming(late), t0(), &mut out));
     assert!(!n.is_probing());
     assert!(out.is_empty());
 }

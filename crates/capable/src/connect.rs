@@ -1,11 +1,14 @@
 //! Connecting: run the handshake over a fresh transport and hand back a ready
 //! [`Session`] — or a precise error, after which nothing more was sent.
+//!
+//! The handshake's rules (what to send first, when the probe gives up, what an answer
+//! means) are the core's [`Negotiating`]; this file moves its bytes and sleeps until
+//! its [`poll_timeout`](Negotiating::poll_timeout).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
-use capable_core::{Connection, Era, Incoming, Negotiating, Notice, ProtocolChoice, Step};
-use tokio::sync::{mpsc, Notify};
+use capable_core::{Connection, Incoming, Negotiating, Notice, Step};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::driver::{self, Shared, State};
@@ -13,91 +16,52 @@ use crate::error::Error;
 use crate::options::ClientOptions;
 use crate::session::Session;
 use crate::transport::http::{HttpConfig, HttpTransport};
-use crate::transport::stdio::{ServerCommand, StdioTransport};
-use crate::transport::{MessageSink, MessageSource, Peer, Transport};
+use crate::transport::stdio::{ServerCommand, StdioLimits, StdioTransport};
+use crate::transport::{Inbound, MessageSink, MessageSource, Peer, Transport};
 
 /// Starts a stdio server and connects to it.
 ///
-/// With [`ProtocolChoice::Auto`] the era found for the same command earlier in this
-/// process is reused (the era is a property of the server), so only the first
-/// connection pays for the modern probe.
+/// Which era the server speaks is found by asking (see
+/// [`Negotiating`](capable_core::Negotiating)); a host that remembers it from an
+/// earlier connection passes it as [`ClientOptions::with_era_hint`] to skip the probe
+/// of a legacy server, without ever being locked out of the other era.
+///
+/// ```no_run
+/// # async fn f() -> Result<(), capable::Error> {
+/// use capable::{connect_stdio, ClientOptions, ServerCommand};
+/// let server = ServerCommand::new("node", ["server.js"]);
+/// let first = connect_stdio(&server, ClientOptions::default()).await?;
+/// let era = first.era();
+/// first.close().await;
+/// // Next time, start with what worked:
+/// let again = connect_stdio(&server, ClientOptions::default().with_era_hint(Some(era))).await?;
+/// # again.close().await; Ok(()) }
+/// ```
 pub async fn connect_stdio(
     command: &ServerCommand,
-    mut options: ClientOptions,
+    options: ClientOptions,
 ) -> Result<Session, Error> {
-    let key = ServerKey::Command(command.clone());
-    let auto = options.config.protocol == ProtocolChoice::Auto;
-    if auto {
-        remembered_era(&key, &mut options);
-    }
-    let transport =
-        StdioTransport::spawn(command, options.stdio).map_err(|e| Error::Spawn(e.to_string()))?;
-    let session = connect(transport, options).await?;
-    if auto {
-        remember_era(key, session.era());
-    }
-    Ok(session)
+    let limits = StdioLimits {
+        max_message_size: options.max_message_size,
+        shutdown_grace: options.shutdown_grace,
+    };
+    let transport = StdioTransport::spawn(command, limits)?;
+    connect(transport, options).await
 }
 
 /// Connects to an MCP server over HTTP: Streamable HTTP in either era, falling back to
 /// the 2024-11-05 HTTP+SSE transport when the URL is one.
-///
-/// With [`ProtocolChoice::Auto`] the era found for the same origin earlier in this
-/// process is reused.
-pub async fn connect_http(
-    config: HttpConfig,
-    mut options: ClientOptions,
-) -> Result<Session, Error> {
-    let key = ServerKey::Origin(config.url.origin().ascii_serialization());
-    let auto = options.config.protocol == ProtocolChoice::Auto;
-    if auto {
-        remembered_era(&key, &mut options);
-    }
-    let mut config = config;
-    config.max_message_size = options.stdio.max_message_size;
-    let transport = HttpTransport::new(config)?;
-    let session = connect(transport, options).await?;
-    if auto {
-        remember_era(key, session.era());
-    }
-    Ok(session)
+pub async fn connect_http(config: HttpConfig, options: ClientOptions) -> Result<Session, Error> {
+    let transport = HttpTransport::new(config, options.max_message_size)?;
+    connect(transport, options).await
 }
 
-/// What identifies a server for the era memory.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum ServerKey {
-    Command(ServerCommand),
-    Origin(String),
-}
-
-fn remembered_era(key: &ServerKey, options: &mut ClientOptions) {
-    match era_memory().lock().ok().and_then(|m| m.get(key).copied()) {
-        Some(Era::Legacy) => options.config.protocol = ProtocolChoice::Legacy,
-        Some(Era::Modern) => options.config.protocol = ProtocolChoice::Modern,
-        None => {}
-    }
-}
-
-fn remember_era(key: ServerKey, era: Era) {
-    if let Ok(mut m) = era_memory().lock() {
-        m.insert(key, era);
-    }
-}
-
-fn era_memory() -> &'static Mutex<HashMap<ServerKey, Era>> {
-    static MEMORY: OnceLock<Mutex<HashMap<ServerKey, Era>>> = OnceLock::new();
-    MEMORY.get_or_init(Default::default)
-}
-
-/// Connects over any transport: negotiates, then starts the reader and writer tasks.
-pub async fn connect<T: Transport>(
-    transport: T,
-    mut options: ClientOptions,
-) -> Result<Session, Error> {
-    // Declare exactly what the installed handlers handle.
-    options.config.capabilities = options.handlers.capabilities();
+/// Connects over any transport: negotiates, then starts the reader, writer and timer
+/// tasks.
+pub async fn connect<T: Transport>(transport: T, options: ClientOptions) -> Result<Session, Error> {
+    let config = options.core_config()?;
     let (mut sink, mut source, peer) = transport.split();
-    match handshake(&mut sink, &mut source, peer.as_ref(), &options).await {
+    match handshake(config, &mut sink, &mut source, peer.as_ref(), &options).await {
         Ok((conn, early, out)) => Ok(start(conn, early, out, sink, source, peer, options)),
         Err(e) => {
             // Nothing more is sent: close the server's input and let it go.
@@ -116,22 +80,14 @@ type Handshaken = (
 );
 
 async fn handshake<Si: MessageSink, So: MessageSource>(
+    config: capable_core::ClientConfig,
     sink: &mut Si,
     source: &mut So,
     peer: &dyn Peer,
     options: &ClientOptions,
 ) -> Result<Handshaken, Error> {
     let mut out = Vec::new();
-    let mut negotiating = Negotiating::start(options.config.clone(), &mut out);
-    let stage_timeout = |n: &Negotiating| {
-        if n.is_probing() {
-            options.probe_timeout
-        } else {
-            options.request_timeout
-        }
-    };
-    let mut probing = negotiating.is_probing();
-    let mut deadline = Instant::now() + stage_timeout(&negotiating);
+    let mut negotiating = Negotiating::start(config, Instant::now().into_std(), &mut out);
     loop {
         if !out.is_empty() {
             if let Some(tap) = &options.tap {
@@ -140,37 +96,34 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
             sink.send(&out).await?;
             out.clear();
         }
+        let deadline = Instant::from_std(negotiating.poll_timeout());
         let step = match tokio::time::timeout_at(deadline, source.recv()).await {
-            Err(_) if negotiating.is_probing() => negotiating.probe_timed_out(&mut out),
-            Err(_) => {
-                return Err(Error::HandshakeTimeout {
-                    after: options.request_timeout,
-                })
-            }
+            Err(_) => negotiating.handle_timeout(Instant::now().into_std(), &mut out),
             Ok(Err(e)) => return Err(Error::Transport(e)),
-            Ok(Ok(None)) => {
-                let status = peer
-                    .exit_status(std::time::Duration::from_secs(2))
-                    .await
-                    .unwrap_or_else(|| "closed its output but is still running".into());
-                return Err(Error::ServerExited {
-                    status,
-                    stderr: peer.stderr_tail(),
-                });
+            Ok(Ok(None)) => return Err(driver::ended(peer, None).await),
+            Ok(Ok(Some(Inbound::Failed { id, error }))) => {
+                // The transport failed a handshake request without a JSON-RPC answer
+                // (an HTTP status): for the probe that is a non-modern answer like any
+                // other; for `initialize` it is the end.
+                if !negotiating.is_probe(&id) {
+                    return Err(error);
+                }
+                let now = Instant::now().into_std();
+                negotiating.handle_probe_failure(error.to_string(), now, &mut out)
             }
-            Ok(Ok(Some(line))) => {
+            Ok(Ok(Some(Inbound::Notice(notice)))) => {
+                tracing::warn!("{notice}");
+                continue;
+            }
+            Ok(Ok(Some(Inbound::Message(line)))) => {
                 if let Some(tap) = &options.tap {
                     tap.received(&line);
                 }
                 match Incoming::parse(line) {
-                    Ok(msg) => negotiating.handle(msg, &mut out),
+                    Ok(msg) => negotiating.handle(msg, Instant::now().into_std(), &mut out),
                     Err(e) => {
-                        tracing::warn!(
-                            "{}",
-                            Notice::SkippedLine {
-                                reason: e.to_string()
-                            }
-                        );
+                        let reason = e.to_string();
+                        tracing::warn!("{}", Notice::SkippedLine { reason });
                         continue;
                     }
                 }
@@ -185,13 +138,12 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
                         _ => tracing::warn!("{notice}"),
                     }
                 }
-                if n.is_probing() != probing {
-                    probing = n.is_probing();
-                    deadline = Instant::now() + stage_timeout(&n);
-                }
                 negotiating = n;
             }
             Step::Ready(established) => {
+                // The transport learns the negotiated version before anything is sent
+                // under it (`notifications/initialized` waits in `out`).
+                sink.negotiated(&established.negotiated);
                 let (mut conn, early) = Connection::new(*established);
                 for notice in conn.take_notices() {
                     tracing::info!("{notice}");
@@ -213,34 +165,29 @@ fn start<Si: MessageSink, So: MessageSource>(
     options: ClientOptions,
 ) -> Session {
     let negotiated = conn.negotiated().clone();
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State {
-            direct: sink.direct(),
-            answered: 0,
-            writing: false,
-            out_tapped: 0,
-            conn,
-            out,
-            closed: None,
-            stop_writing: false,
-            dropped_notifications: 0,
-            listeners: Default::default(),
-            timer_at: None,
-        }),
-        write_ready: Notify::new(),
-        writer_done: Notify::new(),
-        timer_wake: Notify::new(),
-        peer,
-        tap: options.tap.clone(),
-        events: crate::events::EventLog::new(),
-    });
+    let state = State {
+        direct: sink.direct(),
+        answered: 0,
+        writing: false,
+        out_tapped: 0,
+        conn,
+        out,
+        closed: None,
+        listeners: Default::default(),
+        timer_armed: None,
+    };
+    let events = crate::events::EventLog::new();
+    let shared = Arc::new(Shared::new(state, peer, options.tap.clone(), events));
     let (ntx, nrx) = mpsc::channel(options.notification_capacity.max(1));
     for (method, params) in early {
-        let _ = ntx.try_send(driver::ServerNotification { method, params });
+        let early = crate::events::ServerNotification { method, params };
+        if ntx.try_send(early).is_err() {
+            shared.dropped_notification();
+        }
     }
     let (rtx, rrx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(driver::run_writer(shared.clone(), sink));
-    tokio::spawn(driver::run_deadlines(shared.clone()));
+    tokio::spawn(driver::run_timer(shared.clone()));
     let reader = tokio::spawn(driver::run_reader(shared.clone(), source, ntx, rtx));
     tokio::spawn(driver::run_input(
         shared.clone(),

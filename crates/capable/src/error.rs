@@ -1,19 +1,27 @@
-//! Every way a client operation can fail, each saying what was expected and what came.
+//! Every way a client operation can fail, each saying what was expected and what came,
+//! and keeping its cause: a refusal keeps the gate's [`Refusal`], a failed spawn its
+//! [`std::io::Error`], a crash the server's [`ExitStatus`], an HTTP failure its status
+//! and body. Match on the variant, never on the message.
 
+use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::Duration;
 
+use capable_core::time::humanize;
 use capable_core::{Method, NegotiationError, Refusal, RpcError, Violation};
 
+use crate::transport::stdio::SpawnError;
 use crate::transport::TransportError;
 
 /// A failed client operation.
 #[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Refused locally: the server did not declare what the method needs. Nothing was
     /// sent.
     #[error(transparent)]
     Refused(#[from] Refusal),
-    /// The handshake failed (unsupported version, refused `initialize`, …).
+    /// The handshake failed (unsupported version, refused `initialize`, no answer, …).
     #[error(transparent)]
     Negotiation(#[from] NegotiationError),
     /// The server answered with a JSON-RPC error.
@@ -43,26 +51,34 @@ pub enum Error {
         /// How long the client waited.
         after: Duration,
     },
-    /// The handshake got no answer in time.
-    #[error("the server did not answer the handshake within {}", humanize(*after))]
-    HandshakeTimeout {
-        /// How long the client waited.
-        after: Duration,
-    },
-    /// The server process ended (or closed its output).
-    #[error("the server exited ({status}){}", stderr_hint(stderr))]
+    /// The server process ended, or closed its output.
+    #[error("the server {}{}", exited(status), stderr_hint(stderr))]
     ServerExited {
-        /// How it exited (`exit code 1`, `killed by signal 9`, `still running`).
-        status: String,
+        /// How it exited; `None` when it closed its output but had not exited within
+        /// a grace period.
+        status: Option<ExitStatus>,
         /// The last lines of its stderr.
         stderr: String,
+    },
+    /// An HTTP server answered a request with an HTTP error and no JSON-RPC answer.
+    #[error("HTTP {status} from {url}{}{}", auth_hint(*status), body_hint(body))]
+    Http {
+        /// The URL of the request.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The start of the body, as text.
+        body: String,
     },
     /// The transport failed.
     #[error("transport failure: {0}")]
     Transport(#[from] TransportError),
     /// The server could not be started.
-    #[error("{0}")]
-    Spawn(String),
+    #[error(transparent)]
+    Spawn(Arc<SpawnError>),
+    /// The host's options contradict each other (nothing was sent).
+    #[error("invalid client options: {0}")]
+    InvalidOptions(String),
     /// A `subscriptions/listen` stream was ended by the server.
     #[error("the server ended the subscription stream{}", if reason.is_empty() { String::new() } else { format!(": {reason}") })]
     ListenEnded {
@@ -92,6 +108,34 @@ pub enum Error {
     Closed,
 }
 
+impl From<SpawnError> for Error {
+    fn from(e: SpawnError) -> Self {
+        Error::Spawn(Arc::new(e))
+    }
+}
+
+/// How a server exited, in words: `exited (exit code 3)`, `exited (killed by signal 9)`.
+pub fn describe_exit(status: &ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("killed by signal {signal}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exit code {code}"),
+        None => status.to_string(),
+    }
+}
+
+fn exited(status: &Option<ExitStatus>) -> String {
+    match status {
+        Some(status) => format!("exited ({})", describe_exit(status)),
+        None => "closed its output but is still running".into(),
+    }
+}
+
 fn stderr_hint(stderr: &str) -> String {
     if stderr.trim().is_empty() {
         String::new()
@@ -102,17 +146,18 @@ fn stderr_hint(stderr: &str) -> String {
     }
 }
 
-/// `1.5s`, `250ms`, `2m`.
-pub fn humanize(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else if ms % 1000 == 0 && ms < 120_000 {
-        format!("{}s", ms / 1000)
-    } else if ms < 120_000 {
-        format!("{:.1}s", d.as_secs_f64())
+fn auth_hint(status: u16) -> &'static str {
+    match status {
+        401 | 403 => " (the server wants authorization; pass it with --header 'Authorization: …')",
+        _ => "",
+    }
+}
+
+fn body_hint(body: &str) -> String {
+    if body.trim().is_empty() {
+        String::new()
     } else {
-        format!("{}m{}s", ms / 60_000, (ms % 60_000) / 1000)
+        format!(": {}", body.trim())
     }
 }
 

@@ -19,6 +19,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use capable_core::{Notice, Violation};
+use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::error::Error;
@@ -28,6 +29,16 @@ pub const NOTICE_LOG: usize = 256;
 
 /// How many events an observer may fall behind before it loses the oldest.
 const EVENT_CAPACITY: usize = 256;
+
+/// A notification from the server, as the host receives it from
+/// [`Session::notifications`](crate::Session::notifications).
+#[derive(Clone, Debug)]
+pub struct ServerNotification {
+    /// Its method (`notifications/resources/updated`, …).
+    pub method: String,
+    /// Its params (`null` when absent).
+    pub params: Value,
+}
 
 /// Something that happened on a session.
 #[derive(Clone, Debug)]

@@ -40,16 +40,17 @@ pub mod watch;
 pub use capable_core as core;
 pub use capable_core::{
     Capability, ClientCapabilities, ClientConfig, Era, Flag, GatePolicy, ListenFilter, Method,
-    ProtocolChoice, ProtocolVersion, Refusal, Revision, ServerCapabilities, Violation,
+    ProtocolChoice, ProtocolVersion, Refusal, Revision, ServerCapabilities, Timeouts, Violation,
 };
 pub use connect::{connect, connect_http, connect_stdio};
-pub use driver::{ListenEvent, ServerNotification};
 pub use error::Error;
-pub use events::SessionEvent;
+pub use events::{ServerNotification, SessionEvent};
 pub use input::{ElicitationPolicy, InputHandlers, Root};
 pub use options::ClientOptions;
 pub use read::ResourceRead;
-pub use session::{Listener, RequestOptions, Session, MAX_INPUT_ROUNDS};
+pub use session::{
+    ListenEvent, Listener, ProgressCallback, RequestOptions, Session, MAX_INPUT_ROUNDS,
+};
 pub use tap::{Direction, Tap};
 pub use transport::http::{HttpConfig, HttpTransport, Reconnect};
 pub use transport::stdio::{ServerCommand, StdioLimits, StdioTransport};

@@ -1,27 +1,40 @@
-//! Client options: timeouts and limits.
+//! Client options: what the core needs ([`ClientConfig`]: identity, protocol, gating,
+//! timeouts, the era hint) and what the shell needs (limits, handlers, a tap). Each
+//! setting lives in one place; nothing a host sets is overwritten.
 
 use std::time::Duration;
 
-use capable_core::ClientConfig;
-
-use crate::transport::stdio::StdioLimits;
+use capable_core::{ClientConfig, Era, GatePolicy, ProtocolChoice};
 
 /// How a client behaves; every limit has a default.
+///
+/// ```
+/// use std::time::Duration;
+/// use capable::{ClientOptions, Era};
+///
+/// let options = ClientOptions::default()
+///     .with_request_timeout(Duration::from_secs(10))
+///     .with_era_hint(Some(Era::Legacy)); // this server spoke legacy last time
+/// assert_eq!(options.config.timeouts.request, Duration::from_secs(10));
+/// ```
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
-    /// Identity, declared client capabilities, protocol choice, gate policy.
+    /// Identity, protocol choice, gate policy, timeouts, era hint. Its
+    /// `capabilities` must be left to the handlers: the client declares exactly what
+    /// [`ClientOptions::handlers`] handle, and refuses to connect if `capabilities`
+    /// declares something no handler answers.
     pub config: ClientConfig,
-    /// Default time a request may take (per request overridable). Default 60 s.
-    pub request_timeout: Duration,
-    /// The most a request may take when progress keeps extending it. Default 10 min.
-    pub max_request_timeout: Duration,
-    /// How long the modern probe (`server/discover`) may go unanswered before the
-    /// client falls back to `initialize`. Default 3 s.
-    pub probe_timeout: Duration,
-    /// stdio limits (message size, shutdown grace).
-    pub stdio: StdioLimits,
+    /// The largest message accepted from the server, in bytes, on any transport: a
+    /// larger one ends the session with a clear error. Default 64 MiB.
+    pub max_message_size: usize,
+    /// stdio: how long shutdown waits after closing the server's stdin, and again
+    /// after each signal. Default 2 s.
+    pub shutdown_grace: Duration,
     /// How many server notifications are buffered for the host before new ones are
-    /// dropped (memory stays bounded). Default 1024.
+    /// dropped (memory stays bounded; [`Session::dropped_notifications`] counts
+    /// them). Default 1024.
+    ///
+    /// [`Session::dropped_notifications`]: crate::Session::dropped_notifications
     pub notification_capacity: usize,
     /// The most pages a list helper collects. Default 1000.
     pub max_pages: usize,
@@ -36,14 +49,91 @@ impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             config: ClientConfig::default(),
-            request_timeout: Duration::from_secs(60),
-            max_request_timeout: Duration::from_secs(600),
-            probe_timeout: Duration::from_secs(3),
-            stdio: StdioLimits::default(),
+            max_message_size: 64 * 1024 * 1024,
+            shutdown_grace: Duration::from_secs(2),
             notification_capacity: 1024,
             max_pages: 1000,
             handlers: Default::default(),
             tap: None,
         }
+    }
+}
+
+impl ClientOptions {
+    /// How long a request may go unanswered (default 60 s).
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.timeouts.request = timeout;
+        self
+    }
+
+    /// How long the modern probe may go unanswered before falling back (default 3 s).
+    pub fn with_probe_timeout(mut self, timeout: Duration) -> Self {
+        self.config.timeouts.probe = timeout;
+        self
+    }
+
+    /// The most a request may take when progress keeps extending it (default 10 min).
+    pub fn with_progress_cap(mut self, cap: Duration) -> Self {
+        self.config.timeouts.progress_cap = cap;
+        self
+    }
+
+    /// Which protocol versions to speak.
+    pub fn with_protocol(mut self, protocol: ProtocolChoice) -> Self {
+        self.config.protocol = protocol;
+        self
+    }
+
+    /// Strict (the default) or lenient gating.
+    pub fn with_gate_policy(mut self, policy: GatePolicy) -> Self {
+        self.config.gate_policy = policy;
+        self
+    }
+
+    /// The era the host remembers this server speaking (see
+    /// [`ClientConfig::era_hint`]): it orders the handshake, never forbids the other.
+    pub fn with_era_hint(mut self, era: Option<Era>) -> Self {
+        self.config.era_hint = era;
+        self
+    }
+
+    /// A tap that sees every message.
+    pub fn with_tap(mut self, tap: crate::tap::Tap) -> Self {
+        self.tap = Some(tap);
+        self
+    }
+
+    /// The core configuration a connection starts from: the host's, declaring the
+    /// installed handlers' capabilities. Fails if the host declared a capability no
+    /// handler answers.
+    pub(crate) fn core_config(&self) -> Result<ClientConfig, crate::Error> {
+        let handled = self.handlers.capabilities();
+        let declared = &self.config.capabilities;
+        let unhandled = [
+            (declared.roots && !handled.roots, "roots"),
+            (declared.sampling && !handled.sampling, "sampling"),
+            (
+                declared.elicitation_form && !handled.elicitation_form,
+                "elicitation (form)",
+            ),
+            (
+                declared.elicitation_url && !handled.elicitation_url,
+                "elicitation (url)",
+            ),
+        ];
+        let missing: Vec<&str> = unhandled
+            .iter()
+            .filter(|(m, _)| *m)
+            .map(|(_, name)| *name)
+            .collect();
+        if !missing.is_empty() {
+            return Err(crate::Error::InvalidOptions(format!(
+                "config.capabilities declares {} but no handler answers it; install the handler in ClientOptions.handlers instead",
+                missing.join(", ")
+            )));
+        }
+        let mut config = self.config.clone();
+        config.capabilities = handled;
+        Ok(config)
     }
 }

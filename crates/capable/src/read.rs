@@ -20,7 +20,8 @@ pub struct ResourceRead {
     pub read_at: SystemTime,
     /// The contents.
     pub contents: Vec<ResourceContents>,
-    /// Modern: how long the content stays fresh, in milliseconds.
+    /// Modern: how long the content stays fresh, in milliseconds, as the server said
+    /// (see [`ResourceRead::ttl`] for it as a bounded duration).
     pub ttl_ms: Option<f64>,
     /// Modern: `public` or `private`.
     pub cache_scope: Option<String>,
@@ -45,9 +46,15 @@ impl ResourceRead {
         self.revision.get_or_init(|| Revision::of(&self.contents))
     }
 
+    /// Modern: how long the content stays fresh, capped at
+    /// [`MAX_TTL`](capable_core::time::MAX_TTL); `None` without a positive `ttlMs`.
+    pub fn ttl(&self) -> Option<std::time::Duration> {
+        self.ttl_ms.and_then(capable_core::time::ttl)
+    }
+
     /// `read_at` as RFC 3339 UTC (`2026-11-29T22:04:05.123Z`).
     pub fn read_at_rfc3339(&self) -> String {
-        rfc3339(self.read_at)
+        capable_core::time::rfc3339(self.read_at)
     }
 
     /// All text contents joined (blobs left out).
@@ -58,16 +65,6 @@ impl ResourceRead {
             .collect::<Vec<_>>()
             .join("\n")
     }
-}
-
-/// Formats a time as RFC 3339 UTC with milliseconds.
-pub fn rfc3339(t: SystemTime) -> String {
-    let t = time::OffsetDateTime::from(t);
-    let fmt = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    t.format(&fmt)
-        .unwrap_or_else(|_| "1970-01-01T00:00:00.000Z".into())
 }
 
 /// `{uri, readAt, revision, contents, ttlMs?, cacheScope?}`.

@@ -27,11 +27,10 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::broadcast::Receiver;
 use tokio::time::Instant;
 
-use crate::driver::ListenEvent;
 use crate::error::Error;
 use crate::events::SessionEvent;
 use crate::read::ResourceRead;
-use crate::session::{Listener, Session};
+use crate::session::{ListenEvent, Listener, Session};
 
 /// What the caller allows beyond the server's own subscriptions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -179,13 +178,18 @@ fn listen_filter(uri: &str) -> ListenFilter {
     }
 }
 
-/// Whether `uri` is `watched` or a sub-resource of it (updates may name one).
+/// The instant `wait` from now, saturating: no interval, however long, overflows.
+fn after(wait: Duration) -> Instant {
+    Instant::from_std(capable_core::time::deadline(
+        Instant::now().into_std(),
+        wait,
+    ))
+}
+
+/// Whether an update for `uri` concerns the `watched` resource (it may name a
+/// sub-resource of it).
 fn concerns(uri: &str, watched: &str) -> bool {
-    match uri.strip_prefix(watched) {
-        Some("") => true,
-        Some(rest) => rest.starts_with(['/', '#', '?']) || watched.ends_with('/'),
-        None => false,
-    }
+    capable_core::model::is_same_or_sub_resource(uri, watched)
 }
 
 impl Watch<'_> {
@@ -308,7 +312,7 @@ impl Watch<'_> {
                         v.method, v.server.name, v.server.version, v.capability
                     ),
                 );
-                self.next_poll = self.last.is_some().then(|| Instant::now() + self.poll_wait);
+                self.next_poll = self.last.is_some().then(|| after(self.poll_wait));
                 Ok(())
             }
             None => {
@@ -327,7 +331,7 @@ impl Watch<'_> {
                     WatchMode::Poll,
                     format!("{why}; falling back to the caller's re-read policy"),
                 );
-                self.next_poll = Some(Instant::now() + self.poll_wait);
+                self.next_poll = Some(after(self.poll_wait));
                 Ok(())
             }
             None => Err(why),
@@ -337,15 +341,12 @@ impl Watch<'_> {
     async fn reread(&mut self) -> Result<(), Error> {
         let read = self.session.read_resource(&self.uri).await?;
         if self.mode == WatchMode::Poll {
-            // Never sooner than the server says the content stays fresh.
-            let ttl = read
-                .ttl_ms
-                .filter(|t| t.is_finite() && *t > 0.0)
-                .map(|t| Duration::from_secs_f64(t / 1000.0))
-                .unwrap_or_default();
+            // Never sooner than the server says the content stays fresh (a TTL is
+            // capped at a day: a server's `1e30` cannot stall the watch for ever).
+            let ttl = read.ttl().unwrap_or_default();
             let wait = self.policy.poll.unwrap_or(self.poll_wait).max(ttl);
             self.poll_wait = wait;
-            self.next_poll = Some(Instant::now() + wait);
+            self.next_poll = Some(after(wait));
         }
         if self.last.as_ref() != Some(read.revision()) {
             self.last = Some(read.revision().clone());

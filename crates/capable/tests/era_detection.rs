@@ -1,7 +1,7 @@
 //! Which era a server speaks is found by asking, never assumed: `server/discover`
 //! first; any answer that is not a modern one — or silence within the probe timeout —
-//! means legacy. A forced era sends no probe; the era found for a command is remembered
-//! for the life of the process.
+//! means legacy. A forced era sends no probe; an era the host remembers (the era hint)
+//! orders the handshake and never locks a server out of the other era.
 
 mod common;
 
@@ -81,7 +81,7 @@ async fn a_legacy_server_that_ignores_the_probe_costs_only_the_probe_timeout() {
         let probe_timeout = Duration::from_millis(300);
         let wire = Wire::default();
         let mut options = wire.options();
-        options.probe_timeout = probe_timeout;
+        options.config.timeouts.probe = probe_timeout;
         let started = Instant::now();
         let session = connect_stdio(&fixture("silent-probe"), options)
             .await
@@ -164,7 +164,7 @@ async fn forcing_legacy_against_the_python_server_sends_no_probe_and_sees_no_sub
 }
 
 #[tokio::test]
-async fn a_second_connection_to_a_legacy_server_in_the_same_process_sends_no_probe() {
+async fn a_legacy_era_hint_from_the_first_connection_skips_the_probe() {
     within(LIMIT, async {
         let server = fixture("read-only");
         let first = Wire::default();
@@ -172,11 +172,13 @@ async fn a_second_connection_to_a_legacy_server_in_the_same_process_sends_no_pro
             .await
             .expect("first connect");
         common::assert_era(&session, Era::Legacy, &first);
+        let remembered = session.era();
         session.close().await;
         assert_eq!(first.sent_methods()[0], "server/discover");
 
         let second = Wire::default();
-        let session = connect_stdio(&server, second.options())
+        let options = second.options().with_era_hint(Some(remembered));
+        let session = connect_stdio(&server, options)
             .await
             .expect("second connect");
         common::assert_era(&session, Era::Legacy, &second);
@@ -193,14 +195,56 @@ async fn a_second_connection_to_a_legacy_server_in_the_same_process_sends_no_pro
 }
 
 #[tokio::test]
-async fn a_second_connection_to_a_modern_server_in_the_same_process_stays_modern() {
+async fn a_modern_era_hint_keeps_a_modern_server_modern() {
     within(LIMIT, async {
         let server = fixture("modern");
+        let mut hint = None;
         for _ in 0..2 {
-            let (session, wire) = common::open(&server, Era::Modern).await;
+            let wire = Wire::default();
+            let options = wire.options().with_era_hint(hint);
+            let session = connect_stdio(&server, options).await.expect("connect");
+            common::assert_era(&session, Era::Modern, &wire);
+            hint = Some(session.era());
             session.close().await;
             assert_eq!(wire.sent_methods(), ["server/discover"]);
         }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_legacy_hint_never_locks_out_a_server_that_became_modern() {
+    within(LIMIT, async {
+        // The host remembers legacy; the server is modern-only now and refuses
+        // initialize, naming what it speaks. The client probes and speaks modern.
+        let wire = Wire::default();
+        let options = wire.options().with_era_hint(Some(Era::Legacy));
+        let session = connect_stdio(&fixture("modern"), options)
+            .await
+            .expect("connect despite the stale hint");
+        common::assert_era(&session, Era::Modern, &wire);
+        session.read_resource(MANUAL).await.expect("read");
+        session.close().await;
+        assert_eq!(
+            wire.sent_methods(),
+            ["initialize", "server/discover", "resources/read"]
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_modern_hint_never_locks_out_a_server_that_is_legacy_now() {
+    within(LIMIT, async {
+        let wire = Wire::default();
+        let options = wire.options().with_era_hint(Some(Era::Modern));
+        let session = connect_stdio(&fixture("read-only"), options)
+            .await
+            .expect("connect despite the stale hint");
+        common::assert_era(&session, Era::Legacy, &wire);
+        session.close().await;
+        assert_probed_then_initialized(&wire);
+        wire.assert_legacy_order();
     })
     .await
 }

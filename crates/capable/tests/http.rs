@@ -13,10 +13,7 @@ use http_peer::{event, initialize_result, priming, result, Peer, Reply, Seen};
 use serde_json::{json, Value};
 
 fn options() -> ClientOptions {
-    ClientOptions {
-        request_timeout: Duration::from_secs(10),
-        ..Default::default()
-    }
+    ClientOptions::default().with_request_timeout(Duration::from_secs(10))
 }
 
 fn config(url: &str) -> HttpConfig {

@@ -171,7 +171,8 @@ async fn the_notification_stream_delivers_server_everythings_tools_list_changed(
 fn assert_exited_with_3(err: &Error) {
     match err {
         Error::ServerExited { status, stderr } => {
-            assert_eq!(status, "exit code 3", "{err}");
+            assert_eq!(status.and_then(|s| s.code()), Some(3), "{err}");
+            assert!(err.to_string().contains("exit code 3"), "{err}");
             assert!(stderr.contains("crashing as asked"), "{err}");
         }
         other => panic!("expected ServerExited, got {other:?}"),
@@ -315,7 +316,7 @@ async fn a_message_over_the_size_limit_fails_with_message_too_large_not_a_hang()
     within(LIMIT, async {
         let wire = Wire::default();
         let mut options = wire.options();
-        options.stdio.max_message_size = 1024 * 1024;
+        options.max_message_size = 1024 * 1024;
         let session = connect_stdio(&fixture("huge"), options)
             .await
             .expect("connect");
@@ -401,10 +402,53 @@ async fn close_ends_the_server_process() {
         assert!(common::process_exists(pid), "the server {pid} is running");
         session.read_resource(MANUAL).await.expect("read");
         let status = session.close().await;
-        assert_eq!(status.as_deref(), Some("exit code 0"));
+        assert_eq!(status.and_then(|s| s.code()), Some(0));
         assert!(
             !common::process_exists(pid),
             "the server {pid} still exists after close()"
+        );
+    })
+    .await
+}
+
+/// The fixture behind a shell wrapper that first starts a background child of its own
+/// (as `npx` starts `node`, or a script its helpers) and prints that child's PID.
+fn fixture_with_a_background_child(profile: &str) -> ServerCommand {
+    let mut command = fixture(profile);
+    let mut args = vec![
+        "-c".to_owned(),
+        r#"sleep 300 & echo "pid $!" >&2; exec "$0" "$@""#.to_owned(),
+        command.program.clone(),
+    ];
+    args.append(&mut command.args);
+    command.program = "sh".into();
+    command.args = args;
+    command
+}
+
+#[tokio::test]
+async fn close_ends_the_servers_whole_process_group_not_just_the_server() {
+    within(LIMIT, async {
+        let server = fixture_with_a_background_child("read-only");
+        let session = connect_stdio(&server, Default::default())
+            .await
+            .expect("connect");
+        let child = server_pid(&session).await;
+        assert!(
+            common::process_exists(child),
+            "the background child {child} runs"
+        );
+        session.read_resource(MANUAL).await.expect("read");
+        session.close().await;
+        // The server exits on stdin EOF; its background child ignores that, so only a
+        // signal to the group ends it. `sleep` is reaped by init: wait for it briefly.
+        let gone = Instant::now() + Duration::from_secs(3);
+        while common::process_exists(child) && Instant::now() < gone {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            !common::process_exists(child),
+            "the server's background child {child} outlived the session"
         );
     })
     .await
@@ -459,7 +503,7 @@ async fn requests_written_while_the_server_crashes_fail_with_its_exit_status_not
             for pinger in pingers {
                 let err = pinger.await.expect("the task did not panic");
                 assert!(
-                    matches!(&err, Error::ServerExited { status, .. } if status == "exit code 3"),
+                    matches!(&err, Error::ServerExited { status, .. } if status.and_then(|s| s.code()) == Some(3)),
                     "{err:?}"
                 );
             }

@@ -52,7 +52,7 @@ fn liar() -> ServerCommand {
 fn legacy() -> ClientOptions {
     let mut o = ClientOptions::default();
     o.config.protocol = capable::ProtocolChoice::Legacy;
-    o.request_timeout = Duration::from_secs(10);
+    o.config.timeouts.request = Duration::from_secs(10);
     o
 }
 
@@ -181,10 +181,7 @@ fn python_peer() -> Option<ServerCommand> {
 #[tokio::test]
 async fn python_sdk_listen_sees_an_update_made_by_another_request() {
     let Some(server) = python_peer() else { return };
-    let options = ClientOptions {
-        request_timeout: Duration::from_secs(10),
-        ..Default::default()
-    };
+    let options = ClientOptions::default().with_request_timeout(Duration::from_secs(10));
     let session = connect_stdio(&server, options).await.expect("connect");
     assert_eq!(session.era(), capable::Era::Modern);
     let mut watch = session

@@ -34,7 +34,7 @@ use std::time::Duration;
 use capable::{
     connect_stdio, Capability, ClientConfig, ClientOptions, Direction, Era, Error, Flag,
     ListenEvent, ListenFilter, ProtocolChoice, ProtocolVersion, Revision, ServerCommand, Session,
-    Tap,
+    Tap, Timeouts,
 };
 use serde_json::{json, Value};
 
@@ -70,6 +70,11 @@ impl Wire {
         ClientOptions {
             config: ClientConfig {
                 protocol,
+                timeouts: Timeouts {
+                    request: Duration::from_secs(10),
+                    probe: Duration::from_secs(10),
+                    ..Timeouts::default()
+                },
                 ..ClientConfig::default()
             },
             tap: Some(Tap::new(move |direction, line| {
@@ -78,8 +83,6 @@ impl Wire {
                 });
                 log.lock().unwrap().push((direction, message));
             })),
-            request_timeout: Duration::from_secs(10),
-            probe_timeout: Duration::from_secs(10),
             ..ClientOptions::default()
         }
     }

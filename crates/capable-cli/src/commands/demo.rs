@@ -68,7 +68,7 @@ async fn scenario(ctx: &Context, profile: Profile) -> Value {
     let log = Arc::new(Mutex::new(Vec::<String>::new()));
     let log2 = log.clone();
     let mut options = ctx.options();
-    options.probe_timeout = Duration::from_secs(2);
+    options.config.timeouts.probe = Duration::from_secs(2);
     let user_tap = options.tap.take();
     options.tap = Some(Tap::new(move |dir, line| {
         if let Some(t) = &user_tap {
@@ -174,7 +174,7 @@ async fn subscribe_then_read(s: &Session) -> Value {
                 "modes": modes,
                 "fallback": format!(
                     "the host's explicit re-read policy (every {}): watch falls back to polling; reading never depended on subscribe",
-                    capable::error::humanize(FALLBACK_POLL)
+                    capable::core::time::humanize(FALLBACK_POLL)
                 ),
                 "read": read,
             })

@@ -28,16 +28,14 @@ pub struct Context {
 impl Context {
     /// Client options from the global flags.
     pub fn options(&self) -> ClientOptions {
-        let mut options = ClientOptions {
-            request_timeout: self.global.timeout,
-            ..Default::default()
-        };
-        options.config.protocol = self.global.protocol;
+        let mut options = ClientOptions::default()
+            .with_request_timeout(self.global.timeout)
+            .with_protocol(self.global.protocol);
         if self.global.lenient {
             options.config.gate_policy = GatePolicy::Lenient;
         }
         options.handlers = crate::elicit::handlers(&self.global);
-        options.stdio.max_message_size = self.global.max_message;
+        options.max_message_size = self.global.max_message;
         if self.global.trace {
             options.tap = Some(Tap::new(|dir, line| {
                 let arrow = match dir {

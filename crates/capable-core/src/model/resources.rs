@@ -146,3 +146,14 @@ pub struct ReadResourceResult {
     #[serde(default, rename = "_meta")]
     pub meta: Option<Value>,
 }
+
+/// Whether `uri` is `subscribed` or a sub-resource of it (`…/part`, `…#frag`,
+/// `…?query`, or anything under a `subscribed` that ends in `/`): a server's update may
+/// name a sub-resource of the URI the host subscribed to.
+pub fn is_same_or_sub_resource(uri: &str, subscribed: &str) -> bool {
+    match uri.strip_prefix(subscribed) {
+        Some("") => true,
+        Some(rest) => rest.starts_with(['/', '#', '?']) || subscribed.ends_with('/'),
+        None => false,
+    }
+}

@@ -9,10 +9,11 @@
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use capable_core::{
-    ClientConfig, Connection, Event, Incoming, Negotiating, ProtocolChoice, ProtocolVersion, Step,
+    ClientConfig, Connection, Event, Incoming, Negotiating, Now, ProtocolChoice, ProtocolVersion,
+    Step,
 };
 use jsonschema::Validator;
 use serde_json::{json, Value};
@@ -287,9 +288,26 @@ pub fn incoming(value: Value) -> Incoming {
     Incoming::parse(serde_json::to_vec(&value).unwrap()).expect("a valid server message")
 }
 
-/// A fixed instant, so violations are stamped deterministically.
+/// A fixed wall-clock time, so violations are stamped deterministically.
 pub fn now() -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+}
+
+/// The start of a test's made-up monotonic clock: deadlines are computed from it,
+/// never from the real time.
+pub fn t0() -> Instant {
+    static T0: OnceLock<Instant> = OnceLock::new();
+    *T0.get_or_init(Instant::now)
+}
+
+/// `t0()` plus `ms` milliseconds.
+pub fn at_ms(ms: u64) -> Instant {
+    t0() + Duration::from_millis(ms)
+}
+
+/// The moment "now" on both clocks: [`t0`] and [`now`].
+pub fn moment() -> Now {
+    Now::new(t0(), now())
 }
 
 /// A config with a recognisable clientInfo.
@@ -326,12 +344,12 @@ pub fn legacy_connection<W>(
         .legacy_proposal()
         .expect("a legacy configuration");
     let mut out = Vec::new();
-    let n = Negotiating::start(config, &mut out);
+    let n = Negotiating::start(config, t0(), &mut out);
     let sent = take(proposed, &mut out);
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0]["method"], "initialize");
     let answer = initialize_result(&sent[0]["id"], version.as_str(), capabilities);
-    let Step::Ready(established) = n.handle(incoming(answer), &mut out) else {
+    let Step::Ready(established) = n.handle(incoming(answer), t0(), &mut out) else {
         panic!("the handshake did not complete");
     };
     let sent = take(version, &mut out);
@@ -344,13 +362,13 @@ pub fn legacy_connection<W>(
 /// `server/discover` with `capabilities`.
 pub fn modern_connection<W>(config: ClientConfig, capabilities: Value) -> Connection<W> {
     let mut out = Vec::new();
-    let n = Negotiating::start(config, &mut out);
+    let n = Negotiating::start(config, t0(), &mut out);
     let v = ProtocolVersion::V2026_07_28;
     let sent = take(v, &mut out);
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0]["method"], "server/discover");
     let answer = discover_result(&sent[0]["id"], capabilities);
-    let Step::Ready(established) = n.handle(incoming(answer), &mut out) else {
+    let Step::Ready(established) = n.handle(incoming(answer), t0(), &mut out) else {
         panic!("the probe did not complete");
     };
     assert!(out.is_empty(), "nothing is written after a DiscoverResult");
@@ -377,5 +395,5 @@ pub fn discover_result(id: &Value, capabilities: Value) -> Value {
 
 /// Feeds one server message to a connection.
 pub fn feed<W>(conn: &mut Connection<W>, message: Value, out: &mut Vec<u8>) -> Event<W> {
-    conn.handle(incoming(message), now(), out)
+    conn.handle(incoming(message), moment(), out)
 }

@@ -6,16 +6,25 @@
 //! - a [`MessageSink`] that sends a batch of newline-terminated messages at once (the
 //!   client coalesces everything written since the last send into one batch: one
 //!   syscall for many requests);
-//! - a [`MessageSource`] that yields one received message at a time;
+//! - a [`MessageSource`] that yields one received message at a time (or, for a
+//!   transport that can fail one request alone, that request's failure);
 //! - a [`Peer`] handle for the server's lifecycle: exit status, shutdown, stderr.
+//!
+//! Transports decide nothing about MCP: the HTTP transport carries out what the core's
+//! [`http`](capable_core::http) policy tells it.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+use capable_core::{Negotiated, Notice, RequestId};
+
+use crate::error::Error;
+
 pub mod http;
-mod legacy_sse;
-pub mod sse;
 pub mod stdio;
 #[cfg(test)]
 mod test_rng;
@@ -24,17 +33,88 @@ mod test_rng;
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Why a transport stopped working.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TransportError {
     /// Reading or writing failed.
-    #[error("{0}")]
-    Io(String),
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done (`writing to the server's stdin`, …).
+        context: String,
+        /// The operating system's error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// An HTTP request could not be made, or its answer not read.
+    #[error("{context}: {}", chain(source))]
+    Request {
+        /// The request (`POST https://…`).
+        context: String,
+        /// The HTTP client's error.
+        #[source]
+        source: Arc<reqwest::Error>,
+    },
     /// A message exceeded the configured size limit.
     #[error("the server sent a message larger than the limit of {limit} bytes")]
     MessageTooLarge {
         /// The limit in bytes.
         limit: usize,
     },
+    /// The server broke the transport's own rules (an event stream that never names
+    /// its endpoint, a redirect loop, a stream that ended for good).
+    #[error("{0}")]
+    Broken(String),
+}
+
+impl TransportError {
+    /// An I/O failure while doing `context`.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        TransportError::Io {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// An HTTP client failure while doing `context`.
+    pub fn request(context: impl Into<String>, source: reqwest::Error) -> Self {
+        TransportError::Request {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
+}
+
+/// An error and its causes, one after the other (reqwest's own message says little).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        let text = inner.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        source = inner.source();
+    }
+    s
+}
+
+/// What a [`MessageSource`] yields.
+#[derive(Debug)]
+pub enum Inbound {
+    /// One message (a JSON-RPC line, without its terminator).
+    Message(Bytes),
+    /// One request failed in the transport without a JSON-RPC answer (an HTTP status,
+    /// a stream that broke beyond repair): it fails with `error`; the session goes on.
+    Failed {
+        /// The request's id, as sent.
+        id: RequestId,
+        /// Why.
+        error: Error,
+    },
+    /// Something the host should see that is not a message (a tool the transport
+    /// dropped, a stream it gave up).
+    Notice(Notice),
 }
 
 /// Sends batches of newline-terminated messages.
@@ -50,6 +130,14 @@ pub trait MessageSink: Send + 'static {
     fn direct(&self) -> Option<DirectWriter> {
         None
     }
+
+    /// Told once, when the handshake settled and before anything negotiated is sent
+    /// (legacy `notifications/initialized` included): a transport whose framing
+    /// depends on the negotiated version (HTTP's `MCP-Protocol-Version`) takes it from
+    /// here, never from the traffic.
+    fn negotiated(&mut self, negotiated: &Negotiated) {
+        let _ = negotiated;
+    }
 }
 
 /// See [`MessageSink::direct`].
@@ -63,21 +151,19 @@ pub const DIRECT_MAX: usize = 4096;
 pub trait MessageSource: Send + 'static {
     /// The next message without its line terminator; `None` when the server closed its
     /// end.
-    fn recv(&mut self)
-        -> impl Future<Output = Result<Option<bytes::Bytes>, TransportError>> + Send;
+    fn recv(&mut self) -> impl Future<Output = Result<Option<Inbound>, TransportError>> + Send;
 }
 
 /// The server as a running thing: its exit, its shutdown, its diagnostics.
 pub trait Peer: Send + Sync + 'static {
-    /// After the server's output ended: how it exited, if it did within `grace`.
-    fn exit_status(&self, grace: Duration) -> BoxFuture<'_, Option<String>>;
+    /// After the server's output ended: how it exited, if it did within `grace`
+    /// (`None` for a server that is not a process of ours).
+    fn exit_status(&self, grace: Duration) -> BoxFuture<'_, Option<ExitStatus>>;
     /// Stops the server after its input was closed (for stdio: wait, then SIGTERM,
-    /// then SIGKILL, each bounded). Returns how it exited.
-    fn shutdown(&self) -> BoxFuture<'_, Option<String>>;
+    /// then SIGKILL to its whole process group, each bounded). Returns how it exited.
+    fn shutdown(&self) -> BoxFuture<'_, Option<ExitStatus>>;
     /// The last lines the server wrote to stderr (not an error signal by itself).
     fn stderr_tail(&self) -> String;
-    /// A short description for messages (`node server.js`, a URL, …).
-    fn describe(&self) -> String;
 }
 
 /// A connected transport, ready to be split.

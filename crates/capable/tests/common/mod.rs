@@ -18,7 +18,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
 use std::time::{Duration, SystemTime};
 
-use capable::transport::{BoxFuture, MessageSink, MessageSource, Peer, Transport, TransportError};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use capable::transport::{
+    BoxFuture, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError,
+};
 use capable::{ClientOptions, Direction, Era, ProtocolVersion, ServerCommand, Session, Tap};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -263,12 +268,10 @@ impl Wire {
     /// probe it refuses the fallback `initialize` (-32022), so the test would fail for
     /// the machine's load, not for the client. The silent-probe test sets its own.
     pub fn options(&self) -> ClientOptions {
-        ClientOptions {
-            tap: Some(self.tap()),
-            request_timeout: Duration::from_secs(10),
-            probe_timeout: Duration::from_secs(10),
-            ..ClientOptions::default()
-        }
+        ClientOptions::default()
+            .with_tap(self.tap())
+            .with_request_timeout(Duration::from_secs(10))
+            .with_probe_timeout(Duration::from_secs(10))
     }
 
     /// Everything seen so far.
@@ -584,30 +587,31 @@ impl MessageSink for ScriptedSink {
         for line in batch.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             self.0
                 .send(line.to_vec())
-                .map_err(|_| TransportError::Io("the scripted server is gone".into()))?;
+                .map_err(|_| TransportError::Broken("the scripted server is gone".into()))?;
         }
         Ok(())
     }
 }
 
 impl MessageSource for ScriptedSource {
-    async fn recv(&mut self) -> Result<Option<bytes::Bytes>, TransportError> {
-        Ok(self.0.recv().await.map(bytes::Bytes::from))
+    async fn recv(&mut self) -> Result<Option<Inbound>, TransportError> {
+        Ok(self
+            .0
+            .recv()
+            .await
+            .map(|line| Inbound::Message(bytes::Bytes::from(line))))
     }
 }
 
 impl Peer for ScriptedPeer {
-    fn exit_status(&self, _grace: Duration) -> BoxFuture<'_, Option<String>> {
-        Box::pin(async { Some("exit status 0".into()) })
+    fn exit_status(&self, _grace: Duration) -> BoxFuture<'_, Option<ExitStatus>> {
+        Box::pin(async { Some(ExitStatus::from_raw(0)) })
     }
-    fn shutdown(&self) -> BoxFuture<'_, Option<String>> {
-        Box::pin(async { Some("exit status 0".into()) })
+    fn shutdown(&self) -> BoxFuture<'_, Option<ExitStatus>> {
+        Box::pin(async { Some(ExitStatus::from_raw(0)) })
     }
     fn stderr_tail(&self) -> String {
         String::new()
-    }
-    fn describe(&self) -> String {
-        "a scripted server".into()
     }
 }
 

@@ -184,7 +184,7 @@ impl Auditor<'_> {
             response,
             server: self.server(),
             protocol_version: self.session.protocol_version().as_str().into(),
-            at: capable::read::rfc3339(std::time::SystemTime::now()),
+            at: capable::core::time::rfc3339(std::time::SystemTime::now()),
         });
     }
 
@@ -639,7 +639,7 @@ impl Auditor<'_> {
             Err(_) => {
                 let why = format!(
                     "no notifications/subscriptions/acknowledged within {}",
-                    capable::error::humanize(self.ack_wait)
+                    capable::core::time::humanize(self.ack_wait)
                 );
                 self.check(cap, check, Some(m), Outcome::Violation, why.clone());
                 self.finding(cap, m, "no-acknowledgement", why, request, Value::Null);

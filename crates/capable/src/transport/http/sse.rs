@@ -1,25 +1,17 @@
-//! Reading a `text/event-stream` HTTP body as MCP messages, with the bookkeeping
+//! Reading a `text/event-stream` HTTP body as MCP events, with the bookkeeping
 //! resumption needs: the last event id seen and the server's `retry` advice.
 //!
 //! Parsing the SSE format itself is left to `eventsource-stream`; this file adds a size
 //! limit per event (memory stays bounded) and tells MCP messages apart from priming and
-//! keep-alive events.
+//! keep-alive events. What an event means is the core's business.
 
 use std::time::Duration;
 
+use capable_core::http::StreamEvent;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 
-use super::TransportError;
-
-/// One SSE event that matters to MCP.
-#[derive(Debug)]
-pub enum SseItem {
-    /// A message (`data` holds one JSON-RPC message).
-    Message(Vec<u8>),
-    /// The `endpoint` event of the 2024-11-05 HTTP+SSE transport.
-    Endpoint(String),
-}
+use crate::transport::TransportError;
 
 /// An SSE response body being read.
 pub struct SseReader {
@@ -61,10 +53,11 @@ impl SseReader {
         }
     }
 
-    /// The next MCP item; `Ok(None)` when the stream ended.
-    pub async fn next(&mut self) -> Result<Option<SseItem>, TransportError> {
+    /// The next MCP event; `Ok(None)` when the stream ended; an error when it broke
+    /// ([`TransportError::Broken`]) or an event was over the limit.
+    pub async fn next(&mut self) -> Result<Option<StreamEvent>, TransportError> {
         while let Some(event) = self.events.next().await {
-            let event = event.map_err(TransportError::Io)?;
+            let event = event.map_err(TransportError::Broken)?;
             if !event.id.is_empty() {
                 self.last_event_id = Some(event.id.clone());
             }
@@ -79,8 +72,8 @@ impl SseReader {
                 return Err(TransportError::MessageTooLarge { limit: self.limit });
             }
             match event.event.as_str() {
-                "endpoint" => return Ok(Some(SseItem::Endpoint(event.data))),
-                "message" | "" => return Ok(Some(SseItem::Message(event.data.into_bytes()))),
+                "endpoint" => return Ok(Some(StreamEvent::Endpoint(event.data))),
+                "message" | "" => return Ok(Some(StreamEvent::Message(event.data.into_bytes()))),
                 other => {
                     tracing::debug!("ignored SSE event of type {other:?}");
                 }
@@ -145,8 +138,8 @@ mod tests {
             let mut got = Vec::new();
             while let Some(item) = reader.next().await.unwrap() {
                 match item {
-                    SseItem::Message(m) => got.push(m),
-                    SseItem::Endpoint(e) => panic!("unexpected endpoint {e}"),
+                    StreamEvent::Message(m) => got.push(m),
+                    StreamEvent::Endpoint(e) => panic!("unexpected endpoint {e}"),
                 }
             }
             assert_eq!(got, expected, "{text:?}");
@@ -161,9 +154,11 @@ mod tests {
             b"event: endpoint\ndata: /message?sessionId=1\n\nevent: message\ndata: {}\n\n".to_vec();
         let mut reader = SseReader::new(response(vec![text]), 1024);
         assert!(
-            matches!(reader.next().await.unwrap(), Some(SseItem::Endpoint(e)) if e == "/message?sessionId=1")
+            matches!(reader.next().await.unwrap(), Some(StreamEvent::Endpoint(e)) if e == "/message?sessionId=1")
         );
-        assert!(matches!(reader.next().await.unwrap(), Some(SseItem::Message(m)) if m == b"{}"));
+        assert!(
+            matches!(reader.next().await.unwrap(), Some(StreamEvent::Message(m)) if m == b"{}")
+        );
         assert!(reader.next().await.unwrap().is_none());
     }
 

@@ -1,0 +1,215 @@
+//! Everything the server sends once the connection is ready: answers routed to their
+//! waiters by id, progress (which restarts the request's timeout), server requests
+//! (answered here or handed to the host), and notifications (checked against what the
+//! server declared).
+
+use crate::gating;
+use crate::jsonrpc::{self, codes, Incoming, Payload, RequestId, RpcError};
+use crate::model::{self, Empty, ProgressParams};
+use crate::notice::Notice;
+use crate::time::Now;
+use crate::version::Era;
+use crate::violation::Violation;
+
+use super::{Connection, Event, Pending, ResponseError};
+
+impl<W> Connection<W> {
+    /// Handles one message from the server, arrived at `now` (`now.wall` stamps any
+    /// violation it reveals). After [`Connection::close`] every message is
+    /// [`Event::Handled`] and nothing is written.
+    pub fn handle(&mut self, msg: Incoming, now: Now, out: &mut Vec<u8>) -> Event<W> {
+        if self.closed {
+            return Event::Handled;
+        }
+        match msg {
+            Incoming::Result { id, result } => match self.take_pending(&id) {
+                Some((n, p)) => Event::Response {
+                    id: n,
+                    method: p.method,
+                    waiter: p.waiter,
+                    outcome: Ok(result),
+                },
+                None => Event::Handled,
+            },
+            Incoming::Error {
+                id: None, error, ..
+            } => {
+                self.notices.push(Notice::SkippedLine {
+                    reason: format!("an error response without an id: {error}"),
+                });
+                Event::Handled
+            }
+            Incoming::Error {
+                id: Some(id),
+                error,
+                message,
+            } => match self.take_pending(&id) {
+                Some((n, p)) => {
+                    let outcome = Err(self.classify_error(&p, error, &message, now));
+                    Event::Response {
+                        id: n,
+                        method: p.method,
+                        waiter: p.waiter,
+                        outcome,
+                    }
+                }
+                None => Event::Handled,
+            },
+            Incoming::Request { id, method, params } => {
+                self.on_server_request(id, method, params, out)
+            }
+            Incoming::Notification { method, params } => self.on_notification(method, params, now),
+        }
+    }
+
+    fn take_pending(&mut self, id: &RequestId) -> Option<(i64, Pending<W>)> {
+        let n = match id {
+            RequestId::Number(n) => *n,
+            RequestId::String(_) => {
+                self.notices
+                    .push(Notice::UnknownResponseId { id: id.clone() });
+                return None;
+            }
+        };
+        match self.pending.remove(&n) {
+            Some(p) => Some((n, p)),
+            None => {
+                let notice = if (0..self.next_id).contains(&n) {
+                    Notice::LateResponse { id: id.clone() }
+                } else {
+                    Notice::UnknownResponseId { id: id.clone() }
+                };
+                self.notices.push(notice);
+                None
+            }
+        }
+    }
+
+    /// A -32601 to a method the server declared is a contract violation: recorded
+    /// with both messages, and the method is never sent again in this session.
+    fn classify_error(
+        &mut self,
+        p: &Pending<W>,
+        error: RpcError,
+        message: &[u8],
+        now: Now,
+    ) -> ResponseError {
+        if error.code != codes::METHOD_NOT_FOUND {
+            return ResponseError::Rpc(error);
+        }
+        let judged = Violation::judge(p.method, &p.request, message, &self.negotiated, now.wall);
+        let Some(violation) = judged else {
+            return ResponseError::Rpc(error);
+        };
+        self.broken.insert(p.method);
+        self.violations.push(violation.clone());
+        ResponseError::Violation(Box::new(violation))
+    }
+
+    fn on_server_request(
+        &mut self,
+        id: RequestId,
+        method: String,
+        params: Payload,
+        out: &mut Vec<u8>,
+    ) -> Event<W> {
+        let caps = &self.config.capabilities;
+        let handled = match method.as_str() {
+            "ping" if self.negotiated.era() == Era::Legacy => {
+                jsonrpc::write_result(out, &id, &Empty {});
+                return Event::Handled;
+            }
+            "roots/list" => caps.roots,
+            "sampling/createMessage" => caps.sampling,
+            "elicitation/create" => {
+                self.negotiated.version.has_elicitation()
+                    && (caps.elicitation_form || caps.elicitation_url)
+            }
+            _ => false,
+        };
+        if self.negotiated.era() == Era::Modern {
+            // 2026-07-28: servers send no requests and clients send no responses;
+            // input arrives as `input_required` results instead.
+            self.notices
+                .push(Notice::UnsupportedServerRequest { method });
+            return Event::Handled;
+        }
+        if handled {
+            return Event::ServerRequest { id, method, params };
+        }
+        let error = RpcError {
+            code: codes::METHOD_NOT_FOUND,
+            message: format!("capable does not handle {method}"),
+            data: None,
+        };
+        jsonrpc::write_error(out, &id, &error);
+        self.notices
+            .push(Notice::UnsupportedServerRequest { method });
+        Event::Handled
+    }
+
+    fn on_notification(&mut self, method: String, params: Payload, now: Now) -> Event<W> {
+        if method == "notifications/progress" {
+            return self.on_progress(params, now);
+        }
+        if let Some((capability, flag)) = gating::notification_requirement(&method) {
+            let caps = &self.negotiated.capabilities;
+            let declared = match flag {
+                Some(flag) => caps.has_flag(capability, flag),
+                None => caps.has(capability),
+            };
+            if !declared {
+                let needs = match flag {
+                    Some(flag) => format!("{}.{}", capability.key(), flag.key()),
+                    None => capability.key().to_owned(),
+                };
+                self.notices.push(Notice::UndeclaredNotification {
+                    method: method.clone(),
+                    needs,
+                });
+            } else if method == "notifications/resources/updated"
+                && self.negotiated.era() == Era::Legacy
+            {
+                let uri = params
+                    .decode::<model::ResourceUpdatedParams>()
+                    .map(|p| p.uri);
+                if let Ok(uri) = uri {
+                    if !self
+                        .subscriptions
+                        .iter()
+                        .any(|s| model::is_same_or_sub_resource(&uri, s))
+                    {
+                        self.notices.push(Notice::UndeclaredNotification {
+                            method: format!("{method} for {uri}"),
+                            needs: "a subscription to that URI".into(),
+                        });
+                    }
+                }
+            }
+        }
+        Event::Notification { method, params }
+    }
+
+    /// Progress for a request that asked for it restarts its timeout; any other is
+    /// dropped with a notice.
+    fn on_progress(&mut self, params: Payload, now: Now) -> Event<W> {
+        let Ok(progress) = params.decode::<ProgressParams>() else {
+            self.notices.push(Notice::SkippedLine {
+                reason: "notifications/progress with malformed params".into(),
+            });
+            return Event::Handled;
+        };
+        match progress.progress_token.as_i64() {
+            Some(id) if self.pending.get(&id).is_some_and(|p| p.progress) => {
+                self.extend_for_progress(id, now.instant);
+                Event::Progress { id, progress }
+            }
+            _ => {
+                self.notices.push(Notice::UnknownProgress {
+                    token: progress.progress_token.to_string(),
+                });
+                Event::Handled
+            }
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! The ready state: a negotiated connection that issues gated requests, routes every
+//! incoming message, times every request out, and knows when it is closed.
+//!
+//! A [`Connection`] is pure state. The async shell feeds it what happens — received
+//! messages ([`Connection::handle`]), the passing of time
+//! ([`Connection::handle_timeout`] at [`Connection::poll_timeout`]), the end
+//! ([`Connection::close`]) — and sends the bytes it writes into `out`. Each request is
+//! registered with a *waiter* `W`, an opaque value of the shell's choosing (a oneshot
+//! sender, say); the connection hands it back with the response, found by id in one
+//! map lookup, or with its timeout. Results stay raw ([`Payload`]) until the caller
+//! decodes them into the one type it expects.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `outgoing.rs` | requests: the gate, the id, the line, the `_meta` envelope |
+//! | `incoming.rs` | answers, server requests and notifications |
+//! | `deadlines.rs` | request timeouts and their extension by progress |
+
+mod deadlines;
+mod incoming;
+mod outgoing;
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::capabilities::ServerCapabilities;
+use crate::config::{ClientConfig, GatePolicy};
+use crate::gating::{self, Refusal};
+use crate::jsonrpc::{self, Payload, RequestId, RpcError};
+use crate::method::Method;
+use crate::model::{CancelledParams, Implementation, ProgressParams};
+use crate::negotiation::{modern_meta, Established, Negotiated};
+use crate::notice::Notice;
+use crate::version::{Era, ProtocolVersion};
+use crate::violation::Violation;
+
+pub use deadlines::{TimedOut, Timeout, Timing};
+
+/// Request ids are sequential integers, so they hash to themselves.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.0 = n as u64;
+    }
+}
+
+type IdMap<V> = HashMap<i64, V, BuildHasherDefault<IdHasher>>;
+
+struct Pending<W> {
+    method: Method,
+    /// The request exactly as sent, kept as evidence should the server break its
+    /// contract.
+    request: Box<[u8]>,
+    waiter: W,
+    /// When it times out; `None` for a request that never does (a listen stream).
+    deadline: Option<deadlines::Deadline>,
+    /// Whether it asked for progress (its token is its id).
+    progress: bool,
+}
+
+/// Why a request failed at the server.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResponseError {
+    /// The server answered with a JSON-RPC error.
+    #[error("the server answered with an error: {0}")]
+    Rpc(RpcError),
+    /// The server declared the method's capability and then answered -32601.
+    #[error("{0}")]
+    Violation(Box<Violation>),
+}
+
+/// Why a request was not sent. Nothing was written.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotSent {
+    /// The gating table refused it.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The connection is closed.
+    #[error("the connection is closed")]
+    Closed,
+}
+
+/// What one incoming message means for the host.
+#[derive(Debug)]
+pub enum Event<W> {
+    /// The answer to one of our requests, with the waiter it was registered with.
+    Response {
+        /// Our request id.
+        id: i64,
+        /// The request's method.
+        method: Method,
+        /// The waiter given to [`Connection::request`].
+        waiter: W,
+        /// The raw result, or why there is none.
+        outcome: Result<Payload, ResponseError>,
+    },
+    /// Progress on one of our requests (find its waiter with
+    /// [`Connection::waiter_mut`]). Its timeout has been restarted, up to the cap.
+    Progress {
+        /// Our request id.
+        id: i64,
+        /// The progress.
+        progress: ProgressParams,
+    },
+    /// A server notification for the host.
+    Notification {
+        /// Its method.
+        method: String,
+        /// Its params.
+        params: Payload,
+    },
+    /// A server request the host handles (elicitation, sampling, roots); answer it with
+    /// [`Connection::respond`] or [`Connection::respond_error`].
+    ServerRequest {
+        /// The server's id.
+        id: RequestId,
+        /// Its method.
+        method: String,
+        /// Its params.
+        params: Payload,
+    },
+    /// Nothing for the host: answered internally (a `ping`), dropped with a notice, or
+    /// arrived after the connection closed.
+    Handled,
+}
+
+/// A negotiated connection. See the module documentation.
+pub struct Connection<W> {
+    config: ClientConfig,
+    negotiated: Negotiated,
+    next_id: i64,
+    pending: IdMap<Pending<W>>,
+    broken: HashSet<Method>,
+    violations: Vec<Violation>,
+    notices: Vec<Notice>,
+    subscriptions: HashSet<String>,
+    /// Modern: the members of the `_meta` envelope, pre-serialised once.
+    meta_members: Vec<u8>,
+    /// Modern: `io.modelcontextprotocol/logLevel` to put on every request.
+    log_level: Option<String>,
+    /// No deadline of a request in flight is earlier than this (see
+    /// [`Connection::poll_timeout`]); `None` when nothing is timed.
+    timer_at: Option<std::time::Instant>,
+    /// Closed: nothing is sent or routed any more.
+    closed: bool,
+}
+
+impl<W> std::fmt::Debug for Connection<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("version", &self.negotiated.version)
+            .field("server", &self.negotiated.server_info)
+            .field("pending", &self.pending.len())
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W> Connection<W> {
+    /// The connection a finished handshake leads to. Notifications the server sent
+    /// during the handshake are returned for delivery.
+    pub fn new(established: Established) -> (Connection<W>, Vec<(String, Value)>) {
+        let Established {
+            config,
+            negotiated,
+            next_id,
+            notices,
+            early_notifications,
+        } = established;
+        let meta_members = match negotiated.era() {
+            Era::Modern => {
+                let meta = serde_json::to_vec(&modern_meta(&config, negotiated.version))
+                    .unwrap_or_default();
+                // Strip the braces: members only, so more can be added per request.
+                meta.get(1..meta.len().saturating_sub(1))
+                    .unwrap_or_default()
+                    .to_vec()
+            }
+            Era::Legacy => Vec::new(),
+        };
+        let conn = Connection {
+            config,
+            negotiated,
+            next_id,
+            pending: IdMap::default(),
+            broken: HashSet::new(),
+            violations: Vec::new(),
+            notices,
+            subscriptions: HashSet::new(),
+            meta_members,
+            log_level: None,
+            timer_at: None,
+            closed: false,
+        };
+        (conn, early_notifications)
+    }
+
+    /// What was negotiated.
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.negotiated
+    }
+
+    /// The negotiated version.
+    pub fn version(&self) -> ProtocolVersion {
+        self.negotiated.version
+    }
+
+    /// The server's capabilities.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.negotiated.capabilities
+    }
+
+    /// The client configuration.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// The server's identity.
+    pub fn server_info(&self) -> &Implementation {
+        &self.negotiated.server_info
+    }
+
+    /// The methods the host may call now (the gating table, less methods marked
+    /// broken by a violation).
+    pub fn actions(&self) -> Vec<Method> {
+        gating::actions(self.negotiated.version, &self.negotiated.capabilities)
+            .into_iter()
+            .filter(|m| !self.broken.contains(m))
+            .collect()
+    }
+
+    /// Whether `method` may be sent now; the same check every request passes.
+    pub fn check(&self, method: Method) -> Result<(), Refusal> {
+        if self.broken.contains(&method) {
+            return Err(Refusal::MarkedBroken { method });
+        }
+        if method == Method::Initialize && self.negotiated.era() == Era::Legacy {
+            // The handshake sends it, once; a second one would restart the session.
+            return Err(Refusal::HandshakeOnly { method });
+        }
+        match gating::check(
+            method,
+            self.negotiated.version,
+            &self.negotiated.capabilities,
+        ) {
+            Err(r @ Refusal::NotInVersion { .. }) => Err(r),
+            Err(r) if self.config.gate_policy == GatePolicy::Strict => Err(r),
+            _ => Ok(()),
+        }
+    }
+
+    /// Contract violations recorded so far.
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    /// Warnings gathered so far (drained).
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// Number of requests in flight.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Modern: the log level to ask for on every request (`None` asks for no logs);
+    /// the 2026-07-28 way of `logging/setLevel`.
+    pub fn set_modern_log_level(&mut self, level: Option<String>) {
+        self.log_level = level;
+    }
+
+    /// Records a successful `resources/subscribe` (so updates for it are expected).
+    pub fn record_subscription(&mut self, uri: &str) {
+        self.subscriptions.insert(uri.to_owned());
+    }
+
+    /// Forgets a subscription after `resources/unsubscribe`.
+    pub fn forget_subscription(&mut self, uri: &str) {
+        self.subscriptions.remove(uri);
+    }
+
+    /// Every request in flight, by id, with its waiter.
+    pub fn waiters(&self) -> impl Iterator<Item = (i64, &W)> {
+        self.pending.iter().map(|(id, p)| (*id, &p.waiter))
+    }
+
+    /// The waiter of a request in flight.
+    pub fn waiter_mut(&mut self, id: i64) -> Option<&mut W> {
+        self.pending.get_mut(&id).map(|p| &mut p.waiter)
+    }
+
+    /// Gives up on a request: forgets it and writes `notifications/cancelled` for it.
+    /// Returns its waiter if it was still in flight.
+    pub fn cancel(&mut self, id: i64, reason: &str, out: &mut Vec<u8>) -> Option<W> {
+        let p = self.pending.remove(&id)?;
+        self.write_cancelled(id, reason, out);
+        Some(p.waiter)
+    }
+
+    fn write_cancelled(&self, id: i64, reason: &str, out: &mut Vec<u8>) {
+        let params = CancelledParams {
+            request_id: RequestId::Number(id),
+            reason: Some(reason.to_owned()),
+        };
+        jsonrpc::write_notification(out, "notifications/cancelled", Some(&params));
+    }
+
+    /// Forgets a request without telling the server (its answer will not come: the
+    /// transport failed it, or the server ended a stream).
+    pub fn forget(&mut self, id: i64) -> Option<W> {
+        self.pending.remove(&id).map(|p| p.waiter)
+    }
+
+    /// Closes the connection: nothing is sent or routed from now on, no request times
+    /// out. Returns the waiter of every request that was in flight, for the shell to
+    /// fail with the reason it knows (the host closed, the server exited, …).
+    pub fn close(&mut self) -> Vec<W> {
+        self.closed = true;
+        self.timer_at = None;
+        self.pending.drain().map(|(_, p)| p.waiter).collect()
+    }
+
+    /// Whether [`Connection::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Answers a server request the host handled.
+    pub fn respond<R: Serialize + ?Sized>(
+        &mut self,
+        id: &RequestId,
+        result: &R,
+        out: &mut Vec<u8>,
+    ) {
+        if !self.closed {
+            jsonrpc::write_result(out, id, result);
+        }
+    }
+
+    /// Answers a server request with an error.
+    pub fn respond_error(&mut self, id: &RequestId, error: &RpcError, out: &mut Vec<u8>) {
+        if !self.closed {
+            jsonrpc::write_error(out, id, error);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The header set of each request, decided per message:
+//!
+//! | request | headers |
+//! |---|---|
+//! | every POST | `Accept: application/json, text/event-stream`, `Content-Type: application/json` |
+//! | modern request | `MCP-Protocol-Version` (its `_meta` version), `Mcp-Method`, `Mcp-Name` (`tools/call`, `prompts/get`: `params.name`; `resources/read`: `params.uri`), `Mcp-Param-*` (`tools/call`, from the tool's `x-mcp-header` annotations) |
+//! | legacy message | `Mcp-Session-Id` once the server gave one; `MCP-Protocol-Version` once negotiated (2025-06-18+) |
+//! | GET stream | `Accept: text/event-stream`, the legacy headers, `Last-Event-ID` when resuming |
+//! | HTTP+SSE (2024-11-05) | none of MCP's: that transport has no session or version headers |
+
+use std::time::Duration;
+
+use super::message::Outgoing;
+use super::param_headers::header_safe;
+use super::{HttpMethod, HttpSession, Mode, Request};
+
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+const EVENT_STREAM: &str = "text/event-stream";
+
+type Headers = Vec<(String, String)>;
+
+fn header(name: &str, value: impl Into<String>) -> (String, String) {
+    (name.to_owned(), value.into())
+}
+
+impl HttpSession {
+    /// What every legacy request to the endpoint carries: the session, the negotiated
+    /// version.
+    pub(super) fn base_headers(&self) -> Headers {
+        let mut h = Vec::with_capacity(4);
+        if self.mode == Mode::Streamable {
+            if let Some(session) = &self.session_id {
+                h.push(header("mcp-session-id", session.clone()));
+            }
+        }
+        if let Some(v) = self.version_header {
+            h.push(header("mcp-protocol-version", v.as_str()));
+        }
+        h
+    }
+
+    /// The headers of one message's POST.
+    pub(super) fn message_headers(&self, msg: &Outgoing) -> Headers {
+        if let Mode::LegacySse { .. } = self.mode {
+            return Vec::new();
+        }
+        let Some(version) = msg.modern_version() else {
+            return self.base_headers();
+        };
+        let method = msg.method().unwrap_or("");
+        let mut h = vec![
+            header("mcp-protocol-version", version),
+            header("mcp-method", header_safe(method)),
+        ];
+        if let Some(name) = msg.name() {
+            h.push(header("mcp-name", header_safe(name)));
+        }
+        if method == "tools/call" {
+            let tool = msg.value.pointer("/params/name").and_then(|n| n.as_str());
+            h.extend(
+                self.tool_headers
+                    .for_call(tool.unwrap_or(""), msg.arguments()),
+            );
+        }
+        h
+    }
+
+    /// A POST of `msg` to where messages go (the HTTP+SSE endpoint, or the URL).
+    pub(super) fn post(&self, msg: &Outgoing, mut headers: Headers) -> Request {
+        headers.push(header("accept", ACCEPT_BOTH));
+        headers.push(header("content-type", "application/json"));
+        let url = match &self.mode {
+            Mode::LegacySse { endpoint } => endpoint.clone(),
+            _ => self.url.clone(),
+        };
+        Request {
+            method: HttpMethod::Post,
+            url,
+            headers,
+            body: Some(msg.to_bytes()),
+            user_headers: true,
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A GET of the URL as an event stream (standalone, or resuming after
+    /// `last_event_id`), after `delay`.
+    pub(super) fn get_stream(&self, last_event_id: Option<&str>, delay: Duration) -> Request {
+        let mut headers = self.base_headers();
+        headers.push(header("accept", EVENT_STREAM));
+        if let Some(id) = last_event_id {
+            headers.push(header("last-event-id", id));
+        }
+        Request {
+            method: HttpMethod::Get,
+            url: self.url.clone(),
+            headers,
+            body: None,
+            user_headers: true,
+            delay,
+        }
+    }
+
+    /// The GET that opens a 2024-11-05 HTTP+SSE stream.
+    pub(super) fn get_legacy_stream(&self) -> Request {
+        Request {
+            method: HttpMethod::Get,
+            url: self.url.clone(),
+            headers: vec![header("accept", EVENT_STREAM)],
+            body: None,
+            user_headers: true,
+            delay: Duration::ZERO,
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The two long-lived GET streams:
+//!
+//! - the **standalone stream** of a legacy Streamable HTTP session, opened after
+//!   `notifications/initialized`, that carries server requests and notifications;
+//!   405 means the server has none; a stream that ends is reopened after the server's
+//!   `retry` (with `Last-Event-ID`), at most [`Reconnect::attempts`] times in a row
+//!   without a message, then given up with a notice;
+//! - the **2024-11-05 HTTP+SSE stream**, tried when `initialize` was refused: its first
+//!   event must name the endpoint to POST to, on the same origin as the URL; every
+//!   answer and server message then arrives on it, and its end is the connection's.
+//!
+//! [`Reconnect::attempts`]: super::Reconnect::attempts
+
+use std::time::Duration;
+
+use crate::notice::Notice;
+
+use super::redirect::same_origin;
+use super::{
+    Action, Body, End, Exchange, ExchangeId, Failure, Head, HttpSession, Mode, StreamEvent,
+};
+
+/// How long an HTTP+SSE stream may take to name its endpoint.
+const ENDPOINT_WITHIN: Duration = Duration::from_secs(10);
+
+pub(super) struct Standalone {
+    /// Attempts in a row that delivered nothing.
+    pub(super) attempts: u32,
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+pub(super) struct LegacyStream {
+    /// The `initialize` waiting for the endpoint.
+    call: ExchangeId,
+    /// The endpoint was named: the connection lives on this stream.
+    started: bool,
+}
+
+impl LegacyStream {
+    pub(super) fn for_call(call: ExchangeId) -> LegacyStream {
+        LegacyStream {
+            call,
+            started: false,
+        }
+    }
+}
+
+impl HttpSession {
+    /// Legacy: the standalone GET stream, once `notifications/initialized` went
+    /// through.
+    pub(super) fn open_standalone(&mut self) -> Vec<Action> {
+        let open = self
+            .exchanges
+            .values()
+            .any(|e| matches!(e, Exchange::Standalone(_)));
+        if open || self.closed {
+            return Vec::new();
+        }
+        let request = self.get_stream(None, Duration::ZERO);
+        let exchange = self.new_exchange(Exchange::Standalone(Standalone {
+            attempts: 0,
+            last_event_id: None,
+            retry: None,
+        }));
+        vec![Action::Send {
+            exchange,
+            request,
+            blocking: false,
+        }]
+    }
+
+    pub(super) fn standalone_head(
+        &mut self,
+        ex: ExchangeId,
+        stream: Standalone,
+        head: &Head,
+    ) -> (Body, Vec<Action>) {
+        if head.status == 405 {
+            // The server offers no standalone stream: nothing to reopen.
+            return (Body::Discard, Vec::new());
+        }
+        self.exchanges.insert(ex, Exchange::Standalone(stream));
+        if head.is_success() {
+            (Body::Events { first_within: None }, Vec::new())
+        } else {
+            (Body::Discard, Vec::new())
+        }
+    }
+
+    pub(super) fn standalone_end(
+        &mut self,
+        ex: ExchangeId,
+        mut stream: Standalone,
+        end: End,
+    ) -> Vec<Action> {
+        if self.closed {
+            return Vec::new();
+        }
+        stream.last_event_id = end.last_event_id.or(stream.last_event_id);
+        stream.retry = end.retry.or(stream.retry);
+        stream.attempts += 1;
+        if stream.attempts > self.reconnect.attempts {
+            return vec![Action::Notice(Notice::StreamGivenUp {
+                url: self.url.to_string(),
+                attempts: self.reconnect.attempts,
+            })];
+        }
+        let delay = self.reconnect.delay(stream.attempts - 1, stream.retry);
+        let request = self.get_stream(stream.last_event_id.as_deref(), delay);
+        self.exchanges.insert(ex, Exchange::Standalone(stream));
+        vec![Action::Send {
+            exchange: ex,
+            request,
+            blocking: false,
+        }]
+    }
+
+    pub(super) fn legacy_stream_head(
+        &mut self,
+        ex: ExchangeId,
+        stream: LegacyStream,
+        head: &Head,
+    ) -> (Body, Vec<Action>) {
+        if !head.is_success() {
+            return (Body::Discard, self.legacy_stream_end(stream));
+        }
+        self.exchanges.insert(ex, Exchange::LegacyStream(stream));
+        let first_within = Some(ENDPOINT_WITHIN);
+        (Body::Events { first_within }, Vec::new())
+    }
+
+    pub(super) fn legacy_stream_event(
+        &mut self,
+        ex: ExchangeId,
+        event: StreamEvent,
+    ) -> Vec<Action> {
+        let Some(Exchange::LegacyStream(stream)) = self.exchanges.get_mut(&ex) else {
+            return Vec::new();
+        };
+        match (stream.started, event) {
+            (true, StreamEvent::Message(m)) => vec![Action::Deliver(m)],
+            (true, StreamEvent::Endpoint(_)) => Vec::new(),
+            (false, StreamEvent::Endpoint(path)) => {
+                let call = stream.call;
+                let endpoint = self.url.join(path.trim()).ok();
+                match endpoint {
+                    Some(endpoint) if same_origin(&endpoint, &self.url) => {
+                        stream.started = true;
+                        self.switch_to_endpoint(call, endpoint)
+                    }
+                    other => {
+                        // An endpoint on another origin would receive the host's own
+                        // headers with every message: refused, as the reference SDKs do.
+                        self.exchanges.remove(&ex);
+                        let why = match other {
+                            Some(e) => format!(
+                                "the HTTP+SSE server at {} named an endpoint on another origin ({e}); capable does not send messages there",
+                                self.url
+                            ),
+                            None => format!("the HTTP+SSE server named a bad endpoint {path:?}"),
+                        };
+                        let mut actions = Vec::new();
+                        if let Some(Exchange::Call(call)) = self.exchanges.remove(&call) {
+                            self.by_request.remove(&call.id.to_string());
+                            actions.push(Action::Fail {
+                                id: call.id.clone(),
+                                failure: Failure::Broken(why),
+                            });
+                        }
+                        actions
+                    }
+                }
+            }
+            (false, StreamEvent::Message(_)) => {
+                // Not an HTTP+SSE stream after all.
+                let stream = match self.exchanges.remove(&ex) {
+                    Some(Exchange::LegacyStream(s)) => s,
+                    _ => return Vec::new(),
+                };
+                self.legacy_stream_end(stream)
+            }
+        }
+    }
+
+    /// The stream named its endpoint: from now on messages are POSTed there, and the
+    /// waiting `initialize` goes first.
+    fn switch_to_endpoint(&mut self, call: ExchangeId, endpoint: url::Url) -> Vec<Action> {
+        let mut actions = vec![Action::Notice(Notice::LegacySseTransport {
+            url: self.url.to_string(),
+            endpoint: endpoint.to_string(),
+        })];
+        self.mode = Mode::LegacySse { endpoint };
+        let request = match self.exchanges.get_mut(&call) {
+            Some(Exchange::Call(c)) => {
+                let msg = c.post_to_endpoint().clone();
+                Some(self.post(&msg, Vec::new()))
+            }
+            _ => None,
+        };
+        if let Some(request) = request {
+            actions.push(Action::Send {
+                exchange: call,
+                request,
+                blocking: false,
+            });
+        }
+        actions
+    }
+
+    /// The stream ended (or never started): before its endpoint, the refusal of the
+    /// waiting `initialize` is the answer; after, the connection is over.
+    pub(super) fn legacy_stream_end(&mut self, stream: LegacyStream) -> Vec<Action> {
+        if stream.started {
+            return vec![Action::End(Some(Failure::Broken(format!(
+                "the server closed its event stream at {}",
+                self.url
+            ))))];
+        }
+        match self.exchanges.remove(&stream.call) {
+            Some(Exchange::Call(call)) => self.call_refused(*call),
+            _ => Vec::new(),
+        }
+    }
+}

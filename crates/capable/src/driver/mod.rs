@@ -1,0 +1,224 @@
+//! The machinery under a session: tasks that move bytes and time, around the sans-IO
+//! [`Connection`] behind a short-held lock. Every rule — gating, routing, deadlines,
+//! the closed state — is the connection's; the tasks only carry out what it decides.
+//!
+//! | file | task |
+//! |---|---|
+//! | `writer.rs` | sends everything queued since the last write in one write |
+//! | `reader.rs` | reads each message, lets the connection route it, wakes its waiter |
+//! | `timer.rs` | sleeps until the connection's next deadline, then lets it time requests out |
+//! | `input.rs` | answers legacy server requests with the host's handlers |
+//! | `listen.rs` | hands the notifications of a `subscriptions/listen` stream to its listener |
+//!
+//! A request takes the lock, lets the connection gate it and append its line to the
+//! outgoing buffer, and wakes the writer only if the buffer was empty. The writer swaps
+//! the whole buffer out and sends it in one write: requests issued while a write is in
+//! progress go out together in the next one. A lone request (nothing else in flight,
+//! nothing queued, no write under way) is written at once by its caller when the
+//! transport offers a non-blocking way in, saving the hop to the writer task. The
+//! reader parses each line just far enough to route it and completes the waiting
+//! request's oneshot; the caller decodes the result into the one type it expects.
+
+mod input;
+mod listen;
+mod reader;
+mod timer;
+mod writer;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Instant, SystemTime};
+
+use capable_core::model::ProgressParams;
+use capable_core::{Connection, Payload};
+use tokio::sync::{mpsc, oneshot, Notify};
+
+use crate::error::Error;
+use crate::session::ListenEvent;
+use crate::tap::Tap;
+use crate::transport::{DirectWriter, Peer, DIRECT_MAX};
+
+pub(crate) use input::{run_input, ServerRequest};
+pub(crate) use reader::{ended, run_reader};
+pub(crate) use timer::run_timer;
+pub(crate) use writer::run_writer;
+
+/// A result as it reached the client: the raw payload and when it arrived.
+pub(crate) struct Answer {
+    pub(crate) payload: Payload,
+    /// When the reader received it (a read's `read_at`).
+    pub(crate) arrived: SystemTime,
+}
+
+/// What a request waits on.
+pub(crate) struct Waiter {
+    pub(crate) tx: oneshot::Sender<Result<Answer, Error>>,
+    pub(crate) progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+}
+
+impl Waiter {
+    /// A waiter and the receiver of its outcome.
+    pub(crate) fn new(
+        progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+    ) -> (Waiter, oneshot::Receiver<Result<Answer, Error>>) {
+        let (tx, rx) = oneshot::channel();
+        (Waiter { tx, progress }, rx)
+    }
+
+    pub(crate) fn fail(self, error: Error) {
+        let _ = self.tx.send(Err(error));
+    }
+}
+
+pub(crate) struct State {
+    pub(crate) conn: Connection<Waiter>,
+    pub(crate) out: Vec<u8>,
+    /// How many bytes at the start of `out` the tap has already been shown.
+    pub(crate) out_tapped: usize,
+    /// The writer task is sending a batch.
+    pub(crate) writing: bool,
+    /// The transport's non-blocking way in, for lone requests (dropped on close).
+    pub(crate) direct: Option<DirectWriter>,
+    /// Responses the reader handed out since something was last queued: more than
+    /// one means their callers are likely to answer with a burst of requests, which
+    /// the writer should send together.
+    pub(crate) answered: u32,
+    /// Why the session ended, once the connection is closed: requests fail with it.
+    pub(crate) closed: Option<Error>,
+    /// Open `subscriptions/listen` streams, by the listen request's id.
+    pub(crate) listeners: HashMap<i64, mpsc::Sender<ListenEvent>>,
+    /// The instant the timer task sleeps until (`None`: until a request arms it).
+    pub(crate) timer_armed: Option<Instant>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+    pub(crate) write_ready: Notify,
+    /// Wakes the timer task (an earlier deadline, or the session closed).
+    pub(crate) timer_wake: Notify,
+    pub(crate) peer: Box<dyn Peer>,
+    pub(crate) tap: Option<Tap>,
+    /// Violations, notices, legacy resource updates and the end, for observers.
+    pub(crate) events: crate::events::EventLog,
+    /// Server notifications dropped because nobody took them in time.
+    pub(crate) dropped: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        state: State,
+        peer: Box<dyn Peer>,
+        tap: Option<Tap>,
+        events: crate::events::EventLog,
+    ) -> Shared {
+        Shared {
+            state: Mutex::new(state),
+            write_ready: Notify::new(),
+            timer_wake: Notify::new(),
+            peer,
+            tap,
+            events,
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock only means another thread panicked mid-update; the state is
+        // still consistent enough to fail requests cleanly.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the state under the lock, then wakes the writer if `f` queued bytes
+    /// into an empty buffer (a non-empty one already has a write under way or due),
+    /// and the timer if `f` armed a deadline earlier than the one it sleeps until.
+    pub(crate) fn write_with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let (result, wake_writer, wake_timer) = {
+            let mut st = self.lock();
+            let was_empty = st.out.is_empty();
+            let result = f(&mut st);
+            let queued = was_empty && !st.out.is_empty();
+            let wake_timer = match st.conn.poll_timeout() {
+                Some(at) if st.timer_armed.is_none_or(|armed| at < armed) => {
+                    st.timer_armed = Some(at);
+                    true
+                }
+                _ => false,
+            };
+            (result, queued && !self.send_directly(&mut st), wake_timer)
+        };
+        if wake_writer {
+            self.write_ready.notify_one();
+        }
+        if wake_timer {
+            self.timer_wake.notify_one();
+        }
+        result
+    }
+
+    /// Writes what was just queued from the caller's task, when that is safe and
+    /// worth it: the writer is idle (so nothing sent earlier is still on its way), at
+    /// most one request is in flight and at most one answer came since the last
+    /// request (a burst is left to the writer, which sends it in one write), and the
+    /// batch is small enough to go whole or not at all. Returns whether everything
+    /// went out; otherwise the writer takes over, and reports any failure as usual.
+    fn send_directly(&self, st: &mut State) -> bool {
+        let after_burst = std::mem::take(&mut st.answered) > 1;
+        if after_burst || st.writing || st.conn.in_flight() > 1 || st.out.len() > DIRECT_MAX {
+            return false;
+        }
+        let State {
+            out,
+            out_tapped,
+            direct,
+            ..
+        } = st;
+        let Some(direct) = direct.as_mut() else {
+            return false;
+        };
+        match direct.write(out) {
+            Ok(n) if n > 0 => {
+                // All of it, from a pipe. Should a writer take only part, the writer
+                // task sends the rest; either way the tap is shown each line once.
+                if let Some(tap) = &self.tap {
+                    tap.sent(&out[*out_tapped..]);
+                }
+                out.drain(..n);
+                *out_tapped = out.len();
+                out.is_empty()
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends the session: the connection closes, every request in flight fails with
+    /// `reason`, the writer sends what is queued and closes the transport's input.
+    pub(crate) fn close(&self, reason: Error) {
+        let waiters = {
+            let mut st = self.lock();
+            if st.closed.is_none() {
+                st.closed = Some(reason.clone());
+                self.events.closed(reason.clone());
+            }
+            st.direct = None;
+            st.listeners.clear();
+            st.conn.close()
+        };
+        self.write_ready.notify_one();
+        self.timer_wake.notify_one();
+        for w in waiters {
+            w.fail(reason.clone());
+        }
+    }
+
+    /// Counts a server notification nobody took in time.
+    pub(crate) fn dropped_notification(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The moment a message arrived, on both clocks (tokio's clock for deadlines, so that
+/// paused time in tests moves them).
+pub(crate) fn now() -> capable_core::Now {
+    capable_core::Now::new(tokio::time::Instant::now().into_std(), SystemTime::now())
+}

@@ -1,0 +1,159 @@
+//! The reader task: reads each message, lets the connection route it (at the moment
+//! it arrived), and wakes whoever waits — a request's caller, the host's notification
+//! stream, a listener, the input task. A failure of one request in the transport (an
+//! HTTP status without a JSON-RPC answer) fails that request only; the end of the
+//! server's output ends the session with how the server exited.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use capable_core::{Event, Incoming, Notice, RequestId, ResponseError};
+use tokio::sync::mpsc;
+
+use crate::error::Error;
+use crate::events::ServerNotification;
+use crate::transport::{Inbound, MessageSource, Peer, TransportError};
+
+use super::{listen, Answer, ServerRequest, Shared};
+
+/// How long a server whose pipe ended may take to exit before the client stops waiting
+/// for its exit status.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// Why the session ended when the server's output did (or writing to it failed with
+/// `failure`): how the server exited and its last words, when it exited within
+/// [`EXIT_GRACE`]; else the transport's failure, or "still running".
+pub(crate) async fn ended(peer: &dyn Peer, failure: Option<TransportError>) -> Error {
+    match (peer.exit_status(EXIT_GRACE).await, failure) {
+        (None, Some(e)) => Error::Transport(e),
+        (status, _) => Error::ServerExited {
+            status,
+            stderr: peer.stderr_tail(),
+        },
+    }
+}
+
+pub(crate) async fn run_reader<S: MessageSource>(
+    shared: Arc<Shared>,
+    mut source: S,
+    notifications: mpsc::Sender<ServerNotification>,
+    requests: mpsc::UnboundedSender<ServerRequest>,
+) {
+    loop {
+        let line = match source.recv().await {
+            Ok(Some(Inbound::Message(line))) => line,
+            Ok(Some(Inbound::Failed { id, error })) => {
+                fail_one(&shared, &id, error);
+                continue;
+            }
+            Ok(Some(Inbound::Notice(notice))) => {
+                log_notices(&shared, vec![notice]);
+                continue;
+            }
+            Ok(None) => {
+                if !shared.lock().conn.is_closed() {
+                    let reason = ended(&*shared.peer, None).await;
+                    shared.close(reason);
+                }
+                break;
+            }
+            Err(e) => {
+                shared.close(Error::Transport(e));
+                break;
+            }
+        };
+        if let Some(tap) = &shared.tap {
+            tap.received(&line);
+        }
+        let msg = match Incoming::parse(line) {
+            Ok(msg) => msg,
+            Err(e) => {
+                let reason = e.to_string();
+                log_notices(&shared, vec![Notice::SkippedLine { reason }]);
+                continue;
+            }
+        };
+        let now = super::now();
+        let (event, notices) = shared.write_with(|st| {
+            let event = st.conn.handle(msg, now, &mut st.out);
+            match &event {
+                Event::Response { .. } => st.answered = st.answered.saturating_add(1),
+                Event::Progress { id, progress } => {
+                    if let Some(tx) = st.conn.waiter_mut(*id).and_then(|w| w.progress.as_ref()) {
+                        let _ = tx.send(progress.clone());
+                    }
+                }
+                _ => {}
+            }
+            (event, st.conn.take_notices())
+        });
+        if !notices.is_empty() {
+            log_notices(&shared, notices);
+        }
+        match event {
+            Event::Response {
+                waiter,
+                outcome,
+                method,
+                ..
+            } => {
+                let result = match outcome {
+                    Ok(payload) => Ok(Answer {
+                        payload,
+                        arrived: now.wall,
+                    }),
+                    Err(ResponseError::Violation(v)) => {
+                        shared.events.violation(v.clone());
+                        Err(Error::Violation(v))
+                    }
+                    Err(ResponseError::Rpc(error)) => Err(Error::Rpc { method, error }),
+                    Err(other) => Err(Error::MalformedResult {
+                        method,
+                        detail: other.to_string(),
+                    }),
+                };
+                let _ = waiter.tx.send(result);
+            }
+            Event::Notification { method, params } => {
+                let params = listen::params_of(&params);
+                let notification = ServerNotification { method, params };
+                let Some(notification) = listen::route(&shared, notification) else {
+                    continue;
+                };
+                if notification.method == "notifications/resources/updated" {
+                    if let Some(uri) = notification.params.get("uri").and_then(|u| u.as_str()) {
+                        shared.events.resource_updated(uri.to_owned());
+                    }
+                }
+                if notifications.try_send(notification).is_err() {
+                    shared.dropped_notification();
+                }
+            }
+            Event::ServerRequest { id, method, params } => {
+                let params = listen::params_of(&params);
+                let _ = requests.send(ServerRequest { id, method, params });
+            }
+            Event::Progress { .. } | Event::Handled => {}
+        }
+    }
+}
+
+/// The transport failed one request: its waiter fails with `error`; the session goes on.
+fn fail_one(shared: &Shared, id: &RequestId, error: Error) {
+    let RequestId::Number(n) = id else { return };
+    let waiter = {
+        let mut st = shared.lock();
+        st.listeners.remove(n);
+        st.conn.forget(*n)
+    };
+    if let Some(w) = waiter {
+        w.fail(error);
+    }
+}
+
+fn log_notices(shared: &Shared, notices: Vec<Notice>) {
+    for n in notices {
+        tracing::warn!("{n}");
+        shared.events.notice(n);
+    }
+}

@@ -1,0 +1,181 @@
+//! One request and its answer: the connection gates it, writes it and registers its
+//! deadline; the caller waits for the answer (handing progress to its callback) and
+//! decodes the result into the one type it expects. A request whose caller stops
+//! waiting is cancelled.
+
+use std::time::Duration;
+
+use capable_core::model::ProgressParams;
+use capable_core::{Method, NotSent, Payload, Timing};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::driver::{Answer, Shared, Waiter};
+use crate::error::Error;
+
+use super::Session;
+
+/// Receives progress of one request.
+pub type ProgressCallback = Box<dyn FnMut(&ProgressParams) + Send>;
+
+/// Per-request options.
+#[derive(Default)]
+pub struct RequestOptions {
+    /// Overrides the session's default timeout.
+    pub timeout: Option<Duration>,
+    /// Receives `notifications/progress` for this request. Setting it adds a progress
+    /// token to the request; each progress notification restarts the timeout, up to
+    /// the session's cap ([`Timeouts::progress_cap`](capable_core::Timeouts::progress_cap)).
+    pub on_progress: Option<ProgressCallback>,
+}
+
+/// Cancels a request if its future is dropped before the answer came.
+struct InFlight<'a> {
+    shared: &'a Shared,
+    id: i64,
+    armed: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.shared.write_with(|st| {
+                st.conn
+                    .cancel(self.id, "the host stopped waiting", &mut st.out)
+            });
+        }
+    }
+}
+
+/// Why a request could not be sent, as the host sees it.
+pub(super) fn not_sent(why: NotSent, closed: Option<Error>) -> Error {
+    match why {
+        NotSent::Refused(refusal) => Error::Refused(refusal),
+        _ => closed.unwrap_or(Error::Closed),
+    }
+}
+
+impl Session {
+    /// Sends a request and decodes its result into `T`.
+    ///
+    /// ```no_run
+    /// # async fn f(session: &capable::Session) -> Result<(), capable::Error> {
+    /// use capable::{Method, RequestOptions};
+    /// let page: serde_json::Value = session
+    ///     .request(Method::ListPrompts, &serde_json::json!({}), RequestOptions::default())
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn request<P, T>(
+        &self,
+        method: Method,
+        params: &P,
+        options: RequestOptions,
+    ) -> Result<T, Error>
+    where
+        P: Serialize + ?Sized,
+        T: DeserializeOwned,
+    {
+        let payload = self.request_payload(method, params, options).await?;
+        decode(method, &payload)
+    }
+
+    /// Sends a request and returns its raw result.
+    ///
+    /// In the modern era the result's `resultType` is checked (absent means
+    /// `complete`; an unknown value is an error) and `input_required` results are
+    /// answered with the host's handlers and retried with a new id, at most
+    /// [`MAX_INPUT_ROUNDS`](super::MAX_INPUT_ROUNDS) times.
+    pub async fn request_payload<P>(
+        &self,
+        method: Method,
+        params: &P,
+        options: RequestOptions,
+    ) -> Result<Payload, Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        Ok(self.request_answer(method, params, options).await?.payload)
+    }
+
+    /// [`Session::request_payload`], with the time the final answer arrived.
+    pub(super) async fn request_answer<P>(
+        &self,
+        method: Method,
+        params: &P,
+        mut options: RequestOptions,
+    ) -> Result<Answer, Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        let answer = self.exchange(method, params, &mut options).await?;
+        if self.era() == capable_core::Era::Legacy {
+            return Ok(answer);
+        }
+        self.complete_input(method, params, answer, &mut options)
+            .await
+    }
+
+    /// One request/response exchange: gate, send, wait (timeout, progress), route.
+    pub(super) async fn exchange<P>(
+        &self,
+        method: Method,
+        params: &P,
+        options: &mut RequestOptions,
+    ) -> Result<Answer, Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        let (ptx, mut prx) = match options.on_progress {
+            Some(_) => {
+                let (t, r) = mpsc::unbounded_channel();
+                (Some(t), Some(r))
+            }
+            None => (None, None),
+        };
+        let (waiter, mut rx) = Waiter::new(ptx);
+        // The deadline is kept by the connection and enforced by the session's one
+        // timer task: no timer per request.
+        let timing = Timing::new()
+            .with_timeout(options.timeout)
+            .with_progress(prx.is_some());
+        let now = tokio::time::Instant::now().into_std();
+        let id = self.shared.write_with(|st| {
+            st.conn
+                .request(method, params, timing, waiter, now, &mut st.out)
+                .map_err(|(why, _)| not_sent(why, st.closed.clone()))
+        })?;
+        let mut in_flight = InFlight {
+            shared: &self.shared,
+            id,
+            armed: true,
+        };
+        let outcome = match (prx.as_mut(), options.on_progress.as_mut()) {
+            (Some(r), Some(cb)) => loop {
+                tokio::select! {
+                    biased;
+                    res = &mut rx => {
+                        // Progress sent just before the answer is still delivered, in order.
+                        while let Ok(p) = r.try_recv() {
+                            cb(&p);
+                        }
+                        break res.unwrap_or(Err(Error::Closed));
+                    }
+                    Some(p) = r.recv() => cb(&p),
+                }
+            },
+            _ => (&mut rx).await.unwrap_or(Err(Error::Closed)),
+        };
+        in_flight.armed = false;
+        outcome
+    }
+}
+
+/// Decodes a result into the one type its caller expects.
+pub(super) fn decode<T: DeserializeOwned>(method: Method, payload: &Payload) -> Result<T, Error> {
+    payload.decode::<T>().map_err(|e| Error::MalformedResult {
+        method,
+        detail: e.to_string(),
+    })
+}

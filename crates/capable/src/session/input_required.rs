@@ -1,0 +1,153 @@
+//! Modern `input_required` results: a `tools/call`, `prompts/get` or `resources/read`
+//! answered with `resultType: "input_required"` carries the server's questions
+//! (`inputRequests`). The host's handlers answer them, and the request is retried with
+//! a new id, the answers (`inputResponses`) and the server's `requestState` echoed
+//! exactly — at most [`MAX_INPUT_ROUNDS`] times.
+
+use capable_core::{Method, Payload};
+use serde::Serialize;
+
+use crate::driver::Answer;
+use crate::error::Error;
+
+use super::exchange::RequestOptions;
+use super::Session;
+
+/// The most `input_required` rounds answered for one request.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+enum ResultType {
+    Complete,
+    InputRequired(InputRequired),
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InputRequired {
+    #[serde(default)]
+    input_requests: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
+/// Reads `resultType` (modern era). Absent means `complete`; only `tools/call`,
+/// `prompts/get` and `resources/read` may ask for input; anything else is invalid.
+fn result_type(method: Method, payload: &Payload) -> Result<ResultType, Error> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(default, rename = "resultType")]
+        result_type: Option<String>,
+    }
+    // Cheap pre-check: most results are decoded once, by their own type, only.
+    if !payload.mentions("\"resultType\"") {
+        return Ok(ResultType::Complete);
+    }
+    let probe: Probe = payload.decode().map_err(|e| Error::MalformedResult {
+        method,
+        detail: e.to_string(),
+    })?;
+    match probe.result_type.as_deref() {
+        None | Some("complete") => Ok(ResultType::Complete),
+        Some("input_required")
+            if matches!(
+                method,
+                Method::CallTool | Method::GetPrompt | Method::ReadResource
+            ) =>
+        {
+            let input: InputRequired = payload.decode().map_err(|e| Error::MalformedResult {
+                method,
+                detail: format!("input_required result: {e}"),
+            })?;
+            if input.input_requests.is_empty() && input.request_state.is_none() {
+                return Err(Error::MalformedResult {
+                    method,
+                    detail: "input_required without inputRequests or requestState".into(),
+                });
+            }
+            Ok(ResultType::InputRequired(input))
+        }
+        Some(other) => Err(Error::MalformedResult {
+            method,
+            detail: format!("unknown resultType {other:?}"),
+        }),
+    }
+}
+
+impl Session {
+    /// Follows `input_required` rounds until the answer is complete.
+    pub(super) async fn complete_input<P: Serialize + ?Sized>(
+        &self,
+        method: Method,
+        params: &P,
+        mut answer: Answer,
+        options: &mut RequestOptions,
+    ) -> Result<Answer, Error> {
+        for round in 0..=MAX_INPUT_ROUNDS {
+            match result_type(method, &answer.payload)? {
+                ResultType::Complete => return Ok(answer),
+                ResultType::InputRequired(input) => {
+                    if round == MAX_INPUT_ROUNDS {
+                        break;
+                    }
+                    let retry = self.answer_input(method, params, input).await?;
+                    answer = self.exchange(method, &retry, options).await?;
+                }
+            }
+        }
+        Err(Error::TooManyInputRounds {
+            method,
+            rounds: MAX_INPUT_ROUNDS,
+        })
+    }
+
+    /// Builds the retry of an `input_required` request: the same params plus
+    /// `inputResponses` and the server's `requestState`, echoed exactly.
+    async fn answer_input<P: Serialize + ?Sized>(
+        &self,
+        method: Method,
+        params: &P,
+        input: InputRequired,
+    ) -> Result<serde_json::Value, Error> {
+        let mut responses = serde_json::Map::new();
+        for (key, request) in input.input_requests {
+            let name = request
+                .get("method")
+                .and_then(|m| m.as_str())
+                .unwrap_or("")
+                .to_owned();
+            let params = request
+                .get("params")
+                .cloned()
+                .unwrap_or(serde_json::Value::Null);
+            let answer = self
+                .options
+                .handlers
+                .answer(&name, params)
+                .await
+                .map_err(|error| Error::InputUnanswered {
+                    method,
+                    input: name.clone(),
+                    error: Box::new(error),
+                })?;
+            responses.insert(key, answer);
+        }
+        let mut retry = serde_json::to_value(params).map_err(|e| Error::MalformedResult {
+            method,
+            detail: e.to_string(),
+        })?;
+        if let Some(obj) = retry.as_object_mut() {
+            obj.remove("inputResponses");
+            obj.remove("requestState");
+            if !responses.is_empty() {
+                obj.insert(
+                    "inputResponses".into(),
+                    serde_json::Value::Object(responses),
+                );
+            }
+            if let Some(state) = input.request_state {
+                obj.insert("requestState".into(), serde_json::Value::String(state));
+            }
+        }
+        Ok(retry)
+    }
+}

@@ -1,0 +1,225 @@
+//! The typed methods of a session: lists (every page, bounded), reads (with their
+//! revision and the time the answer arrived), tools, prompts, completions, logging,
+//! ping and legacy subscriptions. Each is one [`Session::request`] in the right types.
+
+use capable_core::model::{
+    CallToolParams, CallToolResult, CompleteArgument, CompleteParams, CompleteResult, Empty,
+    GetPromptParams, GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate, SetLevelParams, Tool, UriParams,
+};
+use capable_core::{Capability, Era, GatePolicy, Method, Refusal};
+
+use crate::error::Error;
+use crate::read::ResourceRead;
+
+use super::exchange::{decode, RequestOptions};
+use super::Session;
+
+impl Session {
+    /// One page of a list (`resources/list`, `resources/templates/list`,
+    /// `tools/list`, `prompts/list`), with its `nextCursor` and, from 2026-07-28
+    /// servers, its caching hints (`cache.ttl_ms`, `cache.cache_scope`).
+    ///
+    /// ```no_run
+    /// # async fn f(session: &capable::Session) -> Result<(), capable::Error> {
+    /// use capable::core::model::ListToolsResult;
+    /// let page: ListToolsResult = session.list_page(capable::Method::ListTools, None).await?;
+    /// println!("{} tools, fresh for {:?} ms", page.tools.len(), page.cache.ttl_ms);
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_page<Pg: Page>(
+        &self,
+        method: Method,
+        cursor: Option<&str>,
+    ) -> Result<Pg, Error> {
+        self.request(method, &ListParams { cursor }, RequestOptions::default())
+            .await
+    }
+
+    async fn list_all<Pg: Page>(&self, method: Method) -> Result<Vec<Pg::Item>, Error> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..self.options.max_pages.max(1) {
+            let page: Pg = self.list_page(method, cursor.as_deref()).await?;
+            let (mut page_items, next) = page.into_parts();
+            items.append(&mut page_items);
+            match next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(items),
+            }
+        }
+        Err(Error::MalformedResult {
+            method,
+            detail: format!(
+                "still paginating after {} pages; stopped (raise max_pages if the list is really that long)",
+                self.options.max_pages
+            ),
+        })
+    }
+
+    /// `resources/list`, every page.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
+        self.list_all::<capable_core::model::ListResourcesResult>(Method::ListResources)
+            .await
+    }
+
+    /// `resources/templates/list`, every page.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
+        self.list_all::<capable_core::model::ListResourceTemplatesResult>(
+            Method::ListResourceTemplates,
+        )
+        .await
+    }
+
+    /// `resources/read`: the contents, their revision and the time the answer
+    /// arrived.
+    pub async fn read_resource(&self, uri: &str) -> Result<ResourceRead, Error> {
+        let method = Method::ReadResource;
+        let answer = self
+            .request_answer(method, &UriParams { uri }, RequestOptions::default())
+            .await?;
+        let result: ReadResourceResult = decode(method, &answer.payload)?;
+        Ok(ResourceRead::new(uri, result, answer.arrived))
+    }
+
+    /// `tools/list`, every page.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        self.list_all::<capable_core::model::ListToolsResult>(Method::ListTools)
+            .await
+    }
+
+    /// `tools/call`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+    ) -> Result<CallToolResult, Error> {
+        self.call_tool_with(name, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// `tools/call` with per-request options (timeout, progress).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, Error> {
+        self.request(
+            Method::CallTool,
+            &CallToolParams { name, arguments },
+            options,
+        )
+        .await
+    }
+
+    /// `prompts/list`, every page.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
+        self.list_all::<capable_core::model::ListPromptsResult>(Method::ListPrompts)
+            .await
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+    ) -> Result<GetPromptResult, Error> {
+        self.request(
+            Method::GetPrompt,
+            &GetPromptParams { name, arguments },
+            RequestOptions::default(),
+        )
+        .await
+    }
+
+    /// `completion/complete` for an argument of a prompt or resource template.
+    /// `reference` is `{"type":"ref/prompt","name":…}` or
+    /// `{"type":"ref/resource","uri":…}`.
+    pub async fn complete(
+        &self,
+        reference: &serde_json::Value,
+        argument: &str,
+        value: &str,
+    ) -> Result<CompleteResult, Error> {
+        let params = CompleteParams {
+            reference,
+            argument: CompleteArgument {
+                name: argument,
+                value,
+            },
+        };
+        self.request(Method::Complete, &params, RequestOptions::default())
+            .await
+    }
+
+    /// Asks for the server's log messages at `level` and above (`debug`, `info`,
+    /// `notice`, `warning`, `error`, …), delivered as `notifications/message`. Needs
+    /// the server's `logging` capability.
+    ///
+    /// Legacy: `logging/setLevel`. Modern (2026-07-28, where that method is gone): the
+    /// level travels in every later request's `_meta`
+    /// (`io.modelcontextprotocol/logLevel`); nothing is sent now.
+    pub async fn set_logging_level(&self, level: &str) -> Result<(), Error> {
+        if self.era() == Era::Modern {
+            let mut st = self.shared.lock();
+            let declared = st.conn.capabilities().has(Capability::Logging);
+            if !declared && st.conn.config().gate_policy == GatePolicy::Strict {
+                return Err(Error::Refused(Refusal::CapabilityNotDeclared {
+                    method: Method::SetLoggingLevel,
+                    capability: Capability::Logging,
+                }));
+            }
+            st.conn.set_modern_log_level(Some(level.to_owned()));
+            return Ok(());
+        }
+        let _: serde_json::Value = self
+            .request(
+                Method::SetLoggingLevel,
+                &SetLevelParams { level },
+                RequestOptions::default(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Modern: stops asking for log messages (legacy servers have no way back but a
+    /// higher level).
+    pub fn clear_logging_level(&self) {
+        self.shared.lock().conn.set_modern_log_level(None);
+    }
+
+    /// `ping` (legacy).
+    pub async fn ping(&self) -> Result<(), Error> {
+        let _: serde_json::Value = self
+            .request(Method::Ping, &Empty {}, RequestOptions::default())
+            .await?;
+        Ok(())
+    }
+
+    /// `resources/subscribe` (legacy; needs `resources.subscribe`).
+    pub async fn subscribe(&self, uri: &str) -> Result<(), Error> {
+        let _: serde_json::Value = self
+            .request(
+                Method::Subscribe,
+                &UriParams { uri },
+                RequestOptions::default(),
+            )
+            .await?;
+        self.shared.lock().conn.record_subscription(uri);
+        Ok(())
+    }
+
+    /// `resources/unsubscribe` (legacy; needs `resources.subscribe`).
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), Error> {
+        let _: serde_json::Value = self
+            .request(
+                Method::Unsubscribe,
+                &UriParams { uri },
+                RequestOptions::default(),
+            )
+            .await?;
+        self.shared.lock().conn.forget_subscription(uri);
+        Ok(())
+    }
+}

@@ -1,0 +1,189 @@
+//! The ready session: the host's handle on a negotiated connection.
+//!
+//! A [`Session`] exists only after a successful handshake, so a host cannot issue a
+//! request before the server answered. Every method passes the gating table first: a
+//! method the server did not declare fails with [`Error::Refused`] and nothing is sent.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `exchange.rs` | one request and its answer: gate, send, wait, route, cancel on drop |
+//! | `input_required.rs` | modern `input_required` results answered by the host's handlers |
+//! | `methods.rs` | the typed methods (`read_resource`, `call_tool`, lists, …) |
+//! | `listener.rs` | `subscriptions/listen` streams |
+
+mod exchange;
+mod input_required;
+mod listener;
+mod methods;
+
+use std::process::ExitStatus;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use capable_core::{Era, Method, Negotiated, ProtocolVersion, ServerCapabilities, Violation};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::driver::Shared;
+use crate::error::Error;
+use crate::events::ServerNotification;
+use crate::options::ClientOptions;
+
+pub use exchange::{ProgressCallback, RequestOptions};
+pub use input_required::MAX_INPUT_ROUNDS;
+pub use listener::{ListenEvent, Listener};
+
+/// A negotiated connection to one MCP server.
+pub struct Session {
+    shared: Arc<Shared>,
+    negotiated: Negotiated,
+    options: ClientOptions,
+    notifications: Mutex<Option<mpsc::Receiver<ServerNotification>>>,
+    reader: JoinHandle<()>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl Session {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        negotiated: Negotiated,
+        options: ClientOptions,
+        notifications: mpsc::Receiver<ServerNotification>,
+        reader: JoinHandle<()>,
+        writer: JoinHandle<()>,
+    ) -> Session {
+        Session {
+            shared,
+            negotiated,
+            options,
+            notifications: Mutex::new(Some(notifications)),
+            reader,
+            writer: Some(writer),
+        }
+    }
+
+    /// What the handshake settled.
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.negotiated
+    }
+
+    /// The negotiated protocol version.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.negotiated.version
+    }
+
+    /// The era of the negotiated version. Keep it as the server's
+    /// [era hint](capable_core::ClientConfig::era_hint) for the next connection.
+    pub fn era(&self) -> Era {
+        self.negotiated.era()
+    }
+
+    /// `serverInfo`.
+    pub fn server_info(&self) -> &capable_core::model::Implementation {
+        &self.negotiated.server_info
+    }
+
+    /// The server's capabilities, exactly as declared.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.negotiated.capabilities
+    }
+
+    /// The server's `instructions`.
+    pub fn instructions(&self) -> Option<&str> {
+        self.negotiated.instructions.as_deref()
+    }
+
+    /// The methods the host may call (derived from the gating table; methods the
+    /// server refused despite declaring them are left out).
+    pub fn actions(&self) -> Vec<Method> {
+        self.shared.lock().conn.actions()
+    }
+
+    /// Whether `method` may be called now. The same check every request passes.
+    pub fn check(&self, method: Method) -> Result<(), Error> {
+        self.shared
+            .lock()
+            .conn
+            .check(method)
+            .map_err(Error::Refused)
+    }
+
+    /// Contract violations recorded in this session.
+    pub fn violations(&self) -> Vec<Violation> {
+        self.shared.lock().conn.violations().to_vec()
+    }
+
+    /// Lower-severity records of this session, oldest first (the last
+    /// [`NOTICE_LOG`](crate::events::NOTICE_LOG)): notifications the server sent
+    /// without declaring them, skipped lines, late responses, tools dropped for
+    /// invalid `x-mcp-header` annotations, …
+    pub fn notices(&self) -> Vec<capable_core::Notice> {
+        self.shared.events.notices()
+    }
+
+    /// A new observer of this session's [events](crate::events): violations, notices,
+    /// legacy resource updates, and the end of the session. Events from before the call
+    /// are not replayed (the logs keep them).
+    ///
+    /// ```no_run
+    /// # async fn f(session: &capable::Session) {
+    /// use capable::SessionEvent;
+    /// let mut events = session.events();
+    /// while let Ok(event) = events.recv().await {
+    ///     match event {
+    ///         SessionEvent::Violation(v) => eprintln!("{v}: {}", v.response),
+    ///         SessionEvent::Closed(why) => { eprintln!("session ended: {why}"); break }
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<crate::events::SessionEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// The last lines the server wrote to stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.shared.peer.stderr_tail()
+    }
+
+    /// The server's notifications, as a stream. Can be taken once; while nobody takes
+    /// it, notifications beyond the buffer are dropped (memory stays bounded) and
+    /// counted ([`Session::dropped_notifications`]).
+    pub fn notifications(&self) -> Option<mpsc::Receiver<ServerNotification>> {
+        self.notifications.lock().ok()?.take()
+    }
+
+    /// How many server notifications were dropped because nobody took them in time
+    /// (the notification stream or a listener was full).
+    pub fn dropped_notifications(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// The options this session was opened with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// Closes the session: fails anything in flight, closes the server's input, waits
+    /// for it to exit (then SIGTERM, then SIGKILL, to its whole process group).
+    /// Returns how the server exited (`None` for a server that is no process of ours,
+    /// or one that could not be reaped).
+    pub async fn close(mut self) -> Option<ExitStatus> {
+        self.shared.close(Error::Closed);
+        if let Some(writer) = self.writer.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+        }
+        let status = self.shared.peer.shutdown().await;
+        self.reader.abort();
+        status
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shared.close(Error::Closed);
+        self.reader.abort();
+    }
+}

@@ -1,0 +1,288 @@
+//! One HTTP exchange, carried out: send the request the policy made (following
+//! redirects by hand, as the policy rewrites them), tell the policy the response's
+//! head, read the body the way it asks, feed back every event and the end, and
+//! perform whatever it decides next.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use capable_core::http::{
+    redirect, Action, Body, End, ExchangeId, Failure, Head, HttpMethod, Request,
+};
+use capable_core::RequestId;
+use futures_util::StreamExt;
+use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION};
+use tokio::task::AbortHandle;
+
+use super::sse::SseReader;
+use super::Http;
+use crate::error::Error;
+use crate::transport::{Inbound, TransportError};
+
+/// The tasks of the exchanges in flight, so that an exchange can be stopped (a modern
+/// cancellation closes its stream) and all of them on close.
+#[derive(Default)]
+pub(super) struct Exchanges {
+    tasks: Mutex<HashMap<ExchangeId, (u64, AbortHandle)>>,
+    generation: AtomicU64,
+}
+
+impl Exchanges {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ExchangeId, (u64, AbortHandle)>> {
+        self.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn spawn(&self, http: &Arc<Http>, ex: ExchangeId, request: Request) {
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        // Registered under the lock the task takes to forget itself: a task that ends
+        // at once cannot leave a stale entry behind.
+        let mut tasks = self.lock();
+        let task = tokio::spawn({
+            let http = http.clone();
+            async move {
+                if let Err(e) = run(http.clone(), ex, request).await {
+                    let _ = http.inbound.send(Err(e)).await;
+                }
+                // Forget the task, unless a later step of the exchange replaced it.
+                let mut tasks = http.exchanges.lock();
+                if tasks.get(&ex).is_some_and(|(g, _)| *g == generation) {
+                    tasks.remove(&ex);
+                }
+            }
+        });
+        tasks.insert(ex, (generation, task.abort_handle()));
+    }
+
+    fn abort(&self, ex: ExchangeId) {
+        if let Some((_, task)) = self.lock().remove(&ex) {
+            task.abort();
+        }
+    }
+
+    pub(super) fn abort_all(&self) {
+        for (_, (_, task)) in self.lock().drain() {
+            task.abort();
+        }
+    }
+}
+
+/// Performs the policy's actions, in order. A blocking request is carried out here
+/// (its failure is the caller's); the others run as their own tasks.
+pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<(), TransportError> {
+    for action in actions {
+        let received = match action {
+            Action::Send {
+                exchange,
+                request,
+                blocking: true,
+            } => {
+                Box::pin(run(http.clone(), exchange, request)).await?;
+                continue;
+            }
+            Action::Send {
+                exchange, request, ..
+            } => {
+                http.exchanges.spawn(http, exchange, request);
+                continue;
+            }
+            Action::Abort(ex) => {
+                http.exchanges.abort(ex);
+                continue;
+            }
+            Action::Deliver(message) => Ok(Inbound::Message(message.into())),
+            Action::Fail { id, failure } => match serde_json::from_value::<RequestId>(id) {
+                Ok(id) => Ok(Inbound::Failed {
+                    id,
+                    error: error_of(failure),
+                }),
+                Err(_) => continue,
+            },
+            Action::Notice(notice) => Ok(Inbound::Notice(notice)),
+            Action::End(Some(Failure::Broken(why))) => Err(TransportError::Broken(why)),
+            Action::End(other) => match other {
+                Some(failure) => Err(TransportError::Broken(error_of(failure).to_string())),
+                // The failure the caller holds ends the connection.
+                None => return Err(TransportError::Broken("the connection failed".into())),
+            },
+        };
+        let _ = http.inbound.send(received).await;
+    }
+    Ok(())
+}
+
+/// A failure as the host sees it.
+fn error_of(failure: Failure) -> Error {
+    match failure {
+        Failure::Http { url, status, body } => Error::Http { url, status, body },
+        Failure::Broken(why) => Error::Transport(TransportError::Broken(why)),
+        other => Error::Transport(TransportError::Broken(format!("{other:?}"))),
+    }
+}
+
+/// Carries out one step of exchange `ex`: `request`, then its body, then what the
+/// policy says next. `Err` when the server cannot be reached and the policy says the
+/// connection cannot go on.
+pub(super) async fn run(
+    http: Arc<Http>,
+    ex: ExchangeId,
+    request: Request,
+) -> Result<(), TransportError> {
+    if !request.delay.is_zero() {
+        tokio::time::sleep(request.delay).await;
+    }
+    let response = match perform(&http, request).await {
+        Ok(response) => response,
+        Err(e) => return failed(&http, ex, e).await,
+    };
+    let head = Head {
+        status: response.status().as_u16(),
+        content_type: header_text(&response, CONTENT_TYPE.as_str()),
+        session_id: header_text(&response, "mcp-session-id"),
+    };
+    let (body, actions) = http.policy().on_head(ex, &head);
+    execute(&http, actions).await?;
+    match body {
+        Body::Whole { limit } => match read_body(response, limit).await {
+            Ok(bytes) => {
+                let actions = http.policy().on_body(ex, bytes);
+                execute(&http, actions).await
+            }
+            Err(e) => failed(&http, ex, e).await,
+        },
+        Body::Discard => {
+            let _ = read_body(response, http.limit).await;
+            let actions = http.policy().on_end(ex, End::default());
+            execute(&http, actions).await
+        }
+        Body::Events { first_within } => {
+            let mut reader = SseReader::new(response, http.limit);
+            let mut first = first_within;
+            loop {
+                let next = match first.take() {
+                    Some(within) => match tokio::time::timeout(within, reader.next()).await {
+                        Ok(next) => next,
+                        Err(_) => {
+                            let actions = http.policy().on_timeout(ex);
+                            return execute(&http, actions).await;
+                        }
+                    },
+                    None => reader.next().await,
+                };
+                match next {
+                    Ok(Some(event)) => {
+                        let (actions, wants) = {
+                            let mut policy = http.policy();
+                            let actions = policy.on_event(ex, event);
+                            (actions, policy.wants(ex))
+                        };
+                        execute(&http, actions).await?;
+                        if !wants {
+                            return Ok(());
+                        }
+                    }
+                    // A stream that ends or breaks is the policy's to repair.
+                    Ok(None) | Err(TransportError::Broken(_)) => break,
+                    Err(e) => return failed(&http, ex, e).await,
+                }
+            }
+            let end = End {
+                last_event_id: reader.last_event_id.clone(),
+                retry: reader.retry,
+            };
+            let actions = http.policy().on_end(ex, end);
+            execute(&http, actions).await
+        }
+    }
+}
+
+/// The request could not be made or its answer not read: the policy decides whether
+/// that ends the connection (with `e`).
+async fn failed(http: &Arc<Http>, ex: ExchangeId, e: TransportError) -> Result<(), TransportError> {
+    let actions = http.policy().on_failure(ex);
+    let ends = actions.iter().any(|a| matches!(a, Action::End(None)));
+    let rest: Vec<Action> = actions
+        .into_iter()
+        .filter(|a| !matches!(a, Action::End(None)))
+        .collect();
+    execute(http, rest).await?;
+    if ends {
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn header_text(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// Sends `request`, following at most [`redirect::MAX_REDIRECTS`] redirects, each as
+/// the policy rewrites it (nothing of the host's crosses an origin).
+async fn perform(http: &Http, mut request: Request) -> Result<reqwest::Response, TransportError> {
+    for _ in 0..=redirect::MAX_REDIRECTS {
+        let method = match request.method {
+            HttpMethod::Get => reqwest::Method::GET,
+            HttpMethod::Post => reqwest::Method::POST,
+            HttpMethod::Delete => reqwest::Method::DELETE,
+        };
+        let mut req = http.client.request(method.clone(), request.url.clone());
+        if request.user_headers {
+            req = req.headers(http.user_headers.clone());
+        }
+        for (name, value) in &request.headers {
+            if let (Ok(n), Ok(v)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                req = req.header(n, v);
+            }
+        }
+        if let Some(body) = &request.body {
+            req = req.body(body.clone());
+        }
+        let context = || format!("{method} {}", request.url);
+        let response = req
+            .send()
+            .await
+            .map_err(|e| TransportError::request(context(), e))?;
+        let status = response.status().as_u16();
+        let location = header_text(&response, LOCATION.as_str());
+        match location.filter(|_| redirect::is_redirect(status)) {
+            Some(location) => match redirect::redirected(&request, &location) {
+                Some(next) => request = next,
+                None => return Ok(response),
+            },
+            None => return Ok(response),
+        }
+    }
+    Err(TransportError::Broken(format!(
+        "{} {}: too many redirects",
+        match request.method {
+            HttpMethod::Get => "GET",
+            HttpMethod::Post => "POST",
+            HttpMethod::Delete => "DELETE",
+        },
+        request.url
+    )))
+}
+
+/// Reads a whole body, refusing more than `limit` bytes.
+async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, TransportError> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(TransportError::MessageTooLarge { limit });
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| TransportError::request("reading an answer", e))?;
+        if body.len() + chunk.len() > limit {
+            return Err(TransportError::MessageTooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}

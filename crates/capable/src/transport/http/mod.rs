@@ -1,0 +1,200 @@
+//! Streamable HTTP in both eras, and the 2024-11-05 HTTP+SSE transport it falls back
+//! to: the bytes only. Every decision — which headers a message carries, what a 404 or
+//! a broken stream means, when to retry, whether an endpoint may be trusted — is the
+//! core's [`HttpSession`](capable_core::http::HttpSession); this transport performs the
+//! requests it is told to and feeds back what came.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `mod.rs` | configuration, the sink (each message to the policy), the source, closing |
+//! | `exchange.rs` | one HTTP exchange: the request (redirects by hand), its body or stream |
+//! | `sse.rs` | reading an event stream, bounded |
+//!
+//! The host's own headers (`--header`, a config's `headers`) are marked sensitive, so
+//! their values never show in logs, and go only where the policy allows (never across
+//! origins).
+
+mod exchange;
+pub mod sse;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use capable_core::http::HttpSession;
+pub use capable_core::http::Reconnect;
+use capable_core::Negotiated;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+pub use reqwest::Url;
+use tokio::sync::mpsc;
+
+use super::{BoxFuture, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
+use exchange::Exchanges;
+
+/// How an HTTP server is reached.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// The MCP endpoint.
+    pub url: Url,
+    /// Extra headers for every request (`Authorization`, API keys, …). Their values
+    /// are never logged, and never sent to another origin.
+    pub headers: Vec<(String, String)>,
+    /// How broken streams are retried.
+    pub reconnect: Reconnect,
+    /// How long closing waits for the session's DELETE.
+    pub close_timeout: Duration,
+}
+
+impl HttpConfig {
+    /// A configuration for `url` with default limits.
+    pub fn new(url: Url) -> Self {
+        HttpConfig {
+            url,
+            headers: Vec::new(),
+            reconnect: Reconnect::default(),
+            close_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+type Received = Result<Inbound, TransportError>;
+
+/// What every exchange of one connection shares.
+pub(super) struct Http {
+    client: reqwest::Client,
+    config: HttpConfig,
+    /// The host's headers, ready to send (values marked sensitive).
+    user_headers: HeaderMap,
+    /// The largest message or body read.
+    limit: usize,
+    policy: Mutex<HttpSession>,
+    inbound: mpsc::Sender<Received>,
+    exchanges: Exchanges,
+}
+
+impl Http {
+    fn policy(&self) -> std::sync::MutexGuard<'_, HttpSession> {
+        self.policy.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// An HTTP connection to one MCP endpoint, ready to be split.
+pub struct HttpTransport {
+    http: Arc<Http>,
+    inbound: mpsc::Receiver<Received>,
+}
+
+impl HttpTransport {
+    /// Prepares a connection (one HTTP client with keep-alive for its whole life) that
+    /// reads no message or body over `max_message_size` bytes.
+    pub fn new(
+        config: HttpConfig,
+        max_message_size: usize,
+    ) -> Result<HttpTransport, TransportError> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| TransportError::request("building the HTTP client", e))?;
+        let mut user_headers = HeaderMap::new();
+        for (name, value) in &config.headers {
+            if let (Ok(n), Ok(mut v)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                v.set_sensitive(true);
+                user_headers.append(n, v);
+            }
+        }
+        let policy = HttpSession::new(config.url.clone(), config.reconnect, max_message_size);
+        let (tx, rx) = mpsc::channel(1024);
+        Ok(HttpTransport {
+            http: Arc::new(Http {
+                client,
+                config,
+                user_headers,
+                limit: max_message_size,
+                policy: Mutex::new(policy),
+                inbound: tx,
+                exchanges: Exchanges::default(),
+            }),
+            inbound: rx,
+        })
+    }
+}
+
+impl Transport for HttpTransport {
+    type Sink = HttpSink;
+    type Source = HttpSource;
+
+    fn split(self) -> (HttpSink, HttpSource, Box<dyn Peer>) {
+        (
+            HttpSink {
+                http: self.http.clone(),
+            },
+            HttpSource { rx: self.inbound },
+            Box::new(HttpPeer { http: self.http }),
+        )
+    }
+}
+
+/// Hands each message to the policy and performs what it says: one POST per request
+/// (concurrently), notifications and responses in order.
+pub struct HttpSink {
+    http: Arc<Http>,
+}
+
+impl MessageSink for HttpSink {
+    async fn send(&mut self, batch: &[u8]) -> Result<(), TransportError> {
+        for line in batch.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let actions = self.http.policy().send(line);
+            exchange::execute(&self.http, actions).await?;
+        }
+        Ok(())
+    }
+
+    fn negotiated(&mut self, negotiated: &Negotiated) {
+        self.http.policy().negotiated(negotiated);
+    }
+}
+
+/// Messages from response bodies and event streams, in arrival order.
+pub struct HttpSource {
+    rx: mpsc::Receiver<Received>,
+}
+
+impl MessageSource for HttpSource {
+    async fn recv(&mut self) -> Result<Option<Inbound>, TransportError> {
+        self.rx.recv().await.transpose()
+    }
+}
+
+struct HttpPeer {
+    http: Arc<Http>,
+}
+
+impl Peer for HttpPeer {
+    fn exit_status(&self, _grace: Duration) -> BoxFuture<'_, Option<std::process::ExitStatus>> {
+        Box::pin(async { None })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, Option<std::process::ExitStatus>> {
+        Box::pin(async move {
+            let delete = self.http.policy().close();
+            self.http.exchanges.abort_all();
+            if let Some((ex, request)) = delete {
+                // End the session (bounded; 405 means the server does not allow it).
+                let timeout = self.http.config.close_timeout;
+                let run = exchange::run(self.http.clone(), ex, request);
+                if tokio::time::timeout(timeout, run).await.is_err() {
+                    tracing::debug!("DELETE session: no answer in time");
+                }
+            }
+            None
+        })
+    }
+
+    fn stderr_tail(&self) -> String {
+        String::new()
+    }
+}

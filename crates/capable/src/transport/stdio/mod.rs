@@ -1,0 +1,190 @@
+//! stdio: the server is a child process; messages are newline-delimited JSON on its
+//! stdin and stdout. Its stderr is captured (the last lines are kept) and is not an
+//! error signal.
+//!
+//! Shutdown follows the spec: close the server's stdin, wait for it to exit, then
+//! SIGTERM, then SIGKILL, each step bounded and sent to the server's whole process
+//! group. Unix only (pipes, process groups, signals).
+//!
+//! | file | concern |
+//! |---|---|
+//! | `lines.rs` | newline-delimited messages off the server's stdout |
+//! | `process.rs` | stderr, exit status, shutdown of the process group |
+
+mod lines;
+mod process;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStdin, ChildStdout, Command};
+
+pub use lines::LineSource;
+use process::{read_stderr, StderrTail, StdioPeer};
+
+use super::{DirectWriter, MessageSink, Peer, Transport, TransportError};
+
+/// How to start a stdio server.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ServerCommand {
+    /// The program.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables (added to the inherited environment).
+    pub env: BTreeMap<String, String>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
+}
+
+impl ServerCommand {
+    /// A command with arguments.
+    pub fn new(
+        program: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        ServerCommand {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The command line, for messages.
+    pub fn display(&self) -> String {
+        std::iter::once(self.program.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Limits of the stdio transport.
+#[derive(Clone, Copy, Debug)]
+pub struct StdioLimits {
+    /// The largest message accepted, in bytes.
+    pub max_message_size: usize,
+    /// How long shutdown waits after closing stdin, and again after SIGTERM.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for StdioLimits {
+    fn default() -> Self {
+        StdioLimits {
+            max_message_size: 64 * 1024 * 1024,
+            shutdown_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Why the server could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error("could not start `{command}`: {source}")]
+pub struct SpawnError {
+    /// The command line.
+    pub command: String,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// A started stdio server. Dropping it (or the session on it) without closing kills
+/// the server's process group.
+pub struct StdioTransport {
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    peer: StdioPeer,
+    limits: StdioLimits,
+}
+
+impl StdioTransport {
+    /// Starts the server process.
+    pub fn spawn(
+        command: &ServerCommand,
+        limits: StdioLimits,
+    ) -> Result<StdioTransport, SpawnError> {
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args)
+            .envs(&command.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        // Its own process group: a Ctrl-C at the terminal reaches capable only, which
+        // then ends the session in order (unsubscribe, close stdin, wait, SIGTERM,
+        // SIGKILL), and every process the server starts can be signalled with it.
+        cmd.process_group(0);
+        if let Some(cwd) = &command.cwd {
+            cmd.current_dir(cwd);
+        }
+        let err = |source| SpawnError {
+            command: command.display(),
+            source,
+        };
+        let mut child = cmd.spawn().map_err(err)?;
+        let missing = || err(std::io::Error::other("stdio pipe missing"));
+        let stdin = child.stdin.take().ok_or_else(missing)?;
+        let stdout = child.stdout.take().ok_or_else(missing)?;
+        let stderr = child.stderr.take().ok_or_else(missing)?;
+        let tail = Arc::new(Mutex::new(StderrTail::default()));
+        let (stderr_ended_tx, stderr_ended) = tokio::sync::watch::channel(false);
+        tokio::spawn({
+            let tail = tail.clone();
+            async move {
+                read_stderr(stderr, tail).await;
+                let _ = stderr_ended_tx.send(true);
+            }
+        });
+        Ok(StdioTransport {
+            stdin,
+            stdout,
+            peer: StdioPeer {
+                pid: child.id(),
+                child: tokio::sync::Mutex::new(child),
+                tail,
+                stderr_ended,
+                grace: limits.shutdown_grace,
+            },
+            limits,
+        })
+    }
+}
+
+impl Transport for StdioTransport {
+    type Sink = StdioSink;
+    type Source = LineSource<ChildStdout>;
+
+    fn split(self) -> (StdioSink, Self::Source, Box<dyn Peer>) {
+        (
+            StdioSink { stdin: self.stdin },
+            LineSource::new(self.stdout, self.limits.max_message_size),
+            Box::new(self.peer),
+        )
+    }
+}
+
+/// The server's stdin.
+pub struct StdioSink {
+    stdin: ChildStdin,
+}
+
+impl MessageSink for StdioSink {
+    async fn send(&mut self, batch: &[u8]) -> Result<(), TransportError> {
+        let io = |e| TransportError::io("writing to the server's stdin", e);
+        self.stdin.write_all(batch).await.map_err(io)?;
+        self.stdin.flush().await.map_err(io)
+    }
+
+    /// A duplicate of the stdin pipe's descriptor. tokio made the pipe non-blocking
+    /// (a flag of the pipe, shared by the duplicate), and a pipe takes a write of up
+    /// to `PIPE_BUF` bytes whole or not at all.
+    fn direct(&self) -> Option<DirectWriter> {
+        use std::os::fd::AsFd;
+        let fd = self.stdin.as_fd().try_clone_to_owned().ok()?;
+        Some(Box::new(std::fs::File::from(fd)))
+    }
+}

@@ -1,0 +1,233 @@
+//! The server as a process: its stderr (a bounded tail, read to the end whatever it
+//! writes), its exit status, and its shutdown — to the whole process group, so that a
+//! wrapper's children (`npx` → `node`, a shell script's background jobs) never outlive
+//! the session.
+
+use std::collections::VecDeque;
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Child;
+
+use crate::transport::{BoxFuture, Peer};
+
+/// The last lines a server wrote to stderr, bounded in lines and bytes.
+#[derive(Default)]
+pub(super) struct StderrTail {
+    lines: VecDeque<String>,
+    bytes: usize,
+}
+
+impl StderrTail {
+    const MAX_LINES: usize = 200;
+    const MAX_BYTES: usize = 64 * 1024;
+
+    fn push(&mut self, mut line: String) {
+        if line.len() > Self::MAX_BYTES {
+            let mut cut = Self::MAX_BYTES;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+        }
+        self.bytes += line.len();
+        self.lines.push_back(line);
+        while self.lines.len() > Self::MAX_LINES || self.bytes > Self::MAX_BYTES {
+            match self.lines.pop_front() {
+                Some(old) => self.bytes -= old.len(),
+                None => break,
+            }
+        }
+    }
+
+    fn text(&self) -> String {
+        self.lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Reads a server's stderr to its end as bytes — any bytes, decoded lossily — keeping
+/// a bounded tail: a line longer than the tail's limit keeps only its start, so a
+/// server that never writes a newline costs no more memory than one that does.
+pub(super) async fn read_stderr(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<StderrTail>>) {
+    let mut chunk = vec![0u8; 8192];
+    let mut line: Vec<u8> = Vec::new();
+    let mut overlong = false;
+    let finish = |line: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(line).into_owned();
+        line.clear();
+        tracing::debug!(target: "capable::server_stderr", "{text}");
+        if let Ok(mut t) = tail.lock() {
+            t.push(text);
+        }
+    };
+    loop {
+        let n = match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for part in chunk[..n].split_inclusive(|b| *b == b'\n') {
+            let ends = part.ends_with(b"\n");
+            let body = part.strip_suffix(b"\n").unwrap_or(part);
+            if !overlong {
+                let room = StderrTail::MAX_BYTES.saturating_sub(line.len());
+                line.extend_from_slice(&body[..body.len().min(room)]);
+                overlong = body.len() > room;
+            }
+            if ends {
+                if line.ends_with(b"\r") {
+                    line.pop();
+                }
+                finish(&mut line);
+                overlong = false;
+            }
+        }
+    }
+    if !line.is_empty() {
+        finish(&mut line);
+    }
+}
+
+/// How long an exited server's last stderr lines may take to be read.
+const STDERR_DRAIN: Duration = Duration::from_millis(250);
+
+pub(super) struct StdioPeer {
+    /// The server's pid, which is also its process group's id.
+    pub(super) pid: Option<u32>,
+    pub(super) child: tokio::sync::Mutex<Child>,
+    pub(super) tail: Arc<Mutex<StderrTail>>,
+    /// Becomes `true` when the server's stderr reaches its end.
+    pub(super) stderr_ended: tokio::sync::watch::Receiver<bool>,
+    pub(super) grace: Duration,
+}
+
+impl StdioPeer {
+    /// Sends `signal` to the server's whole process group.
+    fn signal_group(&self, signal: libc::c_int) -> bool {
+        let Some(pid) = self.pid.and_then(|p| libc::pid_t::try_from(p).ok()) else {
+            return false;
+        };
+        // SAFETY: kill(2) with the negated id of the process group our child leads
+        // (spawned with `process_group(0)`); no memory is touched.
+        unsafe { libc::kill(-pid, signal) == 0 }
+    }
+
+    /// Whether any process of the server's group is still alive.
+    fn group_alive(&self) -> bool {
+        self.signal_group(0)
+    }
+
+    /// After the leader exited: its group's leftovers get SIGTERM, then SIGKILL, each
+    /// after a bounded wait.
+    async fn end_group(&self) {
+        for signal in [libc::SIGTERM, libc::SIGKILL] {
+            if !self.group_alive() {
+                return;
+            }
+            self.signal_group(signal);
+            let deadline = tokio::time::Instant::now() + self.grace;
+            while self.group_alive() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+impl Peer for StdioPeer {
+    fn exit_status(&self, grace: Duration) -> BoxFuture<'_, Option<ExitStatus>> {
+        Box::pin(async move {
+            let mut child = self.child.lock().await;
+            match tokio::time::timeout(grace, child.wait()).await {
+                Ok(Ok(status)) => {
+                    // Its last words (a panic, a crash message) are what the host needs
+                    // in the error: read its stderr to the end first (bounded, since a
+                    // child of the server may still hold it open).
+                    let mut ended = self.stderr_ended.clone();
+                    let _ = tokio::time::timeout(STDERR_DRAIN, ended.wait_for(|e| *e)).await;
+                    Some(status)
+                }
+                _ => None,
+            }
+        })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, Option<ExitStatus>> {
+        Box::pin(async move {
+            let mut child = self.child.lock().await;
+            let mut status = child.try_wait().ok().flatten();
+            if status.is_none() {
+                status = tokio::time::timeout(self.grace, child.wait())
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+            }
+            for signal in [libc::SIGTERM, libc::SIGKILL] {
+                if status.is_some() {
+                    break;
+                }
+                self.signal_group(signal);
+                status = tokio::time::timeout(self.grace, child.wait())
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+            }
+            drop(child);
+            self.end_group().await;
+            status
+        })
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.tail.lock().map(|t| t.text()).unwrap_or_default()
+    }
+}
+
+impl Drop for StdioPeer {
+    fn drop(&mut self) {
+        // A session dropped without `close`: while the leader is not reaped its id
+        // cannot name another group, so the whole group is killed safely.
+        let unreaped = self
+            .child
+            .try_lock()
+            .is_ok_and(|mut c| matches!(c.try_wait(), Ok(None)));
+        if unreaped {
+            self.signal_group(libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn tail_of(bytes: Vec<u8>) -> Vec<String> {
+        let tail = Arc::new(Mutex::new(StderrTail::default()));
+        read_stderr(&bytes[..], tail.clone()).await;
+        let t = tail.lock().unwrap();
+        t.lines.iter().cloned().collect()
+    }
+
+    #[tokio::test]
+    async fn stderr_is_read_to_its_end_whatever_its_bytes() {
+        let lines = tail_of(b"first\r\nbad \xff byte\nlast without newline".to_vec()).await;
+        assert_eq!(
+            lines,
+            ["first", "bad \u{fffd} byte", "last without newline"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_line_without_end_keeps_only_a_bounded_start() {
+        let mut bytes = vec![b'x'; 3 * StderrTail::MAX_BYTES];
+        bytes.extend_from_slice(b"\nafter\n");
+        let lines = tail_of(bytes).await;
+        assert_eq!(lines.last().map(String::as_str), Some("after"));
+        let total: usize = lines.iter().map(String::len).sum();
+        assert!(total <= StderrTail::MAX_BYTES, "{total} bytes kept");
+    }
+}
