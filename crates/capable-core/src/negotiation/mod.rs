@@ -20,18 +20,24 @@
 //! is no value to call it on. Before the answer the only thing the client writes is a
 //! reply to a server `ping`.
 
-use std::time::{Duration, Instant};
+mod answers;
+mod error;
+
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
 use crate::capabilities::ServerCapabilities;
 use crate::config::{ClientConfig, ProtocolChoice};
-use crate::jsonrpc::{self, codes, Incoming, RequestId, RpcError};
+use crate::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::method::Method;
-use crate::model::{DiscoverResult, Empty, Implementation, InitializeParams, InitializeResult};
+use crate::model::{Empty, Implementation, InitializeParams, InitializeResult};
 use crate::notice::Notice;
 use crate::time;
-use crate::version::{self, Era, ProtocolVersion};
+use crate::version::{Era, ProtocolVersion};
+
+use answers::{initialize_refused, is_discover_result};
+pub use error::NegotiationError;
 
 /// What the handshake settled: version, era and everything the server said about itself.
 #[derive(Clone, Debug)]
@@ -55,87 +61,8 @@ impl Negotiated {
     }
 }
 
-/// Why a connection could not be established.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum NegotiationError {
-    /// The server answered a version capable does not speak (or may not speak under the
-    /// host's `--protocol` choice). No `notifications/initialized` was sent.
-    #[error(
-        "the server answered protocol version {answered} to our proposal of {proposed}; \
-         capable supports {}; the connection was closed without sending anything more",
-        version::list(supported)
-    )]
-    UnsupportedVersion {
-        /// What capable proposed.
-        proposed: ProtocolVersion,
-        /// What the server answered.
-        answered: String,
-        /// What capable would have accepted.
-        supported: Vec<ProtocolVersion>,
-    },
-    /// Modern: the server supports none of the versions capable may speak.
-    #[error(
-        "no common protocol version: the server supports {}, capable supports {}",
-        server.join(", "), version::list(ours)
-    )]
-    NoCommonVersion {
-        /// The server's list.
-        server: Vec<String>,
-        /// Ours.
-        ours: Vec<ProtocolVersion>,
-    },
-    /// The server answered `initialize` with an error.
-    #[error("the server refused initialize: {0}")]
-    InitializeRefused(RpcError),
-    /// The server refused `initialize` because of the version: its error names the
-    /// versions it supports (`data.supported`) or is the unsupported-version error.
-    #[error(
-        "the server refused initialize for protocol version {proposed}{}: {error}",
-        if server.is_empty() { String::new() } else { format!(" (it supports {})", server.join(", ")) }
-    )]
-    VersionRefused {
-        /// What capable proposed.
-        proposed: ProtocolVersion,
-        /// The versions the server named, if any.
-        server: Vec<String>,
-        /// The error as sent.
-        error: Box<RpcError>,
-    },
-    /// The handshake got no answer in time.
-    #[error("the server did not answer {method} within {}", time::humanize(*after))]
-    Timeout {
-        /// The request that went unanswered.
-        method: Method,
-        /// How long the client waited.
-        after: Duration,
-    },
-    /// Modern: the server needs a client capability capable did not declare.
-    #[error("the server requires client capabilities capable did not declare: {required}")]
-    MissingClientCapability {
-        /// `data.requiredCapabilities` as sent.
-        required: Value,
-    },
-    /// The era the host forced is not one the server speaks.
-    #[error("the server does not speak the {era} era: {detail}")]
-    EraUnavailable {
-        /// The era that was forced.
-        era: Era,
-        /// What the server answered.
-        detail: String,
-    },
-    /// An answer that is not what the protocol says it must be.
-    #[error("malformed answer to {method}: {detail}")]
-    MalformedAnswer {
-        /// The request it answered.
-        method: &'static str,
-        /// What is wrong with it.
-        detail: String,
-    },
-}
-
 #[derive(Debug)]
-enum Stage {
+pub(super) enum Stage {
     /// `server/discover` sent with `version`; `retried` once after -32022.
     Probing {
         id: RequestId,
@@ -435,172 +362,6 @@ impl Negotiating {
         }
     }
 
-    fn on_initialize_error(
-        mut self,
-        error: RpcError,
-        proposed: ProtocolVersion,
-        may_probe: bool,
-        now: Instant,
-        out: &mut Vec<u8>,
-    ) -> Step {
-        if may_probe {
-            // `initialize` went first on a hint only: the server may have become
-            // modern. Probe it, once, before calling the refusal final.
-            if let Some(version) = self.config.protocol.modern_proposal() {
-                self.notices.push(Notice::ModernFallback {
-                    why: format!("it answered initialize with error {error}"),
-                });
-                self.send_discover(version, false, Some((error, proposed)), now, out);
-                return Step::Waiting(self);
-            }
-        }
-        Step::Failed(initialize_refused(error, proposed))
-    }
-
-    fn on_initialize_result(
-        self,
-        proposed: ProtocolVersion,
-        result: Result<InitializeResult, serde_json::Error>,
-        out: &mut Vec<u8>,
-    ) -> Step {
-        let result = match result {
-            Ok(r) => r,
-            Err(e) => {
-                return Step::Failed(NegotiationError::MalformedAnswer {
-                    method: "initialize",
-                    detail: e.to_string(),
-                })
-            }
-        };
-        let supported: Vec<ProtocolVersion> = ProtocolVersion::of_era(Era::Legacy)
-            .filter(|v| self.config.protocol.accepts(*v))
-            .collect();
-        let version = match result.protocol_version.parse::<ProtocolVersion>() {
-            Ok(v) if supported.contains(&v) => v,
-            _ => {
-                return Step::Failed(NegotiationError::UnsupportedVersion {
-                    proposed,
-                    answered: result.protocol_version,
-                    supported,
-                })
-            }
-        };
-        if !result.capabilities.is_object() {
-            return Step::Failed(NegotiationError::MalformedAnswer {
-                method: "initialize",
-                detail: format!("capabilities is not an object: {}", result.capabilities),
-            });
-        }
-        // The first message after a successful answer.
-        jsonrpc::write_notification::<()>(out, "notifications/initialized", None);
-        let negotiated = Negotiated {
-            version,
-            server_info: result.server_info,
-            capabilities: ServerCapabilities::from_value(result.capabilities),
-            instructions: result.instructions,
-            server_versions: Vec::new(),
-        };
-        self.ready(negotiated)
-    }
-
-    fn on_discover_result(
-        self,
-        version: ProtocolVersion,
-        value: Option<Value>,
-        now: Instant,
-        out: &mut Vec<u8>,
-    ) -> Step {
-        let discovered = value.and_then(|v| serde_json::from_value::<DiscoverResult>(v).ok());
-        let Some(d) = discovered.filter(|d| d.capabilities.is_object()) else {
-            return self.fall_back("the answer is not a DiscoverResult".into(), None, now, out);
-        };
-        match d.result_type.as_deref() {
-            None | Some("complete") => {}
-            Some(other) => {
-                return Step::Failed(NegotiationError::MalformedAnswer {
-                    method: "server/discover",
-                    detail: format!("unknown resultType {other:?}"),
-                })
-            }
-        }
-        let chosen = if d.supported_versions.iter().any(|s| s == version.as_str()) {
-            Some(version)
-        } else {
-            self.common_modern(&d.supported_versions)
-        };
-        let Some(chosen) = chosen else {
-            // A server that lists no modern version we speak may still speak legacy.
-            if self.config.protocol.legacy_proposal().is_some() {
-                let why = format!("it supports only {}", d.supported_versions.join(", "));
-                return self.fall_back(why, None, now, out);
-            }
-            return Step::Failed(NegotiationError::NoCommonVersion {
-                server: d.supported_versions,
-                ours: self.config.protocol.supported(),
-            });
-        };
-        let server_info = d
-            .meta
-            .as_ref()
-            .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
-            .and_then(|v| serde_json::from_value::<Implementation>(v.clone()).ok())
-            .unwrap_or_default();
-        let negotiated = Negotiated {
-            version: chosen,
-            server_info,
-            capabilities: ServerCapabilities::from_value(d.capabilities),
-            instructions: d.instructions,
-            server_versions: d.supported_versions,
-        };
-        self.ready(negotiated)
-    }
-
-    fn common_modern(&self, server: &[String]) -> Option<ProtocolVersion> {
-        ProtocolVersion::of_era(Era::Modern)
-            .filter(|v| self.config.protocol.accepts(*v))
-            .filter(|v| server.iter().any(|s| s == v.as_str()))
-            .max()
-    }
-
-    fn on_discover_error(
-        mut self,
-        error: RpcError,
-        retried: bool,
-        now: Instant,
-        out: &mut Vec<u8>,
-    ) -> Step {
-        match error.code {
-            codes::UNSUPPORTED_PROTOCOL_VERSION => {
-                // A recognised modern error: the server is modern. Never fall back.
-                let server = supported_of(&error);
-                match self.common_modern(&server) {
-                    // Retry once with a version both sides list; never loop.
-                    Some(v) if !retried => {
-                        let after_refusal = match &mut self.stage {
-                            Stage::Probing { after_refusal, .. } => after_refusal.take(),
-                            Stage::Initializing { .. } => None,
-                        };
-                        self.send_discover(v, true, after_refusal, now, out);
-                        Step::Waiting(self)
-                    }
-                    _ => Step::Failed(NegotiationError::NoCommonVersion {
-                        server,
-                        ours: self.config.protocol.supported(),
-                    }),
-                }
-            }
-            codes::MISSING_CLIENT_CAPABILITY => {
-                Step::Failed(NegotiationError::MissingClientCapability {
-                    required: error
-                        .data
-                        .and_then(|d| d.get("requiredCapabilities").cloned())
-                        .unwrap_or(Value::Null),
-                })
-            }
-            _ => self.fall_back(format!("it answered with error {error}"), None, now, out),
-        }
-    }
-
     fn ready(self, negotiated: Negotiated) -> Step {
         Step::Ready(Box::new(Established {
             config: self.config,
@@ -609,37 +370,6 @@ impl Negotiating {
             notices: self.notices,
             early_notifications: self.early_notifications,
         }))
-    }
-}
-
-/// The versions an error's `data.supported` lists (an `UnsupportedProtocolVersionError`,
-/// or a legacy server refusing `initialize` the way the specification's example does).
-fn supported_of(error: &RpcError) -> Vec<String> {
-    error
-        .data
-        .as_ref()
-        .and_then(|d| d.get("supported"))
-        .and_then(|s| serde_json::from_value(s.clone()).ok())
-        .unwrap_or_default()
-}
-
-/// Why `initialize` was refused, by what the error says: a refusal that names the
-/// versions the server supports (`data.supported`) or carries the modern
-/// unsupported-version code is about the version; any other is a plain refusal.
-fn initialize_refused(error: RpcError, proposed: ProtocolVersion) -> NegotiationError {
-    let names_versions = error
-        .data
-        .as_ref()
-        .and_then(|d| d.get("supported"))
-        .is_some_and(Value::is_array);
-    if names_versions || error.code == codes::UNSUPPORTED_PROTOCOL_VERSION {
-        NegotiationError::VersionRefused {
-            proposed,
-            server: supported_of(&error),
-            error: Box::new(error),
-        }
-    } else {
-        NegotiationError::InitializeRefused(error)
     }
 }
 
@@ -653,12 +383,6 @@ pub struct Established {
     pub(crate) notices: Vec<Notice>,
     /// Notifications the server sent before the handshake finished (e.g. logging).
     pub early_notifications: Vec<(String, Value)>,
-}
-
-/// Whether a value has the shape of a `DiscoverResult`.
-fn is_discover_result(v: &Value) -> bool {
-    v.get("capabilities").is_some_and(Value::is_object)
-        && v.get("supportedVersions").is_some_and(Value::is_array)
 }
 
 /// The `_meta` envelope every modern request carries.

@@ -1,0 +1,197 @@
+//! Classifying one received line: a request, a notification, a result or an error,
+//! with the place of its payload — never panicking, whatever the bytes.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::payload::{Found, Payload};
+use super::shape::result_by_shape;
+use super::{RequestId, RpcError};
+
+/// An incoming message, classified.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A request from the server (it expects a response).
+    Request {
+        /// The server's id for it.
+        id: RequestId,
+        /// The method name.
+        method: String,
+        /// Its `params`.
+        params: Payload,
+    },
+    /// A notification from the server.
+    Notification {
+        /// The method name.
+        method: String,
+        /// Its `params`.
+        params: Payload,
+    },
+    /// A successful response to one of our requests.
+    Result {
+        /// The id of our request.
+        id: RequestId,
+        /// Its `result`.
+        result: Payload,
+    },
+    /// An error response. `id` is `None` when the server could not read our id.
+    Error {
+        /// The id of our request, when the server gave one.
+        id: Option<RequestId>,
+        /// The error.
+        error: RpcError,
+        /// The whole message as received.
+        message: Vec<u8>,
+    },
+}
+
+/// Why an incoming line is not a JSON-RPC message capable can use.
+#[derive(Debug, thiserror::Error)]
+pub enum FramingError {
+    /// The line is not JSON, or not an object.
+    #[error("not a JSON-RPC message: {0}")]
+    NotJson(serde_json::Error),
+    /// The line is a JSON array: a batch, which capable never sends and so never expects.
+    #[error("a JSON-RPC batch, which is not expected here")]
+    Batch,
+    /// JSON, but neither request, notification nor response.
+    #[error("JSON but not a JSON-RPC message: {0}")]
+    Malformed(&'static str),
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default)]
+    jsonrpc: Option<Cow<'a, str>>,
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+    // `"result": null` is a result (JSON-RPC lets the method decide its value), not a
+    // missing member: keep it so the answer still reaches its waiter.
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+/// A member that is present, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Some)
+}
+
+fn range_of(line: &[u8], raw: &RawValue) -> Range<usize> {
+    let start = raw.get().as_ptr() as usize - line.as_ptr() as usize;
+    start..start + raw.get().len()
+}
+
+/// What a full parse found: owned names and ranges into the line.
+pub(super) enum Shape {
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Range<usize>>,
+    },
+    Notification {
+        method: String,
+        params: Option<Range<usize>>,
+    },
+    Result {
+        id: RequestId,
+        range: Range<usize>,
+    },
+    Error {
+        id: Option<RequestId>,
+        error: RpcError,
+    },
+}
+
+impl Incoming {
+    /// Classifies one line. Never panics, whatever the bytes.
+    ///
+    /// A success response in the usual compact layout
+    /// (`{"jsonrpc":"2.0","id":7,"result":…}`) is routed by the id read off the line's
+    /// start, and its result is left to the one decode that also verifies it (see
+    /// [`Payload::decode`]): the result's bytes are scanned once, not twice. Every
+    /// other line is parsed whole here.
+    pub fn parse(line: impl Into<Bytes>) -> Result<Incoming, FramingError> {
+        let line: Bytes = line.into();
+        if let Some((id, range)) = result_by_shape(&line) {
+            return Ok(Incoming::Result {
+                id: RequestId::Number(id),
+                result: Payload {
+                    line,
+                    range,
+                    found: Found::ByShape,
+                },
+            });
+        }
+        let payload = |line, range: Option<Range<usize>>| match range {
+            Some(range) => Payload::parsed(line, range),
+            None => Payload::empty(line),
+        };
+        Ok(match Incoming::parse_shape(&line)? {
+            Shape::Request { id, method, params } => Incoming::Request {
+                id,
+                method,
+                params: payload(line, params),
+            },
+            Shape::Notification { method, params } => Incoming::Notification {
+                method,
+                params: payload(line, params),
+            },
+            Shape::Result { id, range } => Incoming::Result {
+                id,
+                result: Payload::parsed(line, range),
+            },
+            Shape::Error { id, error } => Incoming::Error {
+                id,
+                error,
+                message: line.to_vec(),
+            },
+        })
+    }
+
+    pub(super) fn parse_shape(line: &[u8]) -> Result<Shape, FramingError> {
+        let first = line.iter().find(|b| !b.is_ascii_whitespace());
+        if first == Some(&b'[') {
+            return Err(FramingError::Batch);
+        }
+        let env: Envelope<'_> = serde_json::from_slice(line).map_err(FramingError::NotJson)?;
+        if env.jsonrpc.as_deref() != Some("2.0") {
+            return Err(FramingError::Malformed("\"jsonrpc\" is not \"2.0\""));
+        }
+        let params = env.params.map(|p| range_of(line, p));
+        match (env.method, env.id, env.result, env.error) {
+            (Some(method), Some(id), None, None) => Ok(Shape::Request {
+                id,
+                method: method.into_owned(),
+                params,
+            }),
+            (Some(method), None, None, None) => Ok(Shape::Notification {
+                method: method.into_owned(),
+                params,
+            }),
+            (None, Some(id), Some(result), None) => Ok(Shape::Result {
+                id,
+                range: range_of(line, result),
+            }),
+            (None, id, None, Some(error)) => Ok(Shape::Error { id, error }),
+            (None, Some(_), None, None) => Err(FramingError::Malformed(
+                "a response with neither result nor error",
+            )),
+            (None, _, Some(_), Some(_)) => Err(FramingError::Malformed(
+                "a response with both result and error",
+            )),
+            (Some(_), _, _, _) => Err(FramingError::Malformed("a request that carries a result")),
+            (None, None, Some(_), None) => Err(FramingError::Malformed("a result without an id")),
+            (None, None, None, None) => Err(FramingError::Malformed("no method, no id")),
+        }
+    }
+}

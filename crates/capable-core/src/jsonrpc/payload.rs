@@ -1,0 +1,113 @@
+//! A payload kept raw in the line it came in, decoded once into the type the waiting
+//! caller expects.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+
+use super::shape::{exact_result_range, has_control_byte};
+
+/// One received line, kept whole, with the place of its payload.
+///
+/// The line's bytes are shared, never copied, with whoever handles the message (a
+/// transport hands out lines as slices of its read buffer); the payload (`result` of a
+/// response, `params` of a request or notification) is a range into them. Decoded
+/// types own their data, so a payload is meant to be decoded and dropped, not kept.
+#[derive(Debug)]
+pub struct Payload {
+    pub(super) line: Bytes,
+    pub(super) range: Range<usize>,
+    pub(super) found: Found,
+}
+
+/// How a payload's range was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Found {
+    /// By parsing the whole message: the range is exactly the value.
+    ByParse,
+    /// Read off the line's shape without parsing it (see [`Incoming::parse`]): the
+    /// value starts at the range's start and the range runs to the envelope's closing
+    /// brace; the one parse that decodes the value verifies the rest.
+    ByShape,
+}
+
+impl Payload {
+    /// The payload's raw JSON text.
+    pub fn json(&self) -> &str {
+        let range = match self.found {
+            Found::ByParse => self.range.clone(),
+            Found::ByShape => match exact_result_range(&self.line) {
+                Ok(range) => range,
+                Err(_) => return "null",
+            },
+        };
+        // A parsed range was cut from a `&RawValue` that serde_json validated as UTF-8.
+        std::str::from_utf8(&self.line[range]).unwrap_or("null")
+    }
+
+    /// Whether the payload's raw text contains `needle`: a cheap pre-check before a
+    /// decode (it may look a little past the value, never at less than all of it).
+    pub fn mentions(&self, needle: &str) -> bool {
+        memchr::memmem::find(&self.line[self.range.clone()], needle.as_bytes()).is_some()
+    }
+
+    /// The whole message this payload came in.
+    pub fn message(&self) -> &[u8] {
+        &self.line
+    }
+
+    /// Decodes the payload into the one type the caller expects.
+    ///
+    /// A payload found by shape is decoded in place. Should anything but the
+    /// envelope's closing brace follow the value, the whole message is parsed after
+    /// all and the value decoded from its exact place: a valid message is never
+    /// refused for its layout, and an invalid one is refused with the parse's error.
+    ///
+    /// A payload found by shape that holds a raw control byte or is not UTF-8 also
+    /// goes through the full parse first, which refuses either inside a string —
+    /// including strings the decode would skip (members the type does not name), and
+    /// the long text fields read as bytes (see `model::bulk_text`). A parsed payload
+    /// has had that check.
+    pub fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        let raw = &self.line[self.range.clone()];
+        if self.found == Found::ByParse {
+            return serde_json::from_slice(raw);
+        }
+        if !has_control_byte(raw) && simdutf8::basic::from_utf8(raw).is_ok() {
+            let mut de = serde_json::Deserializer::from_slice(raw);
+            let value = T::deserialize(&mut de)?;
+            if de.end().is_ok() {
+                return Ok(value);
+            }
+        }
+        serde_json::from_slice(&self.line[exact_result_range(&self.line)?])
+    }
+
+    /// An empty-object payload, for messages that carry none.
+    pub(super) fn empty(line: Bytes) -> Self {
+        Payload::parsed(line, 0..0)
+    }
+
+    pub(super) fn parsed(line: Bytes, range: Range<usize>) -> Self {
+        Payload {
+            line,
+            range,
+            found: Found::ByParse,
+        }
+    }
+
+    /// Whether the message had no payload at all.
+    pub fn is_absent(&self) -> bool {
+        self.range.is_empty()
+    }
+
+    /// Decodes the payload, treating an absent one as `{}`.
+    pub fn decode_or_default<T: DeserializeOwned + Default>(&self) -> Result<T, serde_json::Error> {
+        if self.is_absent() {
+            Ok(T::default())
+        } else {
+            self.decode()
+        }
+    }
+}

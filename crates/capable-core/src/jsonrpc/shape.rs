@@ -1,0 +1,53 @@
+//! The fast path: a success response in the usual compact layout
+//! (`{"jsonrpc":"2.0","id":7,"result":…}`) is routed by the id read off its start, and
+//! its result is left to the one decode that also verifies it.
+
+use std::ops::Range;
+
+use super::incoming::{FramingError, Incoming, Shape};
+
+/// Whether `bytes` holds a byte below 0x20 (JSON allows one only as whitespace between
+/// tokens). Branch-free, so it compiles to vector compares; the decode that follows
+/// reads every byte anyway.
+pub(super) fn has_control_byte(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .copied()
+        .min()
+        .is_some_and(|lowest| lowest < 0x20)
+}
+
+/// How a compact success response starts when its members come in the usual order
+/// (`jsonrpc`, `id`, `result`), as most servers write them.
+const RESULT_PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+const RESULT_KEY: &[u8] = b",\"result\":";
+
+/// Reads a success response off the line's shape without parsing it: the integer id
+/// right after the prefix, and the result from after `"result":` to the line's closing
+/// brace. `None` for any other shape (the message is then parsed whole).
+pub(super) fn result_by_shape(line: &[u8]) -> Option<(i64, Range<usize>)> {
+    let rest = line.strip_prefix(RESULT_PREFIX)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    // At most 18 digits always fit an i64; JSON forbids leading zeros.
+    if digits == 0 || digits > 18 || (digits > 1 && rest[0] == b'0') {
+        return None;
+    }
+    let id = rest[..digits]
+        .iter()
+        .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+    let value = rest[digits..].strip_prefix(RESULT_KEY)?;
+    let start = line.len() - value.len();
+    let close = line.iter().rposition(|b| !b.is_ascii_whitespace())?;
+    (line[close] == b'}' && close > start).then_some((id, start..close))
+}
+
+/// The exact range of a success response's `result`, from a full parse.
+pub(super) fn exact_result_range(line: &[u8]) -> Result<Range<usize>, serde_json::Error> {
+    use serde::de::Error as _;
+    match Incoming::parse_shape(line) {
+        Ok(Shape::Result { range, .. }) => Ok(range),
+        Ok(_) => Err(serde_json::Error::custom("not a success response")),
+        Err(FramingError::NotJson(e)) => Err(e),
+        Err(e) => Err(serde_json::Error::custom(e)),
+    }
+}

@@ -1,0 +1,205 @@
+//! The framing's tests: routing, the fast path against the full parse, garbage.
+
+use super::incoming::Shape;
+use super::*;
+
+fn parse(s: &str) -> Result<Incoming, FramingError> {
+    Incoming::parse(s.as_bytes().to_vec())
+}
+
+#[test]
+fn a_result_is_routed_by_id_and_its_payload_kept_raw() {
+    let m = parse(r#"{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}"#).unwrap();
+    match m {
+        Incoming::Result { id, result } => {
+            assert_eq!(id, RequestId::Number(7));
+            assert_eq!(result.json(), r#"{"contents":[]}"#);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn requests_notifications_and_errors_are_told_apart() {
+    assert!(matches!(
+        parse(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#).unwrap(),
+        Incoming::Request { method, params, .. } if method == "ping" && params.is_absent()
+    ));
+    assert!(matches!(
+        parse(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}"#).unwrap(),
+        Incoming::Notification { method, .. } if method == "notifications/message"
+    ));
+    assert!(matches!(
+        parse(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"nope"}}"#).unwrap(),
+        Incoming::Error { id: Some(RequestId::Number(3)), error, .. } if error.code == -32601
+    ));
+    assert!(matches!(
+        parse(r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse"}}"#).unwrap(),
+        Incoming::Error { id: None, .. }
+    ));
+}
+
+/// Decodes a line's result as a JSON value, or says why not (refused by the parse
+/// or by the decode).
+fn result_of(line: &str) -> Result<(RequestId, serde_json::Value), String> {
+    match parse(line).map_err(|e| format!("parse: {e}"))? {
+        Incoming::Result { id, result } => {
+            let value = result.decode().map_err(|e| format!("decode: {e}"))?;
+            Ok((id, value))
+        }
+        other => Err(format!("not a result: {other:?}")),
+    }
+}
+
+#[test]
+fn a_compact_result_is_routed_by_its_leading_id_and_decoded_exactly() {
+    let (id, v) = result_of(r#"{"jsonrpc":"2.0","id":42,"result":{"a":[1,"}"]}}"#).unwrap();
+    assert_eq!(id, RequestId::Number(42));
+    assert_eq!(v, serde_json::json!({"a": [1, "}"]}));
+    // Whitespace and a carriage return after the envelope are not part of the value.
+    let (_, v) = result_of("{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{} }\r\n").unwrap();
+    assert_eq!(v, serde_json::json!({}));
+    let line = r#"{"jsonrpc":"2.0","id":9,"result":{"b":true}}"#;
+    let Ok(Incoming::Result { result, .. }) = parse(line) else {
+        panic!("not a result")
+    };
+    assert_eq!(result.json(), r#"{"b":true}"#);
+    assert!(result.mentions("\"b\""));
+    assert!(!result.mentions("\"resultType\""));
+}
+
+#[test]
+fn members_after_the_result_are_read_by_a_full_parse() {
+    // Valid JSON-RPC whatever the member order: the value is found exactly.
+    for line in [
+        r#"{"jsonrpc":"2.0","id":5,"result":{"x":1},"_extra":{"y":2}}"#,
+        r#"{"id":5,"jsonrpc":"2.0","result":{"x":1}}"#,
+        r#"{"result":{"x":1},"jsonrpc":"2.0","id":5}"#,
+        r#"{ "jsonrpc": "2.0", "id": 5, "result": {"x": 1} }"#,
+    ] {
+        let (id, v) = result_of(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!(id, RequestId::Number(5), "{line}");
+        assert_eq!(v, serde_json::json!({"x": 1}), "{line}");
+    }
+}
+
+#[test]
+fn a_malformed_response_is_refused_by_the_parse_or_by_its_decode() {
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"a":}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\u{1}\"}",
+        r#"{"jsonrpc":"2.0","id":1,"result":"\ud800"}"#,
+        r#"{"jsonrpc":"2.0","id":99999999999999999999,"result":{}}"#,
+    ] {
+        assert!(result_of(line).is_err(), "{line:?} should be refused");
+    }
+}
+
+/// The same answer, whether a line is read by its shape or parsed whole: mutated
+/// success responses decode to exactly what a full parse finds, or are refused.
+#[test]
+fn reading_by_shape_agrees_with_a_full_parse_on_mutated_lines() {
+    let seeds = [
+        r#"{"jsonrpc":"2.0","id":7,"result":{"contents":[{"uri":"a://b","mimeType":"text/plain","text":"hello \"w\" \n é"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":12,"result":{"contents":[{"uri":"a://b","blob":"AAEC"}],"ttlMs":5}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"result":[1,{"a":null}]}"#,
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    const BYTES: &[u8] = b"{}[]\",:\\ \t\r\n0123456789abcdeu\x01\x7f\xc3\xa9\xff";
+    let mut agreed = 0;
+    for _ in 0..20_000 {
+        let mut line = seeds[next(seeds.len())].as_bytes().to_vec();
+        for _ in 0..=next(3) {
+            let at = next(line.len() + 1);
+            match next(3) {
+                0 if at < line.len() => {
+                    line.remove(at);
+                }
+                1 if at < line.len() => line[at] = BYTES[next(BYTES.len())],
+                _ => line.insert(at, BYTES[next(BYTES.len())]),
+            }
+        }
+        // As a JSON value and as the typed result (whose text and blob are read as
+        // bytes), each on its own: the id with whichever decodes succeed, or nothing
+        // when neither does.
+        type Read = crate::model::ReadResourceResult;
+        let outcome = |id: i64, value: Option<serde_json::Value>, typed: Option<Read>| {
+            let typed = typed.map(|r| format!("{r:?}"));
+            (value.is_some() || typed.is_some()).then_some((id, value, typed))
+        };
+        let whole = match Incoming::parse_shape(&line) {
+            Ok(Shape::Result {
+                id: RequestId::Number(id),
+                range,
+            }) => outcome(
+                id,
+                serde_json::from_slice(&line[range.clone()]).ok(),
+                serde_json::from_slice(&line[range]).ok(),
+            ),
+            _ => None,
+        };
+        let by_shape = match Incoming::parse(line.clone()) {
+            Ok(Incoming::Result {
+                id: RequestId::Number(id),
+                result,
+            }) => outcome(id, result.decode().ok(), result.decode().ok()),
+            _ => None,
+        };
+        assert_eq!(by_shape, whole, "{}", String::from_utf8_lossy(&line));
+        agreed += usize::from(whole.is_some());
+    }
+    assert!(
+        agreed > 1000,
+        "too few valid mutations to mean much: {agreed}"
+    );
+}
+
+#[test]
+fn garbage_is_an_error_never_a_panic() {
+    for line in [
+        "",
+        "hello",
+        "{",
+        "[]",
+        "null",
+        "42",
+        r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1}"#,
+        r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":01,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{}} trailing"#,
+        "\u{0}\u{1}",
+    ] {
+        assert!(parse(line).is_err(), "{line:?} should be refused");
+    }
+}
+
+#[test]
+fn written_messages_are_single_lines() {
+    let mut out = Vec::new();
+    write_request(
+        &mut out,
+        &RequestId::Number(1),
+        "tools/call",
+        &serde_json::json!({"name": "echo", "arguments": {"message": "a\nb"}}),
+    );
+    write_notification::<()>(&mut out, "notifications/initialized", None);
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.matches('\n').count(), 2);
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["jsonrpc"], "2.0");
+    }
+}
