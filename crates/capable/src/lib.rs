@@ -21,10 +21,13 @@
 //! ```
 //!
 //! The protocol logic lives in the sans-IO crate [`capable_core`]; this crate moves
-//! bytes and keeps time.
+//! bytes and keeps time. With the `audit` feature (on by default), [`audit`] checks a
+//! server's every declared capability against what it does.
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "audit")]
+pub mod audit;
 mod connect;
 mod driver;
 pub mod error;

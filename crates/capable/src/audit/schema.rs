@@ -1,28 +1,31 @@
 //! The official MCP JSON schemas, embedded, and validation of a result against a named
 //! definition of the negotiated version's schema.
+//!
+//! One schema per [`ProtocolVersion`], matched exhaustively: a new revision does not
+//! compile until its schema is embedded here.
 
 use std::collections::HashMap;
 
-use capable::ProtocolVersion;
+use capable_core::ProtocolVersion;
 use jsonschema::Validator;
 use serde_json::{json, Value};
 
 fn schema_text(version: ProtocolVersion) -> &'static str {
     match version {
         ProtocolVersion::V2024_11_05 => {
-            include_str!("../../../../../schemas/2024-11-05/schema.json")
+            include_str!("../../../../schemas/2024-11-05/schema.json")
         }
         ProtocolVersion::V2025_03_26 => {
-            include_str!("../../../../../schemas/2025-03-26/schema.json")
+            include_str!("../../../../schemas/2025-03-26/schema.json")
         }
         ProtocolVersion::V2025_06_18 => {
-            include_str!("../../../../../schemas/2025-06-18/schema.json")
+            include_str!("../../../../schemas/2025-06-18/schema.json")
         }
         ProtocolVersion::V2025_11_25 => {
-            include_str!("../../../../../schemas/2025-11-25/schema.json")
+            include_str!("../../../../schemas/2025-11-25/schema.json")
         }
         ProtocolVersion::V2026_07_28 => {
-            include_str!("../../../../../schemas/2026-07-28/schema.json")
+            include_str!("../../../../schemas/2026-07-28/schema.json")
         }
     }
 }
@@ -97,7 +100,7 @@ impl Schema {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capable::Era;
+    use capable_core::Era;
 
     #[test]
     fn every_schema_is_embedded_and_validates() {
@@ -115,6 +118,35 @@ mod tests {
             assert!(ok.is_ok(), "{version}: {ok:?}");
             let bad = schema.validate("ReadResourceResult", &json!({"contents": "nope"}));
             assert!(bad.is_err(), "{version}");
+        }
+    }
+
+    /// A definition a probe names and a version lacks validates nothing, silently; so
+    /// each must exist where it is used, and compile (a compiled one rejects `null`).
+    #[test]
+    fn every_definition_the_probes_name_compiles() {
+        let both = [
+            "EmptyResult",
+            "ListResourcesResult",
+            "ListResourceTemplatesResult",
+            "ReadResourceResult",
+            "ListToolsResult",
+            "ListPromptsResult",
+            "CompleteResult",
+        ];
+        for version in ProtocolVersion::ALL {
+            let mut schema = Schema::new(version);
+            let era: &[&'static str] = match version.era() {
+                Era::Legacy => &["InitializeResult"],
+                Era::Modern => &["DiscoverResult", "SubscriptionsAcknowledgedNotification"],
+            };
+            for &name in both.iter().chain(era) {
+                assert!(schema.has(name), "{version} has no {name}");
+                assert!(
+                    schema.validate(name, &Value::Null).is_err(),
+                    "{version}: {name} did not compile"
+                );
+            }
         }
     }
 }
