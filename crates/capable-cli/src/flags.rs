@@ -258,8 +258,10 @@ pub fn parse_header(s: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), value.trim().to_owned()))
 }
 
-/// `2s`, `500ms`, `1m`, `1.5s`, `90` (seconds).
+/// `2s`, `500ms`, `1m`, `1.5s`, `90` (seconds). At most a year: a longer duration is
+/// a mistake, not a timeout.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    const MAX: Duration = Duration::from_secs(365 * 24 * 3600);
     let s = s.trim();
     let (number, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
         Some(i) => s.split_at(i),
@@ -278,7 +280,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !secs.is_finite() || secs <= 0.0 {
         return Err(format!("{s:?}: a duration must be positive"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if d <= MAX => Ok(d),
+        _ => Err(format!("{s:?}: a duration may be at most a year")),
+    }
 }
 
 fn parse_protocol(s: &str) -> Result<ProtocolChoice, String> {
@@ -314,6 +319,10 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("2 weeks").is_err());
+        for absurd in ["1e300s", "10000000000000000000", "9999999999999999999s", "400d"] {
+            assert!(parse_duration(absurd).is_err(), "{absurd}");
+        }
+        assert!(parse_duration("8760h").is_ok(), "a year is allowed");
     }
 
     #[test]

@@ -72,7 +72,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 name,
                 args,
                 server: inner,
-            }) => commands::tools::call(&ctx, &name, &args, &merge(server, inner)?).await,
+            }) => commands::tools::call(&ctx, &name, &args, &merge(server, inner)).await,
         },
         Command::Prompts { action, server } => match action {
             None => commands::prompts::list(&ctx, &server).await,
@@ -80,7 +80,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
                 name,
                 args,
                 server: inner,
-            }) => commands::prompts::get(&ctx, &name, &args, &merge(server, inner)?).await,
+            }) => commands::prompts::get(&ctx, &name, &args, &merge(server, inner)).await,
         },
         Command::Demo => commands::demo::run(&ctx).await,
         Command::Watch {
@@ -97,13 +97,11 @@ async fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 /// The server command may follow the inner subcommand (`tools call echo -- cmd`).
-fn merge(
-    outer: flags::ServerArgs,
-    inner: flags::ServerArgs,
-) -> Result<flags::ServerArgs, CliError> {
-    match (outer.command.is_empty(), inner.command.is_empty()) {
-        (_, false) => Ok(inner),
-        _ => Ok(outer),
+fn merge(outer: flags::ServerArgs, inner: flags::ServerArgs) -> flags::ServerArgs {
+    if inner.command.is_empty() {
+        outer
+    } else {
+        inner
     }
 }
 

@@ -87,6 +87,7 @@ pub fn requirement(method: Method, version: ProtocolVersion) -> Requirement {
 
 /// Why a method may not be sent. Nothing was sent.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Refusal {
     /// The method does not exist in the negotiated protocol version.
     #[error("{method} does not exist in protocol version {version}; nothing was sent")]

@@ -113,11 +113,6 @@ impl ProtocolVersion {
     pub fn has_protocol_version_header(self) -> bool {
         self >= ProtocolVersion::V2025_06_18
     }
-
-    /// Whether `Implementation` may carry `title` (2025-06-18 and later).
-    pub fn has_titles(self) -> bool {
-        self >= ProtocolVersion::V2025_06_18
-    }
 }
 
 impl fmt::Display for ProtocolVersion {

@@ -24,8 +24,8 @@ impl Tap {
         Tap(Arc::new(f))
     }
 
-    /// Calls the callback directly (to chain taps).
-    pub fn clone_call(&self, direction: Direction, line: &[u8]) {
+    /// Shows one message to the callback (to chain taps: a tap that calls another).
+    pub fn call(&self, direction: Direction, line: &[u8]) {
         (self.0)(direction, line)
     }
 

@@ -72,7 +72,7 @@ async fn scenario(ctx: &Context, profile: Profile) -> Value {
     let user_tap = options.tap.take();
     options.tap = Some(Tap::new(move |dir, line| {
         if let Some(t) = &user_tap {
-            t.clone_call(dir, line);
+            t.call(dir, line);
         }
         if dir == capable::Direction::Sent {
             let v: Value = serde_json::from_slice(line).unwrap_or(Value::Null);

@@ -51,6 +51,7 @@ pub enum Incoming {
 
 /// Why an incoming line is not a JSON-RPC message capable can use.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FramingError {
     /// The line is not JSON, or not an object.
     #[error("not a JSON-RPC message: {0}")]

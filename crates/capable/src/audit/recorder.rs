@@ -31,7 +31,7 @@ impl Recorder {
         let log = self.0.clone();
         Tap::new(move |direction, line| {
             if let Some(next) = &next {
-                next.clone_call(direction, line);
+                next.call(direction, line);
             }
             if let Ok(message) = serde_json::from_slice::<Value>(line) {
                 if let Ok(mut log) = log.lock() {
