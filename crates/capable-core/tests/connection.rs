@@ -3,8 +3,6 @@
 //! violations and robustness against garbage. Every line the client writes is validated
 //! against the official schema of the negotiated version.
 
-mod support;
-
 use std::collections::HashSet;
 
 use capable_core::jsonrpc::codes;
@@ -12,8 +10,8 @@ use capable_core::{
     Capability, ClientCapabilities, Connection, Event, Flag, GatePolicy, Incoming, ListenFilter,
     Method, Notice, ProtocolChoice, ProtocolVersion, Refusal, RequestId, ResponseError,
 };
+use capable_test_support::{config, feed, legacy_connection, modern_connection, now, take};
 use serde_json::{json, Value};
-use support::{config, feed, legacy_connection, modern_connection, now, take};
 
 const V: ProtocolVersion = ProtocolVersion::V2025_11_25;
 const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;

@@ -23,9 +23,6 @@
 //! of the negotiated version, and an undeclared capability (prompts) is refused
 //! locally with nothing sent.
 
-#[path = "../../capable-core/tests/support/mod.rs"]
-mod support;
-
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -108,7 +105,7 @@ impl Wire {
         let sent = self.sent();
         assert!(!sent.is_empty(), "nothing was sent");
         for message in sent {
-            support::assert_valid(version, &serde_json::to_vec(&message).unwrap());
+            capable_test_support::assert_valid(version, &serde_json::to_vec(&message).unwrap());
         }
     }
 }

@@ -6,9 +6,6 @@
 //! Each test file uses a different subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
-#[path = "../../../capable-core/tests/support/mod.rs"]
-pub mod support;
-
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -366,7 +363,7 @@ impl Wire {
                 _ => session,
             };
             let line = serde_json::to_vec(message).unwrap();
-            support::assert_valid(version, &line);
+            capable_test_support::assert_valid(version, &line);
         }
     }
 

@@ -1,11 +1,11 @@
-//! Shared test support: schema validation of everything the client writes, a scripted
-//! server, and small helpers to drive the sans-IO core.
+//! Test support shared by the capable crates: schema validation of every message the
+//! client writes, and small helpers to drive the sans-IO core with a scripted server.
 //!
 //! The schemas are the official MCP JSON schemas copied into `schemas/<revision>/` at
 //! the repository root, so the tests depend on nothing outside the checkout.
-
-// Each test binary uses a different part of this module.
-#![allow(dead_code)]
+//!
+//! This crate depends on `capable-core` only (never on `capable`), so the core's own
+//! tests can use it.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -222,6 +222,26 @@ impl SchemaValidator {
         errors
     }
 
+    /// Every schema violation of one server→client response under `version`: the result
+    /// envelope, and its `result` against `definition` (such as `InitializeResult` or
+    /// `ReadResourceResult`). Empty when the response is valid.
+    pub fn result_errors(
+        &self,
+        version: ProtocolVersion,
+        definition: &str,
+        message: &Value,
+    ) -> Vec<String> {
+        let rev = &self.revisions[&version];
+        if kind_of(message) != Some(Kind::Result) {
+            return vec![format!("not a result response (expected a {definition})")];
+        }
+        let (name, v) = &rev.result_envelope;
+        let mut errors = errors_of(name, v, message);
+        let result = compile(&rev.document, rev.defs_key, definition);
+        errors.extend(errors_of(definition, &result, &message["result"]));
+        errors
+    }
+
     /// Whether one client→server line is a valid message under `version`.
     pub fn is_valid(&self, version: ProtocolVersion, line: &[u8]) -> bool {
         match serde_json::from_slice::<Value>(line) {
@@ -246,6 +266,19 @@ pub fn assert_valid(version: ProtocolVersion, line: &[u8]) {
     assert!(
         errors.is_empty(),
         "the client wrote a message that is invalid under the {version} schema:\n  {}\nmessage: {text}",
+        errors.join("\n  ")
+    );
+}
+
+/// Panics, naming the errors and the message, unless `message` is a server's result
+/// response whose `result` is a valid `definition` under `version`.
+#[track_caller]
+pub fn assert_valid_result(version: ProtocolVersion, definition: &str, message: &Value) {
+    let errors = SchemaValidator::get().result_errors(version, definition, message);
+    assert!(
+        errors.is_empty(),
+        "the server sent a response that is not a valid {definition} under the {version} \
+         schema:\n  {}\nmessage: {message}",
         errors.join("\n  ")
     );
 }
