@@ -1,5 +1,6 @@
 //! Test support shared by the capable crates: schema validation of every message the
-//! client writes, and small helpers to drive the sans-IO core with a scripted server.
+//! client writes, small helpers to drive the sans-IO core with a scripted server, and
+//! the location of the `capable-fixture` binary the process-level tests start.
 //!
 //! The schemas are the official MCP JSON schemas copied into `schemas/<revision>/` at
 //! the repository root, so the tests depend on nothing outside the checkout.
@@ -8,6 +9,7 @@
 //! tests can use it.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
@@ -411,4 +413,39 @@ pub fn discover_result(id: &Value, capabilities: Value) -> Value {
 /// Feeds one server message to a connection.
 pub fn feed<W>(conn: &mut Connection<W>, message: Value, out: &mut Vec<u8>) -> Event<W> {
     conn.handle(incoming(message), now(), out)
+}
+
+/// The `capable-fixture` binary (the fixture server), next to the running test
+/// executable: a test runs from `<target>/<profile>/deps/`, the binary is
+/// `<target>/<profile>/capable-fixture`.
+///
+/// No test builds anything: `cargo test --workspace` builds the binary (it is a target
+/// of the workspace, tested by its own crate). When it is missing — `cargo test -p
+/// capable` alone does not build it — the test fails, saying how to build it.
+pub fn fixture_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let profile_dir = exe.parent().and_then(Path::parent).unwrap_or_else(|| {
+            panic!(
+                "the test executable {} is not in <target>/<profile>/deps",
+                exe.display()
+            )
+        });
+        let bin = profile_dir.join(format!("capable-fixture{}", std::env::consts::EXE_SUFFIX));
+        if !bin.is_file() {
+            let flag = match profile_dir.file_name().and_then(|n| n.to_str()) {
+                Some("debug") | None => String::new(),
+                Some("release") => " --release".into(),
+                Some(other) => format!(" --profile {other}"),
+            };
+            panic!(
+                "the fixture server binary {} is missing; build it with \
+                 `cargo build -p capable-fixture{flag}` (the same profile and target as the \
+                 tests), or run `cargo test --workspace`, which builds it",
+                bin.display()
+            );
+        }
+        bin
+    })
 }

@@ -1,5 +1,5 @@
 //! Shared helpers for the library's integration tests: the servers to talk to (the
-//! fixture of the `capable` binary, the real peers in `.peers/`), a wire recorder on
+//! `capable-fixture` binary, the real peers in `.peers/`), a wire recorder on
 //! [`ClientOptions::tap`], schema validation of everything the client sent, a scripted
 //! in-process transport, and a deadline for every test.
 //!
@@ -9,11 +9,10 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use capable::transport::{BoxFuture, MessageSink, MessageSource, Peer, Transport, TransportError};
 use capable::{ClientOptions, Direction, Era, ProtocolVersion, ServerCommand, Session, Tap};
@@ -44,95 +43,6 @@ pub fn workspace() -> PathBuf {
         .expect("workspace root")
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-/// The newest modification time of the sources the `capable` binary is built from.
-fn newest_source(dir: &Path) -> Option<SystemTime> {
-    let mut newest = modified(dir);
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        let t = if path.is_dir() {
-            newest_source(&path)
-        } else {
-            modified(&path)
-        };
-        newest = newest.max(t);
-    }
-    newest
-}
-
-/// The `capable` binary (its `fixture` subcommand is the test server). `cargo test
-/// --workspace` builds it; `cargo test -p capable` alone does not, so it is built here
-/// when it is missing or older than its sources.
-pub fn capable_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        // <target>/<profile>/deps/<this test> → <target>/<profile>/capable
-        let exe = std::env::current_exe().expect("the test binary's path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the test binary lives in <target>/<profile>/deps")
-            .to_path_buf();
-        let bin = profile_dir.join(format!("capable{}", std::env::consts::EXE_SUFFIX));
-        let root = workspace();
-        let sources = [
-            "crates/capable-cli",
-            "crates/capable",
-            "crates/capable-core",
-        ]
-        .iter()
-        .filter_map(|c| newest_source(&root.join(c).join("src")))
-        .max();
-        let stale = match (modified(&bin), sources) {
-            (None, _) => true,
-            (Some(built), Some(src)) => built < src,
-            (Some(_), None) => false,
-        };
-        if !stale {
-            return bin;
-        }
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(&cargo);
-        cmd.args(["build", "-p", "capable-cli", "--bin", "capable", "--quiet"])
-            .current_dir(&root);
-        if let Some(target) = profile_dir.parent() {
-            cmd.arg("--target-dir").arg(target);
-        }
-        match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => {}
-            Some("release") => {
-                cmd.arg("--release");
-            }
-            Some(other) => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        eprintln!(
-            "building the capable binary for the fixture server: {cargo} build -p capable-cli"
-        );
-        let built = cmd.status();
-        match built {
-            Ok(s) if s.success() => {}
-            _ if bin.exists() => eprintln!(
-                "warning: `cargo build -p capable-cli` failed ({built:?}); using the existing {}, \
-                 which may be older than the sources",
-                bin.display()
-            ),
-            _ => panic!(
-                "the capable binary {} is missing and `cargo build -p capable-cli` failed \
-                 ({built:?}); build it with `cargo build -p capable-cli` or run \
-                 `cargo test --workspace`",
-                bin.display()
-            ),
-        }
-        assert!(bin.exists(), "no capable binary at {}", bin.display());
-        bin
-    })
-}
-
 /// A unique tag per server command, so the process-wide era memory of one test never
 /// decides what another test sends.
 fn tagged(mut command: ServerCommand) -> ServerCommand {
@@ -144,17 +54,18 @@ fn tagged(mut command: ServerCommand) -> ServerCommand {
     command
 }
 
-/// `capable fixture --profile P [EXTRA…]`, uniquely tagged.
+/// `capable-fixture --profile P [EXTRA…]`, uniquely tagged. The binary is found next
+/// to the test executable; a missing one fails the test, saying how to build it.
 pub fn fixture_with(profile: &str, extra: &[&str]) -> ServerCommand {
-    let mut args = vec!["fixture".to_owned(), "--profile".into(), profile.into()];
+    let mut args = vec!["--profile".to_owned(), profile.into()];
     args.extend(extra.iter().map(|s| s.to_string()));
     tagged(ServerCommand::new(
-        capable_bin().display().to_string(),
+        capable_test_support::fixture_bin().display().to_string(),
         args,
     ))
 }
 
-/// `capable fixture --profile P`, uniquely tagged.
+/// `capable-fixture --profile P`, uniquely tagged.
 pub fn fixture(profile: &str) -> ServerCommand {
     fixture_with(profile, &[])
 }
