@@ -441,10 +441,16 @@ pub fn process_exists(pid: u32) -> bool {
 
 // ---------------------------------------------------------------------------------
 // A scripted in-process server behind the library's own `Transport` trait: for results
-// no real server sends (no `resultType` at all, an unknown one).
+// no real server sends (no `resultType` at all, an unknown one), and for timing rules
+// under tokio's paused clock (`#[tokio::test(start_paused = true)]`), which cannot be
+// used with a real child process: tokio would advance the clock while waiting on its
+// pipe.
 
 /// How a scripted server answers one client message: the messages to send back.
 pub type Script = Box<dyn FnMut(&Value) -> Vec<Value> + Send>;
+
+/// Like [`Script`], with a delay before each message (counted from the previous one).
+pub type TimedScript = Box<dyn FnMut(&Value) -> Vec<(Duration, Value)> + Send>;
 
 /// A transport whose server is a function of each client message.
 pub struct Scripted {
@@ -461,8 +467,20 @@ pub struct ScriptedSource(mpsc::UnboundedReceiver<Vec<u8>>);
 struct ScriptedPeer;
 
 impl Scripted {
-    /// Starts the scripted server task.
+    /// Starts the scripted server task; every answer is sent at once.
     pub fn new(mut script: Script) -> Scripted {
+        Scripted::timed(Box::new(move |msg: &Value| {
+            script(msg)
+                .into_iter()
+                .map(|reply| (Duration::ZERO, reply))
+                .collect()
+        }))
+    }
+
+    /// Starts a scripted server that sleeps (on tokio's clock) before each message it
+    /// sends. Like a single-threaded server, it reads the client's next message only
+    /// once it has sent every answer to the last one.
+    pub fn timed(mut script: TimedScript) -> Scripted {
         let (to_server, mut server_in) = mpsc::unbounded_channel::<Vec<u8>>();
         let (server_out, from_server) = mpsc::unbounded_channel::<Vec<u8>>();
         tokio::spawn(async move {
@@ -470,7 +488,10 @@ impl Scripted {
                 let Ok(msg) = serde_json::from_slice::<Value>(&line) else {
                     continue;
                 };
-                for reply in script(&msg) {
+                for (delay, reply) in script(&msg) {
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
                     if server_out
                         .send(serde_json::to_vec(&reply).unwrap())
                         .is_err()
