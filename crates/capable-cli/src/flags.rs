@@ -6,8 +6,6 @@ use std::time::Duration;
 use capable::ProtocolChoice;
 use clap::{Args, Parser, Subcommand};
 
-use crate::fixture::Profile;
-
 /// capable: a strict MCP client. It reads a server's capabilities exactly, calls only
 /// what the server declared, and says so when a server breaks its own declaration.
 #[derive(Debug, Parser)]
@@ -153,14 +151,7 @@ pub enum Command {
         server: ServerArgs,
     },
     /// Run the built-in stdio MCP server (the embedded default the demo runs against).
-    Fixture {
-        /// Which server behaviour to reproduce.
-        #[arg(long, value_enum, default_value = "read-only")]
-        profile: Profile,
-        /// How often the content changes once someone subscribed.
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "500ms")]
-        update_interval: Duration,
-    },
+    Fixture(capable_fixture::Args),
     /// Walk the scenario "open the current acceptance instructions" through every fixture profile.
     Demo,
     /// Follow a resource: print each new revision with its read time. Uses the server's
@@ -319,7 +310,12 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("2 weeks").is_err());
-        for absurd in ["1e300s", "10000000000000000000", "9999999999999999999s", "400d"] {
+        for absurd in [
+            "1e300s",
+            "10000000000000000000",
+            "9999999999999999999s",
+            "400d",
+        ] {
             assert!(parse_duration(absurd).is_err(), "{absurd}");
         }
         assert!(parse_duration("8760h").is_ok(), "a year is allowed");

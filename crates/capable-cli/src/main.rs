@@ -4,7 +4,6 @@ mod commands;
 mod config;
 mod elicit;
 mod exit;
-mod fixture;
 mod flags;
 mod output;
 
@@ -24,20 +23,9 @@ fn main() {
         }
     };
     init_logging();
-    if let Command::Fixture {
-        profile,
-        update_interval,
-    } = cli.command
-    {
+    if let Command::Fixture(args) = &cli.command {
         // The fixture is a plain blocking stdio server: no runtime needed.
-        let code = match fixture::run(profile, update_interval) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("capable fixture: {e}");
-                1
-            }
-        };
-        std::process::exit(code);
+        std::process::exit(capable_fixture::serve(args));
     }
     let json = cli.global.json;
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -92,7 +80,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Audit { report, server } => {
             commands::audit::run(&ctx, report.as_deref(), &server).await
         }
-        Command::Fixture { .. } => unreachable!("handled before the runtime starts"),
+        Command::Fixture(_) => unreachable!("handled before the runtime starts"),
     }
 }
 

@@ -3,8 +3,6 @@
 //! violations and robustness against garbage. Every line the client writes is validated
 //! against the official schema of the negotiated version.
 
-mod support;
-
 use std::collections::HashSet;
 
 use capable_core::jsonrpc::codes;
@@ -13,8 +11,8 @@ use capable_core::{
     Method, NotSent, Notice, ProtocolChoice, ProtocolVersion, Refusal, RequestId, ResponseError,
     Timing,
 };
+use capable_test_support::{config, feed, legacy_connection, modern_connection, now, t0, take};
 use serde_json::{json, Value};
-use support::{config, feed, legacy_connection, modern_connection, now, t0, take};
 
 const V: ProtocolVersion = ProtocolVersion::V2025_11_25;
 const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
@@ -1474,7 +1472,7 @@ fn robustness_garbage_never_panics_the_parser_or_a_ready_connection() {
         parsed += 1;
         for (conn, version) in [(&mut legacy_conn, V), (&mut modern_conn, MODERN)] {
             let message = Incoming::parse(bytes.clone()).unwrap();
-            let _ = conn.handle(message, support::moment(), &mut out);
+            let _ = conn.handle(message, capable_test_support::moment(), &mut out);
             // Whatever the client answered is a valid message.
             take(version, &mut out);
             conn.take_notices();
@@ -1517,7 +1515,7 @@ fn robustness_every_seed_message_parses_and_is_handled() {
     for seed in SEEDS {
         match Incoming::parse(seed.as_bytes().to_vec()) {
             Ok(message) => {
-                let _ = conn.handle(message, support::moment(), &mut out);
+                let _ = conn.handle(message, capable_test_support::moment(), &mut out);
                 take(V, &mut out);
             }
             Err(e) => assert!(seed.starts_with('['), "{seed}: {e}"),

@@ -2,17 +2,15 @@
 //! can answer it, and what the client writes (or must not write) in reply. Every line the
 //! client writes is validated against the official schema of the version it speaks.
 
-mod support;
-
 use capable_core::jsonrpc::codes;
 use capable_core::{
     Era, Established, Negotiating, NegotiationError, Notice, ProtocolChoice, ProtocolVersion,
     RpcError, Step,
 };
-use serde_json::{json, Value};
-use support::{
+use capable_test_support::{
     assert_valid, config, discover_result, incoming, initialize_result, t0, take, SchemaValidator,
 };
+use serde_json::{json, Value};
 
 const LATEST_LEGACY: ProtocolVersion = ProtocolVersion::V2025_11_25;
 const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;

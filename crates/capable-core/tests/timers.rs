@@ -3,8 +3,6 @@
 //! state, and the era hint that orders the handshake without locking a server out.
 //! Nothing here sleeps: time is an argument.
 
-mod support;
-
 use std::time::Duration;
 
 use capable_core::jsonrpc::codes;
@@ -12,10 +10,10 @@ use capable_core::{
     ClientConfig, Connection, Era, Event, Method, Negotiating, NegotiationError, NotSent, Notice,
     Now, ProtocolChoice, ProtocolVersion, Step, Timing,
 };
-use serde_json::{json, Value};
-use support::{
+use capable_test_support::{
     at_ms, config, discover_result, incoming, initialize_result, legacy_connection, now, t0, take,
 };
+use serde_json::{json, Value};
 
 const V: ProtocolVersion = ProtocolVersion::V2025_11_25;
 const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
@@ -82,7 +80,7 @@ fn a_request_times_out_at_its_deadline_and_not_a_moment_before() {
     let mut out = Vec::new();
     let late = json!({"jsonrpc": "2.0", "id": id, "result": {"contents": []}});
     assert!(matches!(
-        support::feed(&mut conn, late, &mut out),
+        capable_test_support::feed(&mut conn, late, &mut out),
         Event::Handled
     ));
     assert!(conn
@@ -112,7 +110,7 @@ fn each_request_may_have_its_own_timeout_and_a_listen_stream_none() {
         [("default", Duration::from_secs(60))]
     );
 
-    let mut modern: Connection<&str> = support::modern_connection(
+    let mut modern: Connection<&str> = capable_test_support::modern_connection(
         config(ProtocolChoice::Auto),
         json!({"resources": {"subscribe": true}}),
     );
@@ -179,7 +177,7 @@ fn the_timer_is_a_lower_bound_that_an_early_wake_refreshes() {
     let mut out = Vec::new();
     let answer = json!({"jsonrpc": "2.0", "id": first, "result": {"contents": []}});
     assert!(matches!(
-        support::feed(&mut conn, answer, &mut out),
+        capable_test_support::feed(&mut conn, answer, &mut out),
         Event::Response { .. }
     ));
     // The answered request's deadline may still wake the host: nothing is due then,
@@ -229,7 +227,7 @@ fn a_closed_connection_sends_routes_and_times_out_nothing() {
     assert!(matches!(refused, Err((NotSent::Closed, "c"))));
     let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
     assert!(matches!(
-        support::feed(&mut conn, ping, &mut out),
+        capable_test_support::feed(&mut conn, ping, &mut out),
         Event::Handled
     ));
     assert!(conn.handle_timeout(at_ms(99_000), &mut out).is_empty());

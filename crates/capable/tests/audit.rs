@@ -273,7 +273,7 @@ fn never_acknowledges() -> Scripted {
         let id = msg["id"].clone();
         let result = match msg["method"].as_str() {
             Some("server/discover") => {
-                return vec![common::support::discover_result(
+                return vec![capable_test_support::discover_result(
                     &id,
                     json!({"resources": {"subscribe": true}}),
                 )]

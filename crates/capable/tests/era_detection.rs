@@ -5,11 +5,12 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use capable::{connect_stdio, Era, Method, ProtocolChoice, ServerCommand};
-use common::{fixture, real_peer, within, RealPeer, Wire, MANUAL};
-use serde_json::Value;
+use capable::{connect_stdio, Era, Method, ProtocolChoice, ProtocolVersion, ServerCommand};
+use common::{fixture, real_peer, within, RealPeer, Scripted, Wire, MANUAL};
+use serde_json::{json, Value};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -92,17 +93,77 @@ async fn a_legacy_server_that_ignores_the_probe_costs_only_the_probe_timeout() {
         assert!(read.text().contains("Acceptance instructions"));
         session.close().await;
 
+        // That it costs no more than the probe timeout is shown in paused time below (a
+        // real process cannot run under a paused clock).
         assert!(
             took >= probe_timeout,
             "connected in {took:?}, before the probe timeout of {probe_timeout:?} elapsed"
         );
-        assert!(
-            took < Duration::from_secs(2),
-            "connecting took {took:?}: a silent legacy server must cost about the probe timeout"
-        );
         assert_probed_then_initialized(&wire);
         assert!(probe_answer(&wire).is_none(), "the silent server answered");
         wire.assert_legacy_order();
+    })
+    .await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_probe_costs_exactly_the_probe_timeout_in_paused_time() {
+    within(LIMIT, async {
+        // A legacy server scripted in-process: it never answers `server/discover`, and
+        // records when `initialize` arrived (on tokio's paused clock).
+        let initialized_at = Arc::new(Mutex::new(None));
+        let seen = initialized_at.clone();
+        let server = Scripted::new(Box::new(move |msg: &Value| {
+            let id = msg["id"].clone();
+            match msg["method"].as_str() {
+                Some("initialize") => {
+                    *seen.lock().unwrap() = Some(tokio::time::Instant::now());
+                    vec![capable_test_support::initialize_result(
+                        &id,
+                        "2025-11-25",
+                        json!({"resources": {}}),
+                    )]
+                }
+                Some("resources/read") => vec![json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "contents": [{"uri": MANUAL, "text": "Acceptance instructions (scripted)"}]
+                }})],
+                _ => Vec::new(),
+            }
+        }));
+        let probe_timeout = Duration::from_millis(300);
+        let wire = Wire::default();
+        let mut options = wire.options();
+        options.config.timeouts.probe = probe_timeout;
+        let started = tokio::time::Instant::now();
+        let session = capable::connect(server, options).await.expect("connect");
+        assert_eq!(
+            started.elapsed(),
+            probe_timeout,
+            "connecting costs exactly the probe timeout"
+        );
+        let initialized_at = initialized_at.lock().unwrap().expect("initialize arrived");
+        assert_eq!(
+            initialized_at - started,
+            probe_timeout,
+            "initialize is sent when the probe times out"
+        );
+        common::assert_era(&session, Era::Legacy, &wire);
+        let read = session.read_resource(MANUAL).await.expect("read");
+        assert!(read.text().contains("Acceptance instructions"));
+        session.close().await;
+
+        assert_eq!(
+            wire.sent_methods(),
+            [
+                "server/discover",
+                "initialize",
+                "notifications/initialized",
+                "resources/read"
+            ]
+        );
+        assert!(probe_answer(&wire).is_none(), "the silent server answered");
+        wire.assert_legacy_order();
+        wire.assert_schema_valid(ProtocolVersion::V2025_11_25);
     })
     .await
 }

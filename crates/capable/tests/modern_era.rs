@@ -75,7 +75,7 @@ fn scripted_modern(result_type: Option<&'static str>) -> Scripted {
         let id = msg["id"].clone();
         match msg["method"].as_str() {
             Some("server/discover") => {
-                vec![common::support::discover_result(
+                vec![capable_test_support::discover_result(
                     &id,
                     json!({"resources": {}}),
                 )]

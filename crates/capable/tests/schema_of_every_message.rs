@@ -139,7 +139,7 @@ async fn the_answer_to_a_legacy_elicitation_request_is_a_schema_valid_client_res
             answer["result"]["content"],
             json!({"approve": true, "note": "looks good"})
         );
-        common::support::assert_valid(version, &serde_json::to_vec(&answer).unwrap());
+        capable_test_support::assert_valid(version, &serde_json::to_vec(&answer).unwrap());
     })
     .await
 }

@@ -1,16 +1,22 @@
-//! `Session::watch` and the session events, against real processes: a tiny scripted
+//! `Session::watch` and the session events, against real processes — a tiny scripted
 //! lying server (python3, inline) and the Python SDK server from `.peers` (its `touch`
 //! tool publishes `notifications/resources/updated` on a `subscriptions/listen`
-//! stream; see tests/peers/FINDINGS.md).
+//! stream; see tests/peers/FINDINGS.md) — and, for the poll schedule, a scripted
+//! in-process server under tokio's paused clock.
+
+mod common;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capable::{
-    connect_stdio, ClientOptions, Error, Method, ServerCommand, SessionEvent, WatchEvent,
-    WatchMode, WatchPolicy,
+    connect_stdio, ClientOptions, Error, Method, ProtocolVersion, ServerCommand, SessionEvent,
+    WatchEvent, WatchMode, WatchPolicy,
 };
-use serde_json::json;
+use common::{within, Scripted, Wire};
+use serde_json::{json, Value};
+use tokio::time::Instant;
 
 const MANUAL: &str = "docs://manual/current";
 
@@ -214,4 +220,88 @@ async fn python_sdk_listen_sees_an_update_made_by_another_request() {
     watch.close().await.expect("close");
     assert!(session.violations().is_empty());
     session.close().await;
+}
+
+/// A 2026-07-28 server scripted in-process that declares `resources: {}` and answers
+/// every read with the same text, fresh for `ttl_ms`; it records when each read
+/// arrived (on tokio's clock).
+fn modern_with_ttl(ttl_ms: u64, reads: Arc<Mutex<Vec<Instant>>>) -> Scripted {
+    Scripted::new(Box::new(move |msg: &Value| {
+        let id = msg["id"].clone();
+        match msg["method"].as_str() {
+            Some("server/discover") => vec![capable_test_support::discover_result(
+                &id,
+                json!({"resources": {}}),
+            )],
+            Some("resources/read") => {
+                reads.lock().unwrap().push(Instant::now());
+                vec![json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "resultType": "complete",
+                    "contents": [{"uri": MANUAL, "mimeType": "text/plain", "text": "the same text"}],
+                    "ttlMs": ttl_ms,
+                    "cacheScope": "public"
+                }})]
+            }
+            _ => Vec::new(),
+        }
+    }))
+}
+
+#[tokio::test(start_paused = true)]
+async fn polling_a_modern_server_waits_for_the_reads_ttl() {
+    within(Duration::from_secs(20), async {
+        // The server says a read stays fresh for 1 s; the host asks to poll every 100 ms.
+        let ttl = Duration::from_millis(1000);
+        let reads = Arc::new(Mutex::new(Vec::new()));
+        let wire = Wire::default();
+        let session = capable::connect(modern_with_ttl(1000, reads.clone()), wire.options())
+            .await
+            .expect("connect");
+        let started = Instant::now();
+        let mut watch = session
+            .watch(MANUAL, WatchPolicy::poll(Duration::from_millis(100)))
+            .expect("watch");
+        let mut events = Vec::new();
+        let watching = tokio::time::timeout(Duration::from_millis(3200), async {
+            loop {
+                events.push(watch.next().await.expect("a watch event"));
+            }
+        })
+        .await;
+        assert!(watching.is_err(), "the watch ended by itself: {events:?}");
+        watch.close().await.expect("close");
+        session.close().await;
+
+        // Polling from the start (no subscription is declared); the text never changes,
+        // so one revision.
+        assert!(
+            matches!(
+                events[..],
+                [
+                    WatchEvent::Mode {
+                        mode: WatchMode::Poll,
+                        ..
+                    },
+                    WatchEvent::Revision(_)
+                ]
+            ),
+            "{events:?}"
+        );
+        // At 100 ms there would be 33 reads; the ttl allows one now and one per second.
+        let at: Vec<Duration> = reads.lock().unwrap().iter().map(|t| *t - started).collect();
+        assert_eq!(
+            at,
+            [0, 1000, 2000, 3000].map(Duration::from_millis),
+            "the reads in a paused 3.2 s"
+        );
+        for pair in at.windows(2) {
+            assert!(
+                pair[1] - pair[0] >= ttl,
+                "a read came sooner than the ttl after the previous one: {at:?}"
+            );
+        }
+        assert_eq!(wire.sent_requests("resources/read").len(), at.len());
+        wire.assert_schema_valid(ProtocolVersion::V2026_07_28);
+    })
+    .await
 }

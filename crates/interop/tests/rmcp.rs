@@ -23,11 +23,7 @@
 //! of the negotiated version, and an undeclared capability (prompts) is refused
 //! locally with nothing sent.
 
-#[path = "../../capable-core/tests/support/mod.rs"]
-mod support;
-
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -48,16 +44,9 @@ async fn within<F: Future>(fut: F) -> F::Output {
         .unwrap_or_else(|_| panic!("the test did not finish within {LIMIT:?}"))
 }
 
-/// The rmcp server, tagged so capable's per-server era memory never carries one test's
-/// outcome into another.
+/// The rmcp server.
 fn rmcp_server() -> ServerCommand {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let mut command = ServerCommand::new(env!("CARGO_BIN_EXE_rmcp-server"), Vec::<String>::new());
-    command.env.insert(
-        "CAPABLE_INTEROP_TAG".into(),
-        NEXT.fetch_add(1, Ordering::SeqCst).to_string(),
-    );
-    command
+    ServerCommand::new(env!("CARGO_BIN_EXE_rmcp-server"), Vec::<String>::new())
 }
 
 /// Every line on the wire, in order.
@@ -111,7 +100,7 @@ impl Wire {
         let sent = self.sent();
         assert!(!sent.is_empty(), "nothing was sent");
         for message in sent {
-            support::assert_valid(version, &serde_json::to_vec(&message).unwrap());
+            capable_test_support::assert_valid(version, &serde_json::to_vec(&message).unwrap());
         }
     }
 }

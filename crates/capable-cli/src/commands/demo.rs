@@ -9,14 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capable::{Error, Method, ServerCommand, Session, Tap, WatchEvent, WatchPolicy};
+use capable_fixture::{Profile, MANUAL};
 use serde_json::{json, Value};
 
 use super::Context;
 use crate::exit::CliError;
-use crate::fixture::Profile;
 use crate::output;
-
-const MANUAL: &str = "docs://manual/current";
 
 /// What the host decided to do, from the declared capabilities alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

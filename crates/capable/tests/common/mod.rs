@@ -1,22 +1,17 @@
 //! Shared helpers for the library's integration tests: the servers to talk to (the
-//! fixture of the `capable` binary, the real peers in `.peers/`), a wire recorder on
+//! `capable-fixture` binary, the real peers in `.peers/`), a wire recorder on
 //! [`ClientOptions::tap`], schema validation of everything the client sent, a scripted
 //! in-process transport, and a deadline for every test.
 //!
 //! Each test file uses a different subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
-#[path = "../../../capable-core/tests/support/mod.rs"]
-pub mod support;
-
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -52,117 +47,18 @@ pub fn workspace() -> PathBuf {
         .expect("workspace root")
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-/// The newest modification time of the sources the `capable` binary is built from.
-fn newest_source(dir: &Path) -> Option<SystemTime> {
-    let mut newest = modified(dir);
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        let t = if path.is_dir() {
-            newest_source(&path)
-        } else {
-            modified(&path)
-        };
-        newest = newest.max(t);
-    }
-    newest
-}
-
-/// The `capable` binary (its `fixture` subcommand is the test server). `cargo test
-/// --workspace` builds it; `cargo test -p capable` alone does not, so it is built here
-/// when it is missing or older than its sources.
-pub fn capable_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        // <target>/<profile>/deps/<this test> → <target>/<profile>/capable
-        let exe = std::env::current_exe().expect("the test binary's path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the test binary lives in <target>/<profile>/deps")
-            .to_path_buf();
-        let bin = profile_dir.join(format!("capable{}", std::env::consts::EXE_SUFFIX));
-        let root = workspace();
-        let sources = [
-            "crates/capable-cli",
-            "crates/capable",
-            "crates/capable-core",
-        ]
-        .iter()
-        .filter_map(|c| newest_source(&root.join(c).join("src")))
-        .max();
-        let stale = match (modified(&bin), sources) {
-            (None, _) => true,
-            (Some(built), Some(src)) => built < src,
-            (Some(_), None) => false,
-        };
-        if !stale {
-            return bin;
-        }
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(&cargo);
-        cmd.args(["build", "-p", "capable-cli", "--bin", "capable", "--quiet"])
-            .current_dir(&root);
-        if let Some(target) = profile_dir.parent() {
-            cmd.arg("--target-dir").arg(target);
-        }
-        match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => {}
-            Some("release") => {
-                cmd.arg("--release");
-            }
-            Some(other) => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        eprintln!(
-            "building the capable binary for the fixture server: {cargo} build -p capable-cli"
-        );
-        let built = cmd.status();
-        match built {
-            Ok(s) if s.success() => {}
-            _ if bin.exists() => eprintln!(
-                "warning: `cargo build -p capable-cli` failed ({built:?}); using the existing {}, \
-                 which may be older than the sources",
-                bin.display()
-            ),
-            _ => panic!(
-                "the capable binary {} is missing and `cargo build -p capable-cli` failed \
-                 ({built:?}); build it with `cargo build -p capable-cli` or run \
-                 `cargo test --workspace`",
-                bin.display()
-            ),
-        }
-        assert!(bin.exists(), "no capable binary at {}", bin.display());
-        bin
-    })
-}
-
-/// A unique tag per server command, so the process-wide era memory of one test never
-/// decides what another test sends.
-fn tagged(mut command: ServerCommand) -> ServerCommand {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::SeqCst);
-    command
-        .env
-        .insert("CAPABLE_TEST_SERVER".into(), format!("{n}"));
-    command
-}
-
-/// `capable fixture --profile P [EXTRA…]`, uniquely tagged.
+/// `capable-fixture --profile P [EXTRA…]`. The binary is found next
+/// to the test executable; a missing one fails the test, saying how to build it.
 pub fn fixture_with(profile: &str, extra: &[&str]) -> ServerCommand {
-    let mut args = vec!["fixture".to_owned(), "--profile".into(), profile.into()];
+    let mut args = vec!["--profile".to_owned(), profile.into()];
     args.extend(extra.iter().map(|s| s.to_string()));
-    tagged(ServerCommand::new(
-        capable_bin().display().to_string(),
+    ServerCommand::new(
+        capable_test_support::fixture_bin().display().to_string(),
         args,
-    ))
+    )
 }
 
-/// `capable fixture --profile P`, uniquely tagged.
+/// `capable-fixture --profile P`.
 pub fn fixture(profile: &str) -> ServerCommand {
     fixture_with(profile, &[])
 }
@@ -197,7 +93,7 @@ fn node() -> String {
     local.display().to_string()
 }
 
-/// The command of a real peer, uniquely tagged; `None` when `CAPABLE_SKIP_PEERS=1`.
+/// The command of a real peer; `None` when `CAPABLE_SKIP_PEERS=1`.
 /// Fails the test, saying how to install the peers, when they are missing.
 pub fn real_peer(peer: RealPeer) -> Option<ServerCommand> {
     if std::env::var("CAPABLE_SKIP_PEERS").is_ok_and(|v| v == "1") {
@@ -226,7 +122,7 @@ pub fn real_peer(peer: RealPeer) -> Option<ServerCommand> {
         RealPeer::Ts => ServerCommand::new(node(), [path("tests/peers/ts_server.mjs")]),
     };
     command.cwd = Some(root);
-    Some(tagged(command))
+    Some(command)
 }
 
 /// One message seen on the wire.
@@ -369,7 +265,7 @@ impl Wire {
                 _ => session,
             };
             let line = serde_json::to_vec(message).unwrap();
-            support::assert_valid(version, &line);
+            capable_test_support::assert_valid(version, &line);
         }
     }
 
@@ -536,10 +432,16 @@ pub fn process_exists(pid: u32) -> bool {
 
 // ---------------------------------------------------------------------------------
 // A scripted in-process server behind the library's own `Transport` trait: for results
-// no real server sends (no `resultType` at all, an unknown one).
+// no real server sends (no `resultType` at all, an unknown one), and for timing rules
+// under tokio's paused clock (`#[tokio::test(start_paused = true)]`), which cannot be
+// used with a real child process: tokio would advance the clock while waiting on its
+// pipe.
 
 /// How a scripted server answers one client message: the messages to send back.
 pub type Script = Box<dyn FnMut(&Value) -> Vec<Value> + Send>;
+
+/// Like [`Script`], with a delay before each message (counted from the previous one).
+pub type TimedScript = Box<dyn FnMut(&Value) -> Vec<(Duration, Value)> + Send>;
 
 /// A transport whose server is a function of each client message.
 pub struct Scripted {
@@ -556,8 +458,20 @@ pub struct ScriptedSource(mpsc::UnboundedReceiver<Vec<u8>>);
 struct ScriptedPeer;
 
 impl Scripted {
-    /// Starts the scripted server task.
+    /// Starts the scripted server task; every answer is sent at once.
     pub fn new(mut script: Script) -> Scripted {
+        Scripted::timed(Box::new(move |msg: &Value| {
+            script(msg)
+                .into_iter()
+                .map(|reply| (Duration::ZERO, reply))
+                .collect()
+        }))
+    }
+
+    /// Starts a scripted server that sleeps (on tokio's clock) before each message it
+    /// sends. Like a single-threaded server, it reads the client's next message only
+    /// once it has sent every answer to the last one.
+    pub fn timed(mut script: TimedScript) -> Scripted {
         let (to_server, mut server_in) = mpsc::unbounded_channel::<Vec<u8>>();
         let (server_out, from_server) = mpsc::unbounded_channel::<Vec<u8>>();
         tokio::spawn(async move {
@@ -565,7 +479,10 @@ impl Scripted {
                 let Ok(msg) = serde_json::from_slice::<Value>(&line) else {
                     continue;
                 };
-                for reply in script(&msg) {
+                for (delay, reply) in script(&msg) {
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
                     if server_out
                         .send(serde_json::to_vec(&reply).unwrap())
                         .is_err()

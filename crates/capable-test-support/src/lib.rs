@@ -1,13 +1,15 @@
-//! Shared test support: schema validation of everything the client writes, a scripted
-//! server, and small helpers to drive the sans-IO core.
+//! Test support shared by the capable crates: schema validation of every message the
+//! client writes, small helpers to drive the sans-IO core with a scripted server, and
+//! the location of the `capable-fixture` binary the process-level tests start.
 //!
 //! The schemas are the official MCP JSON schemas copied into `schemas/<revision>/` at
 //! the repository root, so the tests depend on nothing outside the checkout.
-
-// Each test binary uses a different part of this module.
-#![allow(dead_code)]
+//!
+//! This crate depends on `capable-core` only (never on `capable`), so the core's own
+//! tests can use it.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -223,6 +225,26 @@ impl SchemaValidator {
         errors
     }
 
+    /// Every schema violation of one server→client response under `version`: the result
+    /// envelope, and its `result` against `definition` (such as `InitializeResult` or
+    /// `ReadResourceResult`). Empty when the response is valid.
+    pub fn result_errors(
+        &self,
+        version: ProtocolVersion,
+        definition: &str,
+        message: &Value,
+    ) -> Vec<String> {
+        let rev = &self.revisions[&version];
+        if kind_of(message) != Some(Kind::Result) {
+            return vec![format!("not a result response (expected a {definition})")];
+        }
+        let (name, v) = &rev.result_envelope;
+        let mut errors = errors_of(name, v, message);
+        let result = compile(&rev.document, rev.defs_key, definition);
+        errors.extend(errors_of(definition, &result, &message["result"]));
+        errors
+    }
+
     /// Whether one client→server line is a valid message under `version`.
     pub fn is_valid(&self, version: ProtocolVersion, line: &[u8]) -> bool {
         match serde_json::from_slice::<Value>(line) {
@@ -247,6 +269,19 @@ pub fn assert_valid(version: ProtocolVersion, line: &[u8]) {
     assert!(
         errors.is_empty(),
         "the client wrote a message that is invalid under the {version} schema:\n  {}\nmessage: {text}",
+        errors.join("\n  ")
+    );
+}
+
+/// Panics, naming the errors and the message, unless `message` is a server's result
+/// response whose `result` is a valid `definition` under `version`.
+#[track_caller]
+pub fn assert_valid_result(version: ProtocolVersion, definition: &str, message: &Value) {
+    let errors = SchemaValidator::get().result_errors(version, definition, message);
+    assert!(
+        errors.is_empty(),
+        "the server sent a response that is not a valid {definition} under the {version} \
+         schema:\n  {}\nmessage: {message}",
         errors.join("\n  ")
     );
 }
@@ -396,4 +431,39 @@ pub fn discover_result(id: &Value, capabilities: Value) -> Value {
 /// Feeds one server message to a connection.
 pub fn feed<W>(conn: &mut Connection<W>, message: Value, out: &mut Vec<u8>) -> Event<W> {
     conn.handle(incoming(message), moment(), out)
+}
+
+/// The `capable-fixture` binary (the fixture server), next to the running test
+/// executable: a test runs from `<target>/<profile>/deps/`, the binary is
+/// `<target>/<profile>/capable-fixture`.
+///
+/// No test builds anything: `cargo test --workspace` builds the binary (it is a target
+/// of the workspace, tested by its own crate). When it is missing — `cargo test -p
+/// capable` alone does not build it — the test fails, saying how to build it.
+pub fn fixture_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let profile_dir = exe.parent().and_then(Path::parent).unwrap_or_else(|| {
+            panic!(
+                "the test executable {} is not in <target>/<profile>/deps",
+                exe.display()
+            )
+        });
+        let bin = profile_dir.join(format!("capable-fixture{}", std::env::consts::EXE_SUFFIX));
+        if !bin.is_file() {
+            let flag = match profile_dir.file_name().and_then(|n| n.to_str()) {
+                Some("debug") | None => String::new(),
+                Some("release") => " --release".into(),
+                Some(other) => format!(" --profile {other}"),
+            };
+            panic!(
+                "the fixture server binary {} is missing; build it with \
+                 `cargo build -p capable-fixture{flag}` (the same profile and target as the \
+                 tests), or run `cargo test --workspace`, which builds it",
+                bin.display()
+            );
+        }
+        bin
+    })
 }
