@@ -82,6 +82,34 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (year, month, day)
 }
 
+/// A duration as people write it: `2s`, `500ms`, `1m`, `1.5s`, `2h`, `90` (seconds).
+/// At most a year: a longer one is a mistake, not a timeout; never a panic.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    const MAX: Duration = Duration::from_secs(365 * 24 * 3600);
+    let s = s.trim();
+    let (number, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (try 2s, 500ms, 1m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("{s:?}: a duration must be positive"));
+    }
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) if d <= MAX => Ok(d),
+        _ => Err(format!("{s:?}: a duration may be at most a year")),
+    }
+}
+
 /// A duration as people write it: `250ms`, `1.5s`, `2s`, `2m30s`.
 pub fn humanize(d: Duration) -> String {
     let ms = d.as_millis();
@@ -108,6 +136,27 @@ mod tests {
             now + Duration::from_secs(2)
         );
         assert!(deadline(now, Duration::MAX) > now + Duration::from_secs(365 * 24 * 3600));
+    }
+
+    #[test]
+    fn durations_parse_as_people_write_them_and_absurd_ones_are_refused() {
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        for bad in [
+            "0s",
+            "fast",
+            "2 weeks",
+            "1e300s",
+            "10000000000000000000",
+            "400d",
+            "-1s",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!(parse_duration("8760h").is_ok(), "a year is allowed");
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "read-only")]
     pub profile: Profile,
     /// How often the content changes once someone subscribed.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "500ms")]
+    #[arg(long, value_name = "DURATION", value_parser = capable_core::time::parse_duration, default_value = "500ms")]
     pub update_interval: Duration,
 }
 
@@ -36,28 +36,4 @@ pub fn serve(args: &Args) -> i32 {
             1
         }
     }
-}
-
-/// `2s`, `500ms`, `1m`, `1.5s`, `90` (seconds): the durations the `capable` command
-/// line reads.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (number, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (try 2s, 500ms, 1m)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
-    };
-    if !secs.is_finite() || secs <= 0.0 {
-        return Err(format!("{s:?}: a duration must be positive"));
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
