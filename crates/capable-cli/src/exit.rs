@@ -162,3 +162,83 @@ impl CliError {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use capable::core::{Method, RpcError};
+    use capable::ProtocolVersion;
+
+    use super::*;
+
+    fn code(e: Error) -> (i32, &'static str) {
+        let e = CliError::Client(e);
+        (e.exit_code(), e.kind())
+    }
+
+    fn rpc(code: i64, message: &str) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    #[test]
+    fn an_http_failure_is_a_transport_failure_never_a_json_rpc_error() {
+        for status in [401, 403, 500, 502] {
+            let e = Error::Http {
+                url: "https://mcp.test/mcp".into(),
+                status,
+                body: "no".into(),
+            };
+            assert_eq!(code(e), (3, "transport"), "HTTP {status}");
+        }
+        let rpc_error = Error::Rpc {
+            method: Method::ListTools,
+            error: rpc(-32603, "boom"),
+        };
+        assert_eq!(code(rpc_error), (7, "rpc_error"));
+    }
+
+    #[test]
+    fn a_version_refusal_is_told_by_its_type_not_its_words() {
+        let typed = Error::Negotiation(NegotiationError::VersionRefused {
+            proposed: ProtocolVersion::V2025_11_25,
+            server: vec!["2024-11-05".into()],
+            error: Box::new(rpc(-32602, "no")),
+        });
+        assert_eq!(code(typed), (4, "protocol_version_refused"));
+        // A refusal that only talks about versions is a plain refusal.
+        let words = Error::Negotiation(NegotiationError::InitializeRefused(rpc(
+            -32602,
+            "unsupported protocol version",
+        )));
+        assert_eq!(code(words), (7, "rpc_error"));
+    }
+
+    #[test]
+    fn timeouts_crashes_and_local_refusals_have_their_own_codes() {
+        let handshake = Error::Negotiation(NegotiationError::Timeout {
+            method: Method::Initialize,
+            after: Duration::from_secs(1),
+        });
+        assert_eq!(code(handshake), (3, "timeout"));
+        let request = Error::Timeout {
+            method: Method::ReadResource,
+            after: Duration::from_secs(1),
+        };
+        assert_eq!(code(request), (3, "timeout"));
+        let exited = Error::ServerExited {
+            status: None,
+            stderr: String::new(),
+        };
+        assert_eq!(code(exited), (3, "server_exited"));
+        let refused = Error::Refused(Refusal::MarkedBroken {
+            method: Method::Subscribe,
+        });
+        assert_eq!(code(refused), (5, "capability_not_offered"));
+        assert_eq!(code(Error::InvalidOptions("x".into())), (2, "usage"));
+    }
+}

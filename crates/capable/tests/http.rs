@@ -184,12 +184,32 @@ async fn reconnects_of_the_standalone_stream_are_bounded_when_it_keeps_closing_e
     })
     .await;
     let session = connect(&peer.url).await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Wait for the transport to say it gave up (the notice log, then the event stream,
+    // so that nothing is missed), then count: no wall-clock guess.
+    let mut events = session.events();
+    let gave_up =
+        |n: &capable::core::Notice| matches!(n, capable::core::Notice::StreamGivenUp { .. });
+    tokio::time::timeout(Duration::from_secs(10), async {
+        if session.notices().iter().any(gave_up) {
+            return;
+        }
+        loop {
+            match events.recv().await {
+                Ok(capable::SessionEvent::Notice(n)) if gave_up(&n) => return,
+                Ok(_) => {}
+                Err(e) => panic!("the session's events ended: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the client gave the stream up");
     let gets = peer.requests("GET").len();
     assert_eq!(
         gets, 4,
         "one stream and 3 reconnects, then it gives up (saw {gets})"
     );
+    let given_up: Vec<_> = session.notices().into_iter().filter(gave_up).collect();
+    assert_eq!(given_up.len(), 1, "{given_up:?}");
     session.close().await;
 }
 
@@ -334,7 +354,10 @@ async fn a_modern_request_is_cancelled_by_closing_its_stream_not_by_a_notificati
     let peer = Peer::start("/mcp", |s| match s.rpc_method() {
         Some("server/discover") => Reply::Json(200, vec![], result(&id(s), json!({
             "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"}))),
-        _ => Reply::Sse(vec![], vec![], Duration::from_secs(20)),
+        _ if s.body.as_ref().and_then(|b| b.pointer("/params/name")) == Some(&json!("slow")) => {
+            Reply::Sse(vec![], vec![], Duration::from_secs(20))
+        }
+        _ => Reply::Json(200, vec![], result(&id(s), json!({"resultType": "complete", "content": []}))),
     })
     .await;
     let session = connect(&peer.url).await;
@@ -350,7 +373,10 @@ async fn a_modern_request_is_cancelled_by_closing_its_stream_not_by_a_notificati
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err}");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The cancellation is queued before the next request, and messages are handed to
+    // the transport in order: by the time the next call is answered, a notification
+    // would have been posted.
+    session.call_tool("quick", None).await.expect("answered");
     assert!(
         peer.posts("notifications/cancelled").is_empty(),
         "HTTP in 2026-07-28 sends no notifications"
@@ -484,4 +510,57 @@ async fn a_header_mismatch_refetches_the_tools_and_retries_once() {
     assert_eq!(calls[0].header("mcp-param-region"), Some("eu-west"));
     assert_eq!(calls[1].header("mcp-param-zone"), Some("eu-west"));
     session.close().await;
+}
+
+#[tokio::test]
+async fn an_http_error_is_an_http_failure_of_its_request_and_the_session_goes_on() {
+    let peer = Peer::start("/mcp", |s| {
+        if let Some(r) = legacy(s, "2025-11-25", Some("s")) {
+            return r;
+        }
+        match s
+            .body
+            .as_ref()
+            .and_then(|b| b.pointer("/params/name"))
+            .and_then(Value::as_str)
+        {
+            Some("locked") => Reply::Status(401, vec![]),
+            Some("broken") => Reply::Json(500, vec![], json!({"oops": true})),
+            _ => text_result(s, "fine"),
+        }
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    let err = session.call_tool("locked", None).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Http { status: 401, url, .. } if url == &peer.url),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("authorization"), "{err}");
+    let err = session.call_tool("broken", None).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Http { status: 500, body, .. } if body.contains("oops")),
+        "{err:?}"
+    );
+    // Neither was a JSON-RPC answer, and neither ended the session.
+    let out = session
+        .call_tool("other", None)
+        .await
+        .expect("still connected");
+    assert_eq!(out.content[0]["text"], "fine");
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_server_that_wants_authorization_fails_the_connection_as_http_401() {
+    let peer = Peer::start("/mcp", |_| Reply::Status(401, vec![])).await;
+    let err = capable::connect_http(config(&peer.url), options())
+        .await
+        .err()
+        .expect("refused");
+    assert!(matches!(err, Error::Http { status: 401, .. }), "{err:?}");
+    // The probe's 401 is no modern answer: the client fell back to initialize, which
+    // met the same answer.
+    assert_eq!(peer.posts("server/discover").len(), 1);
+    assert_eq!(peer.posts("initialize").len(), 1);
 }
