@@ -25,6 +25,29 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, RpcError>> + 
 pub type Handler = Arc<dyn Fn(Value) -> HandlerFuture + Send + Sync>;
 
 /// The handlers a host installs. Each installed handler declares its capability.
+///
+/// ```
+/// use std::sync::Arc;
+/// use capable::{ClientOptions, InputHandlers, Root};
+/// use serde_json::json;
+///
+/// let mut options = ClientOptions::default();
+/// options.handlers = InputHandlers {
+///     // Answers `elicitation/create` (legacy) and elicitation input requests (modern).
+///     elicitation: Some(Arc::new(|params| {
+///         let message = params["message"].as_str().unwrap_or("").to_owned();
+///         Box::pin(async move {
+///             println!("the server asks: {message}");
+///             Ok(json!({"action": "decline"}))
+///         })
+///     })),
+///     roots: Some(vec![Root { uri: "file:///work".into(), name: Some("work".into()) }]),
+///     ..Default::default()
+/// };
+/// // Only what is installed is declared: elicitation (form) and roots, not sampling.
+/// let declared = options.handlers.capabilities();
+/// assert!(declared.elicitation_form && declared.roots && !declared.sampling);
+/// ```
 #[derive(Clone, Default)]
 pub struct InputHandlers {
     /// Answers `elicitation/create` in form mode.

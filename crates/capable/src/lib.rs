@@ -26,6 +26,12 @@
 
 #![deny(missing_docs)]
 
+/// The README's examples, compiled as doctests: the first code a host author copies
+/// must build.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 #[cfg(feature = "audit")]
 pub mod audit;
 mod connect;

@@ -123,6 +123,23 @@ impl Session {
     /// Watches `uri`: see the [module documentation](crate::watch). Fails with
     /// [`Error::Refused`] (nothing sent) when the server declared no `resources`, or
     /// declared no `resources.subscribe` and `policy` has no poll interval.
+    ///
+    /// ```no_run
+    /// # async fn f(session: &capable::Session) -> Result<(), capable::Error> {
+    /// use std::time::Duration;
+    /// use capable::{WatchEvent, WatchPolicy};
+    /// // The server's subscription when it declares one, else a re-read every 5 s.
+    /// let mut watch = session.watch("docs://manual/current", WatchPolicy::poll(Duration::from_secs(5)))?;
+    /// for _ in 0..3 {
+    ///     match watch.next().await? {
+    ///         WatchEvent::Mode { mode, reason, .. } => println!("{} — {reason}", mode.as_str()),
+    ///         WatchEvent::Revision(read) => println!("{} at {}", read.revision(), read.read_at_rfc3339()),
+    ///         WatchEvent::Violation(v) => eprintln!("{v}"), // then the fallback's Mode event
+    ///     }
+    /// }
+    /// watch.close().await?; // unsubscribes, or closes the listen stream
+    /// # Ok(()) }
+    /// ```
     pub fn watch(&self, uri: &str, policy: WatchPolicy) -> Result<Watch<'_>, Error> {
         self.check(Method::ReadResource)?;
         let (version, caps) = (self.protocol_version(), self.capabilities());

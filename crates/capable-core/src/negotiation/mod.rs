@@ -19,6 +19,8 @@
 //! after. A host therefore cannot issue a request before the handshake completes: there
 //! is no value to call it on. Before the answer the only thing the client writes is a
 //! reply to a server `ping`.
+//!
+//! [`Connection`]: crate::Connection
 
 mod answers;
 mod error;

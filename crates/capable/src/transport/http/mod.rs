@@ -1,7 +1,7 @@
 //! Streamable HTTP in both eras, and the 2024-11-05 HTTP+SSE transport it falls back
 //! to: the bytes only. Every decision — which headers a message carries, what a 404 or
 //! a broken stream means, when to retry, whether an endpoint may be trusted — is the
-//! core's [`HttpSession`](capable_core::http::HttpSession); this transport performs the
+//! core's [`HttpSession`]; this transport performs the
 //! requests it is told to and feeds back what came.
 //!
 //! | file | concern |
