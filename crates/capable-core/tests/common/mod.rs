@@ -1,22 +1,81 @@
-//! Shared helpers of the core's scripted-peer tests of a ready connection: the versions
-//! they speak, ready connections in either era, and requests and answers that check what
-//! was written (or that nothing was). Every line the client writes is validated against
-//! the official schema of the negotiated version.
+//! Shared helpers of the core's scripted-peer tests: the versions they speak, the first
+//! steps of a handshake, ready connections in either era, and requests and answers that
+//! check what was written (or that nothing was). Every line the client writes is
+//! validated against the official schema of the version it speaks.
 //!
 //! Each test file uses a different subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 use capable_core::{
-    Connection, Event, GatePolicy, Method, NotSent, Notice, ProtocolChoice, ProtocolVersion,
-    Refusal, ResponseError, Timing,
+    Connection, Established, Event, GatePolicy, Method, Negotiating, NegotiationError, NotSent,
+    Notice, ProtocolChoice, ProtocolVersion, Refusal, ResponseError, Step, Timing,
 };
 use capable_test_support::{config, feed, legacy_connection, modern_connection, t0, take};
 use serde_json::{json, Value};
 
+/// The latest legacy revision, which a legacy handshake proposes.
+pub const LATEST_LEGACY: ProtocolVersion = ProtocolVersion::V2025_11_25;
 /// The version the `legacy` and `lenient` connections negotiate.
 pub const V: ProtocolVersion = ProtocolVersion::V2025_11_25;
 /// The modern revision.
 pub const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
+/// Every legacy revision, oldest first.
+pub const LEGACY: [ProtocolVersion; 4] = [
+    ProtocolVersion::V2024_11_05,
+    ProtocolVersion::V2025_03_26,
+    ProtocolVersion::V2025_06_18,
+    ProtocolVersion::V2025_11_25,
+];
+
+// ---------------------------------------------------------------------------------
+// The handshake.
+// ---------------------------------------------------------------------------------
+
+/// Starts negotiating and returns the state and the one message written, validated
+/// under `expected_version`.
+pub fn start(protocol: ProtocolChoice, expected_version: ProtocolVersion) -> (Negotiating, Value) {
+    let mut out = Vec::new();
+    let n = Negotiating::start(config(protocol), t0(), &mut out);
+    let mut sent = take(expected_version, &mut out);
+    assert_eq!(sent.len(), 1, "exactly one first message: {sent:?}");
+    (n, sent.remove(0))
+}
+
+pub fn waiting(step: Step) -> Negotiating {
+    match step {
+        Step::Waiting(n) => n,
+        Step::Ready(e) => panic!("unexpectedly ready: {:?}", e.negotiated),
+        Step::Failed(e) => panic!("unexpectedly failed: {e}"),
+    }
+}
+
+pub fn ready(step: Step) -> Established {
+    match step {
+        Step::Ready(e) => *e,
+        Step::Waiting(_) => panic!("still waiting"),
+        Step::Failed(e) => panic!("failed: {e}"),
+    }
+}
+
+pub fn failed(step: Step) -> NegotiationError {
+    match step {
+        Step::Failed(e) => e,
+        Step::Waiting(_) => panic!("still waiting"),
+        Step::Ready(e) => panic!("unexpectedly ready: {:?}", e.negotiated),
+    }
+}
+
+pub fn error_answer(id: &Value, code: i64, data: Option<Value>) -> Value {
+    let mut error = json!({"code": code, "message": "scripted error"});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": error})
+}
+
+// ---------------------------------------------------------------------------------
+// A ready connection.
+// ---------------------------------------------------------------------------------
 
 pub type Conn = Connection<&'static str>;
 
