@@ -275,7 +275,7 @@ fn a_hanging_read_times_out_and_is_cancelled() {
     );
     run.expect_code(3);
     // The run includes the whole timeout, which never fires early; that it fires
-    // exactly at it is checked in paused time (crates/capable/tests/routing_and_faults.rs).
+    // exactly at it is checked in paused time (crates/capable/tests/timeouts.rs).
     assert!(
         run.elapsed >= Duration::from_secs(1),
         "gave up after {:?}, before the 1s timeout",
@@ -395,7 +395,7 @@ fn progress_extends_the_timeout() {
     assert_eq!(run.stdout.trim(), "hi");
     // The call outlived the 1s timeout, as the test needs to prove anything: the
     // fixture sends progress 1/7 … 7/7, 200 ms apart, all before its answer. (The timing
-    // itself is checked in paused time in crates/capable/tests/routing_and_faults.rs.)
+    // itself is checked in paused time in crates/capable/tests/timeouts.rs.)
     let call_id = run
         .sent()
         .into_iter()
