@@ -100,6 +100,15 @@ pub enum Notice {
         /// The URL.
         url: String,
     },
+    /// A legacy `notifications/resources/updated` for a URI nobody subscribed to (nor
+    /// to a resource it is part of).
+    #[error(
+        "the server sent notifications/resources/updated for {uri}, which was not subscribed to"
+    )]
+    UnexpectedUpdate {
+        /// The URI it named.
+        uri: String,
+    },
     /// The server sent a notification it did not declare (a minor contract breach).
     #[error("server sent {method} without declaring `{needs}`")]
     UndeclaredNotification {

@@ -109,6 +109,12 @@ impl ProtocolVersion {
         self >= ProtocolVersion::V2025_03_26
     }
 
+    /// Whether a peer may send a JSON-RPC batch, which the receiver must accept
+    /// (2025-03-26 only: later revisions removed batching).
+    pub fn has_batches(self) -> bool {
+        self == ProtocolVersion::V2025_03_26
+    }
+
     /// Whether HTTP requests after initialization carry `MCP-Protocol-Version`.
     pub fn has_protocol_version_header(self) -> bool {
         self >= ProtocolVersion::V2025_06_18

@@ -4,137 +4,17 @@
 //! mismatch refresh, the HTTP+SSE fallback and its same-origin rule, cancellation, and
 //! failures that are HTTP's, not JSON-RPC's. No sockets, no clock.
 
+mod common;
+
 use std::time::Duration;
 
 use capable_core::http::{
-    Action, Body, End, ExchangeId, Failure, Head, HttpMethod, HttpSession, Reconnect, Request,
-    StreamEvent,
+    Action, Body, End, ExchangeId, Failure, HttpMethod, HttpSession, StreamEvent,
 };
-use capable_core::{Negotiated, Notice, ProtocolVersion, ServerCapabilities};
-use serde_json::{json, Value};
+use capable_core::{Notice, ProtocolVersion};
+use serde_json::json;
 
-const URL: &str = "http://mcp.test/mcp";
-
-fn session() -> HttpSession {
-    let reconnect = Reconnect {
-        initial: Duration::from_millis(100),
-        max: Duration::from_millis(400),
-        attempts: 3,
-        reissues: 2,
-    };
-    HttpSession::new(URL.parse().unwrap(), reconnect, 1 << 20)
-}
-
-fn line(v: Value) -> Vec<u8> {
-    serde_json::to_vec(&v).unwrap()
-}
-
-fn negotiated(version: ProtocolVersion) -> Negotiated {
-    Negotiated {
-        version,
-        server_info: Default::default(),
-        capabilities: ServerCapabilities::from_value(json!({})),
-        instructions: None,
-        server_versions: Vec::new(),
-    }
-}
-
-fn head(status: u16) -> Head {
-    Head {
-        status,
-        content_type: Some("application/json".into()),
-        session_id: None,
-    }
-}
-
-fn sse() -> Head {
-    Head {
-        status: 200,
-        content_type: Some("text/event-stream".into()),
-        session_id: None,
-    }
-}
-
-/// The one request an action list sends.
-#[track_caller]
-fn sent(actions: &[Action]) -> (ExchangeId, Request, bool) {
-    let sends: Vec<_> = actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Send {
-                exchange,
-                request,
-                blocking,
-            } => Some((*exchange, request.clone(), *blocking)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(sends.len(), 1, "{actions:?}");
-    sends.into_iter().next().unwrap()
-}
-
-fn header<'a>(r: &'a Request, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
-}
-
-fn body(r: &Request) -> Value {
-    serde_json::from_slice(r.body.as_deref().unwrap()).unwrap()
-}
-
-fn delivered(actions: &[Action]) -> Vec<Value> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Deliver(m) => Some(serde_json::from_slice(m).unwrap()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn failed(actions: &[Action]) -> Option<(Value, Failure)> {
-    actions.iter().find_map(|a| match a {
-        Action::Fail { id, failure } => Some((id.clone(), failure.clone())),
-        _ => None,
-    })
-}
-
-fn meta() -> Value {
-    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-           "io.modelcontextprotocol/clientCapabilities": {}})
-}
-
-/// A legacy session through its handshake: initialize answered with session `s1`,
-/// `version` negotiated, `notifications/initialized` posted.
-fn legacy(version: ProtocolVersion) -> (HttpSession, Vec<Action>) {
-    let mut http = session();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
-    let (ex, post, _) = sent(&http.send(&line(init)));
-    assert_eq!(header(&post, "mcp-session-id"), None);
-    assert_eq!(
-        header(&post, "mcp-protocol-version"),
-        None,
-        "nothing negotiated yet"
-    );
-    let mut h = head(200);
-    h.session_id = Some("s1".into());
-    let (b, _) = http.on_head(ex, &h);
-    assert!(matches!(b, Body::Whole { .. }));
-    let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {}});
-    assert_eq!(delivered(&http.on_body(ex, line(answer))).len(), 1);
-    http.negotiated(&negotiated(version));
-    let (ex, post, blocking) = sent(&http.send(&line(
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )));
-    assert!(blocking, "a notification goes out before the next message");
-    assert_eq!(header(&post, "mcp-session-id"), Some("s1"));
-    let (b, opened) = http.on_head(ex, &head(202));
-    assert_eq!(b, Body::Discard);
-    (http, opened)
-}
+use common::http::*;
 
 #[test]
 fn legacy_requests_carry_the_session_and_the_negotiated_version_only() {
@@ -171,7 +51,8 @@ fn the_standalone_stream_is_reopened_a_bounded_number_of_times_then_given_up() {
     let mut delays = Vec::new();
     let end = End {
         last_event_id: Some("p".into()),
-        retry: Some(Duration::from_millis(10)),
+        retry: Some(Duration::from_millis(300)),
+        ..End::default()
     };
     let mut actions = Vec::new();
     for _ in 0..3 {
@@ -184,7 +65,11 @@ fn the_standalone_stream_is_reopened_a_bounded_number_of_times_then_given_up() {
         assert_eq!(header(&get, "last-event-id"), Some("p"));
         delays.push(get.delay);
     }
-    assert_eq!(delays, [Duration::from_millis(10); 3], "the server's retry");
+    assert_eq!(
+        delays,
+        [Duration::from_millis(300); 3],
+        "the server's retry"
+    );
     assert_eq!(
         http.on_head(ex, &sse()).0,
         Body::Events { first_within: None }
@@ -197,7 +82,7 @@ fn the_standalone_stream_is_reopened_a_bounded_number_of_times_then_given_up() {
         ),
         "{last:?} after {actions:?}"
     );
-    // A message resets the count; a 405 means there is no stream at all.
+    // A 405 means there is no stream at all: nothing to reopen.
     let (mut http, opened) = legacy(ProtocolVersion::V2025_11_25);
     let (ex, _, _) = sent(&opened);
     http.on_head(ex, &head(405));
@@ -219,6 +104,7 @@ fn a_broken_legacy_stream_is_resumed_with_last_event_id_after_retry_then_given_u
     let end = End {
         last_event_id: Some("e1".into()),
         retry: Some(Duration::from_millis(300)),
+        ..End::default()
     };
     let (again, get, _) = sent(&http.on_end(ex, end));
     assert_eq!(again, ex);

@@ -282,13 +282,42 @@ fn resource_updates_are_expected_only_for_subscribed_uris() {
     let mut conn = legacy(json!({"resources": {"subscribe": true}}));
     let updated = |uri: &str| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}});
     let (_, notices) = notification(&mut conn, updated("docs://a"));
-    assert_eq!(notices.len(), 1, "not subscribed: {notices:?}");
-    conn.record_subscription("docs://a");
+    assert!(
+        matches!(&notices[..], [Notice::UnexpectedUpdate { uri }] if uri == "docs://a"),
+        "not subscribed: {notices:?}"
+    );
+    // The subscription counts from the moment its answer is routed: an update right
+    // behind it (in the same read) is expected.
+    let (id, _) = send(
+        &mut conn,
+        Method::Subscribe,
+        json!({"uri": "docs://a"}),
+        "sub",
+    );
+    assert!(response(&mut conn, result(id, json!({}))).3.is_ok());
     let (_, notices) = notification(&mut conn, updated("docs://a"));
-    assert!(notices.is_empty());
+    assert!(notices.is_empty(), "{notices:?}");
     let (_, notices) = notification(&mut conn, updated("docs://a/child"));
     assert!(notices.is_empty(), "a sub-resource of a subscription");
-    conn.forget_subscription("docs://a");
+    assert_eq!(conn.subscriptions().collect::<Vec<_>>(), ["docs://a"]);
+    let (id, _) = send(
+        &mut conn,
+        Method::Unsubscribe,
+        json!({"uri": "docs://a"}),
+        "unsub",
+    );
+    assert!(response(&mut conn, result(id, json!({}))).3.is_ok());
     let (_, notices) = notification(&mut conn, updated("docs://a"));
     assert_eq!(notices.len(), 1);
+    // A refused subscription records nothing.
+    let (id, _) = send(
+        &mut conn,
+        Method::Subscribe,
+        json!({"uri": "docs://b"}),
+        "sub",
+    );
+    assert!(response(&mut conn, error(id, codes::INTERNAL_ERROR))
+        .3
+        .is_err());
+    assert_eq!(conn.subscriptions().count(), 0);
 }

@@ -119,13 +119,10 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
                 if let Some(tap) = &options.tap {
                     tap.received(&line);
                 }
-                match Incoming::parse(line) {
-                    Ok(msg) => negotiating.handle(msg, Instant::now().into_std(), &mut out),
-                    Err(e) => {
-                        let reason = e.to_string();
-                        tracing::warn!("{}", Notice::SkippedLine { reason });
-                        continue;
-                    }
+                let now = Instant::now().into_std();
+                match Incoming::parse(line.clone()) {
+                    Ok(msg) => negotiating.handle(msg, now, &mut out),
+                    Err(e) => negotiating.handle_unreadable(&line, &e, now, &mut out),
                 }
             }
         };

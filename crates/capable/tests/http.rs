@@ -23,6 +23,7 @@ fn config(url: &str) -> HttpConfig {
         max: Duration::from_millis(50),
         attempts: 3,
         reissues: 2,
+        ..Reconnect::default()
     };
     c
 }

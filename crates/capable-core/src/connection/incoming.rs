@@ -5,6 +5,7 @@
 
 use crate::gating;
 use crate::jsonrpc::{self, codes, Incoming, Payload, RequestId, RpcError};
+use crate::method::Method;
 use crate::model::{self, Empty, ProgressParams};
 use crate::notice::Notice;
 use crate::time::Now;
@@ -23,12 +24,15 @@ impl<W> Connection<W> {
         }
         match msg {
             Incoming::Result { id, result } => match self.take_pending(&id) {
-                Some((n, p)) => Event::Response {
-                    id: n,
-                    method: p.method,
-                    waiter: p.waiter,
-                    outcome: Ok(result),
-                },
+                Some((n, p)) => {
+                    self.on_success(&p);
+                    Event::Response {
+                        id: n,
+                        method: p.method,
+                        waiter: p.waiter,
+                        outcome: Ok(result),
+                    }
+                }
                 None => Event::Handled,
             },
             Incoming::Error {
@@ -60,6 +64,60 @@ impl<W> Connection<W> {
             }
             Incoming::Notification { method, params } => self.on_notification(method, params, now),
         }
+    }
+
+    /// A legacy subscription starts (or ends) the moment its answer is routed: an
+    /// update that follows in the same read is expected, never an undeclared one.
+    fn on_success(&mut self, p: &Pending<W>) {
+        let subscribing = match p.method {
+            Method::Subscribe => true,
+            Method::Unsubscribe => false,
+            _ => return,
+        };
+        let uri = serde_json::from_slice::<serde_json::Value>(&p.request)
+            .ok()
+            .and_then(|r| r.pointer("/params/uri")?.as_str().map(str::to_owned));
+        if let Some(uri) = uri {
+            if subscribing {
+                self.subscriptions.insert(uri);
+            } else {
+                self.subscriptions.remove(&uri);
+            }
+        }
+    }
+
+    /// A line that is not a usable message (`error` says why). When it names a request
+    /// in flight — a response that is malformed, truncated or nested too deep to read
+    /// — that request fails at once ([`ResponseError::Malformed`]); anything else is
+    /// skipped with a notice.
+    pub fn handle_unreadable(&mut self, line: &[u8], error: &jsonrpc::FramingError) -> Event<W> {
+        if self.closed {
+            return Event::Handled;
+        }
+        let pending = match jsonrpc::answered_id(line) {
+            Some(RequestId::Number(n)) => self.pending.remove(&n).map(|p| (n, p)),
+            _ => None,
+        };
+        match pending {
+            Some((id, p)) => Event::Response {
+                id,
+                method: p.method,
+                waiter: p.waiter,
+                outcome: Err(ResponseError::Malformed(error.to_string())),
+            },
+            None => {
+                self.notices.push(Notice::SkippedLine {
+                    reason: error.to_string(),
+                });
+                Event::Handled
+            }
+        }
+    }
+
+    /// Whether the negotiated version lets the server send JSON-RPC batches (the
+    /// shell then splits them with [`jsonrpc::split_batch`] and hands each message in).
+    pub fn accepts_batches(&self) -> bool {
+        self.negotiated.version.has_batches()
     }
 
     fn take_pending(&mut self, id: &RequestId) -> Option<(i64, Pending<W>)> {
@@ -179,10 +237,7 @@ impl<W> Connection<W> {
                         .iter()
                         .any(|s| model::is_same_or_sub_resource(&uri, s))
                     {
-                        self.notices.push(Notice::UndeclaredNotification {
-                            method: format!("{method} for {uri}"),
-                            needs: "a subscription to that URI".into(),
-                        });
+                        self.notices.push(Notice::UnexpectedUpdate { uri });
                     }
                 }
             }

@@ -81,6 +81,10 @@ pub enum ResponseError {
     /// The server declared the method's capability and then answered -32601.
     #[error("{0}")]
     Violation(Box<Violation>),
+    /// The server answered with a message that is no valid response (truncated, too
+    /// deep, neither result nor error): the request fails at once, not by timeout.
+    #[error("the server's answer is not a valid response: {0}")]
+    Malformed(String),
 }
 
 /// Why a request was not sent. Nothing was written.
@@ -285,14 +289,10 @@ impl<W> Connection<W> {
         self.log_level = level;
     }
 
-    /// Records a successful `resources/subscribe` (so updates for it are expected).
-    pub fn record_subscription(&mut self, uri: &str) {
-        self.subscriptions.insert(uri.to_owned());
-    }
-
-    /// Forgets a subscription after `resources/unsubscribe`.
-    pub fn forget_subscription(&mut self, uri: &str) {
-        self.subscriptions.remove(uri);
+    /// The URIs of the legacy subscriptions in force (recorded when a
+    /// `resources/subscribe` is answered, forgotten when `resources/unsubscribe` is).
+    pub fn subscriptions(&self) -> impl Iterator<Item = &str> {
+        self.subscriptions.iter().map(String::as_str)
     }
 
     /// Every request in flight, by id, with its waiter.

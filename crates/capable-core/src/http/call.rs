@@ -225,6 +225,17 @@ impl HttpSession {
                         self.fail(&call, "the server accepted the request but sent no answer")
                     ];
                 }
+                if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+                    // Not JSON at all (an HTML page, a truncated body): nothing the client
+                    // could route, so the request fails now, not by timeout.
+                    return vec![Action::Fail {
+                        id: call.id.clone(),
+                        failure: Failure::Malformed {
+                            method: call.method.clone(),
+                            detail: format!("the answer is not JSON ({e}): {}", excerpt(&body)),
+                        },
+                    }];
+                }
                 self.answer(&call, body)
             }
             Phase::Refused { status } => self.refused(ex, call, status, body),

@@ -152,6 +152,8 @@ pub struct End {
     pub last_event_id: Option<String>,
     /// The last `retry` the server asked for.
     pub retry: Option<Duration>,
+    /// How long the stream was up (from its head to its end), as the shell measured.
+    pub lasted: Duration,
 }
 
 /// Why a request failed without a JSON-RPC answer.
@@ -170,6 +172,13 @@ pub enum Failure {
     /// The transport could not deliver an answer (a stream broke beyond repair, an
     /// accepted request never answered).
     Broken(String),
+    /// The server answered the request with a body that is no JSON-RPC message.
+    Malformed {
+        /// The request's method.
+        method: String,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 /// What the shell does next.
@@ -404,7 +413,7 @@ impl HttpSession {
             Some(Exchange::Call(_)) => self.call_event(ex, event),
             Some(Exchange::Standalone(stream)) => match event {
                 StreamEvent::Message(m) => {
-                    stream.attempts = 0;
+                    stream.delivered = true;
                     vec![Action::Deliver(m)]
                 }
                 StreamEvent::Endpoint(_) => Vec::new(),

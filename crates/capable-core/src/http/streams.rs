@@ -24,8 +24,10 @@ use super::{
 const ENDPOINT_WITHIN: Duration = Duration::from_secs(10);
 
 pub(super) struct Standalone {
-    /// Attempts in a row that delivered nothing.
-    pub(super) attempts: u32,
+    /// Reconnects since the stream was last healthy.
+    attempts: u32,
+    /// Whether the current stream delivered a message.
+    pub(super) delivered: bool,
     last_event_id: Option<String>,
     retry: Option<Duration>,
 }
@@ -60,6 +62,7 @@ impl HttpSession {
         let request = self.get_stream(None, Duration::ZERO);
         let exchange = self.new_exchange(Exchange::Standalone(Standalone {
             attempts: 0,
+            delivered: false,
             last_event_id: None,
             retry: None,
         }));
@@ -99,6 +102,10 @@ impl HttpSession {
         }
         stream.last_event_id = end.last_event_id.or(stream.last_event_id);
         stream.retry = end.retry.or(stream.retry);
+        if stream.delivered && end.lasted >= self.reconnect.healthy {
+            stream.attempts = 0;
+        }
+        stream.delivered = false;
         stream.attempts += 1;
         if stream.attempts > self.reconnect.attempts {
             return vec![Action::Notice(Notice::StreamGivenUp {

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::payload::{Found, Payload};
-use super::shape::result_by_shape;
+use super::shape::{leading_id, result_by_shape};
 use super::{RequestId, RpcError};
 
 /// An incoming message, classified.
@@ -195,4 +195,35 @@ impl Incoming {
             (None, None, None, None) => Err(FramingError::Malformed("no method, no id")),
         }
     }
+}
+
+/// What can still be read of a line that is not a usable message: the id of the
+/// request it seems to answer, when it names one (a response that is malformed,
+/// truncated or nested too deeply to parse).
+pub fn answered_id(line: &[u8]) -> Option<RequestId> {
+    #[derive(Deserialize)]
+    struct Loose {
+        #[serde(default)]
+        id: Option<RequestId>,
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+    }
+    match serde_json::from_slice::<Loose>(line) {
+        Ok(Loose { id, method: None }) => id,
+        Ok(_) => None,
+        Err(_) => leading_id(line).map(RequestId::Number),
+    }
+}
+
+/// The messages of a JSON-RPC batch (a JSON array), each a slice of the line; `None`
+/// when the line is no array of objects. 2025-03-26 lets a server send batches.
+pub fn split_batch(line: &Bytes) -> Option<Vec<Bytes>> {
+    let items: Vec<&RawValue> = serde_json::from_slice(line).ok()?;
+    items
+        .iter()
+        .map(|raw| {
+            let range = range_of(line, raw);
+            raw.get().starts_with('{').then(|| line.slice(range))
+        })
+        .collect()
 }

@@ -23,7 +23,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use incoming::{FramingError, Incoming};
+pub use incoming::{answered_id, split_batch, FramingError, Incoming};
 pub use payload::Payload;
 pub use write::{
     write_error, write_notification, write_request, write_request_with_meta, write_result,

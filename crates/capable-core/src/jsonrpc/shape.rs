@@ -22,6 +22,26 @@ pub(super) fn has_control_byte(bytes: &[u8]) -> bool {
 const RESULT_PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
 const RESULT_KEY: &[u8] = b",\"result\":";
 
+/// The integer id at the start of a line in the usual layout (`{"jsonrpc":"2.0","id":7…`),
+/// whatever follows: how a message that cannot be parsed (truncated, too deep) may
+/// still name the request it answers.
+pub(super) fn leading_id(line: &[u8]) -> Option<i64> {
+    let rest = line.strip_prefix(RESULT_PREFIX)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 18 || (digits > 1 && rest[0] == b'0') {
+        return None;
+    }
+    let after = rest.get(digits).copied();
+    if !matches!(after, Some(b',') | Some(b'}')) {
+        return None;
+    }
+    Some(
+        rest[..digits]
+            .iter()
+            .fold(0i64, |n, d| n * 10 + i64::from(d - b'0')),
+    )
+}
+
 /// Reads a success response off the line's shape without parsing it: the integer id
 /// right after the prefix, and the result from after `"result":` to the line's closing
 /// brace. `None` for any other shape (the message is then parsed whole).

@@ -191,6 +191,34 @@ impl Negotiating {
         }
     }
 
+    /// A line that is not a usable message. When it answers the request in flight (a
+    /// malformed, truncated or too deeply nested response), the probe falls back as for
+    /// any answer that is not modern, and `initialize` fails at once; anything else is
+    /// skipped with a notice.
+    pub fn handle_unreadable(
+        mut self,
+        line: &[u8],
+        error: &jsonrpc::FramingError,
+        now: Instant,
+        out: &mut Vec<u8>,
+    ) -> Step {
+        if jsonrpc::answered_id(line).as_ref() != Some(self.current_id()) {
+            self.notices.push(Notice::SkippedLine {
+                reason: error.to_string(),
+            });
+            return Step::Waiting(self);
+        }
+        match self.stage {
+            Stage::Probing { .. } => {
+                self.fall_back(format!("its answer is unreadable: {error}"), None, now, out)
+            }
+            Stage::Initializing { .. } => Step::Failed(NegotiationError::MalformedAnswer {
+                method: "initialize",
+                detail: error.to_string(),
+            }),
+        }
+    }
+
     /// Whether `id` is the modern probe in flight.
     pub fn is_probe(&self, id: &RequestId) -> bool {
         matches!(&self.stage, Stage::Probing { id: probe, .. } if probe == id)

@@ -6,6 +6,8 @@
 //! Each test file uses a different subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod http;
+
 use capable_core::{
     Connection, Established, Event, GatePolicy, Method, Negotiating, NegotiationError, NotSent,
     Notice, ProtocolChoice, ProtocolVersion, Refusal, ResponseError, Step, Timing,

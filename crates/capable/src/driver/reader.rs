@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use capable_core::jsonrpc::{split_batch, FramingError};
 use capable_core::{Event, Incoming, Notice, RequestId, ResponseError};
 use tokio::sync::mpsc;
 
@@ -65,76 +66,102 @@ pub(crate) async fn run_reader<S: MessageSource>(
         if let Some(tap) = &shared.tap {
             tap.received(&line);
         }
-        let msg = match Incoming::parse(line) {
-            Ok(msg) => msg,
-            Err(e) => {
-                let reason = e.to_string();
-                log_notices(&shared, vec![Notice::SkippedLine { reason }]);
-                continue;
+        on_line(&shared, line, &notifications, &requests);
+    }
+}
+
+/// One received line: parsed just far enough to route it, then handed to whoever waits.
+/// A batch (2025-03-26 lets a server send one) is taken apart into its messages.
+fn on_line(
+    shared: &Shared,
+    line: bytes::Bytes,
+    notifications: &mpsc::Sender<ServerNotification>,
+    requests: &mpsc::UnboundedSender<ServerRequest>,
+) {
+    let now = super::now();
+    let parsed = Incoming::parse(line.clone());
+    let (event, notices) = shared.write_with(|st| {
+        let event = match parsed {
+            Ok(msg) => st.conn.handle(msg, now, &mut st.out),
+            Err(FramingError::Batch) if st.conn.accepts_batches() => {
+                return (None, Vec::new());
             }
+            Err(e) => st.conn.handle_unreadable(&line, &e),
         };
-        let now = super::now();
-        let (event, notices) = shared.write_with(|st| {
-            let event = st.conn.handle(msg, now, &mut st.out);
-            match &event {
-                Event::Response { .. } => st.answered = st.answered.saturating_add(1),
-                Event::Progress { id, progress } => {
-                    if let Some(tx) = st.conn.waiter_mut(*id).and_then(|w| w.progress.as_ref()) {
-                        let _ = tx.send(progress.clone());
-                    }
+        match &event {
+            Event::Response { .. } => st.answered = st.answered.saturating_add(1),
+            Event::Progress { id, progress } => {
+                if let Some(tx) = st.conn.waiter_mut(*id).and_then(|w| w.progress.as_ref()) {
+                    let _ = tx.send(progress.clone());
                 }
-                _ => {}
             }
-            (event, st.conn.take_notices())
-        });
-        if !notices.is_empty() {
-            log_notices(&shared, notices);
+            _ => {}
         }
-        match event {
-            Event::Response {
-                waiter,
-                outcome,
-                method,
-                ..
-            } => {
-                let result = match outcome {
-                    Ok(payload) => Ok(Answer {
-                        payload,
-                        arrived: now.wall,
-                    }),
-                    Err(ResponseError::Violation(v)) => {
-                        shared.events.violation(v.clone());
-                        Err(Error::Violation(v))
-                    }
-                    Err(ResponseError::Rpc(error)) => Err(Error::Rpc { method, error }),
-                    Err(other) => Err(Error::MalformedResult {
-                        method,
-                        detail: other.to_string(),
-                    }),
-                };
-                let _ = waiter.tx.send(result);
-            }
-            Event::Notification { method, params } => {
-                let params = listen::params_of(&params);
-                let notification = ServerNotification { method, params };
-                let Some(notification) = listen::route(&shared, notification) else {
-                    continue;
-                };
-                if notification.method == "notifications/resources/updated" {
-                    if let Some(uri) = notification.params.get("uri").and_then(|u| u.as_str()) {
-                        shared.events.resource_updated(uri.to_owned());
-                    }
-                }
-                if notifications.try_send(notification).is_err() {
-                    shared.dropped_notification();
+        (Some(event), st.conn.take_notices())
+    });
+    if !notices.is_empty() {
+        log_notices(shared, notices);
+    }
+    let Some(event) = event else {
+        match split_batch(&line) {
+            Some(messages) => {
+                for message in messages {
+                    on_line(shared, message, notifications, requests);
                 }
             }
-            Event::ServerRequest { id, method, params } => {
-                let params = listen::params_of(&params);
-                let _ = requests.send(ServerRequest { id, method, params });
-            }
-            Event::Progress { .. } | Event::Handled => {}
+            None => log_notices(
+                shared,
+                vec![Notice::SkippedLine {
+                    reason: "a JSON-RPC batch that is not an array of messages".into(),
+                }],
+            ),
         }
+        return;
+    };
+    match event {
+        Event::Response {
+            waiter,
+            outcome,
+            method,
+            ..
+        } => {
+            let result = match outcome {
+                Ok(payload) => Ok(Answer {
+                    payload,
+                    arrived: now.wall,
+                }),
+                Err(ResponseError::Violation(v)) => {
+                    shared.events.violation(v.clone());
+                    Err(Error::Violation(v))
+                }
+                Err(ResponseError::Rpc(error)) => Err(Error::Rpc { method, error }),
+                Err(other) => Err(Error::MalformedResult {
+                    method,
+                    detail: other.to_string(),
+                }),
+            };
+            let _ = waiter.tx.send(result);
+        }
+        Event::Notification { method, params } => {
+            let params = listen::params_of(&params);
+            let notification = ServerNotification { method, params };
+            let Some(notification) = listen::route(shared, notification) else {
+                return;
+            };
+            if notification.method == "notifications/resources/updated" {
+                if let Some(uri) = notification.params.get("uri").and_then(|u| u.as_str()) {
+                    shared.events.resource_updated(uri.to_owned());
+                }
+            }
+            if notifications.try_send(notification).is_err() {
+                shared.dropped_notification();
+            }
+        }
+        Event::ServerRequest { id, method, params } => {
+            let params = listen::params_of(&params);
+            let _ = requests.send(ServerRequest { id, method, params });
+        }
+        Event::Progress { .. } | Event::Handled => {}
     }
 }
 

@@ -206,7 +206,6 @@ impl Session {
                 RequestOptions::default(),
             )
             .await?;
-        self.shared.lock().conn.record_subscription(uri);
         Ok(())
     }
 
@@ -219,7 +218,6 @@ impl Session {
                 RequestOptions::default(),
             )
             .await?;
-        self.shared.lock().conn.forget_subscription(uri);
         Ok(())
     }
 }

@@ -437,7 +437,8 @@ pub fn process_exists(pid: u32) -> bool {
 // used with a real child process: tokio would advance the clock while waiting on its
 // pipe.
 
-/// How a scripted server answers one client message: the messages to send back.
+/// How a scripted server answers one client message: the messages to send back (a
+/// bare JSON string is sent as raw text instead: truncated or garbled answers).
 pub type Script = Box<dyn FnMut(&Value) -> Vec<Value> + Send>;
 
 /// Like [`Script`], with a delay before each message (counted from the previous one).
@@ -483,10 +484,13 @@ impl Scripted {
                     if !delay.is_zero() {
                         tokio::time::sleep(delay).await;
                     }
-                    if server_out
-                        .send(serde_json::to_vec(&reply).unwrap())
-                        .is_err()
-                    {
+                    // A bare JSON string is no JSON-RPC message: it stands for raw text to
+                    // send as it is (a truncated answer, garbage).
+                    let bytes = match reply {
+                        Value::String(raw) => raw.into_bytes(),
+                        other => serde_json::to_vec(&other).unwrap(),
+                    };
+                    if server_out.send(bytes).is_err() {
                         return;
                     }
                 }

@@ -116,6 +116,10 @@ fn error_of(failure: Failure) -> Error {
     match failure {
         Failure::Http { url, status, body } => Error::Http { url, status, body },
         Failure::Broken(why) => Error::Transport(TransportError::Broken(why)),
+        Failure::Malformed { method, detail } => match capable_core::Method::from_name(&method) {
+            Some(method) => Error::MalformedResult { method, detail },
+            None => Error::Transport(TransportError::Broken(detail)),
+        },
         other => Error::Transport(TransportError::Broken(format!("{other:?}"))),
     }
 }
@@ -156,6 +160,7 @@ pub(super) async fn run(
             execute(&http, actions).await
         }
         Body::Events { first_within } => {
+            let opened = tokio::time::Instant::now();
             let mut reader = SseReader::new(response, http.limit);
             let mut first = first_within;
             loop {
@@ -189,6 +194,7 @@ pub(super) async fn run(
             let end = End {
                 last_event_id: reader.last_event_id.clone(),
                 retry: reader.retry,
+                lasted: opened.elapsed(),
             };
             let actions = http.policy().on_end(ex, end);
             execute(&http, actions).await

@@ -1,0 +1,134 @@
+//! Helpers of the HTTP policy's tests: a session on a made-up URL, heads and bodies to
+//! feed it, and readers of the actions it returns.
+
+use std::time::Duration;
+
+use capable_core::http::{
+    Action, Body, ExchangeId, Failure, Head, HttpSession, Reconnect, Request,
+};
+use capable_core::{Negotiated, ProtocolVersion, ServerCapabilities};
+use serde_json::{json, Value};
+
+pub const URL: &str = "http://mcp.test/mcp";
+
+pub fn session() -> HttpSession {
+    let reconnect = Reconnect {
+        initial: Duration::from_millis(100),
+        max: Duration::from_millis(400),
+        attempts: 3,
+        reissues: 2,
+        healthy: Duration::from_secs(30),
+    };
+    HttpSession::new(URL.parse().unwrap(), reconnect, 1 << 20)
+}
+
+pub fn line(v: Value) -> Vec<u8> {
+    serde_json::to_vec(&v).unwrap()
+}
+
+pub fn negotiated(version: ProtocolVersion) -> Negotiated {
+    Negotiated {
+        version,
+        server_info: Default::default(),
+        capabilities: ServerCapabilities::from_value(json!({})),
+        instructions: None,
+        server_versions: Vec::new(),
+    }
+}
+
+pub fn head(status: u16) -> Head {
+    Head {
+        status,
+        content_type: Some("application/json".into()),
+        session_id: None,
+    }
+}
+
+pub fn sse() -> Head {
+    Head {
+        status: 200,
+        content_type: Some("text/event-stream".into()),
+        session_id: None,
+    }
+}
+
+/// The one request an action list sends.
+#[track_caller]
+pub fn sent(actions: &[Action]) -> (ExchangeId, Request, bool) {
+    let sends: Vec<_> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Send {
+                exchange,
+                request,
+                blocking,
+            } => Some((*exchange, request.clone(), *blocking)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sends.len(), 1, "{actions:?}");
+    sends.into_iter().next().unwrap()
+}
+
+pub fn header<'a>(r: &'a Request, name: &str) -> Option<&'a str> {
+    r.headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+pub fn body(r: &Request) -> Value {
+    serde_json::from_slice(r.body.as_deref().unwrap()).unwrap()
+}
+
+pub fn delivered(actions: &[Action]) -> Vec<Value> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Deliver(m) => Some(serde_json::from_slice(m).unwrap()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn failed(actions: &[Action]) -> Option<(Value, Failure)> {
+    actions.iter().find_map(|a| match a {
+        Action::Fail { id, failure } => Some((id.clone(), failure.clone())),
+        _ => None,
+    })
+}
+
+pub fn meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+           "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+/// A legacy session through its handshake: initialize answered with session `s1`,
+/// `version` negotiated, `notifications/initialized` posted.
+pub fn legacy(version: ProtocolVersion) -> (HttpSession, Vec<Action>) {
+    let mut http = session();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
+    let (ex, post, _) = sent(&http.send(&line(init)));
+    assert_eq!(header(&post, "mcp-session-id"), None);
+    assert_eq!(
+        header(&post, "mcp-protocol-version"),
+        None,
+        "nothing negotiated yet"
+    );
+    let mut h = head(200);
+    h.session_id = Some("s1".into());
+    let (b, _) = http.on_head(ex, &h);
+    assert!(matches!(b, Body::Whole { .. }));
+    let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {}});
+    assert_eq!(delivered(&http.on_body(ex, line(answer))).len(), 1);
+    http.negotiated(&negotiated(version));
+    let (ex, post, blocking) = sent(&http.send(&line(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )));
+    assert!(blocking, "a notification goes out before the next message");
+    assert_eq!(header(&post, "mcp-session-id"), Some("s1"));
+    let (b, opened) = http.on_head(ex, &head(202));
+    assert_eq!(b, Body::Discard);
+    (http, opened)
+}
