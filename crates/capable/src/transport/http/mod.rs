@@ -8,7 +8,8 @@
 //! |---|---|
 //! | `mod.rs` | configuration, the sink (each message to the policy), the source, closing |
 //! | `exchange.rs` | one HTTP exchange: the request (redirects by hand), its body or stream |
-//! | `sse.rs` | reading an event stream, bounded |
+//! | `sse.rs` | reading an event stream as MCP events |
+//! | `sse_decoder.rs` | the event-stream format, decoded in one pass, bounded |
 //!
 //! The host's own headers (`--header`, a config's `headers`) are marked sensitive, so
 //! their values never show in logs, and go only where the policy allows (never across
@@ -16,6 +17,7 @@
 
 mod exchange;
 pub mod sse;
+pub mod sse_decoder;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

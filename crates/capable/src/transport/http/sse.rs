@@ -1,85 +1,75 @@
 //! Reading a `text/event-stream` HTTP body as MCP events, with the bookkeeping
 //! resumption needs: the last event id seen and the server's `retry` advice.
 //!
-//! Parsing the SSE format itself is left to `eventsource-stream`; this file adds a size
-//! limit per event (memory stays bounded) and tells MCP messages apart from priming and
-//! keep-alive events. What an event means is the core's business.
+//! The format is decoded by [`SseDecoder`](super::sse_decoder::SseDecoder), in one pass
+//! with a size limit per event (memory stays bounded); this file tells MCP messages
+//! apart from priming and keep-alive events. What an event means is the core's
+//! business.
 
 use std::time::Duration;
 
 use capable_core::http::StreamEvent;
-use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 
+use super::sse_decoder::SseDecoder;
 use crate::transport::TransportError;
+
+type Chunks = futures_util::stream::BoxStream<'static, Result<bytes::Bytes, reqwest::Error>>;
 
 /// An SSE response body being read.
 pub struct SseReader {
-    events: futures_util::stream::BoxStream<'static, Result<eventsource_stream::Event, String>>,
+    chunks: Chunks,
+    decoder: SseDecoder,
     /// The id of the last event that carried one.
     pub last_event_id: Option<String>,
     /// The last `retry` the server asked for.
     pub retry: Option<Duration>,
-    limit: usize,
 }
 
 impl SseReader {
     /// Reads `response` as an event stream, refusing events larger than `limit` bytes.
     pub fn new(response: reqwest::Response, limit: usize) -> Self {
-        let mut pending = 0usize;
-        let bytes = response.bytes_stream().map(move |chunk| {
-            let chunk = chunk.map_err(|e| e.to_string())?;
-            // A rough bound: bytes received since the last event boundary.
-            if chunk.windows(2).any(|w| w == b"\n\n") {
-                pending = 0;
-            }
-            pending += chunk.len();
-            if pending > limit.saturating_add(64 * 1024) {
-                return Err(format!(
-                    "an SSE event larger than the limit of {limit} bytes"
-                ));
-            }
-            Ok(chunk)
-        });
-        let events = bytes
-            .eventsource()
-            .map(|e| e.map_err(|e| e.to_string()))
-            .boxed();
         SseReader {
-            events,
+            chunks: response.bytes_stream().boxed(),
+            decoder: SseDecoder::new(limit),
             last_event_id: None,
             retry: None,
-            limit,
         }
     }
 
     /// The next MCP event; `Ok(None)` when the stream ended; an error when it broke
-    /// ([`TransportError::Broken`]) or an event was over the limit.
+    /// ([`TransportError::Broken`]) or an event was over the limit
+    /// ([`TransportError::MessageTooLarge`], at once).
     pub async fn next(&mut self) -> Result<Option<StreamEvent>, TransportError> {
-        while let Some(event) = self.events.next().await {
-            let event = event.map_err(TransportError::Broken)?;
-            if !event.id.is_empty() {
-                self.last_event_id = Some(event.id.clone());
-            }
-            if event.retry.is_some() {
-                self.retry = event.retry;
-            }
-            if event.data.trim().is_empty() {
-                // A priming event (id and retry only) or a keep-alive.
-                continue;
-            }
-            if event.data.len() > self.limit {
-                return Err(TransportError::MessageTooLarge { limit: self.limit });
-            }
-            match event.event.as_str() {
-                "endpoint" => return Ok(Some(StreamEvent::Endpoint(event.data))),
-                "message" | "" => return Ok(Some(StreamEvent::Message(event.data.into_bytes()))),
-                other => {
-                    tracing::debug!("ignored SSE event of type {other:?}");
+        loop {
+            while let Some(event) = self.decoder.next_event() {
+                self.last_event_id = self.decoder.last_event_id.clone();
+                self.retry = self.decoder.retry;
+                if event.data.iter().all(u8::is_ascii_whitespace) {
+                    // A priming event (id and retry only) or a keep-alive.
+                    continue;
+                }
+                match event.event.as_str() {
+                    "endpoint" => {
+                        let path = String::from_utf8_lossy(&event.data).into_owned();
+                        return Ok(Some(StreamEvent::Endpoint(path)));
+                    }
+                    "message" | "" => return Ok(Some(StreamEvent::Message(event.data))),
+                    other => tracing::debug!("ignored SSE event of type {other:?}"),
                 }
             }
+            self.last_event_id = self.decoder.last_event_id.clone();
+            self.retry = self.decoder.retry;
+            match self.chunks.next().await {
+                Some(Ok(chunk)) => self.decoder.feed(&chunk)?,
+                Some(Err(e)) => {
+                    return Err(TransportError::Broken(format!(
+                        "the event stream broke: {e}"
+                    )))
+                }
+                None => return Ok(None),
+            }
         }
-        Ok(None)
     }
 }
 
