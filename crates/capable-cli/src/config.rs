@@ -182,7 +182,17 @@ pub fn server_from_text(
             headers: entry
                 .headers
                 .iter()
-                .map(|(k, v)| Ok((k.clone(), expand(v)?)))
+                .map(|(k, v)| {
+                    let v = expand(v)?;
+                    capable::core::http::redact::check_header(k, &v).map_err(|detail| {
+                        ConfigError::Unsupported {
+                            path: path.into(),
+                            name: name.into(),
+                            detail,
+                        }
+                    })?;
+                    Ok((k.clone(), v))
+                })
                 .collect::<Result<_, ConfigError>>()?,
         });
     }

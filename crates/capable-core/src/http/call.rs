@@ -246,7 +246,7 @@ impl HttpSession {
                 self.finish(&call);
                 let why = format!(
                     "the response stream broke and resuming it by GET {} failed: HTTP {status} {}",
-                    self.url,
+                    self.shown,
                     excerpt(&body)
                 );
                 vec![self.fail(&call, &why)]
@@ -318,7 +318,7 @@ impl HttpSession {
                 // A new session: no session id, and no version before it is negotiated.
                 let request = self.post(&msg, Vec::new());
                 let mut actions = vec![Action::Notice(Notice::SessionRenewed {
-                    url: self.url.to_string(),
+                    url: self.shown.clone(),
                 })];
                 actions.extend(self.send_again(ex, call, request));
                 actions
@@ -386,7 +386,7 @@ impl HttpSession {
             self.finish(&call);
             let why = format!(
                 "the subscription stream from {} closed without its final result",
-                self.url
+                self.shown
             );
             return vec![self.fail(&call, &why)];
         }
@@ -397,7 +397,7 @@ impl HttpSession {
                 self.finish(&call);
                 let why = format!(
                     "the response stream from {} broke {} times before the answer",
-                    self.url,
+                    self.shown,
                     call.reissues + 1
                 );
                 return vec![self.fail(&call, &why)];
@@ -424,7 +424,7 @@ impl HttpSession {
             self.finish(&call);
             let why = format!(
                 "the response stream from {} broke and {} attempts to resume it failed",
-                self.url, self.reconnect.attempts
+                self.shown, self.reconnect.attempts
             );
             return vec![self.fail(&call, &why)];
         }
@@ -489,7 +489,7 @@ impl HttpSession {
             _ => Action::Fail {
                 id: call.id.clone(),
                 failure: Failure::Http {
-                    url: self.url.to_string(),
+                    url: self.shown.clone(),
                     status,
                     body: excerpt(body),
                 },

@@ -41,6 +41,7 @@ mod headers;
 mod message;
 pub mod param_headers;
 mod reconnect;
+pub mod redact;
 pub mod redirect;
 mod streams;
 
@@ -237,6 +238,8 @@ enum Exchange {
 /// The HTTP side of one MCP connection. See the module documentation.
 pub struct HttpSession {
     url: Url,
+    /// The URL as messages show it ([`redact`]ed: no userinfo, no query values).
+    shown: String,
     reconnect: Reconnect,
     /// The most bytes of a message or body.
     limit: usize,
@@ -257,7 +260,7 @@ pub struct HttpSession {
 impl std::fmt::Debug for HttpSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpSession")
-            .field("url", &self.url.as_str())
+            .field("url", &self.shown)
             .field("mode", &self.mode)
             .field("exchanges", &self.exchanges.len())
             .finish_non_exhaustive()
@@ -269,6 +272,7 @@ impl HttpSession {
     /// over `limit` bytes is read.
     pub fn new(url: Url, reconnect: Reconnect, limit: usize) -> HttpSession {
         HttpSession {
+            shown: redact::redact(&url),
             url,
             reconnect,
             limit,
@@ -400,7 +404,7 @@ impl HttpSession {
                 initialized: false,
             }) => vec![Action::Notice(Notice::HttpRejected {
                 what: method,
-                url: self.url.to_string(),
+                url: self.shown.clone(),
                 detail: message::excerpt(&body),
             })],
             _ => Vec::new(),

@@ -109,7 +109,7 @@ impl HttpSession {
         stream.attempts += 1;
         if stream.attempts > self.reconnect.attempts {
             return vec![Action::Notice(Notice::StreamGivenUp {
-                url: self.url.to_string(),
+                url: self.shown.clone(),
                 attempts: self.reconnect.attempts,
             })];
         }
@@ -162,8 +162,9 @@ impl HttpSession {
                         self.exchanges.remove(&ex);
                         let why = match other {
                             Some(e) => format!(
-                                "the HTTP+SSE server at {} named an endpoint on another origin ({e}); capable does not send messages there",
-                                self.url
+                                "the HTTP+SSE server at {} named an endpoint on another origin ({}); capable does not send messages there",
+                                self.shown,
+                                super::redact::redact(&e)
                             ),
                             None => format!("the HTTP+SSE server named a bad endpoint {path:?}"),
                         };
@@ -194,8 +195,8 @@ impl HttpSession {
     /// waiting `initialize` goes first.
     fn switch_to_endpoint(&mut self, call: ExchangeId, endpoint: url::Url) -> Vec<Action> {
         let mut actions = vec![Action::Notice(Notice::LegacySseTransport {
-            url: self.url.to_string(),
-            endpoint: endpoint.to_string(),
+            url: self.shown.clone(),
+            endpoint: super::redact::redact(&endpoint),
         })];
         self.mode = Mode::LegacySse { endpoint };
         let request = match self.exchanges.get_mut(&call) {
@@ -221,7 +222,7 @@ impl HttpSession {
         if stream.started {
             return vec![Action::End(Some(Failure::Broken(format!(
                 "the server closed its event stream at {}",
-                self.url
+                self.shown
             ))))];
         }
         match self.exchanges.remove(&stream.call) {

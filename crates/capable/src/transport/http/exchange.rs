@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use capable_core::http::redact::redact;
 use capable_core::http::{
     redirect, Action, Body, End, ExchangeId, Failure, Head, HttpMethod, Request,
 };
@@ -250,7 +251,7 @@ async fn perform(http: &Http, mut request: Request) -> Result<reqwest::Response,
         if let Some(body) = &request.body {
             req = req.body(body.clone());
         }
-        let context = || format!("{method} {}", request.url);
+        let context = || format!("{method} {}", redact(&request.url));
         let response = req
             .send()
             .await
@@ -272,7 +273,7 @@ async fn perform(http: &Http, mut request: Request) -> Result<reqwest::Response,
             HttpMethod::Post => "POST",
             HttpMethod::Delete => "DELETE",
         },
-        request.url
+        redact(&request.url)
     )))
 }
 

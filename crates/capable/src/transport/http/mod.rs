@@ -100,13 +100,20 @@ impl HttpTransport {
             .map_err(|e| TransportError::request("building the HTTP client", e))?;
         let mut user_headers = HeaderMap::new();
         for (name, value) in &config.headers {
-            if let (Ok(n), Ok(mut v)) = (
+            // A header that cannot be sent is refused here, never dropped on the way:
+            // a request without its credential is worse than no request.
+            capable_core::http::redact::check_header(name, value)
+                .map_err(TransportError::Broken)?;
+            let (Ok(n), Ok(mut v)) = (
                 HeaderName::from_bytes(name.as_bytes()),
                 HeaderValue::from_str(value),
-            ) {
-                v.set_sensitive(true);
-                user_headers.append(n, v);
-            }
+            ) else {
+                return Err(TransportError::Broken(format!(
+                    "header {name} cannot be sent as given"
+                )));
+            };
+            v.set_sensitive(true);
+            user_headers.append(n, v);
         }
         let policy = HttpSession::new(config.url.clone(), config.reconnect, max_message_size);
         let (tx, rx) = mpsc::channel(1024);
