@@ -36,6 +36,12 @@ pub enum CliError {
     /// printed).
     #[error("{0}")]
     Violations(String),
+    /// A signal stopped the command; the session was closed in order.
+    #[error("stopped by signal {0}; the server was shut down")]
+    Interrupted(i32),
+    /// Nobody reads stdout any more (`| head`): the command stopped quietly.
+    #[error("the output was closed")]
+    OutputClosed,
 }
 
 /// What kind of failure a [`CliError`] is: one place decides both the exit code and
@@ -119,17 +125,27 @@ impl CliError {
             CliError::NotOffered(_) => Class::NotOffered,
             CliError::Violations(_) => Class::Violation,
             CliError::Client(e) => Class::of_client(e),
+            CliError::Interrupted(_) | CliError::OutputClosed => Class::Unexpected,
         }
     }
 
-    /// The process exit code.
+    /// The process exit code: `128 + signal` after a signal, 0 when nobody reads the
+    /// output any more.
     pub fn exit_code(&self) -> i32 {
-        self.class().code()
+        match self {
+            CliError::Interrupted(signal) => crate::signals::exit_code(*signal),
+            CliError::OutputClosed => 0,
+            _ => self.class().code(),
+        }
     }
 
     /// A stable machine-readable kind for `--json`.
     pub fn kind(&self) -> &'static str {
-        self.class().kind()
+        match self {
+            CliError::Interrupted(_) => "interrupted",
+            CliError::OutputClosed => "output_closed",
+            _ => self.class().kind(),
+        }
     }
 
     /// What the user can do about it, when there is something to say.

@@ -6,6 +6,7 @@ mod elicit;
 mod exit;
 mod flags;
 mod output;
+mod signals;
 
 use clap::Parser;
 
@@ -46,7 +47,10 @@ fn main() {
 }
 
 async fn run(cli: Cli) -> Result<(), CliError> {
-    let ctx = Context { global: cli.global };
+    let ctx = Context {
+        global: cli.global,
+        signals: signals::Signals::install(),
+    };
     match cli.command {
         Command::Inspect(server) => commands::inspect::run(&ctx, &server).await,
         Command::Bench(args) => commands::bench::run(&ctx, &args).await,
@@ -94,14 +98,20 @@ fn merge(outer: flags::ServerArgs, inner: flags::ServerArgs) -> flags::ServerArg
 }
 
 fn report(e: &CliError, json: bool) {
-    eprintln!("capable: {e}");
-    if let Some(hint) = e.hint() {
-        eprintln!("  hint: {hint}");
+    if matches!(e, CliError::OutputClosed) {
+        // Nobody is reading: nothing to say, and nowhere to say it.
+        return;
     }
+    // One write: the message, then the hint (a server's words in it are escaped).
+    let mut text = format!("capable: {e}");
+    if let Some(hint) = e.hint() {
+        text.push_str(&format!("\n  hint: {hint}"));
+    }
+    output::eprint_line(&text);
     // A verdict the command already printed (audit) gets no second JSON document.
     if json && !matches!(e, CliError::Violations(_)) {
         // One line: valid after the JSON lines of `watch --json` too.
-        output::json_line(
+        let _ = output::json_line(
             &serde_json::json!({"error": {"kind": e.kind(), "message": e.to_string(), "exitCode": e.exit_code()}}),
         );
     }
@@ -110,9 +120,12 @@ fn report(e: &CliError, json: bool) {
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("CAPABLE_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours for a person at a terminal only, never into a file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .without_time()
         .try_init();

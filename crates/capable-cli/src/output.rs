@@ -4,6 +4,8 @@
 use std::io::Write;
 
 use capable::Violation;
+
+use crate::exit::CliError;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -14,19 +16,44 @@ pub fn violation(v: &Violation) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// Prints `value` as pretty JSON on stdout.
-pub fn json<T: Serialize + ?Sized>(value: &T) {
+/// Writes `bytes` to stdout in one write and flushes. A stdout nobody reads any more
+/// (`capable tools | head -1`) is [`CliError::OutputClosed`]: the command stops and
+/// capable exits quietly, after closing the session in order.
+fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer_pretty(&mut out, value);
-    let _ = writeln!(out);
+    let written = out.write_all(bytes).and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(CliError::OutputClosed),
+        // Any other failure to write (a full disk) is not worth failing the command.
+        _ => Ok(()),
+    }
+}
+
+/// Prints text for people on stdout, every character that could act on a terminal
+/// spelled out (a server's words are shown exactly, never obeyed).
+pub fn print(text: &str) -> Result<(), CliError> {
+    write_stdout(capable::core::text::printable(text, true).as_bytes())
+}
+
+/// Prints one line for people on stderr, in one write (errors, hints, progress).
+pub fn eprint_line(text: &str) {
+    let mut line = capable::core::text::printable(text, true).into_owned();
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// Prints `value` as pretty JSON on stdout.
+pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<(), CliError> {
+    let mut text = serde_json::to_vec_pretty(value).unwrap_or_default();
+    text.push(b'\n');
+    write_stdout(&text)
 }
 
 /// Prints `value` as one line of JSON on stdout (JSON lines), flushed at once.
-pub fn json_line<T: Serialize + ?Sized>(value: &T) {
-    let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer(&mut out, value);
-    let _ = writeln!(out);
-    let _ = out.flush();
+pub fn json_line<T: Serialize + ?Sized>(value: &T) -> Result<(), CliError> {
+    let mut text = serde_json::to_vec(value).unwrap_or_default();
+    text.push(b'\n');
+    write_stdout(&text)
 }
 
 /// A simple aligned table.

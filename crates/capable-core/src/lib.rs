@@ -67,6 +67,7 @@ pub mod model;
 pub mod negotiation;
 pub mod notice;
 pub mod revision;
+pub mod text;
 pub mod time;
 pub mod version;
 pub mod violation;

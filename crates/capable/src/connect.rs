@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use capable_core::{Connection, Incoming, Negotiating, Notice, Step};
+use capable_core::{Connection, Incoming, Negotiating, Step};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -61,8 +61,25 @@ pub async fn connect_http(config: HttpConfig, options: ClientOptions) -> Result<
 pub async fn connect<T: Transport>(transport: T, options: ClientOptions) -> Result<Session, Error> {
     let config = options.core_config()?;
     let (mut sink, mut source, peer) = transport.split();
-    match handshake(config, &mut sink, &mut source, peer.as_ref(), &options).await {
-        Ok((conn, early, out)) => Ok(start(conn, early, out, sink, source, peer, options)),
+    // The session's event log exists from the first message: what the handshake noticed
+    // is in `Session::notices` too.
+    let events = crate::events::EventLog::new();
+    match handshake(
+        config,
+        &mut sink,
+        &mut source,
+        peer.as_ref(),
+        &options,
+        &events,
+    )
+    .await
+    {
+        Ok((conn, early, out)) => Ok(start(
+            (conn, early, out),
+            (sink, source, peer),
+            options,
+            events,
+        )),
         Err(e) => {
             // Nothing more is sent: close the server's input and let it go.
             drop(sink);
@@ -85,6 +102,7 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
     source: &mut So,
     peer: &dyn Peer,
     options: &ClientOptions,
+    events: &crate::events::EventLog,
 ) -> Result<Handshaken, Error> {
     let mut out = Vec::new();
     let mut negotiating = Negotiating::start(config, Instant::now().into_std(), &mut out);
@@ -112,7 +130,7 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
                 negotiating.handle_probe_failure(error.to_string(), now, &mut out)
             }
             Ok(Ok(Some(Inbound::Notice(notice)))) => {
-                tracing::warn!("{notice}");
+                events.notice(notice);
                 continue;
             }
             Ok(Ok(Some(Inbound::Message(line)))) => {
@@ -129,11 +147,7 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
         match step {
             Step::Waiting(mut n) => {
                 for notice in n.take_notices() {
-                    match notice {
-                        // Expected with every legacy server: not worth a warning.
-                        Notice::LegacyFallback { .. } => tracing::info!("{notice}"),
-                        _ => tracing::warn!("{notice}"),
-                    }
+                    events.notice(notice);
                 }
                 negotiating = n;
             }
@@ -143,7 +157,7 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
                 sink.negotiated(&established.negotiated);
                 let (mut conn, early) = Connection::new(*established);
                 for notice in conn.take_notices() {
-                    tracing::info!("{notice}");
+                    events.notice(notice);
                 }
                 return Ok((conn, early, out));
             }
@@ -153,13 +167,10 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
 }
 
 fn start<Si: MessageSink, So: MessageSource>(
-    conn: Connection<driver::Waiter>,
-    early: Vec<(String, serde_json::Value)>,
-    out: Vec<u8>,
-    sink: Si,
-    source: So,
-    peer: Box<dyn Peer>,
+    (conn, early, out): Handshaken,
+    (sink, source, peer): (Si, So, Box<dyn Peer>),
     options: ClientOptions,
+    events: crate::events::EventLog,
 ) -> Session {
     let negotiated = conn.negotiated().clone();
     let state = State {
@@ -173,7 +184,6 @@ fn start<Si: MessageSink, So: MessageSource>(
         listeners: Default::default(),
         timer_armed: None,
     };
-    let events = crate::events::EventLog::new();
     let shared = Arc::new(Shared::new(state, peer, options.tap.clone(), events));
     let (ntx, nrx) = mpsc::channel(options.notification_capacity.max(1));
     for (method, params) in early {

@@ -15,7 +15,7 @@
 //!   observer loses the oldest events (tokio's `RecvError::Lagged`), never blocks the
 //!   connection.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use capable_core::{Notice, Violation};
@@ -59,10 +59,16 @@ pub enum SessionEvent {
     Closed(Error),
 }
 
+/// How many notices of one kind are logged (`tracing`) per session; the rest are kept
+/// in the notice log and sent to observers, not logged: a server that sends 200,000
+/// bad messages costs a few log lines, not megabytes.
+pub const LOGGED_PER_KIND: u32 = 5;
+
 /// The event stream and the notice log of one session.
 pub(crate) struct EventLog {
     tx: broadcast::Sender<SessionEvent>,
     notices: Mutex<VecDeque<Notice>>,
+    logged: Mutex<HashMap<std::mem::Discriminant<Notice>, u32>>,
 }
 
 impl EventLog {
@@ -70,6 +76,31 @@ impl EventLog {
         EventLog {
             tx: broadcast::channel(EVENT_CAPACITY).0,
             notices: Mutex::new(VecDeque::new()),
+            logged: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Logs a notice as one line (a server's words in it escaped), at most
+    /// [`LOGGED_PER_KIND`] of each kind.
+    fn log(&self, n: &Notice) {
+        let count = match self.logged.lock() {
+            Ok(mut logged) => {
+                let count = logged.entry(std::mem::discriminant(n)).or_insert(0);
+                *count = count.saturating_add(1);
+                *count
+            }
+            Err(_) => 1,
+        };
+        if count > LOGGED_PER_KIND + 1 {
+            return;
+        }
+        let text = capable_core::text::printable(&n.to_string(), false).into_owned();
+        if count == LOGGED_PER_KIND + 1 {
+            tracing::warn!("{text} (more notices like this one are kept in the session's notice log, not logged)");
+        } else if n.is_informational() {
+            tracing::info!("{text}");
+        } else {
+            tracing::warn!("{text}");
         }
     }
 
@@ -87,6 +118,7 @@ impl EventLog {
     }
 
     pub(crate) fn notice(&self, n: Notice) {
+        self.log(&n);
         if let Ok(mut log) = self.notices.lock() {
             if log.len() == NOTICE_LOG {
                 log.pop_front();

@@ -25,7 +25,10 @@ use crate::output::{self, Table};
 /// One timed phase.
 struct Phase {
     name: &'static str,
+    /// Requests issued (fewer than asked when the phase stopped).
     requests: usize,
+    /// Stopped at its first failure to reach the server.
+    stopped: bool,
     errors: u64,
     elapsed: Duration,
     /// Every request's latency, sorted.
@@ -68,6 +71,36 @@ impl Phase {
 }
 
 /// Runs `n` requests, `c` in flight at a time, on this task; `op` is one request.
+/// The failure that stopped `phase`, saying how far it got.
+fn stopped(phase: Phase) -> CliError {
+    match phase.first_error {
+        Some(e) => {
+            crate::output::eprint_line(&format!(
+                "capable bench: the {} stopped after {} request{}: the server could not be reached",
+                phase.name,
+                phase.requests,
+                if phase.requests == 1 { "" } else { "s" }
+            ));
+            CliError::Client(e)
+        }
+        None => CliError::Usage(format!("the {} stopped", phase.name)),
+    }
+}
+
+/// Whether `e` means the server can no longer be reached: every later request would
+/// fail the same way, or wait out its timeout.
+fn unreachable(e: &capable::Error) -> bool {
+    use capable::Error;
+    matches!(
+        e,
+        Error::Timeout { .. }
+            | Error::ServerExited { .. }
+            | Error::Transport(_)
+            | Error::Http { .. }
+            | Error::Closed
+    )
+}
+
 async fn run_phase<F, Fut>(
     name: &'static str,
     n: usize,
@@ -84,16 +117,22 @@ where
     bar.set_message(name);
     let issued = Cell::new(0usize);
     let errors = Cell::new(0u64);
+    // The server cannot be reached any more (a timeout, an exit, a broken transport):
+    // the phase stops at once instead of waiting out a timeout per remaining request.
+    let stopped = Cell::new(false);
     let first_error = RefCell::new(None);
     let latencies = RefCell::new(Vec::with_capacity(n));
     let worker = || async {
-        while issued.get() < n {
+        while issued.get() < n && !stopped.get() {
             issued.set(issued.get() + 1);
             let t = Instant::now();
             let outcome = op().await;
             latencies.borrow_mut().push(t.elapsed());
             if let Err(e) = outcome {
                 errors.set(errors.get() + 1);
+                if unreachable(&e) {
+                    stopped.set(true);
+                }
                 first_error.borrow_mut().get_or_insert(e);
             }
             bar.inc(1);
@@ -109,7 +148,8 @@ where
     latencies.sort_unstable();
     Phase {
         name,
-        requests: n,
+        requests: issued.get(),
+        stopped: stopped.get(),
         errors: errors.get(),
         elapsed,
         latencies,
@@ -125,13 +165,17 @@ pub async fn run(ctx: &Context, args: &BenchArgs) -> Result<(), CliError> {
     if args.n == 0 {
         return Err(CliError::Usage("-n must be at least 1".into()));
     }
+    if args.concurrency == 0 {
+        return Err(CliError::Usage("-c must be at least 1".into()));
+    }
     // Spawn (or connect) to ready: the handshake as a host pays it, probe included.
     let started = Instant::now();
     let session = ctx.connect(&args.server).await?;
     let handshake = started.elapsed();
-    let result = bench(ctx, args, &session, handshake, tool_args.as_ref()).await;
-    session.close().await;
-    result
+    super::with_session(ctx, session, async |s| {
+        bench(ctx, args, s, handshake, tool_args.as_ref()).await
+    })
+    .await
 }
 
 async fn bench(
@@ -180,8 +224,17 @@ async fn bench(
             }
         }
     }
-    phases.push(run_phase("sequential reads", args.n, 1, &bar, read).await);
-    phases.push(run_phase("pipelined reads", args.n, args.concurrency, &bar, read).await);
+    for (name, c) in [
+        ("sequential reads", 1),
+        ("pipelined reads", args.concurrency),
+    ] {
+        let phase = run_phase(name, args.n, c, &bar, read).await;
+        if phase.stopped {
+            bar.finish_and_clear();
+            return Err(stopped(phase));
+        }
+        phases.push(phase);
+    }
     if let Some(tool) = &args.tool {
         let call = || async {
             match s.call_tool(tool, tool_args).await {
@@ -193,7 +246,12 @@ async fn bench(
                 Err(e) => Err(e),
             }
         };
-        phases.push(run_phase("sequential calls", args.n, 1, &bar, call).await);
+        let phase = run_phase("sequential calls", args.n, 1, &bar, call).await;
+        if phase.stopped {
+            bar.finish_and_clear();
+            return Err(stopped(phase));
+        }
+        phases.push(phase);
     }
     bar.finish_and_clear();
 
@@ -217,9 +275,9 @@ async fn bench(
         "seq_call": phase("sequential calls").map(Phase::json),
     });
     if ctx.global.json {
-        output::json(&report);
+        output::json(&report)?;
     } else {
-        print!("{}", human(s, args, handshake, &uri, &phases));
+        output::print(&human(s, args, handshake, &uri, &phases))?;
     }
     // A phase in which every request failed is a failure of the run.
     if let Some(e) = phases

@@ -185,12 +185,12 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     for profile in Profile::DEMO {
         let report = scenario(ctx, profile).await;
         if !ctx.global.json {
-            print!("{}", human(&report));
+            output::print(&human(&report))?;
         }
         reports.push(report);
     }
     if ctx.global.json {
-        output::json(&reports);
+        output::json(&reports)?;
     }
     Ok(())
 }

@@ -10,11 +10,11 @@ use crate::output::{self, yes_no, Table};
 
 pub async fn run(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
     let session = ctx.connect(args).await?;
-    with_session(session, async |s: &Session| {
+    with_session(ctx, session, async |s: &Session| {
         if ctx.global.json {
-            output::json(&report(s));
+            output::json(&report(s))?;
         } else {
-            print!("{}", human(s));
+            output::print(&human(s))?;
         }
         Ok(())
     })

@@ -20,9 +20,10 @@ use crate::config::{self, ServerTarget};
 use crate::exit::CliError;
 use crate::flags::{Global, ServerArgs};
 
-/// What every server command needs: the global flags.
+/// What every server command needs: the global flags, and the signals that stop it.
 pub struct Context {
     pub global: Global,
+    pub signals: crate::signals::Signals,
 }
 
 impl Context {
@@ -83,13 +84,25 @@ impl Context {
         }
     }
 
-    /// Connects to the server the user named.
+    /// Connects to the server the user named. A signal during the handshake stops it
+    /// (the half-started server's process group is killed as the transport is dropped).
     pub async fn connect(&self, args: &ServerArgs) -> Result<Session, CliError> {
         self.connect_with(args, self.options()).await
     }
 
     /// Connects with options the command adjusted (e.g. an extra tap).
     pub async fn connect_with(
+        &self,
+        args: &ServerArgs,
+        options: ClientOptions,
+    ) -> Result<Session, CliError> {
+        tokio::select! {
+            connected = self.connect_target(args, options) => connected,
+            signal = self.signals.received() => Err(CliError::Interrupted(signal)),
+        }
+    }
+
+    async fn connect_target(
         &self,
         args: &ServerArgs,
         options: ClientOptions,
@@ -129,12 +142,17 @@ pub fn parse_args(text: &str) -> Result<serde_json::Map<String, Value>, CliError
     }
 }
 
-/// Runs `work` on a connected session and closes it whatever happens.
+/// Runs `work` on a connected session and closes it in order whatever happens — the
+/// work's end, its failure, or a signal (which stops the work where it is).
 pub async fn with_session<T>(
+    ctx: &Context,
     session: Session,
     work: impl AsyncFnOnce(&Session) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
-    let result = work(&session).await;
+    let result = tokio::select! {
+        done = work(&session) => done,
+        signal = ctx.signals.received() => Err(CliError::Interrupted(signal)),
+    };
     session.close().await;
     result
 }

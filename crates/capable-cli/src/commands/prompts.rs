@@ -9,10 +9,10 @@ use crate::output::{self, one_line, Table};
 
 pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
     let session = ctx.connect(args).await?;
-    with_session(session, async |s: &Session| {
+    with_session(ctx, session, async |s: &Session| {
         let prompts = s.list_prompts().await?;
         if ctx.global.json {
-            output::json(&prompts);
+            output::json(&prompts)?;
         } else {
             let mut t = Table::new(&["prompt", "arguments", "description"]);
             for p in &prompts {
@@ -33,7 +33,7 @@ pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
                     one_line(p.description.as_deref().unwrap_or(""), 60),
                 ]);
             }
-            print!("{}", t.render());
+            output::print(&t.render())?;
         }
         Ok(())
     })
@@ -48,13 +48,13 @@ pub async fn get(
 ) -> Result<(), CliError> {
     let arguments = parse_args(arguments)?;
     let session = ctx.connect(args).await?;
-    with_session(session, async |s: &Session| {
+    with_session(ctx, session, async |s: &Session| {
         let result = s.get_prompt(name, Some(&arguments)).await?;
         if ctx.global.json {
-            output::json(&result);
+            output::json(&result)?;
         } else {
             if let Some(d) = &result.description {
-                println!("{d}\n");
+                output::print(&format!("{d}\n\n"))?;
             }
             for m in &result.messages {
                 let role = m.get("role").and_then(|r| r.as_str()).unwrap_or("?");
@@ -63,7 +63,7 @@ pub async fn get(
                     .and_then(|t| t.as_str())
                     .map(str::to_owned)
                     .unwrap_or_else(|| m.get("content").map(|c| c.to_string()).unwrap_or_default());
-                println!("{role}: {text}");
+                output::print(&format!("{role}: {text}\n"))?;
             }
         }
         Ok(())

@@ -9,12 +9,12 @@ use crate::output;
 
 pub async fn run(ctx: &Context, uri: &str, args: &ServerArgs) -> Result<(), CliError> {
     let session = ctx.connect(args).await?;
-    with_session(session, async |s: &Session| {
+    with_session(ctx, session, async |s: &Session| {
         let read = s.read_resource(uri).await?;
         if ctx.global.json {
-            output::json(&read);
+            output::json(&read)?;
         } else {
-            print!("{}", human(&read));
+            output::print(&human(&read))?;
         }
         Ok(())
     })

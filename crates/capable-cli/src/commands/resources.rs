@@ -9,11 +9,11 @@ use crate::output::{self, one_line, Table};
 
 pub async fn run(ctx: &Context, templates: bool, args: &ServerArgs) -> Result<(), CliError> {
     let session = ctx.connect(args).await?;
-    with_session(session, async |s: &Session| {
+    with_session(ctx, session, async |s: &Session| {
         if templates {
             let list = s.list_resource_templates().await?;
             if ctx.global.json {
-                output::json(&list);
+                output::json(&list)?;
             } else {
                 let mut t = Table::new(&["template", "name", "description"]);
                 for r in &list {
@@ -23,12 +23,12 @@ pub async fn run(ctx: &Context, templates: bool, args: &ServerArgs) -> Result<()
                         one_line(r.description.as_deref().unwrap_or(""), 60),
                     ]);
                 }
-                print!("{}", t.render());
+                output::print(&t.render())?;
             }
         } else {
             let list = s.list_resources().await?;
             if ctx.global.json {
-                output::json(&list);
+                output::json(&list)?;
             } else {
                 let mut t = Table::new(&["uri", "name", "type", "description"]);
                 for r in &list {
@@ -39,7 +39,7 @@ pub async fn run(ctx: &Context, templates: bool, args: &ServerArgs) -> Result<()
                         one_line(r.description.as_deref().unwrap_or(""), 60),
                     ]);
                 }
-                print!("{}", t.render());
+                output::print(&t.render())?;
             }
         }
         Ok(())

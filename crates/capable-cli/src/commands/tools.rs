@@ -1,7 +1,5 @@
 //! `capable tools` and `capable tools call NAME --args JSON`.
 
-use std::io::Write;
-
 use capable::{RequestOptions, Session};
 
 use super::{parse_args, with_session, Context};
@@ -11,10 +9,10 @@ use crate::output::{self, one_line, Table};
 
 pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
     let session = ctx.connect(args).await?;
-    with_session(session, async |s: &Session| {
+    with_session(ctx, session, async |s: &Session| {
         let tools = s.list_tools().await?;
         if ctx.global.json {
-            output::json(&tools);
+            output::json(&tools)?;
         } else {
             let mut t = Table::new(&["tool", "description"]);
             for tool in &tools {
@@ -23,7 +21,7 @@ pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
                     one_line(tool.description.as_deref().unwrap_or(""), 80),
                 ]);
             }
-            print!("{}", t.render());
+            output::print(&t.render())?;
         }
         Ok(())
     })
@@ -39,32 +37,35 @@ pub async fn call(
     let arguments = parse_args(arguments)?;
     let session = ctx.connect(args).await?;
     let quiet = ctx.global.json;
-    with_session(session, async |s: &Session| {
+    with_session(ctx, session, async |s: &Session| {
         let options = RequestOptions {
             timeout: None,
             on_progress: Some(Box::new(move |p| {
                 if !quiet {
                     let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
                     let msg = p.message.as_deref().unwrap_or("");
-                    let _ = writeln!(std::io::stderr(), "progress {}{total} {msg}", p.progress);
+                    output::eprint_line(&format!("progress {}{total} {msg}", p.progress));
                 }
             })),
         };
         let result = s.call_tool_with(name, Some(&arguments), options).await?;
         if ctx.global.json {
-            output::json(&result);
+            output::json(&result)?;
         } else {
+            let mut text = String::new();
             for block in &result.content {
                 match block.get("text").and_then(|t| t.as_str()) {
-                    Some(text) => println!("{text}"),
-                    None => println!("{block}"),
+                    Some(t) => text.push_str(t),
+                    None => text.push_str(&block.to_string()),
                 }
+                text.push('\n');
             }
+            output::print(&text)?;
             if let Some(structured) = &result.structured_content {
-                println!("structured: {structured}");
+                output::print(&format!("structured: {structured}\n"))?;
             }
             if result.is_error == Some(true) {
-                eprintln!("the tool reported an error");
+                output::eprint_line("the tool reported an error");
             }
         }
         Ok(())

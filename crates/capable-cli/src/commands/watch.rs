@@ -46,17 +46,23 @@ async fn watch(
         .map_err(|e| refused(session, e))?;
     let json = ctx.global.json;
     let mut revisions: u64 = 0;
-    let interrupted = tokio::signal::ctrl_c();
+    let interrupted = ctx.signals.received();
     tokio::pin!(interrupted);
     let outcome = loop {
         let event = tokio::select! {
             event = watch.next() => event,
-            _ = &mut interrupted => break Ok(()),
+            // Ctrl-C is how a watch is ended (exit 0); TERM and HUP say why they came.
+            signal = &mut interrupted => break match signal {
+                libc::SIGINT => Ok(()),
+                other => Err(CliError::Interrupted(other)),
+            },
         };
         match event {
             Ok(event) => {
                 let is_revision = matches!(event, WatchEvent::Revision(_));
-                print_event(json, uri, &event);
+                if let Err(e) = print_event(json, uri, &event) {
+                    break Err(e);
+                }
                 if is_revision {
                     if updates.is_some_and(|n| revisions >= n) {
                         break Ok(());
@@ -64,7 +70,7 @@ async fn watch(
                     revisions += 1;
                 }
             }
-            Err(e) => break Err(e),
+            Err(e) => break Err(CliError::Client(e)),
         }
     };
     // Unsubscribe (or cancel the listen stream) whatever ended the watch.
@@ -100,7 +106,7 @@ fn refused(session: &Session, e: Error) -> CliError {
     }
 }
 
-fn print_event(json: bool, uri: &str, event: &WatchEvent) {
+fn print_event(json: bool, uri: &str, event: &WatchEvent) -> Result<(), CliError> {
     match event {
         WatchEvent::Mode {
             mode,
@@ -113,33 +119,30 @@ fn print_event(json: bool, uri: &str, event: &WatchEvent) {
                 if let Some(i) = interval {
                     v["intervalMs"] = json!(i.as_millis() as u64);
                 }
-                output::json_line(&v);
+                output::json_line(&v)?;
             } else {
-                println!("mode      {} — {reason}", mode.as_str());
+                output::print(&format!("mode      {} — {reason}\n", mode.as_str()))?;
             }
         }
         WatchEvent::Revision(read) => {
             if json {
-                output::json_line(&revision_json(read));
+                output::json_line(&revision_json(read))?;
             } else {
-                print!("{}", human_revision(read));
+                output::print(&human_revision(read))?;
             }
         }
         WatchEvent::Violation(v) => {
             if json {
-                output::json_line(&violation_json(v));
+                output::json_line(&violation_json(v))?;
             } else {
-                println!(
-                    "VIOLATION {} {} declared `{}` but answered {} with -32601 (method not found)",
-                    v.server.name, v.server.version, v.capability, v.method
-                );
-                println!("          request  {}", v.request);
-                println!("          response {}", v.response);
+                output::print(&format!(
+                    "VIOLATION {} {} declared `{}` but answered {} with -32601 (method not found)\n          request  {}\n          response {}\n",
+                    v.server.name, v.server.version, v.capability, v.method, v.request, v.response
+                ))?;
             }
         }
     }
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
+    Ok(())
 }
 
 fn revision_json(read: &ResourceRead) -> Value {

@@ -180,7 +180,6 @@ fn fail_one(shared: &Shared, id: &RequestId, error: Error) {
 
 fn log_notices(shared: &Shared, notices: Vec<Notice>) {
     for n in notices {
-        tracing::warn!("{n}");
         shared.events.notice(n);
     }
 }

@@ -23,12 +23,14 @@ pub async fn run(ctx: &Context, report: Option<&Path>, args: &ServerArgs) -> Res
     let session = ctx.connect_with(args, options).await?;
     let mut audit_options = AuditOptions::default();
     audit_options.ack_wait = ctx.global.timeout.min(Duration::from_secs(5));
-    let verdict = audit::run(&session, &recorder, &audit_options).await;
-    session.close().await;
+    let verdict = super::with_session(ctx, session, async |s| {
+        Ok(audit::run(s, &recorder, &audit_options).await)
+    })
+    .await?;
     if ctx.global.json {
-        output::json(&verdict);
+        output::json(&verdict)?;
     } else {
-        print!("{}", human(&verdict));
+        output::print(&human(&verdict))?;
     }
     if let Some(path) = report {
         std::fs::write(path, markdown(&verdict)).map_err(|e| {

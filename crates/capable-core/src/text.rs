@@ -1,0 +1,73 @@
+//! Text from a server, made safe to show a person.
+//!
+//! A server's names, messages, `instructions` and stderr may hold control characters:
+//! an escape sequence can retitle or clear a terminal and print a fake verdict, a bare
+//! carriage return can overwrite a line, a bidirectional override can make text read
+//! other than it is. [`printable`] spells every such character out (`\u{1b}`), keeping
+//! only newlines and tabs, so what is shown is exactly what was sent. JSON output needs
+//! none of this: its encoder escapes control characters itself.
+
+use std::borrow::Cow;
+
+/// Whether `c` may reach a terminal as it is.
+fn is_safe(c: char, newlines: bool) -> bool {
+    match c {
+        '\n' => newlines,
+        '\t' => true,
+        // C0 controls, DEL, C1 controls.
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => false,
+        // Bidirectional embeddings, overrides and isolates; the BOM / zero-width no-break.
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}' => false,
+        _ => true,
+    }
+}
+
+/// `text` with every character that could act on a terminal spelled out as `\u{…}`;
+/// with `newlines`, line breaks are kept (multi-line text such as a resource's
+/// contents), else they are spelled out too (a one-line log entry).
+pub fn printable(text: &str, newlines: bool) -> Cow<'_, str> {
+    if text.chars().all(|c| is_safe(c, newlines)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_safe(c, newlines) {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_are_spelled_out_and_plain_text_is_untouched() {
+        let fake = "\u{1b}]0;pwned\u{7}\u{1b}[2J\rall checks passed";
+        let shown = printable(fake, true);
+        assert!(
+            !shown.contains('\u{1b}') && !shown.contains('\r'),
+            "{shown}"
+        );
+        assert_eq!(
+            shown,
+            "\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{d}all checks passed"
+        );
+        assert!(matches!(
+            printable("plain\ttext\nwith lines", true),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(printable("a\nb", false), "a\\u{a}b");
+        assert_eq!(
+            printable("evil\u{202e}txt.exe", true),
+            "evil\\u{202e}txt.exe"
+        );
+        assert_eq!(
+            printable("caf\u{e9} \u{1f600}", true),
+            "caf\u{e9} \u{1f600}"
+        );
+    }
+}
