@@ -221,6 +221,7 @@ pub fn server_from_text(
             .map(expand)
             .transpose()?
             .map(PathBuf::from),
+        inherit_env: false,
     }))
 }
 

@@ -47,6 +47,11 @@ pub struct Global {
     /// Send methods the server did not declare instead of refusing them locally.
     #[arg(long, global = true)]
     pub lenient: bool,
+    /// Give a stdio server capable's whole environment. By default it gets only
+    /// HOME, PATH, USER, SHELL, TERM, the locale and TMPDIR (plus a config's `env`):
+    /// the environment often holds credentials.
+    #[arg(long, global = true)]
+    pub inherit_env: bool,
     /// How to answer a server's request for input (elicitation) without asking: accept
     /// with the form's defaults, decline or cancel. On a terminal without this flag,
     /// capable asks you.
@@ -54,7 +59,7 @@ pub struct Global {
     pub elicitation: Option<ElicitationFlag>,
     /// A directory to offer the server as a root (repeatable). Roots are declared only
     /// when at least one is given.
-    #[arg(long = "root", global = true, value_name = "PATH")]
+    #[arg(long = "root", global = true, value_name = "PATH", value_parser = parse_root)]
     pub roots: Vec<PathBuf>,
     /// Print every message sent (`>`) and received (`<`) to stderr.
     #[arg(long, global = true)]
@@ -231,6 +236,16 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     n.checked_mul(factor)
         .filter(|n| *n > 0)
         .ok_or_else(|| format!("{s:?}: a size must be positive and fit in memory"))
+}
+
+/// A directory to offer as a root: it must exist.
+fn parse_root(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    if path.is_dir() {
+        Ok(path)
+    } else {
+        Err(format!("{s:?} is not a directory"))
+    }
 }
 
 /// `Name: value`. An error names the header, never its value (usually a credential).

@@ -131,8 +131,7 @@ fn a_message_over_the_size_limit_ends_the_session_clearly() {
     );
     run.expect_code(3);
     assert!(
-        run.stderr
-            .contains("larger than the limit of 1048576 bytes"),
+        run.stderr.contains("larger than the limit of 1 MiB"),
         "{}",
         run.stderr
     );

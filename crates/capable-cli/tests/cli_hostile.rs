@@ -227,3 +227,77 @@ fn a_flood_of_bad_lines_costs_a_few_log_lines_not_one_each() {
         run.stderr
     );
 }
+
+#[test]
+fn a_stdio_server_gets_a_minimal_environment_unless_told_otherwise() {
+    // The server prints what it sees of the environment, then crashes: capable shows the
+    // end of its stderr.
+    let server = [
+        "sh".to_owned(),
+        "-c".into(),
+        r#"echo "secret=[$CAPABLE_TEST_SECRET] home=[$HOME]" >&2; exit 3"#.into(),
+    ];
+    let run = |extra: &[&str]| {
+        let mut args = extra.to_vec();
+        args.extend(["inspect", "--"]);
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        all.extend(server.iter().cloned());
+        let out = Command::new(bin())
+            .args(&all)
+            .env("CAPABLE_TEST_SECRET", "s3cret-marker")
+            .env("HOME", "/home/someone")
+            .current_dir(workspace())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run capable");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run(&[]);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("secret=[]"), "not inherited: {stderr}");
+    assert!(stderr.contains("home=[/home/someone]"), "HOME is: {stderr}");
+    let (_, stderr) = run(&["--inherit-env"]);
+    assert!(
+        stderr.contains("secret=[s3cret-marker]"),
+        "opted in: {stderr}"
+    );
+}
+
+#[test]
+fn a_missing_working_directory_or_root_is_named_as_such() {
+    let dir = std::env::temp_dir().join(format!("capable-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("mcp.json");
+    std::fs::write(
+        &config,
+        r#"{"mcpServers": {"s": {"command": "sh", "args": ["-c", "exit 0"], "cwd": "/nonexistent/capable-dir"}}}"#,
+    )
+    .unwrap();
+    let run = capable(
+        &[
+            "inspect",
+            "--config",
+            config.to_str().unwrap(),
+            "--server",
+            "s",
+        ],
+        T,
+    );
+    run.expect_code(3);
+    assert!(
+        run.stderr
+            .contains("working directory /nonexistent/capable-dir does not exist"),
+        "{}",
+        run.stderr
+    );
+    let run = capable(
+        &["inspect", "--root", "/nonexistent/capable-root", "--", "x"],
+        T,
+    );
+    run.expect_code(2);
+    assert!(run.stderr.contains("is not a directory"), "{}", run.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}

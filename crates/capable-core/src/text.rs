@@ -40,9 +40,32 @@ pub fn printable(text: &str, newlines: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A size as people write it: `64 MiB`, `512 KiB`, `1.5 MiB`, `900 bytes`.
+pub fn size(bytes: usize) -> String {
+    const UNITS: [(&str, usize); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, scale) in UNITS {
+        if bytes >= scale {
+            return if bytes % scale == 0 {
+                format!("{} {unit}", bytes / scale)
+            } else {
+                format!("{:.1} {unit}", bytes as f64 / scale as f64)
+            };
+        }
+    }
+    format!("{bytes} bytes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(size(64 << 20), "64 MiB");
+        assert_eq!(size(1536 << 10), "1.5 MiB");
+        assert_eq!(size(900), "900 bytes");
+        assert_eq!(size(2 << 30), "2 GiB");
+    }
 
     #[test]
     fn escape_sequences_are_spelled_out_and_plain_text_is_untouched() {

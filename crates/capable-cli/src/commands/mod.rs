@@ -108,7 +108,10 @@ impl Context {
         options: ClientOptions,
     ) -> Result<Session, CliError> {
         match self.target(args)? {
-            ServerTarget::Stdio(command) => Ok(capable::connect_stdio(&command, options).await?),
+            ServerTarget::Stdio(mut command) => {
+                command.inherit_env = self.global.inherit_env;
+                Ok(capable::connect_stdio(&command, options).await?)
+            }
             ServerTarget::Http { url, headers } => {
                 let parsed = reqwest_url(&url)?;
                 let mut config = HttpConfig::new(parsed);

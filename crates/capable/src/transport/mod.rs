@@ -55,7 +55,7 @@ pub enum TransportError {
         source: Arc<reqwest::Error>,
     },
     /// A message exceeded the configured size limit.
-    #[error("the server sent a message larger than the limit of {limit} bytes")]
+    #[error("the server sent a message larger than the limit of {}", capable_core::text::size(*limit))]
     MessageTooLarge {
         /// The limit in bytes.
         limit: usize,

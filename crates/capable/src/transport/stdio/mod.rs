@@ -28,6 +28,15 @@ use process::{read_stderr, StderrTail, StdioPeer};
 
 use super::{DirectWriter, MessageSink, Peer, Transport, TransportError};
 
+/// The variables a server inherits from capable's environment by default: what a
+/// program needs to find itself and its user's files, and nothing that is likely a
+/// secret (`GITHUB_TOKEN`, cloud keys). The same set as the reference TypeScript SDK,
+/// plus the locale and the temporary directory.
+pub const DEFAULT_INHERITED_ENV: [&str; 11] = [
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR",
+    "TZ",
+];
+
 /// How to start a stdio server.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ServerCommand {
@@ -35,10 +44,14 @@ pub struct ServerCommand {
     pub program: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Extra environment variables (added to the inherited environment).
+    /// Its environment: these variables, on top of [`DEFAULT_INHERITED_ENV`] taken from
+    /// capable's own (or of all of capable's, with [`ServerCommand::inherit_env`]).
     pub env: BTreeMap<String, String>,
     /// Working directory.
     pub cwd: Option<PathBuf>,
+    /// Whether the server inherits capable's whole environment instead of the default
+    /// set (an explicit opt-in: the environment often holds credentials).
+    pub inherit_env: bool,
 }
 
 impl ServerCommand {
@@ -107,7 +120,24 @@ impl StdioTransport {
         command: &ServerCommand,
         limits: StdioLimits,
     ) -> Result<StdioTransport, SpawnError> {
+        if let Some(cwd) = command.cwd.as_deref().filter(|d| !d.is_dir()) {
+            return Err(SpawnError {
+                command: command.display(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("its working directory {} does not exist", cwd.display()),
+                ),
+            });
+        }
         let mut cmd = Command::new(&command.program);
+        if !command.inherit_env {
+            cmd.env_clear();
+            for name in DEFAULT_INHERITED_ENV {
+                if let Some(value) = std::env::var_os(name) {
+                    cmd.env(name, value);
+                }
+            }
+        }
         cmd.args(&command.args)
             .envs(&command.env)
             .stdin(Stdio::piped())
