@@ -171,3 +171,31 @@ async fn requests_written_while_the_server_crashes_fail_with_its_exit_status_not
     })
     .await
 }
+
+#[tokio::test]
+async fn a_crash_is_reported_at_once_even_while_a_child_of_the_server_holds_its_output() {
+    within(LIMIT, async {
+        // The wrapper leaves a background child that inherits the server's stdout, so the
+        // pipe never ends; the server itself crashes on the read.
+        let mut server = fixture("crash");
+        let mut args = vec![
+            "-c".to_owned(),
+            r#"sleep 300 & exec "$0" "$@""#.to_owned(),
+            server.program.clone(),
+        ];
+        args.append(&mut server.args);
+        server.program = "sh".into();
+        server.args = args;
+        let options =
+            capable::ClientOptions::default().with_request_timeout(Duration::from_secs(60));
+        let session = connect_stdio(&server, options).await.expect("connect");
+        let err = session
+            .read_resource(MANUAL)
+            .await
+            .expect_err("the server crashed");
+        // Its exit, with its status and last words — not a timeout a minute later.
+        assert_exited_with_3(&err);
+        session.close().await;
+    })
+    .await
+}

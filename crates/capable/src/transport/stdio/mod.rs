@@ -26,7 +26,7 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 pub use lines::LineSource;
 use process::{read_stderr, StderrTail, StdioPeer};
 
-use super::{DirectWriter, MessageSink, Peer, Transport, TransportError};
+use super::{DirectWriter, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
 
 /// The variables a server inherits from capable's environment by default: what a
 /// program needs to find itself and its user's files, and nothing that is likely a
@@ -111,6 +111,8 @@ pub struct StdioTransport {
     stdin: ChildStdin,
     stdout: ChildStdout,
     peer: StdioPeer,
+    /// The server's exit status, once it exited.
+    exited: process::Exited,
     limits: StdioLimits,
 }
 
@@ -169,16 +171,19 @@ impl StdioTransport {
                 let _ = stderr_ended_tx.send(true);
             }
         });
+        let pid = child.id();
+        let exited = process::watch_exit(child);
         Ok(StdioTransport {
             stdin,
             stdout,
             peer: StdioPeer {
-                pid: child.id(),
-                child: tokio::sync::Mutex::new(child),
+                pid,
+                exited: exited.clone(),
                 tail,
                 stderr_ended,
                 grace: limits.shutdown_grace,
             },
+            exited,
             limits,
         })
     }
@@ -186,14 +191,52 @@ impl StdioTransport {
 
 impl Transport for StdioTransport {
     type Sink = StdioSink;
-    type Source = LineSource<ChildStdout>;
+    type Source = StdoutSource;
 
     fn split(self) -> (StdioSink, Self::Source, Box<dyn Peer>) {
         (
             StdioSink { stdin: self.stdin },
-            LineSource::new(self.stdout, self.limits.max_message_size),
+            StdoutSource {
+                lines: LineSource::new(self.stdout, self.limits.max_message_size),
+                exited: self.exited,
+            },
             Box::new(self.peer),
         )
+    }
+}
+
+/// How long the server's output is still read after the server exited: what it wrote
+/// last (its final answer, a crash report) is delivered, and a child of the server
+/// that still holds the pipe does not keep the session waiting.
+const AFTER_EXIT: Duration = Duration::from_millis(250);
+
+/// The server's stdout: its lines until it ends — or until the server exited and the
+/// output went quiet, even if a child of the server still holds the pipe open.
+pub struct StdoutSource {
+    lines: LineSource<ChildStdout>,
+    exited: process::Exited,
+}
+
+impl MessageSource for StdoutSource {
+    async fn recv(&mut self) -> Result<Option<Inbound>, TransportError> {
+        loop {
+            if self.exited.borrow().is_some() {
+                return match tokio::time::timeout(AFTER_EXIT, self.lines.next_line()).await {
+                    Ok(line) => Ok(line?.map(Inbound::Message)),
+                    // Exited, and nothing more came: the end, whoever holds the pipe.
+                    Err(_) => Ok(None),
+                };
+            }
+            tokio::select! {
+                line = self.lines.next_line() => return Ok(line?.map(Inbound::Message)),
+                changed = self.exited.changed() => {
+                    if changed.is_err() {
+                        // The watcher is gone (the runtime is ending): read as usual.
+                        return Ok(self.lines.next_line().await?.map(Inbound::Message));
+                    }
+                }
+            }
+        }
     }
 }
 

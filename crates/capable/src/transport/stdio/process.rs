@@ -96,10 +96,35 @@ pub(super) async fn read_stderr(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mu
 /// How long an exited server's last stderr lines may take to be read.
 const STDERR_DRAIN: Duration = Duration::from_millis(250);
 
+/// The server's exit status, once it is known (the child was reaped).
+pub(super) type Exited = tokio::sync::watch::Receiver<Option<ExitStatus>>;
+
+/// Waits for the server's exit in a task of its own, so that an exit is noticed when it
+/// happens — also while a child of the server keeps its output open.
+pub(super) fn watch_exit(mut child: Child) -> Exited {
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        let status = child.wait().await.ok();
+        let _ = tx.send(status);
+        // Dropped here: the child is reaped, kill-on-drop has nothing left to kill.
+    });
+    rx
+}
+
+/// Waits up to `grace` for the exit status.
+async fn wait_exit(exited: &Exited, grace: Duration) -> Option<ExitStatus> {
+    let mut watch = exited.clone();
+    let waited = tokio::time::timeout(grace, async {
+        watch.wait_for(Option::is_some).await.ok().and_then(|s| *s)
+    })
+    .await;
+    waited.ok().flatten().or(*exited.borrow())
+}
+
 pub(super) struct StdioPeer {
     /// The server's pid, which is also its process group's id.
     pub(super) pid: Option<u32>,
-    pub(super) child: tokio::sync::Mutex<Child>,
+    pub(super) exited: Exited,
     pub(super) tail: Arc<Mutex<StderrTail>>,
     /// Becomes `true` when the server's stderr reaches its end.
     pub(super) stderr_ended: tokio::sync::watch::Receiver<bool>,
@@ -141,42 +166,26 @@ impl StdioPeer {
 impl Peer for StdioPeer {
     fn exit_status(&self, grace: Duration) -> BoxFuture<'_, Option<ExitStatus>> {
         Box::pin(async move {
-            let mut child = self.child.lock().await;
-            match tokio::time::timeout(grace, child.wait()).await {
-                Ok(Ok(status)) => {
-                    // Its last words (a panic, a crash message) are what the host needs
-                    // in the error: read its stderr to the end first (bounded, since a
-                    // child of the server may still hold it open).
-                    let mut ended = self.stderr_ended.clone();
-                    let _ = tokio::time::timeout(STDERR_DRAIN, ended.wait_for(|e| *e)).await;
-                    Some(status)
-                }
-                _ => None,
-            }
+            let status = wait_exit(&self.exited, grace).await?;
+            // Its last words (a panic, a crash message) are what the host needs in the
+            // error: read its stderr to the end first (bounded, since a child of the
+            // server may still hold it open).
+            let mut ended = self.stderr_ended.clone();
+            let _ = tokio::time::timeout(STDERR_DRAIN, ended.wait_for(|e| *e)).await;
+            Some(status)
         })
     }
 
     fn shutdown(&self) -> BoxFuture<'_, Option<ExitStatus>> {
         Box::pin(async move {
-            let mut child = self.child.lock().await;
-            let mut status = child.try_wait().ok().flatten();
-            if status.is_none() {
-                status = tokio::time::timeout(self.grace, child.wait())
-                    .await
-                    .ok()
-                    .and_then(Result::ok);
-            }
+            let mut status = wait_exit(&self.exited, self.grace).await;
             for signal in [libc::SIGTERM, libc::SIGKILL] {
                 if status.is_some() {
                     break;
                 }
                 self.signal_group(signal);
-                status = tokio::time::timeout(self.grace, child.wait())
-                    .await
-                    .ok()
-                    .and_then(Result::ok);
+                status = wait_exit(&self.exited, self.grace).await;
             }
-            drop(child);
             self.end_group().await;
             status
         })
@@ -191,11 +200,7 @@ impl Drop for StdioPeer {
     fn drop(&mut self) {
         // A session dropped without `close`: while the leader is not reaped its id
         // cannot name another group, so the whole group is killed safely.
-        let unreaped = self
-            .child
-            .try_lock()
-            .is_ok_and(|mut c| matches!(c.try_wait(), Ok(None)));
-        if unreaped {
+        if self.exited.borrow().is_none() {
             self.signal_group(libc::SIGKILL);
         }
     }
