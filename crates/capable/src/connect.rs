@@ -111,7 +111,11 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
             if let Some(tap) = &options.tap {
                 tap.sent(&out);
             }
-            sink.send(&out).await?;
+            if let Err(e) = sink.send(&out).await {
+                // The server is gone before it read its first message (EPIPE): how it
+                // exited is the answer, not the broken pipe.
+                return Err(driver::ended(peer, Some(e)).await);
+            }
             out.clear();
         }
         let deadline = Instant::from_std(negotiating.poll_timeout());
