@@ -26,6 +26,10 @@ pub struct Global {
     /// Default time a request may take (`2s`, `500ms`, `1m`).
     #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub timeout: Duration,
+    /// The most a request may take when the server's progress notifications keep
+    /// extending its --timeout (default: ten times --timeout).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = parse_duration)]
+    pub progress_cap: Option<Duration>,
     /// Protocol: `auto` (probe 2026-07-28, fall back to the initialize handshake),
     /// `legacy`, `modern`, or one exact version such as `2025-06-18`.
     #[arg(long, global = true, value_name = "auto|legacy|modern|VERSION", default_value = "auto", value_parser = parse_protocol)]

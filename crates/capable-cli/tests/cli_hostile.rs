@@ -301,3 +301,40 @@ fn a_missing_working_directory_or_root_is_named_as_such() {
     assert!(run.stderr.contains("is not a directory"), "{}", run.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn progress_extends_a_timeout_only_up_to_its_cap() {
+    // The slow-progress tool reports every 200 ms and answers after 1.4 s.
+    let run = capable_with(
+        &[
+            "--timeout",
+            "300ms",
+            "--progress-cap",
+            "700ms",
+            "tools",
+            "call",
+            "echo",
+            "--args",
+            r#"{"message":"x"}"#,
+        ],
+        &fixture("slow-progress"),
+        T,
+    );
+    run.expect_code(3);
+    assert!(run.stderr.contains("within 700ms"), "{}", run.stderr);
+    // Without a cap of its own, ten times the timeout: 3 s is plenty for 1.4 s.
+    let run = capable_with(
+        &[
+            "--timeout",
+            "300ms",
+            "tools",
+            "call",
+            "echo",
+            "--args",
+            r#"{"message":"x"}"#,
+        ],
+        &fixture("slow-progress"),
+        T,
+    );
+    run.expect_code(0);
+}

@@ -280,8 +280,9 @@ fn the_probe_waits_its_timeout_then_initialize_waits_the_request_timeout() {
         error,
         NegotiationError::Timeout {
             method: Method::Initialize,
-            after: Duration::from_secs(5)
-        }
+            after: Duration::from_millis(5300)
+        },
+        "the whole handshake: the probe's 300 ms and initialize's 5 s"
     );
     assert!(out.is_empty(), "nothing is sent after giving up");
 }

@@ -29,8 +29,13 @@ pub struct Context {
 impl Context {
     /// Client options from the global flags.
     pub fn options(&self) -> ClientOptions {
+        let progress_cap = self
+            .global
+            .progress_cap
+            .unwrap_or(self.global.timeout.saturating_mul(10));
         let mut options = ClientOptions::default()
             .with_request_timeout(self.global.timeout)
+            .with_progress_cap(progress_cap)
             .with_protocol(self.global.protocol);
         if self.global.lenient {
             options.config.gate_policy = GatePolicy::Lenient;

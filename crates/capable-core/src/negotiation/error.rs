@@ -57,11 +57,11 @@ pub enum NegotiationError {
         error: Box<RpcError>,
     },
     /// The handshake got no answer in time.
-    #[error("the server did not answer {method} within {}", time::humanize(*after))]
+    #[error("the server did not answer {method}; the handshake got no answer within {}", time::humanize(*after))]
     Timeout {
         /// The request that went unanswered.
         method: Method,
-        /// How long the client waited.
+        /// How long the whole handshake waited (a modern probe's timeout included).
         after: Duration,
     },
     /// Modern: the server needs a client capability capable did not declare.

@@ -94,6 +94,8 @@ pub struct Negotiating {
     stage: Stage,
     /// When the current stage gives up (see [`Negotiating::poll_timeout`]).
     deadline: Instant,
+    /// When the handshake began: a timeout says how long it took in all.
+    started: Instant,
     next_id: i64,
     notices: Vec<Notice>,
     early_notifications: Vec<(String, Value)>,
@@ -129,6 +131,7 @@ impl Negotiating {
                 may_probe: false,
             },
             deadline: now,
+            started: now,
             config,
             next_id: 0,
             notices: Vec::new(),
@@ -186,7 +189,8 @@ impl Negotiating {
             }
             Stage::Initializing { .. } => Step::Failed(NegotiationError::Timeout {
                 method: Method::Initialize,
-                after: self.config.timeouts.request,
+                // The whole handshake: a probe that went unanswered first counts too.
+                after: now.saturating_duration_since(self.started),
             }),
         }
     }
