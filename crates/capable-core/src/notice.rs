@@ -109,6 +109,16 @@ pub enum Notice {
         /// The URI it named.
         uri: String,
     },
+    /// A server's `ttlMs` was beyond the longest capable takes at its word
+    /// ([`MAX_TTL`](crate::time::MAX_TTL)): the content is taken as fresh for that long.
+    #[error(
+        "the server said its answer stays fresh for {ttl_ms} ms; capable takes at most {}",
+        crate::time::humanize(crate::time::MAX_TTL)
+    )]
+    TtlCapped {
+        /// What the server said.
+        ttl_ms: f64,
+    },
     /// The server sent a notification it did not declare (a minor contract breach).
     #[error("server sent {method} without declaring `{needs}`")]
     UndeclaredNotification {

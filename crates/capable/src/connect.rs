@@ -17,7 +17,7 @@ use crate::options::ClientOptions;
 use crate::session::Session;
 use crate::transport::http::{HttpConfig, HttpTransport};
 use crate::transport::stdio::{ServerCommand, StdioLimits, StdioTransport};
-use crate::transport::{Inbound, MessageSink, MessageSource, Peer, Transport};
+use crate::transport::{Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
 
 /// Starts a stdio server and connects to it.
 ///
@@ -141,6 +141,15 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
                 if let Some(tap) = &options.tap {
                     tap.received(&line);
                 }
+                let budget =
+                    capable_core::jsonrpc::within_value_budget(&line, options.max_message_size);
+                if let Err(values) = budget {
+                    let limit = capable_core::jsonrpc::value_budget(options.max_message_size);
+                    return Err(Error::Transport(TransportError::TooManyValues {
+                        values,
+                        limit,
+                    }));
+                }
                 let now = Instant::now().into_std();
                 match Incoming::parse(line.clone()) {
                     Ok(msg) => negotiating.handle(msg, now, &mut out),
@@ -188,7 +197,13 @@ fn start<Si: MessageSink, So: MessageSource>(
         listeners: Default::default(),
         timer_armed: None,
     };
-    let shared = Arc::new(Shared::new(state, peer, options.tap.clone(), events));
+    let shared = Arc::new(Shared::new(
+        state,
+        peer,
+        options.tap.clone(),
+        events,
+        options.max_message_size,
+    ));
     let (ntx, nrx) = mpsc::channel(options.notification_capacity.max(1));
     for (method, params) in early {
         let early = crate::events::ServerNotification { method, params };

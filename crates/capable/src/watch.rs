@@ -361,6 +361,12 @@ impl Watch<'_> {
             // Never sooner than the server says the content stays fresh (a TTL is
             // capped at a day: a server's `1e30` cannot stall the watch for ever).
             let ttl = read.ttl().unwrap_or_default();
+            if let Some(ttl_ms) = read.ttl_ms.filter(|_| ttl == capable_core::time::MAX_TTL) {
+                if ttl_ms > capable_core::time::MAX_TTL.as_millis() as f64 {
+                    self.session
+                        .record_notice(capable_core::Notice::TtlCapped { ttl_ms });
+                }
+            }
             let wait = self.policy.poll.unwrap_or(self.poll_wait).max(ttl);
             self.poll_wait = wait;
             self.next_poll = Some(after(wait));

@@ -203,3 +203,18 @@ fn written_messages_are_single_lines() {
         assert_eq!(v["jsonrpc"], "2.0");
     }
 }
+
+#[test]
+fn values_are_counted_outside_strings_only() {
+    assert_eq!(count_values(br#"{"a":[1,2,3],"b":"x,y:[{"}"#), 8);
+    assert_eq!(count_values(br#""escaped \" , still a string""#), 1);
+    let dense = format!("[{}0]", "0,".repeat(1_000_000));
+    assert_eq!(count_values(dense.as_bytes()), 1_000_002);
+    // A megabyte of prose or of base64 holds a handful of values: always within.
+    let text = format!(r#"{{"text":"{}"}}"#, "a, b: c [d] {e} ".repeat(200_000));
+    assert!(within_value_budget(text.as_bytes(), 64 << 20).is_ok());
+    // Two megabytes of zeros: a million values, past the budget of a 4 MiB limit.
+    let zeros = format!("[{}0]", "0,".repeat(2_000_000));
+    assert_eq!(value_budget(4 << 20), 1 << 20);
+    assert!(within_value_budget(zeros.as_bytes(), 4 << 20).is_err());
+}

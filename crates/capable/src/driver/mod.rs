@@ -103,6 +103,8 @@ pub(crate) struct Shared {
     pub(crate) events: crate::events::EventLog,
     /// Server notifications dropped because nobody took them in time.
     pub(crate) dropped: AtomicU64,
+    /// The largest message accepted; it bounds how many values one may hold too.
+    pub(crate) max_message_size: usize,
 }
 
 impl Shared {
@@ -111,8 +113,10 @@ impl Shared {
         peer: Box<dyn Peer>,
         tap: Option<Tap>,
         events: crate::events::EventLog,
+        max_message_size: usize,
     ) -> Shared {
         Shared {
+            max_message_size,
             state: Mutex::new(state),
             write_ready: Notify::new(),
             timer_wake: Notify::new(),

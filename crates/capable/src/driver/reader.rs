@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use capable_core::jsonrpc::{split_batch, FramingError};
+use capable_core::jsonrpc::{split_batch, value_budget, within_value_budget, FramingError};
 use capable_core::{Event, Incoming, Notice, RequestId, ResponseError};
 use tokio::sync::mpsc;
 
@@ -66,26 +66,63 @@ pub(crate) async fn run_reader<S: MessageSource>(
         if let Some(tap) = &shared.tap {
             tap.received(&line);
         }
+        if let Err(values) = within_value_budget(&line, shared.max_message_size) {
+            let limit = value_budget(shared.max_message_size);
+            shared.close(Error::Transport(TransportError::TooManyValues {
+                values,
+                limit,
+            }));
+            break;
+        }
         on_line(&shared, line, &notifications, &requests);
     }
 }
 
 /// One received line: parsed just far enough to route it, then handed to whoever waits.
-/// A batch (2025-03-26 lets a server send one) is taken apart into its messages.
+/// A batch (2025-03-26 lets a server send one) is taken apart into its messages; in a
+/// version without batches, each answer in it fails the request it names.
 fn on_line(
     shared: &Shared,
     line: bytes::Bytes,
     notifications: &mpsc::Sender<ServerNotification>,
     requests: &mpsc::UnboundedSender<ServerRequest>,
 ) {
-    let now = super::now();
     let parsed = Incoming::parse(line.clone());
+    if let Err(FramingError::Batch) = &parsed {
+        let accepted = shared.lock().conn.accepts_batches();
+        match split_batch(&line) {
+            Some(messages) => {
+                for message in messages {
+                    let parsed = match accepted {
+                        true => Incoming::parse(message.clone()),
+                        false => Err(FramingError::Batch),
+                    };
+                    dispatch(shared, message, parsed, notifications, requests);
+                }
+            }
+            None => log_notices(
+                shared,
+                vec![Notice::SkippedLine {
+                    reason: "a JSON-RPC batch that is not an array of messages".into(),
+                }],
+            ),
+        }
+        return;
+    }
+    dispatch(shared, line, parsed, notifications, requests);
+}
+
+fn dispatch(
+    shared: &Shared,
+    line: bytes::Bytes,
+    parsed: Result<Incoming, FramingError>,
+    notifications: &mpsc::Sender<ServerNotification>,
+    requests: &mpsc::UnboundedSender<ServerRequest>,
+) {
+    let now = super::now();
     let (event, notices) = shared.write_with(|st| {
         let event = match parsed {
             Ok(msg) => st.conn.handle(msg, now, &mut st.out),
-            Err(FramingError::Batch) if st.conn.accepts_batches() => {
-                return (None, Vec::new());
-            }
             Err(e) => st.conn.handle_unreadable(&line, &e),
         };
         match &event {
@@ -97,27 +134,11 @@ fn on_line(
             }
             _ => {}
         }
-        (Some(event), st.conn.take_notices())
+        (event, st.conn.take_notices())
     });
     if !notices.is_empty() {
         log_notices(shared, notices);
     }
-    let Some(event) = event else {
-        match split_batch(&line) {
-            Some(messages) => {
-                for message in messages {
-                    on_line(shared, message, notifications, requests);
-                }
-            }
-            None => log_notices(
-                shared,
-                vec![Notice::SkippedLine {
-                    reason: "a JSON-RPC batch that is not an array of messages".into(),
-                }],
-            ),
-        }
-        return;
-    };
     match event {
         Event::Response {
             waiter,

@@ -143,6 +143,11 @@ impl Session {
         self.shared.events.subscribe()
     }
 
+    /// Records a notice the shell found (a watch that capped a server's TTL, …).
+    pub(crate) fn record_notice(&self, notice: capable_core::Notice) {
+        self.shared.events.notice(notice);
+    }
+
     /// The last lines the server wrote to stderr.
     pub fn stderr_tail(&self) -> String {
         self.shared.peer.stderr_tail()

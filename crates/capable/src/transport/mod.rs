@@ -60,6 +60,17 @@ pub enum TransportError {
         /// The limit in bytes.
         limit: usize,
     },
+    /// A message holds more JSON values than its size allows: decoded, it would cost
+    /// many times the message limit in memory.
+    #[error(
+        "the server sent a message of {values} JSON values, more than the {limit} a message may hold under the size limit"
+    )]
+    TooManyValues {
+        /// How many it held.
+        values: usize,
+        /// How many a message may hold.
+        limit: usize,
+    },
     /// The server broke the transport's own rules (an event stream that never names
     /// its endpoint, a redirect loop, a stream that ended for good).
     #[error("{0}")]
