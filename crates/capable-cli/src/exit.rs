@@ -82,6 +82,7 @@ impl Class {
             Error::Timeout { .. } => Class::Timeout,
             Error::ServerExited { .. } => Class::ServerExited,
             Error::InvalidOptions(_) => Class::Usage,
+            Error::ListTooLong { .. } => Class::Unexpected,
             Error::Http { .. }
             | Error::ListenEnded { .. }
             | Error::Transport(_)
@@ -174,6 +175,7 @@ impl CliError {
                 "raise --max-message if the server's messages are really that large".into()
             }
             Error::Violation(_) => "report it to the server's author with `capable --json` output as evidence".into(),
+            Error::ListTooLong { .. } => "raise --max-pages or --max-items if the list is really that long".into(),
             _ => return None,
         })
     }

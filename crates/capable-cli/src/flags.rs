@@ -51,6 +51,13 @@ pub struct Global {
     /// Send methods the server did not declare instead of refusing them locally.
     #[arg(long, global = true)]
     pub lenient: bool,
+    /// The most pages a list collects before it stops (an endless list is an error,
+    /// never a hang).
+    #[arg(long, global = true, value_name = "N", default_value = "1000")]
+    pub max_pages: usize,
+    /// The most items a list collects before it stops.
+    #[arg(long, global = true, value_name = "N", default_value = "100000")]
+    pub max_items: usize,
     /// Give a stdio server capable's whole environment. By default it gets only
     /// HOME, PATH, USER, SHELL, TERM, the locale and TMPDIR (plus a config's `env`):
     /// the environment often holds credentials.

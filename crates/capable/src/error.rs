@@ -43,6 +43,15 @@ pub enum Error {
         /// What is wrong.
         detail: String,
     },
+    /// A list went past a bound of [`ClientOptions`](crate::ClientOptions) (pages,
+    /// items or bytes); what was collected is dropped.
+    #[error("{method}: the list went on past {reached}; stopped")]
+    ListTooLong {
+        /// The list method.
+        method: Method,
+        /// Which bound, in words.
+        reached: String,
+    },
     /// No answer in time; `notifications/cancelled` was sent.
     #[error("{method} got no answer within {}; the request was cancelled", humanize(*after))]
     Timeout {

@@ -38,6 +38,10 @@ pub struct ClientOptions {
     pub notification_capacity: usize,
     /// The most pages a list helper collects. Default 1000.
     pub max_pages: usize,
+    /// The most items a list helper collects. Default 100,000.
+    pub max_list_items: usize,
+    /// The most bytes of answers a list helper reads, all pages together. Default 256 MiB.
+    pub max_list_bytes: usize,
     /// Handlers for server input (elicitation, sampling, roots). The client declares
     /// exactly the capabilities of the handlers installed here.
     pub handlers: crate::input::InputHandlers,
@@ -53,6 +57,8 @@ impl Default for ClientOptions {
             shutdown_grace: Duration::from_secs(2),
             notification_capacity: 1024,
             max_pages: 1000,
+            max_list_items: 100_000,
+            max_list_bytes: 256 << 20,
             handlers: Default::default(),
             tap: None,
         }

@@ -167,3 +167,80 @@ async fn an_absurd_ttl_is_capped_and_said_so_and_a_watch_goes_on() {
     watch.close().await.expect("close");
     session.close().await;
 }
+
+/// A legacy server with tools whose `tools/list` pages come from `page(n, id)`.
+fn lister(page: fn(u64, &Value) -> Value) -> Scripted {
+    let mut pages = 0u64;
+    Scripted::new(Box::new(move |msg: &Value| {
+        let id = msg["id"].clone();
+        match msg["method"].as_str() {
+            Some("initialize") => vec![capable_test_support::initialize_result(
+                &id,
+                "2025-11-25",
+                json!({"tools": {}}),
+            )],
+            Some("tools/list") => {
+                pages += 1;
+                vec![page(pages, &id)]
+            }
+            _ => Vec::new(),
+        }
+    }))
+}
+
+fn tools(n: usize) -> Value {
+    (0..n)
+        .map(|i| json!({"name": format!("t{i}"), "inputSchema": {"type": "object"}}))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_list_that_repeats_its_cursor_is_refused_at_once() {
+    within(LIMIT, async {
+        let session = capable::connect(
+            lister(|_, id| json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools(1), "nextCursor": "again"}})),
+            legacy(),
+        )
+        .await
+        .expect("connect");
+        let err = session.list_tools().await.expect_err("a loop");
+        assert!(
+            matches!(&err, Error::MalformedResult { method: Method::ListTools, detail } if detail.contains("\"again\"")),
+            "{err:?}"
+        );
+        session.close().await;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn an_endless_list_stops_at_its_bounds_never_fills_memory() {
+    within(LIMIT, async {
+        let endless = |n: u64, id: &Value| {
+            json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools(100), "nextCursor": format!("p{n}")}})
+        };
+        let mut options = legacy();
+        options.max_list_items = 1000;
+        let session = capable::connect(lister(endless), options)
+            .await
+            .expect("connect");
+        let err = session.list_tools().await.expect_err("endless");
+        assert!(
+            matches!(&err, Error::ListTooLong { reached, .. } if reached.contains("1000 items")),
+            "{err:?}"
+        );
+        session.close().await;
+        let mut options = legacy();
+        options.max_pages = 5;
+        let session = capable::connect(lister(endless), options)
+            .await
+            .expect("connect");
+        let err = session.list_tools().await.expect_err("endless");
+        assert!(
+            matches!(&err, Error::ListTooLong { reached, .. } if reached.contains("5 pages")),
+            "{err:?}"
+        );
+        session.close().await;
+    })
+    .await
+}

@@ -42,6 +42,8 @@ impl Context {
         }
         options.handlers = crate::elicit::handlers(&self.global);
         options.max_message_size = self.global.max_message;
+        options.max_pages = self.global.max_pages.max(1);
+        options.max_list_items = self.global.max_items;
         if self.global.trace {
             options.tap = Some(Tap::new(|dir, line| {
                 let arrow = match dir {

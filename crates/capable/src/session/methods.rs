@@ -36,24 +36,56 @@ impl Session {
             .await
     }
 
+    /// Every page of a list, within [`ClientOptions`](crate::ClientOptions)'s bounds
+    /// (`max_pages`, `max_list_items`, `max_list_bytes`): an endless or repeating list
+    /// stops with an error, never fills memory. A cursor the server gives twice is a
+    /// broken pagination, refused at once.
     async fn list_all<Pg: Page>(&self, method: Method) -> Result<Vec<Pg::Item>, Error> {
+        let limits = &self.options;
         let mut items = Vec::new();
+        let mut bytes = 0usize;
+        let mut seen = std::collections::HashSet::new();
         let mut cursor: Option<String> = None;
-        for _ in 0..self.options.max_pages.max(1) {
-            let page: Pg = self.list_page(method, cursor.as_deref()).await?;
+        for _ in 0..limits.max_pages.max(1) {
+            let params = ListParams {
+                cursor: cursor.as_deref(),
+            };
+            let answer = self
+                .request_answer(method, &params, RequestOptions::default())
+                .await?;
+            bytes = bytes.saturating_add(answer.payload.message().len());
+            let page: Pg = decode(method, &answer.payload)?;
             let (mut page_items, next) = page.into_parts();
             items.append(&mut page_items);
+            if items.len() > limits.max_list_items {
+                return Err(Error::ListTooLong {
+                    method,
+                    reached: format!("more than {} items", limits.max_list_items),
+                });
+            }
+            if bytes > limits.max_list_bytes {
+                return Err(Error::ListTooLong {
+                    method,
+                    reached: format!(
+                        "more than {} in all",
+                        capable_core::text::size(limits.max_list_bytes)
+                    ),
+                });
+            }
             match next {
+                Some(next) if !seen.insert(next.clone()) => {
+                    return Err(Error::MalformedResult {
+                        method,
+                        detail: format!("the server gave the cursor {next:?} a second time; the list would never end"),
+                    });
+                }
                 Some(next) => cursor = Some(next),
                 None => return Ok(items),
             }
         }
-        Err(Error::MalformedResult {
+        Err(Error::ListTooLong {
             method,
-            detail: format!(
-                "still paginating after {} pages; stopped (raise max_pages if the list is really that long)",
-                self.options.max_pages
-            ),
+            reached: format!("more than {} pages", limits.max_pages),
         })
     }
 
