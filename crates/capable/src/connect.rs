@@ -61,6 +61,9 @@ pub async fn connect_http(config: HttpConfig, options: ClientOptions) -> Result<
 pub async fn connect<T: Transport>(transport: T, options: ClientOptions) -> Result<Session, Error> {
     let config = options.core_config()?;
     let (mut sink, mut source, peer) = transport.split();
+    for notice in sink.know_tools(&options.known_tools) {
+        tracing::warn!("{notice}");
+    }
     match handshake(config, &mut sink, &mut source, peer.as_ref(), &options).await {
         Ok((conn, early, out)) => Ok(start(conn, early, out, sink, source, peer, options)),
         Err(e) => {

@@ -2,10 +2,11 @@
 //! revision and the time the answer arrived), tools, prompts, completions, logging,
 //! ping and legacy subscriptions. Each is one [`Session::request`] in the right types.
 
+use capable_core::cache::CachePolicy;
 use capable_core::model::{
-    CallToolParams, CallToolResult, CompleteArgument, CompleteParams, CompleteResult, Empty,
-    GetPromptParams, GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, SetLevelParams, Tool, UriParams,
+    CallToolResult, CompleteArgument, CompleteParams, CompleteResult, Empty, GetPromptParams,
+    GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, SetLevelParams, Tool, UriParams,
 };
 use capable_core::{Capability, Era, GatePolicy, Method, Refusal};
 
@@ -13,6 +14,7 @@ use crate::error::Error;
 use crate::read::ResourceRead;
 
 use super::exchange::{decode, RequestOptions};
+use super::tasks::{TaskWait, ToolCall};
 use super::Session;
 
 impl Session {
@@ -32,11 +34,25 @@ impl Session {
         method: Method,
         cursor: Option<&str>,
     ) -> Result<Pg, Error> {
-        self.request(method, &ListParams { cursor }, RequestOptions::default())
-            .await
+        self.list_page_with(method, cursor, CachePolicy::Use).await
     }
 
-    async fn list_all<Pg: Page>(&self, method: Method) -> Result<Vec<Pg::Item>, Error> {
+    /// [`Session::list_page`] with a cache policy: `Refresh` asks the server even
+    /// when a fresh page is cached, `Bypass` leaves the cache alone.
+    pub async fn list_page_with<Pg: Page>(
+        &self,
+        method: Method,
+        cursor: Option<&str>,
+        cache: CachePolicy,
+    ) -> Result<Pg, Error> {
+        let options = RequestOptions {
+            cache,
+            ..RequestOptions::default()
+        };
+        self.request(method, &ListParams { cursor }, options).await
+    }
+
+    pub(super) async fn list_all<Pg: Page>(&self, method: Method) -> Result<Vec<Pg::Item>, Error> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..self.options.max_pages.max(1) {
@@ -74,18 +90,49 @@ impl Session {
     /// `resources/read`: the contents, their revision and the time the answer
     /// arrived.
     pub async fn read_resource(&self, uri: &str) -> Result<ResourceRead, Error> {
+        self.read_resource_with(uri, CachePolicy::Use).await
+    }
+
+    /// `resources/read` with a cache policy: `Refresh` reads from the server even when
+    /// a fresh copy is cached (and keeps the new one), `Bypass` leaves the cache alone.
+    /// A read served from the cache keeps the time it was read.
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        cache: CachePolicy,
+    ) -> Result<ResourceRead, Error> {
         let method = Method::ReadResource;
+        let options = RequestOptions {
+            cache,
+            ..RequestOptions::default()
+        };
         let answer = self
-            .request_answer(method, &UriParams { uri }, RequestOptions::default())
+            .request_answer(method, &UriParams { uri }, options)
             .await?;
         let result: ReadResourceResult = decode(method, &answer.payload)?;
         Ok(ResourceRead::new(uri, result, answer.arrived))
     }
 
-    /// `tools/list`, every page.
+    /// `tools/list`, every page (served from the cache while fresh). The session
+    /// learns each tool's `outputSchema` and task support from it.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
-        self.list_all::<capable_core::model::ListToolsResult>(Method::ListTools)
-            .await
+        let tools = self
+            .list_all::<capable_core::model::ListToolsResult>(Method::ListTools)
+            .await?;
+        self.learn_tools(&tools);
+        Ok(tools)
+    }
+
+    /// One page of `tools/list` (served from the cache while fresh), with its caching
+    /// hints; the session learns its tools as [`Session::list_tools`] does.
+    pub async fn list_tools_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<capable_core::model::ListToolsResult, Error> {
+        let page: capable_core::model::ListToolsResult =
+            self.list_page(Method::ListTools, cursor).await?;
+        self.learn_tools(&page.tools);
+        Ok(page)
     }
 
     /// `tools/call`.
@@ -99,18 +146,30 @@ impl Session {
     }
 
     /// `tools/call` with per-request options (timeout, progress).
+    ///
+    /// The result is checked against the tool's `outputSchema` when the session
+    /// knows it (a mismatch is a [notice](Session::notices), never an error). Should
+    /// the call become a task (a modern server may, for a client that declared
+    /// [tasks](crate::ClientOptions::with_tasks); a 2025-11-25 tool may require it),
+    /// this waits for it and returns its result; see [`Session::start_tool_call`] to
+    /// handle the task yourself.
     pub async fn call_tool_with(
         &self,
         name: &str,
         arguments: Option<&JsonObject>,
         options: RequestOptions,
     ) -> Result<CallToolResult, Error> {
-        self.request(
-            Method::CallTool,
-            &CallToolParams { name, arguments },
-            options,
-        )
-        .await
+        match self
+            .call_tool_or_task(name, arguments, options, false)
+            .await?
+        {
+            ToolCall::Complete(result) => Ok(result),
+            ToolCall::Task(task) => {
+                let result = self.await_task(*task, TaskWait::default()).await?;
+                self.check_output(name, &result);
+                Ok(result)
+            }
+        }
     }
 
     /// `prompts/list`, every page.
