@@ -9,7 +9,8 @@
 //! | 4 | protocol version refused |
 //! | 5 | capability not offered (refused locally, nothing sent) |
 //! | 6 | contract violation (the server broke its own declaration or the protocol) |
-//! | 7 | JSON-RPC error from the server |
+//! | 7 | JSON-RPC error from the server (a task that failed with one included) |
+//! | 130 | interrupted (Ctrl-C; a task in progress was cancelled) |
 
 use capable::core::{Flag, NegotiationError, Refusal};
 use capable::Error;
@@ -36,6 +37,9 @@ pub enum CliError {
     /// printed).
     #[error("{0}")]
     Violations(String),
+    /// Ctrl-C: the command stopped (a task in progress was cancelled first).
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// What kind of failure a [`CliError`] is: one place decides both the exit code and
@@ -51,6 +55,7 @@ enum Class {
     NotOffered,
     Violation,
     Rpc,
+    Interrupted,
 }
 
 impl Class {
@@ -70,10 +75,12 @@ impl Class {
             },
             Error::Rpc { .. } => Class::Rpc,
             Error::Violation(_)
+            | Error::Skill(_)
             | Error::MalformedResult { .. }
             | Error::TooManyInputRounds { .. }
             | Error::InputUnanswered { .. } => Class::Violation,
-            Error::Timeout { .. } => Class::Timeout,
+            Error::Timeout { .. } | Error::TaskTimedOut { .. } => Class::Timeout,
+            Error::TaskFailed { .. } | Error::TaskCancelled { .. } => Class::Rpc,
             Error::ServerExited { .. } => Class::ServerExited,
             Error::InvalidOptions(_) => Class::Usage,
             Error::Http { .. }
@@ -94,6 +101,7 @@ impl Class {
             Class::NotOffered => 5,
             Class::Violation => 6,
             Class::Rpc => 7,
+            Class::Interrupted => 130,
         }
     }
 
@@ -108,6 +116,7 @@ impl Class {
             Class::NotOffered => "capability_not_offered",
             Class::Violation => "contract_violation",
             Class::Rpc => "rpc_error",
+            Class::Interrupted => "interrupted",
         }
     }
 }
@@ -118,6 +127,7 @@ impl CliError {
             CliError::Usage(_) | CliError::Config(_) => Class::Usage,
             CliError::NotOffered(_) => Class::NotOffered,
             CliError::Violations(_) => Class::Violation,
+            CliError::Interrupted => Class::Interrupted,
             CliError::Client(e) => Class::of_client(e),
         }
     }

@@ -42,6 +42,11 @@ impl Table {
         }
     }
 
+    /// How many rows there are, the header left out.
+    pub fn len(&self) -> usize {
+        self.rows.len() - 1
+    }
+
     /// Adds a row.
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);

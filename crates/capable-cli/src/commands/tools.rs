@@ -1,25 +1,41 @@
-//! `capable tools` and `capable tools call NAME --args JSON`.
+//! `capable tools` and `capable tools call NAME --args JSON [--task]`.
+//!
+//! A call knows the tool before it is made: from the on-disk cache while the server's
+//! last `tools/list` is fresh, else by listing first (when the server offers tools).
+//! So the `Mcp-Param-*` headers its `x-mcp-header` annotations ask for go out, and
+//! its `structuredContent` is checked against its `outputSchema`.
 
 use std::io::Write;
+use std::time::Duration;
 
-use capable::{RequestOptions, Session};
+use capable::core::model::{ListToolsResult, Task, Tool};
+use capable::core::Method;
+use capable::{Error, RequestOptions, Session, TaskWait, ToolCall};
 
 use super::{parse_args, with_session, Context};
+use crate::disk_cache::ServerCache;
 use crate::exit::CliError;
 use crate::flags::ServerArgs;
 use crate::output::{self, one_line, Table};
 
 pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
+    let cache = ctx.cache(args)?;
     let session = ctx.connect(args).await?;
     with_session(session, async |s: &Session| {
-        let tools = s.list_tools().await?;
+        let tools = list_and_keep(s, &cache).await?;
         if ctx.global.json {
             output::json(&tools);
         } else {
-            let mut t = Table::new(&["tool", "description"]);
+            let mut t = Table::new(&["tool", "ui", "description"]);
             for tool in &tools {
+                let ui = match (tool.ui_resource(), tool.is_app_only()) {
+                    (Some(uri), true) => format!("{uri} (app only)"),
+                    (Some(uri), false) => uri.to_owned(),
+                    (None, _) => String::new(),
+                };
                 t.row(vec![
                     tool.name.clone(),
+                    ui,
                     one_line(tool.description.as_deref().unwrap_or(""), 80),
                 ]);
             }
@@ -30,18 +46,59 @@ pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
     .await
 }
 
-pub async fn call(
-    ctx: &Context,
-    name: &str,
-    arguments: &str,
-    args: &ServerArgs,
-) -> Result<(), CliError> {
-    let arguments = parse_args(arguments)?;
-    let session = ctx.connect(args).await?;
+/// Every page of `tools/list`; kept on disk when the server says for how long.
+async fn list_and_keep(s: &Session, cache: &ServerCache) -> Result<Vec<Tool>, CliError> {
+    let mut tools = Vec::new();
+    let mut ttl: Option<Duration> = None;
+    let mut scope = String::from("private");
+    let mut cursor: Option<String> = None;
+    for page_no in 0.. {
+        let page: ListToolsResult = s.list_tools_page(cursor.as_deref()).await?;
+        let page_ttl = page.cache.ttl_ms.and_then(capable::core::time::ttl);
+        // The list is as fresh as its stalest page.
+        ttl = match (page_no, ttl, page_ttl) {
+            (0, _, t) => t,
+            (_, Some(a), Some(b)) => Some(a.min(b)),
+            _ => None,
+        };
+        if let Some(sc) = page.cache.cache_scope.clone() {
+            scope = sc;
+        }
+        tools.extend(page.tools);
+        match page.next_cursor {
+            Some(next) if page_no < 1000 => cursor = Some(next),
+            _ => break,
+        }
+    }
+    cache.keep_tools(&tools, ttl, &scope);
+    Ok(tools)
+}
+
+/// What `tools call` was asked to do.
+pub struct Call<'a> {
+    pub name: &'a str,
+    pub arguments: &'a str,
+    pub task: bool,
+    pub task_timeout: Option<Duration>,
+}
+
+pub async fn call(ctx: &Context, call: Call<'_>, args: &ServerArgs) -> Result<(), CliError> {
+    let arguments = parse_args(call.arguments)?;
+    let cache = ctx.cache(args)?;
+    let known = cache.fresh_tools();
+    // The command handles tasks (it polls them, Ctrl-C cancels them): it says so.
+    let mut options = ctx.options().with_tasks();
+    if let Some(tools) = &known {
+        options = options.with_known_tools(tools.clone());
+    }
+    let session = ctx.connect_with(args, options).await?;
     let quiet = ctx.global.json;
     with_session(session, async |s: &Session| {
+        let mut notifications = s.notifications();
+        if known.is_none() && s.check(Method::ListTools).is_ok() {
+            list_and_keep(s, &cache).await?;
+        }
         let options = RequestOptions {
-            timeout: None,
             on_progress: Some(Box::new(move |p| {
                 if !quiet {
                     let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
@@ -49,8 +106,31 @@ pub async fn call(
                     let _ = writeln!(std::io::stderr(), "progress {}{total} {msg}", p.progress);
                 }
             })),
+            ..RequestOptions::default()
         };
-        let result = s.call_tool_with(name, Some(&arguments), options).await?;
+        let started = s.call_tool_or_task(call.name, Some(&arguments), options, call.task);
+        let outcome = tokio::select! {
+            outcome = started => outcome,
+            _ = tokio::signal::ctrl_c() => return Err(CliError::Interrupted),
+        };
+        let result = match outcome {
+            Err(e) => {
+                if matches!(&e, Error::Rpc { .. }) && known.is_some() {
+                    // Maybe the kept list is out of date: list again next time.
+                    cache.forget_tools();
+                }
+                return Err(e.into());
+            }
+            Ok(ToolCall::Complete(result)) => result,
+            Ok(ToolCall::Task(task)) => follow(s, *task, call.task_timeout, quiet).await?,
+        };
+        if let Some(rx) = notifications.as_mut() {
+            while let Ok(n) = rx.try_recv() {
+                if n.method == "notifications/tools/list_changed" {
+                    cache.forget_tools();
+                }
+            }
+        }
         if ctx.global.json {
             output::json(&result);
         } else {
@@ -70,4 +150,38 @@ pub async fn call(
         Ok(())
     })
     .await
+}
+
+/// Follows a task to its end, its status on stderr; Ctrl-C cancels it with
+/// `tasks/cancel` (never `notifications/cancelled`).
+async fn follow(
+    s: &Session,
+    task: Task,
+    deadline: Option<Duration>,
+    quiet: bool,
+) -> Result<capable::core::model::CallToolResult, CliError> {
+    let id = task.task_id.clone();
+    let wait = TaskWait {
+        on_status: Some(Box::new(move |t: &Task| {
+            if !quiet {
+                let msg = t
+                    .status_message
+                    .as_deref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default();
+                let _ = writeln!(std::io::stderr(), "task {} {}{msg}", t.task_id, t.status);
+            }
+        })),
+        deadline,
+    };
+    tokio::select! {
+        outcome = s.await_task(task, wait) => Ok(outcome?),
+        _ = tokio::signal::ctrl_c() => {
+            if !quiet {
+                let _ = writeln!(std::io::stderr(), "cancelling task {id}");
+            }
+            s.cancel_task(&id).await?;
+            Err(CliError::Interrupted)
+        }
+    }
 }
