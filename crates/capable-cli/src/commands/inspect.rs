@@ -117,7 +117,12 @@ fn human(s: &Session) -> String {
         out.push('\n');
         out.push_str(&ext);
     }
-    let other: Vec<&str> = s.capabilities().other_keys().collect();
+    // `extensions` and `tasks` have their table above.
+    let other: Vec<&str> = s
+        .capabilities()
+        .other_keys()
+        .filter(|k| !matches!(*k, "extensions" | "tasks"))
+        .collect();
     if !other.is_empty() {
         out.push_str(&format!("other declared keys: {}\n", other.join(", ")));
     }
