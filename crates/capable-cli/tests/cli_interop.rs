@@ -158,24 +158,63 @@ fn fastmcp_over_http_in_both_eras() {
     }
 }
 
-fn everything() -> Vec<String> {
-    vec!["node".into(), path(EVERYTHING_JS)]
+fn node() -> String {
+    let local = workspace().join(".peers/node22/node_modules/.bin/node");
+    match local.exists() {
+        true => local.display().to_string(),
+        false => "node".into(),
+    }
 }
 
-#[test]
-fn a_long_tool_call_runs_as_a_task_to_its_result_and_structured_output_is_checked() {
-    if !peers_wanted(&[EVERYTHING_JS]) {
-        return;
+fn everything() -> Vec<String> {
+    vec![node(), path(EVERYTHING_JS)]
+}
+
+/// server-everything over Streamable HTTP, forced onto 127.0.0.1 by a preloaded
+/// script (it has no host option of its own).
+fn everything_http() -> Http {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let preload = format!("--require {}", path("tests/peers/loopback.cjs"));
+    let child = Command::new(node())
+        .args([path(EVERYTHING_JS), "streamableHttp".into()])
+        .env("PORT", port.to_string())
+        .env("NODE_OPTIONS", preload)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("server-everything");
+    let server = Http {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "server-everything did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
-    let args = [
+    server
+}
+
+/// A long research query runs as a task to its report, its status shown; a tool
+/// with an output schema answers structured content that matches it.
+fn check_everything(server: &dyn Fn(&[&str]) -> common::Run) {
+    let research = r#"{"topic":"rust"}"#;
+    let run = server(&[
         "tools",
         "call",
         "simulate-research-query",
         "--args",
-        r#"{"topic":"rust"}"#,
+        research,
         "--task",
-    ];
-    let run = capable_with(&args, &everything(), T);
+    ]);
     run.expect_code(0);
     assert!(
         run.stdout.contains("Research Report: rust"),
@@ -188,18 +227,15 @@ fn a_long_tool_call_runs_as_a_task_to_its_result_and_structured_output_is_checke
         run.stderr
     );
     assert!(run.stderr.contains(" completed"), "{}", run.stderr);
-    let structured = capable_with(
-        &[
-            "--json",
-            "tools",
-            "call",
-            "get-structured-content",
-            "--args",
-            r#"{"location":"Chicago"}"#,
-        ],
-        &everything(),
-        T,
-    );
+    let chicago = r#"{"location":"Chicago"}"#;
+    let structured = server(&[
+        "--json",
+        "tools",
+        "call",
+        "get-structured-content",
+        "--args",
+        chicago,
+    ]);
     structured.expect_code(0);
     assert!(structured.json()["structuredContent"]["temperature"].is_number());
     assert!(
@@ -207,6 +243,27 @@ fn a_long_tool_call_runs_as_a_task_to_its_result_and_structured_output_is_checke
         "{}",
         structured.stderr
     );
+}
+
+#[test]
+fn server_everything_runs_a_task_and_checks_structured_output_over_stdio() {
+    if !peers_wanted(&[EVERYTHING_JS]) {
+        return;
+    }
+    check_everything(&|args| capable_with(args, &everything(), T));
+}
+
+#[test]
+fn server_everything_runs_a_task_and_checks_structured_output_over_http() {
+    if !peers_wanted(&[EVERYTHING_JS]) {
+        return;
+    }
+    let server = everything_http();
+    check_everything(&|args| {
+        let mut all = args.to_vec();
+        all.extend(["--url", server.url.as_str()]);
+        capable(&all, T)
+    });
 }
 
 #[test]

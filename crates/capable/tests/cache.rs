@@ -82,6 +82,14 @@ async fn a_fresh_list_is_served_without_a_request_and_asked_for_again_once_stale
         "stale at ttlMs"
     );
     assert_eq!(*lists.lock().unwrap(), 2);
+    // discover is kept the same way (the handshake's own answer is not re-used).
+    session.discover().await.unwrap();
+    session.discover().await.unwrap();
+    assert_eq!(
+        wire.sent_requests("server/discover").len(),
+        2,
+        "the handshake's, then one"
+    );
     session.close().await;
 }
 

@@ -73,6 +73,19 @@ impl Session {
         })
     }
 
+    /// `server/discover` (2026-07-28): the server's current answer, served from the
+    /// cache while the last one is fresh (the handshake's own answer is not re-used:
+    /// this asks when the host wants to know again). What the session negotiated
+    /// stays as it was.
+    pub async fn discover(&self) -> Result<capable_core::model::DiscoverResult, Error> {
+        self.request(
+            Method::Discover,
+            &serde_json::json!({}),
+            RequestOptions::default(),
+        )
+        .await
+    }
+
     /// `resources/list`, every page.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
         self.list_all::<capable_core::model::ListResourcesResult>(Method::ListResources)
