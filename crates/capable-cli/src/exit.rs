@@ -9,7 +9,8 @@
 //! | 4 | protocol version refused |
 //! | 5 | capability not offered (refused locally, nothing sent) |
 //! | 6 | contract violation (the server broke its own declaration or the protocol) |
-//! | 7 | JSON-RPC error from the server |
+//! | 7 | JSON-RPC error from the server (a task that failed with one included) |
+//! | 130 | interrupted (Ctrl-C; a task in progress was cancelled) |
 
 use capable::core::{Flag, NegotiationError, Refusal};
 use capable::Error;
@@ -76,10 +77,12 @@ impl Class {
             },
             Error::Rpc { .. } => Class::Rpc,
             Error::Violation(_)
+            | Error::Skill(_)
             | Error::MalformedResult { .. }
             | Error::TooManyInputRounds { .. }
             | Error::InputUnanswered { .. } => Class::Violation,
-            Error::Timeout { .. } => Class::Timeout,
+            Error::Timeout { .. } | Error::TaskTimedOut { .. } => Class::Timeout,
+            Error::TaskFailed { .. } | Error::TaskCancelled { .. } => Class::Rpc,
             Error::ServerExited { .. } => Class::ServerExited,
             Error::InvalidOptions(_) => Class::Usage,
             Error::ListTooLong { .. } => Class::Unexpected,

@@ -75,6 +75,13 @@ pub struct Global {
     /// Print every message sent (`>`) and received (`<`) to stderr.
     #[arg(long, global = true)]
     pub trace: bool,
+    /// Do not use the cache of what earlier commands learnt of this server (its tool
+    /// list), and keep nothing.
+    #[arg(long, global = true, conflicts_with = "refresh")]
+    pub no_cache: bool,
+    /// Ask the server again instead of using the cache, and keep the new answer.
+    #[arg(long, global = true)]
+    pub refresh: bool,
     /// The largest message accepted from a server (`64MiB`, `512KiB`, bytes); a
     /// larger one ends the session with a clear error instead of exhausting memory.
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
@@ -152,7 +159,7 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// List tools, or call one.
+    /// List tools (marking those that come with an MCP Apps UI), or call one.
     Tools {
         #[command(subcommand)]
         action: Option<ToolsAction>,
@@ -163,6 +170,20 @@ pub enum Command {
     Prompts {
         #[command(subcommand)]
         action: Option<PromptsAction>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// The server's tasks: list (2025-11-25), show or cancel one.
+    Tasks {
+        #[command(subcommand)]
+        action: TasksAction,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List the server's skills (the skills extension), or load and show one.
+    Skills {
+        #[command(subcommand)]
+        action: Option<SkillsAction>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -199,13 +220,58 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsAction {
-    /// Call a tool.
+    /// Call a tool. Should the server run it as a task, capable polls it to the end
+    /// (Ctrl-C cancels it with `tasks/cancel`).
     Call {
         /// The tool's name.
         name: String,
         /// Its arguments as a JSON object.
         #[arg(long, value_name = "JSON", default_value = "{}")]
         args: String,
+        /// Ask for a task (2025-11-25 servers that allow it for the tool; 2026-07-28
+        /// servers decide by themselves): its status is shown as it changes.
+        #[arg(long)]
+        task: bool,
+        /// Cancel the task (`tasks/cancel`) when it has not finished this long after
+        /// it started.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        task_timeout: Option<Duration>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TasksAction {
+    /// List the server's tasks (`tasks/list`, 2025-11-25 servers that declare it).
+    List,
+    /// Show one task (`tasks/get`).
+    Get {
+        /// The task's id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Cancel one task (`tasks/cancel`).
+    Cancel {
+        /// The task's id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsAction {
+    /// Load a skill (by name or `SKILL.md` URI): its files verified against the
+    /// entry (size, digest, frontmatter), then its instructions printed. A tampered
+    /// skill is refused.
+    Show {
+        /// The skill's name, or the URI of its `SKILL.md`.
+        skill: String,
+        /// Print this file of the skill instead (`references/FORMS.md`), verified.
+        #[arg(long, value_name = "PATH")]
+        file: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
     },

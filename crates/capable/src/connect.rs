@@ -61,6 +61,9 @@ pub async fn connect_http(config: HttpConfig, options: ClientOptions) -> Result<
 pub async fn connect<T: Transport>(transport: T, options: ClientOptions) -> Result<Session, Error> {
     let config = options.core_config()?;
     let (mut sink, mut source, peer) = transport.split();
+    for notice in sink.know_tools(&options.known_tools) {
+        tracing::warn!("{notice}");
+    }
     // The session's event log exists from the first message: what the handshake noticed
     // is in `Session::notices` too.
     let events = crate::events::EventLog::new();

@@ -112,6 +112,34 @@ pub enum Error {
         /// Why.
         error: Box<RpcError>,
     },
+    /// A skill file is not what its entry describes (or the skill cannot be
+    /// verified at all): it was not used.
+    #[error(transparent)]
+    Skill(#[from] capable_core::skills::SkillError),
+    /// A task ended with a JSON-RPC error.
+    #[error("task {task_id} failed{}: {error}", message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default())]
+    TaskFailed {
+        /// The task.
+        task_id: String,
+        /// The error it failed with.
+        error: serde_json::Value,
+        /// The server's status message.
+        message: Option<String>,
+    },
+    /// A task was cancelled before it completed.
+    #[error("task {task_id} was cancelled")]
+    TaskCancelled {
+        /// The task.
+        task_id: String,
+    },
+    /// A task did not end within the host's deadline; `tasks/cancel` was sent.
+    #[error("task {task_id} did not finish within {}; it was cancelled", humanize(*after))]
+    TaskTimedOut {
+        /// The task.
+        task_id: String,
+        /// How long the host waited.
+        after: Duration,
+    },
     /// The session was closed by the host.
     #[error("the session is closed")]
     Closed,

@@ -8,6 +8,8 @@ pub mod inspect;
 pub mod prompts;
 pub mod read;
 pub mod resources;
+pub mod skills;
+pub mod tasks;
 pub mod tools;
 pub mod watch;
 
@@ -89,6 +91,21 @@ impl Context {
                     .into(),
             )),
         }
+    }
+
+    /// The on-disk cache of the server the user named (see [`crate::disk_cache`]).
+    pub fn cache(&self, args: &ServerArgs) -> Result<crate::disk_cache::ServerCache, CliError> {
+        use crate::disk_cache::{ServerCache, Use};
+        let mode = match (self.global.no_cache, self.global.refresh) {
+            (true, _) => Use::Off,
+            (false, true) => Use::Refresh,
+            (false, false) => Use::Normal,
+        };
+        Ok(ServerCache::new(
+            &self.target(args)?,
+            &self.global.headers,
+            mode,
+        ))
     }
 
     /// Connects to the server the user named. A signal during the handshake stops it

@@ -296,6 +296,18 @@ impl HttpSession {
             (v.era() == crate::Era::Legacy && v.has_protocol_version_header()).then_some(v);
     }
 
+    /// Tells the policy tools the host already knows (a `tools/list` it kept from an
+    /// earlier connection, say): their `x-mcp-header` annotations give the
+    /// `Mcp-Param-*` headers of their calls without listing first. A tool whose
+    /// annotations break the rules is forgotten, with a notice, as it would be when
+    /// listed.
+    pub fn know_tools(&mut self, tools: &[Value]) -> Vec<Notice> {
+        let mut list = serde_json::json!({ "tools": tools });
+        let mut notices = Vec::new();
+        self.tool_headers.learn(&mut list, &mut notices);
+        notices
+    }
+
     /// Whether the endpoint turned out to be a 2024-11-05 HTTP+SSE server.
     pub fn is_legacy_sse(&self) -> bool {
         matches!(self.mode, Mode::LegacySse { .. })

@@ -149,6 +149,15 @@ pub trait MessageSink: Send + 'static {
     fn negotiated(&mut self, negotiated: &Negotiated) {
         let _ = negotiated;
     }
+
+    /// Told once, before anything is sent, of the tools the host already knows
+    /// ([`ClientOptions::known_tools`](crate::ClientOptions::known_tools)): a
+    /// transport whose framing depends on them (HTTP's `Mcp-Param-*` headers) learns
+    /// them here. Returns what it had to say about them (tools it drops).
+    fn know_tools(&mut self, tools: &[capable_core::model::Tool]) -> Vec<Notice> {
+        let _ = tools;
+        Vec::new()
+    }
 }
 
 /// See [`MessageSink::direct`].

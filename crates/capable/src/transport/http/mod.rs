@@ -165,6 +165,14 @@ impl MessageSink for HttpSink {
     fn negotiated(&mut self, negotiated: &Negotiated) {
         self.http.policy().negotiated(negotiated);
     }
+
+    fn know_tools(&mut self, tools: &[capable_core::model::Tool]) -> Vec<capable_core::Notice> {
+        let tools: Vec<serde_json::Value> = tools
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect();
+        self.http.policy().know_tools(&tools)
+    }
 }
 
 /// Messages from response bodies and event streams, in arrival order.
