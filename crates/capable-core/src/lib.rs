@@ -68,6 +68,7 @@ pub mod method;
 pub mod model;
 pub mod negotiation;
 pub mod notice;
+pub mod restart;
 pub mod revision;
 pub mod skills;
 pub mod text;
