@@ -1,7 +1,6 @@
 //! The `capable` command line. Thin: flags, then one command module, then output.
 
 mod commands;
-mod config;
 mod disk_cache;
 mod elicit;
 mod exit;
@@ -9,6 +8,7 @@ mod flags;
 mod output;
 mod signals;
 
+use capable::config;
 use clap::Parser;
 
 use commands::Context;
