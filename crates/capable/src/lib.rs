@@ -43,6 +43,7 @@ mod connect;
 mod driver;
 pub mod error;
 pub mod events;
+pub mod host;
 pub mod input;
 pub mod options;
 mod output_schema;
