@@ -43,6 +43,15 @@ pub enum CliError {
     /// Nobody reads stdout any more (`| head`): the command stopped quietly.
     #[error("the output was closed")]
     OutputClosed,
+    /// A check of many servers found some unhealthy (each one's failure is printed
+    /// already): the highest exit code among them.
+    #[error("{summary}")]
+    Unhealthy {
+        /// What was found, in words.
+        summary: String,
+        /// The exit code.
+        code: i32,
+    },
 }
 
 /// What kind of failure a [`CliError`] is: one place decides both the exit code and
@@ -129,7 +138,9 @@ impl CliError {
             CliError::NotOffered(_) => Class::NotOffered,
             CliError::Violations(_) => Class::Violation,
             CliError::Client(e) => Class::of_client(e),
-            CliError::Interrupted(_) | CliError::OutputClosed => Class::Unexpected,
+            CliError::Interrupted(_) | CliError::OutputClosed | CliError::Unhealthy { .. } => {
+                Class::Unexpected
+            }
         }
     }
 
@@ -139,6 +150,7 @@ impl CliError {
         match self {
             CliError::Interrupted(signal) => crate::signals::exit_code(*signal),
             CliError::OutputClosed => 0,
+            CliError::Unhealthy { code, .. } => *code,
             _ => self.class().code(),
         }
     }
@@ -148,6 +160,7 @@ impl CliError {
         match self {
             CliError::Interrupted(_) => "interrupted",
             CliError::OutputClosed => "output_closed",
+            CliError::Unhealthy { .. } => "unhealthy",
             _ => self.class().kind(),
         }
     }

@@ -47,7 +47,8 @@ fn main() {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), CliError> {
+async fn run(mut cli: Cli) -> Result<(), CliError> {
+    commands::tools::address_across_config(&mut cli.global, &mut cli.command);
     let ctx = Context {
         global: cli.global,
         signals: signals::Signals::install(),
@@ -59,7 +60,15 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Resources { templates, server } => {
             commands::resources::run(&ctx, templates, &server).await
         }
-        Command::Tools { action, server } => match action {
+        Command::Tools {
+            all: true,
+            action: None,
+            server,
+        } if server.command.is_empty() => commands::tools_all::run(&ctx).await,
+        Command::Tools { all: true, .. } => Err(CliError::Usage(
+            "--all lists every server of the config: give no server and no subcommand".into(),
+        )),
+        Command::Tools { action, server, .. } => match action {
             None => commands::tools::list(&ctx, &server).await,
             Some(ToolsAction::Call {
                 name,
@@ -105,6 +114,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             }) => commands::prompts::get(&ctx, &name, &args, &merge(server, inner)).await,
         },
         Command::Demo => commands::demo::run(&ctx).await,
+        Command::Servers => commands::servers::run(&ctx).await,
         Command::Watch {
             uri,
             poll,
@@ -139,7 +149,7 @@ fn report(e: &CliError, json: bool) {
     }
     output::eprint_line(&text);
     // A verdict the command already printed (audit) gets no second JSON document.
-    if json && !matches!(e, CliError::Violations(_)) {
+    if json && !matches!(e, CliError::Violations(_) | CliError::Unhealthy { .. }) {
         // One line: valid after the JSON lines of `watch --json` too.
         let _ = output::json_line(
             &serde_json::json!({"error": {"kind": e.kind(), "message": e.to_string(), "exitCode": e.exit_code()}}),

@@ -3,14 +3,17 @@
 
 pub mod audit;
 pub mod bench;
+pub mod config_host;
 pub mod demo;
 pub mod inspect;
 pub mod prompts;
 pub mod read;
 pub mod resources;
+pub mod servers;
 pub mod skills;
 pub mod tasks;
 pub mod tools;
+pub mod tools_all;
 pub mod watch;
 
 use std::io::Write;
