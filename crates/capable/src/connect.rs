@@ -140,7 +140,11 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
                 events.notice(notice);
                 continue;
             }
-            Ok(Ok(Some(Inbound::Message(line)))) => {
+            Ok(Ok(Some(Inbound::Unterminated(line)))) if Incoming::parse(line.clone()).is_err() => {
+                events.notice(driver::cut_off(&line));
+                continue;
+            }
+            Ok(Ok(Some(Inbound::Message(line) | Inbound::Unterminated(line)))) => {
                 if let Some(tap) = &options.tap {
                     tap.received(&line);
                 }

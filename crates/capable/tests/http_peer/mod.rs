@@ -53,6 +53,10 @@ pub enum Reply {
     /// An SSE stream fed by the test: each string received is written as is; the
     /// stream closes when the sender is dropped.
     Stream(tokio::sync::mpsc::UnboundedReceiver<String>),
+    /// The connection is closed without an answer (a server that died mid-request).
+    Close,
+    /// A status, extra headers and a body sent exactly as given (with its length).
+    Raw(u16, Vec<(String, String)>, Vec<u8>),
 }
 
 pub type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
@@ -199,6 +203,16 @@ async fn serve(
                 }
                 tokio::time::sleep(hold).await;
                 return Ok(());
+            }
+            Reply::Close => return Ok(()),
+            Reply::Raw(status, extra, body) => {
+                let mut head = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
+                for (k, v) in extra {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                write.write_all(head.as_bytes()).await?;
+                write.write_all(&body).await?;
             }
             Reply::Stream(mut events) => {
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
