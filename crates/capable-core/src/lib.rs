@@ -56,6 +56,7 @@
 
 #![deny(missing_docs)]
 
+pub mod auth;
 pub mod capabilities;
 pub mod config;
 pub mod connection;

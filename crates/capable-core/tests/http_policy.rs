@@ -43,7 +43,7 @@ fn head(status: u16) -> Head {
     Head {
         status,
         content_type: Some("application/json".into()),
-        session_id: None,
+        ..Head::default()
     }
 }
 
@@ -51,7 +51,7 @@ fn sse() -> Head {
     Head {
         status: 200,
         content_type: Some("text/event-stream".into()),
-        session_id: None,
+        ..Head::default()
     }
 }
 

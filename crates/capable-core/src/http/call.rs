@@ -7,11 +7,16 @@
 //!
 //! A step that needs another request produces it only when the current response has
 //! been read to its end, so one exchange is never read by two tasks at once.
+//!
+//! A refusal for want of authorization (401, 403 `insufficient_scope`) holds the call
+//! (`Authorizing`) once its body is read; the shell's [`HttpSession::authorized`]
+//! replays it, once per kind of need.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::auth::{AuthNeed, Rounds};
 use crate::jsonrpc::codes;
 use crate::notice::Notice;
 
@@ -34,14 +39,22 @@ pub(super) struct Call {
     reissues: u32,
     renewed: bool,
     refreshed: bool,
+    /// The authorization needs met so far.
+    rounds: Rounds,
     phase: Phase,
 }
 
 enum Phase {
     /// Its POST is out.
     Posted,
-    /// The server refused the POST with `status`: the body decides what it means.
-    Refused { status: u16 },
+    /// The server refused the POST with `status`: the body decides what it means,
+    /// unless it is an authorization need.
+    Refused {
+        status: u16,
+        need: Option<Box<AuthNeed>>,
+    },
+    /// Held until the shell acted on an authorization need.
+    Authorizing,
     /// A legacy session expired (404): renew it once the body is read.
     Expired,
     /// Renewing: the new `initialize` (`initialized: false`), then its notification.
@@ -99,6 +112,7 @@ impl HttpSession {
             reissues: 0,
             renewed: false,
             refreshed: false,
+            rounds: Rounds::default(),
             phase,
         };
         let exchange = self.new_exchange(Exchange::Call(Box::new(call)));
@@ -151,7 +165,16 @@ impl HttpSession {
         let body = match &mut call.phase {
             Phase::Posted | Phase::PostedToEndpoint if !ok => {
                 let sent_session = self.mode == Mode::Streamable && self.session_id.is_some();
-                if head.status == 404
+                let need = head
+                    .need(self.authorizing, &self.url)
+                    .filter(|n| call.rounds.admit(n.kind));
+                if need.is_some() {
+                    call.phase = Phase::Refused {
+                        status: head.status,
+                        need: need.map(Box::new),
+                    };
+                    error_body
+                } else if head.status == 404
                     && sent_session
                     && !call.modern
                     && !call.renewed
@@ -162,6 +185,7 @@ impl HttpSession {
                 } else {
                     call.phase = Phase::Refused {
                         status: head.status,
+                        need: None,
                     };
                     error_body
                 }
@@ -217,6 +241,25 @@ impl HttpSession {
         call: Box<Call>,
         body: Vec<u8>,
     ) -> Vec<Action> {
+        let mut call = call;
+        if let Phase::Refused {
+            need: need @ Some(_),
+            ..
+        } = &mut call.phase
+        {
+            let need = need.take().map(|n| *n);
+            call.phase = Phase::Authorizing;
+            let id = Some(call.id.clone());
+            self.keep(ex, call);
+            return need
+                .map(|need| Action::Authorize {
+                    exchange: ex,
+                    id,
+                    need,
+                })
+                .into_iter()
+                .collect();
+        }
         match call.phase {
             Phase::Posted => {
                 self.finish(&call);
@@ -227,7 +270,7 @@ impl HttpSession {
                 }
                 self.answer(&call, body)
             }
-            Phase::Refused { status } => self.refused(ex, call, status, body),
+            Phase::Refused { status, .. } => self.refused(ex, call, status, body),
             Phase::Resuming {
                 refused: Some(status),
                 ..
@@ -364,6 +407,20 @@ impl HttpSession {
                 Vec::new()
             }
         }
+    }
+
+    /// The shell answered the held call's need: the request again.
+    pub(super) fn replay_call(&mut self, ex: ExchangeId, mut call: Box<Call>) -> Vec<Action> {
+        if !matches!(call.phase, Phase::Authorizing) {
+            self.keep(ex, call);
+            return Vec::new();
+        }
+        call.phase = match self.mode {
+            Mode::LegacySse { .. } => Phase::PostedToEndpoint,
+            _ => Phase::Posted,
+        };
+        let request = self.post(&call.msg, self.message_headers(&call.msg));
+        self.send_again(ex, call, request)
     }
 
     /// A response stream ended before its answer.

@@ -26,6 +26,10 @@ const ENDPOINT_WITHIN: Duration = Duration::from_secs(10);
 pub(super) struct Standalone {
     /// Attempts in a row that delivered nothing.
     pub(super) attempts: u32,
+    /// The authorization needs met since the stream last opened.
+    rounds: crate::auth::Rounds,
+    /// A need met by the last attempt, acted on once its body is read.
+    need: Option<super::AuthNeed>,
     last_event_id: Option<String>,
     retry: Option<Duration>,
 }
@@ -60,6 +64,8 @@ impl HttpSession {
         let request = self.get_stream(None, Duration::ZERO);
         let exchange = self.new_exchange(Exchange::Standalone(Standalone {
             attempts: 0,
+            rounds: Default::default(),
+            need: None,
             last_event_id: None,
             retry: None,
         }));
@@ -73,9 +79,22 @@ impl HttpSession {
     pub(super) fn standalone_head(
         &mut self,
         ex: ExchangeId,
-        stream: Standalone,
+        mut stream: Standalone,
         head: &Head,
     ) -> (Body, Vec<Action>) {
+        if let Some(need) = head
+            .need(self.authorizing, &self.url)
+            .filter(|n| stream.rounds.admit(n.kind))
+        {
+            // A 401 on the stream (a token expired mid-session): authorize once its
+            // body is read, then reopen it.
+            stream.need = Some(need);
+            self.exchanges.insert(ex, Exchange::Standalone(stream));
+            return (Body::Discard, Vec::new());
+        }
+        if head.is_success() {
+            stream.rounds = Default::default();
+        }
         if head.status == 405 {
             // The server offers no standalone stream: nothing to reopen.
             return (Body::Discard, Vec::new());
@@ -97,6 +116,14 @@ impl HttpSession {
         if self.closed {
             return Vec::new();
         }
+        if let Some(need) = stream.need.take() {
+            self.exchanges.insert(ex, Exchange::Standalone(stream));
+            return vec![Action::Authorize {
+                exchange: ex,
+                id: None,
+                need,
+            }];
+        }
         stream.last_event_id = end.last_event_id.or(stream.last_event_id);
         stream.retry = end.retry.or(stream.retry);
         stream.attempts += 1;
@@ -108,6 +135,17 @@ impl HttpSession {
         }
         let delay = self.reconnect.delay(stream.attempts - 1, stream.retry);
         let request = self.get_stream(stream.last_event_id.as_deref(), delay);
+        self.exchanges.insert(ex, Exchange::Standalone(stream));
+        vec![Action::Send {
+            exchange: ex,
+            request,
+            blocking: false,
+        }]
+    }
+
+    /// The stream's need was answered: open it again at once.
+    pub(super) fn reopen_standalone(&mut self, ex: ExchangeId, stream: Standalone) -> Vec<Action> {
+        let request = self.get_stream(stream.last_event_id.as_deref(), Duration::ZERO);
         self.exchanges.insert(ex, Exchange::Standalone(stream));
         vec![Action::Send {
             exchange: ex,

@@ -90,6 +90,12 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                 http.exchanges.abort(ex);
                 continue;
             }
+            Action::Authorize { exchange, .. } => {
+                // Not authorizing: the policy was not asked to hold refusals.
+                let actions = http.policy().abandon(exchange);
+                Box::pin(execute(http, actions)).await?;
+                continue;
+            }
             Action::Deliver(message) => Ok(Inbound::Message(message.into())),
             Action::Fail { id, failure } => match serde_json::from_value::<RequestId>(id) {
                 Ok(id) => Ok(Inbound::Failed {
@@ -139,6 +145,14 @@ pub(super) async fn run(
         status: response.status().as_u16(),
         content_type: header_text(&response, CONTENT_TYPE.as_str()),
         session_id: header_text(&response, "mcp-session-id"),
+        www_authenticate: response
+            .headers()
+            .get_all(reqwest::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .collect(),
+        dpop_nonce: header_text(&response, "dpop-nonce"),
     };
     let (body, actions) = http.policy().on_head(ex, &head);
     execute(&http, actions).await?;
