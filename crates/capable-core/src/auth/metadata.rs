@@ -162,6 +162,21 @@ pub fn canonical_resource(server: &Url) -> String {
     }
 }
 
+/// Whether an authorization server endpoint may be used: HTTPS, or plain HTTP to a
+/// loopback host (local development and tests; OAuth 2.1 §1.5).
+pub fn secure_enough(url: &Url) -> bool {
+    match url.scheme() {
+        "https" => true,
+        "http" => match url.host() {
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
 /// The origin of a URL as text (`https://host[:port]`).
 pub fn origin(url: &Url) -> String {
     url.origin().ascii_serialization()
@@ -207,6 +222,17 @@ mod tests {
             canonical_resource(&u("https://a.test/mcp/")),
             "https://a.test/mcp/"
         );
+    }
+
+    #[test]
+    fn plain_http_only_to_loopback() {
+        let u = |s: &str| Url::parse(s).unwrap();
+        assert!(secure_enough(&u("https://as.example/token")));
+        assert!(secure_enough(&u("http://localhost:3000/token")));
+        assert!(secure_enough(&u("http://127.0.0.1:1/token")));
+        assert!(secure_enough(&u("http://[::1]:1/token")));
+        assert!(!secure_enough(&u("http://as.example/token")));
+        assert!(!secure_enough(&u("ftp://localhost/token")));
     }
 
     #[test]

@@ -48,6 +48,7 @@ impl Exchanges {
                 let mut tasks = http.exchanges.lock();
                 if tasks.get(&ex).is_some_and(|(g, _)| *g == generation) {
                     tasks.remove(&ex);
+                    http.sent_lock().remove(&ex);
                 }
             }
         });
@@ -77,7 +78,9 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                 request,
                 blocking: true,
             } => {
-                Box::pin(run(http.clone(), exchange, request)).await?;
+                let done = Box::pin(run(http.clone(), exchange, request)).await;
+                http.sent_lock().remove(&exchange);
+                done?;
                 continue;
             }
             Action::Send {
@@ -90,11 +93,37 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                 http.exchanges.abort(ex);
                 continue;
             }
-            Action::Authorize { exchange, .. } => {
-                // Not authorizing: the policy was not asked to hold refusals.
-                let actions = http.policy().abandon(exchange);
-                Box::pin(execute(http, actions)).await?;
-                continue;
+            Action::Authorize { exchange, id, need } => {
+                let outcome = match &http.config.oauth {
+                    Some(oauth) => {
+                        let sent = http.sent_lock().get(&exchange).copied().unwrap_or(0);
+                        oauth.resolve(&need, sent).await
+                    }
+                    None => Err(crate::auth::AuthError::Config(
+                        "the server wants authorization and no OAuth is configured".into(),
+                    )),
+                };
+                match outcome {
+                    Ok(()) => {
+                        let actions = http.policy().authorized(exchange);
+                        Box::pin(execute(http, actions)).await?;
+                        continue;
+                    }
+                    Err(e) => {
+                        let actions = http.policy().abandon(exchange);
+                        Box::pin(execute(http, actions)).await?;
+                        match id.and_then(|id| serde_json::from_value::<RequestId>(id).ok()) {
+                            Some(id) => Ok(Inbound::Failed {
+                                id,
+                                error: Error::Auth(e),
+                            }),
+                            None => {
+                                tracing::warn!("{} was not sent again: {e}", need.url);
+                                continue;
+                            }
+                        }
+                    }
+                }
             }
             Action::Deliver(message) => Ok(Inbound::Message(message.into())),
             Action::Fail { id, failure } => match serde_json::from_value::<RequestId>(id) {
@@ -137,7 +166,7 @@ pub(super) async fn run(
     if !request.delay.is_zero() {
         tokio::time::sleep(request.delay).await;
     }
-    let response = match perform(&http, request).await {
+    let response = match perform(&http, ex, request).await {
         Ok(response) => response,
         Err(e) => return failed(&http, ex, e).await,
     };
@@ -236,7 +265,11 @@ fn header_text(response: &reqwest::Response, name: &str) -> Option<String> {
 
 /// Sends `request`, following at most [`redirect::MAX_REDIRECTS`] redirects, each as
 /// the policy rewrites it (nothing of the host's crosses an origin).
-async fn perform(http: &Http, mut request: Request) -> Result<reqwest::Response, TransportError> {
+async fn perform(
+    http: &Http,
+    ex: ExchangeId,
+    mut request: Request,
+) -> Result<reqwest::Response, TransportError> {
     for _ in 0..=redirect::MAX_REDIRECTS {
         let method = match request.method {
             HttpMethod::Get => reqwest::Method::GET,
@@ -246,6 +279,21 @@ async fn perform(http: &Http, mut request: Request) -> Result<reqwest::Response,
         let mut req = http.client.request(method.clone(), request.url.clone());
         if request.user_headers {
             req = req.headers(http.user_headers.clone());
+            // The token goes to the MCP server's origin only, with a fresh DPoP proof
+            // for this very request when it is bound.
+            if let Some(oauth) = http
+                .config
+                .oauth
+                .as_ref()
+                .filter(|_| redirect::same_origin(&request.url, &http.config.url))
+            {
+                oauth.prepare().await;
+                let (headers, generation) = oauth.headers(method.as_str(), &request.url);
+                http.sent_lock().insert(ex, generation);
+                for (name, value) in headers {
+                    req = req.header(name, value);
+                }
+            }
         }
         for (name, value) in &request.headers {
             if let (Ok(n), Ok(v)) = (
