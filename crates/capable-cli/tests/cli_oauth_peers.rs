@@ -184,7 +184,49 @@ fn headless_login_then_status_token_and_logout() {
     }
     let printed = capable(&["--token-store", &s, "auth", "token", "--url", &g.mcp], T);
     printed.expect_code(0);
-    assert!(printed.stdout.trim().len() > 20);
+    let token = printed.stdout.trim().to_owned();
+    assert!(token.len() > 20);
+    // Nothing else ever prints it: not --trace, not --json, not an error.
+    let traced = capable(
+        &[
+            "--trace",
+            "--json",
+            "--token-store",
+            &s,
+            "tools",
+            "--url",
+            &g.mcp,
+        ],
+        T,
+    );
+    traced.expect_code(0);
+    let failing = capable(
+        &[
+            "--trace",
+            "--json",
+            "--token-store",
+            &s,
+            "tools",
+            "call",
+            "nope",
+            "--url",
+            &g.mcp,
+        ],
+        T,
+    );
+    for out in [
+        &traced.stdout,
+        &traced.stderr,
+        &failing.stdout,
+        &failing.stderr,
+    ] {
+        assert!(!out.contains(&token), "the token leaked: {out}");
+    }
+    let file = std::fs::read_to_string(&s).unwrap();
+    assert!(
+        file.contains(&token),
+        "the store is the one place it is kept"
+    );
     capable(&["--token-store", &s, "auth", "logout", "--url", &g.mcp], T).expect_code(0);
     let after = capable(&["--json", "--token-store", &s, "auth", "status"], T)
         .expect_code(0)

@@ -71,6 +71,9 @@ pub struct OAuthClient {
     /// Whether a refusal is being acted on (the handshake's clock stops meanwhile:
     /// the user may be logging in).
     busy: tokio::sync::watch::Sender<bool>,
+    /// Every secret this client held (tokens, client secrets): scrubbed from any text
+    /// a server sends back.
+    secrets: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for OAuthClient {
@@ -109,6 +112,7 @@ impl OAuthClient {
             step_ups: AtomicU32::new(0),
             rs_nonce: Mutex::new(None),
             busy: tokio::sync::watch::channel(false).0,
+            secrets: Mutex::new(Vec::new()),
         })
     }
 
@@ -131,7 +135,35 @@ impl OAuthClient {
             .clone()
     }
 
+    fn remember_secret(&self, secret: Option<&str>) {
+        if let Some(s) = secret.filter(|s| s.len() >= 4) {
+            let mut all = self.secrets.lock().unwrap_or_else(|e| e.into_inner());
+            if !all.iter().any(|x| x == s) {
+                all.push(s.to_owned());
+            }
+        }
+    }
+
+    /// `text` with every secret this client held replaced by `[redacted]`.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        self.remember_secret(self.config.client.client_secret.as_deref());
+        let all = self.secrets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = text.to_owned();
+        for s in all.iter() {
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), "[redacted]");
+            }
+        }
+        out
+    }
+
+    fn scrub_error(&self, e: AuthError) -> AuthError {
+        e.scrubbed(&|t| self.scrub(t))
+    }
+
     fn set_current(&self, stored: StoredToken) -> Result<(), AuthError> {
+        self.remember_secret(Some(&stored.token.access_token));
+        self.remember_secret(stored.token.refresh_token.as_deref());
         let key = match &stored.dpop_key {
             Some(k) => Some(Arc::new(SigningKey::from_stored(k)?)),
             None => None,
@@ -213,7 +245,7 @@ impl OAuthClient {
             .filter(|c| c.stored.token.needs_refresh(now_unix()))
         {
             if let Err(e) = self.refresh(&current).await {
-                tracing::warn!("refreshing the token failed: {e}");
+                tracing::warn!("refreshing the token failed: {}", self.scrub_error(e));
             }
         }
     }
@@ -229,7 +261,7 @@ impl OAuthClient {
         self.busy.send_replace(true);
         let outcome = self.resolve_locked(need, sent, &mut loaded).await;
         self.busy.send_replace(false);
-        outcome
+        outcome.map_err(|e| self.scrub_error(e))
     }
 
     async fn resolve_locked(
@@ -276,7 +308,9 @@ impl OAuthClient {
         let mut loaded = self.flow.lock().await;
         *loaded = true;
         let need = self.probe().await;
-        self.authorize(need.as_ref(), None, None).await?;
+        self.authorize(need.as_ref(), None, None)
+            .await
+            .map_err(|e| self.scrub_error(e))?;
         let current = self
             .current()
             .ok_or_else(|| AuthError::Refused("no token was obtained".into()))?;
@@ -580,7 +614,7 @@ impl OAuthClient {
             .unwrap_or_else(|| current.stored.clone());
         let now = now_unix();
         if latest.token.access_token != current.stored.token.access_token
-            && !latest.token.needs_refresh(now)
+            && !latest.token.expired(now)
         {
             self.set_current(latest)?;
             return Ok(true);
@@ -592,6 +626,7 @@ impl OAuthClient {
             return Ok(false);
         };
         let client = self.client_of(&latest);
+        self.remember_secret(client.client_secret.as_deref());
         let key = match &latest.dpop_key {
             Some(k) => Some(SigningKey::from_stored(k)?),
             None => None,

@@ -268,4 +268,46 @@ impl AuthError {
     pub fn is_authorization_required(&self) -> bool {
         matches!(self, AuthError::AuthorizationRequired { .. })
     }
+
+    /// The same error with `scrub` applied to every text a server chose (an error
+    /// description, a detail): a hostile server may echo a secret it was sent.
+    pub(crate) fn scrubbed(self, scrub: &dyn Fn(&str) -> String) -> AuthError {
+        use capable_core::auth::{CallbackError, TokenError};
+        match self {
+            AuthError::Token(TokenError::Refused {
+                url,
+                status,
+                error,
+                description,
+            }) => AuthError::Token(TokenError::Refused {
+                url,
+                status,
+                error: scrub(&error),
+                description: description.map(|d| scrub(&d)),
+            }),
+            AuthError::Callback(CallbackError::Denied { error, description }) => {
+                AuthError::Callback(CallbackError::Denied {
+                    error: scrub(&error),
+                    description: description.map(|d| scrub(&d)),
+                })
+            }
+            AuthError::Registration(mut r) => {
+                r.detail = scrub(&r.detail);
+                AuthError::Registration(r)
+            }
+            AuthError::Unreachable { what, url, detail } => AuthError::Unreachable {
+                what,
+                url: scrub(&url),
+                detail: scrub(&detail),
+            },
+            AuthError::Headless { url, status } => AuthError::Headless {
+                url: scrub(&url),
+                status,
+            },
+            AuthError::Refused(s) => AuthError::Refused(scrub(&s)),
+            AuthError::Config(s) => AuthError::Config(scrub(&s)),
+            AuthError::NoClient(s) => AuthError::NoClient(scrub(&s)),
+            other => other,
+        }
+    }
 }

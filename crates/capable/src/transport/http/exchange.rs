@@ -129,7 +129,7 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
             Action::Fail { id, failure } => match serde_json::from_value::<RequestId>(id) {
                 Ok(id) => Ok(Inbound::Failed {
                     id,
-                    error: error_of(failure),
+                    error: scrubbed(http, error_of(failure)),
                 }),
                 Err(_) => continue,
             },
@@ -144,6 +144,19 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
         let _ = http.inbound.send(received).await;
     }
     Ok(())
+}
+
+/// A server's words with every secret of the authorization layer redacted (a hostile
+/// server may echo the token it was sent).
+fn scrubbed(http: &Http, error: Error) -> Error {
+    match (error, &http.config.oauth) {
+        (Error::Http { url, status, body }, Some(oauth)) => Error::Http {
+            url,
+            status,
+            body: oauth.scrub(&body),
+        },
+        (other, _) => other,
+    }
 }
 
 /// A failure as the host sees it.
