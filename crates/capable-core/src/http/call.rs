@@ -84,6 +84,25 @@ impl Call {
         matches!(self.phase, Phase::AwaitingEndpoint { .. })
     }
 
+    /// A call held for authorization, released for its replay (to the HTTP+SSE
+    /// endpoint when `legacy_sse`): whether it was held.
+    pub(super) fn release(&mut self, legacy_sse: bool) -> bool {
+        if !matches!(self.phase, Phase::Authorizing) {
+            return false;
+        }
+        self.phase = if legacy_sse {
+            Phase::PostedToEndpoint
+        } else {
+            Phase::Posted
+        };
+        true
+    }
+
+    /// The attempt's message.
+    pub(super) fn message(&self) -> &Outgoing {
+        &self.msg
+    }
+
     /// The call's request, rewritten as an HTTP+SSE one.
     pub(super) fn post_to_endpoint(&mut self) -> &Outgoing {
         self.phase = Phase::PostedToEndpoint;
@@ -129,7 +148,7 @@ impl HttpSession {
         self.exchanges.contains_key(&ex)
     }
 
-    fn keep(&mut self, ex: ExchangeId, call: Box<Call>) {
+    pub(super) fn keep(&mut self, ex: ExchangeId, call: Box<Call>) {
         self.exchanges.insert(ex, Exchange::Call(call));
     }
 
@@ -137,7 +156,7 @@ impl HttpSession {
         self.by_request.remove(&call.id.to_string());
     }
 
-    fn send_again(
+    pub(super) fn send_again(
         &mut self,
         ex: ExchangeId,
         call: Box<Call>,
@@ -407,20 +426,6 @@ impl HttpSession {
                 Vec::new()
             }
         }
-    }
-
-    /// The shell answered the held call's need: the request again.
-    pub(super) fn replay_call(&mut self, ex: ExchangeId, mut call: Box<Call>) -> Vec<Action> {
-        if !matches!(call.phase, Phase::Authorizing) {
-            self.keep(ex, call);
-            return Vec::new();
-        }
-        call.phase = match self.mode {
-            Mode::LegacySse { .. } => Phase::PostedToEndpoint,
-            _ => Phase::Posted,
-        };
-        let request = self.post(&call.msg, self.message_headers(&call.msg));
-        self.send_again(ex, call, request)
     }
 
     /// A response stream ended before its answer.

@@ -45,6 +45,7 @@
 //! the shell fails it with its own error. Without authorization, such refusals are
 //! HTTP failures like any other.
 
+mod authorizing;
 mod call;
 mod headers;
 mod message;
@@ -521,48 +522,6 @@ impl HttpSession {
                 Vec::new()
             }
             None => Vec::new(),
-        }
-    }
-
-    /// The shell acted on the need of a held exchange ([`Action::Authorize`]): its
-    /// request is sent again.
-    pub fn authorized(&mut self, ex: ExchangeId) -> Vec<Action> {
-        if self.closed {
-            return Vec::new();
-        }
-        match self.exchanges.remove(&ex) {
-            Some(Exchange::Call(call)) => self.replay_call(ex, call),
-            Some(Exchange::OneWay(one)) => {
-                let request = self.post(&one.msg, self.message_headers(&one.msg));
-                self.exchanges.insert(ex, Exchange::OneWay(one));
-                vec![Action::Send {
-                    exchange: ex,
-                    request,
-                    blocking: true,
-                }]
-            }
-            Some(Exchange::Standalone(stream)) => self.reopen_standalone(ex, stream),
-            Some(other) => {
-                self.exchanges.insert(ex, other);
-                Vec::new()
-            }
-            None => Vec::new(),
-        }
-    }
-
-    /// The shell could not act on the need of a held exchange: it is dropped (the
-    /// shell fails its request with its own reason).
-    pub fn abandon(&mut self, ex: ExchangeId) -> Vec<Action> {
-        match self.exchanges.remove(&ex) {
-            Some(Exchange::Call(call)) => {
-                self.by_request.remove(&call.id.to_string());
-                Vec::new()
-            }
-            Some(Exchange::Standalone(_)) => vec![Action::Notice(Notice::StreamGivenUp {
-                url: self.url.to_string(),
-                attempts: 0,
-            })],
-            _ => Vec::new(),
         }
     }
 

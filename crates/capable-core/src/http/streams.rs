@@ -30,7 +30,7 @@ pub(super) struct Standalone {
     rounds: crate::auth::Rounds,
     /// A need met by the last attempt, acted on once its body is read.
     need: Option<super::AuthNeed>,
-    last_event_id: Option<String>,
+    pub(super) last_event_id: Option<String>,
     retry: Option<Duration>,
 }
 
@@ -135,17 +135,6 @@ impl HttpSession {
         }
         let delay = self.reconnect.delay(stream.attempts - 1, stream.retry);
         let request = self.get_stream(stream.last_event_id.as_deref(), delay);
-        self.exchanges.insert(ex, Exchange::Standalone(stream));
-        vec![Action::Send {
-            exchange: ex,
-            request,
-            blocking: false,
-        }]
-    }
-
-    /// The stream's need was answered: open it again at once.
-    pub(super) fn reopen_standalone(&mut self, ex: ExchangeId, stream: Standalone) -> Vec<Action> {
-        let request = self.get_stream(stream.last_event_id.as_deref(), Duration::ZERO);
         self.exchanges.insert(ex, Exchange::Standalone(stream));
         vec![Action::Send {
             exchange: ex,

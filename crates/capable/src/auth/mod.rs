@@ -28,7 +28,8 @@
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | configuration, errors |
-//! | `client.rs` | [`OAuthClient`]: the flows, refresh, what a connection asks of it |
+//! | `client.rs` | [`OAuthClient`]: its state, what a connection and a host ask of it |
+//! | `flows.rs` | discovery, the grants, token requests, refresh |
 //! | `code.rs` | the three ways to get an authorization code |
 //! | `store.rs` | [`CredentialStore`], [`FileStore`], [`MemoryStore`] |
 //! | `wire.rs` | the authorization server's HTTP calls |
@@ -40,6 +41,7 @@
 
 mod client;
 mod code;
+mod flows;
 mod keys;
 pub mod store;
 mod wire;
