@@ -1,7 +1,8 @@
 //! OAuth end to end against an in-test authorization server and MCP server (one
 //! scripted peer on 127.0.0.1): refresh with rotating refresh tokens, a token expiring
 //! or revoked mid-session, two clients sharing a store refreshing once, a 401 on the
-//! long-lived GET stream, a step-up while that stream is open, and no secret in any
+//! long-lived GET stream, a step-up while that stream is open, a login slower than the
+//! handshake's probe timeout (the clock stops while authorizing), and no secret in any
 //! error, debug output or tapped message.
 
 mod http_peer;
@@ -37,6 +38,10 @@ struct World {
     hostile: bool,
     /// Accept no token at all (the redaction test).
     never_accept: bool,
+    /// Answer `server/discover` (a 2026-07-28 server).
+    modern: bool,
+    /// How long the user takes to authorize.
+    slow_authorize: Duration,
     /// The GET stream's events, fed by the test.
     stream: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
 }
@@ -96,6 +101,7 @@ fn handle(world: &Shared, s: &Seen) -> Reply {
             "token_endpoint_auth_method": "client_secret_post"}),
         ),
         ("GET", "/authorize") => {
+            std::thread::sleep(w.slow_authorize);
             let q = s.query();
             w.authorizations
                 .push(q.get("scope").cloned().unwrap_or_default());
@@ -164,6 +170,10 @@ fn handle(world: &Shared, s: &Seen) -> Reply {
             };
             let id = s.rpc_id().cloned().unwrap_or(Value::Null);
             match (s.method.as_str(), s.rpc_method()) {
+                ("POST", Some("server/discover")) if w.modern => reply_json(
+                    200,
+                    capable_test_support::discover_result(&id, json!({"tools": {}})),
+                ),
                 ("POST", Some("initialize")) => Reply::Json(
                     200,
                     vec![("mcp-session-id".into(), "s1".into())],
@@ -220,6 +230,15 @@ fn oauth(peer: &Peer, store: Arc<dyn capable::auth::CredentialStore>) -> Arc<OAu
 }
 
 async fn connect(peer: &Peer, oauth: Arc<OAuthClient>, tap: Option<Tap>) -> Result<Session, Error> {
+    connect_as(peer, oauth, tap, ProtocolChoice::Legacy).await
+}
+
+async fn connect_as(
+    peer: &Peer,
+    oauth: Arc<OAuthClient>,
+    tap: Option<Tap>,
+    protocol: ProtocolChoice,
+) -> Result<Session, Error> {
     let mut config = HttpConfig::new(peer.url.parse().unwrap());
     config.oauth = Some(oauth);
     config.reconnect = Reconnect {
@@ -229,7 +248,8 @@ async fn connect(peer: &Peer, oauth: Arc<OAuthClient>, tap: Option<Tap>) -> Resu
         reissues: 2,
     };
     let mut options = ClientOptions::default()
-        .with_protocol(ProtocolChoice::Legacy)
+        .with_protocol(protocol)
+        .with_probe_timeout(Duration::from_millis(300))
         .with_request_timeout(Duration::from_secs(10));
     options.tap = tap;
     tokio::time::timeout(
@@ -257,6 +277,33 @@ fn presented(peer: &Peer) -> Vec<String> {
         .filter(|s| s.path.starts_with("/mcp"))
         .filter_map(|s| s.header("authorization").map(str::to_owned))
         .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_waits_for_a_login_that_takes_longer_than_its_timeout() {
+    // The user takes 1 s to log in; the modern probe would give up after 300 ms.
+    let (peer, w) = world(|w| {
+        w.modern = true;
+        w.slow_authorize = Duration::from_secs(1);
+    })
+    .await;
+    let session = connect_as(
+        &peer,
+        oauth(&peer, Arc::new(MemoryStore::new())),
+        None,
+        ProtocolChoice::Auto,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        session.era(),
+        capable::Era::Modern,
+        "no fallback while authorizing"
+    );
+    assert!(peer.posts("initialize").is_empty());
+    session.list_tools().await.unwrap();
+    session.close().await;
+    assert_eq!(w.lock().unwrap().authorizations.len(), 1);
 }
 
 /// The GETs of the MCP endpoint (its event stream).
