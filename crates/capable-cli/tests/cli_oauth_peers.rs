@@ -391,3 +391,61 @@ fn a_stored_token_about_to_expire_is_refreshed_without_the_user_noticing() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn two_processes_refreshing_at_once_spend_the_rotating_refresh_token_once() {
+    if !wanted() {
+        return;
+    }
+    // oidc-provider rotates refresh tokens and revokes the grant when a spent one is
+    // presented again: both processes succeed only if the second takes the first's.
+    let g = guarded(30);
+    let dir = scratch("two-processes");
+    let s = store(&dir);
+    capable(
+        &[
+            "--login",
+            "headless",
+            "--token-store",
+            &s,
+            "auth",
+            "login",
+            "--url",
+            &g.mcp,
+        ],
+        T,
+    )
+    .expect_code(0);
+    let spawn = || {
+        Command::new(bin())
+            .args([
+                "--login",
+                "never",
+                "--token-store",
+                &s,
+                "auth",
+                "token",
+                "--url",
+                &g.mcp,
+            ])
+            .current_dir(workspace())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    for out in [&a, &b] {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("refreshing the token failed"));
+    }
+    assert_eq!(a.stdout, b.stdout, "both use the one refreshed token");
+    uses_the_token(&g, &s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -224,13 +224,20 @@ async fn respond(socket: &mut tokio::net::TcpStream, status: u16, body: &str) {
 /// Follows the authorization URL's redirects until one goes to the redirect URI.
 async fn headless(url: &Url, pending: &Pending, wire: &Wire) -> Result<String, AuthError> {
     let mut at = url.clone();
-    let mut cookies: Vec<String> = Vec::new();
+    // Cookies by the host that set them, sent back to that host only.
+    let mut cookies: Vec<(String, String)> = Vec::new();
     for _ in 0..MAX_HOPS {
-        let answer = wire.get_page(&at, &cookies).await?;
+        let host = at.host_str().unwrap_or("").to_owned();
+        let mine: Vec<String> = cookies
+            .iter()
+            .filter(|(h, _)| *h == host)
+            .map(|(_, c)| c.clone())
+            .collect();
+        let answer = wire.get_page(&at, &mine).await?;
         for c in answer.cookies {
             let name = c.split('=').next().unwrap_or("").to_owned();
-            cookies.retain(|old| old.split('=').next() != Some(name.as_str()));
-            cookies.push(c);
+            cookies.retain(|(h, old)| *h != host || old.split('=').next() != Some(name.as_str()));
+            cookies.push((host.clone(), c));
         }
         let location = match (answer.status, answer.location) {
             (300..=399, Some(l)) => l,
