@@ -56,6 +56,7 @@
 
 #![deny(missing_docs)]
 
+pub mod auth;
 pub mod cache;
 pub mod capabilities;
 pub mod config;

@@ -34,6 +34,7 @@ pub struct ReadmeDoctests;
 
 #[cfg(feature = "audit")]
 pub mod audit;
+pub mod auth;
 mod connect;
 mod driver;
 pub mod error;

@@ -96,6 +96,10 @@ impl TransportError {
 }
 
 /// An error and its causes, one after the other (reqwest's own message says little).
+pub(crate) fn chain_of(e: &dyn std::error::Error) -> String {
+    chain(e)
+}
+
 fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut source = e.source();

@@ -21,6 +21,8 @@ pub struct Seen {
     /// Header names lower-cased.
     pub headers: HashMap<String, String>,
     pub body: Option<Value>,
+    /// The body as sent (a form, for a token request).
+    pub raw: Vec<u8>,
     pub at: Instant,
 }
 
@@ -38,6 +40,21 @@ impl Seen {
 
     pub fn rpc_id(&self) -> Option<&Value> {
         self.body.as_ref()?.get("id")
+    }
+
+    /// The body's `application/x-www-form-urlencoded` fields.
+    pub fn form(&self) -> HashMap<String, String> {
+        url::form_urlencoded::parse(&self.raw)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
+    }
+
+    /// The query's fields.
+    pub fn query(&self) -> HashMap<String, String> {
+        let q = self.path.split_once('?').map(|(_, q)| q).unwrap_or("");
+        url::form_urlencoded::parse(q.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
     }
 }
 
@@ -163,6 +180,7 @@ async fn serve(
             path,
             headers,
             body: serde_json::from_slice(&body).ok(),
+            raw: body,
             at: Instant::now(),
         };
         seen.lock().unwrap().push(request.clone());
