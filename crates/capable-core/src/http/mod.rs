@@ -208,6 +208,10 @@ pub enum Failure {
         /// What is wrong.
         detail: String,
     },
+    /// The request could not be made or its answer not read (the connection was
+    /// refused, reset or closed midway, the body was too large): the shell holds the
+    /// transport's error, which is the reason.
+    Unreachable,
 }
 
 /// What the shell does next.
@@ -514,8 +518,9 @@ impl HttpSession {
     }
 
     /// The request could not be made, or its body not read (the shell holds the
-    /// transport error). A background stream retries; a message's exchange ends the
-    /// connection, as the server cannot be reached.
+    /// transport error). A background stream retries; a request fails alone
+    /// ([`Failure::Unreachable`]: over HTTP each message is its own exchange, so the
+    /// next may well get through); a notification is reported as refused.
     pub fn on_failure(&mut self, ex: ExchangeId) -> Vec<Action> {
         match self.exchanges.remove(&ex) {
             Some(Exchange::Standalone(stream)) => self.standalone_end(ex, stream, End::default()),
@@ -526,10 +531,17 @@ impl HttpSession {
                     // Trying the URL as an HTTP+SSE endpoint failed: the original
                     // refusal is the answer.
                     true => self.call_refused(*call),
-                    false => vec![Action::End(None)],
+                    false => vec![Action::Fail {
+                        id: call.id.clone(),
+                        failure: Failure::Unreachable,
+                    }],
                 }
             }
-            Some(Exchange::OneWay(_)) => vec![Action::End(None)],
+            Some(Exchange::OneWay(one)) => vec![Action::Notice(Notice::HttpRejected {
+                what: one.method,
+                url: self.shown.clone(),
+                detail: "it could not be delivered (the connection failed)".into(),
+            })],
             Some(Exchange::Delete) | None => Vec::new(),
         }
     }

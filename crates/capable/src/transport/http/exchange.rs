@@ -264,10 +264,30 @@ pub(super) async fn run(
 async fn failed(http: &Arc<Http>, ex: ExchangeId, e: TransportError) -> Result<(), TransportError> {
     let actions = http.policy().on_failure(ex);
     let ends = actions.iter().any(|a| matches!(a, Action::End(None)));
-    let rest: Vec<Action> = actions
-        .into_iter()
-        .filter(|a| !matches!(a, Action::End(None)))
-        .collect();
+    let mut rest = Vec::new();
+    for action in actions {
+        match action {
+            Action::End(None) => {}
+            // The request fails alone, with the transport's own error.
+            Action::Fail {
+                id,
+                failure: Failure::Unreachable,
+            } => {
+                if let Ok(id) = serde_json::from_value::<RequestId>(id) {
+                    let failed = Inbound::Failed {
+                        id,
+                        error: Error::Transport(e.clone()),
+                    };
+                    let _ = http.inbound.send(Ok(failed)).await;
+                }
+            }
+            Action::Notice(notice) => {
+                tracing::debug!("{notice}: {e}");
+                rest.push(Action::Notice(notice));
+            }
+            other => rest.push(other),
+        }
+    }
     execute(http, rest).await?;
     if ends {
         return Err(e);
