@@ -13,14 +13,12 @@
 mod common;
 mod http_peer;
 
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use capable::transport::TransportError;
 use capable::{connect_stdio, ClientOptions, Error, HttpConfig, Reconnect, ServerCommand, Session};
 use common::{fixture_with, within, MANUAL};
-use http_peer::{event, initialize_result, priming, result, Peer, Reply, Seen};
-use serde_json::{json, Value};
+use http_peer::faults::{fault_server, OwnRuntimePeer};
 
 /// A request's timeout in these cases: an error that comes "at once" comes well before.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -218,142 +216,6 @@ async fn stdio_expectations(fault: &str, session: &Session) -> Result<(), String
 // ---------------------------------------------------------------------------------
 // HTTP
 
-/// The peer on a runtime of its own: its tasks are not the client's.
-struct OwnRuntimePeer {
-    peer: Option<Peer>,
-    runtime: Option<tokio::runtime::Runtime>,
-}
-
-impl OwnRuntimePeer {
-    fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> OwnRuntimePeer {
-        // Built on a thread of its own: a runtime cannot be entered from inside another.
-        let (runtime, peer) = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .expect("a runtime for the peer");
-            let peer = runtime.block_on(Peer::start("/mcp", handler));
-            (runtime, peer)
-        })
-        .join()
-        .expect("the peer started");
-        OwnRuntimePeer {
-            peer: Some(peer),
-            runtime: Some(runtime),
-        }
-    }
-
-    fn url(&self) -> String {
-        self.peer
-            .as_ref()
-            .map(|p| p.url.clone())
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for OwnRuntimePeer {
-    fn drop(&mut self) {
-        drop(self.peer.take());
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
-fn id(s: &Seen) -> Value {
-    s.rpc_id().cloned().unwrap_or(Value::Null)
-}
-
-fn manual(s: &Seen) -> Value {
-    result(
-        &id(s),
-        json!({"contents": [{"uri": MANUAL, "mimeType": "text/plain", "text": "Acceptance instructions (revision 1)"}]}),
-    )
-}
-
-/// A legacy (2025-06-18) server: `fault` decides the answers it breaks.
-fn http_server(fault: &'static str) -> impl Fn(&Seen) -> Reply + Send + Sync + 'static {
-    let reads = std::sync::atomic::AtomicU32::new(0);
-    // Made before the server starts: compressing 64 MiB takes a while.
-    let bomb = (fault == "compressed-past-limit").then(bomb);
-    move |s: &Seen| {
-        let json = |v: Value| Reply::Json(200, vec![], v);
-        match (s.method.as_str(), s.rpc_method()) {
-            ("POST", Some("server/discover")) => Reply::Status(400, vec![]),
-            ("POST", Some("initialize")) if fault == "exit-in-handshake" => Reply::Close,
-            ("POST", Some("initialize")) => json(initialize_result(
-                &id(s),
-                "2025-06-18",
-                json!({"resources": {}}),
-            )),
-            ("POST", Some(m)) if m.starts_with("notifications/") => {
-                if fault == "answers-notifications" {
-                    json(json!({"jsonrpc": "2.0", "id": null, "result": {}}))
-                } else {
-                    Reply::Status(202, vec![])
-                }
-            }
-            ("POST", Some("resources/read")) => {
-                let n = reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                // Only the first read breaks; the server answers the next one whole.
-                if n > 0 {
-                    return json(manual(s));
-                }
-                match fault {
-                    "exit-mid-request" => Reply::Close,
-                    "exit-mid-stream" => {
-                        let whole = event(Some("e1"), &manual(s));
-                        let half = whole[..whole.len() / 2].to_owned();
-                        Reply::Sse(vec![], vec![priming("p1", 10), half], Duration::ZERO)
-                    }
-                    "truncated-answer" => {
-                        let body = serde_json::to_vec(&manual(s)).unwrap();
-                        Reply::Raw(
-                            200,
-                            vec![("content-type".into(), "application/json".into())],
-                            body[..body.len() / 2].to_vec(),
-                        )
-                    }
-                    "compressed-past-limit" => Reply::Raw(
-                        200,
-                        vec![
-                            ("content-type".into(), "application/json".into()),
-                            ("content-encoding".into(), "gzip".into()),
-                        ],
-                        bomb.clone().unwrap_or_default(),
-                    ),
-                    "server-error" => Reply::Raw(
-                        500,
-                        vec![("content-type".into(), "text/html".into())],
-                        b"<html><body>Internal Server Error</body></html>".to_vec(),
-                    ),
-                    _ => json(manual(s)),
-                }
-            }
-            // No resumption: the stream that broke cannot be picked up again.
-            ("GET", _) => Reply::Status(405, vec![]),
-            ("DELETE", _) => Reply::Status(200, vec![]),
-            _ => Reply::Status(404, vec![]),
-        }
-    }
-}
-
-/// A gzip body of a few hundred KiB that inflates to a 64 MiB answer (its id does not
-/// matter: the size limit stops it long before).
-fn bomb() -> Vec<u8> {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let head =
-        format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"contents":[{{"uri":"{MANUAL}","text":""#);
-    gz.write_all(head.as_bytes()).unwrap();
-    let chunk = vec![b'a'; 1 << 20];
-    for _ in 0..64 {
-        gz.write_all(&chunk).unwrap();
-    }
-    gz.write_all(br#""}]}}"#).unwrap();
-    gz.finish().unwrap()
-}
-
 fn http_config(url: &str) -> HttpConfig {
     let mut c = HttpConfig::new(url.parse().unwrap());
     c.reconnect = Reconnect {
@@ -378,7 +240,7 @@ fn vm_rss_kib() -> u64 {
 }
 
 async fn http_case(fault: &'static str) -> Result<(), String> {
-    let peer = OwnRuntimePeer::start(http_server(fault));
+    let peer = OwnRuntimePeer::start(fault_server(fault));
     let before = baseline();
     let mut options = options();
     if fault == "compressed-past-limit" {
@@ -400,17 +262,6 @@ async fn http_case(fault: &'static str) -> Result<(), String> {
     let session = connected.map_err(|e| format!("connect: {e}"))?;
     let outcome = http_expectations(fault, &session).await;
     session.close().await;
-    if outcome.is_err() {
-        let seen: Vec<String> = peer
-            .peer
-            .as_ref()
-            .unwrap()
-            .seen()
-            .iter()
-            .map(|s| format!("{} {:?} {:?}", s.method, s.rpc_method(), s.rpc_id()))
-            .collect();
-        eprintln!("{fault}: {seen:#?}");
-    }
     outcome?;
     nothing_left(before, None).await
 }

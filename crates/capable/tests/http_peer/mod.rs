@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod faults;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
