@@ -70,6 +70,7 @@ pub mod model;
 pub mod negotiation;
 pub mod notice;
 pub mod revision;
+pub mod secrets;
 pub mod skills;
 pub mod text;
 pub mod time;
