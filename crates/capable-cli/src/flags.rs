@@ -86,6 +86,60 @@ pub struct Global {
     /// larger one ends the session with a clear error instead of exhausting memory.
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
     pub max_message: usize,
+    #[command(flatten)]
+    pub auth: AuthFlags,
+}
+
+/// OAuth settings for HTTP servers (a config entry's `oauth` gives the same).
+#[derive(Debug, Args, Clone, Default)]
+pub struct AuthFlags {
+    /// How to log in when a server asks for authorization: `auto` (the browser on a
+    /// terminal, else fail with "authorization required"), `browser`, `paste` (print
+    /// the URL, paste where the browser lands), `headless` (follow the authorization
+    /// redirects without a browser), `never`.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "MODE",
+        default_value = "auto"
+    )]
+    pub login: LoginFlag,
+    /// Where tokens are kept (default: credentials.json in the user's capable config
+    /// directory, mode 0600).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub token_store: Option<PathBuf>,
+    /// A pre-registered OAuth client id.
+    #[arg(long, global = true, value_name = "ID")]
+    pub client_id: Option<String>,
+    /// Its secret (prefer a config entry with `${VAR}`: flags show in `ps`).
+    #[arg(long, global = true, value_name = "SECRET")]
+    pub client_secret: Option<String>,
+    /// The HTTPS URL of a client ID metadata document to identify as.
+    #[arg(long, global = true, value_name = "URL")]
+    pub client_metadata_url: Option<String>,
+    /// An OAuth scope to ask for (repeatable; joined with what the server asks).
+    #[arg(long = "scope", global = true, value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// The loopback port of the login redirect (for clients registered with one).
+    #[arg(long, global = true, value_name = "PORT")]
+    pub callback_port: Option<u16>,
+}
+
+/// `--login` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LoginFlag {
+    /// The browser on a terminal, else none.
+    #[default]
+    Auto,
+    /// A loopback listener and the system browser.
+    Browser,
+    /// Print the URL, read the redirect address from stdin.
+    Paste,
+    /// No browser: follow the authorization redirects.
+    Headless,
+    /// Never log in.
+    Never,
 }
 
 /// `--elicitation` values.
@@ -218,6 +272,12 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// OAuth for an HTTP server (`--url` or `--server`): log in, show, forget, print
+    /// the token.
+    Auth {
+        #[command(subcommand)]
+        action: AuthAction,
+    },
     /// Check every declared capability with safe read-only probes and validate every
     /// result against the official schema. Exit 6 when the server breaks its contract.
     Audit {
@@ -287,6 +347,19 @@ pub enum SkillsAction {
         #[command(flatten)]
         server: ServerArgs,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthAction {
+    /// Authorize now (discovery, registration, the login), and store the token.
+    Login,
+    /// The stored tokens: issuer, scopes, expiry, where they are kept (all servers
+    /// without --url or --server).
+    Status,
+    /// Forget every token stored for the server.
+    Logout,
+    /// Print the access token (refreshed if it is about to expire), for scripts.
+    Token,
 }
 
 #[derive(Debug, Subcommand)]

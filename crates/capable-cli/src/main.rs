@@ -6,6 +6,7 @@ mod elicit;
 mod exit;
 mod flags;
 mod output;
+mod secrets;
 mod signals;
 
 use capable::config;
@@ -20,11 +21,24 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
+            if !refused_without_value(&e) {
+                let _ = e.print();
+            }
             std::process::exit(code);
         }
     };
     init_logging();
+    secrets::keep(|s| {
+        for (_, value) in &cli.global.headers {
+            s.add_header_value(value);
+        }
+        if let Some(url) = &cli.global.url {
+            s.add_url_text(url);
+        }
+        if let Some(secret) = &cli.global.auth.client_secret {
+            s.add(secret);
+        }
+    });
     if let Command::Fixture(args) = &cli.command {
         // The fixture is a plain blocking stdio server: no runtime needed.
         std::process::exit(capable_fixture::serve(args));
@@ -121,6 +135,7 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
             updates,
             server,
         } => commands::watch::run(&ctx, &uri, poll, updates, &server).await,
+        Command::Auth { action } => commands::auth::run(&ctx, &action).await,
         Command::Audit { report, server } => {
             commands::audit::run(&ctx, report.as_deref(), &server).await
         }
@@ -157,13 +172,38 @@ fn report(e: &CliError, json: bool) {
     }
 }
 
+/// A flag whose value may be a credential and was refused: the error says why without
+/// repeating the value (clap's own message would). Returns whether it was printed.
+fn refused_without_value(e: &clap::Error) -> bool {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::ValueValidation {
+        return false;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return false;
+    };
+    if !["--header", "--client-secret", "--url"]
+        .iter()
+        .any(|f| arg.starts_with(f))
+    {
+        return false;
+    }
+    let why = std::error::Error::source(e)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| "it cannot be used".into());
+    output::eprint_line(&format!(
+        "error: invalid value for '{arg}' (not shown): {why}\n\nFor more information, try '--help'."
+    ));
+    true
+}
+
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("CAPABLE_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
     use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(secrets::log_writer)
         // Colours for a person at a terminal only, never into a file or a pipe.
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)

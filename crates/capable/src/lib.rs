@@ -38,6 +38,7 @@ pub struct ReadmeDoctests;
 
 #[cfg(feature = "audit")]
 pub mod audit;
+pub mod auth;
 pub mod config;
 mod connect;
 mod driver;

@@ -176,6 +176,13 @@ impl Session {
         self.shared.peer.stderr_tail()
     }
 
+    /// The server's process id, which is also the id of its process group (every
+    /// process it starts stays in it unless it moves itself out; [`Session::close`]
+    /// ends the whole group). `None` for a server that is no process of ours (HTTP).
+    pub fn server_process_id(&self) -> Option<u32> {
+        self.shared.peer.process_id()
+    }
+
     /// The server's notifications, as a stream. Can be taken once; while nobody takes
     /// it, notifications beyond the buffer are dropped (memory stays bounded) and
     /// counted ([`Session::dropped_notifications`]).
