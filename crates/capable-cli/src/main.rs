@@ -135,6 +135,7 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
             updates,
             server,
         } => commands::watch::run(&ctx, &uri, poll, updates, &server).await,
+        Command::Ui(args) => commands::ui::run(&ctx, &args).await,
         Command::Auth { action } => commands::auth::run(&ctx, &action).await,
         Command::Audit { report, server } => {
             commands::audit::run(&ctx, report.as_deref(), &server).await

@@ -1,0 +1,388 @@
+//! The inspector's commands: `GET /api/servers` for the state of everything, and one
+//! `POST /api/VERB` (a JSON body naming the server) per thing a user can do.
+//!
+//! Answers are the JSON the CLI prints with `--json` wherever it has a shape: a read
+//! is `capable read --json`'s, a server's `inspect` is `capable inspect --json`'s, a
+//! watch's events are `capable watch --json`'s lines, an audit is `capable audit
+//! --json`'s report, an error is `{"error": {"kind", "message", "exitCode"}}`. Every
+//! request a command makes passes the server's gating table like any other: the page
+//! cannot make capable send what the server did not declare.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderValue, Response, StatusCode};
+use capable::core::model::JsonObject;
+use capable::core::Notice;
+use capable::{RequestOptions, Session};
+use serde_json::{json, Value};
+use tokio::task::AbortHandle;
+
+use super::events::Bus;
+use super::servers::{ServerLookup, Servers};
+use super::watches::Watches;
+use crate::exit::CliError;
+
+/// What every command shares.
+pub struct App {
+    /// The servers given at start.
+    pub servers: Servers,
+    /// The live stream.
+    pub bus: Bus,
+    /// Open watches.
+    pub watches: Watches,
+    /// Tool calls in flight, by the page's call id (for cancel).
+    calls: Mutex<HashMap<String, AbortHandle>>,
+    next: AtomicU64,
+}
+
+impl App {
+    /// The commands over these servers.
+    pub fn new(servers: Servers, bus: Bus) -> App {
+        App {
+            watches: Watches::new(bus.clone()),
+            servers,
+            bus,
+            calls: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+        }
+    }
+}
+
+type Shared = State<Arc<App>>;
+
+/// A JSON answer.
+pub fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    let mut response = Response::new(Body::from(value.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn ok(value: Value) -> Response<Body> {
+    json_response(StatusCode::OK, &value)
+}
+
+/// An error in the CLI's `--json` shape.
+fn error(status: StatusCode, e: &CliError) -> Response<Body> {
+    let body =
+        json!({"error": {"kind": e.kind(), "message": e.to_string(), "exitCode": e.exit_code()}});
+    json_response(status, &body)
+}
+
+fn usage(message: impl Into<String>) -> Response<Body> {
+    error(StatusCode::BAD_REQUEST, &CliError::Usage(message.into()))
+}
+
+fn client(e: capable::Error) -> Response<Body> {
+    error(StatusCode::BAD_GATEWAY, &CliError::Client(e))
+}
+
+fn lookup(e: ServerLookup) -> Response<Body> {
+    let status = match e {
+        ServerLookup::Unknown(_) => StatusCode::NOT_FOUND,
+        _ => StatusCode::CONFLICT,
+    };
+    error(status, &CliError::NotOffered(e.to_string()))
+}
+
+/// A command's body: a JSON object with a string `server`.
+struct Command {
+    server: String,
+    body: Value,
+}
+
+impl Command {
+    /// The command, or what is wrong with it (a usage error for the page).
+    fn parse(bytes: &[u8]) -> Result<Command, String> {
+        let body: Value =
+            serde_json::from_slice(bytes).map_err(|e| format!("the command is not JSON: {e}"))?;
+        let server = body
+            .get("server")
+            .and_then(Value::as_str)
+            .ok_or("the command names no \"server\"")?
+            .to_owned();
+        Ok(Command { server, body })
+    }
+
+    fn str(&self, key: &str) -> Result<&str, String> {
+        self.body
+            .get(key)
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("the command has no string {key:?}"))
+    }
+
+    fn object(&self, key: &str) -> Result<Option<JsonObject>, String> {
+        match self.body.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Object(map)) => Ok(Some(map.clone())),
+            Some(_) => Err(format!("{key:?} must be a JSON object")),
+        }
+    }
+}
+
+/// Runs `f` on the ready session the command names.
+async fn with_session(
+    app: &App,
+    bytes: &[u8],
+    f: impl AsyncFnOnce(&Command, Arc<Session>) -> Response<Body>,
+) -> Response<Body> {
+    let command = match Command::parse(bytes) {
+        Ok(c) => c,
+        Err(m) => return usage(m),
+    };
+    match app.servers.session(&command.server).await {
+        Ok(session) => f(&command, session).await,
+        Err(e) => lookup(e),
+    }
+}
+
+/// `GET /api/servers`.
+pub async fn servers(State(app): Shared) -> Response<Body> {
+    ok(app.servers.snapshot().await)
+}
+
+/// `POST /api/connect` (also reconnects) and `POST /api/disconnect`.
+pub async fn connect(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    let command = match Command::parse(&bytes) {
+        Ok(c) => c,
+        Err(m) => return usage(m),
+    };
+    match app.servers.get(&command.server) {
+        Ok(entry) => {
+            app.watches.stop_server(&command.server).await;
+            app.servers.connect(&entry).await;
+            ok(json!({"server": command.server, "state": "starting"}))
+        }
+        Err(e) => lookup(e),
+    }
+}
+
+/// `POST /api/disconnect`.
+pub async fn disconnect(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    let command = match Command::parse(&bytes) {
+        Ok(c) => c,
+        Err(m) => return usage(m),
+    };
+    match app.servers.get(&command.server) {
+        Ok(entry) => {
+            app.watches.stop_server(&command.server).await;
+            app.servers.disconnect(&entry).await;
+            ok(json!({"server": command.server, "state": "disconnected"}))
+        }
+        Err(e) => lookup(e),
+    }
+}
+
+/// `POST /api/read {server, uri}`: `capable read --json`.
+pub async fn read(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    with_session(&app, &bytes, async |c, session| {
+        let uri = match c.str("uri") {
+            Ok(u) => u,
+            Err(m) => return usage(m),
+        };
+        match session.read_resource(uri).await {
+            Ok(read) => ok(json!(read)),
+            Err(e) => client(e),
+        }
+    })
+    .await
+}
+
+/// `POST /api/watch {server, uri, pollMs?}`: the watch's events follow on the stream.
+pub async fn watch(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    with_session(&app, &bytes, async |c, session| {
+        let uri = match c.str("uri") {
+            Ok(u) => u.to_owned(),
+            Err(m) => return usage(m),
+        };
+        let poll = c
+            .body
+            .get("pollMs")
+            .and_then(Value::as_u64)
+            .filter(|ms| *ms > 0)
+            .map(|ms| std::time::Duration::from_millis(ms.max(100)));
+        match app.watches.start(&c.server, session, uri, poll).await {
+            Ok(id) => ok(json!({"watch": id})),
+            Err(e) => error(StatusCode::CONFLICT, &e),
+        }
+    })
+    .await
+}
+
+/// `POST /api/unwatch {server, watch}`.
+pub async fn unwatch(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    let id = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("watch").and_then(Value::as_u64));
+    match id {
+        Some(id) => ok(json!({"stopped": app.watches.stop(id).await})),
+        None => usage("the command has no numeric \"watch\""),
+    }
+}
+
+/// `POST /api/call {server, tool, arguments, call?}`: the arguments checked against the
+/// tool's `inputSchema` first (nothing is sent when they do not match), then
+/// `tools/call` with progress on the stream; the result with the check of its
+/// `structuredContent` against the `outputSchema`.
+pub async fn call(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    let app2 = app.clone();
+    with_session(&app, &bytes, async |c, session| {
+        let tool_name = match c.str("tool") {
+            Ok(t) => t.to_owned(),
+            Err(m) => return usage(m),
+        };
+        let arguments = match c.object("arguments") {
+            Ok(a) => a,
+            Err(m) => return usage(m),
+        };
+        let tool = app2
+            .servers
+            .tools(&c.server)
+            .await
+            .into_iter()
+            .find(|t| t.name == tool_name);
+        if let Some(tool) = &tool {
+            let instance = Value::Object(arguments.clone().unwrap_or_default());
+            let problems = super::schema_check::check(tool.input_schema.get(), &instance);
+            if !problems.is_empty() {
+                let body = json!({"error": {"kind": "usage", "message": "the arguments do not match the tool's inputSchema; nothing was sent", "exitCode": 2}, "invalid": problems});
+                return json_response(StatusCode::UNPROCESSABLE_ENTITY, &body);
+            }
+        }
+        let call_id = c
+            .body
+            .get("call")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| app2.next.fetch_add(1, Ordering::Relaxed).to_string());
+        let before = session.notices().len();
+        let bus = app2.bus.clone();
+        let (server, progress_id) = (c.server.clone(), call_id.clone());
+        let on_progress: capable::ProgressCallback = Box::new(move |p| {
+            bus.publish(
+                "progress",
+                json!({"server": server, "call": progress_id, "progress": p}),
+            );
+        });
+        let options = RequestOptions {
+            on_progress: Some(on_progress),
+            ..RequestOptions::default()
+        };
+        let s = session.clone();
+        let name = tool_name.clone();
+        let task = tokio::spawn(async move { s.call_tool_with(&name, arguments.as_ref(), options).await });
+        lock(&app2.calls).insert(call_id.clone(), task.abort_handle());
+        let outcome = task.await;
+        lock(&app2.calls).remove(&call_id);
+        let result = match outcome {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => return client(e),
+            // Aborted: dropping the request sent `notifications/cancelled`.
+            Err(_) => return ok(json!({"call": call_id, "cancelled": true})),
+        };
+        let check = output_check(&session, tool.as_ref(), &tool_name, before);
+        ok(json!({"call": call_id, "result": result, "outputCheck": check}))
+    })
+    .await
+}
+
+/// `POST /api/cancel {server, call}`: stops waiting for a tool call, which cancels it
+/// on the server (`notifications/cancelled`).
+pub async fn cancel(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    let id = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("call").and_then(Value::as_str).map(str::to_owned));
+    let Some(id) = id else {
+        return usage("the command has no string \"call\"");
+    };
+    let handle = lock(&app.calls).remove(&id);
+    if let Some(h) = &handle {
+        h.abort();
+    }
+    ok(json!({"call": id, "cancelled": handle.is_some()}))
+}
+
+/// What the session found checking the result against the tool's `outputSchema`.
+fn output_check(
+    session: &Session,
+    tool: Option<&capable::core::model::Tool>,
+    name: &str,
+    before: usize,
+) -> Value {
+    let Some(schema) = tool.and_then(|t| t.output_schema.as_ref()) else {
+        return json!({"declared": false});
+    };
+    let schema: Value = serde_json::from_str(schema.get()).unwrap_or(Value::Null);
+    let notices = session.notices();
+    for notice in notices.iter().skip(before) {
+        match notice {
+            Notice::OutputSchemaMismatch { tool, errors, .. } if tool == name => {
+                return json!({"declared": true, "schema": schema, "ok": false, "errors": errors});
+            }
+            Notice::OutputSchemaUnchecked { tool, why } if tool == name => {
+                return json!({"declared": true, "schema": schema, "ok": null, "errors": [why]});
+            }
+            _ => {}
+        }
+    }
+    json!({"declared": true, "schema": schema, "ok": true, "errors": []})
+}
+
+/// `POST /api/prompt {server, name, arguments}`.
+pub async fn prompt(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    with_session(&app, &bytes, async |c, session| {
+        let name = match c.str("name") {
+            Ok(n) => n,
+            Err(m) => return usage(m),
+        };
+        let arguments = match c.object("arguments") {
+            Ok(a) => a,
+            Err(m) => return usage(m),
+        };
+        match session.get_prompt(name, arguments.as_ref()).await {
+            Ok(result) => ok(json!(result)),
+            Err(e) => client(e),
+        }
+    })
+    .await
+}
+
+/// `POST /api/ping {server}`.
+pub async fn ping(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    with_session(&app, &bytes, async |_, session| {
+        let started = std::time::Instant::now();
+        match session.ping().await {
+            Ok(()) => ok(json!({"ms": started.elapsed().as_secs_f64() * 1000.0})),
+            Err(e) => client(e),
+        }
+    })
+    .await
+}
+
+/// `POST /api/audit {server}`: `capable audit --json`'s report and its Markdown, from a
+/// session of its own (the audit judges every message from the handshake on).
+pub async fn audit(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    let command = match Command::parse(&bytes) {
+        Ok(c) => c,
+        Err(m) => return usage(m),
+    };
+    let target = match app.servers.target(&command.server) {
+        Ok(t) => t,
+        Err(e) => return error(StatusCode::CONFLICT, &CliError::NotOffered(e)),
+    };
+    match super::audit::run(&app.servers, &command.server, &target).await {
+        Ok((report, markdown)) => ok(json!({"report": report, "markdown": markdown})),
+        Err(e) => error(StatusCode::BAD_GATEWAY, &e),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
