@@ -57,6 +57,8 @@ fn the_inspector_in_a_real_browser() {
         ("liar", &["--profile", "lying-subscribe"]),
         ("tools", &["--profile", "no-resources"]),
         ("old", &["--profile", "unsupported-version"]),
+        ("ask", &["--profile", "elicit"]),
+        ("slow", &["--profile", "slow-progress"]),
     ]);
     let b = driver.browser(1280, 900);
 
@@ -85,7 +87,7 @@ fn the_inspector_in_a_real_browser() {
     // Servers: each with its state; a refused one says why.
     b.wait_until(
         "every server settled",
-        "const s = [...document.querySelectorAll('[data-testid=server-state]')].map(e => e.textContent); return s.length === 5 && !s.includes('starting') && s.join(',')",
+        "const s = [...document.querySelectorAll('[data-testid=server-state]')].map(e => e.textContent); return s.length === 7 && !s.includes('starting') && s.join(',')",
         WAIT,
     );
     b.click("[data-testid=server][data-name=old]");
@@ -193,8 +195,69 @@ fn the_inspector_in_a_real_browser() {
     assert_eq!(result, "hello from the browser");
     b.screenshot(&shots().join("tool-call.png"));
 
-    // The message log has both directions of that call, and filters by method.
+    // The schema form covers every kind of field it claims, and sends what was typed
+    // as the JSON types the schema asks for (the form module, in this page).
+    form_of_every_kind(&b);
+
+    // Progress as it comes, kept with the result.
+    open(&b, "slow", "tools");
+    b.click("[data-testid=tool][data-name=echo]");
+    b.type_into("[data-testid=tool-form] input[name=message]", "slowly");
+    b.click("[data-testid=tool-form] [data-testid=call]");
+    b.wait_until(
+        "a progress bar that advances",
+        "const p = document.querySelector('[data-testid=tool-form] progress'); return p && p.value >= 1 && p.max === 7",
+        WAIT,
+    );
+    let progress = b.text("[data-testid=final-progress]", WAIT);
+    assert_eq!(progress, "progress 7 / 7");
+    assert_eq!(
+        b.text("[data-testid=call-result] [data-testid=content-text]", WAIT),
+        "slowly"
+    );
+    // Cancel: the call stops and the server is told (`notifications/cancelled`).
+    b.click("[data-testid=tool-form] [data-testid=call]");
+    b.wait_until(
+        "the second call in progress",
+        "const p = document.querySelector('[data-testid=tool-form] progress'); return p && p.value >= 1",
+        WAIT,
+    );
+    b.click("[data-testid=tool-form] [data-testid=cancel]");
+    let cancelled = b.text("[data-testid=call-result]", WAIT);
+    assert!(cancelled.contains("Cancelled"), "{cancelled}");
     b.click("[data-testid=tab-log]");
+    b.wait_for(
+        "[data-testid=log-row][data-dir=sent][data-method='notifications/cancelled']",
+        WAIT,
+    );
+
+    // A server's request for input is a form in the page; the answer goes back.
+    open(&b, "ask", "tools");
+    b.click("[data-testid=tool][data-name=confirm]");
+    b.click("[data-testid=tool-form] [data-testid=call]");
+    let message = b.text(
+        "[data-testid=elicitation] [data-testid=elicitation-message]",
+        WAIT,
+    );
+    assert_eq!(message, "Confirm the acceptance run?");
+    b.type_into("[data-testid=elicitation] input[name=note]", "ship it");
+    b.click("[data-testid=elicitation] [data-testid=elicit-accept]");
+    let answered = b.text("[data-testid=call-result] [data-testid=content-text]", WAIT);
+    assert!(
+        answered.contains("action=accept")
+            && answered.contains("ship it")
+            && answered.contains("\"approve\":true"),
+        "the form's values, the default included, reached the server: {answered}"
+    );
+    b.wait_until(
+        "the request's form is gone",
+        "return document.querySelectorAll('[data-testid=elicitation]').length === 0",
+        WAIT,
+    );
+    b.screenshot(&shots().join("elicitation-answered.png"));
+
+    // The message log has both directions of a call, and filters by method.
+    open(&b, "tools", "log");
     b.wait_for(
         "[data-testid=log-row][data-dir=sent][data-method='tools/call']",
         WAIT,
@@ -234,5 +297,74 @@ fn the_inspector_in_a_real_browser() {
         "browser steps took {:?}; screenshots in {}",
         started.elapsed(),
         shots().display()
+    );
+}
+
+/// The form generator on a schema with every kind of field it covers: the values
+/// typed, selected and added come back as the JSON the schema asks for; a decimal in
+/// an integer field and a missing required field are caught before sending.
+fn form_of_every_kind(b: &Browser<'_>) {
+    let schema = serde_json::json!({
+        "type": "object",
+        "required": ["name", "count"],
+        "properties": {
+            "name": {"type": "string", "description": "who"},
+            "count": {"type": "integer", "default": 2},
+            "ratio": {"type": "number"},
+            "on": {"type": "boolean"},
+            "color": {"enum": ["red", "green"]},
+            "size": {"oneOf": [{"const": "s", "title": "small"}, {"const": "l", "title": "large"}]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "nested": {"type": "object", "properties": {"depth": {"type": "integer"}}},
+            "maybe": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "raw": {"$ref": "#/$defs/thing"}
+        },
+        "$defs": {"thing": {"type": "object"}}
+    });
+    let made = b.execute(
+        "return import('/form.js').then(m => { const f = m.schemaForm(arguments[0]); window.__lab = f; \
+         const lab = document.createElement('form'); lab.id = 'lab'; lab.appendChild(f.el); document.body.prepend(lab); return true; })",
+        serde_json::json!([schema]),
+    );
+    assert_eq!(made, true);
+    let read = "return JSON.stringify(window.__lab.read())";
+    let missing = b.execute(read, serde_json::json!([]));
+    assert!(
+        missing.as_str().unwrap().contains("required: name"),
+        "{missing}"
+    );
+    b.type_into("#lab input[name=name]", "Ada");
+    b.type_into("#lab input[name=count]", "2.5");
+    let decimal = b.execute(read, serde_json::json!([]));
+    assert!(
+        decimal
+            .as_str()
+            .unwrap()
+            .contains("count: must be an integer"),
+        "{decimal}"
+    );
+    b.type_into("#lab input[name=count]", "3");
+    b.type_into("#lab input[name=ratio]", "0.5");
+    b.click("#lab select[name=on] option[value=true]");
+    b.click("#lab select[name=color] option[value='1']");
+    b.click("#lab select[name=size] option[value='1']");
+    b.click("#lab [data-testid=add-item]");
+    b.type_into("#lab input[name='tags/0']", "x");
+    b.type_into("#lab input[name='nested/depth']", "4");
+    b.click("#lab input[aria-label='maybe is null']");
+    b.type_into("#lab textarea[name=raw]", r#"{"a": 1}"#);
+    let value: serde_json::Value =
+        serde_json::from_str(b.execute(read, serde_json::json!([])).as_str().unwrap()).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({"ok": true, "value": {
+            "name": "Ada", "count": 3, "ratio": 0.5, "on": true, "color": "green", "size": "l",
+            "tags": ["x"], "nested": {"depth": 4}, "maybe": null, "raw": {"a": 1}
+        }})
+    );
+    b.screenshot(&shots().join("form-of-every-kind.png"));
+    b.execute(
+        "document.getElementById('lab').remove()",
+        serde_json::json!([]),
     );
 }

@@ -383,6 +383,23 @@ pub async fn audit(State(app): Shared, bytes: Bytes) -> Response<Body> {
     }
 }
 
+/// `POST /api/elicit {server, id, action, content?}`: the answer to a server's request
+/// for input.
+pub async fn elicit(State(app): Shared, bytes: Bytes) -> Response<Body> {
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let (Some(id), Some(action)) = (
+        body.get("id").and_then(Value::as_u64),
+        body.get("action").and_then(Value::as_str),
+    ) else {
+        return usage("the answer needs a numeric \"id\" and an \"action\"");
+    };
+    let content = body.get("content").cloned().filter(Value::is_object);
+    match app.servers.elicitations.answer(id, action, content) {
+        Ok(()) => ok(json!({"id": id, "action": action})),
+        Err(e) => error(StatusCode::CONFLICT, &CliError::Usage(e.to_string())),
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

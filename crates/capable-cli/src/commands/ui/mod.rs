@@ -17,12 +17,14 @@
 //! | `watches.rs` | watches started from the page |
 //! | `schema_check.rs` | a tool's arguments against its `inputSchema`, before sending |
 //! | `audit.rs` | the audit on a session of its own |
+//! | `elicitations.rs` | a server's requests for input, answered in the page |
 //! | `assets/` | the page: HTML, CSS and plain JavaScript, embedded in the binary |
 //!
 //! No request can start a process or add a server: the list is fixed at start.
 
 mod api;
 mod audit;
+mod elicitations;
 mod events;
 mod schema_check;
 mod security;
@@ -61,6 +63,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("/resources.js", include_str!("assets/resources.js"), JS),
     ("/tools.js", include_str!("assets/tools.js"), JS),
     ("/monitor.js", include_str!("assets/monitor.js"), JS),
+    ("/elicit.js", include_str!("assets/elicit.js"), JS),
 ];
 const JS: &str = "text/javascript; charset=utf-8";
 
@@ -183,6 +186,7 @@ fn router(app: Arc<api::App>, bus: events::Bus, gate: security::Gate) -> Router 
         .route("/api/prompt", post(api::prompt))
         .route("/api/ping", post(api::ping))
         .route("/api/audit", post(api::audit))
+        .route("/api/elicit", post(api::elicit))
         .with_state(app)
         .merge(events)
         .merge(pages)

@@ -20,6 +20,7 @@ use capable::{Capability, ClientOptions, Direction, Flag, Method, Session, Tap};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
+use super::elicitations::Elicitations;
 use super::events::Bus;
 
 /// One server of the inspector.
@@ -42,6 +43,8 @@ struct Conn {
 pub struct Servers {
     entries: Vec<Arc<Entry>>,
     bus: Bus,
+    /// Requests for input, answered in the page.
+    pub elicitations: Elicitations,
     options: ClientOptions,
     timeout: Duration,
 }
@@ -83,6 +86,7 @@ impl Servers {
             .collect();
         Servers {
             entries,
+            elicitations: Elicitations::new(bus.clone()),
             bus,
             options,
             timeout,
@@ -110,10 +114,13 @@ impl Servers {
     }
 
     /// Client options for one connection of `server`: the run's, with the message-log
-    /// tap (messages tagged `tag`, e.g. `audit` for the audit's own session).
+    /// tap (messages tagged `tag`, e.g. `audit` for the audit's own session), and
+    /// requests for input answered in the page (never on the terminal).
     pub fn options_for(&self, server: &str, tag: Option<&'static str>) -> ClientOptions {
         let mut options = self.options.clone();
         options.tap = Some(log_tap(self.bus.clone(), server.to_owned(), tag));
+        options.handlers.elicitation = Some(self.elicitations.handler(server.to_owned()));
+        options.handlers.elicitation_url = false;
         options
     }
 
@@ -343,6 +350,11 @@ fn describe(entry: &ConfigEntry) -> String {
     crate::secrets::scrub(&text).into_owned()
 }
 
+/// The largest message the log shows whole (bytes).
+const MAX_LOGGED: usize = 256 * 1024;
+/// How much of a larger one it shows.
+const SHOWN_OF_HUGE: usize = 4096;
+
 /// The tap of one connection: each message onto the bus as a `msg` event.
 fn log_tap(bus: Bus, server: String, tag: Option<&'static str>) -> Tap {
     Tap::new(move |direction, line| {
@@ -350,8 +362,15 @@ fn log_tap(bus: Bus, server: String, tag: Option<&'static str>) -> Tap {
             Direction::Sent => "sent",
             Direction::Received => "received",
         };
-        let message = serde_json::from_slice::<Value>(line)
-            .unwrap_or_else(|_| json!(String::from_utf8_lossy(line)));
+        let message = if line.len() > MAX_LOGGED {
+            // A huge answer is shown by its start: the log is for reading, and the
+            // ring keeps thousands of events.
+            let start = String::from_utf8_lossy(&line[..SHOWN_OF_HUGE]);
+            json!({"capable": "message too large to log", "bytes": line.len(), "start": start})
+        } else {
+            serde_json::from_slice::<Value>(line)
+                .unwrap_or_else(|_| json!(String::from_utf8_lossy(line)))
+        };
         let method = message
             .get("method")
             .and_then(Value::as_str)

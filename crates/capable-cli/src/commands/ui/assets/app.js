@@ -7,6 +7,7 @@ import { overview } from './overview.js';
 import { resourcesPanel, watchEvent } from './resources.js';
 import { toolsPanel, promptsPanel, progressEvent } from './tools.js';
 import { auditPanel, logPanel, logEvent, stderrPanel } from './monitor.js';
+import { elicitEvent } from './elicit.js';
 
 const TABS = [
   ['overview', 'Overview'], ['resources', 'Resources'], ['tools', 'Tools'], ['prompts', 'Prompts'],
@@ -142,6 +143,7 @@ function follow() {
   es.addEventListener('msg', (e) => { const d = parse(e); if (d) logEvent(d); });
   es.addEventListener('watch', (e) => { const d = parse(e); if (d) watchEvent(d); });
   es.addEventListener('progress', (e) => { const d = parse(e); if (d) progressEvent(d); });
+  es.addEventListener('elicit', (e) => { const d = parse(e); if (d) elicitEvent(d); });
   for (const kind of ['state', 'lists', 'violation', 'notice']) {
     es.addEventListener(kind, () => refresh());
   }

@@ -78,7 +78,8 @@ function toolView(server, tool) {
     bars.delete(id);
     callButton.disabled = false;
     cancel.disabled = true;
-    if (r.ok) fill(out, resultCard(r.body));
+    const seen = ptext.textContent ? h('p', { class: 'muted', 'data-testid': 'final-progress' }, 'progress ' + ptext.textContent) : null;
+    if (r.ok) fill(out, resultCard(r.body), seen);
     else if (r.body && r.body.invalid) {
       fill(out, h('div', { class: 'errors', 'data-testid': 'form-errors' }, errorText(r),
         h('ul', {}, r.body.invalid.map((p) => h('li', {}, h('code', {}, p.path || '/'), ' ', p.message)))));
