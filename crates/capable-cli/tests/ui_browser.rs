@@ -59,8 +59,12 @@ fn the_inspector_in_a_real_browser() {
         ("old", &["--profile", "unsupported-version"]),
         ("ask", &["--profile", "elicit"]),
         ("slow", &["--profile", "slow-progress"]),
+        (
+            "modern",
+            &["--profile", "modern", "--update-interval", "300ms"],
+        ),
     ]);
-    let b = driver.browser(1280, 900);
+    let b = driver.browser(1280, 1000);
 
     // The printed URL: the token is exchanged for the cookie and leaves the address bar.
     b.goto(&ui.url());
@@ -87,7 +91,7 @@ fn the_inspector_in_a_real_browser() {
     // Servers: each with its state; a refused one says why.
     b.wait_until(
         "every server settled",
-        "const s = [...document.querySelectorAll('[data-testid=server-state]')].map(e => e.textContent); return s.length === 7 && !s.includes('starting') && s.join(',')",
+        "const s = [...document.querySelectorAll('[data-testid=server-state]')].map(e => e.textContent); return s.length === 8 && !s.includes('starting') && s.join(',')",
         WAIT,
     );
     b.click("[data-testid=server][data-name=old]");
@@ -130,6 +134,34 @@ fn the_inspector_in_a_real_browser() {
     b.screenshot(&shots().join("watch-subscribe.png"));
     b.click("[data-testid=watch-card] [data-testid=unwatch]");
     b.wait_for("[data-testid=watch-card] [data-testid=watch-end]", WAIT);
+
+    // A modern server's subscription is a listen stream.
+    open(&b, "modern", "resources");
+    b.click("[data-testid=resource][data-uri='docs://manual/current'] [data-testid=watch]");
+    b.wait_for(
+        "[data-testid=watch-card] [data-testid=mode-line][data-mode=listen]",
+        WAIT,
+    );
+    b.wait_for(
+        "[data-testid=watch-card] [data-testid=watch-revision][data-n='2']",
+        WAIT,
+    );
+    b.click("[data-testid=watch-card] [data-testid=unwatch]");
+
+    // Disconnect ends the session; connect starts it again.
+    open(&b, "docs", "overview");
+    b.click("[data-testid=disconnect]");
+    b.wait_until(
+        "docs disconnected",
+        "return document.querySelector('[data-testid=server][data-name=docs] [data-testid=server-state]').textContent === 'disconnected'",
+        WAIT,
+    );
+    b.click("[data-testid=connect]");
+    b.wait_until(
+        "docs ready again",
+        "return document.querySelector('[data-testid=server][data-name=docs] [data-testid=server-state]').textContent === 'ready'",
+        WAIT,
+    );
 
     // Watch `lying-subscribe`: the violation with both messages and the server, then
     // the fallback to polling.

@@ -37,9 +37,11 @@ impl Ui {
         for (name, args) in servers {
             let mut all = vec!["fixture".to_owned()];
             all.extend(args.iter().map(|a| a.to_string()));
+            // By name, found on the PATH below: the page (and its screenshots) shows
+            // `capable fixture …`, as a user's config would say.
             entries.insert(
                 (*name).to_owned(),
-                serde_json::json!({"command": bin(), "args": all}),
+                serde_json::json!({"command": "capable", "args": all}),
             );
         }
         let dir = tempdir::Dir::new("ui-config");
@@ -54,7 +56,15 @@ impl Ui {
     }
 
     fn start_in(args: &[&str], config: Option<tempdir::Dir>) -> Ui {
+        let dir = std::path::Path::new(bin())
+            .parent()
+            .expect("the binary's directory");
+        let path = std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .expect("a PATH");
         let mut child = Command::new(bin())
+            .env("PATH", path)
             .args(["ui", "--no-open", "--timeout", "10s"])
             .args(args)
             .stdin(Stdio::null())

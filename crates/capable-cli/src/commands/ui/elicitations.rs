@@ -107,7 +107,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_answer_from_the_page_reaches_the_waiting_request() {
-        let bus = Bus::new(16);
+        let bus = Bus::new(16, 1 << 20);
         let e = Elicitations::new(bus.clone());
         let handler = e.handler("s".into());
         let asked = tokio::spawn(handler(json!({"message": "ok?"})));

@@ -21,6 +21,8 @@ use tokio::sync::broadcast;
 
 /// How many events the ring keeps for replay.
 pub const RING: usize = 4096;
+/// The most bytes of event data the ring keeps (the oldest go first).
+pub const RING_BYTES: usize = 32 << 20;
 
 /// One numbered event: its SSE `event:` name and JSON data.
 #[derive(Clone, Debug)]
@@ -36,6 +38,7 @@ pub struct Numbered {
 struct Ring {
     next: u64,
     kept: VecDeque<Numbered>,
+    bytes: usize,
 }
 
 /// The event bus: publish from anywhere, follow from `/api/events`.
@@ -44,18 +47,21 @@ pub struct Bus {
     ring: Arc<Mutex<Ring>>,
     live: broadcast::Sender<Numbered>,
     capacity: usize,
+    max_bytes: usize,
 }
 
 impl Bus {
-    /// A bus that keeps the last `capacity` events.
-    pub fn new(capacity: usize) -> Bus {
+    /// A bus that keeps the last `capacity` events, at most `max_bytes` of them.
+    pub fn new(capacity: usize, max_bytes: usize) -> Bus {
         Bus {
             ring: Arc::new(Mutex::new(Ring {
                 next: 1,
                 kept: VecDeque::new(),
+                bytes: 0,
             })),
             live: broadcast::channel(256).0,
             capacity: capacity.max(1),
+            max_bytes,
         }
     }
 
@@ -73,10 +79,15 @@ impl Bus {
             data: text.into(),
         };
         ring.next += 1;
-        if ring.kept.len() == self.capacity {
-            ring.kept.pop_front();
-        }
+        ring.bytes += event.data.len();
         ring.kept.push_back(event.clone());
+        while ring.kept.len() > self.capacity
+            || (ring.bytes > self.max_bytes && ring.kept.len() > 1)
+        {
+            if let Some(old) = ring.kept.pop_front() {
+                ring.bytes -= old.data.len();
+            }
+        }
         // Sent under the lock: followers see events in id order.
         let _ = self.live.send(event);
     }
@@ -152,7 +163,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_follower_resumes_after_the_last_event_it_saw() {
-        let bus = Bus::new(3);
+        let bus = Bus::new(3, 1 << 20);
         for n in 0..5 {
             bus.publish("msg", json!({ "n": n }));
         }
@@ -165,5 +176,16 @@ mod tests {
         let next = after_4.next().await.unwrap();
         assert_eq!((next.id, next.kind), (6, "state"));
         assert!(next.data.contains("\"at\""));
+    }
+
+    #[test]
+    fn the_ring_is_bounded_by_bytes_too() {
+        let bus = Bus::new(100, 1000);
+        for _ in 0..10 {
+            bus.publish("msg", json!({ "text": "x".repeat(300) }));
+        }
+        let kept = bus.since(0);
+        assert!(kept.len() <= 3, "{}", kept.len());
+        assert_eq!(kept.last().map(|e| e.id), Some(10), "the newest is kept");
     }
 }

@@ -81,7 +81,7 @@ pub async fn run(ctx: &Context, args: &UiArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Usage(format!("no random numbers for the token: {e}")))?;
     crate::secrets::keep(|s| s.add(gate.token()));
 
-    let bus = events::Bus::new(events::RING);
+    let bus = events::Bus::new(events::RING, events::RING_BYTES);
     let servers = servers::Servers::new(entries, bus.clone(), ctx.options(), ctx.global.timeout);
     let app = Arc::new(api::App::new(servers, bus.clone()));
     for entry in app.servers.all() {

@@ -27,6 +27,9 @@ use super::events::Bus;
 pub struct Entry {
     /// Its name (the config's, or made from the command line).
     pub entry: ConfigEntry,
+    /// Held by connect and disconnect, so they run one at a time.
+    op: tokio::sync::Mutex<()>,
+    /// Held only to look or to swap.
     conn: tokio::sync::Mutex<Option<Conn>>,
     /// Its resource templates, read once per connection (the host keeps no list of
     /// them).
@@ -79,6 +82,7 @@ impl Servers {
             .map(|entry| {
                 Arc::new(Entry {
                     entry,
+                    op: tokio::sync::Mutex::new(()),
                     conn: tokio::sync::Mutex::new(None),
                     templates: Arc::new(Mutex::new(None)),
                 })
@@ -129,10 +133,13 @@ impl Servers {
         self.timeout
     }
 
-    /// (Re)connects `entry`: a connection it has is shut down first.
+    /// (Re)connects `entry`: a connection it has is shut down first. Commands on one
+    /// server run one at a time; the page's reads of its state are never held up by
+    /// a shutdown in progress.
     pub async fn connect(&self, entry: &Arc<Entry>) {
-        let mut conn = entry.conn.lock().await;
-        if let Some(old) = conn.take() {
+        let _one_at_a_time = entry.op.lock().await;
+        let old = entry.conn.lock().await.take();
+        if let Some(old) = old {
             old.stop().await;
         }
         *entry.templates.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -164,12 +171,14 @@ impl Servers {
             host.clone(),
             entry.templates.clone(),
         ));
-        *conn = Some(Conn { host, forward });
+        *entry.conn.lock().await = Some(Conn { host, forward });
     }
 
     /// Disconnects `entry` (its session closed, its process group with it).
     pub async fn disconnect(&self, entry: &Arc<Entry>) {
-        if let Some(old) = entry.conn.lock().await.take() {
+        let _one_at_a_time = entry.op.lock().await;
+        let old = entry.conn.lock().await.take();
+        if let Some(old) = old {
             old.stop().await;
         }
         self.bus.publish(
@@ -181,7 +190,9 @@ impl Servers {
     /// Disconnects every server.
     pub async fn shutdown(&self) {
         let stops = self.entries.iter().map(|e| async move {
-            if let Some(old) = e.conn.lock().await.take() {
+            let _one_at_a_time = e.op.lock().await;
+            let old = e.conn.lock().await.take();
+            if let Some(old) = old {
                 old.stop().await;
             }
         });

@@ -58,10 +58,27 @@ export async function refresh() {
   return refreshing;
 }
 
+/** What has the focus, so a re-render can give it back (keyboard users keep their place). */
+function focusKey() {
+  const el = document.activeElement;
+  if (!el || !el.dataset || !el.dataset.testid) return null;
+  return '[data-testid="' + el.dataset.testid + '"]' +
+    (el.dataset.name !== undefined ? '[data-name="' + CSS.escape(el.dataset.name) + '"]' : '') +
+    (el.dataset.tab !== undefined ? '[data-tab="' + el.dataset.tab + '"]' : '');
+}
+
+function restoreFocus(key) {
+  if (!key || (document.activeElement && document.activeElement !== document.body)) return;
+  const el = document.querySelector(key);
+  if (el) el.focus();
+}
+
 function render() {
   if (!app.selected && app.servers.length) app.selected = app.servers[0].name;
+  const key = focusKey();
   renderNav();
   renderMain();
+  restoreFocus(key);
 }
 
 function renderNav() {
@@ -76,7 +93,7 @@ function renderNav() {
 function renderMain() {
   const main = document.getElementById('main');
   const s = current();
-  if (!s) { fill(main, h('p', { class: 'muted' }, 'No servers.')); return; }
+  if (!s) { main.head = null; fill(main, h('p', { class: 'muted' }, 'No servers.')); return; }
   const info = s.inspect ? s.inspect.serverInfo : null;
   const head = h('div', { class: 'card', 'data-testid': 'server-head' },
     h('div', { class: 'row' },
@@ -96,7 +113,18 @@ function renderMain() {
       'aria-selected': app.tab === id ? 'true' : 'false', tabindex: app.tab === id ? '0' : '-1',
       onclick: () => { app.tab = id; renderMain(); },
     }, label)));
-  fill(main, head, tabs, tabContent(s));
+  // The panel is swapped only when it is another one: a form being filled in keeps
+  // its focus and what was typed across live updates.
+  if (!main.head) {
+    main.head = h('div', {});
+    main.tabs = h('div', {});
+    main.content = h('div', {});
+    fill(main, main.head, main.tabs, main.content);
+  }
+  fill(main.head, head);
+  fill(main.tabs, tabs);
+  const content = tabContent(s);
+  if (main.content.firstChild !== content) fill(main.content, content);
 }
 
 function tabKeys(e) {
@@ -122,7 +150,7 @@ function tabContent(s) {
     case 'prompts': return promptsPanel(s);
     case 'audit': return panel(s.name, 'audit', (el) => auditPanel(el, s.name));
     case 'log': return panel(s.name, 'log', (el) => logPanel(el, s.name));
-    case 'stderr': return stderrPanel(s);
+    case 'stderr': return stderrPanel(s, refresh);
   }
   return h('div', {});
 }

@@ -115,8 +115,9 @@ export function auditPanel(el, server) {
     run, out);
 }
 
-export function stderrPanel(s) {
+export function stderrPanel(s, refresh) {
   return h('section', { class: 'panel', 'data-testid': 'panel-stderr' },
-    h('p', { class: 'muted' }, 'The last lines the server wrote to stderr (stdio servers).'),
+    h('div', { class: 'row' }, h('span', { class: 'muted' }, 'The last lines the server wrote to stderr (stdio servers).'),
+      h('button', { type: 'button', onclick: refresh }, 'Refresh')),
     h('pre', { 'data-testid': 'stderr' }, s.stderr || (s.reason || '(nothing)')));
 }

@@ -96,7 +96,7 @@ export function watchEvent(event) {
   const c = card(event.watch, event.server, d.uri || '');
   switch (d.event) {
     case 'mode':
-      c.list.appendChild(h('div', { class: 'item', 'data-testid': 'mode-line', 'data-mode': d.mode },
+      c.list.appendChild(h('div', { class: 'modeline', 'data-testid': 'mode-line', 'data-mode': d.mode },
         h('strong', {}, d.mode), d.intervalMs ? ' every ' + d.intervalMs + ' ms' : '', ' — ', d.reason || ''));
       break;
     case 'revision':
