@@ -106,6 +106,14 @@ fn the_inspector_in_a_real_browser() {
 
     // Overview: the matrix exactly as declared and the allowed actions.
     open(&b, "live", "overview");
+    // The tabs answer the arrow keys, and the focus follows.
+    b.type_into_keys("[data-testid=tab-overview]", "\u{E014}");
+    b.wait_until(
+        "the next tab is selected and focused",
+        "const t = document.activeElement; return t && t.dataset.tab === 'resources' && t.getAttribute('aria-selected') === 'true'",
+        WAIT,
+    );
+    b.click("[data-testid=tab-overview]");
     let row = b.text("[data-testid=matrix] tr[data-capability=resources]", WAIT);
     assert!(row.contains("yes"), "{row}");
     let actions = b.text("[data-testid=actions]", WAIT);
@@ -454,6 +462,39 @@ fn a_real_server_in_a_real_browser() {
     );
     assert_eq!(check, "structuredContent matches the outputSchema");
     b.screenshot(&shots().join("everything-structured.png"));
+
+    // A call run as a task: its statuses as they change, then its result; another
+    // one cancelled with `tasks/cancel`.
+    b.click("[data-testid=tool][data-name=simulate-research-query]");
+    b.type_into("[data-testid=tool-form] input[name=topic]", "rust");
+    b.click("[data-testid=tool-form] [data-testid=as-task]");
+    b.click("[data-testid=tool-form] [data-testid=call]");
+    b.wait_until(
+        "a task status",
+        "const s = document.querySelector('[data-testid=task-status]'); return s && / working/.test(s.textContent)",
+        WAIT,
+    );
+    let report = b.text(
+        "[data-testid=call-result] [data-testid=content-text]",
+        Duration::from_secs(60),
+    );
+    assert!(report.contains("Research Report: rust"), "{report}");
+    let last = b.text("[data-testid=task-status]", WAIT);
+    assert!(last.contains(" completed"), "{last}");
+    b.click("[data-testid=tool-form] [data-testid=call]");
+    b.wait_until(
+        "the second task working",
+        "const s = document.querySelector('[data-testid=task-status]'); return s && / working/.test(s.textContent)",
+        WAIT,
+    );
+    b.click("[data-testid=tool-form] [data-testid=cancel]");
+    let cancelled = b.text("[data-testid=call-result]", WAIT);
+    assert!(cancelled.contains("Cancelled"), "{cancelled}");
+    b.click("[data-testid=tab-log]");
+    b.wait_for(
+        "[data-testid=log-row][data-dir=sent][data-method='tasks/cancel']",
+        WAIT,
+    );
 
     // The audit of a server that keeps its contract.
     b.click("[data-testid=tab-audit]");

@@ -261,6 +261,13 @@ impl Browser<'_> {
         );
     }
 
+    /// Sends keys (WebDriver key codes such as `\u{E014}`, the right arrow) to the
+    /// element matching `css`, without clearing it.
+    #[track_caller]
+    pub fn type_into_keys(&self, css: &str, keys: &str) {
+        self.on(css, WAIT, &[("POST", "value", Some(json!({"text": keys})))]);
+    }
+
     /// The visible text of the first element matching `css`, waiting for one.
     #[track_caller]
     pub fn text(&self, css: &str, deadline: Duration) -> String {

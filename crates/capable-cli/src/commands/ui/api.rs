@@ -8,18 +8,14 @@
 //! request a command makes passes the server's gating table like any other: the page
 //! cannot make capable send what the server did not declare.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderValue, Response, StatusCode};
 use capable::core::model::JsonObject;
-use capable::core::Notice;
-use capable::{RequestOptions, Session};
+use capable::Session;
 use serde_json::{json, Value};
-use tokio::task::AbortHandle;
 
 use super::events::Bus;
 use super::servers::{ServerLookup, Servers};
@@ -30,13 +26,10 @@ use crate::exit::CliError;
 pub struct App {
     /// The servers given at start.
     pub servers: Servers,
-    /// The live stream.
-    pub bus: Bus,
     /// Open watches.
     pub watches: Watches,
-    /// Tool calls in flight, by the page's call id (for cancel).
-    calls: Mutex<HashMap<String, AbortHandle>>,
-    next: AtomicU64,
+    /// Tool calls in flight.
+    pub calls: super::calls::Calls,
 }
 
 impl App {
@@ -44,15 +37,13 @@ impl App {
     pub fn new(servers: Servers, bus: Bus) -> App {
         App {
             watches: Watches::new(bus.clone()),
+            calls: super::calls::Calls::new(bus),
             servers,
-            bus,
-            calls: Mutex::new(HashMap::new()),
-            next: AtomicU64::new(1),
         }
     }
 }
 
-type Shared = State<Arc<App>>;
+pub(super) type Shared = State<Arc<App>>;
 
 /// A JSON answer.
 pub fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
@@ -65,23 +56,28 @@ pub fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
     response
 }
 
-fn ok(value: Value) -> Response<Body> {
+pub(super) fn ok(value: Value) -> Response<Body> {
     json_response(StatusCode::OK, &value)
 }
 
 /// An error in the CLI's `--json` shape.
-fn error(status: StatusCode, e: &CliError) -> Response<Body> {
+pub(super) fn error(status: StatusCode, e: &CliError) -> Response<Body> {
     let body =
         json!({"error": {"kind": e.kind(), "message": e.to_string(), "exitCode": e.exit_code()}});
     json_response(status, &body)
 }
 
-fn usage(message: impl Into<String>) -> Response<Body> {
+pub(super) fn usage(message: impl Into<String>) -> Response<Body> {
     error(StatusCode::BAD_REQUEST, &CliError::Usage(message.into()))
 }
 
-fn client(e: capable::Error) -> Response<Body> {
-    error(StatusCode::BAD_GATEWAY, &CliError::Client(e))
+/// A client error: `409` when capable refused it locally (nothing was sent), else `502`.
+pub(super) fn client(e: capable::Error) -> Response<Body> {
+    let status = match e {
+        capable::Error::Refused(_) => StatusCode::CONFLICT,
+        _ => StatusCode::BAD_GATEWAY,
+    };
+    error(status, &CliError::Client(e))
 }
 
 fn lookup(e: ServerLookup) -> Response<Body> {
@@ -93,9 +89,9 @@ fn lookup(e: ServerLookup) -> Response<Body> {
 }
 
 /// A command's body: a JSON object with a string `server`.
-struct Command {
-    server: String,
-    body: Value,
+pub(super) struct Command {
+    pub(super) server: String,
+    pub(super) body: Value,
 }
 
 impl Command {
@@ -111,14 +107,14 @@ impl Command {
         Ok(Command { server, body })
     }
 
-    fn str(&self, key: &str) -> Result<&str, String> {
+    pub(super) fn str(&self, key: &str) -> Result<&str, String> {
         self.body
             .get(key)
             .and_then(Value::as_str)
             .ok_or_else(|| format!("the command has no string {key:?}"))
     }
 
-    fn object(&self, key: &str) -> Result<Option<JsonObject>, String> {
+    pub(super) fn object(&self, key: &str) -> Result<Option<JsonObject>, String> {
         match self.body.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Object(map)) => Ok(Some(map.clone())),
@@ -128,7 +124,7 @@ impl Command {
 }
 
 /// Runs `f` on the ready session the command names.
-async fn with_session(
+pub(super) async fn with_session(
     app: &App,
     bytes: &[u8],
     f: impl AsyncFnOnce(&Command, Arc<Session>) -> Response<Body>,
@@ -227,114 +223,6 @@ pub async fn unwatch(State(app): Shared, bytes: Bytes) -> Response<Body> {
     }
 }
 
-/// `POST /api/call {server, tool, arguments, call?}`: the arguments checked against the
-/// tool's `inputSchema` first (nothing is sent when they do not match), then
-/// `tools/call` with progress on the stream; the result with the check of its
-/// `structuredContent` against the `outputSchema`.
-pub async fn call(State(app): Shared, bytes: Bytes) -> Response<Body> {
-    let app2 = app.clone();
-    with_session(&app, &bytes, async |c, session| {
-        let tool_name = match c.str("tool") {
-            Ok(t) => t.to_owned(),
-            Err(m) => return usage(m),
-        };
-        let arguments = match c.object("arguments") {
-            Ok(a) => a,
-            Err(m) => return usage(m),
-        };
-        let tool = app2
-            .servers
-            .tools(&c.server)
-            .await
-            .into_iter()
-            .find(|t| t.name == tool_name);
-        if let Some(tool) = &tool {
-            let instance = Value::Object(arguments.clone().unwrap_or_default());
-            let problems = super::schema_check::check(tool.input_schema.get(), &instance);
-            if !problems.is_empty() {
-                let body = json!({"error": {"kind": "usage", "message": "the arguments do not match the tool's inputSchema; nothing was sent", "exitCode": 2}, "invalid": problems});
-                return json_response(StatusCode::UNPROCESSABLE_ENTITY, &body);
-            }
-        }
-        let call_id = c
-            .body
-            .get("call")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| app2.next.fetch_add(1, Ordering::Relaxed).to_string());
-        let before = session.notices().len();
-        let bus = app2.bus.clone();
-        let (server, progress_id) = (c.server.clone(), call_id.clone());
-        let on_progress: capable::ProgressCallback = Box::new(move |p| {
-            bus.publish(
-                "progress",
-                json!({"server": server, "call": progress_id, "progress": p}),
-            );
-        });
-        let options = RequestOptions {
-            on_progress: Some(on_progress),
-            ..RequestOptions::default()
-        };
-        let s = session.clone();
-        let name = tool_name.clone();
-        let task = tokio::spawn(async move { s.call_tool_with(&name, arguments.as_ref(), options).await });
-        lock(&app2.calls).insert(call_id.clone(), task.abort_handle());
-        let outcome = task.await;
-        lock(&app2.calls).remove(&call_id);
-        let result = match outcome {
-            Ok(Ok(result)) => result,
-            Ok(Err(e)) => return client(e),
-            // Aborted: dropping the request sent `notifications/cancelled`.
-            Err(_) => return ok(json!({"call": call_id, "cancelled": true})),
-        };
-        let check = output_check(&session, tool.as_ref(), &tool_name, before);
-        ok(json!({"call": call_id, "result": result, "outputCheck": check}))
-    })
-    .await
-}
-
-/// `POST /api/cancel {server, call}`: stops waiting for a tool call, which cancels it
-/// on the server (`notifications/cancelled`).
-pub async fn cancel(State(app): Shared, bytes: Bytes) -> Response<Body> {
-    let id = serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .and_then(|v| v.get("call").and_then(Value::as_str).map(str::to_owned));
-    let Some(id) = id else {
-        return usage("the command has no string \"call\"");
-    };
-    let handle = lock(&app.calls).remove(&id);
-    if let Some(h) = &handle {
-        h.abort();
-    }
-    ok(json!({"call": id, "cancelled": handle.is_some()}))
-}
-
-/// What the session found checking the result against the tool's `outputSchema`.
-fn output_check(
-    session: &Session,
-    tool: Option<&capable::core::model::Tool>,
-    name: &str,
-    before: usize,
-) -> Value {
-    let Some(schema) = tool.and_then(|t| t.output_schema.as_ref()) else {
-        return json!({"declared": false});
-    };
-    let schema: Value = serde_json::from_str(schema.get()).unwrap_or(Value::Null);
-    let notices = session.notices();
-    for notice in notices.iter().skip(before) {
-        match notice {
-            Notice::OutputSchemaMismatch { tool, errors, .. } if tool == name => {
-                return json!({"declared": true, "schema": schema, "ok": false, "errors": errors});
-            }
-            Notice::OutputSchemaUnchecked { tool, why } if tool == name => {
-                return json!({"declared": true, "schema": schema, "ok": null, "errors": [why]});
-            }
-            _ => {}
-        }
-    }
-    json!({"declared": true, "schema": schema, "ok": true, "errors": []})
-}
-
 /// `POST /api/prompt {server, name, arguments}`.
 pub async fn prompt(State(app): Shared, bytes: Bytes) -> Response<Body> {
     with_session(&app, &bytes, async |c, session| {
@@ -398,8 +286,4 @@ pub async fn elicit(State(app): Shared, bytes: Bytes) -> Response<Body> {
         Ok(()) => ok(json!({"id": id, "action": action})),
         Err(e) => error(StatusCode::CONFLICT, &CliError::Usage(e.to_string())),
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

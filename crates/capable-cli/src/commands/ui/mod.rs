@@ -14,6 +14,7 @@
 //! | `events.rs` | the numbered, resumable event stream (`GET /api/events`) |
 //! | `servers.rs` | the servers: connect, disconnect, their state and lists, the message-log tap |
 //! | `api.rs` | the commands (`POST /api/…`) and `GET /api/servers` |
+//! | `calls.rs` | tool calls: checked arguments, progress, tasks, cancel |
 //! | `watches.rs` | watches started from the page |
 //! | `schema_check.rs` | a tool's arguments against its `inputSchema`, before sending |
 //! | `audit.rs` | the audit on a session of its own |
@@ -24,6 +25,7 @@
 
 mod api;
 mod audit;
+mod calls;
 mod elicitations;
 mod events;
 mod schema_check;
@@ -64,6 +66,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("/tools.js", include_str!("assets/tools.js"), JS),
     ("/monitor.js", include_str!("assets/monitor.js"), JS),
     ("/elicit.js", include_str!("assets/elicit.js"), JS),
+    ("/tasks.js", include_str!("assets/tasks.js"), JS),
 ];
 const JS: &str = "text/javascript; charset=utf-8";
 
@@ -181,8 +184,10 @@ fn router(app: Arc<api::App>, bus: events::Bus, gate: security::Gate) -> Router 
         .route("/api/read", post(api::read))
         .route("/api/watch", post(api::watch))
         .route("/api/unwatch", post(api::unwatch))
-        .route("/api/call", post(api::call))
-        .route("/api/cancel", post(api::cancel))
+        .route("/api/call", post(calls::call))
+        .route("/api/cancel", post(calls::cancel))
+        .route("/api/tasks", post(calls::tasks))
+        .route("/api/task", post(calls::task))
         .route("/api/prompt", post(api::prompt))
         .route("/api/ping", post(api::ping))
         .route("/api/audit", post(api::audit))

@@ -92,7 +92,8 @@ impl Servers {
             entries,
             elicitations: Elicitations::new(bus.clone()),
             bus,
-            options,
+            // The page follows tasks (their statuses, cancel): it says so.
+            options: options.with_tasks(),
             timeout,
         }
     }

@@ -5,13 +5,14 @@
 import { h, fill, badge, post, errorText } from './dom.js';
 import { overview } from './overview.js';
 import { resourcesPanel, watchEvent } from './resources.js';
-import { toolsPanel, promptsPanel, progressEvent } from './tools.js';
+import { toolsPanel, promptsPanel, progressEvent, taskEvent } from './tools.js';
+import { tasksPanel } from './tasks.js';
 import { auditPanel, logPanel, logEvent, stderrPanel } from './monitor.js';
 import { elicitEvent } from './elicit.js';
 
 const TABS = [
   ['overview', 'Overview'], ['resources', 'Resources'], ['tools', 'Tools'], ['prompts', 'Prompts'],
-  ['audit', 'Audit'], ['log', 'Messages'], ['stderr', 'Stderr'],
+  ['tasks', 'Tasks'], ['audit', 'Audit'], ['log', 'Messages'], ['stderr', 'Stderr'],
 ];
 
 /** The whole page's state. */
@@ -148,6 +149,7 @@ function tabContent(s) {
     case 'resources': return resourcesPanel(s);
     case 'tools': return toolsPanel(s);
     case 'prompts': return promptsPanel(s);
+    case 'tasks': return panel(s.name, 'tasks', (el) => tasksPanel(el, s.name));
     case 'audit': return panel(s.name, 'audit', (el) => auditPanel(el, s.name));
     case 'log': return panel(s.name, 'log', (el) => logPanel(el, s.name));
     case 'stderr': return stderrPanel(s, refresh);
@@ -171,6 +173,7 @@ function follow() {
   es.addEventListener('msg', (e) => { const d = parse(e); if (d) logEvent(d); });
   es.addEventListener('watch', (e) => { const d = parse(e); if (d) watchEvent(d); });
   es.addEventListener('progress', (e) => { const d = parse(e); if (d) progressEvent(d); });
+  es.addEventListener('task', (e) => { const d = parse(e); if (d) taskEvent(d); });
   es.addEventListener('elicit', (e) => { const d = parse(e); if (d) elicitEvent(d); });
   for (const kind of ['state', 'lists', 'violation', 'notice']) {
     es.addEventListener(kind, () => refresh());

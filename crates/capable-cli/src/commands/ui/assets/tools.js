@@ -11,6 +11,15 @@ import { schemaForm } from './form.js';
 const bars = new Map();
 let calls = 0;
 
+/** A `task` event from the stream: the call became a task, or its status changed. */
+export function taskEvent(d) {
+  const bar = bars.get(d.call);
+  if (!bar || !d.task) return;
+  const t = d.task;
+  bar.task = t.taskId;
+  bar.status.textContent = 'task ' + t.taskId + ' ' + t.status + (t.statusMessage ? ': ' + t.statusMessage : '');
+}
+
 /** A `progress` event from the stream. */
 export function progressEvent(d) {
   const bar = bars.get(d.call);
@@ -36,7 +45,10 @@ function content(items) {
 }
 
 function resultCard(body) {
-  if (body.cancelled) return h('div', { class: 'card', 'data-testid': 'call-result' }, 'Cancelled (notifications/cancelled was sent).');
+  if (body.cancelled) {
+    return h('div', { class: 'card', 'data-testid': 'call-result' },
+      body.task ? 'Cancelled (tasks/cancel for task ' + body.task + ').' : 'Cancelled (notifications/cancelled was sent).');
+  }
   const r = body.result || {};
   const check = body.outputCheck || {};
   let verdict = null;
@@ -63,23 +75,30 @@ function toolView(server, tool) {
   const progress = h('progress', { 'aria-label': 'progress' });
   const ptext = h('span', { class: 'muted' });
   const cancel = h('button', { type: 'button', 'data-testid': 'cancel', disabled: true }, 'Cancel');
+  const support = tool.execution && tool.execution.taskSupport;
+  const asTask = support === 'optional' || support === 'required'
+    ? h('input', { type: 'checkbox', 'data-testid': 'as-task', checked: support === 'required', disabled: support === 'required' })
+    : null;
+  const status = h('div', { class: 'muted', 'data-testid': 'task-status' });
   const callButton = h('button', { type: 'submit', class: 'primary', 'data-testid': 'call' }, 'Call');
   const submit = async (e) => {
     e.preventDefault();
     const args = form.read();
     if (!args.ok) { fill(out, h('div', { class: 'errors', 'data-testid': 'form-errors' }, args.errors.join('; '))); return; }
     const id = 'c' + (++calls) + '-' + Date.now();
-    bars.set(id, { progress, text: ptext });
-    fill(out, h('div', { class: 'row' }, progress, ptext));
+    bars.set(id, { progress, text: ptext, status });
+    status.textContent = '';
+    fill(out, h('div', { class: 'row' }, progress, ptext), status);
     callButton.disabled = true;
     cancel.disabled = false;
     cancel.onclick = () => post('/api/cancel', { server, call: id });
-    const r = await post('/api/call', { server, tool: tool.name, arguments: args.value, call: id });
+    const r = await post('/api/call', { server, tool: tool.name, arguments: args.value, call: id, task: !!(asTask && asTask.checked) });
     bars.delete(id);
     callButton.disabled = false;
     cancel.disabled = true;
     const seen = ptext.textContent ? h('p', { class: 'muted', 'data-testid': 'final-progress' }, 'progress ' + ptext.textContent) : null;
-    if (r.ok) fill(out, resultCard(r.body), seen);
+    const task = status.textContent ? status : null;
+    if (r.ok) fill(out, task, resultCard(r.body), seen);
     else if (r.body && r.body.invalid) {
       fill(out, h('div', { class: 'errors', 'data-testid': 'form-errors' }, errorText(r),
         h('ul', {}, r.body.invalid.map((p) => h('li', {}, h('code', {}, p.path || '/'), ' ', p.message)))));
@@ -90,7 +109,7 @@ function toolView(server, tool) {
     tool.description ? h('p', { class: 'muted' }, tool.description) : null,
     form.el,
     h('details', {}, h('summary', {}, 'inputSchema'), json(schema)),
-    h('div', { class: 'row' }, callButton, cancel),
+    h('div', { class: 'row' }, callButton, cancel, asTask ? h('label', {}, asTask, ' run as a task') : null),
     out);
 }
 
