@@ -81,6 +81,11 @@ fn the_inspector_in_a_real_browser() {
         "return document.querySelector('[data-testid=live]').textContent === 'live'",
         WAIT,
     );
+    // Everything the page does from here on is watched for CSP violations.
+    b.execute(
+        "window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI)); return true",
+        serde_json::json!([]),
+    );
     let page = b.execute(
         "return document.documentElement.outerHTML",
         serde_json::json!([]),
@@ -324,8 +329,18 @@ fn the_inspector_in_a_real_browser() {
     );
     assert!(verdict.contains("contract violation"), "{verdict}");
     b.wait_for("[data-testid=audit-finding]", WAIT);
-    b.wait_for("[data-testid=audit-download]", WAIT);
+    b.click("[data-testid=audit-download]");
     b.screenshot(&shots().join("audit.png"));
+
+    // Nothing the page did broke its Content-Security-Policy, and it asked nothing of
+    // any other origin (no CDN, no font, no analytics).
+    let violations = b.execute("return window.__csp", serde_json::json!([]));
+    assert_eq!(violations, serde_json::json!([]), "CSP violations");
+    let foreign = b.execute(
+        "return performance.getEntriesByType('resource').map(e => e.name).filter(u => !u.startsWith(location.origin + '/'))",
+        serde_json::json!([]),
+    );
+    assert_eq!(foreign, serde_json::json!([]), "requests to other origins");
     drop(b);
 
     // A narrow window still shows everything, one column.

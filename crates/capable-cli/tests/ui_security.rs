@@ -261,3 +261,30 @@ fn the_api_answers_with_the_json_the_cli_prints() {
     assert_eq!(watch.status, 409, "{watch:?}");
     assert_eq!(watch.json()["error"]["kind"], "capability_not_offered");
 }
+
+#[test]
+fn the_audit_answers_its_report_and_its_markdown() {
+    let ui = Ui::start(&["--", bin(), "fixture", "--profile", "lying-subscribe"]);
+    let cookie = ui.cookie();
+    ui.settled(&cookie, Duration::from_secs(10));
+    let audit = ui.post(&cookie, "/api/audit", &json!({"server": "capable"}));
+    assert_eq!(audit.status, 200, "{audit:?}");
+    let body = audit.json();
+    // `capable audit --json`'s report.
+    let violations = body["report"]["violations"].as_array().unwrap();
+    assert!(
+        violations
+            .iter()
+            .any(|v| v["method"] == "resources/subscribe"
+                && v["response"]["error"]["code"] == -32601),
+        "{body:#}"
+    );
+    let md = body["markdown"].as_str().unwrap();
+    assert!(
+        md.contains("resources/subscribe") && md.contains("-32601"),
+        "{md}"
+    );
+    // The audit had a session of its own: the page's session never sent subscribe.
+    let servers = ui.settled(&cookie, Duration::from_secs(5));
+    assert_eq!(servers[0]["violations"], json!([]), "{servers:#}");
+}

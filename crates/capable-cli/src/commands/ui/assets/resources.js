@@ -129,7 +129,7 @@ export function resourcesPanel(s) {
   const el = panel(s.name, 'resources', (root) => {
     root.list = h('div', {});
     root.out = h('div', { 'data-testid': 'resource-output' });
-    root.poll = h('input', { type: 'number', min: '0', step: '100', value: '2000', 'data-testid': 'poll-ms', 'aria-label': 'poll interval in ms', style: 'width:7em' });
+    root.poll = h('input', { type: 'number', min: '0', step: '100', value: '2000', 'data-testid': 'poll-ms', 'aria-label': 'poll interval in ms', class: 'narrow' });
     root.append(
       h('div', { class: 'row muted' }, h('label', {}, 'When the server offers no subscription, or breaks it, re-read every ', root.poll, ' ms (0: never).')),
       root.list, root.out, h('h3', {}, 'Watches'), watchBox(s.name));
