@@ -457,6 +457,16 @@ fn a_real_server_in_a_real_browser() {
     let info = b.text("[data-testid=server-name]", WAIT);
     assert!(info.contains("everything"), "{info}");
 
+    // A resource template: its variable filled in, the URI expanded, the resource read.
+    b.click("[data-testid=tab-resources]");
+    let template =
+        "[data-testid=template][data-template='demo://resource/dynamic/text/{resourceId}']";
+    b.type_into(&format!("{template} input[name=resourceId]"), "7");
+    b.click(&format!("{template} [data-testid=read]"));
+    let read = b.text("[data-testid=read-result]", WAIT);
+    assert!(read.contains("demo://resource/dynamic/text/7"), "{read}");
+    b.wait_for("[data-testid=read-result] [data-testid=revision]", WAIT);
+
     // A form from a real schema: two numbers, sent as numbers.
     b.click("[data-testid=tab-tools]");
     b.click("[data-testid=tool][data-name=get-sum]");

@@ -151,8 +151,8 @@ export function resourcesPanel(s) {
       h('span', { class: 'grow' }, h('span', { class: 'name' }, t.title || t.name || ''), ' ', h('code', {}, t.uriTemplate),
         t.description ? h('div', { class: 'muted' }, t.description) : null),
       fields,
-      h('button', { type: 'button', onclick: () => read(s.name, uri(), el.out) }, 'Read'),
-      h('button', { type: 'button', onclick: () => watch(s.name, uri(), el.poll, el.out) }, 'Watch'));
+      h('button', { type: 'button', 'data-testid': 'read', onclick: () => read(s.name, uri(), el.out) }, 'Read'),
+      h('button', { type: 'button', 'data-testid': 'watch', onclick: () => watch(s.name, uri(), el.poll, el.out) }, 'Watch'));
   });
   const declared = (s.matrix || []).find((m) => m.capability === 'resources');
   fill(el.list,
