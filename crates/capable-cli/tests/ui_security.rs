@@ -9,7 +9,7 @@ mod ui_support;
 use std::time::Duration;
 
 use serde_json::json;
-use ui_support::{bin, Ui};
+use ui_support::{alive, bin, children, Ui};
 
 fn read_only() -> Ui {
     Ui::start(&["--", bin(), "fixture", "--profile", "read-only"])
@@ -287,4 +287,44 @@ fn the_audit_answers_its_report_and_its_markdown() {
     // The audit had a session of its own: the page's session never sent subscribe.
     let servers = ui.settled(&cookie, Duration::from_secs(5));
     assert_eq!(servers[0]["violations"], json!([]), "{servers:#}");
+}
+
+#[test]
+fn disconnect_and_ctrl_c_leave_no_server_process_behind() {
+    let ui = Ui::with_fixtures(&[
+        ("a", &["--profile", "read-only"]),
+        ("b", &["--profile", "subscribe"]),
+    ]);
+    let cookie = ui.cookie();
+    let servers = ui.settled(&cookie, Duration::from_secs(10));
+    assert!(
+        servers
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["state"] == "ready"),
+        "{servers:#}"
+    );
+    let started = children(ui.pid());
+    assert_eq!(started.len(), 2, "one process per server: {started:?}");
+    let gone = |pids: &[u32]| {
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while pids.iter().any(|p| alive(*p)) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        pids.iter().all(|p| !alive(*p))
+    };
+    let a = ui.post(&cookie, "/api/disconnect", &json!({"server": "a"}));
+    assert_eq!(a.status, 200, "{a:?}");
+    let left = children(ui.pid());
+    assert_eq!(left.len(), 1, "disconnect stopped one server: {left:?}");
+    assert!(gone(
+        &started
+            .iter()
+            .copied()
+            .filter(|p| !left.contains(p))
+            .collect::<Vec<_>>()
+    ));
+    assert_eq!(ui.interrupt(), Some(0), "Ctrl-C ends the inspector with 0");
+    assert!(gone(&left), "Ctrl-C stopped the other server too");
 }

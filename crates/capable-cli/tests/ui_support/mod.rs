@@ -92,6 +92,26 @@ impl Ui {
         }
     }
 
+    /// The PID of the inspector.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops the inspector as Ctrl-C does, and waits for it: its exit status.
+    pub fn interrupt(mut self) -> Option<i32> {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let until = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < until {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// The URL with the token, as printed.
     pub fn url(&self) -> String {
         format!("{}/?token={}", self.base, self.token)
@@ -164,6 +184,10 @@ impl Ui {
 
 impl Drop for Ui {
     fn drop(&mut self) {
+        // Already ended (and reaped): its PID may belong to someone else now.
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
         // By PID: SIGINT, the inspector's own clean stop (its servers with it).
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGINT);
@@ -309,4 +333,37 @@ pub mod tempdir {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }
+}
+
+/// The PIDs whose parent is `parent` (Linux: from /proc).
+pub fn children(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`; comm may hold spaces, so split after its `)`.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Whether process `pid` is still there (a zombie counts as gone).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
 }

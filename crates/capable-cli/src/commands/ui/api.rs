@@ -45,9 +45,11 @@ impl App {
 
 pub(super) type Shared = State<Arc<App>>;
 
-/// A JSON answer.
+/// A JSON answer, without any secret capable was given (as the CLI's stdout: a server
+/// that echoes a header value back shows `***`).
 pub fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
-    let mut response = Response::new(Body::from(value.to_string()));
+    let text = crate::secrets::scrub(&value.to_string()).into_owned();
+    let mut response = Response::new(Body::from(text));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
