@@ -343,11 +343,21 @@ fn the_inspector_in_a_real_browser() {
     assert_eq!(foreign, serde_json::json!([]), "requests to other origins");
     drop(b);
 
-    // A narrow window still shows everything, one column.
-    let narrow = driver.browser(420, 800);
+    // A narrow window, in dark mode: one column, light text on a dark page.
+    let narrow = driver.browser_with(420, 800, &["--force-dark-mode"]);
     narrow.goto(&ui.url());
     narrow.wait_for("[data-testid=server][data-name=docs]", WAIT);
-    narrow.screenshot(&shots().join("narrow.png"));
+    let columns = narrow.execute(
+        "const s = document.getElementById('servers').getBoundingClientRect(), m = document.getElementById('main').getBoundingClientRect(); return m.top >= s.bottom - 1",
+        serde_json::json!([]),
+    );
+    assert_eq!(columns, true, "the server list sits above the details");
+    let dark = narrow.execute(
+        "const [r, g, b] = getComputedStyle(document.body).backgroundColor.match(/\\d+/g).map(Number); return (r + g + b) / 3 < 64",
+        serde_json::json!([]),
+    );
+    assert_eq!(dark, true, "prefers-color-scheme: dark gives a dark page");
+    narrow.screenshot(&shots().join("narrow-dark.png"));
     drop(narrow);
 
     eprintln!(

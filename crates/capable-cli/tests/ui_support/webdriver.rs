@@ -88,8 +88,13 @@ impl Driver {
 
     /// A headless browser session with a fresh profile.
     pub fn browser(&self, width: u32, height: u32) -> Browser<'_> {
+        self.browser_with(width, height, &[])
+    }
+
+    /// A session with extra Chromium flags (`--force-dark-mode`).
+    pub fn browser_with(&self, width: u32, height: u32, extra: &[&str]) -> Browser<'_> {
         let profile = tempdir::Dir::new("chromium-profile");
-        let args = [
+        let mut args = vec![
             "--headless=new".to_owned(),
             "--no-sandbox".into(),
             "--disable-gpu".into(),
@@ -101,6 +106,7 @@ impl Driver {
             format!("--window-size={width},{height}"),
             format!("--user-data-dir={}", profile.path().display()),
         ];
+        args.extend(extra.iter().map(|a| a.to_string()));
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {"binary": self.chromium, "args": args}
