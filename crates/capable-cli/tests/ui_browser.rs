@@ -65,6 +65,7 @@ fn the_inspector_in_a_real_browser() {
             "modern",
             &["--profile", "modern", "--update-interval", "300ms"],
         ),
+        ("skills", &["--profile", "skills"]),
     ]);
     let b = driver.browser(1280, 1000);
 
@@ -98,7 +99,7 @@ fn the_inspector_in_a_real_browser() {
     // Servers: each with its state; a refused one says why.
     b.wait_until(
         "every server settled",
-        "const s = [...document.querySelectorAll('[data-testid=server-state]')].map(e => e.textContent); return s.length === 8 && !s.includes('starting') && s.join(',')",
+        "const s = [...document.querySelectorAll('[data-testid=server-state]')].map(e => e.textContent); return s.length === 9 && !s.includes('starting') && s.join(',')",
         WAIT,
     );
     b.click("[data-testid=server][data-name=old]");
@@ -302,6 +303,31 @@ fn the_inspector_in_a_real_browser() {
         WAIT,
     );
     b.screenshot(&shots().join("elicitation-answered.png"));
+
+    // Skills: a faithful one loads verified, with its file; a tampered one is refused.
+    open(&b, "skills", "skills");
+    b.click("[data-testid=list-skills]");
+    let pdf = "[data-testid=skill][data-name=pdf-processing]";
+    b.click(&format!("{pdf} [data-testid=load-skill]"));
+    b.wait_for(&format!("{pdf} [data-testid=skill-verified]"), WAIT);
+    let body = b.text(&format!("{pdf} [data-testid=skill-text]"), WAIT);
+    assert_eq!(body, "Use the forms in references/FORMS.md.");
+    b.click(&format!("{pdf} button[data-file='references/FORMS.md']"));
+    b.wait_until(
+        "the supporting file, verified",
+        "const t = document.querySelector('[data-testid=skill][data-name=pdf-processing] [data-testid=skill-text]'); return t && t.textContent.startsWith('Fill the fields')",
+        WAIT,
+    );
+    let tampered = "[data-testid=skill][data-name=tampered]";
+    b.click(&format!("{tampered} [data-testid=load-skill]"));
+    let refused = b.text(&format!("{tampered} [data-testid=skill-refused]"), WAIT);
+    assert!(refused.contains("refused as tampered"), "{refused}");
+    assert!(
+        b.all(&format!("{tampered} [data-testid=skill-text]"))
+            .is_empty(),
+        "nothing of a tampered skill is shown"
+    );
+    b.screenshot(&shots().join("skills.png"));
 
     // The message log has both directions of a call, and filters by method.
     open(&b, "tools", "log");

@@ -17,6 +17,7 @@
 //! | `calls.rs` | tool calls: checked arguments, progress, tasks, cancel |
 //! | `watches.rs` | watches started from the page |
 //! | `schema_check.rs` | a tool's arguments against its `inputSchema`, before sending |
+//! | `skills.rs` | skills: the entries, one loaded and verified |
 //! | `audit.rs` | the audit on a session of its own |
 //! | `elicitations.rs` | a server's requests for input, answered in the page |
 //! | `assets/` | the page: HTML, CSS and plain JavaScript, embedded in the binary |
@@ -31,6 +32,7 @@ mod events;
 mod schema_check;
 mod security;
 mod servers;
+mod skills;
 mod watches;
 
 use std::io::Write;
@@ -67,6 +69,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("/monitor.js", include_str!("assets/monitor.js"), JS),
     ("/elicit.js", include_str!("assets/elicit.js"), JS),
     ("/tasks.js", include_str!("assets/tasks.js"), JS),
+    ("/skills.js", include_str!("assets/skills.js"), JS),
 ];
 const JS: &str = "text/javascript; charset=utf-8";
 
@@ -192,6 +195,8 @@ fn router(app: Arc<api::App>, bus: events::Bus, gate: security::Gate) -> Router 
         .route("/api/ping", post(api::ping))
         .route("/api/audit", post(api::audit))
         .route("/api/elicit", post(api::elicit))
+        .route("/api/skills", post(skills::list))
+        .route("/api/skill", post(skills::show))
         .with_state(app)
         .merge(events)
         .merge(pages)

@@ -7,12 +7,13 @@ import { overview } from './overview.js';
 import { resourcesPanel, watchEvent } from './resources.js';
 import { toolsPanel, promptsPanel, progressEvent, taskEvent } from './tools.js';
 import { tasksPanel } from './tasks.js';
+import { skillsPanel } from './skills.js';
 import { auditPanel, logPanel, logEvent, stderrPanel } from './monitor.js';
 import { elicitEvent } from './elicit.js';
 
 const TABS = [
   ['overview', 'Overview'], ['resources', 'Resources'], ['tools', 'Tools'], ['prompts', 'Prompts'],
-  ['tasks', 'Tasks'], ['audit', 'Audit'], ['log', 'Messages'], ['stderr', 'Stderr'],
+  ['tasks', 'Tasks'], ['skills', 'Skills'], ['audit', 'Audit'], ['log', 'Messages'], ['stderr', 'Stderr'],
 ];
 
 /** The whole page's state. */
@@ -150,6 +151,7 @@ function tabContent(s) {
     case 'tools': return toolsPanel(s);
     case 'prompts': return promptsPanel(s);
     case 'tasks': return panel(s.name, 'tasks', (el) => tasksPanel(el, s.name));
+    case 'skills': return panel(s.name, 'skills', (el) => skillsPanel(el, s.name));
     case 'audit': return panel(s.name, 'audit', (el) => auditPanel(el, s.name));
     case 'log': return panel(s.name, 'log', (el) => logPanel(el, s.name));
     case 'stderr': return stderrPanel(s, refresh);
