@@ -66,6 +66,7 @@ fn the_inspector_in_a_real_browser() {
             &["--profile", "modern", "--update-interval", "300ms"],
         ),
         ("skills", &["--profile", "skills"]),
+        ("weather", &["--profile", "app"]),
     ]);
     let b = driver.browser(1280, 1000);
 
@@ -99,7 +100,7 @@ fn the_inspector_in_a_real_browser() {
     // Servers: each with its state; a refused one says why.
     b.wait_until(
         "every server settled",
-        "const s = [...document.querySelectorAll('[data-testid=server-state]')].map(e => e.textContent); return s.length === 9 && !s.includes('starting') && s.join(',')",
+        "const s = [...document.querySelectorAll('[data-testid=server-state]')].map(e => e.textContent); return s.length === 10 && !s.includes('starting') && s.join(',')",
         WAIT,
     );
     b.click("[data-testid=server][data-name=old]");
@@ -303,6 +304,47 @@ fn the_inspector_in_a_real_browser() {
         WAIT,
     );
     b.screenshot(&shots().join("elicitation-answered.png"));
+
+    // MCP Apps: the tool's ui:// view in a sandboxed iframe, given the call's input and
+    // result over the bridge; its own tools/call goes through the host; it cannot
+    // reach the inspector's cookie or API.
+    open(&b, "weather", "tools");
+    b.click("[data-testid=tool][data-name=weather]");
+    b.type_into("[data-testid=tool-form] input[name=city]", "Paris");
+    b.click("[data-testid=tool-form] [data-testid=call]");
+    let sandbox = b.wait_until(
+        "the view's frame",
+        "const f = document.querySelector('[data-testid=app-frame]'); return f && f.getAttribute('sandbox')",
+        WAIT,
+    );
+    assert_eq!(sandbox, "allow-scripts");
+    b.enter_frame("[data-testid=app-frame]");
+    b.wait_until(
+        "the view got the input and the result",
+        "return document.getElementById('title').textContent === 'Weather for Paris' && document.getElementById('status').textContent === 'result: Sunny in Paris' && document.body.dataset.host === 'capable ui'",
+        WAIT,
+    );
+    b.click("#again");
+    b.wait_until(
+        "the view's own call, through the host",
+        "return document.getElementById('status').textContent === 'again: Sunny in Oslo'",
+        WAIT,
+    );
+    let cookie = b.execute(
+        "try { return 'read: ' + document.cookie } catch (e) { return 'no access' }",
+        serde_json::json!([]),
+    );
+    assert_eq!(cookie, "no access", "an opaque origin has no cookie");
+    let reached = b.execute(
+        "return fetch('/api/servers').then(r => 'reached ' + r.status, () => 'blocked')",
+        serde_json::json!([]),
+    );
+    assert_eq!(
+        reached, "blocked",
+        "the view cannot call the inspector's API"
+    );
+    b.leave_frame();
+    b.screenshot(&shots().join("app.png"));
 
     // Skills: a faithful one loads verified, with its file; a tampered one is refused.
     open(&b, "skills", "skills");

@@ -328,3 +328,54 @@ fn disconnect_and_ctrl_c_leave_no_server_process_behind() {
     assert_eq!(ui.interrupt(), Some(0), "Ctrl-C ends the inspector with 0");
     assert!(gone(&left), "Ctrl-C stopped the other server too");
 }
+
+#[test]
+fn an_app_view_is_framed_only_by_the_page_in_a_sandbox_of_its_own() {
+    let ui = Ui::start(&["--", bin(), "fixture", "--profile", "app"]);
+    let cookie = ui.cookie();
+    ui.settled(&cookie, Duration::from_secs(10));
+    let not_ui = ui.post(
+        &cookie,
+        "/api/app",
+        &json!({"server": "capable", "uri": "docs://manual/current"}),
+    );
+    assert_eq!(
+        not_ui.status, 400,
+        "only ui:// resources are views: {not_ui:?}"
+    );
+    let view = ui.post(
+        &cookie,
+        "/api/app",
+        &json!({"server": "capable", "uri": "ui://weather/view"}),
+    );
+    assert_eq!(view.status, 200, "{view:?}");
+    let id = view.json()["id"].as_str().unwrap().to_owned();
+    let path = format!("/app/{id}");
+    let framed = ui.request(
+        "GET",
+        &path,
+        &[("Host", &ui.host()), ("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(framed.status, 200);
+    let csp = framed.header("content-security-policy").unwrap();
+    for part in [
+        "sandbox allow-scripts",
+        "frame-ancestors 'self'",
+        "connect-src 'none'",
+        "default-src 'none'",
+    ] {
+        assert!(csp.contains(part), "{part}: {csp}");
+    }
+    assert_eq!(framed.header("x-frame-options"), Some("SAMEORIGIN"));
+    assert!(framed.body.contains("ui/initialize"));
+    let without = ui.request("GET", &path, &[("Host", &ui.host())], "");
+    assert_eq!(without.status, 401, "the view too needs the cookie");
+    let guessed = ui.request(
+        "GET",
+        "/app/0000",
+        &[("Host", &ui.host()), ("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(guessed.status, 404);
+}

@@ -292,6 +292,18 @@ impl Browser<'_> {
         v["value"].as_str().unwrap_or_default().to_owned()
     }
 
+    /// Commands go to the iframe matching `css` (waited for) until [`Self::leave_frame`].
+    #[track_caller]
+    pub fn enter_frame(&self, css: &str) {
+        let e = self.wait_for(css, WAIT);
+        self.cmd("POST", "/frame", Some(json!({"id": {ELEMENT: e.0}})));
+    }
+
+    /// Commands go to the page again.
+    pub fn leave_frame(&self) {
+        self.cmd("POST", "/frame/parent", Some(json!({})));
+    }
+
     /// A PNG of the viewport, written to `path`.
     pub fn screenshot(&self, path: &Path) {
         use base64::Engine;

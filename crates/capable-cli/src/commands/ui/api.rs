@@ -30,6 +30,8 @@ pub struct App {
     pub watches: Watches,
     /// Tool calls in flight.
     pub calls: super::calls::Calls,
+    /// MCP Apps views, ready to be framed.
+    pub apps: super::apps::Apps,
 }
 
 impl App {
@@ -38,6 +40,7 @@ impl App {
         App {
             watches: Watches::new(bus.clone()),
             calls: super::calls::Calls::new(bus),
+            apps: super::apps::Apps::default(),
             servers,
         }
     }

@@ -18,6 +18,7 @@
 //! | `watches.rs` | watches started from the page |
 //! | `schema_check.rs` | a tool's arguments against its `inputSchema`, before sending |
 //! | `skills.rs` | skills: the entries, one loaded and verified |
+//! | `apps.rs` | MCP Apps: a tool's `ui://` view, framed in a sandbox under its own policy |
 //! | `audit.rs` | the audit on a session of its own |
 //! | `elicitations.rs` | a server's requests for input, answered in the page |
 //! | `assets/` | the page: HTML, CSS and plain JavaScript, embedded in the binary |
@@ -25,6 +26,7 @@
 //! No request can start a process or add a server: the list is fixed at start.
 
 mod api;
+mod apps;
 mod audit;
 mod calls;
 mod elicitations;
@@ -70,6 +72,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("/elicit.js", include_str!("assets/elicit.js"), JS),
     ("/tasks.js", include_str!("assets/tasks.js"), JS),
     ("/skills.js", include_str!("assets/skills.js"), JS),
+    ("/apps.js", include_str!("assets/apps.js"), JS),
 ];
 const JS: &str = "text/javascript; charset=utf-8";
 
@@ -195,6 +198,8 @@ fn router(app: Arc<api::App>, bus: events::Bus, gate: security::Gate) -> Router 
         .route("/api/ping", post(api::ping))
         .route("/api/audit", post(api::audit))
         .route("/api/elicit", post(api::elicit))
+        .route("/api/app", post(apps::read))
+        .route("/app/{id}", get(apps::frame))
         .route("/api/skills", post(skills::list))
         .route("/api/skill", post(skills::show))
         .with_state(app)

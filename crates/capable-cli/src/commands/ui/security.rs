@@ -216,7 +216,8 @@ pub fn refused(why: &Refusal) -> Response<Body> {
     response
 }
 
-/// The headers every answer carries.
+/// The headers every answer carries; an answer with a policy of its own (an MCP
+/// Apps view, framed by the page) keeps it.
 pub fn harden(headers: &mut HeaderMap) {
     let set = [
         (
@@ -229,7 +230,9 @@ pub fn harden(headers: &mut HeaderMap) {
         (header::X_FRAME_OPTIONS, "DENY"),
     ];
     for (name, value) in set {
-        headers.insert(name, HeaderValue::from_static(value));
+        headers
+            .entry(name)
+            .or_insert(HeaderValue::from_static(value));
     }
 }
 

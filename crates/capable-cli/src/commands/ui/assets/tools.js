@@ -6,6 +6,7 @@
 import { h, fill, json, post, errorText } from './dom.js';
 import { panel } from './app.js';
 import { schemaForm } from './form.js';
+import { mountApp } from './apps.js';
 
 /** Progress bars of calls in flight, by call id. */
 const bars = new Map();
@@ -98,8 +99,11 @@ function toolView(server, tool) {
     cancel.disabled = true;
     const seen = ptext.textContent ? h('p', { class: 'muted', 'data-testid': 'final-progress' }, 'progress ' + ptext.textContent) : null;
     const task = status.textContent ? status : null;
-    if (r.ok) fill(out, task, resultCard(r.body), seen);
-    else if (r.body && r.body.invalid) {
+    if (r.ok) {
+      const view = h('div', {});
+      fill(out, task, resultCard(r.body), seen, view);
+      if (r.body.result) mountApp(server, tool, args.value, r.body.result, view);
+    } else if (r.body && r.body.invalid) {
       fill(out, h('div', { class: 'errors', 'data-testid': 'form-errors' }, errorText(r),
         h('ul', {}, r.body.invalid.map((p) => h('li', {}, h('code', {}, p.path || '/'), ' ', p.message)))));
     } else fill(out, h('p', { class: 'errors', 'data-testid': 'error' }, errorText(r)));
