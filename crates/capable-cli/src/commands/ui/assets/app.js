@@ -64,15 +64,18 @@ export async function refresh() {
 function focusKey() {
   const el = document.activeElement;
   if (!el || !el.dataset || !el.dataset.testid) return null;
-  return '[data-testid="' + el.dataset.testid + '"]' +
+  const row = el.parentElement && el.parentElement.closest('[data-uri]');
+  return (row ? '[data-uri="' + CSS.escape(row.dataset.uri) + '"] ' : '') +
+    '[data-testid="' + el.dataset.testid + '"]' +
     (el.dataset.name !== undefined ? '[data-name="' + CSS.escape(el.dataset.name) + '"]' : '') +
     (el.dataset.tab !== undefined ? '[data-tab="' + el.dataset.tab + '"]' : '');
 }
 
+/** Gives the focus back to the element that had it — only when it is unambiguous. */
 function restoreFocus(key) {
   if (!key || (document.activeElement && document.activeElement !== document.body)) return;
-  const el = document.querySelector(key);
-  if (el) el.focus();
+  const found = document.querySelectorAll(key);
+  if (found.length === 1) found[0].focus();
 }
 
 function render() {
