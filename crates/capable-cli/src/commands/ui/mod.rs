@@ -5,8 +5,9 @@
 //! `127.0.0.1` (a random port unless `--port`), prints the page's URL with a random
 //! token and opens the browser (unless `--no-open`, or there is no display). The page
 //! shows each server's state, era, version, capability matrix and allowed actions, its
-//! resources (read, watch), tools (a form from the input schema), prompts, the audit,
-//! every message on the wire and the server's stderr — live, over one event stream.
+//! resources (read, watch), tools (a form from the input schema, progress, tasks,
+//! cancel, an MCP Apps view), prompts, requests for input, skills, the audit, every
+//! message on the wire and the server's stderr — live, over one event stream.
 //!
 //! | file | concern |
 //! |---|---|
