@@ -191,6 +191,19 @@ pub struct BenchArgs {
     pub server: ServerArgs,
 }
 
+/// `capable ui`: where to serve the inspector.
+#[derive(Debug, Args, Clone)]
+pub struct UiArgs {
+    /// The port on 127.0.0.1 (0: a free one, chosen by the system).
+    #[arg(long, value_name = "N", default_value = "0")]
+    pub port: u16,
+    /// Print the URL but do not open a browser.
+    #[arg(long)]
+    pub no_open: bool,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show what a server declares: version, capabilities, and the methods a host may call.
@@ -284,6 +297,10 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// A local web inspector: every server of the config (or the one named) in the
+    /// browser — state, capability matrix, resources with read and watch, tool forms,
+    /// prompts, the audit, the message log. Served on 127.0.0.1 behind a random token.
+    Ui(UiArgs),
     /// OAuth for an HTTP server (`--url` or `--server`): log in, show, forget, print
     /// the token.
     Auth {

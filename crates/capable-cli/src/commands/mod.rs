@@ -15,6 +15,7 @@ pub mod skills;
 pub mod tasks;
 pub mod tools;
 pub mod tools_all;
+pub mod ui;
 pub mod watch;
 
 use std::io::{IsTerminal, Write};

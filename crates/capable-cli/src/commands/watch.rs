@@ -197,7 +197,7 @@ async fn watch(
 }
 
 /// A refused watch, in words that say what the server declared and what to pass.
-fn refused(session: &Session, e: Error) -> CliError {
+pub fn refused(session: &Session, e: Error) -> CliError {
     match e {
         Error::Refused(Refusal::FlagNotDeclared {
             flag: Flag::Subscribe,
@@ -257,7 +257,7 @@ fn print_event(json: bool, uri: &str, event: &WatchEvent) -> Result<(), CliError
     Ok(())
 }
 
-fn revision_json(read: &ResourceRead) -> Value {
+pub fn revision_json(read: &ResourceRead) -> Value {
     let mut v = json!({
         "event": "revision",
         "uri": read.uri,

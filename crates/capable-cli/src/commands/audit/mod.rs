@@ -14,7 +14,8 @@ mod report;
 use crate::exit::CliError;
 use crate::flags::ServerArgs;
 use crate::output;
-use report::{human, markdown};
+use report::human;
+pub(crate) use report::markdown;
 
 pub async fn run(ctx: &Context, report: Option<&Path>, args: &ServerArgs) -> Result<(), CliError> {
     let recorder = Recorder::new();

@@ -69,7 +69,7 @@ pub(super) fn human(report: &AuditReport) -> String {
     out
 }
 
-pub(super) fn markdown(report: &AuditReport) -> String {
+pub(crate) fn markdown(report: &AuditReport) -> String {
     let server = report.server.to_string();
     let findings = &report.findings;
     let mut out = format!(

@@ -1,0 +1,189 @@
+// capable ui: the page. State comes from GET /api/servers (the same JSON as
+// `capable inspect --json` per server) and one event stream (/api/events); commands
+// go up as JSON POSTs. Plain modules, no build step, nothing fetched from elsewhere.
+
+import { h, fill, badge, post, errorText } from './dom.js';
+import { overview } from './overview.js';
+import { resourcesPanel, watchEvent } from './resources.js';
+import { toolsPanel, promptsPanel, progressEvent, taskEvent } from './tools.js';
+import { tasksPanel } from './tasks.js';
+import { skillsPanel } from './skills.js';
+import { auditPanel, logPanel, logEvent, stderrPanel } from './monitor.js';
+import { elicitEvent } from './elicit.js';
+
+const TABS = [
+  ['overview', 'Overview'], ['resources', 'Resources'], ['tools', 'Tools'], ['prompts', 'Prompts'],
+  ['tasks', 'Tasks'], ['skills', 'Skills'], ['audit', 'Audit'], ['log', 'Messages'], ['stderr', 'Stderr'],
+];
+
+/** The whole page's state. */
+export const app = {
+  servers: [],        // from /api/servers
+  selected: null,     // a server's name
+  tab: 'overview',
+  panels: new Map(),  // "server/tab" -> element, kept across re-renders
+};
+
+export function current() {
+  return app.servers.find((s) => s.name === app.selected) || null;
+}
+
+/** The panel element of a tab of a server, made once. */
+export function panel(server, tab, make) {
+  const key = server + '\u0000' + tab;
+  let el = app.panels.get(key);
+  if (!el) {
+    el = h('section', { class: 'panel', 'data-testid': 'panel-' + tab, role: 'tabpanel' });
+    app.panels.set(key, el);
+    make(el);
+  }
+  return el;
+}
+
+let refreshing = null;
+let again = false;
+
+/** Reads /api/servers again and re-renders (coalesced). */
+export async function refresh() {
+  if (refreshing) { again = true; return refreshing; }
+  refreshing = (async () => {
+    do {
+      again = false;
+      try {
+        const r = await fetch('/api/servers', { credentials: 'same-origin' });
+        if (r.ok) app.servers = await r.json();
+      } catch (_) { /* the stream's state shows it */ }
+      render();
+    } while (again);
+    refreshing = null;
+  })();
+  return refreshing;
+}
+
+/** What has the focus, so a re-render can give it back (keyboard users keep their place). */
+function focusKey() {
+  const el = document.activeElement;
+  if (!el || !el.dataset || !el.dataset.testid) return null;
+  const row = el.parentElement && el.parentElement.closest('[data-uri]');
+  return (row ? '[data-uri="' + CSS.escape(row.dataset.uri) + '"] ' : '') +
+    '[data-testid="' + el.dataset.testid + '"]' +
+    (el.dataset.name !== undefined ? '[data-name="' + CSS.escape(el.dataset.name) + '"]' : '') +
+    (el.dataset.tab !== undefined ? '[data-tab="' + el.dataset.tab + '"]' : '');
+}
+
+/** Gives the focus back to the element that had it — only when it is unambiguous. */
+function restoreFocus(key) {
+  if (!key || (document.activeElement && document.activeElement !== document.body)) return;
+  const found = document.querySelectorAll(key);
+  if (found.length === 1) found[0].focus();
+}
+
+function render() {
+  if (!app.selected && app.servers.length) app.selected = app.servers[0].name;
+  const key = focusKey();
+  renderNav();
+  renderMain();
+  restoreFocus(key);
+}
+
+function renderNav() {
+  const nav = document.getElementById('servers');
+  fill(nav, app.servers.map((s) => h('button', {
+    type: 'button', 'data-testid': 'server', 'data-name': s.name,
+    'aria-current': s.name === app.selected ? 'true' : 'false',
+    onclick: () => { app.selected = s.name; render(); },
+  }, h('span', {}, s.name), badge(s.state, s.state, { 'data-testid': 'server-state' }))));
+}
+
+function renderMain() {
+  const main = document.getElementById('main');
+  const s = current();
+  if (!s) { main.head = null; fill(main, h('p', { class: 'muted' }, 'No servers.')); return; }
+  const info = s.inspect ? s.inspect.serverInfo : null;
+  const head = h('div', { class: 'card', 'data-testid': 'server-head' },
+    h('div', { class: 'row' },
+      h('h2', {}, s.name),
+      badge(s.state, s.state, { 'data-testid': 'state' }),
+      s.inspect ? badge(s.inspect.era + ' · ' + s.inspect.protocolVersion, 'era', { 'data-testid': 'version' }) : null,
+      info ? h('span', { class: 'muted' }, info.name + ' ' + info.version) : null,
+      h('span', { class: 'grow' }),
+      h('button', { type: 'button', 'data-testid': 'connect', onclick: () => command('/api/connect', s.name) },
+        s.state === 'disconnected' ? 'Connect' : 'Reconnect'),
+      h('button', { type: 'button', 'data-testid': 'disconnect', disabled: s.state === 'disconnected', onclick: () => command('/api/disconnect', s.name) }, 'Disconnect')),
+    h('div', { class: 'muted mono' }, s.target),
+    s.reason ? h('div', { class: 'reason', 'data-testid': 'reason' }, s.reason) : null);
+  const tabs = h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Server views', onkeydown: tabKeys },
+    TABS.map(([id, label]) => h('button', {
+      type: 'button', role: 'tab', 'data-testid': 'tab-' + id, 'data-tab': id,
+      'aria-selected': app.tab === id ? 'true' : 'false', tabindex: app.tab === id ? '0' : '-1',
+      onclick: () => { app.tab = id; renderMain(); },
+    }, label)));
+  // The panel is swapped only when it is another one: a form being filled in keeps
+  // its focus and what was typed across live updates.
+  if (!main.head) {
+    main.head = h('div', {});
+    main.tabs = h('div', {});
+    main.content = h('div', {});
+    fill(main, main.head, main.tabs, main.content);
+  }
+  fill(main.head, head);
+  fill(main.tabs, tabs);
+  const content = tabContent(s);
+  if (main.content.firstChild !== content) fill(main.content, content);
+}
+
+function tabKeys(e) {
+  const i = TABS.findIndex(([id]) => id === app.tab);
+  let j = i;
+  if (e.key === 'ArrowRight') j = (i + 1) % TABS.length;
+  else if (e.key === 'ArrowLeft') j = (i - 1 + TABS.length) % TABS.length;
+  else if (e.key === 'Home') j = 0;
+  else if (e.key === 'End') j = TABS.length - 1;
+  else return;
+  e.preventDefault();
+  app.tab = TABS[j][0];
+  renderMain();
+  const b = document.querySelector('[data-tab="' + app.tab + '"]');
+  if (b) b.focus();
+}
+
+function tabContent(s) {
+  switch (app.tab) {
+    case 'overview': return overview(s);
+    case 'resources': return resourcesPanel(s);
+    case 'tools': return toolsPanel(s);
+    case 'prompts': return promptsPanel(s);
+    case 'tasks': return panel(s.name, 'tasks', (el) => tasksPanel(el, s.name));
+    case 'skills': return panel(s.name, 'skills', (el) => skillsPanel(el, s.name));
+    case 'audit': return panel(s.name, 'audit', (el) => auditPanel(el, s.name));
+    case 'log': return panel(s.name, 'log', (el) => logPanel(el, s.name));
+    case 'stderr': return stderrPanel(s, refresh);
+  }
+  return h('div', {});
+}
+
+async function command(path, server) {
+  const r = await post(path, { server });
+  if (!r.ok) alert(errorText(r));
+  refresh();
+}
+
+/** The event stream; the browser resumes it with Last-Event-ID by itself. */
+function follow() {
+  const live = document.getElementById('live');
+  const es = new EventSource('/api/events');
+  es.onopen = () => { live.textContent = 'live'; live.className = 'live on'; };
+  es.onerror = () => { live.textContent = 'reconnecting…'; live.className = 'live'; };
+  const parse = (e) => { try { return JSON.parse(e.data); } catch (_) { return null; } };
+  es.addEventListener('msg', (e) => { const d = parse(e); if (d) logEvent(d); });
+  es.addEventListener('watch', (e) => { const d = parse(e); if (d) watchEvent(d); });
+  es.addEventListener('progress', (e) => { const d = parse(e); if (d) progressEvent(d); });
+  es.addEventListener('task', (e) => { const d = parse(e); if (d) taskEvent(d); });
+  es.addEventListener('elicit', (e) => { const d = parse(e); if (d) elicitEvent(d); });
+  for (const kind of ['state', 'lists', 'violation', 'notice']) {
+    es.addEventListener(kind, () => refresh());
+  }
+}
+
+follow();
+refresh();

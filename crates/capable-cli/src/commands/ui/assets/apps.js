@@ -1,0 +1,71 @@
+// MCP Apps: a tool's `ui://` view in a sandboxed iframe (scripts only, an opaque
+// origin: it cannot reach the inspector's cookie or API), under the policy capable
+// made from the resource's declared domains. The host side of the bridge is here:
+// JSON-RPC over postMessage — `ui/initialize`, then the tool's input and result as
+// notifications; the view may call `tools/call` and `resources/read` on its own
+// server (through the same gating table), log, and ask for its height. Every bridge
+// message is listed under the view.
+
+import { h, fill, post, errorText } from './dom.js';
+
+const HOST = { name: 'capable ui', version: '0.1.0' };
+
+/** Mounts the view of `tool` after a call with `args` that gave `result`. */
+export async function mountApp(server, tool, args, result, box) {
+  const uri = tool._meta && tool._meta.ui && tool._meta.ui.resourceUri;
+  if (!uri) return;
+  const r = await post('/api/app', { server, uri });
+  if (!r.ok) { fill(box, h('p', { class: 'errors' }, 'The view ' + uri + ' cannot be shown: ' + errorText(r))); return; }
+  const frame = h('iframe', {
+    src: '/app/' + r.body.id, sandbox: 'allow-scripts', title: 'MCP App ' + uri,
+    'data-testid': 'app-frame', class: 'app-frame', referrerpolicy: 'no-referrer',
+  });
+  const log = h('ol', { class: 'mono muted', 'data-testid': 'app-log' });
+  const note = (dir, m) => log.appendChild(h('li', {}, dir + ' ' + (m.method || ('answer ' + m.id)) ));
+  const send = (m) => { note('→', m); frame.contentWindow.postMessage(m, '*'); };
+  const answer = (id, res) => send(Object.assign({ jsonrpc: '2.0', id }, res));
+  const onMessage = async (e) => {
+    if (!frame.isConnected) { window.removeEventListener('message', onMessage); return; }
+    if (e.source !== frame.contentWindow) return;
+    const m = e.data;
+    if (!m || m.jsonrpc !== '2.0' || typeof m.method !== 'string') return;
+    note('←', m);
+    const p = m.params || {};
+    switch (m.method) {
+      case 'ui/initialize':
+        answer(m.id, { result: {
+          protocolVersion: p.protocolVersion, hostInfo: HOST,
+          hostCapabilities: { serverTools: {}, serverResources: {}, logging: {} },
+          hostContext: { theme: matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light', displayMode: 'inline' },
+        } });
+        return;
+      case 'ui/notifications/initialized':
+        send({ jsonrpc: '2.0', method: 'ui/notifications/tool-input', params: { arguments: args } });
+        send({ jsonrpc: '2.0', method: 'ui/notifications/tool-result', params: result });
+        return;
+      case 'tools/call': {
+        const c = await post('/api/call', { server, tool: p.name, arguments: p.arguments || {} });
+        answer(m.id, c.ok ? { result: c.body.result } : { error: { code: -32603, message: errorText(c) } });
+        return;
+      }
+      case 'resources/read': {
+        const c = await post('/api/read', { server, uri: p.uri });
+        answer(m.id, c.ok ? { result: { contents: c.body.contents } } : { error: { code: -32603, message: errorText(c) } });
+        return;
+      }
+      case 'ui/notifications/size-changed':
+        if (typeof p.height === 'number') frame.style.height = Math.max(60, Math.min(2000, p.height)) + 'px';
+        return;
+      case 'notifications/message':
+        log.appendChild(h('li', {}, 'log: ' + JSON.stringify(p.data)));
+        return;
+      default:
+        if (m.id !== undefined) answer(m.id, { error: { code: -32601, message: m.method + ' is not offered by capable ui' } });
+    }
+  };
+  window.addEventListener('message', onMessage);
+  fill(box, h('div', { class: 'card', 'data-testid': 'app' },
+    h('h4', {}, 'App view ', h('code', {}, uri)), frame,
+    h('details', {}, h('summary', {}, 'bridge messages'), log),
+    h('details', {}, h('summary', {}, 'policy'), h('pre', {}, r.body.csp))));
+}

@@ -1,0 +1,77 @@
+// DOM helpers. Everything a server says reaches the page as text (textContent), never
+// as markup: a server's words cannot add elements, scripts or links.
+
+/** h('div', {class: 'x', 'data-testid': 'y', onclick: f}, 'text', child, [more]) */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'value') el.value = v;
+    else if (k === 'checked') el.checked = !!v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === undefined || c === null || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else if (c instanceof Node) el.appendChild(c);
+    else el.appendChild(document.createTextNode(String(c)));
+  }
+}
+
+/** Pretty JSON in a <pre>. */
+export function json(value, attrs) {
+  return h('pre', attrs || {}, JSON.stringify(value, null, 2));
+}
+
+/** A badge for a state or a yes/no. */
+export function badge(text, kind, attrs) {
+  return h('span', Object.assign({ class: 'badge ' + (kind || text) }, attrs || {}), text);
+}
+
+/** POST a command; resolves to {ok, status, body}. */
+export async function post(path, body) {
+  const r = await fetch(path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+    credentials: 'same-origin',
+  });
+  let parsed = null;
+  try { parsed = await r.json(); } catch (_) { parsed = null; }
+  return { ok: r.ok, status: r.status, body: parsed };
+}
+
+/** The words of an error answer (the CLI's `{"error": {...}}`). */
+export function errorText(answer) {
+  const e = answer && answer.body && answer.body.error;
+  if (e && e.message) return e.kind + ': ' + e.message;
+  return 'HTTP ' + (answer ? answer.status : '?');
+}
+
+/** Replaces the children of `el`. */
+export function fill(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+/** Saves text as a file (the audit's Markdown). */
+export function download(name, text, type) {
+  const url = URL.createObjectURL(new Blob([text], { type: type || 'text/plain' }));
+  const a = h('a', { href: url, download: name });
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/** A time of day from an RFC 3339 stamp. */
+export function clock(at) {
+  return typeof at === 'string' && at.length >= 23 ? at.slice(11, 23) : String(at || '');
+}

@@ -1,0 +1,165 @@
+// Resources and templates: Read (the text or a preview by MIME type, the revision,
+// the read time) and Watch (the mode and why, each revision as it arrives; a contract
+// violation with both messages, then the fallback's mode) — the lines of
+// `capable watch --json`, as they come over the event stream.
+
+import { h, fill, post, errorText, clock } from './dom.js';
+import { panel } from './app.js';
+import { violationCard } from './overview.js';
+
+/** Open watches' cards, by watch id (an event may come before the POST's answer). */
+const cards = new Map();
+/** Each server's box of watch cards. */
+const boxes = new Map();
+
+function watchBox(server) {
+  let box = boxes.get(server);
+  if (!box) {
+    box = h('div', { 'data-testid': 'watches' });
+    boxes.set(server, box);
+  }
+  return box;
+}
+
+/** RFC 6570 expansion of the operators people use: {x} {+x} {#x} {/x} {.x} {?x,y} {&x}. */
+export function expand(template, values) {
+  return template.replace(/\{([+#./;?&]?)([^}]*)\}/g, (_, op, names) => {
+    const vars = names.split(',').map((n) => n.replace(/\*$|:\d+$/, '').trim()).filter(Boolean);
+    const enc = op === '+' || op === '#' ? encodeURI : encodeURIComponent;
+    const set = vars.filter((v) => values[v] !== undefined && values[v] !== '');
+    if (!set.length) return '';
+    switch (op) {
+      case '?': case '&': return op + set.map((v) => v + '=' + enc(values[v])).join('&');
+      case ';': return set.map((v) => ';' + v + '=' + enc(values[v])).join('');
+      case '/': case '.': return set.map((v) => op + enc(values[v])).join('');
+      case '#': return '#' + set.map((v) => enc(values[v])).join(',');
+      default: return set.map((v) => enc(values[v])).join(',');
+    }
+  });
+}
+
+function variables(template) {
+  const out = [];
+  for (const m of template.matchAll(/\{[+#./;?&]?([^}]*)\}/g)) {
+    for (const n of m[1].split(',')) {
+      const v = n.replace(/\*$|:\d+$/, '').trim();
+      if (v && !out.includes(v)) out.push(v);
+    }
+  }
+  return out;
+}
+
+/** The contents of a read: text as text, images previewed, other bytes described. */
+function contents(list) {
+  return (list || []).map((c) => {
+    const mime = c.mimeType || '';
+    if (typeof c.text === 'string') return h('pre', { 'data-testid': 'text' }, c.text);
+    if (typeof c.blob === 'string' && /^image\/(png|jpeg|gif|webp|bmp)$/.test(mime)) {
+      return h('img', { class: 'preview', alt: c.uri || 'image', src: 'data:' + mime + ';base64,' + c.blob });
+    }
+    if (typeof c.blob === 'string') return h('p', { class: 'muted' }, '[binary ' + (mime || 'content') + ', ' + c.blob.length + ' base64 characters]');
+    return h('p', { class: 'muted' }, '[empty]');
+  });
+}
+
+function readCard(read) {
+  return h('div', { class: 'card', 'data-testid': 'read-result' },
+    h('div', { class: 'row' }, h('strong', {}, read.uri),
+      h('span', {}, 'revision ', h('code', { 'data-testid': 'revision' }, read.revision)),
+      h('span', { class: 'muted' }, 'read at ', h('span', { 'data-testid': 'read-at' }, read.readAt)),
+      read.ttlMs !== undefined ? h('span', { class: 'muted' }, 'fresh for ' + read.ttlMs + ' ms') : null),
+    contents(read.contents));
+}
+
+async function read(server, uri, out) {
+  fill(out, h('p', { class: 'muted' }, 'Reading ' + uri + '…'));
+  const r = await post('/api/read', { server, uri });
+  fill(out, r.ok ? readCard(r.body) : h('p', { class: 'errors', 'data-testid': 'error' }, errorText(r)));
+}
+
+function card(id, server, uri) {
+  let c = cards.get(id);
+  if (c) return c;
+  const list = h('div', { class: 'list' });
+  const stop = h('button', { type: 'button', 'data-testid': 'unwatch', onclick: () => post('/api/unwatch', { server, watch: id }) }, 'Stop');
+  const el = h('div', { class: 'card', 'data-testid': 'watch-card', 'data-watch': id, 'data-uri': uri },
+    h('div', { class: 'row' }, h('h4', {}, 'Watching ' + uri), h('span', { class: 'grow' }), stop), list);
+  c = { el, list, stop, revisions: 0 };
+  cards.set(id, c);
+  watchBox(server).prepend(el);
+  return c;
+}
+
+/** A `watch` event from the stream. */
+export function watchEvent(event) {
+  const d = event.line || {};
+  const c = card(event.watch, event.server, d.uri || '');
+  switch (d.event) {
+    case 'mode':
+      c.list.appendChild(h('div', { class: 'modeline', 'data-testid': 'mode-line', 'data-mode': d.mode },
+        h('strong', {}, d.mode), d.intervalMs ? ' every ' + d.intervalMs + ' ms' : '', ' — ', d.reason || ''));
+      break;
+    case 'revision':
+      c.revisions += 1;
+      c.list.appendChild(h('div', { class: 'item', 'data-testid': 'watch-revision', 'data-n': c.revisions },
+        h('span', { class: 'muted mono' }, '#' + c.revisions + ' ' + clock(d.readAt)),
+        h('code', {}, d.revision),
+        h('div', { class: 'grow' }, contents(d.contents))));
+      break;
+    case 'violation':
+      c.list.appendChild(violationCard(d, h('p', {}, 'The method is not sent again in this session; the watch falls back as the next mode says.')));
+      break;
+    case 'end':
+      c.stop.disabled = true;
+      c.list.appendChild(h('p', { class: d.error ? 'errors' : 'muted', 'data-testid': 'watch-end' }, d.error ? 'ended: ' + d.error : 'stopped'));
+      break;
+  }
+}
+
+async function watch(server, uri, pollInput, out) {
+  const ms = Number(pollInput.value);
+  const body = { server, uri };
+  if (ms > 0) body.pollMs = ms;
+  const r = await post('/api/watch', body);
+  if (!r.ok) { fill(out, h('p', { class: 'errors', 'data-testid': 'error' }, errorText(r))); return; }
+  card(r.body.watch, server, uri);
+}
+
+export function resourcesPanel(s) {
+  const el = panel(s.name, 'resources', (root) => {
+    root.list = h('div', {});
+    root.out = h('div', { 'data-testid': 'resource-output' });
+    root.poll = h('input', { type: 'number', min: '0', step: '100', value: '2000', 'data-testid': 'poll-ms', 'aria-label': 'poll interval in ms', class: 'narrow' });
+    root.append(
+      h('div', { class: 'row muted' }, h('label', {}, 'When the server offers no subscription, or breaks it, re-read every ', root.poll, ' ms (0: never).')),
+      root.list, root.out, h('h3', {}, 'Watches'), watchBox(s.name));
+  });
+  const rows = (s.resources || []).map((r) => h('div', { class: 'item', 'data-testid': 'resource', 'data-uri': r.uri },
+    h('span', { class: 'grow' }, h('span', { class: 'name' }, r.title || r.name || ''), ' ', h('code', {}, r.uri),
+      r.mimeType ? h('span', { class: 'muted' }, ' ' + r.mimeType) : null,
+      r.description ? h('div', { class: 'muted' }, r.description) : null),
+    h('button', { type: 'button', 'data-testid': 'read', onclick: () => read(s.name, r.uri, el.out) }, 'Read'),
+    h('button', { type: 'button', 'data-testid': 'watch', onclick: () => watch(s.name, r.uri, el.poll, el.out) }, 'Watch')));
+  const templates = (s.templates || []).map((t) => {
+    const inputs = {};
+    const fields = variables(t.uriTemplate || '').map((v) => {
+      inputs[v] = h('input', { type: 'text', name: v, 'aria-label': v, placeholder: v });
+      return h('label', {}, v + ' ', inputs[v]);
+    });
+    const uri = () => expand(t.uriTemplate || '', Object.fromEntries(Object.entries(inputs).map(([k, i]) => [k, i.value])));
+    return h('div', { class: 'item', 'data-testid': 'template', 'data-template': t.uriTemplate },
+      h('span', { class: 'grow' }, h('span', { class: 'name' }, t.title || t.name || ''), ' ', h('code', {}, t.uriTemplate),
+        t.description ? h('div', { class: 'muted' }, t.description) : null),
+      fields,
+      h('button', { type: 'button', 'data-testid': 'read', onclick: () => read(s.name, uri(), el.out) }, 'Read'),
+      h('button', { type: 'button', 'data-testid': 'watch', onclick: () => watch(s.name, uri(), el.poll, el.out) }, 'Watch'));
+  });
+  const declared = (s.matrix || []).find((m) => m.capability === 'resources');
+  fill(el.list,
+    !s.inspect ? h('p', { class: 'muted' }, 'Not connected.') :
+      declared && !declared.present ? h('p', { class: 'muted' }, 'The server declared no resources: nothing is listed, read or watched.') : null,
+    rows.length ? [h('h3', {}, 'Resources'), rows] : null,
+    templates.length ? [h('h3', {}, 'Templates'), templates] : null);
+  return el;
+}
+

@@ -1,0 +1,175 @@
+// Tools and prompts. A tool's form is made from its inputSchema (see form.js); the
+// arguments are checked against the schema by capable before anything is sent. A
+// call shows its progress as it comes, can be cancelled, and its result is shown
+// with its structuredContent beside the check against the tool's outputSchema.
+
+import { h, fill, json, post, errorText } from './dom.js';
+import { panel } from './app.js';
+import { schemaForm } from './form.js';
+import { mountApp } from './apps.js';
+
+/** Progress bars of calls in flight, by call id. */
+const bars = new Map();
+let calls = 0;
+
+/** A `task` event from the stream: the call became a task, or its status changed. */
+export function taskEvent(d) {
+  const bar = bars.get(d.call);
+  if (!bar || !d.task) return;
+  const t = d.task;
+  bar.task = t.taskId;
+  bar.status.textContent = 'task ' + t.taskId + ' ' + t.status + (t.statusMessage ? ': ' + t.statusMessage : '');
+}
+
+/** A `progress` event from the stream. */
+export function progressEvent(d) {
+  const bar = bars.get(d.call);
+  if (!bar) return;
+  const p = d.progress || {};
+  if (typeof p.total === 'number' && p.total > 0) {
+    bar.progress.max = p.total;
+    bar.progress.value = p.progress;
+  } else {
+    bar.progress.removeAttribute('value');
+  }
+  bar.text.textContent = (p.progress ?? '') + (p.total ? ' / ' + p.total : '') + (p.message ? ' — ' + p.message : '');
+}
+
+function content(items) {
+  return (items || []).map((c) => {
+    if (c.type === 'text') return h('pre', { 'data-testid': 'content-text' }, c.text);
+    if (c.type === 'image' && /^image\/(png|jpeg|gif|webp)$/.test(c.mimeType || '')) {
+      return h('img', { class: 'preview', alt: 'image result', src: 'data:' + c.mimeType + ';base64,' + c.data });
+    }
+    return json(c);
+  });
+}
+
+function resultCard(body) {
+  if (body.cancelled) {
+    return h('div', { class: 'card', 'data-testid': 'call-result' },
+      body.task ? 'Cancelled (tasks/cancel for task ' + body.task + ').' : 'Cancelled (notifications/cancelled was sent).');
+  }
+  const r = body.result || {};
+  const check = body.outputCheck || {};
+  let verdict = null;
+  if (check.declared) {
+    verdict = h('div', { class: 'card', 'data-testid': 'output-check' },
+      h('h4', { class: check.ok === false ? 'bad' : 'ok' },
+        check.ok === false ? 'structuredContent does not match the outputSchema' :
+          check.ok === null ? 'the outputSchema could not be used' : 'structuredContent matches the outputSchema'),
+      (check.errors || []).length ? h('ul', { class: 'errors' }, check.errors.map((e) => h('li', {}, e))) : null,
+      h('details', {}, h('summary', {}, 'outputSchema'), json(check.schema)));
+  }
+  return h('div', { class: 'card', 'data-testid': 'call-result' },
+    h('div', { class: 'row' }, h('h4', {}, 'Result'), r.isError ? h('span', { class: 'badge failed' }, 'isError') : null),
+    content(r.content),
+    r.structuredContent !== undefined ? h('div', { class: 'grid2' },
+      h('div', {}, h('h3', {}, 'structuredContent'), json(r.structuredContent, { 'data-testid': 'structured' })), verdict) : verdict,
+    h('details', {}, h('summary', {}, 'raw result'), json(r)));
+}
+
+function toolView(server, tool) {
+  let schema = tool.inputSchema;
+  const form = schemaForm(schema);
+  const out = h('div', {});
+  const progress = h('progress', { 'aria-label': 'progress' });
+  const ptext = h('span', { class: 'muted' });
+  const cancel = h('button', { type: 'button', 'data-testid': 'cancel', disabled: true }, 'Cancel');
+  const support = tool.execution && tool.execution.taskSupport;
+  const asTask = support === 'optional' || support === 'required'
+    ? h('input', { type: 'checkbox', 'data-testid': 'as-task', checked: support === 'required', disabled: support === 'required' })
+    : null;
+  const status = h('div', { class: 'muted', 'data-testid': 'task-status' });
+  const callButton = h('button', { type: 'submit', class: 'primary', 'data-testid': 'call' }, 'Call');
+  const submit = async (e) => {
+    e.preventDefault();
+    const args = form.read();
+    if (!args.ok) { fill(out, h('div', { class: 'errors', 'data-testid': 'form-errors' }, args.errors.join('; '))); return; }
+    const id = 'c' + (++calls) + '-' + Date.now();
+    bars.set(id, { progress, text: ptext, status });
+    status.textContent = '';
+    fill(out, h('div', { class: 'row' }, progress, ptext), status);
+    callButton.disabled = true;
+    cancel.disabled = false;
+    cancel.onclick = () => post('/api/cancel', { server, call: id });
+    const r = await post('/api/call', { server, tool: tool.name, arguments: args.value, call: id, task: !!(asTask && asTask.checked) });
+    bars.delete(id);
+    callButton.disabled = false;
+    cancel.disabled = true;
+    const seen = ptext.textContent ? h('p', { class: 'muted', 'data-testid': 'final-progress' }, 'progress ' + ptext.textContent) : null;
+    const task = status.textContent ? status : null;
+    if (r.ok) {
+      const view = h('div', {});
+      fill(out, task, resultCard(r.body), seen, view);
+      if (r.body.result) mountApp(server, tool, args.value, r.body.result, view);
+    } else if (r.body && r.body.invalid) {
+      fill(out, h('div', { class: 'errors', 'data-testid': 'form-errors' }, errorText(r),
+        h('ul', {}, r.body.invalid.map((p) => h('li', {}, h('code', {}, p.path || '/'), ' ', p.message)))));
+    } else fill(out, h('p', { class: 'errors', 'data-testid': 'error' }, errorText(r)));
+  };
+  return h('form', { class: 'card', 'data-testid': 'tool-form', 'data-tool': tool.name, onsubmit: submit },
+    h('h4', {}, tool.title || tool.name),
+    tool.description ? h('p', { class: 'muted' }, tool.description) : null,
+    form.el,
+    h('details', {}, h('summary', {}, 'inputSchema'), json(schema)),
+    h('div', { class: 'row' }, callButton, cancel, asTask ? h('label', {}, asTask, ' run as a task') : null),
+    out);
+}
+
+function picker(s, key, items, label, view) {
+  const el = panel(s.name, key, (root) => {
+    root.nav = h('div', { class: 'row', role: 'list' });
+    root.view = h('div', {});
+    root.append(root.nav, root.view);
+  });
+  const capability = (s.matrix || []).find((m) => m.capability === key);
+  if (!s.inspect) { fill(el.nav, h('p', { class: 'muted' }, 'Not connected.')); return el; }
+  if (capability && !capability.present) { fill(el.nav, h('p', { class: 'muted' }, 'The server declared no ' + key + '.')); return el; }
+  const names = items.map((t) => t.name).join('\u0000');
+  if (el.names === names) return el; // the same list: keep what the user typed
+  el.names = names;
+  const pick = (t) => {
+    for (const b of el.nav.querySelectorAll('button')) b.setAttribute('aria-pressed', String(b.dataset.name === t.name));
+    fill(el.view, view(s.name, t));
+  };
+  fill(el.nav, items.length ? items.map((t) => h('button', {
+    type: 'button', 'data-testid': label, 'data-name': t.name, 'aria-pressed': 'false', onclick: () => pick(t),
+  }, t.name)) : h('p', { class: 'muted' }, 'None listed.'));
+  fill(el.view);
+  return el;
+}
+
+export function toolsPanel(s) {
+  return picker(s, 'tools', s.tools || [], 'tool', toolView);
+}
+
+function promptView(server, prompt) {
+  const args = prompt.arguments || [];
+  const schema = {
+    type: 'object',
+    properties: Object.fromEntries(args.map((a) => [a.name, { type: 'string', title: a.name, description: a.description }])),
+    required: args.filter((a) => a.required).map((a) => a.name),
+  };
+  const form = schemaForm(schema);
+  const out = h('div', {});
+  const submit = async (e) => {
+    e.preventDefault();
+    const v = form.read();
+    if (!v.ok) { fill(out, h('div', { class: 'errors' }, v.errors.join('; '))); return; }
+    const r = await post('/api/prompt', { server, name: prompt.name, arguments: v.value });
+    if (!r.ok) { fill(out, h('p', { class: 'errors', 'data-testid': 'error' }, errorText(r))); return; }
+    fill(out, h('div', { class: 'card', 'data-testid': 'prompt-result' },
+      r.body.description ? h('p', { class: 'muted' }, r.body.description) : null,
+      (r.body.messages || []).map((m) => h('div', { class: 'item' }, h('strong', {}, m.role),
+        h('div', { class: 'grow' }, m.content && m.content.type === 'text' ? h('pre', {}, m.content.text) : json(m.content))))));
+  };
+  return h('form', { class: 'card', 'data-testid': 'prompt-form', onsubmit: submit },
+    h('h4', {}, prompt.title || prompt.name),
+    prompt.description ? h('p', { class: 'muted' }, prompt.description) : null,
+    form.el, h('button', { type: 'submit', class: 'primary', 'data-testid': 'get-prompt' }, 'Get'), out);
+}
+
+export function promptsPanel(s) {
+  return picker(s, 'prompts', s.prompts || [], 'prompt', promptView);
+}

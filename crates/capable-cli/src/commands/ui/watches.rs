@@ -1,0 +1,195 @@
+//! Watches from the page: each a task that follows one resource with
+//! [`Session::watch`] and puts every event on the stream as a `watch` event — the
+//! mode and why, each revision as it arrives, a contract violation with both
+//! messages, then the fallback's mode — the lines `capable watch --json` prints, with
+//! the watch's id and server around each (`{"watch", "server", "line"}`).
+//!
+//! A watch ends when the page stops it, its server is disconnected, or it fails; it
+//! ends in order either way (`resources/unsubscribe`, or the listen stream closed).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use capable::{Session, WatchEvent, WatchPolicy};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::events::Bus;
+use crate::exit::CliError;
+
+struct Running {
+    server: String,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+/// The open watches.
+pub struct Watches {
+    bus: Bus,
+    next: AtomicU64,
+    running: Mutex<HashMap<u64, Running>>,
+}
+
+impl Watches {
+    /// None yet.
+    pub fn new(bus: Bus) -> Watches {
+        Watches {
+            bus,
+            next: AtomicU64::new(1),
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Starts watching `uri`: its id, or why the server's declarations allow no
+    /// watch (nothing sent).
+    pub async fn start(
+        &self,
+        server: &str,
+        session: Arc<Session>,
+        uri: String,
+        poll: Option<Duration>,
+    ) -> Result<u64, CliError> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (started_tx, started) = oneshot::channel();
+        let (stop, stopped) = oneshot::channel();
+        let task = tokio::spawn(follow(
+            self.bus.clone(),
+            server.to_owned(),
+            id,
+            session,
+            uri,
+            WatchPolicy { poll },
+            started_tx,
+            stopped,
+        ));
+        match started.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(CliError::Usage("the watch ended before it started".into())),
+        }
+        self.lock().insert(
+            id,
+            Running {
+                server: server.to_owned(),
+                stop,
+                task,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Stops watch `id` (after its unsubscribe); whether it was running.
+    pub async fn stop(&self, id: u64) -> bool {
+        let running = self.lock().remove(&id);
+        match running {
+            Some(r) => {
+                end(r).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops every watch of `server`.
+    pub async fn stop_server(&self, server: &str) {
+        let ids: Vec<u64> = self
+            .lock()
+            .iter()
+            .filter(|(_, r)| r.server == server)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.stop(id).await;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Running>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+async fn end(r: Running) {
+    let _ = r.stop.send(());
+    let mut task = r.task;
+    if tokio::time::timeout(Duration::from_secs(5), &mut task)
+        .await
+        .is_err()
+    {
+        task.abort();
+    }
+}
+
+/// One watch's life.
+#[allow(clippy::too_many_arguments)]
+async fn follow(
+    bus: Bus,
+    server: String,
+    id: u64,
+    session: Arc<Session>,
+    uri: String,
+    policy: WatchPolicy,
+    started: oneshot::Sender<Result<(), CliError>>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let mut watch = match session.watch(&uri, policy) {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = started.send(Err(crate::commands::watch::refused(&session, e)));
+            return;
+        }
+    };
+    let _ = started.send(Ok(()));
+    // The line `capable watch --json` prints, with which watch of which server it is.
+    let publish = |line: Value| {
+        bus.publish(
+            "watch",
+            json!({"watch": id, "server": server, "line": line}),
+        );
+    };
+    loop {
+        let event = tokio::select! {
+            _ = &mut stop => break,
+            event = watch.next() => event,
+        };
+        match event {
+            Ok(event) => publish(event_json(&uri, &event)),
+            Err(e) => {
+                publish(json!({"event": "end", "uri": uri, "error": e.to_string()}));
+                let _ = watch.close().await;
+                return;
+            }
+        }
+    }
+    let closed = watch.close().await;
+    let mut v = json!({"event": "end", "uri": uri});
+    if let Err(e) = closed {
+        if !matches!(e, capable::Error::Refused(_)) {
+            v["error"] = json!(e.to_string());
+        }
+    }
+    publish(v);
+}
+
+/// A watch event as `capable watch --json` prints it.
+fn event_json(uri: &str, event: &WatchEvent) -> Value {
+    use crate::commands::watch::{revision_json, violation_json};
+    match event {
+        WatchEvent::Mode {
+            mode,
+            reason,
+            interval,
+        } => {
+            let mut v =
+                json!({"event": "mode", "mode": mode.as_str(), "uri": uri, "reason": reason});
+            if let Some(i) = interval {
+                v["intervalMs"] = json!(i.as_millis() as u64);
+            }
+            v
+        }
+        WatchEvent::Revision(read) => revision_json(read),
+        WatchEvent::Violation(v) => violation_json(v),
+    }
+}

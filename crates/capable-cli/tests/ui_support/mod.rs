@@ -1,0 +1,369 @@
+//! Running `capable ui` in a test: the real binary on a random port, its URL read from
+//! stdout, stopped by its PID; and a plain HTTP/1.1 client over a socket, so a test
+//! can send exactly the `Host`, `Origin` and `Cookie` it means to.
+#![allow(dead_code)]
+
+pub mod webdriver;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `capable` binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_capable")
+}
+
+/// A running `capable ui`.
+pub struct Ui {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    pub port: u16,
+    pub token: String,
+    _config: Option<tempdir::Dir>,
+}
+
+impl Ui {
+    /// `capable ui --no-open` with `args` (a server after `--`, or `--config FILE`).
+    pub fn start(args: &[&str]) -> Ui {
+        Ui::start_in(args, None)
+    }
+
+    /// `capable ui --no-open --config FILE` over a config of `(name, fixture args)`.
+    pub fn with_fixtures(servers: &[(&str, &[&str])]) -> Ui {
+        let mut entries = serde_json::Map::new();
+        for (name, args) in servers {
+            let mut all = vec!["fixture".to_owned()];
+            all.extend(args.iter().map(|a| a.to_string()));
+            // By name, found on the PATH below: the page (and its screenshots) shows
+            // `capable fixture …`, as a user's config would say.
+            entries.insert(
+                (*name).to_owned(),
+                serde_json::json!({"command": "capable", "args": all}),
+            );
+        }
+        let dir = tempdir::Dir::new("ui-config");
+        let path = dir.path().join("mcp.json");
+        std::fs::write(
+            &path,
+            serde_json::json!({"mcpServers": entries}).to_string(),
+        )
+        .unwrap();
+        let path = path.to_string_lossy().into_owned();
+        Ui::start_in(&["--config", &path], Some(dir))
+    }
+
+    fn start_in(args: &[&str], config: Option<tempdir::Dir>) -> Ui {
+        let dir = std::path::Path::new(bin())
+            .parent()
+            .expect("the binary's directory");
+        let path = std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .expect("a PATH");
+        let mut child = Command::new(bin())
+            .env("PATH", path)
+            .args(["ui", "--no-open", "--timeout", "10s"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start capable ui");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("read the URL");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_owned();
+        let (base, token) = url.split_once("/?token=").expect("a token in the URL");
+        let port = base.rsplit(':').next().unwrap().parse().unwrap();
+        Ui {
+            child,
+            base: base.to_owned(),
+            port,
+            token: token.to_owned(),
+            _config: config,
+        }
+    }
+
+    /// The PID of the inspector.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops the inspector as Ctrl-C does, and waits for it: its exit status.
+    pub fn interrupt(mut self) -> Option<i32> {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let until = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < until {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// The URL with the token, as printed.
+    pub fn url(&self) -> String {
+        format!("{}/?token={}", self.base, self.token)
+    }
+
+    /// `Host: 127.0.0.1:PORT`.
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The cookie a first load with the token sets (`capable_ui=…`).
+    pub fn cookie(&self) -> String {
+        let answer = self.request(
+            "GET",
+            &format!("/?token={}", self.token),
+            &[("Host", &self.host())],
+            "",
+        );
+        assert_eq!(answer.status, 303, "{answer:?}");
+        let set = answer.header("set-cookie").expect("a cookie");
+        set.split(';').next().unwrap().to_owned()
+    }
+
+    /// One request with exactly these headers.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Answer {
+        http(("127.0.0.1", self.port), method, path, headers, body)
+    }
+
+    /// A JSON command with the cookie.
+    pub fn post(&self, cookie: &str, path: &str, body: &serde_json::Value) -> Answer {
+        self.request(
+            "POST",
+            path,
+            &[
+                ("Host", &self.host()),
+                ("Cookie", cookie),
+                ("Content-Type", "application/json"),
+            ],
+            &body.to_string(),
+        )
+    }
+
+    /// Waits until `/api/servers` says every server has settled (not `starting`).
+    pub fn settled(&self, cookie: &str, deadline: Duration) -> serde_json::Value {
+        let until = Instant::now() + deadline;
+        loop {
+            let answer = self.request(
+                "GET",
+                "/api/servers",
+                &[("Host", &self.host()), ("Cookie", cookie)],
+                "",
+            );
+            let servers: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
+            let done = servers
+                .as_array()
+                .is_some_and(|a| a.iter().all(|s| s["state"] != "starting"));
+            if done || Instant::now() > until {
+                return servers;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        // Already ended (and reaped): its PID may belong to someone else now.
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        // By PID: SIGINT, the inspector's own clean stop (its servers with it).
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGINT);
+        }
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
+    }
+}
+
+/// One HTTP/1.1 request (`Connection: close`), the answer read to its end.
+pub fn http(
+    addr: (&str, u16),
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).expect("status line");
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("header");
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((n, v)) = line.split_once(':') {
+            headers.push((n.trim().to_owned(), v.trim().to_owned()));
+        }
+    }
+    let length = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok());
+    match length {
+        Some(n) => {
+            raw.resize(n, 0);
+            reader.read_exact(&mut raw).expect("body");
+        }
+        None => {
+            let chunked = headers
+                .iter()
+                .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+            if chunked {
+                loop {
+                    let mut size = String::new();
+                    reader.read_line(&mut size).expect("chunk size");
+                    let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    let mut chunk = vec![0; n + 2];
+                    reader.read_exact(&mut chunk).expect("chunk");
+                    raw.extend_from_slice(&chunk[..n]);
+                }
+            } else {
+                let _ = reader.read_to_end(&mut raw);
+            }
+        }
+    }
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&raw).into_owned(),
+    }
+}
+
+/// A temporary directory, removed when dropped.
+pub mod tempdir {
+    use std::path::{Path, PathBuf};
+
+    pub struct Dir(PathBuf);
+
+    impl Dir {
+        pub fn new(what: &str) -> Dir {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static N: AtomicU32 = AtomicU32::new(0);
+            let path = std::env::temp_dir().join(format!(
+                "capable-{what}-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&path).unwrap();
+            Dir(path)
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// The PIDs whose parent is `parent` (Linux: from /proc).
+pub fn children(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`; comm may hold spaces, so split after its `)`.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Whether process `pid` is still there (a zombie counts as gone).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
+}

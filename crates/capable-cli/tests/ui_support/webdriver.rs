@@ -1,0 +1,328 @@
+//! A small WebDriver client: Debian's `chromedriver` driving its `chromium`, headless,
+//! both on 127.0.0.1, both stopped by the PID this test started (the session is
+//! deleted first, which quits the browser; then the driver is killed).
+//!
+//! Only what the tests use: navigate, find by CSS, click, type, read text, run a
+//! script, wait for a condition with a deadline, take a screenshot.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{http, tempdir, Answer};
+
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+/// How long an action waits for its element.
+const WAIT: Duration = Duration::from_secs(15);
+
+/// A running chromedriver.
+pub struct Driver {
+    child: Child,
+    port: u16,
+    chromium: PathBuf,
+}
+
+fn find(env: &str, names: &[&str]) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    for dir in std::env::split_paths(&path) {
+        for name in names {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+impl Driver {
+    /// Starts chromedriver, or `None` when chromium or its driver is not installed.
+    pub fn start() -> Option<Driver> {
+        let driver = find("CHROMEDRIVER", &["chromedriver"])?;
+        let chromium = find("CHROMIUM", &["chromium", "chromium-browser"])?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let child = Command::new(driver)
+            .arg(format!("--port={port}"))
+            .arg("--allowed-ips=127.0.0.1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let d = Driver {
+            child,
+            port,
+            chromium,
+        };
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let ready = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+                && d.call("GET", "/status", None).1["value"]["ready"] == true;
+            if ready {
+                return Some(d);
+            }
+            assert!(Instant::now() < until, "chromedriver did not get ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let text = body.map(Value::to_string).unwrap_or_default();
+        let host = format!("127.0.0.1:{}", self.port);
+        let mut headers = vec![("Host", host.as_str())];
+        if body.is_some() {
+            headers.push(("Content-Type", "application/json"));
+        }
+        let Answer { status, body, .. } =
+            http(("127.0.0.1", self.port), method, path, &headers, &text);
+        (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+
+    /// A headless browser session with a fresh profile.
+    pub fn browser(&self, width: u32, height: u32) -> Browser<'_> {
+        self.browser_with(width, height, &[])
+    }
+
+    /// A session with extra Chromium flags (`--force-dark-mode`).
+    pub fn browser_with(&self, width: u32, height: u32, extra: &[&str]) -> Browser<'_> {
+        let profile = tempdir::Dir::new("chromium-profile");
+        let mut args = vec![
+            "--headless=new".to_owned(),
+            "--no-sandbox".into(),
+            "--disable-gpu".into(),
+            "--disable-dev-shm-usage".into(),
+            "--disable-background-networking".into(),
+            "--disable-component-update".into(),
+            "--disable-sync".into(),
+            "--no-first-run".into(),
+            format!("--window-size={width},{height}"),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": self.chromium, "args": args}
+        }}});
+        let (status, v) = self.call("POST", "/session", Some(&caps));
+        assert_eq!(status, 200, "no browser session: {v}");
+        let id = v["value"]["sessionId"]
+            .as_str()
+            .expect("a session id")
+            .to_owned();
+        Browser {
+            driver: self,
+            id,
+            _profile: profile,
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One browser session.
+pub struct Browser<'d> {
+    driver: &'d Driver,
+    id: String,
+    _profile: tempdir::Dir,
+}
+
+/// An element of the page.
+#[derive(Clone, Debug)]
+pub struct Element(String);
+
+impl Browser<'_> {
+    fn cmd(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let path = format!("/session/{}{path}", self.id);
+        let (status, v) = self.driver.call(method, &path, body.as_ref());
+        assert_eq!(status, 200, "{method} {path}: {v}");
+        v["value"].clone()
+    }
+
+    pub fn goto(&self, url: &str) {
+        self.cmd("POST", "/url", Some(json!({"url": url})));
+    }
+
+    pub fn current_url(&self) -> String {
+        self.cmd("GET", "/url", None)
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Every element matching `css`, in document order.
+    pub fn all(&self, css: &str) -> Vec<Element> {
+        let v = self.cmd(
+            "POST",
+            "/elements",
+            Some(json!({"using": "css selector", "value": css})),
+        );
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e[ELEMENT].as_str().map(|s| Element(s.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Waits until an element matches `css` and returns the first.
+    #[track_caller]
+    pub fn wait_for(&self, css: &str, deadline: Duration) -> Element {
+        let until = Instant::now() + deadline;
+        loop {
+            if let Some(e) = self.all(css).into_iter().next() {
+                return e;
+            }
+            assert!(
+                Instant::now() < until,
+                "no element {css:?} within {deadline:?}\npage: {}",
+                self.text_of_page()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until the script (a function body returning a value) returns something
+    /// truthy, and returns it.
+    #[track_caller]
+    pub fn wait_until(&self, what: &str, script: &str, deadline: Duration) -> Value {
+        let until = Instant::now() + deadline;
+        loop {
+            let v = self.execute(script, json!([]));
+            let truthy =
+                !matches!(&v, Value::Null | Value::Bool(false)) && v != json!("") && v != json!(0);
+            if truthy {
+                return v;
+            }
+            assert!(
+                Instant::now() < until,
+                "{what}: not within {deadline:?}\npage: {}",
+                self.text_of_page()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn execute(&self, script: &str, args: Value) -> Value {
+        self.cmd(
+            "POST",
+            "/execute/sync",
+            Some(json!({"script": script, "args": args})),
+        )
+    }
+
+    /// Does `act` on the first element matching `css`, waiting for one; an element the
+    /// page replaced meanwhile (a live update re-renders) is found again.
+    #[track_caller]
+    fn on(&self, css: &str, deadline: Duration, act: &[(&str, &str, Option<Value>)]) -> Value {
+        let until = Instant::now() + deadline;
+        'again: loop {
+            let e = self.wait_for(css, until.saturating_duration_since(Instant::now()));
+            let mut last = Value::Null;
+            for (method, verb, body) in act {
+                let path = format!("/session/{}/element/{}/{verb}", self.id, e.0);
+                let (status, v) = self.driver.call(method, &path, body.as_ref());
+                if status == 404
+                    && v["value"]["error"] == "stale element reference"
+                    && Instant::now() < until
+                {
+                    continue 'again;
+                }
+                assert_eq!(status, 200, "{method} {path} on {css:?}: {v}");
+                last = v["value"].clone();
+            }
+            return last;
+        }
+    }
+
+    /// Clicks the first element matching `css`.
+    #[track_caller]
+    pub fn click(&self, css: &str) {
+        self.on(css, WAIT, &[("POST", "click", Some(json!({})))]);
+    }
+
+    /// Replaces the text of the field matching `css`.
+    #[track_caller]
+    pub fn type_into(&self, css: &str, text: &str) {
+        self.on(
+            css,
+            WAIT,
+            &[
+                ("POST", "clear", Some(json!({}))),
+                ("POST", "value", Some(json!({"text": text}))),
+            ],
+        );
+    }
+
+    /// Sends keys (WebDriver key codes such as `\u{E014}`, the right arrow) to the
+    /// element matching `css`, without clearing it.
+    #[track_caller]
+    pub fn type_into_keys(&self, css: &str, keys: &str) {
+        self.on(css, WAIT, &[("POST", "value", Some(json!({"text": keys})))]);
+    }
+
+    /// The visible text of the first element matching `css`, waiting for one.
+    #[track_caller]
+    pub fn text(&self, css: &str, deadline: Duration) -> String {
+        self.on(css, deadline, &[("GET", "text", None)])
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    fn text_of_page(&self) -> String {
+        let (_, v) = self.driver.call(
+            "POST",
+            &format!("/session/{}/execute/sync", self.id),
+            Some(&json!({"script": "return document.body ? document.body.innerText.slice(0, 3000) : ''", "args": []})),
+        );
+        v["value"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Commands go to the iframe matching `css` (waited for) until [`Self::leave_frame`].
+    #[track_caller]
+    pub fn enter_frame(&self, css: &str) {
+        let e = self.wait_for(css, WAIT);
+        self.cmd("POST", "/frame", Some(json!({"id": {ELEMENT: e.0}})));
+    }
+
+    /// Commands go to the page again.
+    pub fn leave_frame(&self) {
+        self.cmd("POST", "/frame/parent", Some(json!({})));
+    }
+
+    /// A PNG of the viewport, written to `path`.
+    pub fn screenshot(&self, path: &Path) {
+        use base64::Engine;
+        let v = self.cmd("GET", "/screenshot", None);
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap_or_default())
+            .expect("a base64 PNG");
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(path, png).unwrap();
+    }
+}
+
+impl Drop for Browser<'_> {
+    fn drop(&mut self) {
+        // Quits the browser (and its processes) before the driver is killed.
+        let _ = self
+            .driver
+            .call("DELETE", &format!("/session/{}", self.id), None);
+    }
+}

@@ -1,0 +1,107 @@
+//! The `app` profile: a tool that comes with an MCP Apps view. `weather` answers a
+//! city's sky (text and structured content) and names `ui://weather/view` in its
+//! `_meta.ui.resourceUri`; that resource is an HTML page (`text/html;profile=mcp-app`)
+//! that speaks the host↔app bridge: `ui/initialize`, then it shows the tool input and
+//! result the host sends, and its button calls the tool again through the host.
+
+use std::sync::Arc;
+
+use capable_core::jsonrpc::RequestId;
+use serde_json::{json, Value};
+
+use super::{Fixture, Profile};
+
+/// The view's URI.
+pub const VIEW: &str = "ui://weather/view";
+
+/// The view: plain HTML and an inline script, as an app server would serve it.
+const HTML: &str = r#"<!doctype html>
+<html><head><meta charset="utf-8"><title>weather</title></head>
+<body>
+<h1 id="title">Weather</h1>
+<p id="status">waiting for the host</p>
+<button id="again" type="button">Ask for Oslo</button>
+<script>
+let next = 1;
+const pending = {};
+function request(method, params) {
+  const id = next++;
+  parent.postMessage({ jsonrpc: "2.0", id, method, params }, "*");
+  return new Promise((resolve) => { pending[id] = resolve; });
+}
+function notify(method, params) {
+  parent.postMessage({ jsonrpc: "2.0", method, params }, "*");
+}
+const text = (r) => (r && r.content && r.content[0] && r.content[0].text) || "";
+window.addEventListener("message", (e) => {
+  const m = e.data;
+  if (!m || m.jsonrpc !== "2.0") return;
+  if (m.id !== undefined && pending[m.id]) { pending[m.id](m); delete pending[m.id]; return; }
+  if (m.method === "ui/notifications/tool-input") {
+    document.getElementById("title").textContent = "Weather for " + m.params.arguments.city;
+  }
+  if (m.method === "ui/notifications/tool-result") {
+    document.getElementById("status").textContent = "result: " + text(m.params);
+  }
+});
+request("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "weather-view", version: "1.0.0" }, appCapabilities: {} })
+  .then((answer) => {
+    document.body.dataset.host = answer.result ? answer.result.hostInfo.name : "none";
+    notify("ui/notifications/initialized", {});
+  });
+document.getElementById("again").addEventListener("click", () => {
+  request("tools/call", { name: "weather", arguments: { city: "Oslo" } }).then((answer) => {
+    document.getElementById("status").textContent = "again: " + (answer.result ? text(answer.result) : "error " + answer.error.message);
+  });
+});
+</script>
+</body></html>
+"#;
+
+/// Handles what this profile does; `true` when the request is answered.
+pub(super) fn handle(f: &Arc<Fixture>, id: &RequestId, method: &str, params: &Value) -> bool {
+    if f.profile != Profile::App {
+        return false;
+    }
+    match method {
+        "tools/list" => f.result(
+            id,
+            &json!({"tools": [{
+                "name": "weather",
+                "description": "The sky over a city, with a view.",
+                "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                "outputSchema": {"type": "object", "properties": {"city": {"type": "string"}, "sky": {"type": "string"}}, "required": ["city", "sky"]},
+                "_meta": {"ui": {"resourceUri": VIEW}}
+            }]}),
+        ),
+        "tools/call" => {
+            let city = params
+                .pointer("/arguments/city")
+                .and_then(Value::as_str)
+                .unwrap_or("nowhere");
+            f.result(
+                id,
+                &json!({
+                    "content": [{"type": "text", "text": format!("Sunny in {city}")}],
+                    "structuredContent": {"city": city, "sky": "sunny"}
+                }),
+            );
+        }
+        "resources/list" => f.result(
+            id,
+            &json!({"resources": [{"uri": VIEW, "name": "weather-view", "mimeType": "text/html;profile=mcp-app"}]}),
+        ),
+        "resources/templates/list" => f.result(id, &json!({"resourceTemplates": []})),
+        "resources/read" if params.get("uri").and_then(Value::as_str) == Some(VIEW) => f.result(
+            id,
+            &json!({"contents": [{
+                "uri": VIEW,
+                "mimeType": "text/html;profile=mcp-app",
+                "text": HTML,
+                "_meta": {"ui": {"csp": {"connectDomains": [], "resourceDomains": []}, "prefersBorder": true}}
+            }]}),
+        ),
+        _ => return false,
+    }
+    true
+}
