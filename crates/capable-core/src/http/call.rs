@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use crate::jsonrpc::codes;
 use crate::notice::Notice;
 
+use super::headers::is_session_id;
 use super::message::{excerpt, is_answer, is_error_response, is_modern_error, Outgoing};
 use super::streams::LegacyStream;
 use super::{Action, Body, End, Exchange, ExchangeId, Failure, Head, HttpSession, Mode};
@@ -172,8 +173,8 @@ impl HttpSession {
                     if self.mode == Mode::Unknown {
                         self.mode = Mode::Streamable;
                     }
-                    if let Some(session) = &head.session_id {
-                        self.session_id = Some(session.clone());
+                    if let Some(session) = head.session_id.as_deref().filter(|s| is_session_id(s)) {
+                        self.session_id = Some(session.to_owned());
                     }
                 }
                 if head.is_event_stream() {
@@ -189,7 +190,7 @@ impl HttpSession {
                 if !ok && !*initialized {
                     *refused = Some(head.status);
                 } else if !*initialized {
-                    self.session_id = head.session_id.clone();
+                    self.session_id = head.session_id.clone().filter(|s| is_session_id(s));
                 }
                 Body::Discard
             }
