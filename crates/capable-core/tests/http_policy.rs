@@ -488,3 +488,23 @@ fn what_a_server_puts_in_a_session_id_or_an_event_id_never_breaks_a_header() {
     let (_, get, _) = sent(&http.on_end(ex, end("é2")));
     assert_eq!(header(&get, "last-event-id"), Some("é2"));
 }
+
+#[test]
+fn a_reissued_call_answered_with_json_that_is_no_object_is_passed_on_not_a_panic() {
+    for answer in [&b"99999990"[..], b"[1,2]", b"\"text\"", b"null"] {
+        let mut http = session();
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x", "_meta": meta()}});
+        let (ex, _, _) = sent(&http.send(&line(call)));
+        http.on_head(ex, &sse());
+        sent(&http.on_end(ex, End::default()));
+        http.on_head(ex, &head(200));
+        let actions = http.on_body(ex, answer.to_vec());
+        // Not a message under any id: the client reads it as it came, and refuses it.
+        assert!(
+            actions
+                .iter()
+                .any(|a| matches!(a, Action::Deliver(m) if m == answer)),
+            "{actions:?}"
+        );
+    }
+}

@@ -576,7 +576,9 @@ impl HttpSession {
         if !rewrite_id && !learn {
             return vec![Action::Deliver(message)];
         }
-        let Ok(mut value) = serde_json::from_slice::<Value>(&message) else {
+        // Only a message (an object) has an id to rewrite; any other JSON goes out as
+        // received, for the client to refuse.
+        let Ok(mut value @ Value::Object(_)) = serde_json::from_slice::<Value>(&message) else {
             return vec![Action::Deliver(message)];
         };
         let mut changed = false;
