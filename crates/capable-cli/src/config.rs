@@ -4,6 +4,19 @@
 //! Code's `.mcp.json`, Cursor, the MCP Inspector) and VS Code's `{"servers": {NAME:
 //! {...}}}`. A stdio entry has `command`, `args`, `env` and optionally `cwd`; `${VAR}`
 //! and `${VAR:-default}` are expanded from the environment in every string.
+//!
+//! An HTTP entry may carry `oauth` settings (every key optional):
+//!
+//! ```json
+//! {"mcpServers": {"remote": {"url": "https://mcp.example/mcp", "oauth": {
+//!   "clientId": "…", "clientSecret": "${SECRET}", "clientMetadataUrl": "https://app.example/client.json",
+//!   "scopes": ["mcp:read"], "callbackPort": 8976, "issuer": "https://auth.example",
+//!   "grant": "authorization_code | client_credentials | workload_identity | enterprise",
+//!   "privateKeyFile": "key.pem", "assertionFile": "workload.jwt", "dpop": "auto | always | never",
+//!   "idp": {"tokenEndpoint": "…", "clientId": "…", "clientSecret": "…", "idTokenFile": "id.jwt"}}}}}
+//! ```
+//!
+//! `privateKeyPem`, `assertion` and `idp.idToken` give the same values inline.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +34,102 @@ pub enum ServerTarget {
         url: String,
         /// Extra headers.
         headers: Vec<(String, String)>,
+        /// OAuth settings.
+        oauth: Option<Box<OAuthEntry>>,
     },
+}
+
+/// The `oauth` object of an HTTP entry (values expanded).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OAuthEntry {
+    /// A pre-registered client id.
+    pub client_id: Option<String>,
+    /// Its secret.
+    pub client_secret: Option<String>,
+    /// A client ID metadata document URL.
+    pub client_metadata_url: Option<String>,
+    /// Scopes to ask for.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The loopback port of the redirect URI.
+    pub callback_port: Option<u16>,
+    /// The authorization server's issuer (skips the protected resource metadata).
+    pub issuer: Option<String>,
+    /// `authorization_code` (default), `client_credentials`, `workload_identity`,
+    /// `enterprise`.
+    pub grant: Option<String>,
+    /// A PKCS#8 PEM key for `private_key_jwt`, inline or from a file.
+    pub private_key_pem: Option<String>,
+    /// The key's file.
+    pub private_key_file: Option<String>,
+    /// A workload identity JWT, inline or from a file.
+    pub assertion: Option<String>,
+    /// The JWT's file.
+    pub assertion_file: Option<String>,
+    /// `auto`, `always`, `never`.
+    pub dpop: Option<String>,
+    /// Enterprise-managed authorization: the identity provider.
+    pub idp: Option<IdpEntry>,
+}
+
+/// The identity provider of enterprise-managed authorization.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IdpEntry {
+    /// Its token endpoint.
+    pub token_endpoint: String,
+    /// The client id there.
+    pub client_id: String,
+    /// Its secret.
+    pub client_secret: Option<String>,
+    /// The user's ID token, inline or from a file.
+    pub id_token: Option<String>,
+    /// The token's file.
+    pub id_token_file: Option<String>,
+}
+
+impl OAuthEntry {
+    fn expand(
+        mut self,
+        expand: &dyn Fn(&str) -> Result<String, ConfigError>,
+    ) -> Result<Self, ConfigError> {
+        let each = |v: &mut Option<String>| -> Result<(), ConfigError> {
+            if let Some(s) = v.as_mut() {
+                *s = expand(s)?;
+            }
+            Ok(())
+        };
+        for v in [
+            &mut self.client_id,
+            &mut self.client_secret,
+            &mut self.client_metadata_url,
+            &mut self.issuer,
+            &mut self.grant,
+            &mut self.private_key_pem,
+            &mut self.private_key_file,
+            &mut self.assertion,
+            &mut self.assertion_file,
+            &mut self.dpop,
+        ] {
+            each(v)?;
+        }
+        for s in &mut self.scopes {
+            *s = expand(s)?;
+        }
+        if let Some(idp) = self.idp.as_mut() {
+            idp.token_endpoint = expand(&idp.token_endpoint)?;
+            idp.client_id = expand(&idp.client_id)?;
+            for v in [
+                &mut idp.client_secret,
+                &mut idp.id_token,
+                &mut idp.id_token_file,
+            ] {
+                each(v)?;
+            }
+        }
+        Ok(self)
+    }
 }
 use serde::Deserialize;
 use serde_json::Value;
@@ -91,6 +199,16 @@ struct Entry {
     kind: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    #[serde(default)]
+    oauth: Option<OAuthEntry>,
+}
+
+/// The user's config directory (`$XDG_CONFIG_HOME`, else `~/.config`).
+pub fn config_home() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
 }
 
 /// The files searched when `--config` is not given, in order.
@@ -99,10 +217,7 @@ pub fn default_locations() -> Vec<PathBuf> {
         PathBuf::from(".mcp.json"),
         PathBuf::from(".vscode/mcp.json"),
     ];
-    let config_home = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-    if let Some(dir) = config_home {
+    if let Some(dir) = config_home() {
         paths.push(dir.join("capable").join("mcp.json"));
     }
     paths
@@ -194,6 +309,11 @@ pub fn server_from_text(
                     Ok((k.clone(), v))
                 })
                 .collect::<Result<_, ConfigError>>()?,
+            oauth: entry
+                .oauth
+                .clone()
+                .map(|o| o.expand(&expand).map(Box::new))
+                .transpose()?,
         });
     }
     let Some(command) = entry.command.as_deref() else {
@@ -293,6 +413,7 @@ mod tests {
             ServerTarget::Http {
                 url: "https://mcp.example/mcp".into(),
                 headers: vec![("Authorization".into(), "Bearer t0k".into())],
+                oauth: None,
             }
         );
         let sse = r#"{"servers":{"old":{"type":"sse","url":"http://127.0.0.1:9/sse"}}}"#;
@@ -300,6 +421,25 @@ mod tests {
             server_from_text(sse, "old", "f.json", &env).unwrap(),
             ServerTarget::Http { .. }
         ));
+    }
+
+    #[test]
+    fn reads_oauth_settings_with_expansion() {
+        let text = r#"{"mcpServers":{"r":{"url":"https://m/mcp","oauth":{"clientId":"c","clientSecret":"${TOKEN}","scopes":["a","b"],"callbackPort":8976,"idp":{"tokenEndpoint":"https://idp/token","clientId":"i","idTokenFile":"${HOME}/id"}}}}}"#;
+        let ServerTarget::Http { oauth: Some(o), .. } =
+            server_from_text(text, "r", "f", &env).unwrap()
+        else {
+            panic!("no oauth")
+        };
+        assert_eq!(o.client_secret.as_deref(), Some("t0k"));
+        assert_eq!(o.scopes, ["a", "b"]);
+        assert_eq!(o.callback_port, Some(8976));
+        assert_eq!(o.idp.unwrap().id_token_file.as_deref(), Some("/home/u/id"));
+        let typo = r#"{"mcpServers":{"r":{"url":"https://m/mcp","oauth":{"clientID":"c"}}}}"#;
+        assert!(
+            server_from_text(typo, "r", "f", &env).is_err(),
+            "unknown keys are refused"
+        );
     }
 
     #[test]

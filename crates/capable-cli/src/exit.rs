@@ -9,7 +9,9 @@
 //! | 4 | protocol version refused |
 //! | 5 | capability not offered (refused locally, nothing sent) |
 //! | 6 | contract violation (the server broke its own declaration or the protocol) |
-//! | 7 | JSON-RPC error from the server |
+//! | 7 | JSON-RPC error from the server (a task that failed with one included) |
+//! | 8 | authorization required (no usable token and no way to log in here) or failed |
+//! | 128+N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP; a task in progress is cancelled first) |
 
 use capable::core::{Flag, NegotiationError, Refusal};
 use capable::Error;
@@ -44,6 +46,12 @@ pub enum CliError {
     OutputClosed,
 }
 
+impl From<capable::auth::AuthError> for CliError {
+    fn from(e: capable::auth::AuthError) -> Self {
+        CliError::Client(Error::Auth(e))
+    }
+}
+
 /// What kind of failure a [`CliError`] is: one place decides both the exit code and
 /// the `--json` kind, from the error's type alone (never from its words).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +65,8 @@ enum Class {
     NotOffered,
     Violation,
     Rpc,
+    AuthRequired,
+    AuthFailed,
 }
 
 impl Class {
@@ -76,11 +86,15 @@ impl Class {
             },
             Error::Rpc { .. } => Class::Rpc,
             Error::Violation(_)
+            | Error::Skill(_)
             | Error::MalformedResult { .. }
             | Error::TooManyInputRounds { .. }
             | Error::InputUnanswered { .. } => Class::Violation,
-            Error::Timeout { .. } => Class::Timeout,
+            Error::Timeout { .. } | Error::TaskTimedOut { .. } => Class::Timeout,
+            Error::TaskFailed { .. } | Error::TaskCancelled { .. } => Class::Rpc,
             Error::ServerExited { .. } => Class::ServerExited,
+            Error::Auth(a) if a.is_authorization_required() => Class::AuthRequired,
+            Error::Auth(_) => Class::AuthFailed,
             Error::InvalidOptions(_) => Class::Usage,
             Error::ListTooLong { .. } => Class::Unexpected,
             Error::Http { .. }
@@ -101,6 +115,7 @@ impl Class {
             Class::NotOffered => 5,
             Class::Violation => 6,
             Class::Rpc => 7,
+            Class::AuthRequired | Class::AuthFailed => 8,
         }
     }
 
@@ -115,6 +130,8 @@ impl Class {
             Class::NotOffered => "capability_not_offered",
             Class::Violation => "contract_violation",
             Class::Rpc => "rpc_error",
+            Class::AuthRequired => "authorization_required",
+            Class::AuthFailed => "authorization_failed",
         }
     }
 }
@@ -176,6 +193,12 @@ impl CliError {
             }
             Error::Violation(_) => "report it to the server's author with `capable --json` output as evidence".into(),
             Error::ListTooLong { .. } => "raise --max-pages or --max-items if the list is really that long".into(),
+            Error::Auth(a) if a.is_authorization_required() => {
+                "log in on a terminal with `capable auth login` and the same --url or --server (or --login paste|headless here)".into()
+            }
+            Error::Http { status: 401 | 403, .. } => {
+                "`capable auth login` with the same --url or --server stores a token, or pass --header 'Authorization: …'".into()
+            }
             _ => return None,
         })
     }
@@ -234,6 +257,20 @@ mod tests {
             "unsupported protocol version",
         )));
         assert_eq!(code(words), (7, "rpc_error"));
+    }
+
+    #[test]
+    fn authorization_required_has_its_own_code() {
+        let required = Error::Auth(capable::auth::AuthError::AuthorizationRequired {
+            server: "https://mcp.test/mcp".into(),
+        });
+        assert_eq!(code(required.clone()), (8, "authorization_required"));
+        assert!(CliError::Client(required)
+            .hint()
+            .unwrap()
+            .contains("capable auth login"));
+        let failed = Error::Auth(capable::auth::AuthError::Refused("no".into()));
+        assert_eq!(code(failed), (8, "authorization_failed"));
     }
 
     #[test]

@@ -75,10 +75,71 @@ pub struct Global {
     /// Print every message sent (`>`) and received (`<`) to stderr.
     #[arg(long, global = true)]
     pub trace: bool,
+    /// Do not use the cache of what earlier commands learnt of this server (its tool
+    /// list), and keep nothing.
+    #[arg(long, global = true, conflicts_with = "refresh")]
+    pub no_cache: bool,
+    /// Ask the server again instead of using the cache, and keep the new answer.
+    #[arg(long, global = true)]
+    pub refresh: bool,
     /// The largest message accepted from a server (`64MiB`, `512KiB`, bytes); a
     /// larger one ends the session with a clear error instead of exhausting memory.
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
     pub max_message: usize,
+    #[command(flatten)]
+    pub auth: AuthFlags,
+}
+
+/// OAuth settings for HTTP servers (a config entry's `oauth` gives the same).
+#[derive(Debug, Args, Clone, Default)]
+pub struct AuthFlags {
+    /// How to log in when a server asks for authorization: `auto` (the browser on a
+    /// terminal, else fail with "authorization required"), `browser`, `paste` (print
+    /// the URL, paste where the browser lands), `headless` (follow the authorization
+    /// redirects without a browser), `never`.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "MODE",
+        default_value = "auto"
+    )]
+    pub login: LoginFlag,
+    /// Where tokens are kept (default: credentials.json in the user's capable config
+    /// directory, mode 0600).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub token_store: Option<PathBuf>,
+    /// A pre-registered OAuth client id.
+    #[arg(long, global = true, value_name = "ID")]
+    pub client_id: Option<String>,
+    /// Its secret (prefer a config entry with `${VAR}`: flags show in `ps`).
+    #[arg(long, global = true, value_name = "SECRET")]
+    pub client_secret: Option<String>,
+    /// The HTTPS URL of a client ID metadata document to identify as.
+    #[arg(long, global = true, value_name = "URL")]
+    pub client_metadata_url: Option<String>,
+    /// An OAuth scope to ask for (repeatable; joined with what the server asks).
+    #[arg(long = "scope", global = true, value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// The loopback port of the login redirect (for clients registered with one).
+    #[arg(long, global = true, value_name = "PORT")]
+    pub callback_port: Option<u16>,
+}
+
+/// `--login` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LoginFlag {
+    /// The browser on a terminal, else none.
+    #[default]
+    Auto,
+    /// A loopback listener and the system browser.
+    Browser,
+    /// Print the URL, read the redirect address from stdin.
+    Paste,
+    /// No browser: follow the authorization redirects.
+    Headless,
+    /// Never log in.
+    Never,
 }
 
 /// `--elicitation` values.
@@ -152,7 +213,7 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// List tools, or call one.
+    /// List tools (marking those that come with an MCP Apps UI), or call one.
     Tools {
         #[command(subcommand)]
         action: Option<ToolsAction>,
@@ -163,6 +224,20 @@ pub enum Command {
     Prompts {
         #[command(subcommand)]
         action: Option<PromptsAction>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// The server's tasks: list (2025-11-25), show or cancel one.
+    Tasks {
+        #[command(subcommand)]
+        action: TasksAction,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List the server's skills (the skills extension), or load and show one.
+    Skills {
+        #[command(subcommand)]
+        action: Option<SkillsAction>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -186,6 +261,12 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// OAuth for an HTTP server (`--url` or `--server`): log in, show, forget, print
+    /// the token.
+    Auth {
+        #[command(subcommand)]
+        action: AuthAction,
+    },
     /// Check every declared capability with safe read-only probes and validate every
     /// result against the official schema. Exit 6 when the server breaks its contract.
     Audit {
@@ -199,16 +280,74 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsAction {
-    /// Call a tool.
+    /// Call a tool. Should the server run it as a task, capable polls it to the end
+    /// (Ctrl-C cancels it with `tasks/cancel`).
     Call {
         /// The tool's name.
         name: String,
         /// Its arguments as a JSON object.
         #[arg(long, value_name = "JSON", default_value = "{}")]
         args: String,
+        /// Ask for a task (2025-11-25 servers that allow it for the tool; 2026-07-28
+        /// servers decide by themselves): its status is shown as it changes.
+        #[arg(long)]
+        task: bool,
+        /// Cancel the task (`tasks/cancel`) when it has not finished this long after
+        /// it started.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        task_timeout: Option<Duration>,
         #[command(flatten)]
         server: ServerArgs,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TasksAction {
+    /// List the server's tasks (`tasks/list`, 2025-11-25 servers that declare it).
+    List,
+    /// Show one task (`tasks/get`).
+    Get {
+        /// The task's id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Cancel one task (`tasks/cancel`).
+    Cancel {
+        /// The task's id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsAction {
+    /// Load a skill (by name or `SKILL.md` URI): its files verified against the
+    /// entry (size, digest, frontmatter), then its instructions printed. A tampered
+    /// skill is refused.
+    Show {
+        /// The skill's name, or the URI of its `SKILL.md`.
+        skill: String,
+        /// Print this file of the skill instead (`references/FORMS.md`), verified.
+        #[arg(long, value_name = "PATH")]
+        file: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthAction {
+    /// Authorize now (discovery, registration, the login), and store the token.
+    Login,
+    /// The stored tokens: issuer, scopes, expiry, where they are kept (all servers
+    /// without --url or --server).
+    Status,
+    /// Forget every token stored for the server.
+    Logout,
+    /// Print the access token (refreshed if it is about to expire), for scripts.
+    Token,
 }
 
 #[derive(Debug, Subcommand)]

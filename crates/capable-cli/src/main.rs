@@ -2,6 +2,7 @@
 
 mod commands;
 mod config;
+mod disk_cache;
 mod elicit;
 mod exit;
 mod flags;
@@ -12,7 +13,7 @@ use clap::Parser;
 
 use commands::Context;
 use exit::CliError;
-use flags::{Cli, Command, PromptsAction, ToolsAction};
+use flags::{Cli, Command, PromptsAction, SkillsAction, TasksAction, ToolsAction};
 
 fn main() {
     let cli = match Cli::try_parse() {
@@ -63,8 +64,37 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             Some(ToolsAction::Call {
                 name,
                 args,
+                task,
+                task_timeout,
                 server: inner,
-            }) => commands::tools::call(&ctx, &name, &args, &merge(server, inner)).await,
+            }) => {
+                let call = commands::tools::Call {
+                    name: &name,
+                    arguments: &args,
+                    task,
+                    task_timeout,
+                };
+                commands::tools::call(&ctx, call, &merge(server, inner)).await
+            }
+        },
+        Command::Tasks { action, server } => match action {
+            TasksAction::List => commands::tasks::list(&ctx, &server).await,
+            TasksAction::Get { id, server: inner } => {
+                commands::tasks::get(&ctx, &id, &merge(server, inner)).await
+            }
+            TasksAction::Cancel { id, server: inner } => {
+                commands::tasks::cancel(&ctx, &id, &merge(server, inner)).await
+            }
+        },
+        Command::Skills { action, server } => match action {
+            None => commands::skills::list(&ctx, &server).await,
+            Some(SkillsAction::Show {
+                skill,
+                file,
+                server: inner,
+            }) => {
+                commands::skills::show(&ctx, &skill, file.as_deref(), &merge(server, inner)).await
+            }
         },
         Command::Prompts { action, server } => match action {
             None => commands::prompts::list(&ctx, &server).await,
@@ -81,6 +111,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             updates,
             server,
         } => commands::watch::run(&ctx, &uri, poll, updates, &server).await,
+        Command::Auth { action } => commands::auth::run(&ctx, &action).await,
         Command::Audit { report, server } => {
             commands::audit::run(&ctx, report.as_deref(), &server).await
         }

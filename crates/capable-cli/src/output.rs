@@ -35,6 +35,16 @@ pub fn print(text: &str) -> Result<(), CliError> {
     write_stdout(capable::core::text::printable(text, true).as_bytes())
 }
 
+/// Writes bytes the user asked for as they are (a file to redirect); on a terminal
+/// they are shown as text for people instead, like [`print`].
+pub fn raw(bytes: &[u8]) -> Result<(), CliError> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        return print(&String::from_utf8_lossy(bytes));
+    }
+    write_stdout(bytes)
+}
+
 /// Prints one line for people on stderr, in one write (errors, hints, progress).
 pub fn eprint_line(text: &str) {
     let mut line = capable::core::text::printable(text, true).into_owned();
@@ -67,6 +77,11 @@ impl Table {
         Table {
             rows: vec![header.iter().map(|s| s.to_string()).collect()],
         }
+    }
+
+    /// How many rows there are, the header left out.
+    pub fn len(&self) -> usize {
+        self.rows.len() - 1
     }
 
     /// Adds a row.

@@ -180,6 +180,27 @@ impl ServerCapabilities {
         &self.raw
     }
 
+    /// The server's `extensions` object, exactly as sent (2026-07-28; some servers
+    /// declare it on a legacy handshake too).
+    pub fn extensions(&self) -> Option<&Map<String, Value>> {
+        self.raw.get("extensions").and_then(Value::as_object)
+    }
+
+    /// The settings of one extension, when the server declared it (presence by key).
+    pub fn extension(&self, id: &str) -> Option<&Value> {
+        self.extensions()?.get(id)
+    }
+
+    /// Whether the server declared `extension`.
+    pub fn has_extension(&self, extension: crate::extensions::Extension) -> bool {
+        self.extension(extension.id()).is_some()
+    }
+
+    /// The 2025-11-25 `tasks` capability, read by key.
+    pub fn legacy_tasks(&self) -> crate::extensions::LegacyTasks {
+        crate::extensions::LegacyTasks::read(self.raw.get("tasks"))
+    }
+
     /// Keys the server declared that are not standard capabilities
     /// (`experimental`, `extensions`, `tasks`, and anything unknown).
     pub fn other_keys(&self) -> impl Iterator<Item = &str> {
@@ -199,6 +220,11 @@ impl Serialize for ServerCapabilities {
 /// The client capabilities capable declares: only what the host actually handles.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClientCapabilities {
+    /// Extensions the host handles, by identifier, with their settings (2026-07-28
+    /// `extensions`; sent on a legacy handshake too, for servers that read it there).
+    /// `io.modelcontextprotocol/tasks` is declared only on modern requests: the
+    /// 2025-11-25 way to ask for a task is per request.
+    pub extensions: std::collections::BTreeMap<String, Value>,
     /// The host answers `roots/list`.
     pub roots: bool,
     /// The host answers `sampling/createMessage`.
@@ -210,6 +236,11 @@ pub struct ClientCapabilities {
 }
 
 impl ClientCapabilities {
+    /// Whether the host declared `extension`.
+    pub fn has_extension(&self, extension: crate::extensions::Extension) -> bool {
+        self.extensions.contains_key(extension.id())
+    }
+
     /// The object to send for `version`: a capability a revision does not define is
     /// left out, and nothing is declared that the host does not handle.
     pub fn to_value(&self, version: crate::ProtocolVersion) -> Value {
@@ -235,6 +266,16 @@ impl ClientCapabilities {
             if version.has_elicitation_modes() || self.elicitation_form {
                 map.insert("elicitation".into(), Value::Object(modes));
             }
+        }
+        let tasks = crate::extensions::Extension::Tasks.id();
+        let extensions: Map<String, Value> = self
+            .extensions
+            .iter()
+            .filter(|(id, _)| version.era() == crate::Era::Modern || id.as_str() != tasks)
+            .map(|(id, settings)| (id.clone(), settings.clone()))
+            .collect();
+        if !extensions.is_empty() {
+            map.insert("extensions".into(), Value::Object(extensions));
         }
         Value::Object(map)
     }
@@ -315,5 +356,44 @@ mod tests {
             elicit.to_value(V::V2025_11_25),
             json!({"elicitation": {"form": {}}})
         );
+    }
+
+    #[test]
+    fn extensions_are_declared_as_the_host_set_them_and_tasks_only_when_modern() {
+        let mut c = ClientCapabilities::default();
+        c.extensions.insert(
+            "io.modelcontextprotocol/ui".into(),
+            json!({"mimeTypes": ["text/html;profile=mcp-app"]}),
+        );
+        c.extensions
+            .insert("io.modelcontextprotocol/tasks".into(), json!({}));
+        assert_eq!(
+            c.to_value(crate::ProtocolVersion::V2026_07_28),
+            json!({"extensions": {
+                "io.modelcontextprotocol/tasks": {},
+                "io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}
+            }})
+        );
+        assert_eq!(
+            c.to_value(crate::ProtocolVersion::V2025_11_25),
+            json!({"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}})
+        );
+    }
+
+    #[test]
+    fn server_extensions_and_legacy_tasks_are_read_by_key() {
+        use crate::extensions::Extension;
+        let c = caps(json!({
+            "extensions": {"io.modelcontextprotocol/skills": {}},
+            "tasks": {"cancel": {}}
+        }));
+        assert!(c.has_extension(Extension::Skills));
+        assert!(!c.has_extension(Extension::Tasks));
+        assert_eq!(
+            c.extension("io.modelcontextprotocol/skills"),
+            Some(&json!({}))
+        );
+        let t = c.legacy_tasks();
+        assert!(t.present && t.cancel && !t.list && !t.tool_calls);
     }
 }

@@ -15,10 +15,16 @@
 //! | `logging/setLevel` (legacy) | `logging` |
 //! | `completion/complete` | `completions` (2025-03-26+); 2024-11-05 defines no flag |
 //! | `ping` (legacy), `initialize` (legacy), `server/discover` (modern) | nothing |
+//! | `tasks/get`, `tasks/result` (2025-11-25) | `tasks` |
+//! | `tasks/list`, `tasks/cancel` (2025-11-25) | `tasks.list`, `tasks.cancel` |
+//! | a `tools/call` run as a task (2025-11-25) | `tasks.requests.tools.call`, see [`check_task_call`] |
+//! | `tasks/get`, `tasks/update`, `tasks/cancel` (modern) | the extension `io.modelcontextprotocol/tasks`, declared by both sides |
+//! | `skills/list`, `skills/get` | the extension `io.modelcontextprotocol/skills` |
 
 use serde_json::Value;
 
 use crate::capabilities::{Capability, Flag, ServerCapabilities};
+use crate::extensions::{Extension, TaskFeature};
 use crate::method::Method;
 use crate::version::{Era, ProtocolVersion};
 
@@ -38,6 +44,10 @@ pub enum Requirement {
     Flag(Capability, Flag),
     /// `subscriptions/listen`: each filter field needs its own flag.
     ListenFilter,
+    /// The server must declare this extension (and, for tasks, the client too).
+    Extension(Extension),
+    /// 2025-11-25 tasks: the `tasks` capability, or one of its members.
+    Tasks(TaskFeature),
 }
 
 impl Requirement {
@@ -49,6 +59,8 @@ impl Requirement {
             Requirement::Capability(c) => c.key().into(),
             Requirement::Flag(c, f) => format!("{}.{}", c.key(), f.key()),
             Requirement::ListenFilter => "a declared flag per filter field".into(),
+            Requirement::Extension(e) => format!("extensions.{}", e.id()),
+            Requirement::Tasks(f) => f.key().into(),
         }
     }
 }
@@ -82,6 +94,21 @@ pub fn requirement(method: Method, version: ProtocolVersion) -> Requirement {
             R::Capability(Capability::Completions)
         }
         Method::Complete => R::Unannounced,
+        Method::GetTask | Method::CancelTask if era == Era::Modern => {
+            R::Extension(Extension::Tasks)
+        }
+        Method::UpdateTask if era == Era::Modern => R::Extension(Extension::Tasks),
+        Method::GetTask | Method::TaskResult if version.has_core_tasks() => {
+            R::Tasks(TaskFeature::Any)
+        }
+        Method::ListTasks if version.has_core_tasks() => R::Tasks(TaskFeature::List),
+        Method::CancelTask if version.has_core_tasks() => R::Tasks(TaskFeature::Cancel),
+        Method::GetTask
+        | Method::TaskResult
+        | Method::ListTasks
+        | Method::CancelTask
+        | Method::UpdateTask => R::NotInVersion,
+        Method::ListSkills | Method::GetSkill => R::Extension(Extension::Skills),
     }
 }
 
@@ -129,6 +156,34 @@ pub enum Refusal {
         /// The method asked for.
         method: Method,
     },
+    /// The server did not declare the extension the method belongs to.
+    #[error("{method} belongs to the extension `{extension}`, which the server did not declare; nothing was sent")]
+    ExtensionNotDeclared {
+        /// The method asked for.
+        method: Method,
+        /// The extension it needs.
+        extension: Extension,
+    },
+    /// The method belongs to an extension both sides must declare, and this client
+    /// was not configured to handle it.
+    #[error("{method} belongs to the extension `{extension}`, which this client does not declare (the host does not handle it); nothing was sent")]
+    ExtensionNotHandled {
+        /// The method asked for.
+        method: Method,
+        /// The extension it needs.
+        extension: Extension,
+    },
+    /// 2025-11-25 tasks: the server did not declare the `tasks` member the method
+    /// needs.
+    #[error("{method} needs the server capability `{}`, which the server did not declare (it declared `\"tasks\": {declared}`); nothing was sent", feature.key())]
+    TasksNotDeclared {
+        /// The method asked for.
+        method: Method,
+        /// What it needs.
+        feature: TaskFeature,
+        /// The `tasks` object as the server declared it (`null`: absent).
+        declared: Value,
+    },
     /// The method was marked broken for this session after the server refused it
     /// despite declaring it (a contract violation).
     #[error("{method} was refused by the server earlier in this session although declared; capable does not retry it")]
@@ -146,6 +201,9 @@ impl Refusal {
             | Refusal::CapabilityNotDeclared { method, .. }
             | Refusal::FlagNotDeclared { method, .. }
             | Refusal::HandshakeOnly { method }
+            | Refusal::ExtensionNotDeclared { method, .. }
+            | Refusal::ExtensionNotHandled { method, .. }
+            | Refusal::TasksNotDeclared { method, .. }
             | Refusal::MarkedBroken { method } => *method,
         }
     }
@@ -188,6 +246,50 @@ pub fn check(
         Requirement::Nothing | Requirement::Unannounced | Requirement::ListenFilter => Ok(()),
         Requirement::Capability(c) => require(method, c, None, caps),
         Requirement::Flag(c, f) => require(method, c, Some(f), caps),
+        Requirement::Extension(extension) => match caps.has_extension(extension) {
+            true => Ok(()),
+            false => Err(Refusal::ExtensionNotDeclared { method, extension }),
+        },
+        Requirement::Tasks(feature) => require_tasks(method, feature, caps),
+    }
+}
+
+fn require_tasks(
+    method: Method,
+    feature: TaskFeature,
+    caps: &ServerCapabilities,
+) -> Result<(), Refusal> {
+    if feature.declared_in(&caps.legacy_tasks()) {
+        return Ok(());
+    }
+    Err(Refusal::TasksNotDeclared {
+        method,
+        feature,
+        declared: caps.raw().get("tasks").cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// Whether a `tools/call` may ask to run as a task: 2025-11-25 servers must declare
+/// `tasks.requests.tools.call`; modern servers the tasks extension (the client then
+/// declares it on the request, and the server decides). Other versions have no tasks.
+pub fn check_task_call(version: ProtocolVersion, caps: &ServerCapabilities) -> Result<(), Refusal> {
+    let method = Method::CallTool;
+    check(method, version, caps)?;
+    match version.era() {
+        Era::Modern => match caps.has_extension(Extension::Tasks) {
+            true => Ok(()),
+            false => Err(Refusal::ExtensionNotDeclared {
+                method,
+                extension: Extension::Tasks,
+            }),
+        },
+        Era::Legacy if version.has_core_tasks() => {
+            require_tasks(method, TaskFeature::ToolCalls, caps)
+        }
+        Era::Legacy => Err(Refusal::NotInVersion {
+            method: Method::GetTask,
+            version,
+        }),
     }
 }
 
@@ -360,6 +462,63 @@ mod tests {
             ..Default::default()
         };
         assert!(check_listen(&tools, M, &c).is_err());
+    }
+
+    #[test]
+    fn tasks_are_core_in_2025_11_25_and_an_extension_in_2026() {
+        let legacy =
+            caps(json!({"tools": {}, "tasks": {"list": {}, "requests": {"tools": {"call": {}}}}}));
+        assert!(check(Method::GetTask, V, &legacy).is_ok());
+        assert!(check(Method::TaskResult, V, &legacy).is_ok());
+        assert!(check(Method::ListTasks, V, &legacy).is_ok());
+        let err = check(Method::CancelTask, V, &legacy).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Refusal::TasksNotDeclared {
+                    feature: TaskFeature::Cancel,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(check_task_call(V, &legacy).is_ok());
+        assert!(check(Method::UpdateTask, V, &legacy).is_err());
+        assert!(check(Method::GetTask, ProtocolVersion::V2025_06_18, &legacy).is_err());
+
+        let modern =
+            caps(json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}));
+        for m in [Method::GetTask, Method::UpdateTask, Method::CancelTask] {
+            assert!(check(m, M, &modern).is_ok(), "{m}");
+        }
+        for m in [Method::TaskResult, Method::ListTasks] {
+            assert!(
+                matches!(check(m, M, &modern), Err(Refusal::NotInVersion { .. })),
+                "{m}"
+            );
+        }
+        // The legacy capability means nothing in 2026, and no extension nothing.
+        assert!(check(Method::GetTask, M, &legacy).is_err());
+        assert!(check_task_call(M, &legacy).is_err());
+        assert!(check_task_call(M, &modern).is_ok());
+    }
+
+    #[test]
+    fn skills_need_the_servers_skills_extension_in_either_era() {
+        let with =
+            caps(json!({"resources": {}, "extensions": {"io.modelcontextprotocol/skills": {}}}));
+        let without = caps(json!({"resources": {}}));
+        for v in [V, M] {
+            assert!(check(Method::ListSkills, v, &with).is_ok());
+            assert!(check(Method::GetSkill, v, &with).is_ok());
+            assert_eq!(
+                check(Method::ListSkills, v, &without),
+                Err(Refusal::ExtensionNotDeclared {
+                    method: Method::ListSkills,
+                    extension: Extension::Skills
+                })
+            );
+        }
     }
 
     #[test]

@@ -56,9 +56,12 @@
 
 #![deny(missing_docs)]
 
+pub mod auth;
+pub mod cache;
 pub mod capabilities;
 pub mod config;
 pub mod connection;
+pub mod extensions;
 pub mod gating;
 pub mod http;
 pub mod jsonrpc;
@@ -67,6 +70,7 @@ pub mod model;
 pub mod negotiation;
 pub mod notice;
 pub mod revision;
+pub mod skills;
 pub mod text;
 pub mod time;
 pub mod version;
@@ -75,6 +79,7 @@ pub mod violation;
 pub use capabilities::{Capability, ClientCapabilities, Declared, Flag, ServerCapabilities};
 pub use config::{ClientConfig, GatePolicy, ProtocolChoice, Timeouts};
 pub use connection::{Connection, Event, NotSent, ResponseError, TimedOut, Timeout, Timing};
+pub use extensions::Extension;
 pub use gating::{ListenFilter, Refusal, Requirement};
 pub use jsonrpc::{Incoming, Payload, RequestId, RpcError};
 pub use method::Method;

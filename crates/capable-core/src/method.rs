@@ -35,11 +35,25 @@ pub enum Method {
     Complete,
     /// `logging/setLevel` (legacy).
     SetLoggingLevel,
+    /// `tasks/get`: a task's status (2025-11-25, and the modern tasks extension).
+    GetTask,
+    /// `tasks/result`: a finished task's result (2025-11-25 only).
+    TaskResult,
+    /// `tasks/list` (2025-11-25 only).
+    ListTasks,
+    /// `tasks/cancel` (2025-11-25, and the modern tasks extension).
+    CancelTask,
+    /// `tasks/update`: answers to a task's questions (modern tasks extension).
+    UpdateTask,
+    /// `skills/list` (skills extension).
+    ListSkills,
+    /// `skills/get` (skills extension).
+    GetSkill,
 }
 
 impl Method {
     /// Every client→server method.
-    pub const ALL: [Method; 15] = [
+    pub const ALL: [Method; 22] = [
         Method::Initialize,
         Method::Discover,
         Method::Ping,
@@ -55,6 +69,13 @@ impl Method {
         Method::GetPrompt,
         Method::Complete,
         Method::SetLoggingLevel,
+        Method::GetTask,
+        Method::TaskResult,
+        Method::ListTasks,
+        Method::CancelTask,
+        Method::UpdateTask,
+        Method::ListSkills,
+        Method::GetSkill,
     ];
 
     /// The method name on the wire.
@@ -75,6 +96,13 @@ impl Method {
             Method::GetPrompt => "prompts/get",
             Method::Complete => "completion/complete",
             Method::SetLoggingLevel => "logging/setLevel",
+            Method::GetTask => "tasks/get",
+            Method::TaskResult => "tasks/result",
+            Method::ListTasks => "tasks/list",
+            Method::CancelTask => "tasks/cancel",
+            Method::UpdateTask => "tasks/update",
+            Method::ListSkills => "skills/list",
+            Method::GetSkill => "skills/get",
         }
     }
 

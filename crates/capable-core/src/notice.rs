@@ -1,5 +1,7 @@
 //! Things worth a warning that do not stop the connection.
 
+use serde_json::Value;
+
 use crate::jsonrpc::RequestId;
 
 /// Something the server did that capable tolerated and the host may want to log.
@@ -118,6 +120,30 @@ pub enum Notice {
     TtlCapped {
         /// What the server said.
         ttl_ms: f64,
+    },
+    /// A tool's `structuredContent` does not match the `outputSchema` it declared.
+    /// The result is delivered as received; the host decides what the mismatch
+    /// means.
+    #[error("the structuredContent of tool {tool:?} does not match its outputSchema: {}", errors.join("; "))]
+    OutputSchemaMismatch {
+        /// The tool.
+        tool: String,
+        /// Its `outputSchema`, as declared.
+        schema: Value,
+        /// The `structuredContent` it returned (`null`: none although the schema asks
+        /// for it).
+        value: Value,
+        /// What does not match, each with where.
+        errors: Vec<String>,
+    },
+    /// A tool's `outputSchema` could not be used to check its result (it is not a
+    /// valid schema, or refers to a document capable does not fetch).
+    #[error("the outputSchema of tool {tool:?} cannot be checked: {why}")]
+    OutputSchemaUnchecked {
+        /// The tool.
+        tool: String,
+        /// Why.
+        why: String,
     },
     /// The server sent a notification it did not declare (a minor contract breach).
     #[error("server sent {method} without declaring `{needs}`")]

@@ -115,6 +115,12 @@ impl ProtocolVersion {
         self == ProtocolVersion::V2025_03_26
     }
 
+    /// Whether tasks are part of the core protocol (2025-11-25 only: 2026-07-28 moved
+    /// them to the `io.modelcontextprotocol/tasks` extension).
+    pub fn has_core_tasks(self) -> bool {
+        self == ProtocolVersion::V2025_11_25
+    }
+
     /// Whether HTTP requests after initialization carry `MCP-Protocol-Version`.
     pub fn has_protocol_version_header(self) -> bool {
         self >= ProtocolVersion::V2025_06_18

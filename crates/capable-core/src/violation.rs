@@ -70,7 +70,11 @@ impl Violation {
         let requirement = gating::requirement(method, version);
         let gated = matches!(
             requirement,
-            Requirement::Capability(_) | Requirement::Flag(..) | Requirement::ListenFilter
+            Requirement::Capability(_)
+                | Requirement::Flag(..)
+                | Requirement::ListenFilter
+                | Requirement::Extension(_)
+                | Requirement::Tasks(_)
         );
         (declared && gated).then(|| Violation {
             capability: requirement.describe(),

@@ -329,6 +329,7 @@ fn legacy_the_client_capabilities_it_declares_validate_in_every_version() {
             sampling: true,
             elicitation_form: true,
             elicitation_url: true,
+            ..Default::default()
         };
         let mut out = Vec::new();
         Negotiating::start(cfg, t0(), &mut out);

@@ -75,6 +75,7 @@ fn modern_the_envelope_declares_the_client_capabilities_the_host_handles() {
         sampling: true,
         elicitation_form: true,
         elicitation_url: false,
+        ..Default::default()
     };
     let mut conn: Conn = modern_connection(cfg, everything());
     let (_, line) = send(&mut conn, Method::ListTools, json!({}), "w");

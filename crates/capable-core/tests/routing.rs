@@ -281,6 +281,7 @@ fn routing_server_requests_the_host_declared_are_handed_to_the_host() {
         sampling: true,
         elicitation_form: true,
         elicitation_url: false,
+        ..Default::default()
     };
     let mut conn: Conn = legacy_connection(cfg, V, json!({}));
     for method in ["roots/list", "sampling/createMessage", "elicitation/create"] {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use capable_core::time::humanize;
 use capable_core::{Method, NegotiationError, Refusal, RpcError, Violation};
 
+use crate::auth::AuthError;
 use crate::transport::stdio::SpawnError;
 use crate::transport::TransportError;
 
@@ -79,6 +80,10 @@ pub enum Error {
         /// The start of the body, as text.
         body: String,
     },
+    /// Authorization failed, or is needed and impossible here (see
+    /// [`AuthError::is_authorization_required`]).
+    #[error("authorization failed: {0}")]
+    Auth(#[from] AuthError),
     /// The transport failed.
     #[error("transport failure: {0}")]
     Transport(#[from] TransportError),
@@ -111,6 +116,34 @@ pub enum Error {
         input: String,
         /// Why.
         error: Box<RpcError>,
+    },
+    /// A skill file is not what its entry describes (or the skill cannot be
+    /// verified at all): it was not used.
+    #[error(transparent)]
+    Skill(#[from] capable_core::skills::SkillError),
+    /// A task ended with a JSON-RPC error.
+    #[error("task {task_id} failed{}: {error}", message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default())]
+    TaskFailed {
+        /// The task.
+        task_id: String,
+        /// The error it failed with.
+        error: serde_json::Value,
+        /// The server's status message.
+        message: Option<String>,
+    },
+    /// A task was cancelled before it completed.
+    #[error("task {task_id} was cancelled")]
+    TaskCancelled {
+        /// The task.
+        task_id: String,
+    },
+    /// A task did not end within the host's deadline; `tasks/cancel` was sent.
+    #[error("task {task_id} did not finish within {}; it was cancelled", humanize(*after))]
+    TaskTimedOut {
+        /// The task.
+        task_id: String,
+        /// How long the host waited.
+        after: Duration,
     },
     /// The session was closed by the host.
     #[error("the session is closed")]
@@ -157,7 +190,7 @@ fn stderr_hint(stderr: &str) -> String {
 
 fn auth_hint(status: u16) -> &'static str {
     match status {
-        401 | 403 => " (the server wants authorization; pass it with --header 'Authorization: …')",
+        401 | 403 => " (the server wants authorization)",
         _ => "",
     }
 }

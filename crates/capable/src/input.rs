@@ -100,6 +100,7 @@ impl InputHandlers {
             sampling: self.sampling.is_some(),
             elicitation_form: self.elicitation.is_some(),
             elicitation_url: self.elicitation.is_some() && self.elicitation_url,
+            extensions: Default::default(),
         }
     }
 

@@ -34,12 +34,14 @@ pub struct ReadmeDoctests;
 
 #[cfg(feature = "audit")]
 pub mod audit;
+pub mod auth;
 mod connect;
 mod driver;
 pub mod error;
 pub mod events;
 pub mod input;
 pub mod options;
+mod output_schema;
 pub mod read;
 mod session;
 pub mod tap;
@@ -47,6 +49,8 @@ pub mod transport;
 pub mod watch;
 
 pub use capable_core as core;
+pub use capable_core::cache::CachePolicy;
+pub use capable_core::Extension;
 pub use capable_core::{
     Capability, ClientCapabilities, ClientConfig, Era, Flag, GatePolicy, ListenFilter, Method,
     ProtocolChoice, ProtocolVersion, Refusal, Revision, ServerCapabilities, Timeouts, Violation,
@@ -58,7 +62,8 @@ pub use input::{ElicitationPolicy, InputHandlers, Root};
 pub use options::ClientOptions;
 pub use read::ResourceRead;
 pub use session::{
-    ListenEvent, Listener, ProgressCallback, RequestOptions, Session, MAX_INPUT_ROUNDS,
+    ListenEvent, Listener, LoadedSkill, ProgressCallback, RequestOptions, Session, TaskObserver,
+    TaskWait, ToolCall, MAX_INPUT_ROUNDS,
 };
 pub use tap::{Direction, Tap};
 pub use transport::http::{HttpConfig, HttpTransport, Reconnect};

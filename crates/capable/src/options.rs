@@ -47,6 +47,16 @@ pub struct ClientOptions {
     pub handlers: crate::input::InputHandlers,
     /// Sees every message sent and received, when set.
     pub tap: Option<crate::tap::Tap>,
+    /// Extensions the host handles, declared on every request (modern) or in
+    /// `initialize` (legacy). Set them with [`ClientOptions::with_tasks`],
+    /// [`ClientOptions::with_ui`] or [`ClientOptions::with_extension`]: each is a
+    /// promise that the host handles what the server may then send.
+    pub extensions: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Tools the host already knows (kept from an earlier `tools/list`): their
+    /// `x-mcp-header` annotations give the `Mcp-Param-*` headers of their calls over
+    /// HTTP, and their `outputSchema`s check their results, without listing first.
+    /// A later `tools/list` in the session replaces them.
+    pub known_tools: Vec<capable_core::model::Tool>,
 }
 
 impl Default for ClientOptions {
@@ -61,6 +71,8 @@ impl Default for ClientOptions {
             max_list_bytes: 256 << 20,
             handlers: Default::default(),
             tap: None,
+            extensions: Default::default(),
+            known_tools: Vec::new(),
         }
     }
 }
@@ -103,6 +115,39 @@ impl ClientOptions {
         self
     }
 
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`, 2026-07-28): the
+    /// server may then answer any `tools/call` with a task. capable handles that:
+    /// [`Session::call_tool`](crate::Session::call_tool) waits for the task's result
+    /// (polling `tasks/get` at the server's interval), and
+    /// [`Session::start_tool_call`](crate::Session::start_tool_call) hands the task
+    /// to the host. Without it no server may create a task for this client.
+    /// (2025-11-25 tasks need no declaration: the client asks per request.)
+    pub fn with_tasks(self) -> Self {
+        self.with_extension(capable_core::Extension::Tasks.id(), serde_json::json!({}))
+    }
+
+    /// Declares MCP Apps (`io.modelcontextprotocol/ui`) with the UI formats the host
+    /// renders (`text/html;profile=mcp-app`). Only a host that renders them should:
+    /// capable itself renders nothing, and always keeps `_meta.ui` of tools and
+    /// `ui://` resources as the server sent them.
+    pub fn with_ui(self, mime_types: &[&str]) -> Self {
+        let settings = serde_json::json!({ "mimeTypes": mime_types });
+        self.with_extension(capable_core::Extension::Ui.id(), settings)
+    }
+
+    /// Declares any extension, by identifier, with its settings. The host promises to
+    /// handle what it brings.
+    pub fn with_extension(mut self, id: &str, settings: serde_json::Value) -> Self {
+        self.extensions.insert(id.to_owned(), settings);
+        self
+    }
+
+    /// Tools the host knows already (see [`ClientOptions::known_tools`]).
+    pub fn with_known_tools(mut self, tools: Vec<capable_core::model::Tool>) -> Self {
+        self.known_tools = tools;
+        self
+    }
+
     /// A tap that sees every message.
     pub fn with_tap(mut self, tap: crate::tap::Tap) -> Self {
         self.tap = Some(tap);
@@ -140,6 +185,11 @@ impl ClientOptions {
         }
         let mut config = self.config.clone();
         config.capabilities = handled;
+        config.capabilities.extensions = declared.extensions.clone();
+        config
+            .capabilities
+            .extensions
+            .extend(self.extensions.clone());
         Ok(config)
     }
 }

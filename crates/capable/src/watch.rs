@@ -356,7 +356,12 @@ impl Watch<'_> {
     }
 
     async fn reread(&mut self) -> Result<(), Error> {
-        let read = self.session.read_resource(&self.uri).await?;
+        // A watch decides itself when to read again (never sooner than the ttl): each
+        // read goes to the server.
+        let read = self
+            .session
+            .read_resource_with(&self.uri, capable_core::cache::CachePolicy::Refresh)
+            .await?;
         if self.mode == WatchMode::Poll {
             // Never sooner than the server says the content stays fresh (a TTL is
             // capped at a day: a server's `1e30` cannot stall the watch for ever).

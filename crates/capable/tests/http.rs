@@ -369,6 +369,7 @@ async fn a_modern_request_is_cancelled_by_closing_its_stream_not_by_a_notificati
             RequestOptions {
                 timeout: Some(Duration::from_millis(300)),
                 on_progress: None,
+                ..Default::default()
             },
         )
         .await

@@ -379,8 +379,12 @@ async fn assert_listen_refused(session: &Session, wire: &Wire, filter: ListenFil
         Err(other) => panic!("expected a local refusal of {filter:?}, got {other:?}"),
         Ok(_) => panic!("{filter:?} was not refused"),
     }
-    // Give the writer a chance to show anything it might have queued.
-    session.list_resources().await.expect("list");
+    // Give the writer a chance to show anything it might have queued (past the cache:
+    // the list must go out).
+    let _: capable::core::model::ListResourcesResult = session
+        .list_page_with(Method::ListResources, None, capable::CachePolicy::Bypass)
+        .await
+        .expect("list");
     let sent = wire.sent();
     let methods: Vec<&str> = sent[before..]
         .iter()

@@ -178,6 +178,7 @@ async fn progress_restarts_the_timeout_in_paused_time() {
                     on_progress: Some(Box::new(move |p| {
                         log.lock().unwrap().push((started.elapsed(), p.progress));
                     })),
+                    ..Default::default()
                 },
             )
             .await

@@ -214,7 +214,12 @@ async fn bench(
             }
         },
     };
-    let read = || async { s.read_resource(&uri).await.map(drop) };
+    // Every read goes to the server: a cached answer would measure nothing.
+    let read = || async {
+        s.read_resource_with(&uri, capable::CachePolicy::Bypass)
+            .await
+            .map(drop)
+    };
     if args.warmup > 0 {
         let warm = run_phase("warmup", args.warmup, 1, &bar, read).await;
         if warm.errors == warm.requests as u64 {

@@ -28,9 +28,46 @@ pub fn report(s: &Session) -> serde_json::Value {
         "protocolVersion": s.protocol_version(),
         "serverInfo": s.server_info(),
         "capabilities": s.capabilities(),
+        "extensions": s.capabilities().extensions().cloned().unwrap_or_default(),
         "actions": s.actions(),
         "instructions": s.instructions(),
     })
+}
+
+/// The server's extensions for people: each by identifier, with what capable makes
+/// of it and its settings as declared; 2025-11-25 core tasks too.
+pub fn extensions(caps: &capable::ServerCapabilities) -> String {
+    let mut t = Table::new(&["extension", "capable", "settings"]);
+    for (id, settings) in caps.extensions().into_iter().flatten() {
+        let known = match capable::Extension::from_id(id) {
+            Some(capable::Extension::Tasks) => "tasks (tools call, capable tasks)",
+            Some(capable::Extension::Skills) => "skills (capable skills)",
+            Some(capable::Extension::Ui) => "MCP Apps (kept, not rendered)",
+            None => "unknown (ignored)",
+        };
+        t.row(vec![id.clone(), known.into(), settings.to_string()]);
+    }
+    let tasks = caps.legacy_tasks();
+    if tasks.present {
+        let members: Vec<&str> = [
+            (tasks.list, "list"),
+            (tasks.cancel, "cancel"),
+            (tasks.tool_calls, "requests.tools.call"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, name)| *name)
+        .collect();
+        t.row(vec![
+            "tasks (2025-11-25 core)".into(),
+            "tasks (tools call --task, capable tasks)".into(),
+            members.join(", "),
+        ]);
+    }
+    match t.len() {
+        0 => String::new(),
+        _ => t.render(),
+    }
 }
 
 /// The capability matrix for people.
@@ -75,7 +112,17 @@ fn human(s: &Session) -> String {
         s.era()
     ));
     out.push_str(&matrix(s.capabilities()));
-    let other: Vec<&str> = s.capabilities().other_keys().collect();
+    let ext = extensions(s.capabilities());
+    if !ext.is_empty() {
+        out.push('\n');
+        out.push_str(&ext);
+    }
+    // `extensions` and `tasks` have their table above.
+    let other: Vec<&str> = s
+        .capabilities()
+        .other_keys()
+        .filter(|k| !matches!(*k, "extensions" | "tasks"))
+        .collect();
     if !other.is_empty() {
         out.push_str(&format!("other declared keys: {}\n", other.join(", ")));
     }

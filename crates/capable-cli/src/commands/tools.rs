@@ -1,23 +1,40 @@
-//! `capable tools` and `capable tools call NAME --args JSON`.
+//! `capable tools` and `capable tools call NAME --args JSON [--task]`.
+//!
+//! A call knows the tool before it is made: from the on-disk cache while the server's
+//! last `tools/list` is fresh, else by listing first (when the server offers tools).
+//! So the `Mcp-Param-*` headers its `x-mcp-header` annotations ask for go out, and
+//! its `structuredContent` is checked against its `outputSchema`.
 
-use capable::{RequestOptions, Session};
+use std::time::Duration;
+
+use capable::core::model::{Task, Tool};
+use capable::core::Method;
+use capable::{Error, RequestOptions, Session, TaskWait, ToolCall};
 
 use super::{parse_args, with_session, Context};
+use crate::disk_cache::ServerCache;
 use crate::exit::CliError;
 use crate::flags::ServerArgs;
 use crate::output::{self, one_line, Table};
 
 pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
+    let cache = ctx.cache(args)?;
     let session = ctx.connect(args).await?;
     with_session(ctx, session, async |s: &Session| {
-        let tools = s.list_tools().await?;
+        let tools = list_and_keep(s, &cache).await?;
         if ctx.global.json {
             output::json(&tools)?;
         } else {
-            let mut t = Table::new(&["tool", "description"]);
+            let mut t = Table::new(&["tool", "ui", "description"]);
             for tool in &tools {
+                let ui = match (tool.ui_resource(), tool.is_app_only()) {
+                    (Some(uri), true) => format!("{uri} (app only)"),
+                    (Some(uri), false) => uri.to_owned(),
+                    (None, _) => String::new(),
+                };
                 t.row(vec![
                     tool.name.clone(),
+                    ui,
                     one_line(tool.description.as_deref().unwrap_or(""), 80),
                 ]);
             }
@@ -28,18 +45,42 @@ pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
     .await
 }
 
-pub async fn call(
-    ctx: &Context,
-    name: &str,
-    arguments: &str,
-    args: &ServerArgs,
-) -> Result<(), CliError> {
-    let arguments = parse_args(arguments)?;
-    let session = ctx.connect(args).await?;
+/// Every page of `tools/list` (within the session's list bounds); kept on disk when
+/// the server says for how long.
+async fn list_and_keep(s: &Session, cache: &ServerCache) -> Result<Vec<Tool>, CliError> {
+    let (tools, hint) = s.list_tools_with_hint().await?;
+    let ttl = hint.ttl_ms.and_then(capable::core::time::ttl);
+    let scope = hint.cache_scope.as_deref().unwrap_or("private");
+    cache.keep_tools(&tools, ttl, scope);
+    Ok(tools)
+}
+
+/// What `tools call` was asked to do.
+pub struct Call<'a> {
+    pub name: &'a str,
+    pub arguments: &'a str,
+    pub task: bool,
+    pub task_timeout: Option<Duration>,
+}
+
+pub async fn call(ctx: &Context, call: Call<'_>, args: &ServerArgs) -> Result<(), CliError> {
+    let arguments = parse_args(call.arguments)?;
+    let cache = ctx.cache(args)?;
+    let known = cache.fresh_tools();
+    // The command handles tasks (it polls them, Ctrl-C cancels them): it says so.
+    let mut options = ctx.options().with_tasks();
+    if let Some(tools) = &known {
+        options = options.with_known_tools(tools.clone());
+    }
+    let session = ctx.connect_with(args, options).await?;
     let quiet = ctx.global.json;
-    with_session(ctx, session, async |s: &Session| {
+    // Not `with_session`: a signal during a task cancels the task first (`follow`).
+    let work = async |s: &Session| -> Result<(), CliError> {
+        let mut notifications = s.notifications();
+        if known.is_none() && s.check(Method::ListTools).is_ok() {
+            list_and_keep(s, &cache).await?;
+        }
         let options = RequestOptions {
-            timeout: None,
             on_progress: Some(Box::new(move |p| {
                 if !quiet {
                     let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
@@ -47,8 +88,31 @@ pub async fn call(
                     output::eprint_line(&format!("progress {}{total} {msg}", p.progress));
                 }
             })),
+            ..RequestOptions::default()
         };
-        let result = s.call_tool_with(name, Some(&arguments), options).await?;
+        let started = s.call_tool_or_task(call.name, Some(&arguments), options, call.task);
+        let outcome = tokio::select! {
+            outcome = started => outcome,
+            signal = ctx.signals.received() => return Err(CliError::Interrupted(signal)),
+        };
+        let result = match outcome {
+            Err(e) => {
+                if matches!(&e, Error::Rpc { .. }) && known.is_some() {
+                    // Maybe the kept list is out of date: list again next time.
+                    cache.forget_tools();
+                }
+                return Err(e.into());
+            }
+            Ok(ToolCall::Complete(result)) => result,
+            Ok(ToolCall::Task(task)) => follow(ctx, s, *task, call.task_timeout, quiet).await?,
+        };
+        if let Some(rx) = notifications.as_mut() {
+            while let Ok(n) = rx.try_recv() {
+                if n.method == "notifications/tools/list_changed" {
+                    cache.forget_tools();
+                }
+            }
+        }
         if ctx.global.json {
             output::json(&result)?;
         } else {
@@ -69,6 +133,43 @@ pub async fn call(
             }
         }
         Ok(())
-    })
-    .await
+    };
+    let outcome = work(&session).await;
+    session.close().await;
+    outcome
+}
+
+/// Follows a task to its end, its status on stderr; Ctrl-C cancels it with
+/// `tasks/cancel` (never `notifications/cancelled`).
+async fn follow(
+    ctx: &Context,
+    s: &Session,
+    task: Task,
+    deadline: Option<Duration>,
+    quiet: bool,
+) -> Result<capable::core::model::CallToolResult, CliError> {
+    let id = task.task_id.clone();
+    let wait = TaskWait {
+        on_status: Some(Box::new(move |t: &Task| {
+            if !quiet {
+                let msg = t
+                    .status_message
+                    .as_deref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default();
+                output::eprint_line(&format!("task {} {}{msg}", t.task_id, t.status));
+            }
+        })),
+        deadline,
+    };
+    tokio::select! {
+        outcome = s.await_task(task, wait) => Ok(outcome?),
+        signal = ctx.signals.received() => {
+            if !quiet {
+                output::eprint_line(&format!("cancelling task {id}"));
+            }
+            s.cancel_task(&id).await?;
+            Err(CliError::Interrupted(signal))
+        }
+    }
 }

@@ -131,13 +131,48 @@ pub fn capable_with(args: &[&str], server: &[String], deadline: Duration) -> Run
     capable(&all, deadline)
 }
 
-/// Runs `program ARGS` in `dir` with a deadline.
+/// A cache directory of its own for one run (removed when dropped): no run sees
+/// what another kept on disk unless a test shares one on purpose ([`run_cached`]).
+pub struct CacheDir(pub PathBuf);
+
+impl CacheDir {
+    pub fn new() -> CacheDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        let dir =
+            std::env::temp_dir().join(format!("capable-test-cache-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("cache dir");
+        CacheDir(dir)
+    }
+}
+
+impl Drop for CacheDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `program ARGS` in `dir` with a deadline, with a cache directory of its own.
 pub fn run_in(program: &str, args: &[&str], dir: &Path, deadline: Duration) -> Run {
+    let cache = CacheDir::new();
+    run_cached(program, args, dir, &cache, deadline)
+}
+
+/// Runs `program ARGS` in `dir` with a deadline, keeping its on-disk cache in `cache`.
+pub fn run_cached(
+    program: &str,
+    args: &[&str],
+    dir: &Path,
+    cache: &CacheDir,
+    deadline: Duration,
+) -> Run {
     let shown = format!("capable {}", args.join(" "));
     let started = Instant::now();
     let mut child = Command::new(program)
         .args(args)
         .current_dir(dir)
+        .env("XDG_CACHE_HOME", &cache.0)
         .env_remove("CAPABLE_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -26,6 +26,9 @@ impl<W> Connection<W> {
             Incoming::Result { id, result } => match self.take_pending(&id) {
                 Some((n, p)) => {
                     self.on_success(&p);
+                    if let Some(key) = p.cache_key {
+                        self.cache.store(key, &result, now);
+                    }
                     Event::Response {
                         id: n,
                         method: p.method,
@@ -49,6 +52,14 @@ impl<W> Connection<W> {
                 message,
             } => match self.take_pending(&id) {
                 Some((n, p)) => {
+                    let bad_cursor = error.code == codes::INVALID_PARAMS
+                        && p.cache_key
+                            .as_ref()
+                            .is_some_and(|k| k.params().contains("\"cursor\""));
+                    if bad_cursor {
+                        // An invalid cursor: every page of that list is suspect.
+                        self.cache.invalidate(p.method);
+                    }
                     let outcome = Err(self.classify_error(&p, error, &message, now));
                     Event::Response {
                         id: n,
@@ -209,6 +220,10 @@ impl<W> Connection<W> {
     fn on_notification(&mut self, method: String, params: Payload, now: Now) -> Event<W> {
         if method == "notifications/progress" {
             return self.on_progress(params, now);
+        }
+        if method.ends_with("/list_changed") || method == "notifications/resources/updated" {
+            let value = params.decode::<serde_json::Value>().unwrap_or_default();
+            self.cache.on_notification(&method, &value);
         }
         if let Some((capability, flag)) = gating::notification_requirement(&method) {
             let caps = &self.negotiated.capabilities;

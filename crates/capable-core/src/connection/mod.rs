@@ -69,6 +69,8 @@ struct Pending<W> {
     deadline: Option<deadlines::Deadline>,
     /// Whether it asked for progress (its token is its id).
     progress: bool,
+    /// Where its answer is kept, when it may be ([`Connection::cache_answer`]).
+    cache_key: Option<crate::cache::CacheKey>,
 }
 
 /// Why a request failed at the server.
@@ -162,6 +164,8 @@ pub struct Connection<W> {
     timer_at: Option<std::time::Instant>,
     /// Closed: nothing is sent or routed any more.
     closed: bool,
+    /// Results kept while fresh (SEP-2549).
+    cache: crate::cache::ResponseCache,
 }
 
 impl<W> std::fmt::Debug for Connection<W> {
@@ -210,6 +214,7 @@ impl<W> Connection<W> {
             log_level: None,
             timer_at: None,
             closed: false,
+            cache: crate::cache::ResponseCache::default(),
         };
         (conn, early_notifications)
     }
@@ -257,13 +262,20 @@ impl<W> Connection<W> {
             // The handshake sends it, once; a second one would restart the session.
             return Err(Refusal::HandshakeOnly { method });
         }
-        match gating::check(
-            method,
-            self.negotiated.version,
-            &self.negotiated.capabilities,
-        ) {
+        let strict = self.config.gate_policy == GatePolicy::Strict;
+        let version = self.negotiated.version;
+        if let gating::Requirement::Extension(extension @ crate::Extension::Tasks) =
+            gating::requirement(method, version)
+        {
+            // Both sides declare tasks: the server answers tasks methods only to a
+            // client that said it handles them.
+            if strict && !self.config.capabilities.has_extension(extension) {
+                return Err(Refusal::ExtensionNotHandled { method, extension });
+            }
+        }
+        match gating::check(method, version, &self.negotiated.capabilities) {
             Err(r @ Refusal::NotInVersion { .. }) => Err(r),
-            Err(r) if self.config.gate_policy == GatePolicy::Strict => Err(r),
+            Err(r) if strict => Err(r),
             _ => Ok(()),
         }
     }
@@ -293,6 +305,28 @@ impl<W> Connection<W> {
     /// `resources/subscribe` is answered, forgotten when `resources/unsubscribe` is).
     pub fn subscriptions(&self) -> impl Iterator<Item = &str> {
         self.subscriptions.iter().map(String::as_str)
+    }
+
+    /// The result kept for `key`, if still fresh at `now` (see [`crate::cache`]).
+    pub fn cached(
+        &self,
+        key: &crate::cache::CacheKey,
+        now: std::time::Instant,
+    ) -> Option<&crate::cache::Cached> {
+        self.cache.get(key, now)
+    }
+
+    /// Keeps the answer to request `id` under `key` when it arrives (if its hints
+    /// allow). A request the caller may not see cached (a retry) is simply not marked.
+    pub fn cache_answer(&mut self, id: i64, key: crate::cache::CacheKey) {
+        if let Some(p) = self.pending.get_mut(&id) {
+            p.cache_key = Some(key);
+        }
+    }
+
+    /// The cache itself, for a host that drops results by hand.
+    pub fn cache_mut(&mut self) -> &mut crate::cache::ResponseCache {
+        &mut self.cache
     }
 
     /// Every request in flight, by id, with its waiter.

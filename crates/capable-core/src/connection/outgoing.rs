@@ -104,6 +104,7 @@ impl<W> Connection<W> {
                 waiter,
                 deadline,
                 progress: timing.progress,
+                cache_key: None,
             },
         );
         id

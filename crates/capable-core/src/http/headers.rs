@@ -3,7 +3,7 @@
 //! | request | headers |
 //! |---|---|
 //! | every POST | `Accept: application/json, text/event-stream`, `Content-Type: application/json` |
-//! | modern request | `MCP-Protocol-Version` (its `_meta` version), `Mcp-Method`, `Mcp-Name` (`tools/call`, `prompts/get`: `params.name`; `resources/read`: `params.uri`), `Mcp-Param-*` (`tools/call`, from the tool's `x-mcp-header` annotations) |
+//! | modern request | `MCP-Protocol-Version` (its `_meta` version), `Mcp-Method`, `Mcp-Name` (`tools/call`, `prompts/get`: `params.name`; `resources/read`: `params.uri`; `tasks/get`, `tasks/update`, `tasks/cancel`: `params.taskId`), `Mcp-Param-*` (`tools/call`, from the tool's `x-mcp-header` annotations, learnt from `tools/list` or told by the host: [`HttpSession::know_tools`](super::HttpSession::know_tools)) |
 //! | legacy message | `Mcp-Session-Id` once the server gave one; `MCP-Protocol-Version` once negotiated (2025-06-18+) |
 //! | GET stream | `Accept: text/event-stream`, the legacy headers, `Last-Event-ID` when resuming |
 //! | HTTP+SSE (2024-11-05) | none of MCP's: that transport has no session or version headers |

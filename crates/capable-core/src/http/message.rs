@@ -57,11 +57,13 @@ impl Outgoing {
     }
 
     /// What `Mcp-Name` carries: `params.name` of `tools/call` and `prompts/get`,
-    /// `params.uri` of `resources/read`.
+    /// `params.uri` of `resources/read`, `params.taskId` of the tasks methods (so that
+    /// a gateway routes them to the instance holding the task).
     pub(crate) fn name(&self) -> Option<&str> {
         let pointer = match self.method()? {
             "tools/call" | "prompts/get" => "/params/name",
             "resources/read" => "/params/uri",
+            "tasks/get" | "tasks/update" | "tasks/cancel" => "/params/taskId",
             _ => return None,
         };
         self.value.pointer(pointer).and_then(Value::as_str)

@@ -157,6 +157,7 @@ impl ToolHeaders {
                     true
                 }
                 Err(why) => {
+                    self.0.remove(&name);
                     notices.push(Notice::ToolDropped { tool: name, why });
                     false
                 }

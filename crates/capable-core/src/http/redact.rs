@@ -34,6 +34,15 @@ pub fn redact(url: &Url) -> String {
     shown
 }
 
+/// [`redact`] for a URL held as text; text that is no URL is shown as
+/// `(an unreadable URL)`, never as it is (it may be a credential pasted by mistake).
+pub fn redact_text(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(u) => redact(&u),
+        Err(_) => "(an unreadable URL)".into(),
+    }
+}
+
 /// Why a header the host configured cannot be sent. The value is never part of the
 /// message: it is usually a credential.
 pub fn check_header(name: &str, value: &str) -> Result<(), String> {

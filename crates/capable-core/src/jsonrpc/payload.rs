@@ -14,7 +14,7 @@ use super::shape::{exact_result_range, has_control_byte};
 /// transport hands out lines as slices of its read buffer); the payload (`result` of a
 /// response, `params` of a request or notification) is a range into them. Decoded
 /// types own their data, so a payload is meant to be decoded and dropped, not kept.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Payload {
     pub(super) line: Bytes,
     pub(super) range: Range<usize>,
@@ -95,6 +95,14 @@ impl Payload {
             range,
             found: Found::ByParse,
         }
+    }
+
+    /// A payload that is the whole of `json` (a value kept elsewhere, such as a
+    /// cache on disk). The text is checked when it is decoded, as any payload's is.
+    pub fn from_json(json: impl Into<Bytes>) -> Self {
+        let line: Bytes = json.into();
+        let len = line.len();
+        Payload::parsed(line, 0..len)
     }
 
     /// Whether the message had no payload at all.

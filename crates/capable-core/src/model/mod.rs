@@ -14,6 +14,8 @@ mod pagination;
 mod prompts;
 mod resources;
 mod server_input;
+mod skills;
+mod tasks;
 mod tools;
 
 pub use completion::*;
@@ -26,6 +28,8 @@ pub use pagination::*;
 pub use prompts::*;
 pub use resources::*;
 pub use server_input::*;
+pub use skills::*;
+pub use tasks::*;
 pub use tools::*;
 
 /// A JSON object, for fields capable passes through without interpreting.

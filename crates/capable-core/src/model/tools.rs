@@ -1,9 +1,15 @@
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{JsonObject, Page};
 
 /// A tool as listed by `tools/list`.
+///
+/// Its schemas are kept exactly as the server wrote them (`$schema`, `$defs`,
+/// `$anchor`, composition keywords, key order, number spelling): a host hands them on
+/// byte for byte. Nothing in them is followed: a `$ref` to a network URI is never
+/// fetched.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
@@ -15,12 +21,80 @@ pub struct Tool {
     /// Description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// JSON Schema of its arguments.
-    #[serde(default)]
-    pub input_schema: Value,
-    /// Everything else (`outputSchema`, `annotations`, `icons`, …).
+    /// JSON Schema of its arguments, exactly as sent (`{}` when absent).
+    #[serde(default = "empty_schema")]
+    pub input_schema: Box<RawValue>,
+    /// JSON Schema of its `structuredContent`, exactly as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Box<RawValue>>,
+    /// Everything else (`annotations`, `execution`, `icons`, `_meta` with MCP Apps'
+    /// `ui`, …), untouched.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+fn empty_schema() -> Box<RawValue> {
+    RawValue::from_string("{}".into()).expect("`{}` is JSON")
+}
+
+/// Whether a tool may run as a task (2025-11-25 `execution.taskSupport`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never (the default when absent).
+    #[default]
+    Forbidden,
+    /// When the client asks.
+    Optional,
+    /// Only as a task.
+    Required,
+}
+
+impl Tool {
+    /// The input schema as a JSON value (the raw text stays in
+    /// [`Tool::input_schema`]).
+    pub fn input_schema_value(&self) -> Value {
+        serde_json::from_str(self.input_schema.get()).unwrap_or(Value::Null)
+    }
+
+    /// The output schema as a JSON value, when the tool declares one.
+    pub fn output_schema_value(&self) -> Option<Value> {
+        let raw = self.output_schema.as_ref()?;
+        serde_json::from_str(raw.get()).ok()
+    }
+
+    /// The `ui://` resource the tool's results are rendered with (MCP Apps:
+    /// `_meta.ui.resourceUri`, or the deprecated flat `_meta["ui/resourceUri"]`).
+    pub fn ui_resource(&self) -> Option<&str> {
+        let meta = self.extra.get("_meta")?;
+        meta.pointer("/ui/resourceUri")
+            .or_else(|| meta.get("ui/resourceUri"))
+            .and_then(Value::as_str)
+    }
+
+    /// Whether MCP Apps' `visibility` hides the tool from the model (`["app"]`):
+    /// such a tool is for the app's own calls only.
+    pub fn is_app_only(&self) -> bool {
+        let visibility = self
+            .extra
+            .get("_meta")
+            .and_then(|m| m.pointer("/ui/visibility"))
+            .and_then(Value::as_array);
+        visibility.is_some_and(|v| !v.iter().any(|x| x.as_str() == Some("model")))
+    }
+
+    /// `execution.taskSupport` (2025-11-25).
+    pub fn task_support(&self) -> TaskSupport {
+        let support = self
+            .extra
+            .get("execution")
+            .and_then(|e| e.get("taskSupport"))
+            .and_then(Value::as_str);
+        match support {
+            Some("optional") => TaskSupport::Optional,
+            Some("required") => TaskSupport::Required,
+            _ => TaskSupport::Forbidden,
+        }
+    }
 }
 
 /// One page of `tools/list`.
@@ -52,6 +126,9 @@ pub struct CallToolParams<'a> {
     /// Its arguments.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<&'a JsonObject>,
+    /// 2025-11-25: run it as a task (`{"ttl": ms}`); never sent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<Value>,
 }
 
 /// `tools/call` result.
@@ -70,4 +147,41 @@ pub struct CallToolResult {
     /// Everything else (`_meta`, `resultType`, …).
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_are_kept_byte_for_byte() {
+        let text = r##"{"name":"t","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"a":{"$anchor":"A","minimum":1e2}},"properties":{"z":{"$ref":"https://example.com/s.json"},"a":{"$ref":"#A"}},"additionalProperties":false},"outputSchema":{"type":"object","maximum":1.50},"_meta":{"ui":{"resourceUri":"ui://t/view","visibility":["app"]}},"execution":{"taskSupport":"optional"}}"##;
+        let tool: Tool = serde_json::from_str(text).unwrap();
+        assert!(text.contains(tool.input_schema.get()));
+        assert!(tool.input_schema.get().contains(r#""minimum":1e2"#));
+        assert_eq!(
+            tool.output_schema.as_ref().unwrap().get(),
+            r#"{"type":"object","maximum":1.50}"#
+        );
+        assert_eq!(tool.ui_resource(), Some("ui://t/view"));
+        assert!(tool.is_app_only());
+        assert_eq!(tool.task_support(), TaskSupport::Optional);
+        let again = serde_json::to_string(&tool).unwrap();
+        assert!(again.contains(tool.input_schema.get()), "{again}");
+    }
+
+    #[test]
+    fn a_tool_without_schema_or_meta_reads_plainly() {
+        let tool: Tool =
+            serde_json::from_str(r#"{"name":"t","_meta":{"ui/resourceUri":"ui://old"}}"#).unwrap();
+        assert_eq!(tool.input_schema.get(), "{}");
+        assert_eq!(tool.output_schema_value(), None);
+        assert_eq!(
+            tool.ui_resource(),
+            Some("ui://old"),
+            "the deprecated flat key"
+        );
+        assert!(!tool.is_app_only());
+        assert_eq!(tool.task_support(), TaskSupport::Forbidden);
+    }
 }

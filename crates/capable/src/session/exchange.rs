@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use capable_core::cache::{CacheKey, CachePolicy};
 use capable_core::model::ProgressParams;
 use capable_core::{Method, NotSent, Payload, Timing};
 use serde::de::DeserializeOwned;
@@ -28,6 +29,10 @@ pub struct RequestOptions {
     /// token to the request; each progress notification restarts the timeout, up to
     /// the session's cap ([`Timeouts::progress_cap`](capable_core::Timeouts::progress_cap)).
     pub on_progress: Option<ProgressCallback>,
+    /// What the request does with the session's cache of results that carry
+    /// `ttlMs` (lists, reads, discover): serve a fresh one (the default), refresh it,
+    /// or bypass it. See [`capable_core::cache`].
+    pub cache: CachePolicy,
 }
 
 /// Cancels a request if its future is dropped before the answer came.
@@ -109,12 +114,35 @@ impl Session {
     where
         P: Serialize + ?Sized,
     {
-        let answer = self.exchange(method, params, &mut options).await?;
+        let key = match options.cache {
+            CachePolicy::Bypass => None,
+            CachePolicy::Use | CachePolicy::Refresh => CacheKey::new(method, params),
+        };
+        if let (Some(key), CachePolicy::Use) = (&key, options.cache) {
+            if let Some(hit) = self.cached(method, key)? {
+                return Ok(hit);
+            }
+        }
+        let answer = self
+            .exchange_keyed(method, params, &mut options, key)
+            .await?;
         if self.era() == capable_core::Era::Legacy {
             return Ok(answer);
         }
         self.complete_input(method, params, answer, &mut options)
             .await
+    }
+
+    /// A fresh cached answer to `method` under `key`, after the same gate check the
+    /// request would pass.
+    fn cached(&self, method: Method, key: &CacheKey) -> Result<Option<Answer>, Error> {
+        let now = tokio::time::Instant::now().into_std();
+        let st = self.shared.lock();
+        st.conn.check(method).map_err(Error::Refused)?;
+        Ok(st.conn.cached(key, now).map(|c| Answer {
+            payload: c.payload.clone(),
+            arrived: c.received_wall,
+        }))
     }
 
     /// One request/response exchange: gate, send, wait (timeout, progress), route.
@@ -123,6 +151,20 @@ impl Session {
         method: Method,
         params: &P,
         options: &mut RequestOptions,
+    ) -> Result<Answer, Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        self.exchange_keyed(method, params, options, None).await
+    }
+
+    /// [`Session::exchange`], keeping the answer under `key` when its hints allow.
+    async fn exchange_keyed<P>(
+        &self,
+        method: Method,
+        params: &P,
+        options: &mut RequestOptions,
+        key: Option<CacheKey>,
     ) -> Result<Answer, Error>
     where
         P: Serialize + ?Sized,
@@ -142,9 +184,14 @@ impl Session {
             .with_progress(prx.is_some());
         let now = tokio::time::Instant::now().into_std();
         let id = self.shared.write_with(|st| {
-            st.conn
+            let id = st
+                .conn
                 .request(method, params, timing, waiter, now, &mut st.out)
-                .map_err(|(why, _)| not_sent(why, st.closed.clone()))
+                .map_err(|(why, _)| not_sent(why, st.closed.clone()))?;
+            if let Some(key) = key {
+                st.conn.cache_answer(id, key);
+            }
+            Ok::<i64, Error>(id)
         })?;
         let mut in_flight = InFlight {
             shared: &self.shared,

@@ -17,6 +17,8 @@ use super::Session;
 pub const MAX_INPUT_ROUNDS: usize = 8;
 
 enum ResultType {
+    /// Final: `complete` (or absent), or — for a `tools/call` of a client that
+    /// declared the tasks extension — a task that will produce the result.
     Complete,
     InputRequired(InputRequired),
 }
@@ -31,8 +33,10 @@ struct InputRequired {
 }
 
 /// Reads `resultType` (modern era). Absent means `complete`; only `tools/call`,
-/// `prompts/get` and `resources/read` may ask for input; anything else is invalid.
-fn result_type(method: Method, payload: &Payload) -> Result<ResultType, Error> {
+/// `prompts/get` and `resources/read` may ask for input; only a `tools/call` of a
+/// client that declared the tasks extension may become a `task`; anything else is
+/// invalid.
+fn result_type(method: Method, payload: &Payload, tasks: bool) -> Result<ResultType, Error> {
     #[derive(serde::Deserialize)]
     struct Probe {
         #[serde(default, rename = "resultType")]
@@ -48,6 +52,14 @@ fn result_type(method: Method, payload: &Payload) -> Result<ResultType, Error> {
     })?;
     match probe.result_type.as_deref() {
         None | Some("complete") => Ok(ResultType::Complete),
+        Some("task") if method == Method::CallTool && tasks => Ok(ResultType::Complete),
+        Some("task") => Err(Error::MalformedResult {
+            method,
+            detail: match method {
+                Method::CallTool => "the server answered with a task, but this client did not declare the tasks extension".into(),
+                _ => format!("the server answered {method} with a task; only tools/call may become one"),
+            },
+        }),
         Some("input_required")
             if matches!(
                 method,
@@ -82,8 +94,15 @@ impl Session {
         mut answer: Answer,
         options: &mut RequestOptions,
     ) -> Result<Answer, Error> {
+        let tasks = self
+            .shared
+            .lock()
+            .conn
+            .config()
+            .capabilities
+            .has_extension(capable_core::Extension::Tasks);
         for round in 0..=MAX_INPUT_ROUNDS {
-            match result_type(method, &answer.payload)? {
+            match result_type(method, &answer.payload, tasks)? {
                 ResultType::Complete => return Ok(answer),
                 ResultType::InputRequired(input) => {
                     if round == MAX_INPUT_ROUNDS {
@@ -108,8 +127,36 @@ impl Session {
         params: &P,
         input: InputRequired,
     ) -> Result<serde_json::Value, Error> {
+        let responses = self.answer_requests(method, input.input_requests).await?;
+        let mut retry = serde_json::to_value(params).map_err(|e| Error::MalformedResult {
+            method,
+            detail: e.to_string(),
+        })?;
+        if let Some(obj) = retry.as_object_mut() {
+            obj.remove("inputResponses");
+            obj.remove("requestState");
+            if !responses.is_empty() {
+                obj.insert(
+                    "inputResponses".into(),
+                    serde_json::Value::Object(responses),
+                );
+            }
+            if let Some(state) = input.request_state {
+                obj.insert("requestState".into(), serde_json::Value::String(state));
+            }
+        }
+        Ok(retry)
+    }
+
+    /// Answers a server's `inputRequests` (of an `input_required` result, or of a
+    /// task) with the host's handlers: the `inputResponses`, under the same keys.
+    pub(super) async fn answer_requests(
+        &self,
+        method: Method,
+        requests: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
         let mut responses = serde_json::Map::new();
-        for (key, request) in input.input_requests {
+        for (key, request) in requests {
             let name = request
                 .get("method")
                 .and_then(|m| m.as_str())
@@ -131,23 +178,6 @@ impl Session {
                 })?;
             responses.insert(key, answer);
         }
-        let mut retry = serde_json::to_value(params).map_err(|e| Error::MalformedResult {
-            method,
-            detail: e.to_string(),
-        })?;
-        if let Some(obj) = retry.as_object_mut() {
-            obj.remove("inputResponses");
-            obj.remove("requestState");
-            if !responses.is_empty() {
-                obj.insert(
-                    "inputResponses".into(),
-                    serde_json::Value::Object(responses),
-                );
-            }
-            if let Some(state) = input.request_state {
-                obj.insert("requestState".into(), serde_json::Value::String(state));
-            }
-        }
-        Ok(retry)
+        Ok(responses)
     }
 }

@@ -2,10 +2,11 @@
 //! revision and the time the answer arrived), tools, prompts, completions, logging,
 //! ping and legacy subscriptions. Each is one [`Session::request`] in the right types.
 
+use capable_core::cache::CachePolicy;
 use capable_core::model::{
-    CallToolParams, CallToolResult, CompleteArgument, CompleteParams, CompleteResult, Empty,
-    GetPromptParams, GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate, SetLevelParams, Tool, UriParams,
+    CallToolResult, CompleteArgument, CompleteParams, CompleteResult, Empty, GetPromptParams,
+    GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, SetLevelParams, Tool, UriParams,
 };
 use capable_core::{Capability, Era, GatePolicy, Method, Refusal};
 
@@ -13,6 +14,7 @@ use crate::error::Error;
 use crate::read::ResourceRead;
 
 use super::exchange::{decode, RequestOptions};
+use super::tasks::{TaskWait, ToolCall};
 use super::Session;
 
 impl Session {
@@ -32,15 +34,38 @@ impl Session {
         method: Method,
         cursor: Option<&str>,
     ) -> Result<Pg, Error> {
-        self.request(method, &ListParams { cursor }, RequestOptions::default())
-            .await
+        self.list_page_with(method, cursor, CachePolicy::Use).await
+    }
+
+    /// [`Session::list_page`] with a cache policy: `Refresh` asks the server even
+    /// when a fresh page is cached, `Bypass` leaves the cache alone.
+    pub async fn list_page_with<Pg: Page>(
+        &self,
+        method: Method,
+        cursor: Option<&str>,
+        cache: CachePolicy,
+    ) -> Result<Pg, Error> {
+        let options = RequestOptions {
+            cache,
+            ..RequestOptions::default()
+        };
+        self.request(method, &ListParams { cursor }, options).await
     }
 
     /// Every page of a list, within [`ClientOptions`](crate::ClientOptions)'s bounds
     /// (`max_pages`, `max_list_items`, `max_list_bytes`): an endless or repeating list
     /// stops with an error, never fills memory. A cursor the server gives twice is a
     /// broken pagination, refused at once.
-    async fn list_all<Pg: Page>(&self, method: Method) -> Result<Vec<Pg::Item>, Error> {
+    pub(super) async fn list_all<Pg: Page>(&self, method: Method) -> Result<Vec<Pg::Item>, Error> {
+        self.list_all_seeing(method, |_: &Pg| ()).await
+    }
+
+    /// [`Session::list_all`], showing each page to `see` before its items are taken.
+    async fn list_all_seeing<Pg: Page>(
+        &self,
+        method: Method,
+        mut see: impl FnMut(&Pg),
+    ) -> Result<Vec<Pg::Item>, Error> {
         let limits = &self.options;
         let mut items = Vec::new();
         let mut bytes = 0usize;
@@ -55,6 +80,7 @@ impl Session {
                 .await?;
             bytes = bytes.saturating_add(answer.payload.message().len());
             let page: Pg = decode(method, &answer.payload)?;
+            see(&page);
             let (mut page_items, next) = page.into_parts();
             items.append(&mut page_items);
             if items.len() > limits.max_list_items {
@@ -89,6 +115,19 @@ impl Session {
         })
     }
 
+    /// `server/discover` (2026-07-28): the server's current answer, served from the
+    /// cache while the last one is fresh (the handshake's own answer is not re-used:
+    /// this asks when the host wants to know again). What the session negotiated
+    /// stays as it was.
+    pub async fn discover(&self) -> Result<capable_core::model::DiscoverResult, Error> {
+        self.request(
+            Method::Discover,
+            &serde_json::json!({}),
+            RequestOptions::default(),
+        )
+        .await
+    }
+
     /// `resources/list`, every page.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
         self.list_all::<capable_core::model::ListResourcesResult>(Method::ListResources)
@@ -106,18 +145,82 @@ impl Session {
     /// `resources/read`: the contents, their revision and the time the answer
     /// arrived.
     pub async fn read_resource(&self, uri: &str) -> Result<ResourceRead, Error> {
+        self.read_resource_with(uri, CachePolicy::Use).await
+    }
+
+    /// `resources/read` with a cache policy: `Refresh` reads from the server even when
+    /// a fresh copy is cached (and keeps the new one), `Bypass` leaves the cache alone.
+    /// A read served from the cache keeps the time it was read.
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        cache: CachePolicy,
+    ) -> Result<ResourceRead, Error> {
         let method = Method::ReadResource;
+        let options = RequestOptions {
+            cache,
+            ..RequestOptions::default()
+        };
         let answer = self
-            .request_answer(method, &UriParams { uri }, RequestOptions::default())
+            .request_answer(method, &UriParams { uri }, options)
             .await?;
         let result: ReadResourceResult = decode(method, &answer.payload)?;
         Ok(ResourceRead::new(uri, result, answer.arrived))
     }
 
-    /// `tools/list`, every page.
+    /// `tools/list`, every page (served from the cache while fresh). The session
+    /// learns each tool's `outputSchema` and task support from it.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
-        self.list_all::<capable_core::model::ListToolsResult>(Method::ListTools)
-            .await
+        let tools = self
+            .list_all::<capable_core::model::ListToolsResult>(Method::ListTools)
+            .await?;
+        self.learn_tools(&tools);
+        Ok(tools)
+    }
+
+    /// `tools/list`, every page, with how long the whole list stays fresh: as long as
+    /// its stalest page (`ttlMs` absent on any page: not at all), `private` when any
+    /// page says so. For a host that keeps the list between sessions.
+    pub async fn list_tools_with_hint(
+        &self,
+    ) -> Result<(Vec<Tool>, capable_core::model::CacheHint), Error> {
+        let mut hint: Option<capable_core::model::CacheHint> = None;
+        let tools = self
+            .list_all_seeing(
+                Method::ListTools,
+                |page: &capable_core::model::ListToolsResult| {
+                    let page_hint = &page.cache;
+                    hint = Some(match hint.take() {
+                        None => page_hint.clone(),
+                        Some(h) => capable_core::model::CacheHint {
+                            ttl_ms: match (h.ttl_ms, page_hint.ttl_ms) {
+                                (Some(a), Some(b)) => Some(a.min(b)),
+                                _ => None,
+                            },
+                            cache_scope: match (h.cache_scope, &page_hint.cache_scope) {
+                                (Some(a), _) if a == "private" => Some(a),
+                                (_, Some(b)) => Some(b.clone()),
+                                (a, None) => a,
+                            },
+                        },
+                    });
+                },
+            )
+            .await?;
+        self.learn_tools(&tools);
+        Ok((tools, hint.unwrap_or_default()))
+    }
+
+    /// One page of `tools/list` (served from the cache while fresh), with its caching
+    /// hints; the session learns its tools as [`Session::list_tools`] does.
+    pub async fn list_tools_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<capable_core::model::ListToolsResult, Error> {
+        let page: capable_core::model::ListToolsResult =
+            self.list_page(Method::ListTools, cursor).await?;
+        self.learn_tools(&page.tools);
+        Ok(page)
     }
 
     /// `tools/call`.
@@ -131,18 +234,30 @@ impl Session {
     }
 
     /// `tools/call` with per-request options (timeout, progress).
+    ///
+    /// The result is checked against the tool's `outputSchema` when the session
+    /// knows it (a mismatch is a [notice](Session::notices), never an error). Should
+    /// the call become a task (a modern server may, for a client that declared
+    /// [tasks](crate::ClientOptions::with_tasks); a 2025-11-25 tool may require it),
+    /// this waits for it and returns its result; see [`Session::start_tool_call`] to
+    /// handle the task yourself.
     pub async fn call_tool_with(
         &self,
         name: &str,
         arguments: Option<&JsonObject>,
         options: RequestOptions,
     ) -> Result<CallToolResult, Error> {
-        self.request(
-            Method::CallTool,
-            &CallToolParams { name, arguments },
-            options,
-        )
-        .await
+        match self
+            .call_tool_or_task(name, arguments, options, false)
+            .await?
+        {
+            ToolCall::Complete(result) => Ok(result),
+            ToolCall::Task(task) => {
+                let result = self.await_task(*task, TaskWait::default()).await?;
+                self.check_output(name, &result);
+                Ok(result)
+            }
+        }
     }
 
     /// `prompts/list`, every page.

@@ -10,11 +10,17 @@
 //! | `input_required.rs` | modern `input_required` results answered by the host's handlers |
 //! | `methods.rs` | the typed methods (`read_resource`, `call_tool`, lists, …) |
 //! | `listener.rs` | `subscriptions/listen` streams |
+//! | `catalog.rs` | the tools the session knows: output schemas, task support |
+//! | `tasks.rs` | tool calls that run as tasks: start, poll, await, cancel |
+//! | `skills.rs` | the skills extension: list, load and verify skills |
 
+mod catalog;
 mod exchange;
 mod input_required;
 mod listener;
 mod methods;
+mod skills;
+mod tasks;
 
 use std::process::ExitStatus;
 use std::sync::atomic::Ordering;
@@ -33,6 +39,8 @@ use crate::options::ClientOptions;
 pub use exchange::{ProgressCallback, RequestOptions};
 pub use input_required::MAX_INPUT_ROUNDS;
 pub use listener::{ListenEvent, Listener};
+pub use skills::LoadedSkill;
+pub use tasks::{TaskObserver, TaskWait, ToolCall};
 
 /// A negotiated connection to one MCP server.
 pub struct Session {
@@ -42,6 +50,7 @@ pub struct Session {
     notifications: Mutex<Option<mpsc::Receiver<ServerNotification>>>,
     reader: JoinHandle<()>,
     writer: Option<JoinHandle<()>>,
+    catalog: Mutex<catalog::Catalog>,
 }
 
 impl Session {
@@ -53,6 +62,8 @@ impl Session {
         reader: JoinHandle<()>,
         writer: JoinHandle<()>,
     ) -> Session {
+        let mut catalog = catalog::Catalog::default();
+        catalog.learn(&options.known_tools);
         Session {
             shared,
             negotiated,
@@ -60,6 +71,7 @@ impl Session {
             notifications: Mutex::new(Some(notifications)),
             reader,
             writer: Some(writer),
+            catalog: Mutex::new(catalog),
         }
     }
 
@@ -148,9 +160,27 @@ impl Session {
         self.shared.events.notice(notice);
     }
 
+    /// Drops every cached result (lists, reads, discover), so that the next request
+    /// of each asks the server.
+    pub fn clear_cache(&self) {
+        self.shared.lock().conn.cache_mut().clear();
+    }
+
+    /// Drops the cached results of one method (every page of a list, every read).
+    pub fn invalidate_cache(&self, method: Method) {
+        self.shared.lock().conn.cache_mut().invalidate(method);
+    }
+
     /// The last lines the server wrote to stderr.
     pub fn stderr_tail(&self) -> String {
         self.shared.peer.stderr_tail()
+    }
+
+    /// The server's process id, which is also the id of its process group (every
+    /// process it starts stays in it unless it moves itself out; [`Session::close`]
+    /// ends the whole group). `None` for a server that is no process of ours (HTTP).
+    pub fn server_process_id(&self) -> Option<u32> {
+        self.shared.peer.process_id()
     }
 
     /// The server's notifications, as a stream. Can be taken once; while nobody takes

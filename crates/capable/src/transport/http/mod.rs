@@ -29,6 +29,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 pub use reqwest::Url;
 use tokio::sync::mpsc;
 
+use crate::auth::OAuthClient;
+
 use super::{BoxFuture, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
 use exchange::Exchanges;
 
@@ -44,6 +46,12 @@ pub struct HttpConfig {
     pub reconnect: Reconnect,
     /// How long closing waits for the session's DELETE.
     pub close_timeout: Duration,
+    /// OAuth for this server: its token on every request to the server's origin, and
+    /// a 401 or 403 `insufficient_scope` answered by authorizing (see
+    /// [`crate::auth`]). Without it, those refusals are [`Error::Http`] failures.
+    ///
+    /// [`Error::Http`]: crate::Error::Http
+    pub oauth: Option<Arc<OAuthClient>>,
 }
 
 impl HttpConfig {
@@ -54,6 +62,7 @@ impl HttpConfig {
             headers: Vec::new(),
             reconnect: Reconnect::default(),
             close_timeout: Duration::from_secs(2),
+            oauth: None,
         }
     }
 }
@@ -71,11 +80,20 @@ pub(super) struct Http {
     policy: Mutex<HttpSession>,
     inbound: mpsc::Sender<Received>,
     exchanges: Exchanges,
+    /// The token generation each exchange's last request carried.
+    sent: Mutex<std::collections::HashMap<capable_core::http::ExchangeId, u64>>,
 }
 
 impl Http {
     fn policy(&self) -> std::sync::MutexGuard<'_, HttpSession> {
         self.policy.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn sent_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<capable_core::http::ExchangeId, u64>>
+    {
+        self.sent.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -115,7 +133,10 @@ impl HttpTransport {
             v.set_sensitive(true);
             user_headers.append(n, v);
         }
-        let policy = HttpSession::new(config.url.clone(), config.reconnect, max_message_size);
+        let mut policy = HttpSession::new(config.url.clone(), config.reconnect, max_message_size);
+        if config.oauth.is_some() {
+            policy = policy.with_authorization();
+        }
         let (tx, rx) = mpsc::channel(1024);
         Ok(HttpTransport {
             http: Arc::new(Http {
@@ -126,6 +147,7 @@ impl HttpTransport {
                 policy: Mutex::new(policy),
                 inbound: tx,
                 exchanges: Exchanges::default(),
+                sent: Mutex::default(),
             }),
             inbound: rx,
         })
@@ -164,6 +186,14 @@ impl MessageSink for HttpSink {
 
     fn negotiated(&mut self, negotiated: &Negotiated) {
         self.http.policy().negotiated(negotiated);
+    }
+
+    fn know_tools(&mut self, tools: &[capable_core::model::Tool]) -> Vec<capable_core::Notice> {
+        let tools: Vec<serde_json::Value> = tools
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect();
+        self.http.policy().know_tools(&tools)
     }
 }
 

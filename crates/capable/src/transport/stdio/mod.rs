@@ -222,17 +222,18 @@ impl MessageSource for StdoutSource {
         loop {
             if self.exited.borrow().is_some() {
                 return match tokio::time::timeout(AFTER_EXIT, self.lines.next_line()).await {
-                    Ok(line) => Ok(line?.map(Inbound::Message)),
+                    Ok(line) => Ok(self.lines.inbound(line?)),
                     // Exited, and nothing more came: the end, whoever holds the pipe.
                     Err(_) => Ok(None),
                 };
             }
             tokio::select! {
-                line = self.lines.next_line() => return Ok(line?.map(Inbound::Message)),
+                line = self.lines.next_line() => return Ok(self.lines.inbound(line?)),
                 changed = self.exited.changed() => {
                     if changed.is_err() {
                         // The watcher is gone (the runtime is ending): read as usual.
-                        return Ok(self.lines.next_line().await?.map(Inbound::Message));
+                        let line = self.lines.next_line().await?;
+                        return Ok(self.lines.inbound(line));
                     }
                 }
             }

@@ -194,6 +194,10 @@ impl Peer for StdioPeer {
     fn stderr_tail(&self) -> String {
         self.tail.lock().map(|t| t.text()).unwrap_or_default()
     }
+
+    fn process_id(&self) -> Option<u32> {
+        self.pid
+    }
 }
 
 impl Drop for StdioPeer {

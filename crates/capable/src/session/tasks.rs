@@ -1,0 +1,284 @@
+//! Tasks: a tool call the server runs in the background, polled until it ends.
+//!
+//! | era | how a call becomes a task | status | result | cancel |
+//! |---|---|---|---|---|
+//! | 2026-07-28 (extension `io.modelcontextprotocol/tasks`, declared with [`ClientOptions::with_tasks`](crate::ClientOptions::with_tasks)) | the server decides, per call | `tasks/get` | inline in `tasks/get` | `tasks/cancel` |
+//! | 2025-11-25 (core) | the client asks (`params.task`) when the server declares `tasks.requests.tools.call` and the tool allows it | `tasks/get` | `tasks/result` | `tasks/cancel` (`tasks.cancel`) |
+//!
+//! A task is never cancelled with `notifications/cancelled`: only `tasks/cancel`. Every
+//! tasks method passes the gating table like any other (a server that did not
+//! declare tasks, or a modern session that did not declare the extension, is refused
+//! locally). Waiting ([`Session::await_task`]) polls `tasks/get` at the server's
+//! `pollIntervalMs` (bounded to 100 ms … 1 min), answers a task's questions
+//! (`input_required`) with the host's handlers through `tasks/update`, and ends with
+//! the tool's result — or the task's failure, cancellation, or the host's deadline
+//! (which cancels it).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use capable_core::model::{
+    CallToolParams, CallToolResult, CreateTaskResult, JsonObject, ListTasksResult, Task,
+    TaskIdParams, TaskStatus, TaskSupport, UpdateTaskParams,
+};
+use capable_core::{gating, Era, Extension, Method};
+use serde_json::Value;
+
+use crate::error::Error;
+
+use super::exchange::{decode, RequestOptions};
+use super::Session;
+
+/// What a `tools/call` started: the result itself, or a task that will produce it.
+#[derive(Clone, Debug)]
+pub enum ToolCall {
+    /// The tool answered at once.
+    Complete(CallToolResult),
+    /// The server runs the call as a task: wait for it with
+    /// [`Session::await_task`], or cancel it with [`Session::cancel_task`].
+    Task(Box<Task>),
+}
+
+/// Sees each status of a task while [`Session::await_task`] waits.
+pub type TaskObserver = Box<dyn FnMut(&Task) + Send>;
+
+/// How [`Session::await_task`] waits.
+#[derive(Default)]
+pub struct TaskWait {
+    /// Sees the task after every poll that changed its status or message.
+    pub on_status: Option<TaskObserver>,
+    /// Gives up after this long, cancelling the task with `tasks/cancel`.
+    pub deadline: Option<Duration>,
+}
+
+impl Session {
+    /// `tools/call`, ready for it to become a task.
+    ///
+    /// Modern: the server decides (the client must have declared the tasks extension
+    /// for it to be allowed to). 2025-11-25: the call asks for a task when the server
+    /// declares `tasks.requests.tools.call` and the tool's `execution.taskSupport` (as
+    /// listed in this session, or [known](crate::ClientOptions::known_tools)) is
+    /// `optional` or `required`; otherwise it is a plain call. The tool's
+    /// `outputSchema` checks a result that comes at once.
+    pub async fn start_tool_call(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        options: RequestOptions,
+    ) -> Result<ToolCall, Error> {
+        self.call_tool_or_task(name, arguments, options, true).await
+    }
+
+    /// `tools/call` that may become a task, asking for one (2025-11-25) only when
+    /// `ask` and the tool allows it, or when the tool requires it. Modern servers
+    /// decide by themselves ([`Session::start_tool_call`] is this with `ask`).
+    pub async fn call_tool_or_task(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        options: RequestOptions,
+        ask: bool,
+    ) -> Result<ToolCall, Error> {
+        let task = match self.era() {
+            Era::Modern => None,
+            Era::Legacy => self.legacy_task_param(name, ask),
+        };
+        let params = CallToolParams {
+            name,
+            arguments,
+            task,
+        };
+        let payload = self
+            .request_payload(Method::CallTool, &params, options)
+            .await?;
+        let started = payload.mentions("\"task")
+            && (payload.mentions("\"resultType\"") || payload.mentions("\"task\""));
+        if started {
+            #[derive(serde::Deserialize)]
+            struct Probe {
+                #[serde(default, rename = "resultType")]
+                result_type: Option<String>,
+                #[serde(default)]
+                task: Option<Value>,
+            }
+            let probe: Probe = decode(Method::CallTool, &payload)?;
+            if probe.result_type.as_deref() == Some("task") || probe.task.is_some() {
+                let created: CreateTaskResult = decode(Method::CallTool, &payload)?;
+                let task = created.task().ok_or_else(|| Error::MalformedResult {
+                    method: Method::CallTool,
+                    detail: "a task result without a task".into(),
+                })?;
+                return Ok(ToolCall::Task(Box::new(task)));
+            }
+        }
+        let result: CallToolResult = decode(Method::CallTool, &payload)?;
+        self.check_output(name, &result);
+        Ok(ToolCall::Complete(result))
+    }
+
+    /// The `task` param of a 2025-11-25 call, when it runs as one.
+    fn legacy_task_param(&self, tool: &str, ask: bool) -> Option<Value> {
+        let version = self.protocol_version();
+        gating::check_task_call(version, self.capabilities()).ok()?;
+        let wanted = match self.tool_task_support(tool) {
+            Some(TaskSupport::Required) => true,
+            Some(TaskSupport::Optional) => ask,
+            Some(TaskSupport::Forbidden) | None => false,
+        };
+        wanted.then(|| serde_json::json!({}))
+    }
+
+    /// `tasks/get`: where a task is now.
+    pub async fn get_task(&self, task_id: &str) -> Result<Task, Error> {
+        let params = TaskIdParams { task_id };
+        self.request(Method::GetTask, &params, RequestOptions::default())
+            .await
+    }
+
+    /// `tasks/cancel`: asks the server to stop a task. Cancellation is cooperative:
+    /// the task may still complete.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<(), Error> {
+        let params = TaskIdParams { task_id };
+        let _: Value = self
+            .request(Method::CancelTask, &params, RequestOptions::default())
+            .await?;
+        Ok(())
+    }
+
+    /// `tasks/list` (2025-11-25, `tasks.list`), every page. 2026-07-28 has no way to
+    /// list tasks: the method is refused locally there.
+    pub async fn list_tasks(&self) -> Result<Vec<Task>, Error> {
+        self.list_all::<ListTasksResult>(Method::ListTasks).await
+    }
+
+    /// `tasks/update` (2026): answers to a task's `inputRequests`.
+    pub async fn update_task(&self, task_id: &str, responses: &JsonObject) -> Result<(), Error> {
+        let params = UpdateTaskParams {
+            task_id,
+            input_responses: responses,
+        };
+        let _: Value = self
+            .request(Method::UpdateTask, &params, RequestOptions::default())
+            .await?;
+        Ok(())
+    }
+
+    /// Waits for a task to end and returns the tool's result (see the module
+    /// documentation). A failed task is [`Error::TaskFailed`], a cancelled one
+    /// [`Error::TaskCancelled`]; past `wait.deadline` the task is cancelled and the
+    /// wait ends with [`Error::TaskTimedOut`].
+    pub async fn await_task(
+        &self,
+        task: Task,
+        mut wait: TaskWait,
+    ) -> Result<CallToolResult, Error> {
+        let started = tokio::time::Instant::now();
+        let mut task = task;
+        let mut answered: HashSet<String> = HashSet::new();
+        let mut shown: Option<(TaskStatus, Option<String>)> = None;
+        loop {
+            let now_showing = (task.status.clone(), task.status_message.clone());
+            if shown.as_ref() != Some(&now_showing) {
+                if let Some(observe) = wait.on_status.as_mut() {
+                    observe(&task);
+                }
+                shown = Some(now_showing);
+            }
+            match &task.status {
+                TaskStatus::Completed => return self.task_outcome(&task).await,
+                TaskStatus::Failed => {
+                    return Err(Error::TaskFailed {
+                        task_id: task.task_id.clone(),
+                        error: task.error.clone().unwrap_or(Value::Null),
+                        message: task.status_message.clone(),
+                    })
+                }
+                TaskStatus::Cancelled => {
+                    return Err(Error::TaskCancelled {
+                        task_id: task.task_id.clone(),
+                    })
+                }
+                TaskStatus::InputRequired if self.era() == Era::Legacy => {
+                    // 2025-11-25: `tasks/result` carries the server's requests and
+                    // blocks until the task ends.
+                    return self.task_outcome(&task).await;
+                }
+                TaskStatus::InputRequired => {
+                    let fresh: JsonObject = task
+                        .input_requests
+                        .clone()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|(key, _)| !answered.contains(key))
+                        .collect();
+                    if !fresh.is_empty() {
+                        answered.extend(fresh.keys().cloned());
+                        let responses = self.answer_requests(Method::UpdateTask, fresh).await?;
+                        self.update_task(&task.task_id, &responses).await?;
+                    }
+                }
+                TaskStatus::Working | TaskStatus::Other(_) => {}
+            }
+            let pause = task.poll_interval();
+            if let Some(deadline) = wait.deadline {
+                if started.elapsed() + pause > deadline {
+                    tokio::time::sleep(deadline.saturating_sub(started.elapsed())).await;
+                    // Best effort: the wait is over whatever the server says.
+                    let _ = self.cancel_task(&task.task_id).await;
+                    return Err(Error::TaskTimedOut {
+                        task_id: task.task_id.clone(),
+                        after: deadline,
+                    });
+                }
+            }
+            tokio::time::sleep(pause).await;
+            task = self.get_task(&task.task_id).await?;
+        }
+    }
+
+    /// The result of a task that ended (or, 2025-11-25, one `tasks/result` waits
+    /// for).
+    async fn task_outcome(&self, task: &Task) -> Result<CallToolResult, Error> {
+        let result: CallToolResult = match (&task.result, self.era()) {
+            (Some(result), _) => {
+                serde_json::from_value(result.clone()).map_err(|e| Error::MalformedResult {
+                    method: Method::GetTask,
+                    detail: format!("the task's result is not a tool result: {e}"),
+                })?
+            }
+            (None, Era::Legacy) => {
+                let params = TaskIdParams {
+                    task_id: &task.task_id,
+                };
+                self.request(Method::TaskResult, &params, RequestOptions::default())
+                    .await?
+            }
+            (None, Era::Modern) => {
+                return Err(Error::MalformedResult {
+                    method: Method::GetTask,
+                    detail: format!("task {} completed without a result", task.task_id),
+                })
+            }
+        };
+        Ok(result)
+    }
+
+    /// Whether this session may ask for tasks at all (the server declared them and,
+    /// modern, the client did too).
+    pub fn supports_tasks(&self) -> bool {
+        let caps = self.capabilities();
+        match self.era() {
+            Era::Modern => {
+                caps.has_extension(Extension::Tasks)
+                    && self
+                        .shared
+                        .lock()
+                        .conn
+                        .config()
+                        .capabilities
+                        .has_extension(Extension::Tasks)
+            }
+            Era::Legacy => gating::check_task_call(self.protocol_version(), caps).is_ok(),
+        }
+    }
+}

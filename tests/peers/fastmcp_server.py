@@ -1,0 +1,59 @@
+"""A FastMCP server (PyPI `fastmcp==4.1.6`, its own venv from `.ci/install-peers`), used
+as a real interop peer in both eras:
+
+    .peers/fastmcp/bin/python tests/peers/fastmcp_server.py             # stdio
+    .peers/fastmcp/bin/python tests/peers/fastmcp_server.py --http PORT # streamable HTTP on 127.0.0.1:PORT/mcp
+
+Tools: `echo` (text), `forecast` (structured output: an `outputSchema` from its return
+type), `shout` (an MCP Apps tool: `_meta.ui.resourceUri`), and a `ui://` resource.
+"""
+
+import argparse
+from typing_extensions import TypedDict
+
+from fastmcp import FastMCP
+
+mcp = FastMCP(name="capable-fastmcp-peer", instructions="FastMCP peer for capable.")
+
+
+@mcp.tool()
+def echo(message: str) -> str:
+    """Echo a message."""
+    return message
+
+
+class Forecast(TypedDict):
+    city: str
+    celsius: float
+
+
+@mcp.tool()
+def forecast(city: str) -> Forecast:
+    """A forecast, as structured output."""
+    return {"city": city, "celsius": 21.5}
+
+
+@mcp.tool(meta={"ui": {"resourceUri": "ui://shout/view"}})
+def shout(message: str) -> str:
+    """Shout, with a view."""
+    return message.upper()
+
+
+@mcp.resource("ui://shout/view", mime_type="text/html;profile=mcp-app")
+def shout_view() -> str:
+    return "<!DOCTYPE html><html><body>shout</body></html>"
+
+
+@mcp.resource("docs://manual", mime_type="text/plain")
+def manual() -> str:
+    return "The FastMCP manual."
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int)
+    args = parser.parse_args()
+    if args.http:
+        mcp.run(transport="http", host="127.0.0.1", port=args.http, path="/mcp", show_banner=False)
+    else:
+        mcp.run(show_banner=False)
