@@ -44,6 +44,15 @@ pub enum CliError {
     /// Nobody reads stdout any more (`| head`): the command stopped quietly.
     #[error("the output was closed")]
     OutputClosed,
+    /// A check of many servers found some unhealthy (each one's failure is printed
+    /// already): the highest exit code among them.
+    #[error("{summary}")]
+    Unhealthy {
+        /// What was found, in words.
+        summary: String,
+        /// The exit code.
+        code: i32,
+    },
 }
 
 impl From<capable::auth::AuthError> for CliError {
@@ -143,7 +152,9 @@ impl CliError {
             CliError::NotOffered(_) => Class::NotOffered,
             CliError::Violations(_) => Class::Violation,
             CliError::Client(e) => Class::of_client(e),
-            CliError::Interrupted(_) | CliError::OutputClosed => Class::Unexpected,
+            CliError::Interrupted(_) | CliError::OutputClosed | CliError::Unhealthy { .. } => {
+                Class::Unexpected
+            }
         }
     }
 
@@ -153,6 +164,7 @@ impl CliError {
         match self {
             CliError::Interrupted(signal) => crate::signals::exit_code(*signal),
             CliError::OutputClosed => 0,
+            CliError::Unhealthy { code, .. } => *code,
             _ => self.class().code(),
         }
     }
@@ -162,6 +174,7 @@ impl CliError {
         match self {
             CliError::Interrupted(_) => "interrupted",
             CliError::OutputClosed => "output_closed",
+            CliError::Unhealthy { .. } => "unhealthy",
             _ => self.class().kind(),
         }
     }

@@ -37,8 +37,8 @@ pub struct Global {
     /// A server by name from an MCP config file (`mcpServers` or `servers`).
     #[arg(long, global = true, value_name = "NAME")]
     pub server: Option<String>,
-    /// The config file to read `--server` from (default: ./.mcp.json, then the user's
-    /// config directory).
+    /// The config file to read `--server` from, and every server of for `servers` and
+    /// `tools --all` (default: ./.mcp.json, then the user's config directory).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// An HTTP server: Streamable HTTP (either era), or a 2024-11-05 HTTP+SSE endpoint
@@ -214,7 +214,13 @@ pub enum Command {
         server: ServerArgs,
     },
     /// List tools (marking those that come with an MCP Apps UI), or call one.
+    /// `tools --all` lists every configured server's tools as SERVER/TOOL;
+    /// `tools call SERVER/TOOL` calls one across the config.
     Tools {
+        /// The tools of every server of the config (--config FILE, or the default
+        /// search), under SERVER/TOOL.
+        #[arg(long)]
+        all: bool,
         #[command(subcommand)]
         action: Option<ToolsAction>,
         #[command(flatten)]
@@ -241,6 +247,11 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Check every server of the config at once (--config FILE, or the default
+    /// search): one row each with its state, era, version, list sizes, handshake time
+    /// and error. Exit 0 when all are healthy, else the highest exit code among the
+    /// others.
+    Servers,
     /// Run the built-in stdio MCP server (the embedded default the demo runs against).
     Fixture(capable_fixture::Args),
     /// Walk the scenario "open the current acceptance instructions" through every fixture profile.
@@ -283,7 +294,8 @@ pub enum ToolsAction {
     /// Call a tool. Should the server run it as a task, capable polls it to the end
     /// (Ctrl-C cancels it with `tasks/cancel`).
     Call {
-        /// The tool's name.
+        /// The tool's name; without a server (no `--`, --url or --server), SERVER/TOOL
+        /// names a server of the config and its tool.
         name: String,
         /// Its arguments as a JSON object.
         #[arg(long, value_name = "JSON", default_value = "{}")]

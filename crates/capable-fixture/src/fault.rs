@@ -28,6 +28,10 @@ pub enum Fault {
     Orphan,
     /// Keeps running after its stdin closes (only a signal ends it).
     IgnoreEof,
+    /// The soak's server: floods (bursts of updates, log messages and garbage every
+    /// 250 ms), changes its content every second, and crashes (status 1) after a random
+    /// 3 to 12 s — one start in four already in the handshake.
+    Chaos,
 }
 
 impl Fault {
@@ -41,6 +45,7 @@ impl Fault {
             Fault::AnswersNotifications => "answers-notifications",
             Fault::Orphan => "orphan",
             Fault::IgnoreEof => "ignore-eof",
+            Fault::Chaos => "chaos",
         }
     }
 }
@@ -79,6 +84,9 @@ impl Fault {
         match self {
             Fault::ExitInHandshake => matches!(method, "initialize" | "server/discover"),
             Fault::Orphan => method == "resources/read",
+            Fault::Chaos => {
+                matches!(method, "initialize" | "server/discover") && chaos_rng() % 4 == 0
+            }
             _ => false,
         }
     }
@@ -93,6 +101,11 @@ impl Fault {
         }
     }
 
+    /// The lifetime of a [`Fault::Chaos`] server.
+    pub(crate) fn chaos_lifetime() -> std::time::Duration {
+        std::time::Duration::from_millis(3000 + chaos_rng() % 9000)
+    }
+
     /// Work done once at start.
     pub(crate) fn start(self) {
         if self == Fault::Orphan {
@@ -104,4 +117,23 @@ impl Fault {
             }
         }
     }
+}
+
+/// A small random number (xorshift, seeded by the clock and the pid once): chaos
+/// differs from one start to the next.
+fn chaos_rng() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    let mut x = STATE.load(Ordering::Relaxed);
+    if x == 0 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        x = nanos ^ (u64::from(std::process::id()) << 32) | 1;
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    STATE.store(x, Ordering::Relaxed);
+    x
 }

@@ -317,8 +317,8 @@ fn mcp_gets(peer: &Peer) -> Vec<Seen> {
 
 #[tokio::test]
 async fn a_token_expiring_mid_session_is_refreshed_with_rotation_before_each_use() {
-    // 30 s tokens are within the refresh margin from the start: every request refreshes.
-    let (peer, w) = world(|w| w.expires_in = 30).await;
+    // Tokens that expire as they are issued: every request must refresh first.
+    let (peer, w) = world(|w| w.expires_in = 0).await;
     let session = connect(&peer, oauth(&peer, Arc::new(MemoryStore::new())), None)
         .await
         .unwrap();
@@ -362,12 +362,15 @@ async fn a_token_revoked_mid_session_is_refreshed_on_401_and_the_request_replaye
 
 #[tokio::test]
 async fn two_clients_sharing_a_store_spend_a_rotating_refresh_token_once() {
-    let (peer, w) = world(|w| w.expires_in = 30).await;
+    // The login's token expires as it is issued; the refreshed one lives 30 s (fresh:
+    // a token just received is never refreshed at once).
+    let (peer, w) = world(|w| w.expires_in = 0).await;
     let dir = std::env::temp_dir().join(format!("capable-oauth-shared-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let path = dir.join("credentials.json");
     let first = oauth(&peer, Arc::new(FileStore::new(&path)));
     first.login().await.unwrap();
+    w.lock().unwrap().expires_in = 30;
     // Two processes' worth of clients: their own memory, one file.
     let a = oauth(&peer, Arc::new(FileStore::new(&path)));
     let b = oauth(&peer, Arc::new(FileStore::new(&path)));

@@ -4,14 +4,17 @@
 pub mod audit;
 pub mod auth;
 pub mod bench;
+pub mod config_host;
 pub mod demo;
 pub mod inspect;
 pub mod prompts;
 pub mod read;
 pub mod resources;
+pub mod servers;
 pub mod skills;
 pub mod tasks;
 pub mod tools;
+pub mod tools_all;
 pub mod watch;
 
 use std::io::{IsTerminal, Write};
@@ -59,7 +62,7 @@ impl Context {
                     capable::Direction::Received => '<',
                 };
                 let text = String::from_utf8_lossy(line);
-                let shown = crate::output::one_line(&text, 4000);
+                let shown = crate::output::one_line(&crate::secrets::scrub(&text), 4000);
                 let _ = writeln!(std::io::stderr().lock(), "{arrow} {shown}");
             }));
         }
@@ -79,14 +82,18 @@ impl Context {
             ));
         }
         if let Some(name) = &self.global.server {
-            return Ok(config::find_server(name, self.global.config.as_deref())?);
+            let target = config::find_server(name, self.global.config.as_deref())?;
+            crate::secrets::keep_target(&target);
+            return Ok(target);
         }
         if let Some(url) = &self.global.url {
-            return Ok(ServerTarget::Http {
+            let target = ServerTarget::Http {
                 url: url.clone(),
                 headers: Vec::new(),
                 oauth: None,
-            });
+            };
+            crate::secrets::keep_target(&target);
+            return Ok(target);
         }
         match args.command.split_first() {
             Some((program, rest)) => Ok(ServerTarget::Stdio(ServerCommand::new(
@@ -257,7 +264,11 @@ impl Context {
             ))),
         };
         config.prompt = Some(Arc::new(|message: &str| {
-            let _ = writeln!(std::io::stderr().lock(), "{message}");
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{}",
+                crate::secrets::scrub(message)
+            );
         }));
         Ok(OAuthClient::new(url.clone(), config)?)
     }
@@ -291,12 +302,15 @@ fn read_inline_or_file(
 }
 
 fn reqwest_url(url: &str) -> Result<capable::transport::http::Url, CliError> {
-    let parsed = capable::transport::http::Url::parse(url)
-        .map_err(|e| CliError::Usage(format!("{url:?} is not a URL: {e}")))?;
+    let parsed = capable::transport::http::Url::parse(url).map_err(|e| {
+        let shown = capable::core::http::redact::redact_unparsed(url);
+        CliError::Usage(format!("{shown:?} is not a URL: {e}"))
+    })?;
     match parsed.scheme() {
         "http" | "https" => Ok(parsed),
         other => Err(CliError::Usage(format!(
-            "{url:?}: the scheme must be http or https, not {other}"
+            "{:?}: the scheme must be http or https, not {other}",
+            capable::core::http::redact::redact(&parsed)
         ))),
     }
 }

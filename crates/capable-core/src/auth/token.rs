@@ -29,7 +29,8 @@ pub const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
 /// An identity assertion authorization grant (enterprise-managed authorization).
 pub const ID_JAG_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
 
-/// How early before its expiry a token is refreshed, in seconds.
+/// How early before its expiry a token is refreshed, in seconds (at most: a token
+/// that lives less than twice as long is refreshed in the second half of its life).
 pub const REFRESH_MARGIN: u64 = 60;
 
 /// What is exchanged for a token.
@@ -246,13 +247,18 @@ impl Token {
         self.expires_at.is_some_and(|e| e <= now)
     }
 
-    /// Whether to refresh it before use at `now` (within a minute of its expiry, and
-    /// there is a refresh token).
+    /// Whether to refresh it before use at `now`: there is a refresh token, and the
+    /// token is within [`REFRESH_MARGIN`] of its expiry — or, for a token that lives
+    /// less than two margins, in the second half of its life. (So a token just
+    /// received is never refreshed at once, however short-lived: two processes that
+    /// wait for each other to refresh take the one new token.)
     pub fn needs_refresh(&self, now: u64) -> bool {
-        self.refresh_token.is_some()
-            && self
-                .expires_at
-                .is_some_and(|e| e <= now.saturating_add(REFRESH_MARGIN))
+        let Some(expires) = self.expires_at else {
+            return false;
+        };
+        let lifetime = expires.saturating_sub(self.received_at);
+        let margin = REFRESH_MARGIN.min(lifetime / 2);
+        self.refresh_token.is_some() && expires <= now.saturating_add(margin)
     }
 
     /// The scopes asked for or granted, for a step-up's union.
@@ -491,6 +497,13 @@ mod tests {
         };
         assert!(old.needs_refresh(3650));
         assert!(!old.expired(3650) && old.expired(3700));
+        // A token that lives 30 s is refreshed in its last 15 s, never on receipt.
+        let short = Token {
+            expires_at: Some(130),
+            ..old.clone()
+        };
+        assert!(!short.needs_refresh(100) && !short.needs_refresh(114));
+        assert!(short.needs_refresh(115));
         let refreshed = parse_token_response(
             "u",
             200,

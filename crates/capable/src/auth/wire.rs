@@ -155,8 +155,10 @@ impl Wire {
 
 /// An authorization server endpoint, refused unless HTTPS (or loopback HTTP).
 pub(crate) fn endpoint(what: &str, url: &str) -> Result<Url, AuthError> {
-    let parsed = Url::parse(url)
-        .map_err(|e| AuthError::Config(format!("{what} {url:?} is not a URL: {e}")))?;
+    let parsed = Url::parse(url).map_err(|e| {
+        let shown = capable_core::http::redact::redact_unparsed(url);
+        AuthError::Config(format!("{what} {shown:?} is not a URL: {e}"))
+    })?;
     if !secure_enough(&parsed) {
         return Err(AuthError::Config(format!(
             "{what} {url} is not HTTPS; capable sends credentials only over HTTPS (or to a loopback address)"

@@ -216,6 +216,23 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Why the session ended, once it did (`None` while it is open).
+    pub(crate) fn ended(&self) -> Option<Error> {
+        self.shared.lock().closed.clone()
+    }
+
+    /// [`Session::close`] for a session others may still hold (a
+    /// [`Host`](crate::host::Host) shares its sessions): what is in flight fails, the
+    /// server is shut down the same way, its whole process group included.
+    pub(crate) async fn close_shared(&self) -> Option<ExitStatus> {
+        self.shared.close(Error::Closed);
+        let status = self.shared.peer.shutdown().await;
+        self.reader.abort();
+        status
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         self.shared.close(Error::Closed);

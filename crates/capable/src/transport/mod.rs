@@ -87,10 +87,12 @@ impl TransportError {
     }
 
     /// An HTTP client failure while doing `context`.
+    /// A failed HTTP request. The HTTP client's error loses its URL (which may hold
+    /// credentials in its userinfo or query); `context` names the request, redacted.
     pub fn request(context: impl Into<String>, source: reqwest::Error) -> Self {
         TransportError::Request {
             context: context.into(),
-            source: Arc::new(source),
+            source: Arc::new(source.without_url()),
         }
     }
 }

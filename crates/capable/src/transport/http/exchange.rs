@@ -147,16 +147,19 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
     Ok(())
 }
 
-/// A server's words with every secret of the authorization layer redacted (a hostile
-/// server may echo the token it was sent).
+/// A server's words with every secret it was sent redacted (a hostile server may
+/// echo the token, the host's headers or the URL's credentials).
 fn scrubbed(http: &Http, error: Error) -> Error {
-    match (error, &http.config.oauth) {
-        (Error::Http { url, status, body }, Some(oauth)) => Error::Http {
-            url,
-            status,
-            body: oauth.scrub(&body),
-        },
-        (other, _) => other,
+    match error {
+        Error::Http { url, status, body } => {
+            let body = http.secrets.scrub(&body).into_owned();
+            let body = match &http.config.oauth {
+                Some(oauth) => oauth.scrub(&body),
+                None => body,
+            };
+            Error::Http { url, status, body }
+        }
+        other => other,
     }
 }
 

@@ -82,6 +82,9 @@ pub(super) struct Http {
     exchanges: Exchanges,
     /// The token generation each exchange's last request carried.
     sent: Mutex<std::collections::HashMap<capable_core::http::ExchangeId, u64>>,
+    /// The host's header values and the URL's credentials, cut out of what a server
+    /// says back in an error.
+    secrets: capable_core::secrets::Secrets,
 }
 
 impl Http {
@@ -141,6 +144,14 @@ impl HttpTransport {
         Ok(HttpTransport {
             http: Arc::new(Http {
                 client,
+                secrets: {
+                    let mut s = capable_core::secrets::Secrets::default();
+                    s.add_url(&config.url);
+                    for (_, value) in &config.headers {
+                        s.add_header_value(value);
+                    }
+                    s
+                },
                 config,
                 user_headers,
                 limit: max_message_size,

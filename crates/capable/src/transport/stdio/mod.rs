@@ -182,6 +182,13 @@ impl StdioTransport {
                 tail,
                 stderr_ended,
                 grace: limits.shutdown_grace,
+                secrets: {
+                    let mut s = capable_core::secrets::Secrets::default();
+                    for (name, value) in &command.env {
+                        s.add_env(name, value);
+                    }
+                    s
+                },
             },
             exited,
             limits,

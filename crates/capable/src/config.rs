@@ -135,7 +135,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// Why a configured server could not be found or used.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// No config file was given and none was found.
     #[error("no MCP config file found; looked in: {}", looked.join(", "))]
@@ -225,6 +226,13 @@ pub fn default_locations() -> Vec<PathBuf> {
 
 /// Finds server `name` in `file`, or in the default locations.
 pub fn find_server(name: &str, file: Option<&Path>) -> Result<ServerTarget, ConfigError> {
+    let (text, shown) = read(file)?;
+    server_from_text(&text, name, &shown, &|var| std::env::var(var).ok())
+}
+
+/// The config file to read: `file`, or the first of [`default_locations`] that
+/// exists. Its text and its path as shown in errors.
+fn read(file: Option<&Path>) -> Result<(String, String), ConfigError> {
     let path = match file {
         Some(p) => p.to_path_buf(),
         None => {
@@ -244,16 +252,11 @@ pub fn find_server(name: &str, file: Option<&Path>) -> Result<ServerTarget, Conf
         path: shown.clone(),
         detail: e.to_string(),
     })?;
-    server_from_text(&text, name, &shown, &|var| std::env::var(var).ok())
+    Ok((text, shown))
 }
 
-/// Finds server `name` in a config document (`lookup` resolves `${VAR}`).
-pub fn server_from_text(
-    text: &str,
-    name: &str,
-    path: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<ServerTarget, ConfigError> {
+/// The server entries of a config document, in the file's order.
+fn servers_of(text: &str, path: &str) -> Result<serde_json::Map<String, Value>, ConfigError> {
     let doc: Value = serde_json::from_str(text).map_err(|e| ConfigError::Unreadable {
         path: path.into(),
         detail: e.to_string(),
@@ -268,6 +271,17 @@ pub fn server_from_text(
             detail: "neither `mcpServers` nor `servers` is an object".into(),
         });
     };
+    Ok(servers.clone())
+}
+
+/// Finds server `name` in a config document (`lookup` resolves `${VAR}`).
+pub fn server_from_text(
+    text: &str,
+    name: &str,
+    path: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerTarget, ConfigError> {
+    let servers = servers_of(text, path)?;
     let Some(raw) = servers.get(name) else {
         return Err(ConfigError::UnknownServer {
             path: path.into(),
@@ -275,6 +289,16 @@ pub fn server_from_text(
             known: servers.keys().cloned().collect(),
         });
     };
+    entry_target(name, raw, path, lookup)
+}
+
+/// One entry of a config document as a server to start or reach.
+fn entry_target(
+    name: &str,
+    raw: &Value,
+    path: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerTarget, ConfigError> {
     let entry: Entry =
         serde_json::from_value(raw.clone()).map_err(|e| ConfigError::Unreadable {
             path: path.into(),
@@ -371,6 +395,70 @@ pub fn expand_vars(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<S
     Ok(out)
 }
 
+/// A whole config file: every server it names, each usable or not. A broken entry
+/// (an unset `${VAR}`, neither `command` nor `url`) is kept with its error, next to
+/// the others: one bad line never hides the rest of a file.
+///
+/// ```
+/// use capable::config::{ConfigFile, ServerTarget};
+///
+/// let text = r#"{"mcpServers": {
+///     "docs": {"command": "node", "args": ["docs.js"]},
+///     "remote": {"type": "http", "url": "https://mcp.example/mcp"},
+///     "broken": {"args": ["no command"]}
+/// }}"#;
+/// let file = ConfigFile::from_text(text, ".mcp.json", &|_| None).unwrap();
+/// let names: Vec<&str> = file.servers.iter().map(|e| e.name.as_str()).collect();
+/// assert_eq!(names, ["docs", "remote", "broken"]);
+/// assert!(matches!(file.servers[1].target, Ok(ServerTarget::Http { .. })));
+/// assert!(file.servers[2].target.is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigFile {
+    /// The file, as shown in errors.
+    pub path: String,
+    /// Its servers, in the file's order.
+    pub servers: Vec<ConfigEntry>,
+}
+
+/// One server of a [`ConfigFile`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigEntry {
+    /// Its name (the key in `mcpServers` or `servers`).
+    pub name: String,
+    /// What to start or reach, or why the entry cannot be used.
+    pub target: Result<ServerTarget, ConfigError>,
+}
+
+impl ConfigFile {
+    /// Reads `file`, or the first of [`default_locations`] that exists, expanding
+    /// `${VAR}` from the environment. Fails only when there is no file or it is no
+    /// config at all; a broken entry is kept with its error.
+    pub fn load(file: Option<&Path>) -> Result<ConfigFile, ConfigError> {
+        let (text, shown) = read(file)?;
+        ConfigFile::from_text(&text, &shown, &|var| std::env::var(var).ok())
+    }
+
+    /// Reads a config document (`lookup` resolves `${VAR}`); `path` names it in errors.
+    pub fn from_text(
+        text: &str,
+        path: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ConfigFile, ConfigError> {
+        let servers = servers_of(text, path)?
+            .iter()
+            .map(|(name, raw)| ConfigEntry {
+                name: name.clone(),
+                target: entry_target(name, raw, path, lookup),
+            })
+            .collect();
+        Ok(ConfigFile {
+            path: path.into(),
+            servers,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,5 +546,27 @@ mod tests {
     #[test]
     fn an_unterminated_placeholder_is_kept_verbatim() {
         assert_eq!(expand_vars("a ${B", &env).unwrap(), "a ${B");
+    }
+
+    #[test]
+    fn a_whole_file_keeps_every_entry_in_order_broken_ones_with_their_error() {
+        let text = r#"{"servers":{"b":{"command":"x"},"a":{"command":"${NOPE}"},"c":{"url":"http://127.0.0.1:9/mcp"}}}"#;
+        let file = ConfigFile::from_text(text, "f.json", &env).unwrap();
+        let names: Vec<&str> = file.servers.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["b", "a", "c"]);
+        assert!(matches!(
+            &file.servers[1].target,
+            Err(ConfigError::UnsetVariable { var, .. }) if var == "NOPE"
+        ));
+        assert!(matches!(
+            file.servers[2].target,
+            Ok(ServerTarget::Http { .. })
+        ));
+        let err = ConfigFile::from_text("[]", "f.json", &env).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("neither `mcpServers` nor `servers`"),
+            "{err}"
+        );
     }
 }
