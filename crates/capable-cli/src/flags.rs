@@ -269,6 +269,18 @@ pub enum Command {
         /// Stop after N revisions beyond the first (default: until Ctrl-C).
         #[arg(long, value_name = "N")]
         updates: Option<u64>,
+        /// Keep watching through crashes and broken connections: start (or connect to)
+        /// the server again with doubling delays and jitter. A refused version or a
+        /// contract violation is not retried.
+        #[arg(long)]
+        reconnect: bool,
+        /// With --reconnect: the most restarts in a row before giving up.
+        #[arg(long, value_name = "N", default_value_t = 5, requires = "reconnect")]
+        max_restarts: u32,
+        /// With --reconnect: how long the server must stay up before its restarts
+        /// are counted anew.
+        #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, requires = "reconnect")]
+        healthy_after: Duration,
         #[command(flatten)]
         server: ServerArgs,
     },

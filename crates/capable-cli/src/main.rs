@@ -133,8 +133,23 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
             uri,
             poll,
             updates,
+            reconnect,
+            max_restarts,
+            healthy_after,
             server,
-        } => commands::watch::run(&ctx, &uri, poll, updates, &server).await,
+        } => {
+            let reconnect = reconnect.then(|| capable::core::restart::RestartPolicy {
+                max_attempts: max_restarts,
+                healthy_after,
+                ..Default::default()
+            });
+            let args = commands::watch::WatchArgs {
+                poll,
+                updates,
+                reconnect,
+            };
+            commands::watch::run(&ctx, &uri, args, &server).await
+        }
         Command::Auth { action } => commands::auth::run(&ctx, &action).await,
         Command::Audit { report, server } => {
             commands::audit::run(&ctx, report.as_deref(), &server).await

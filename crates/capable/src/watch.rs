@@ -401,7 +401,20 @@ impl Watch<'_> {
         match self.mode {
             WatchMode::Poll => {
                 if let Some(at) = self.next_poll {
-                    tokio::time::sleep_until(at).await;
+                    // Between reads the session may end (the server crashed): say so
+                    // then, not at the next read an interval later.
+                    let sleep = tokio::time::sleep_until(at);
+                    tokio::pin!(sleep);
+                    loop {
+                        tokio::select! {
+                            () = &mut sleep => break,
+                            event = self.events.recv() => match event {
+                                Ok(SessionEvent::Closed(e)) => return Err(e),
+                                Err(RecvError::Closed) => return Err(Error::Closed),
+                                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                            },
+                        }
+                    }
                 }
                 self.reread().await
             }

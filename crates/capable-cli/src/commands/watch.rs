@@ -1,16 +1,26 @@
-//! `capable watch URI [--poll DURATION] [--updates N]`: each revision of a resource
-//! with its read time, through the server's own subscription when it declares one, or
-//! by re-reading only when the user asked for it.
+//! `capable watch URI [--poll DURATION] [--updates N] [--reconnect]`: each revision of a
+//! resource with its read time, through the server's own subscription when it declares
+//! one, or by re-reading only when the user asked for it.
 //!
 //! `--json` prints JSON lines:
 //! `{"event":"mode","mode":"subscribe"|"listen"|"poll",…}`,
 //! `{"event":"revision","revision":…,"readAt":…,"contents":…}`,
-//! `{"event":"violation","capability":…,"method":…,"request":{…},"response":{…},"server":{…}}`.
+//! `{"event":"violation","capability":…,"method":…,"request":{…},"response":{…},"server":{…}}`,
+//! and with `--reconnect`
+//! `{"event":"reconnect","reason":"exited",…,"attempt":1,"maxAttempts":5,"delayMs":…}`.
 //! Ctrl-C ends the watch cleanly: `resources/unsubscribe` (or the listen stream is
 //! cancelled) before the server is closed.
+//!
+//! `--reconnect` keeps watching through a server that crashes or a connection that
+//! breaks: the server is started (or connected) again by the restart rule a host uses
+//! ([`capable::core::restart`]: doubling delays with jitter, at most `--max-restarts`
+//! in a row, counted anew after `--healthy-after` of being up). What a restart cannot
+//! cure — a refused version, a contract violation, a missing subscription — ends the
+//! watch as without it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use capable::core::restart::{Decision, GiveUpReason, RestartPolicy, Restarts};
 use capable::core::{Flag, Refusal};
 use capable::{Error, ResourceRead, Session, Violation, WatchEvent, WatchPolicy};
 use serde_json::{json, Value};
@@ -20,32 +30,133 @@ use crate::exit::CliError;
 use crate::flags::ServerArgs;
 use crate::output;
 
+/// What `capable watch` was asked to do.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WatchArgs {
+    /// Re-read on this schedule when there is no subscription.
+    pub poll: Option<Duration>,
+    /// Stop after this many revisions beyond the first.
+    pub updates: Option<u64>,
+    /// Restart a server that went away, by this policy.
+    pub reconnect: Option<RestartPolicy>,
+}
+
+/// How one session's watch ended, when it ended well.
+enum Ended {
+    /// `--updates` reached, or Ctrl-C: the watch is over.
+    Done,
+}
+
 pub async fn run(
     ctx: &Context,
     uri: &str,
-    poll: Option<Duration>,
-    updates: Option<u64>,
-    args: &ServerArgs,
+    args: WatchArgs,
+    server: &ServerArgs,
 ) -> Result<(), CliError> {
-    let session = ctx.connect(args).await?;
-    let result = watch(ctx, &session, uri, poll, updates).await;
-    session.close().await;
-    result
+    let Some(policy) = args.reconnect else {
+        let session = ctx.connect(server).await?;
+        let mut revisions = 0;
+        let result = watch(ctx, &session, uri, args, &mut revisions).await;
+        session.close().await;
+        return result.map(|Ended::Done| ());
+    };
+    let mut restarts = Restarts::new(policy, seed());
+    // Revisions printed, across sessions: `--updates N` is N for the whole watch.
+    let mut revisions: u64 = 0;
+    loop {
+        let outcome = match ctx.connect(server).await {
+            Ok(session) => {
+                restarts.ready(Instant::now());
+                let result = watch(ctx, &session, uri, args, &mut revisions).await;
+                session.close().await;
+                result
+            }
+            Err(e) => Err(e),
+        };
+        let e = match outcome {
+            Ok(Ended::Done) => return Ok(()),
+            Err(e) => e,
+        };
+        // Only a failure of the server or the connection is worth a restart; a
+        // refusal, a usage error or a signal ends the watch as it would without one.
+        let CliError::Client(error) = &e else {
+            return Err(e);
+        };
+        let failure = error.failure();
+        match restarts.failed(Instant::now(), failure) {
+            Decision::RetryAfter(delay) => {
+                reconnect_notice(ctx, error, failure.name(), &restarts, delay)?;
+                let interrupted = ctx.signals.received();
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    signal = interrupted => return match signal {
+                        libc::SIGINT => Ok(()),
+                        other => Err(CliError::Interrupted(other)),
+                    },
+                }
+            }
+            Decision::GiveUp { attempts, why } => {
+                if let GiveUpReason::Exhausted { max_attempts } = why {
+                    output::eprint_line(&format!(
+                        "capable: giving up after {attempts} restarts in a row \
+                         (--max-restarts {max_attempts}); the last failure follows"
+                    ));
+                }
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Says that the server went away and when it is tried again (stderr for people, a
+/// JSON line with `--json`).
+fn reconnect_notice(
+    ctx: &Context,
+    error: &Error,
+    reason: String,
+    restarts: &Restarts,
+    delay: Duration,
+) -> Result<(), CliError> {
+    let attempt = restarts.attempts();
+    let max = restarts.policy().max_attempts;
+    if ctx.global.json {
+        output::json_line(&json!({
+            "event": "reconnect",
+            "reason": reason,
+            "error": error.to_string(),
+            "attempt": attempt,
+            "maxAttempts": max,
+            "delayMs": delay.as_millis() as u64,
+        }))?;
+    } else {
+        output::eprint_line(&format!(
+            "capable: {error}; reconnecting in {:.1} s (restart {attempt} of at most {max} in a row)",
+            delay.as_secs_f64()
+        ));
+    }
+    Ok(())
+}
+
+/// A seed for the jitter that differs between processes started together.
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32)
 }
 
 async fn watch(
     ctx: &Context,
     session: &Session,
     uri: &str,
-    poll: Option<Duration>,
-    updates: Option<u64>,
-) -> Result<(), CliError> {
-    let policy = WatchPolicy { poll };
+    args: WatchArgs,
+    revisions: &mut u64,
+) -> Result<Ended, CliError> {
+    let policy = WatchPolicy { poll: args.poll };
     let mut watch = session
         .watch(uri, policy)
         .map_err(|e| refused(session, e))?;
     let json = ctx.global.json;
-    let mut revisions: u64 = 0;
     let interrupted = ctx.signals.received();
     tokio::pin!(interrupted);
     let outcome = loop {
@@ -53,7 +164,7 @@ async fn watch(
             event = watch.next() => event,
             // Ctrl-C is how a watch is ended (exit 0); TERM and HUP say why they came.
             signal = &mut interrupted => break match signal {
-                libc::SIGINT => Ok(()),
+                libc::SIGINT => Ok(Ended::Done),
                 other => Err(CliError::Interrupted(other)),
             },
         };
@@ -64,10 +175,11 @@ async fn watch(
                     break Err(e);
                 }
                 if is_revision {
-                    if updates.is_some_and(|n| revisions >= n) {
-                        break Ok(());
+                    *revisions += 1;
+                    // The first revision, then N updates.
+                    if args.updates.is_some_and(|n| *revisions > n) {
+                        break Ok(Ended::Done);
                     }
-                    revisions += 1;
                 }
             }
             Err(e) => break Err(CliError::Client(e)),
@@ -75,13 +187,13 @@ async fn watch(
     };
     // Unsubscribe (or cancel the listen stream) whatever ended the watch.
     let closed = watch.close().await;
-    outcome?;
+    let ended = outcome?;
     closed.or_else(|e| match e {
         // A method marked broken is simply not sent again.
         Error::Refused(_) => Ok(()),
         e => Err(e),
     })?;
-    Ok(())
+    Ok(ended)
 }
 
 /// A refused watch, in words that say what the server declared and what to pass.
