@@ -455,3 +455,56 @@ fn closing_deletes_a_legacy_session_and_stops_every_stream() {
         .is_empty());
     assert!(session().close().is_none(), "no session, nothing to delete");
 }
+
+#[test]
+fn what_a_server_puts_in_a_session_id_or_an_event_id_never_breaks_a_header() {
+    // A session id is visible ASCII (the transport's rule): any other is not taken.
+    let mut http = session();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
+    let (ex, _, _) = sent(&http.send(&line(init)));
+    let mut h = head(200);
+    h.session_id = Some("s1\r\nX-Injected: 1".into());
+    http.on_head(ex, &h);
+    http.on_body(ex, line(json!({"jsonrpc": "2.0", "id": 0, "result": {}})));
+    let (_, post, _) =
+        sent(&http.send(&line(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))));
+    assert_eq!(header(&post, "mcp-session-id"), None, "{:?}", post.headers);
+
+    // An event id with a control byte cannot travel as `Last-Event-ID`: the stream is
+    // resumed without it. One in UTF-8 goes as it is.
+    let (mut http, _) = legacy(ProtocolVersion::V2025_11_25);
+    let (ex, _, _) = sent(&http.send(&line(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "slow"}}),
+    )));
+    http.on_head(ex, &sse());
+    let end = |id: &str| End {
+        last_event_id: Some(id.into()),
+        ..End::default()
+    };
+    let (_, get, _) = sent(&http.on_end(ex, end("e\u{1}1")));
+    assert_eq!(header(&get, "last-event-id"), None, "{:?}", get.headers);
+    http.on_head(ex, &sse());
+    let (_, get, _) = sent(&http.on_end(ex, end("é2")));
+    assert_eq!(header(&get, "last-event-id"), Some("é2"));
+}
+
+#[test]
+fn a_reissued_call_answered_with_json_that_is_no_object_is_passed_on_not_a_panic() {
+    for answer in [&b"99999990"[..], b"[1,2]", b"\"text\"", b"null"] {
+        let mut http = session();
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x", "_meta": meta()}});
+        let (ex, _, _) = sent(&http.send(&line(call)));
+        http.on_head(ex, &sse());
+        sent(&http.on_end(ex, End::default()));
+        http.on_head(ex, &head(200));
+        let actions = http.on_body(ex, answer.to_vec());
+        // Not a message under any id: the client reads it as it came, and refuses it.
+        assert!(
+            actions
+                .iter()
+                .any(|a| matches!(a, Action::Deliver(m) if m == answer)),
+            "{actions:?}"
+        );
+    }
+}

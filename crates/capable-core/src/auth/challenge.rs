@@ -111,11 +111,13 @@ pub fn parse(header: &str) -> Vec<Challenge> {
                 lexer.i = start;
             }
         }
-        // auth-params until a token not followed by `=` (the next challenge).
+        // auth-params until a token not followed by `=` (the next challenge). The list
+        // may start with empty elements (`Bearer , realm=x`), like any list.
         loop {
-            lexer.skip_spaces();
             let before = lexer.i;
+            lexer.skip_separators();
             let Some(name) = lexer.token() else {
+                lexer.i = before;
                 break;
             };
             lexer.skip_spaces();
@@ -134,10 +136,8 @@ pub fn parse(header: &str) -> Vec<Challenge> {
             challenge.params.push((name.to_ascii_lowercase(), value));
             lexer.skip_spaces();
             match lexer.peek() {
-                Some(b',') => {
-                    // Another param, or the next challenge: look past the commas.
-                    lexer.skip_separators();
-                }
+                // Another param, or the next challenge: the loop looks past the commas.
+                Some(b',') => {}
                 _ => break,
             }
         }
@@ -267,5 +267,18 @@ mod tests {
         let odd = parse(r#"Bearer scope="unterminated"#);
         assert_eq!(odd[0].param("scope"), Some("unterminated"));
         assert_eq!(parse(",,, Bearer ,").len(), 1);
+    }
+
+    #[test]
+    fn a_parameter_list_may_start_with_empty_elements() {
+        let c = parse(r#"Bearer , , realm="r", scope=s, DPoP"#);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!(c[0].param("realm"), Some("r"));
+        assert_eq!(c[0].scopes(), ["s"]);
+        assert!(c[1].is("dpop") && c[1].params.is_empty());
+        let next = parse("Basic , Bearer realm=r");
+        assert_eq!(next.len(), 2, "{next:?}");
+        assert!(next[0].params.is_empty());
+        assert_eq!(next[1].param("realm"), Some("r"));
     }
 }

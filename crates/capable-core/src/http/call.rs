@@ -20,6 +20,7 @@ use crate::auth::{AuthNeed, Rounds};
 use crate::jsonrpc::codes;
 use crate::notice::Notice;
 
+use super::headers::is_session_id;
 use super::message::{excerpt, is_answer, is_error_response, is_modern_error, Outgoing};
 use super::streams::LegacyStream;
 use super::{Action, Body, End, Exchange, ExchangeId, Failure, Head, HttpSession, Mode};
@@ -215,8 +216,8 @@ impl HttpSession {
                     if self.mode == Mode::Unknown {
                         self.mode = Mode::Streamable;
                     }
-                    if let Some(session) = &head.session_id {
-                        self.session_id = Some(session.clone());
+                    if let Some(session) = head.session_id.as_deref().filter(|s| is_session_id(s)) {
+                        self.session_id = Some(session.to_owned());
                     }
                 }
                 if head.is_event_stream() {
@@ -232,7 +233,7 @@ impl HttpSession {
                 if !ok && !*initialized {
                     *refused = Some(head.status);
                 } else if !*initialized {
-                    self.session_id = head.session_id.clone();
+                    self.session_id = head.session_id.clone().filter(|s| is_session_id(s));
                 }
                 Body::Discard
             }
@@ -637,7 +638,9 @@ impl HttpSession {
         if !rewrite_id && !learn {
             return vec![Action::Deliver(message)];
         }
-        let Ok(mut value) = serde_json::from_slice::<Value>(&message) else {
+        // Only a message (an object) has an id to rewrite; any other JSON goes out as
+        // received, for the client to refuse.
+        let Ok(mut value @ Value::Object(_)) = serde_json::from_slice::<Value>(&message) else {
             return vec![Action::Deliver(message)];
         };
         let mut changed = false;

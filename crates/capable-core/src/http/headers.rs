@@ -19,6 +19,21 @@ const EVENT_STREAM: &str = "text/event-stream";
 
 type Headers = Vec<(String, String)>;
 
+/// Whether a server's `Mcp-Session-Id` can be sent back: visible ASCII only, as the
+/// transport requires. Any other is not taken (nothing a server sends ends up as a
+/// line break in a header).
+pub(super) fn is_session_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| (0x21..=0x7e).contains(&b))
+}
+
+/// Whether a value can travel in a header: no control byte (a tab aside), so no line
+/// break. Bytes past ASCII go as they are.
+fn sendable(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
 fn header(name: &str, value: impl Into<String>) -> (String, String) {
     (name.to_owned(), value.into())
 }
@@ -84,11 +99,12 @@ impl HttpSession {
     }
 
     /// A GET of the URL as an event stream (standalone, or resuming after
-    /// `last_event_id`), after `delay`.
+    /// `last_event_id`), after `delay`. An event id that cannot travel in a header
+    /// (it holds a control byte) resumes without one.
     pub(super) fn get_stream(&self, last_event_id: Option<&str>, delay: Duration) -> Request {
         let mut headers = self.base_headers();
         headers.push(header("accept", EVENT_STREAM));
-        if let Some(id) = last_event_id {
+        if let Some(id) = last_event_id.filter(|id| sendable(id)) {
             headers.push(header("last-event-id", id));
         }
         Request {

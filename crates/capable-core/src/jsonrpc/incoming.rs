@@ -133,6 +133,15 @@ impl Incoming {
                 },
             });
         }
+        Incoming::parse_whole(line)
+    }
+
+    /// Classifies one line by parsing it whole, never by its shape: what
+    /// [`Incoming::parse`] does for every line its fast path does not take, and the
+    /// reference that fast path is checked against (see the fuzz targets).
+    #[doc(hidden)]
+    pub fn parse_whole(line: impl Into<Bytes>) -> Result<Incoming, FramingError> {
+        let line: Bytes = line.into();
         let payload = |line, range: Option<Range<usize>>| match range {
             Some(range) => Payload::parsed(line, range),
             None => Payload::empty(line),
@@ -163,6 +172,15 @@ impl Incoming {
         let first = line.iter().find(|b| !b.is_ascii_whitespace());
         if first == Some(&b'[') {
             return Err(FramingError::Batch);
+        }
+        // JSON text is UTF-8. The parse checks the strings it reads, not those it skips
+        // (members capable does not name): one pass over the line checks them all.
+        if let Err(e) = simdutf8::compat::from_utf8(line) {
+            use serde::de::Error as _;
+            return Err(FramingError::NotJson(serde_json::Error::custom(format!(
+                "not UTF-8 at byte {}",
+                e.valid_up_to()
+            ))));
         }
         let env: Envelope<'_> = serde_json::from_slice(line).map_err(FramingError::NotJson)?;
         if env.jsonrpc.as_deref() != Some("2.0") {

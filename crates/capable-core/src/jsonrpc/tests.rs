@@ -218,3 +218,31 @@ fn values_are_counted_outside_strings_only() {
     assert_eq!(value_budget(4 << 20), 1 << 20);
     assert!(within_value_budget(zeros.as_bytes(), 4 << 20).is_err());
 }
+
+#[test]
+fn a_line_that_is_not_utf8_is_refused_wherever_the_bad_byte_lies() {
+    // JSON text is UTF-8. A bad byte inside a member capable does not read (skipped
+    // by the parse without a look at its text) refuses the line as surely as one
+    // inside the payload does.
+    for line in [
+        &b"{\"jsonrpc\":\"2.0\",\"id\":2,\"x\":\"a\x8e\",\"result\":{}}"[..],
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1,\"note\":\"\xff\"}",
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"z\":[\"\xc3\"],\"params\":{}}",
+        b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"text\":\"\xe2\x82\"}}",
+    ] {
+        assert!(
+            matches!(Incoming::parse(line.to_vec()), Err(FramingError::NotJson(_)))
+                || Incoming::parse(line.to_vec()).is_ok_and(|m| match m {
+                    Incoming::Result { result, .. } => result.decode::<serde_json::Value>().is_err(),
+                    _ => false,
+                }),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+        assert!(
+            matches!(Incoming::parse_whole(line.to_vec()), Err(FramingError::NotJson(_))),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+}

@@ -341,7 +341,7 @@ async fn perform(
         for (name, value) in &request.headers {
             if let (Ok(n), Ok(v)) = (
                 HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
+                HeaderValue::from_bytes(value.as_bytes()),
             ) {
                 req = req.header(n, v);
             }

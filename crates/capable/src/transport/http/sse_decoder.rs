@@ -59,7 +59,8 @@ impl SseDecoder {
 
     /// Feeds the next chunk of the stream.
     pub fn feed(&mut self, mut chunk: &[u8]) -> Result<(), TransportError> {
-        if self.after_cr {
+        // An empty chunk tells nothing of the byte after a CR: the next one will.
+        if self.after_cr && !chunk.is_empty() {
             self.after_cr = false;
             if let Some(rest) = chunk.strip_prefix(b"\n") {
                 chunk = rest;
@@ -203,6 +204,18 @@ mod tests {
         let (events, _) = decode(&[b"data: a\r", b"\n\r", b"\n"]);
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].data, b"a");
+    }
+
+    #[test]
+    fn an_empty_chunk_between_cr_and_lf_does_not_split_the_line_end() {
+        let (events, _) = decode(&[b"data: a\r", b"", b"\ndata: b\n\n"]);
+        assert_eq!(
+            events,
+            [SseEvent {
+                event: String::new(),
+                data: b"a\nb".to_vec()
+            }]
+        );
     }
 
     #[test]
