@@ -305,15 +305,9 @@ fn paste_login_reads_the_redirect_address_from_stdin() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn browser_login_receives_the_redirect_on_the_loopback_listener() {
-    if !wanted() {
-        return;
-    }
-    let g = guarded(3600);
-    let dir = scratch("browser");
-    let s = store(&dir);
-    // The system browser, as webbrowser finds it: $BROWSER.
+/// `capable auth login` through the system browser ($BROWSER, as webbrowser finds
+/// it), a script that follows the redirects and consents. Returns the login's stderr.
+fn browser_login(g: &Guarded, dir: &Path, s: &str) -> String {
     let browser = dir.join("browser.sh");
     std::fs::write(
         &browser,
@@ -334,7 +328,7 @@ fn browser_login_receives_the_redirect_on_the_loopback_listener() {
             "--login",
             "browser",
             "--token-store",
-            &s,
+            s,
             "auth",
             "login",
             "--url",
@@ -345,13 +339,92 @@ fn browser_login_receives_the_redirect_on_the_loopback_listener() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "browser login failed: {stderr}");
+    stderr
+}
+
+#[test]
+fn browser_login_receives_the_redirect_on_the_loopback_listener() {
+    if !wanted() {
+        return;
+    }
+    let g = guarded(3600);
+    let dir = scratch("browser");
+    let s = store(&dir);
+    let stderr = browser_login(&g, &dir, &s);
     assert!(
         stderr.contains("If it does not open, visit"),
         "the URL is printed too: {stderr}"
     );
     uses_the_token(&g, &s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A host of many servers (`capable servers`, `tools --all`) reaches an OAuth-guarded
+/// server with the token `capable auth login` stored, and without one says that a
+/// login is needed — never starting a login of its own.
+#[test]
+fn the_host_commands_use_the_stored_token_and_never_log_in_themselves() {
+    if !wanted() {
+        return;
+    }
+    let g = guarded(3600);
+    let dir = scratch("host");
+    let s = store(&dir);
+    let config = dir.join("mcp.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"mcpServers": {{"guarded": {{"type": "http", "url": "{}"}}}}}}"#,
+            g.mcp
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let servers = |login: &str| {
+        capable(
+            &[
+                "--json",
+                "--login",
+                login,
+                "--token-store",
+                &s,
+                "servers",
+                "--config",
+                &config,
+            ],
+            T,
+        )
+    };
+    // No token yet, and even with --login browser the host does not log in: refused
+    // with the authorization-required kind and code.
+    let before = servers("browser");
+    before.expect_code(8);
+    let row = &before.json()[0];
+    assert_eq!(row["state"], "refused", "{row}");
+    assert_eq!(row["error"]["kind"], "authorization_required", "{row}");
+    browser_login(&g, &dir, &s);
+    let after = servers("never");
+    after.expect_code(0);
+    let row = &after.json()[0];
+    assert_eq!(row["state"], "ready", "{row}");
+    assert!(row["tools"].as_u64().is_some_and(|n| n >= 1), "{row}");
+    let all = capable(
+        &[
+            "--login",
+            "never",
+            "--token-store",
+            &s,
+            "tools",
+            "--all",
+            "--config",
+            &config,
+        ],
+        T,
+    );
+    all.expect_code(0);
+    assert!(all.stdout.contains("guarded/echo"), "{}", all.stdout);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

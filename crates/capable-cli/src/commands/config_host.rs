@@ -52,6 +52,7 @@ pub async fn with_config_host<T>(
         restart: RestartPolicy::never(),
         connect_timeout: Some(g.timeout),
         shutdown_timeout: Duration::from_secs(10),
+        oauth: Some(ctx.host_oauth()),
         ..HostOptions::default()
     };
     let host = Host::new(options);

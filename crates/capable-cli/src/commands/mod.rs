@@ -274,6 +274,24 @@ impl Context {
         Ok(OAuthClient::new(url.clone(), config)?)
     }
 
+    /// OAuth for the HTTP servers of a host (`servers`, `tools --all`, `ui`): the same
+    /// clients and token store as a single server's, but never a login of their own —
+    /// a host checks many servers at once, so each uses the token `capable auth login`
+    /// stored (refreshed when due) or is refused with its 401.
+    pub fn host_oauth(&self) -> capable::host::OAuthProvider {
+        let ctx = Context {
+            global: self.global.clone(),
+            signals: self.signals.clone(),
+        };
+        capable::host::OAuthProvider::new(move |url, entry| {
+            match ctx.oauth(url, entry, LoginMode::Never) {
+                Ok(client) => Ok(Some(Arc::new(client))),
+                Err(CliError::Client(e)) => Err(e),
+                Err(e) => Err(capable::Error::InvalidOptions(e.to_string())),
+            }
+        })
+    }
+
     /// The HTTP server the user named, with its OAuth settings.
     pub fn http_target(
         &self,

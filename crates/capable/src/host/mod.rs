@@ -70,11 +70,13 @@ use capable_core::restart::RestartPolicy;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-use crate::config::{ConfigEntry, ConfigFile, ServerTarget};
+use crate::auth::OAuthClient;
+use crate::config::{ConfigEntry, ConfigFile, OAuthEntry, ServerTarget};
 use crate::error::Error;
 use crate::options::ClientOptions;
 use crate::read::ResourceRead;
 use crate::session::Session;
+use crate::transport::http::Url;
 
 pub use catalog::{qualify, split, HostPrompt, HostResource, HostTool, ListKind};
 pub use events::HostEvent;
@@ -107,6 +109,63 @@ pub struct HostOptions {
     /// Default: from the time the options were made, so hosts started together do
     /// not retry together; fix it to replay a run exactly.
     pub seed: u64,
+    /// How HTTP servers are authorized (default: not at all — only the headers of
+    /// their entries). Not asked for a server whose headers carry an `Authorization`
+    /// of their own.
+    pub oauth: Option<OAuthProvider>,
+}
+
+/// The OAuth client of each HTTP server of a host: called with the server's URL and
+/// its config entry's `oauth` object at every connection (a restart included), it
+/// answers the client to authorize with, or `None` for none. A host that shares one
+/// credential store with `capable auth login` reaches the servers the user logged in
+/// to; a host without a terminal gives its clients a mode that never prompts.
+///
+/// ```
+/// use std::sync::Arc;
+/// use capable::auth::{LoginMode, MemoryStore, OAuthClient, OAuthConfig};
+/// use capable::host::{HostOptions, OAuthProvider};
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let oauth = OAuthProvider::new(move |url, _entry| {
+///     let mut config = OAuthConfig::new(store.clone());
+///     config.mode = LoginMode::Never; // stored and refreshed tokens only
+///     Ok(Some(Arc::new(OAuthClient::new(url.clone(), config)?)))
+/// });
+/// let options = HostOptions { oauth: Some(oauth), ..HostOptions::default() };
+/// # drop(options);
+/// ```
+#[derive(Clone)]
+pub struct OAuthProvider(Arc<OAuthFn>);
+
+type OAuthFn =
+    dyn Fn(&Url, Option<&OAuthEntry>) -> Result<Option<Arc<OAuthClient>>, Error> + Send + Sync;
+
+impl OAuthProvider {
+    /// A provider from a function of the server's URL and its entry's `oauth` object.
+    pub fn new(
+        f: impl Fn(&Url, Option<&OAuthEntry>) -> Result<Option<Arc<OAuthClient>>, Error>
+            + Send
+            + Sync
+            + 'static,
+    ) -> OAuthProvider {
+        OAuthProvider(Arc::new(f))
+    }
+
+    /// The client for one server.
+    pub fn client(
+        &self,
+        url: &Url,
+        entry: Option<&OAuthEntry>,
+    ) -> Result<Option<Arc<OAuthClient>>, Error> {
+        (self.0)(url, entry)
+    }
+}
+
+impl std::fmt::Debug for OAuthProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OAuthProvider(..)")
+    }
 }
 
 impl Default for HostOptions {
@@ -121,6 +180,7 @@ impl Default for HostOptions {
             shutdown_timeout: Duration::from_secs(10),
             event_capacity: 1024,
             seed,
+            oauth: None,
         }
     }
 }
@@ -184,6 +244,7 @@ pub(crate) struct Shared {
     policy: RestartPolicy,
     connect_timeout: Option<Duration>,
     seed: u64,
+    oauth: Option<OAuthProvider>,
 }
 
 impl Shared {
@@ -223,6 +284,7 @@ impl Host {
             policy: options.restart,
             connect_timeout: options.connect_timeout,
             seed: options.seed,
+            oauth: options.oauth.clone(),
         };
         Host {
             shared: Arc::new(shared),

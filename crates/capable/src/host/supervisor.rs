@@ -17,7 +17,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::Instant;
 
 use super::catalog::{self, Fetched, ListKind, Lists};
-use super::{HostEvent, ServerError, ServerState, ServerStatus, Shared};
+use super::{HostEvent, OAuthProvider, ServerError, ServerState, ServerStatus, Shared};
 use crate::config::ServerTarget;
 use crate::error::Error;
 use crate::events::{ServerNotification, SessionEvent};
@@ -190,7 +190,7 @@ pub(super) async fn supervise(
         let connected = tokio::select! {
             biased;
             () = stopped(&mut stop) => return,
-            connected = connect(&target, options.clone(), host.connect_timeout) => connected,
+            connected = connect(&target, options.clone(), host.connect_timeout, host.oauth.as_ref()) => connected,
         };
         let error = match connected {
             Err(error) => error,
@@ -247,6 +247,7 @@ async fn connect(
     target: &ServerTarget,
     options: ClientOptions,
     bound: Option<Duration>,
+    oauth: Option<&OAuthProvider>,
 ) -> Result<Session, Error> {
     let timeouts = options.config.timeouts;
     let bound = bound.unwrap_or_else(|| {
@@ -258,9 +259,21 @@ async fn connect(
     let connecting = async {
         match target {
             ServerTarget::Stdio(command) => crate::connect_stdio(command, options).await,
-            ServerTarget::Http { url, headers, .. } => {
-                let mut config = HttpConfig::new(http_url(url)?);
+            ServerTarget::Http {
+                url,
+                headers,
+                oauth: entry,
+            } => {
+                let url = http_url(url)?;
+                let mut config = HttpConfig::new(url.clone());
                 config.headers = headers.clone();
+                // An entry that brings its own Authorization header manages it itself.
+                let own = headers
+                    .iter()
+                    .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+                if let (false, Some(provider)) = (own, oauth) {
+                    config.oauth = provider.client(&url, entry.as_deref())?;
+                }
                 crate::connect_http(config, options).await
             }
         }

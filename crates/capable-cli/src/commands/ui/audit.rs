@@ -18,7 +18,7 @@ pub async fn run(
     let recorder = Recorder::new();
     let mut options = servers.options_for(name, Some("audit"));
     options.tap = Some(recorder.tap(options.tap.take()));
-    let session = connect(target, options).await?;
+    let session = connect(target, options, servers.oauth()).await?;
     let mut audit_options = AuditOptions::default();
     audit_options.ack_wait = servers.timeout().min(std::time::Duration::from_secs(5));
     let report = audit::run(&session, &recorder, &audit_options).await;
@@ -27,9 +27,13 @@ pub async fn run(
     Ok((report, markdown))
 }
 
-/// A session to `target` (no OAuth login from the page: a token already stored for
-/// an HTTP server is not used either).
-async fn connect(target: &ServerTarget, options: ClientOptions) -> Result<Session, CliError> {
+/// A session to `target`, authorized like the page's own (a token `capable auth
+/// login` stored; no login from the page).
+async fn connect(
+    target: &ServerTarget,
+    options: ClientOptions,
+    oauth: Option<&capable::host::OAuthProvider>,
+) -> Result<Session, CliError> {
     let bound = options
         .config
         .timeouts
@@ -38,11 +42,21 @@ async fn connect(target: &ServerTarget, options: ClientOptions) -> Result<Sessio
     let connecting = async {
         match target {
             ServerTarget::Stdio(command) => Ok(capable::connect_stdio(command, options).await?),
-            ServerTarget::Http { url, headers, .. } => {
+            ServerTarget::Http {
+                url,
+                headers,
+                oauth: entry,
+            } => {
                 let parsed = capable::transport::http::Url::parse(url)
                     .map_err(|e| CliError::Usage(format!("not a URL: {e}")))?;
-                let mut config = HttpConfig::new(parsed);
+                let mut config = HttpConfig::new(parsed.clone());
                 config.headers = headers.clone();
+                let own = headers
+                    .iter()
+                    .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+                if let (false, Some(provider)) = (own, oauth) {
+                    config.oauth = provider.client(&parsed, entry.as_deref())?;
+                }
                 Ok(capable::connect_http(config, options).await?)
             }
         }

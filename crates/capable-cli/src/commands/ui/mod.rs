@@ -92,7 +92,13 @@ pub async fn run(ctx: &Context, args: &UiArgs) -> Result<(), CliError> {
     crate::secrets::keep(|s| s.add(gate.token()));
 
     let bus = events::Bus::new(events::RING, events::RING_BYTES);
-    let servers = servers::Servers::new(entries, bus.clone(), ctx.options(), ctx.global.timeout);
+    let servers = servers::Servers::new(
+        entries,
+        bus.clone(),
+        ctx.options(),
+        ctx.global.timeout,
+        Some(ctx.host_oauth()),
+    );
     let app = Arc::new(api::App::new(servers, bus.clone()));
     for entry in app.servers.all() {
         app.servers.connect(entry).await;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use capable::config::{ConfigEntry, ServerTarget};
 use capable::core::model::ResourceTemplate;
 use capable::core::restart::RestartPolicy;
-use capable::host::{Host, HostEvent, HostOptions, ListKind, ServerState};
+use capable::host::{Host, HostEvent, HostOptions, ListKind, OAuthProvider, ServerState};
 use capable::{Capability, ClientOptions, Direction, Flag, Method, Session, Tap};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
@@ -50,6 +50,7 @@ pub struct Servers {
     pub elicitations: Elicitations,
     options: ClientOptions,
     timeout: Duration,
+    oauth: Option<OAuthProvider>,
 }
 
 /// Why a server command failed.
@@ -76,6 +77,7 @@ impl Servers {
         bus: Bus,
         options: ClientOptions,
         timeout: Duration,
+        oauth: Option<OAuthProvider>,
     ) -> Servers {
         let entries = entries
             .into_iter()
@@ -95,7 +97,13 @@ impl Servers {
             // The page follows tasks (their statuses, cancel): it says so.
             options: options.with_tasks(),
             timeout,
+            oauth,
         }
+    }
+
+    /// How HTTP servers are authorized: with the tokens `capable auth login` stored.
+    pub fn oauth(&self) -> Option<&OAuthProvider> {
+        self.oauth.as_ref()
     }
 
     /// The server named `name`.
@@ -148,6 +156,7 @@ impl Servers {
             client: self.options.clone(),
             restart: RestartPolicy::never(),
             connect_timeout: Some(self.timeout),
+            oauth: self.oauth.clone(),
             ..HostOptions::default()
         }));
         // Subscribed before the server is added: its `starting` is not missed.
