@@ -80,9 +80,17 @@ fn key(target: &ServerTarget, extra_headers: &[(String, String)]) -> String {
                 h.update(format!("\0cwd {}", cwd.display()).as_bytes());
             }
         }
-        ServerTarget::Http { url, headers } => {
+        ServerTarget::Http {
+            url,
+            headers,
+            oauth,
+        } => {
             h.update(b"http\0");
             h.update(url.as_bytes());
+            // Another OAuth client (id, scopes, grant) is another credential.
+            if let Some(o) = oauth {
+                h.update(format!("\0oauth {o:?}").as_bytes());
+            }
             let mut all: Vec<_> = headers.iter().chain(extra_headers).collect();
             all.sort();
             for (k, v) in all {
@@ -175,6 +183,7 @@ mod tests {
         let http = ServerTarget::Http {
             url: "http://127.0.0.1:1/mcp".into(),
             headers: vec![],
+            oauth: None,
         };
         let alice = [("Authorization".to_owned(), "Bearer a".to_owned())];
         let bob = [("Authorization".to_owned(), "Bearer b".to_owned())];

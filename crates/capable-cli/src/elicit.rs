@@ -63,7 +63,7 @@ fn ask(params: &Value) -> Value {
     let mut input = stdin.lock();
     let mut line = String::new();
     let mut read = |prompt: &str, err: &mut std::io::StderrLock<'_>| -> Option<String> {
-        let _ = write!(err, "{prompt}");
+        let _ = write!(err, "{}", crate::secrets::scrub(prompt));
         let _ = err.flush();
         line.clear();
         match input.read_line(&mut line) {

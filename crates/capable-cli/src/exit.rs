@@ -10,7 +10,8 @@
 //! | 5 | capability not offered (refused locally, nothing sent) |
 //! | 6 | contract violation (the server broke its own declaration or the protocol) |
 //! | 7 | JSON-RPC error from the server (a task that failed with one included) |
-//! | 130 | interrupted (Ctrl-C; a task in progress was cancelled) |
+//! | 8 | authorization required (no usable token and no way to log in here) or failed |
+//! | 128+N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP; a task in progress is cancelled first) |
 
 use capable::core::{Flag, NegotiationError, Refusal};
 use capable::Error;
@@ -43,6 +44,21 @@ pub enum CliError {
     /// Nobody reads stdout any more (`| head`): the command stopped quietly.
     #[error("the output was closed")]
     OutputClosed,
+    /// A check of many servers found some unhealthy (each one's failure is printed
+    /// already): the highest exit code among them.
+    #[error("{summary}")]
+    Unhealthy {
+        /// What was found, in words.
+        summary: String,
+        /// The exit code.
+        code: i32,
+    },
+}
+
+impl From<capable::auth::AuthError> for CliError {
+    fn from(e: capable::auth::AuthError) -> Self {
+        CliError::Client(Error::Auth(e))
+    }
 }
 
 /// What kind of failure a [`CliError`] is: one place decides both the exit code and
@@ -58,6 +74,8 @@ enum Class {
     NotOffered,
     Violation,
     Rpc,
+    AuthRequired,
+    AuthFailed,
 }
 
 impl Class {
@@ -84,6 +102,8 @@ impl Class {
             Error::Timeout { .. } | Error::TaskTimedOut { .. } => Class::Timeout,
             Error::TaskFailed { .. } | Error::TaskCancelled { .. } => Class::Rpc,
             Error::ServerExited { .. } => Class::ServerExited,
+            Error::Auth(a) if a.is_authorization_required() => Class::AuthRequired,
+            Error::Auth(_) => Class::AuthFailed,
             Error::InvalidOptions(_) => Class::Usage,
             Error::ListTooLong { .. } => Class::Unexpected,
             Error::Http { .. }
@@ -104,6 +124,7 @@ impl Class {
             Class::NotOffered => 5,
             Class::Violation => 6,
             Class::Rpc => 7,
+            Class::AuthRequired | Class::AuthFailed => 8,
         }
     }
 
@@ -118,6 +139,8 @@ impl Class {
             Class::NotOffered => "capability_not_offered",
             Class::Violation => "contract_violation",
             Class::Rpc => "rpc_error",
+            Class::AuthRequired => "authorization_required",
+            Class::AuthFailed => "authorization_failed",
         }
     }
 }
@@ -129,7 +152,9 @@ impl CliError {
             CliError::NotOffered(_) => Class::NotOffered,
             CliError::Violations(_) => Class::Violation,
             CliError::Client(e) => Class::of_client(e),
-            CliError::Interrupted(_) | CliError::OutputClosed => Class::Unexpected,
+            CliError::Interrupted(_) | CliError::OutputClosed | CliError::Unhealthy { .. } => {
+                Class::Unexpected
+            }
         }
     }
 
@@ -139,6 +164,7 @@ impl CliError {
         match self {
             CliError::Interrupted(signal) => crate::signals::exit_code(*signal),
             CliError::OutputClosed => 0,
+            CliError::Unhealthy { code, .. } => *code,
             _ => self.class().code(),
         }
     }
@@ -148,6 +174,7 @@ impl CliError {
         match self {
             CliError::Interrupted(_) => "interrupted",
             CliError::OutputClosed => "output_closed",
+            CliError::Unhealthy { .. } => "unhealthy",
             _ => self.class().kind(),
         }
     }
@@ -179,6 +206,12 @@ impl CliError {
             }
             Error::Violation(_) => "report it to the server's author with `capable --json` output as evidence".into(),
             Error::ListTooLong { .. } => "raise --max-pages or --max-items if the list is really that long".into(),
+            Error::Auth(a) if a.is_authorization_required() => {
+                "log in on a terminal with `capable auth login` and the same --url or --server (or --login paste|headless here)".into()
+            }
+            Error::Http { status: 401 | 403, .. } => {
+                "`capable auth login` with the same --url or --server stores a token, or pass --header 'Authorization: …'".into()
+            }
             _ => return None,
         })
     }
@@ -237,6 +270,20 @@ mod tests {
             "unsupported protocol version",
         )));
         assert_eq!(code(words), (7, "rpc_error"));
+    }
+
+    #[test]
+    fn authorization_required_has_its_own_code() {
+        let required = Error::Auth(capable::auth::AuthError::AuthorizationRequired {
+            server: "https://mcp.test/mcp".into(),
+        });
+        assert_eq!(code(required.clone()), (8, "authorization_required"));
+        assert!(CliError::Client(required)
+            .hint()
+            .unwrap()
+            .contains("capable auth login"));
+        let failed = Error::Auth(capable::auth::AuthError::Refused("no".into()));
+        assert_eq!(code(failed), (8, "authorization_failed"));
     }
 
     #[test]

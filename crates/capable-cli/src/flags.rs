@@ -37,8 +37,8 @@ pub struct Global {
     /// A server by name from an MCP config file (`mcpServers` or `servers`).
     #[arg(long, global = true, value_name = "NAME")]
     pub server: Option<String>,
-    /// The config file to read `--server` from (default: ./.mcp.json, then the user's
-    /// config directory).
+    /// The config file to read `--server` from, and every server of for `servers` and
+    /// `tools --all` (default: ./.mcp.json, then the user's config directory).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// An HTTP server: Streamable HTTP (either era), or a 2024-11-05 HTTP+SSE endpoint
@@ -86,6 +86,60 @@ pub struct Global {
     /// larger one ends the session with a clear error instead of exhausting memory.
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
     pub max_message: usize,
+    #[command(flatten)]
+    pub auth: AuthFlags,
+}
+
+/// OAuth settings for HTTP servers (a config entry's `oauth` gives the same).
+#[derive(Debug, Args, Clone, Default)]
+pub struct AuthFlags {
+    /// How to log in when a server asks for authorization: `auto` (the browser on a
+    /// terminal, else fail with "authorization required"), `browser`, `paste` (print
+    /// the URL, paste where the browser lands), `headless` (follow the authorization
+    /// redirects without a browser), `never`.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "MODE",
+        default_value = "auto"
+    )]
+    pub login: LoginFlag,
+    /// Where tokens are kept (default: credentials.json in the user's capable config
+    /// directory, mode 0600).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub token_store: Option<PathBuf>,
+    /// A pre-registered OAuth client id.
+    #[arg(long, global = true, value_name = "ID")]
+    pub client_id: Option<String>,
+    /// Its secret (prefer a config entry with `${VAR}`: flags show in `ps`).
+    #[arg(long, global = true, value_name = "SECRET")]
+    pub client_secret: Option<String>,
+    /// The HTTPS URL of a client ID metadata document to identify as.
+    #[arg(long, global = true, value_name = "URL")]
+    pub client_metadata_url: Option<String>,
+    /// An OAuth scope to ask for (repeatable; joined with what the server asks).
+    #[arg(long = "scope", global = true, value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// The loopback port of the login redirect (for clients registered with one).
+    #[arg(long, global = true, value_name = "PORT")]
+    pub callback_port: Option<u16>,
+}
+
+/// `--login` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LoginFlag {
+    /// The browser on a terminal, else none.
+    #[default]
+    Auto,
+    /// A loopback listener and the system browser.
+    Browser,
+    /// Print the URL, read the redirect address from stdin.
+    Paste,
+    /// No browser: follow the authorization redirects.
+    Headless,
+    /// Never log in.
+    Never,
 }
 
 /// `--elicitation` values.
@@ -160,7 +214,13 @@ pub enum Command {
         server: ServerArgs,
     },
     /// List tools (marking those that come with an MCP Apps UI), or call one.
+    /// `tools --all` lists every configured server's tools as SERVER/TOOL;
+    /// `tools call SERVER/TOOL` calls one across the config.
     Tools {
+        /// The tools of every server of the config (--config FILE, or the default
+        /// search), under SERVER/TOOL.
+        #[arg(long)]
+        all: bool,
         #[command(subcommand)]
         action: Option<ToolsAction>,
         #[command(flatten)]
@@ -187,6 +247,11 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Check every server of the config at once (--config FILE, or the default
+    /// search): one row each with its state, era, version, list sizes, handshake time
+    /// and error. Exit 0 when all are healthy, else the highest exit code among the
+    /// others.
+    Servers,
     /// Run the built-in stdio MCP server (the embedded default the demo runs against).
     Fixture(capable_fixture::Args),
     /// Walk the scenario "open the current acceptance instructions" through every fixture profile.
@@ -207,6 +272,12 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// OAuth for an HTTP server (`--url` or `--server`): log in, show, forget, print
+    /// the token.
+    Auth {
+        #[command(subcommand)]
+        action: AuthAction,
+    },
     /// Check every declared capability with safe read-only probes and validate every
     /// result against the official schema. Exit 6 when the server breaks its contract.
     Audit {
@@ -223,7 +294,8 @@ pub enum ToolsAction {
     /// Call a tool. Should the server run it as a task, capable polls it to the end
     /// (Ctrl-C cancels it with `tasks/cancel`).
     Call {
-        /// The tool's name.
+        /// The tool's name; without a server (no `--`, --url or --server), SERVER/TOOL
+        /// names a server of the config and its tool.
         name: String,
         /// Its arguments as a JSON object.
         #[arg(long, value_name = "JSON", default_value = "{}")]
@@ -275,6 +347,19 @@ pub enum SkillsAction {
         #[command(flatten)]
         server: ServerArgs,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthAction {
+    /// Authorize now (discovery, registration, the login), and store the token.
+    Login,
+    /// The stored tokens: issuer, scopes, expiry, where they are kept (all servers
+    /// without --url or --server).
+    Status,
+    /// Forget every token stored for the server.
+    Logout,
+    /// Print the access token (refreshed if it is about to expire), for scripts.
+    Token,
 }
 
 #[derive(Debug, Subcommand)]

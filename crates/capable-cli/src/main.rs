@@ -1,14 +1,15 @@
 //! The `capable` command line. Thin: flags, then one command module, then output.
 
 mod commands;
-mod config;
 mod disk_cache;
 mod elicit;
 mod exit;
 mod flags;
 mod output;
+mod secrets;
 mod signals;
 
+use capable::config;
 use clap::Parser;
 
 use commands::Context;
@@ -20,11 +21,24 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
+            if !refused_without_value(&e) {
+                let _ = e.print();
+            }
             std::process::exit(code);
         }
     };
     init_logging();
+    secrets::keep(|s| {
+        for (_, value) in &cli.global.headers {
+            s.add_header_value(value);
+        }
+        if let Some(url) = &cli.global.url {
+            s.add_url_text(url);
+        }
+        if let Some(secret) = &cli.global.auth.client_secret {
+            s.add(secret);
+        }
+    });
     if let Command::Fixture(args) = &cli.command {
         // The fixture is a plain blocking stdio server: no runtime needed.
         std::process::exit(capable_fixture::serve(args));
@@ -47,7 +61,8 @@ fn main() {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), CliError> {
+async fn run(mut cli: Cli) -> Result<(), CliError> {
+    commands::tools::address_across_config(&mut cli.global, &mut cli.command);
     let ctx = Context {
         global: cli.global,
         signals: signals::Signals::install(),
@@ -59,7 +74,15 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Resources { templates, server } => {
             commands::resources::run(&ctx, templates, &server).await
         }
-        Command::Tools { action, server } => match action {
+        Command::Tools {
+            all: true,
+            action: None,
+            server,
+        } if server.command.is_empty() => commands::tools_all::run(&ctx).await,
+        Command::Tools { all: true, .. } => Err(CliError::Usage(
+            "--all lists every server of the config: give no server and no subcommand".into(),
+        )),
+        Command::Tools { action, server, .. } => match action {
             None => commands::tools::list(&ctx, &server).await,
             Some(ToolsAction::Call {
                 name,
@@ -105,12 +128,14 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             }) => commands::prompts::get(&ctx, &name, &args, &merge(server, inner)).await,
         },
         Command::Demo => commands::demo::run(&ctx).await,
+        Command::Servers => commands::servers::run(&ctx).await,
         Command::Watch {
             uri,
             poll,
             updates,
             server,
         } => commands::watch::run(&ctx, &uri, poll, updates, &server).await,
+        Command::Auth { action } => commands::auth::run(&ctx, &action).await,
         Command::Audit { report, server } => {
             commands::audit::run(&ctx, report.as_deref(), &server).await
         }
@@ -139,12 +164,37 @@ fn report(e: &CliError, json: bool) {
     }
     output::eprint_line(&text);
     // A verdict the command already printed (audit) gets no second JSON document.
-    if json && !matches!(e, CliError::Violations(_)) {
+    if json && !matches!(e, CliError::Violations(_) | CliError::Unhealthy { .. }) {
         // One line: valid after the JSON lines of `watch --json` too.
         let _ = output::json_line(
             &serde_json::json!({"error": {"kind": e.kind(), "message": e.to_string(), "exitCode": e.exit_code()}}),
         );
     }
+}
+
+/// A flag whose value may be a credential and was refused: the error says why without
+/// repeating the value (clap's own message would). Returns whether it was printed.
+fn refused_without_value(e: &clap::Error) -> bool {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::ValueValidation {
+        return false;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return false;
+    };
+    if !["--header", "--client-secret", "--url"]
+        .iter()
+        .any(|f| arg.starts_with(f))
+    {
+        return false;
+    }
+    let why = std::error::Error::source(e)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| "it cannot be used".into());
+    output::eprint_line(&format!(
+        "error: invalid value for '{arg}' (not shown): {why}\n\nFor more information, try '--help'."
+    ));
+    true
 }
 
 fn init_logging() {
@@ -153,7 +203,7 @@ fn init_logging() {
     use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(secrets::log_writer)
         // Colours for a person at a terminal only, never into a file or a pipe.
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)

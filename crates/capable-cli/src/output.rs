@@ -20,8 +20,9 @@ pub fn violation(v: &Violation) -> Value {
 /// (`capable tools | head -1`) is [`CliError::OutputClosed`]: the command stops and
 /// capable exits quietly, after closing the session in order.
 fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
+    let bytes = crate::secrets::scrub_bytes(bytes);
     let mut out = std::io::stdout().lock();
-    let written = out.write_all(bytes).and_then(|()| out.flush());
+    let written = out.write_all(&bytes).and_then(|()| out.flush());
     match written {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(CliError::OutputClosed),
         // Any other failure to write (a full disk) is not worth failing the command.
@@ -47,7 +48,7 @@ pub fn raw(bytes: &[u8]) -> Result<(), CliError> {
 
 /// Prints one line for people on stderr, in one write (errors, hints, progress).
 pub fn eprint_line(text: &str) {
-    let mut line = capable::core::text::printable(text, true).into_owned();
+    let mut line = capable::core::text::printable(&crate::secrets::scrub(text), true).into_owned();
     line.push('\n');
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

@@ -364,6 +364,37 @@ fn a_watch_over_http_listen_sees_an_update_made_by_another_client() {
     assert_ne!(revisions[0]["revision"], revisions[1]["revision"]);
 }
 
+#[test]
+fn servers_checks_a_modern_and_a_legacy_http_server_next_to_a_stdio_one() {
+    if !peers_wanted(&[
+        ".peers/venv/bin/python",
+        ".peers/npm/node_modules/@modelcontextprotocol/sdk",
+    ]) {
+        return;
+    }
+    let (py, ts) = (python(), ts());
+    let config = serde_json::json!({"mcpServers": {
+        "py": {"type": "http", "url": url(&py, "/mcp")},
+        "ts": {"type": "http", "url": url(&ts, "/mcp")},
+        "fx": {"command": common::bin(), "args": ["fixture", "--profile", "read-only"]},
+    }});
+    let file = common::TempFile::new("http-servers.json", &config.to_string());
+    let rows = run(&["servers", "--json", "--config", file.path()])
+        .expect_code(0)
+        .json();
+    let era = |name: &str| {
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["server"] == name);
+        row.map(|r| (r["state"].clone(), r["era"].clone()))
+    };
+    assert_eq!(era("py"), Some(("ready".into(), "modern".into())), "{rows}");
+    assert_eq!(era("ts"), Some(("ready".into(), "legacy".into())), "{rows}");
+    assert_eq!(era("fx"), Some(("ready".into(), "legacy".into())), "{rows}");
+}
+
 /// Kills a child by its PID unless it finished.
 struct ChildGuard(Option<Child>);
 

@@ -56,6 +56,7 @@
 
 #![deny(missing_docs)]
 
+pub mod auth;
 pub mod cache;
 pub mod capabilities;
 pub mod config;
@@ -68,7 +69,9 @@ pub mod method;
 pub mod model;
 pub mod negotiation;
 pub mod notice;
+pub mod restart;
 pub mod revision;
+pub mod secrets;
 pub mod skills;
 pub mod text;
 pub mod time;

@@ -7,7 +7,7 @@
 mod common;
 
 use capable_core::jsonrpc::codes;
-use capable_core::{Era, NegotiationError, Notice, ProtocolChoice, ProtocolVersion, Step};
+use capable_core::{Era, Method, NegotiationError, Notice, ProtocolChoice, ProtocolVersion, Step};
 use capable_test_support::{config, discover_result, incoming, initialize_result, t0, take};
 use common::{error_answer, failed, ready, start, waiting, LATEST_LEGACY, MODERN};
 use serde_json::json;
@@ -320,11 +320,22 @@ fn modern_only_never_falls_back_to_initialize() {
         ),
         "{error:?}"
     );
+    // Silence is a timeout of the handshake (after the request timeout: there is no
+    // fallback to hurry to), never a fallback.
     let (n, _) = start(ProtocolChoice::Modern, MODERN);
-    let error =
-        failed(n.handle_timeout(t0() + config(ProtocolChoice::Auto).timeouts.probe, &mut out));
+    let request = config(ProtocolChoice::Modern).timeouts.request;
+    let error = failed(n.handle_timeout(t0() + request, &mut out));
     assert!(out.is_empty());
-    assert!(matches!(error, NegotiationError::EraUnavailable { .. }));
+    assert!(
+        matches!(
+            error,
+            NegotiationError::Timeout {
+                method: Method::Discover,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
 }
 
 #[test]

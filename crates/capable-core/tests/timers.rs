@@ -287,6 +287,31 @@ fn the_probe_waits_its_timeout_then_initialize_waits_the_request_timeout() {
     assert!(out.is_empty(), "nothing is sent after giving up");
 }
 
+#[test]
+fn a_probe_that_cannot_fall_back_waits_as_long_as_any_request() {
+    // Only the modern era is allowed: `server/discover` is the handshake, and a server
+    // slow to start is not refused after the short probe timeout.
+    let mut out = Vec::new();
+    let n = Negotiating::start(timed_config(ProtocolChoice::Modern), t0(), &mut out);
+    assert_eq!(first_message(&mut out, MODERN)["method"], "server/discover");
+    assert_eq!(n.poll_timeout(), at_ms(5000), "the request timeout");
+    let Step::Waiting(n) = n.handle_timeout(at_ms(300), &mut out) else {
+        panic!("gave up at the probe timeout")
+    };
+    assert!(out.is_empty(), "no fallback: nothing else to send");
+    let Step::Failed(error) = n.handle_timeout(at_ms(5000), &mut out) else {
+        panic!("never times out")
+    };
+    assert_eq!(
+        error,
+        NegotiationError::Timeout {
+            method: Method::Discover,
+            after: Duration::from_millis(5000)
+        }
+    );
+    assert!(out.is_empty(), "nothing is sent after giving up");
+}
+
 fn hinted(hint: Option<Era>, protocol: ProtocolChoice) -> (Negotiating, Value) {
     let mut cfg = timed_config(protocol);
     cfg.era_hint = hint;

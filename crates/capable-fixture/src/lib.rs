@@ -9,9 +9,11 @@
 
 use std::time::Duration;
 
+mod fault;
 mod profile;
 mod server;
 
+pub use fault::Fault;
 pub use profile::Profile;
 pub use server::{run, ARCHIVE, MANUAL};
 
@@ -24,12 +26,15 @@ pub struct Args {
     /// How often the content changes once someone subscribed.
     #[arg(long, value_name = "DURATION", value_parser = capable_core::time::parse_duration, default_value = "500ms")]
     pub update_interval: Duration,
+    /// A fault to add to the profile: where and how the server breaks.
+    #[arg(long, value_enum, value_name = "FAULT")]
+    pub fault: Option<Fault>,
 }
 
 /// Runs the fixture with `args` on stdin/stdout until stdin closes and returns the
 /// process's exit code: 0, or 1 after an I/O error (reported on stderr).
 pub fn serve(args: &Args) -> i32 {
-    match run(args.profile, args.update_interval) {
+    match run(args.profile, args.update_interval, args.fault) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("capable fixture: {e}");

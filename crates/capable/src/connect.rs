@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use capable_core::{Connection, Incoming, Negotiating, Step};
-use tokio::sync::mpsc;
-use tokio::time::Instant;
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Duration, Instant};
 
 use crate::driver::{self, Shared, State};
 use crate::error::Error;
@@ -52,13 +52,24 @@ pub async fn connect_stdio(
 /// Connects to an MCP server over HTTP: Streamable HTTP in either era, falling back to
 /// the 2024-11-05 HTTP+SSE transport when the URL is one.
 pub async fn connect_http(config: HttpConfig, options: ClientOptions) -> Result<Session, Error> {
+    let busy = config.oauth.as_ref().map(|o| o.busy());
     let transport = HttpTransport::new(config, options.max_message_size)?;
-    connect(transport, options).await
+    connect_paused(transport, options, busy).await
 }
 
 /// Connects over any transport: negotiates, then starts the reader, writer and timer
 /// tasks.
 pub async fn connect<T: Transport>(transport: T, options: ClientOptions) -> Result<Session, Error> {
+    connect_paused(transport, options, None).await
+}
+
+/// [`connect`], with the handshake's clock stopped while `busy` is true (an
+/// authorization in progress: the user may be logging in).
+async fn connect_paused<T: Transport>(
+    transport: T,
+    options: ClientOptions,
+    busy: Option<watch::Receiver<bool>>,
+) -> Result<Session, Error> {
     let config = options.core_config()?;
     let (mut sink, mut source, peer) = transport.split();
     for notice in sink.know_tools(&options.known_tools) {
@@ -74,6 +85,7 @@ pub async fn connect<T: Transport>(transport: T, options: ClientOptions) -> Resu
         peer.as_ref(),
         &options,
         &events,
+        busy,
     )
     .await
     {
@@ -106,9 +118,14 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
     peer: &dyn Peer,
     options: &ClientOptions,
     events: &crate::events::EventLog,
+    mut busy: Option<watch::Receiver<bool>>,
 ) -> Result<Handshaken, Error> {
+    // The handshake's own clock: real time less the time spent authorizing.
+    let mut paused = Duration::ZERO;
+    let mut paused_since: Option<Instant> = None;
+    let now = |paused: Duration| (Instant::now() - paused).into_std();
     let mut out = Vec::new();
-    let mut negotiating = Negotiating::start(config, Instant::now().into_std(), &mut out);
+    let mut negotiating = Negotiating::start(config, now(paused), &mut out);
     loop {
         if !out.is_empty() {
             if let Some(tap) = &options.tap {
@@ -121,26 +138,55 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
             }
             out.clear();
         }
-        let deadline = Instant::from_std(negotiating.poll_timeout());
-        let step = match tokio::time::timeout_at(deadline, source.recv()).await {
-            Err(_) => negotiating.handle_timeout(Instant::now().into_std(), &mut out),
+        let deadline = Instant::from_std(negotiating.poll_timeout()) + paused;
+        let changed = async {
+            match busy.as_mut() {
+                Some(b) => b.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
+        let received = tokio::select! {
+            r = source.recv() => Ok(r),
+            _ = tokio::time::sleep_until(deadline), if paused_since.is_none() => Err(()),
+            ok = changed => {
+                let authorizing = ok && busy.as_ref().is_some_and(|b| *b.borrow());
+                match (authorizing, paused_since) {
+                    (true, None) => paused_since = Some(Instant::now()),
+                    (false, Some(since)) => {
+                        paused += since.elapsed();
+                        paused_since = None;
+                    }
+                    _ => {}
+                }
+                if !ok {
+                    busy = None;
+                }
+                continue;
+            }
+        };
+        let step = match received {
+            Err(_) => negotiating.handle_timeout(now(paused), &mut out),
             Ok(Err(e)) => return Err(Error::Transport(e)),
             Ok(Ok(None)) => return Err(driver::ended(peer, None).await),
             Ok(Ok(Some(Inbound::Failed { id, error }))) => {
                 // The transport failed a handshake request without a JSON-RPC answer
                 // (an HTTP status): for the probe that is a non-modern answer like any
-                // other; for `initialize` it is the end.
-                if !negotiating.is_probe(&id) {
+                // other; for `initialize` it is the end. A failed authorization says
+                // nothing about the era: it is the end either way.
+                if !negotiating.is_probe(&id) || matches!(error, Error::Auth(_)) {
                     return Err(error);
                 }
-                let now = Instant::now().into_std();
-                negotiating.handle_probe_failure(error.to_string(), now, &mut out)
+                negotiating.handle_probe_failure(error.to_string(), now(paused), &mut out)
             }
             Ok(Ok(Some(Inbound::Notice(notice)))) => {
                 events.notice(notice);
                 continue;
             }
-            Ok(Ok(Some(Inbound::Message(line)))) => {
+            Ok(Ok(Some(Inbound::Unterminated(line)))) if Incoming::parse(line.clone()).is_err() => {
+                events.notice(driver::cut_off(&line));
+                continue;
+            }
+            Ok(Ok(Some(Inbound::Message(line) | Inbound::Unterminated(line)))) => {
                 if let Some(tap) = &options.tap {
                     tap.received(&line);
                 }
@@ -153,10 +199,9 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
                         limit,
                     }));
                 }
-                let now = Instant::now().into_std();
                 match Incoming::parse(line.clone()) {
-                    Ok(msg) => negotiating.handle(msg, now, &mut out),
-                    Err(e) => negotiating.handle_unreadable(&line, &e, now, &mut out),
+                    Ok(msg) => negotiating.handle(msg, now(paused), &mut out),
+                    Err(e) => negotiating.handle_unreadable(&line, &e, now(paused), &mut out),
                 }
             }
         };

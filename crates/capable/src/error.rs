@@ -10,6 +10,7 @@ use std::time::Duration;
 use capable_core::time::humanize;
 use capable_core::{Method, NegotiationError, Refusal, RpcError, Violation};
 
+use crate::auth::AuthError;
 use crate::transport::stdio::SpawnError;
 use crate::transport::TransportError;
 
@@ -79,6 +80,10 @@ pub enum Error {
         /// The start of the body, as text.
         body: String,
     },
+    /// Authorization failed, or is needed and impossible here (see
+    /// [`AuthError::is_authorization_required`]).
+    #[error("authorization failed: {0}")]
+    Auth(#[from] AuthError),
     /// The transport failed.
     #[error("transport failure: {0}")]
     Transport(#[from] TransportError),
@@ -185,7 +190,7 @@ fn stderr_hint(stderr: &str) -> String {
 
 fn auth_hint(status: u16) -> &'static str {
     match status {
-        401 | 403 => " (the server wants authorization; pass it with --header 'Authorization: …')",
+        401 | 403 => " (the server wants authorization)",
         _ => "",
     }
 }

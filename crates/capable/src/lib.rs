@@ -26,6 +26,10 @@
 
 #![deny(missing_docs)]
 
+// `capable::…` paths work inside the crate too, so code reads the same on both sides of
+// the API (the config module is shared with the CLI).
+extern crate self as capable;
+
 /// The README's examples, compiled as doctests: the first code a host author copies
 /// must build.
 #[doc = include_str!("../../../README.md")]
@@ -34,10 +38,13 @@ pub struct ReadmeDoctests;
 
 #[cfg(feature = "audit")]
 pub mod audit;
+pub mod auth;
+pub mod config;
 mod connect;
 mod driver;
 pub mod error;
 pub mod events;
+pub mod host;
 pub mod input;
 pub mod options;
 mod output_schema;

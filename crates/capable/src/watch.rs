@@ -383,6 +383,20 @@ impl Watch<'_> {
         Ok(())
     }
 
+    /// Takes every event already queued: updates are covered by the re-read that
+    /// follows; the session's end is returned.
+    fn drain_events(&mut self) -> Result<(), Error> {
+        use tokio::sync::broadcast::error::TryRecvError;
+        loop {
+            match self.events.try_recv() {
+                Ok(SessionEvent::Closed(e)) => return Err(e),
+                Ok(_) | Err(TryRecvError::Lagged(_)) => {}
+                Err(TryRecvError::Empty) => return Ok(()),
+                Err(TryRecvError::Closed) => return Err(Error::Closed),
+            }
+        }
+    }
+
     async fn wait(&mut self) -> Result<(), Error> {
         match self.mode {
             WatchMode::Poll => {
@@ -394,7 +408,10 @@ impl Watch<'_> {
             WatchMode::Subscribe => loop {
                 match self.events.recv().await {
                     Ok(SessionEvent::ResourceUpdated { uri }) if concerns(&uri, &self.uri) => {
-                        return self.reread().await
+                        // A burst of updates is one re-read: those already queued are
+                        // taken with it (later ones cause the next).
+                        self.drain_events()?;
+                        return self.reread().await;
                     }
                     Ok(SessionEvent::Closed(e)) => return Err(e),
                     Ok(_) => {}

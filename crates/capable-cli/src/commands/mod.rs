@@ -2,25 +2,34 @@
 //! library, and hands values to [`crate::output`].
 
 pub mod audit;
+pub mod auth;
 pub mod bench;
+pub mod config_host;
 pub mod demo;
 pub mod inspect;
 pub mod prompts;
 pub mod read;
 pub mod resources;
+pub mod servers;
 pub mod skills;
 pub mod tasks;
 pub mod tools;
+pub mod tools_all;
 pub mod watch;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
 
+use capable::auth::{
+    CredentialStore, DpopMode, FileStore, Flow, LoginMode, MemoryStore, OAuthClient, OAuthConfig,
+};
 use capable::{ClientOptions, GatePolicy, HttpConfig, ServerCommand, Session, Tap};
 use serde_json::Value;
 
-use crate::config::{self, ServerTarget};
+use crate::config::{self, OAuthEntry, ServerTarget};
 use crate::exit::CliError;
-use crate::flags::{Global, ServerArgs};
+use crate::flags::{Global, LoginFlag, ServerArgs};
 
 /// What every server command needs: the global flags, and the signals that stop it.
 pub struct Context {
@@ -53,7 +62,7 @@ impl Context {
                     capable::Direction::Received => '<',
                 };
                 let text = String::from_utf8_lossy(line);
-                let shown = crate::output::one_line(&text, 4000);
+                let shown = crate::output::one_line(&crate::secrets::scrub(&text), 4000);
                 let _ = writeln!(std::io::stderr().lock(), "{arrow} {shown}");
             }));
         }
@@ -73,13 +82,18 @@ impl Context {
             ));
         }
         if let Some(name) = &self.global.server {
-            return Ok(config::find_server(name, self.global.config.as_deref())?);
+            let target = config::find_server(name, self.global.config.as_deref())?;
+            crate::secrets::keep_target(&target);
+            return Ok(target);
         }
         if let Some(url) = &self.global.url {
-            return Ok(ServerTarget::Http {
+            let target = ServerTarget::Http {
                 url: url.clone(),
                 headers: Vec::new(),
-            });
+                oauth: None,
+            };
+            crate::secrets::keep_target(&target);
+            return Ok(target);
         }
         match args.command.split_first() {
             Some((program, rest)) => Ok(ServerTarget::Stdio(ServerCommand::new(
@@ -136,24 +150,167 @@ impl Context {
                 command.inherit_env = self.global.inherit_env;
                 Ok(capable::connect_stdio(&command, options).await?)
             }
-            ServerTarget::Http { url, headers } => {
+            ServerTarget::Http {
+                url,
+                headers,
+                oauth,
+            } => {
                 let parsed = reqwest_url(&url)?;
-                let mut config = HttpConfig::new(parsed);
+                let mut config = HttpConfig::new(parsed.clone());
                 config.headers = headers;
                 config.headers.extend(self.global.headers.iter().cloned());
+                // A host that passes its own Authorization header manages it itself.
+                let own = config
+                    .headers
+                    .iter()
+                    .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+                if !own {
+                    let mode = self.login_mode(false);
+                    config.oauth = Some(Arc::new(self.oauth(&parsed, oauth.as_deref(), mode)?));
+                }
                 Ok(capable::connect_http(config, options).await?)
             }
         }
     }
+
+    /// How to log in: `--login`, where `auto` is the browser on a terminal and
+    /// nothing elsewhere (`explicit`: the user ran `capable auth login`).
+    pub fn login_mode(&self, explicit: bool) -> LoginMode {
+        let terminal =
+            std::io::stderr().is_terminal() && (explicit || std::io::stdin().is_terminal());
+        match self.global.auth.login {
+            LoginFlag::Auto if terminal => LoginMode::Browser,
+            LoginFlag::Auto | LoginFlag::Never => LoginMode::Never,
+            LoginFlag::Browser => LoginMode::Browser,
+            LoginFlag::Paste => LoginMode::Paste,
+            LoginFlag::Headless => LoginMode::Headless,
+        }
+    }
+
+    /// Where tokens are kept: `--token-store`, else the user's config directory.
+    pub fn token_store(&self) -> Arc<dyn CredentialStore> {
+        if let Some(path) = &self.global.auth.token_store {
+            return Arc::new(FileStore::new(path.clone()));
+        }
+        match config::config_home() {
+            Some(dir) => Arc::new(FileStore::new(dir.join("capable").join("credentials.json"))),
+            None => Arc::new(MemoryStore::new()),
+        }
+    }
+
+    /// OAuth for the server at `url`, from its config entry and the flags (flags win).
+    pub fn oauth(
+        &self,
+        url: &capable::transport::http::Url,
+        entry: Option<&OAuthEntry>,
+        mode: LoginMode,
+    ) -> Result<OAuthClient, CliError> {
+        let flags = &self.global.auth;
+        let entry = entry.cloned().unwrap_or_default();
+        let mut config = OAuthConfig::new(self.token_store());
+        config.mode = mode;
+        config.client.client_id = flags.client_id.clone().or(entry.client_id);
+        config.client.client_secret = flags.client_secret.clone().or(entry.client_secret);
+        config.client.metadata_url = flags
+            .client_metadata_url
+            .clone()
+            .or(entry.client_metadata_url);
+        config.scopes = if flags.scopes.is_empty() {
+            entry.scopes
+        } else {
+            flags.scopes.clone()
+        };
+        config.callback_port = flags.callback_port.or(entry.callback_port);
+        config.issuer = entry.issuer;
+        config.timeout = self.global.timeout.min(std::time::Duration::from_secs(60));
+        config.private_key_pem = read_inline_or_file(
+            entry.private_key_pem,
+            entry.private_key_file.as_deref(),
+            "privateKeyFile",
+        )?;
+        config.dpop = match entry.dpop.as_deref() {
+            None | Some("auto") => DpopMode::Auto,
+            Some("always") => DpopMode::Always,
+            Some("never") => DpopMode::Never,
+            Some(other) => {
+                return Err(CliError::Usage(format!(
+                    "oauth.dpop must be auto, always or never, not {other:?}"
+                )))
+            }
+        };
+        config.flow = match entry.grant.as_deref() {
+            None | Some("authorization_code") => Flow::AuthorizationCode,
+            Some("client_credentials") => Flow::ClientCredentials,
+            Some("workload_identity") => Flow::WorkloadIdentity {
+                assertion: read_inline_or_file(entry.assertion, entry.assertion_file.as_deref(), "assertionFile")?
+                    .ok_or_else(|| CliError::Usage("oauth.grant workload_identity needs `assertion` or `assertionFile`".into()))?
+                    .trim()
+                    .to_owned(),
+            },
+            Some("enterprise") => {
+                let idp = entry.idp.ok_or_else(|| CliError::Usage("oauth.grant enterprise needs `idp`".into()))?;
+                Flow::Enterprise {
+                    id_token: read_inline_or_file(idp.id_token, idp.id_token_file.as_deref(), "idp.idTokenFile")?
+                        .ok_or_else(|| CliError::Usage("oauth.idp needs `idToken` or `idTokenFile`".into()))?
+                        .trim()
+                        .to_owned(),
+                    idp_token_endpoint: idp.token_endpoint,
+                    idp_client_id: idp.client_id,
+                    idp_client_secret: idp.client_secret,
+                }
+            }
+            Some(other) => return Err(CliError::Usage(format!(
+                "oauth.grant must be authorization_code, client_credentials, workload_identity or enterprise, not {other:?}"
+            ))),
+        };
+        config.prompt = Some(Arc::new(|message: &str| {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{}",
+                crate::secrets::scrub(message)
+            );
+        }));
+        Ok(OAuthClient::new(url.clone(), config)?)
+    }
+
+    /// The HTTP server the user named, with its OAuth settings.
+    pub fn http_target(
+        &self,
+    ) -> Result<(capable::transport::http::Url, Option<OAuthEntry>), CliError> {
+        match self.target(&ServerArgs::default())? {
+            ServerTarget::Http { url, oauth, .. } => Ok((reqwest_url(&url)?, oauth.map(|o| *o))),
+            ServerTarget::Stdio(_) => Err(CliError::Usage(
+                "authorization is for HTTP servers: give --url URL or --server NAME of an HTTP entry".into(),
+            )),
+        }
+    }
+}
+
+/// A secret given inline or in a file.
+fn read_inline_or_file(
+    inline: Option<String>,
+    file: Option<&str>,
+    what: &str,
+) -> Result<Option<String>, CliError> {
+    match (inline, file) {
+        (Some(v), _) => Ok(Some(v)),
+        (None, Some(path)) => std::fs::read_to_string(PathBuf::from(path))
+            .map(Some)
+            .map_err(|e| CliError::Usage(format!("oauth.{what} {path}: {e}"))),
+        (None, None) => Ok(None),
+    }
 }
 
 fn reqwest_url(url: &str) -> Result<capable::transport::http::Url, CliError> {
-    let parsed = capable::transport::http::Url::parse(url)
-        .map_err(|e| CliError::Usage(format!("{url:?} is not a URL: {e}")))?;
+    let parsed = capable::transport::http::Url::parse(url).map_err(|e| {
+        let shown = capable::core::http::redact::redact_unparsed(url);
+        CliError::Usage(format!("{shown:?} is not a URL: {e}"))
+    })?;
     match parsed.scheme() {
         "http" | "https" => Ok(parsed),
         other => Err(CliError::Usage(format!(
-            "{url:?}: the scheme must be http or https, not {other}"
+            "{:?}: the scheme must be http or https, not {other}",
+            capable::core::http::redact::redact(&parsed)
         ))),
     }
 }

@@ -14,8 +14,38 @@ use capable::{Error, RequestOptions, Session, TaskWait, ToolCall};
 use super::{parse_args, with_session, Context};
 use crate::disk_cache::ServerCache;
 use crate::exit::CliError;
-use crate::flags::ServerArgs;
+use crate::flags::{Command, Global, ServerArgs, ToolsAction};
 use crate::output::{self, one_line, Table};
+
+/// `tools call SERVER/TOOL` without a server given (no `--`, --url or --server):
+/// the server of the config named before the first `/`, the rest its tool's name (the
+/// host's naming rule, [`capable::host::split`]).
+pub fn address_across_config(global: &mut Global, command: &mut Command) {
+    let Command::Tools {
+        action:
+            Some(ToolsAction::Call {
+                name,
+                server: inner,
+                ..
+            }),
+        server,
+        ..
+    } = command
+    else {
+        return;
+    };
+    let given = global.server.is_some()
+        || global.url.is_some()
+        || !server.command.is_empty()
+        || !inner.command.is_empty();
+    if given {
+        return;
+    }
+    if let Some((server, tool)) = capable::host::split(name) {
+        global.server = Some(server.to_owned());
+        *name = tool.to_owned();
+    }
+}
 
 pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
     let cache = ctx.cache(args)?;

@@ -7,11 +7,16 @@
 //!
 //! A step that needs another request produces it only when the current response has
 //! been read to its end, so one exchange is never read by two tasks at once.
+//!
+//! A refusal for want of authorization (401, 403 `insufficient_scope`) holds the call
+//! (`Authorizing`) once its body is read; the shell's [`HttpSession::authorized`]
+//! replays it, once per kind of need.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::auth::{AuthNeed, Rounds};
 use crate::jsonrpc::codes;
 use crate::notice::Notice;
 
@@ -34,14 +39,22 @@ pub(super) struct Call {
     reissues: u32,
     renewed: bool,
     refreshed: bool,
+    /// The authorization needs met so far.
+    rounds: Rounds,
     phase: Phase,
 }
 
 enum Phase {
     /// Its POST is out.
     Posted,
-    /// The server refused the POST with `status`: the body decides what it means.
-    Refused { status: u16 },
+    /// The server refused the POST with `status`: the body decides what it means,
+    /// unless it is an authorization need.
+    Refused {
+        status: u16,
+        need: Option<Box<AuthNeed>>,
+    },
+    /// Held until the shell acted on an authorization need.
+    Authorizing,
     /// A legacy session expired (404): renew it once the body is read.
     Expired,
     /// Renewing: the new `initialize` (`initialized: false`), then its notification.
@@ -69,6 +82,25 @@ impl Call {
     /// Whether the call is waiting for an HTTP+SSE stream to name its endpoint.
     pub(super) fn waiting_for_stream(&self) -> bool {
         matches!(self.phase, Phase::AwaitingEndpoint { .. })
+    }
+
+    /// A call held for authorization, released for its replay (to the HTTP+SSE
+    /// endpoint when `legacy_sse`): whether it was held.
+    pub(super) fn release(&mut self, legacy_sse: bool) -> bool {
+        if !matches!(self.phase, Phase::Authorizing) {
+            return false;
+        }
+        self.phase = if legacy_sse {
+            Phase::PostedToEndpoint
+        } else {
+            Phase::Posted
+        };
+        true
+    }
+
+    /// The attempt's message.
+    pub(super) fn message(&self) -> &Outgoing {
+        &self.msg
     }
 
     /// The call's request, rewritten as an HTTP+SSE one.
@@ -99,6 +131,7 @@ impl HttpSession {
             reissues: 0,
             renewed: false,
             refreshed: false,
+            rounds: Rounds::default(),
             phase,
         };
         let exchange = self.new_exchange(Exchange::Call(Box::new(call)));
@@ -115,7 +148,7 @@ impl HttpSession {
         self.exchanges.contains_key(&ex)
     }
 
-    fn keep(&mut self, ex: ExchangeId, call: Box<Call>) {
+    pub(super) fn keep(&mut self, ex: ExchangeId, call: Box<Call>) {
         self.exchanges.insert(ex, Exchange::Call(call));
     }
 
@@ -123,7 +156,7 @@ impl HttpSession {
         self.by_request.remove(&call.id.to_string());
     }
 
-    fn send_again(
+    pub(super) fn send_again(
         &mut self,
         ex: ExchangeId,
         call: Box<Call>,
@@ -151,7 +184,16 @@ impl HttpSession {
         let body = match &mut call.phase {
             Phase::Posted | Phase::PostedToEndpoint if !ok => {
                 let sent_session = self.mode == Mode::Streamable && self.session_id.is_some();
-                if head.status == 404
+                let need = head
+                    .need(self.authorizing, &self.url)
+                    .filter(|n| call.rounds.admit(n.kind));
+                if need.is_some() {
+                    call.phase = Phase::Refused {
+                        status: head.status,
+                        need: need.map(Box::new),
+                    };
+                    error_body
+                } else if head.status == 404
                     && sent_session
                     && !call.modern
                     && !call.renewed
@@ -162,6 +204,7 @@ impl HttpSession {
                 } else {
                     call.phase = Phase::Refused {
                         status: head.status,
+                        need: None,
                     };
                     error_body
                 }
@@ -217,6 +260,25 @@ impl HttpSession {
         call: Box<Call>,
         body: Vec<u8>,
     ) -> Vec<Action> {
+        let mut call = call;
+        if let Phase::Refused {
+            need: need @ Some(_),
+            ..
+        } = &mut call.phase
+        {
+            let need = need.take().map(|n| *n);
+            call.phase = Phase::Authorizing;
+            let id = Some(call.id.clone());
+            self.keep(ex, call);
+            return need
+                .map(|need| Action::Authorize {
+                    exchange: ex,
+                    id,
+                    need,
+                })
+                .into_iter()
+                .collect();
+        }
         match call.phase {
             Phase::Posted => {
                 self.finish(&call);
@@ -238,7 +300,7 @@ impl HttpSession {
                 }
                 self.answer(&call, body)
             }
-            Phase::Refused { status } => self.refused(ex, call, status, body),
+            Phase::Refused { status, .. } => self.refused(ex, call, status, body),
             Phase::Resuming {
                 refused: Some(status),
                 ..

@@ -35,7 +35,17 @@
 //! An HTTP error that carries a JSON-RPC error is the server's answer and is delivered
 //! as one; any other fails its request with [`Failure::Http`] (never a made-up
 //! JSON-RPC error).
+//!
+//! **Authorization** ([`HttpSession::with_authorization`]): a 401, or a 403
+//! `insufficient_scope`, to any request — a message, a notification, the standalone
+//! GET stream, at the start or mid-session — holds the request and asks the shell to
+//! act ([`Action::Authorize`], with the [`AuthNeed`] read from `WWW-Authenticate`).
+//! When it has ([`HttpSession::authorized`]) the request is replayed, once per kind
+//! of need ([`crate::auth::need::Rounds`]); when it cannot ([`HttpSession::abandon`])
+//! the shell fails it with its own error. Without authorization, such refusals are
+//! HTTP failures like any other.
 
+mod authorizing;
 mod call;
 mod headers;
 mod message;
@@ -51,6 +61,7 @@ use std::time::Duration;
 use serde_json::Value;
 use url::Url;
 
+pub use crate::auth::AuthNeed;
 use crate::negotiation::Negotiated;
 use crate::notice::Notice;
 use crate::version::ProtocolVersion;
@@ -104,11 +115,28 @@ pub struct Head {
     pub content_type: Option<String>,
     /// `Mcp-Session-Id`.
     pub session_id: Option<String>,
+    /// Every `WWW-Authenticate` value (read for 401 and 403 only).
+    pub www_authenticate: Vec<String>,
+    /// `DPoP-Nonce` (RFC 9449 §9).
+    pub dpop_nonce: Option<String>,
 }
 
 impl Head {
     fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
+    }
+
+    /// The authorization need in this head, for a session that authorizes.
+    fn need(&self, authorizing: bool, url: &Url) -> Option<AuthNeed> {
+        if !authorizing {
+            return None;
+        }
+        crate::auth::need::classify(
+            self.status,
+            &self.www_authenticate,
+            self.dpop_nonce.as_deref(),
+            url.as_str(),
+        )
     }
 
     fn is_event_stream(&self) -> bool {
@@ -180,6 +208,10 @@ pub enum Failure {
         /// What is wrong.
         detail: String,
     },
+    /// The request could not be made or its answer not read (the connection was
+    /// refused, reset or closed midway, the body was too large): the shell holds the
+    /// transport's error, which is the reason.
+    Unreachable,
 }
 
 /// What the shell does next.
@@ -199,6 +231,18 @@ pub enum Action {
     Abort(ExchangeId),
     /// A message for the client, exactly as it should read it.
     Deliver(Vec<u8>),
+    /// The server refused a request for want of authorization: act on `need`, then
+    /// call [`HttpSession::authorized`] (the request is replayed) or
+    /// [`HttpSession::abandon`] (and fail request `id`, when it has one, with the
+    /// reason).
+    Authorize {
+        /// The held exchange.
+        exchange: ExchangeId,
+        /// The request's id, as sent (`None`: a notification or the GET stream).
+        id: Option<Value>,
+        /// What the server said.
+        need: AuthNeed,
+    },
     /// A request failed without a JSON-RPC answer.
     Fail {
         /// Its id, as sent.
@@ -229,7 +273,7 @@ enum Mode {
 
 enum Exchange {
     Call(Box<Call>),
-    OneWay { method: String, initialized: bool },
+    OneWay(OneWay),
     Standalone(Standalone),
     LegacyStream(LegacyStream),
     Delete,
@@ -255,6 +299,17 @@ pub struct HttpSession {
     by_request: HashMap<String, ExchangeId>,
     next_exchange: u64,
     closed: bool,
+    /// 401 and 403 `insufficient_scope` become [`Action::Authorize`].
+    authorizing: bool,
+}
+
+/// A notification or response POSTed to the server.
+struct OneWay {
+    method: String,
+    initialized: bool,
+    msg: Outgoing,
+    rounds: crate::auth::Rounds,
+    need: Option<AuthNeed>,
 }
 
 impl std::fmt::Debug for HttpSession {
@@ -285,7 +340,15 @@ impl HttpSession {
             by_request: HashMap::new(),
             next_exchange: 0,
             closed: false,
+            authorizing: false,
         }
+    }
+
+    /// Refusals for want of authorization become [`Action::Authorize`] (see the
+    /// module documentation).
+    pub fn with_authorization(mut self) -> HttpSession {
+        self.authorizing = true;
+        self
     }
 
     /// The handshake settled: legacy requests from now on carry the negotiated version
@@ -363,10 +426,13 @@ impl HttpSession {
         let method = msg.method().unwrap_or("a response").to_owned();
         let initialized = method == "notifications/initialized";
         let request = self.post(&msg, self.message_headers(&msg));
-        let exchange = self.new_exchange(Exchange::OneWay {
+        let exchange = self.new_exchange(Exchange::OneWay(OneWay {
             method,
             initialized,
-        });
+            msg,
+            rounds: Default::default(),
+            need: None,
+        }));
         vec![Action::Send {
             exchange,
             request,
@@ -382,22 +448,17 @@ impl HttpSession {
         };
         match exchange {
             Exchange::Call(call) => self.call_head(ex, call, head),
-            Exchange::OneWay {
-                method,
-                initialized,
-            } => {
+            Exchange::OneWay(mut one) => {
                 let mut actions = Vec::new();
                 let ok = head.is_success();
-                if ok && initialized && self.mode == Mode::Streamable {
+                if ok && one.initialized && self.mode == Mode::Streamable {
                     actions.extend(self.open_standalone());
                 }
-                self.exchanges.insert(
-                    ex,
-                    Exchange::OneWay {
-                        method,
-                        initialized: ok,
-                    },
-                );
+                one.initialized = ok;
+                one.need = head
+                    .need(self.authorizing, &self.url)
+                    .filter(|n| one.rounds.admit(n.kind));
+                self.exchanges.insert(ex, Exchange::OneWay(one));
                 let body = if ok { Body::Discard } else { whole };
                 (body, actions)
             }
@@ -411,14 +472,21 @@ impl HttpSession {
     pub fn on_body(&mut self, ex: ExchangeId, body: Vec<u8>) -> Vec<Action> {
         match self.exchanges.remove(&ex) {
             Some(Exchange::Call(call)) => self.call_body(ex, call, body),
-            Some(Exchange::OneWay {
-                method,
-                initialized: false,
-            }) => vec![Action::Notice(Notice::HttpRejected {
-                what: method,
-                url: self.shown.clone(),
-                detail: message::excerpt(&body),
-            })],
+            Some(Exchange::OneWay(mut one)) if !one.initialized => match one.need.take() {
+                Some(need) => {
+                    self.exchanges.insert(ex, Exchange::OneWay(one));
+                    vec![Action::Authorize {
+                        exchange: ex,
+                        id: None,
+                        need,
+                    }]
+                }
+                None => vec![Action::Notice(Notice::HttpRejected {
+                    what: one.method,
+                    url: self.shown.clone(),
+                    detail: message::excerpt(&body),
+                })],
+            },
             _ => Vec::new(),
         }
     }
@@ -450,8 +518,9 @@ impl HttpSession {
     }
 
     /// The request could not be made, or its body not read (the shell holds the
-    /// transport error). A background stream retries; a message's exchange ends the
-    /// connection, as the server cannot be reached.
+    /// transport error). A background stream retries; a request fails alone
+    /// ([`Failure::Unreachable`]: over HTTP each message is its own exchange, so the
+    /// next may well get through); a notification is reported as refused.
     pub fn on_failure(&mut self, ex: ExchangeId) -> Vec<Action> {
         match self.exchanges.remove(&ex) {
             Some(Exchange::Standalone(stream)) => self.standalone_end(ex, stream, End::default()),
@@ -462,10 +531,17 @@ impl HttpSession {
                     // Trying the URL as an HTTP+SSE endpoint failed: the original
                     // refusal is the answer.
                     true => self.call_refused(*call),
-                    false => vec![Action::End(None)],
+                    false => vec![Action::Fail {
+                        id: call.id.clone(),
+                        failure: Failure::Unreachable,
+                    }],
                 }
             }
-            Some(Exchange::OneWay { .. }) => vec![Action::End(None)],
+            Some(Exchange::OneWay(one)) => vec![Action::Notice(Notice::HttpRejected {
+                what: one.method,
+                url: self.shown.clone(),
+                detail: "it could not be delivered (the connection failed)".into(),
+            })],
             Some(Exchange::Delete) | None => Vec::new(),
         }
     }

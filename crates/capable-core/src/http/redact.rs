@@ -34,6 +34,40 @@ pub fn redact(url: &Url) -> String {
     shown
 }
 
+/// [`redact`] for a URL held as text; text that is no URL is shown as
+/// [`redact_unparsed`] has it.
+pub fn redact_text(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(u) => redact(&u),
+        Err(_) => redact_unparsed(url),
+    }
+}
+
+/// Text meant as a URL that is none (a typo in a port, a missing scheme), shown so a
+/// person can find the typo without seeing what may be a credential: anything before
+/// an `@` after the scheme and anything after a `?` is `***`.
+///
+/// ```
+/// use capable_core::http::redact::redact_unparsed;
+/// assert_eq!(redact_unparsed("http://u:pw@host:99999/mcp?k=v"), "http://***@host:99999/mcp?***");
+/// assert_eq!(redact_unparsed("localhost:8080/mcp"), "localhost:8080/mcp");
+/// ```
+pub fn redact_unparsed(text: &str) -> String {
+    let (scheme, rest) = match text.split_once("://") {
+        Some((s, r)) => (format!("{s}://"), r),
+        None => (String::new(), text),
+    };
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, _)) => (r, "?***"),
+        None => (rest, ""),
+    };
+    let rest = match rest.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => rest.to_owned(),
+    };
+    format!("{scheme}{rest}{query}")
+}
+
 /// Why a header the host configured cannot be sent. The value is never part of the
 /// message: it is usually a credential.
 pub fn check_header(name: &str, value: &str) -> Result<(), String> {

@@ -25,10 +25,14 @@ const ENDPOINT_WITHIN: Duration = Duration::from_secs(10);
 
 pub(super) struct Standalone {
     /// Reconnects since the stream was last healthy.
-    attempts: u32,
+    pub(super) attempts: u32,
     /// Whether the current stream delivered a message.
     pub(super) delivered: bool,
-    last_event_id: Option<String>,
+    /// The authorization needs met since the stream last opened.
+    rounds: crate::auth::Rounds,
+    /// A need met by the last attempt, acted on once its body is read.
+    need: Option<super::AuthNeed>,
+    pub(super) last_event_id: Option<String>,
     retry: Option<Duration>,
 }
 
@@ -63,6 +67,8 @@ impl HttpSession {
         let exchange = self.new_exchange(Exchange::Standalone(Standalone {
             attempts: 0,
             delivered: false,
+            rounds: Default::default(),
+            need: None,
             last_event_id: None,
             retry: None,
         }));
@@ -76,9 +82,22 @@ impl HttpSession {
     pub(super) fn standalone_head(
         &mut self,
         ex: ExchangeId,
-        stream: Standalone,
+        mut stream: Standalone,
         head: &Head,
     ) -> (Body, Vec<Action>) {
+        if let Some(need) = head
+            .need(self.authorizing, &self.url)
+            .filter(|n| stream.rounds.admit(n.kind))
+        {
+            // A 401 on the stream (a token expired mid-session): authorize once its
+            // body is read, then reopen it.
+            stream.need = Some(need);
+            self.exchanges.insert(ex, Exchange::Standalone(stream));
+            return (Body::Discard, Vec::new());
+        }
+        if head.is_success() {
+            stream.rounds = Default::default();
+        }
         if head.status == 405 {
             // The server offers no standalone stream: nothing to reopen.
             return (Body::Discard, Vec::new());
@@ -99,6 +118,14 @@ impl HttpSession {
     ) -> Vec<Action> {
         if self.closed {
             return Vec::new();
+        }
+        if let Some(need) = stream.need.take() {
+            self.exchanges.insert(ex, Exchange::Standalone(stream));
+            return vec![Action::Authorize {
+                exchange: ex,
+                id: None,
+                need,
+            }];
         }
         stream.last_event_id = end.last_event_id.or(stream.last_event_id);
         stream.retry = end.retry.or(stream.retry);

@@ -182,6 +182,15 @@ impl Negotiating {
         }
         match self.stage {
             Stage::Probing {
+                after_refusal: None,
+                ..
+            } if self.config.protocol.legacy_proposal().is_none() => {
+                Step::Failed(NegotiationError::Timeout {
+                    method: Method::Discover,
+                    after: now.saturating_duration_since(self.started),
+                })
+            }
+            Stage::Probing {
                 ref id, version, ..
             } => {
                 let late = Some((id.clone(), version));
@@ -260,13 +269,21 @@ impl Negotiating {
         let id = self.allocate();
         let params = json!({ "_meta": modern_meta(&self.config, version) });
         jsonrpc::write_request(out, &id, "server/discover", &params);
+        // Only a probe that can fall back gives up early: when the modern era is all
+        // the host allows, `server/discover` is the handshake and waits as long as any
+        // request (a server may be slow to start: `npx`, `uvx`, an interpreter).
+        let wait = match after_refusal.is_none() && self.config.protocol.legacy_proposal().is_none()
+        {
+            true => self.config.timeouts.request,
+            false => self.config.timeouts.probe,
+        };
         self.stage = Stage::Probing {
             id,
             version,
             retried,
             after_refusal,
         };
-        self.deadline = time::deadline(now, self.config.timeouts.probe);
+        self.deadline = time::deadline(now, wait);
     }
 
     fn send_initialize(

@@ -40,7 +40,7 @@ pub fn head(status: u16) -> Head {
     Head {
         status,
         content_type: Some("application/json".into()),
-        session_id: None,
+        ..Head::default()
     }
 }
 
@@ -48,7 +48,7 @@ pub fn sse() -> Head {
     Head {
         status: 200,
         content_type: Some("text/event-stream".into()),
-        session_id: None,
+        ..Head::default()
     }
 }
 

@@ -40,7 +40,7 @@ use crate::tap::Tap;
 use crate::transport::{DirectWriter, Peer, DIRECT_MAX};
 
 pub(crate) use input::{run_input, ServerRequest};
-pub(crate) use reader::{ended, run_reader};
+pub(crate) use reader::{cut_off, ended, run_reader};
 pub(crate) use timer::run_timer;
 pub(crate) use writer::run_writer;
 

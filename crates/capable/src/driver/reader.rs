@@ -43,6 +43,13 @@ pub(crate) async fn run_reader<S: MessageSource>(
     loop {
         let line = match source.recv().await {
             Ok(Some(Inbound::Message(line))) => line,
+            Ok(Some(Inbound::Unterminated(line))) => match Incoming::parse(line.clone()) {
+                Ok(_) => line,
+                Err(_) => {
+                    log_notices(&shared, vec![cut_off(&line)]);
+                    continue;
+                }
+            },
             Ok(Some(Inbound::Failed { id, error })) => {
                 fail_one(&shared, &id, error);
                 continue;
@@ -75,6 +82,16 @@ pub(crate) async fn run_reader<S: MessageSource>(
             break;
         }
         on_line(&shared, line, &notifications, &requests);
+    }
+}
+
+/// The notice for the half message a server left as it stopped writing.
+pub(crate) fn cut_off(line: &[u8]) -> Notice {
+    Notice::SkippedLine {
+        reason: format!(
+            "the server's output ended in the middle of a message ({} written)",
+            capable_core::text::size(line.len())
+        ),
     }
 }
 

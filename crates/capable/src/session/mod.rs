@@ -176,6 +176,13 @@ impl Session {
         self.shared.peer.stderr_tail()
     }
 
+    /// The server's process id, which is also the id of its process group (every
+    /// process it starts stays in it unless it moves itself out; [`Session::close`]
+    /// ends the whole group). `None` for a server that is no process of ours (HTTP).
+    pub fn server_process_id(&self) -> Option<u32> {
+        self.shared.peer.process_id()
+    }
+
     /// The server's notifications, as a stream. Can be taken once; while nobody takes
     /// it, notifications beyond the buffer are dropped (memory stays bounded) and
     /// counted ([`Session::dropped_notifications`]).
@@ -203,6 +210,23 @@ impl Session {
         if let Some(writer) = self.writer.take() {
             let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
         }
+        let status = self.shared.peer.shutdown().await;
+        self.reader.abort();
+        status
+    }
+}
+
+impl Session {
+    /// Why the session ended, once it did (`None` while it is open).
+    pub(crate) fn ended(&self) -> Option<Error> {
+        self.shared.lock().closed.clone()
+    }
+
+    /// [`Session::close`] for a session others may still hold (a
+    /// [`Host`](crate::host::Host) shares its sessions): what is in flight fails, the
+    /// server is shut down the same way, its whole process group included.
+    pub(crate) async fn close_shared(&self) -> Option<ExitStatus> {
+        self.shared.close(Error::Closed);
         let status = self.shared.peer.shutdown().await;
         self.reader.abort();
         status

@@ -87,15 +87,21 @@ impl TransportError {
     }
 
     /// An HTTP client failure while doing `context`.
+    /// A failed HTTP request. The HTTP client's error loses its URL (which may hold
+    /// credentials in its userinfo or query); `context` names the request, redacted.
     pub fn request(context: impl Into<String>, source: reqwest::Error) -> Self {
         TransportError::Request {
             context: context.into(),
-            source: Arc::new(source),
+            source: Arc::new(source.without_url()),
         }
     }
 }
 
 /// An error and its causes, one after the other (reqwest's own message says little).
+pub(crate) fn chain_of(e: &dyn std::error::Error) -> String {
+    chain(e)
+}
+
 fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut source = e.source();
@@ -112,9 +118,14 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 /// What a [`MessageSource`] yields.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Inbound {
     /// One message (a JSON-RPC line, without its terminator).
     Message(Bytes),
+    /// The last bytes of a stream that ended before their line did: a message if they
+    /// parse as one, else what is left of a message the server stopped writing halfway
+    /// (it exited mid-write), skipped so that the end of the stream says why.
+    Unterminated(Bytes),
     /// One request failed in the transport without a JSON-RPC answer (an HTTP status,
     /// a stream that broke beyond repair): it fails with `error`; the session goes on.
     Failed {
@@ -184,6 +195,11 @@ pub trait Peer: Send + Sync + 'static {
     fn shutdown(&self) -> BoxFuture<'_, Option<ExitStatus>>;
     /// The last lines the server wrote to stderr (not an error signal by itself).
     fn stderr_tail(&self) -> String;
+    /// The server's process id, which is also its process group's (`None` for a
+    /// server that is not a process of ours).
+    fn process_id(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// A connected transport, ready to be split.

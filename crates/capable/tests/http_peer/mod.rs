@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod faults;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,6 +23,8 @@ pub struct Seen {
     /// Header names lower-cased.
     pub headers: HashMap<String, String>,
     pub body: Option<Value>,
+    /// The body as sent (a form, for a token request).
+    pub raw: Vec<u8>,
     pub at: Instant,
 }
 
@@ -39,6 +43,21 @@ impl Seen {
     pub fn rpc_id(&self) -> Option<&Value> {
         self.body.as_ref()?.get("id")
     }
+
+    /// The body's `application/x-www-form-urlencoded` fields.
+    pub fn form(&self) -> HashMap<String, String> {
+        url::form_urlencoded::parse(&self.raw)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
+    }
+
+    /// The query's fields.
+    pub fn query(&self) -> HashMap<String, String> {
+        let q = self.path.split_once('?').map(|(_, q)| q).unwrap_or("");
+        url::form_urlencoded::parse(q.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
+    }
 }
 
 /// What the peer answers.
@@ -53,6 +72,10 @@ pub enum Reply {
     /// An SSE stream fed by the test: each string received is written as is; the
     /// stream closes when the sender is dropped.
     Stream(tokio::sync::mpsc::UnboundedReceiver<String>),
+    /// The connection is closed without an answer (a server that died mid-request).
+    Close,
+    /// A status, extra headers and a body sent exactly as given (with its length).
+    Raw(u16, Vec<(String, String)>, Vec<u8>),
 }
 
 pub type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
@@ -159,6 +182,7 @@ async fn serve(
             path,
             headers,
             body: serde_json::from_slice(&body).ok(),
+            raw: body,
             at: Instant::now(),
         };
         seen.lock().unwrap().push(request.clone());
@@ -199,6 +223,16 @@ async fn serve(
                 }
                 tokio::time::sleep(hold).await;
                 return Ok(());
+            }
+            Reply::Close => return Ok(()),
+            Reply::Raw(status, extra, body) => {
+                let mut head = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
+                for (k, v) in extra {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                write.write_all(head.as_bytes()).await?;
+                write.write_all(&body).await?;
             }
             Reply::Stream(mut events) => {
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";

@@ -33,7 +33,8 @@ pub async fn run(ctx: &Context, report: Option<&Path>, args: &ServerArgs) -> Res
         output::print(&human(&verdict))?;
     }
     if let Some(path) = report {
-        std::fs::write(path, markdown(&verdict)).map_err(|e| {
+        let text = markdown(&verdict);
+        std::fs::write(path, crate::secrets::scrub(&text).as_bytes()).map_err(|e| {
             CliError::Usage(format!(
                 "cannot write the report to {}: {e}",
                 path.display()

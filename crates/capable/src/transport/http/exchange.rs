@@ -49,6 +49,7 @@ impl Exchanges {
                 let mut tasks = http.exchanges.lock();
                 if tasks.get(&ex).is_some_and(|(g, _)| *g == generation) {
                     tasks.remove(&ex);
+                    http.sent_lock().remove(&ex);
                 }
             }
         });
@@ -78,7 +79,9 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                 request,
                 blocking: true,
             } => {
-                Box::pin(run(http.clone(), exchange, request)).await?;
+                let done = Box::pin(run(http.clone(), exchange, request)).await;
+                http.sent_lock().remove(&exchange);
+                done?;
                 continue;
             }
             Action::Send {
@@ -91,11 +94,43 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                 http.exchanges.abort(ex);
                 continue;
             }
+            Action::Authorize { exchange, id, need } => {
+                let outcome = match &http.config.oauth {
+                    Some(oauth) => {
+                        let sent = http.sent_lock().get(&exchange).copied().unwrap_or(0);
+                        oauth.resolve(&need, sent).await
+                    }
+                    None => Err(crate::auth::AuthError::Config(
+                        "the server wants authorization and no OAuth is configured".into(),
+                    )),
+                };
+                match outcome {
+                    Ok(()) => {
+                        let actions = http.policy().authorized(exchange);
+                        Box::pin(execute(http, actions)).await?;
+                        continue;
+                    }
+                    Err(e) => {
+                        let actions = http.policy().abandon(exchange);
+                        Box::pin(execute(http, actions)).await?;
+                        match id.and_then(|id| serde_json::from_value::<RequestId>(id).ok()) {
+                            Some(id) => Ok(Inbound::Failed {
+                                id,
+                                error: Error::Auth(e),
+                            }),
+                            None => {
+                                tracing::warn!("{} was not sent again: {e}", need.url);
+                                continue;
+                            }
+                        }
+                    }
+                }
+            }
             Action::Deliver(message) => Ok(Inbound::Message(message.into())),
             Action::Fail { id, failure } => match serde_json::from_value::<RequestId>(id) {
                 Ok(id) => Ok(Inbound::Failed {
                     id,
-                    error: error_of(failure),
+                    error: scrubbed(http, error_of(failure)),
                 }),
                 Err(_) => continue,
             },
@@ -110,6 +145,22 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
         let _ = http.inbound.send(received).await;
     }
     Ok(())
+}
+
+/// A server's words with every secret it was sent redacted (a hostile server may
+/// echo the token, the host's headers or the URL's credentials).
+fn scrubbed(http: &Http, error: Error) -> Error {
+    match error {
+        Error::Http { url, status, body } => {
+            let body = http.secrets.scrub(&body).into_owned();
+            let body = match &http.config.oauth {
+                Some(oauth) => oauth.scrub(&body),
+                None => body,
+            };
+            Error::Http { url, status, body }
+        }
+        other => other,
+    }
 }
 
 /// A failure as the host sees it.
@@ -136,7 +187,7 @@ pub(super) async fn run(
     if !request.delay.is_zero() {
         tokio::time::sleep(request.delay).await;
     }
-    let response = match perform(&http, request).await {
+    let response = match perform(&http, ex, request).await {
         Ok(response) => response,
         Err(e) => return failed(&http, ex, e).await,
     };
@@ -144,6 +195,14 @@ pub(super) async fn run(
         status: response.status().as_u16(),
         content_type: header_text(&response, CONTENT_TYPE.as_str()),
         session_id: header_text(&response, "mcp-session-id"),
+        www_authenticate: response
+            .headers()
+            .get_all(reqwest::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .collect(),
+        dpop_nonce: header_text(&response, "dpop-nonce"),
     };
     let (body, actions) = http.policy().on_head(ex, &head);
     execute(&http, actions).await?;
@@ -208,10 +267,30 @@ pub(super) async fn run(
 async fn failed(http: &Arc<Http>, ex: ExchangeId, e: TransportError) -> Result<(), TransportError> {
     let actions = http.policy().on_failure(ex);
     let ends = actions.iter().any(|a| matches!(a, Action::End(None)));
-    let rest: Vec<Action> = actions
-        .into_iter()
-        .filter(|a| !matches!(a, Action::End(None)))
-        .collect();
+    let mut rest = Vec::new();
+    for action in actions {
+        match action {
+            Action::End(None) => {}
+            // The request fails alone, with the transport's own error.
+            Action::Fail {
+                id,
+                failure: Failure::Unreachable,
+            } => {
+                if let Ok(id) = serde_json::from_value::<RequestId>(id) {
+                    let failed = Inbound::Failed {
+                        id,
+                        error: Error::Transport(e.clone()),
+                    };
+                    let _ = http.inbound.send(Ok(failed)).await;
+                }
+            }
+            Action::Notice(notice) => {
+                tracing::debug!("{notice}: {e}");
+                rest.push(Action::Notice(notice));
+            }
+            other => rest.push(other),
+        }
+    }
     execute(http, rest).await?;
     if ends {
         return Err(e);
@@ -229,7 +308,11 @@ fn header_text(response: &reqwest::Response, name: &str) -> Option<String> {
 
 /// Sends `request`, following at most [`redirect::MAX_REDIRECTS`] redirects, each as
 /// the policy rewrites it (nothing of the host's crosses an origin).
-async fn perform(http: &Http, mut request: Request) -> Result<reqwest::Response, TransportError> {
+async fn perform(
+    http: &Http,
+    ex: ExchangeId,
+    mut request: Request,
+) -> Result<reqwest::Response, TransportError> {
     for _ in 0..=redirect::MAX_REDIRECTS {
         let method = match request.method {
             HttpMethod::Get => reqwest::Method::GET,
@@ -239,6 +322,21 @@ async fn perform(http: &Http, mut request: Request) -> Result<reqwest::Response,
         let mut req = http.client.request(method.clone(), request.url.clone());
         if request.user_headers {
             req = req.headers(http.user_headers.clone());
+            // The token goes to the MCP server's origin only, with a fresh DPoP proof
+            // for this very request when it is bound.
+            if let Some(oauth) = http
+                .config
+                .oauth
+                .as_ref()
+                .filter(|_| redirect::same_origin(&request.url, &http.config.url))
+            {
+                oauth.prepare().await;
+                let (headers, generation) = oauth.headers(method.as_str(), &request.url);
+                http.sent_lock().insert(ex, generation);
+                for (name, value) in headers {
+                    req = req.header(name, value);
+                }
+            }
         }
         for (name, value) in &request.headers {
             if let (Ok(n), Ok(v)) = (

@@ -29,6 +29,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 pub use reqwest::Url;
 use tokio::sync::mpsc;
 
+use crate::auth::OAuthClient;
+
 use super::{BoxFuture, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
 use exchange::Exchanges;
 
@@ -44,6 +46,12 @@ pub struct HttpConfig {
     pub reconnect: Reconnect,
     /// How long closing waits for the session's DELETE.
     pub close_timeout: Duration,
+    /// OAuth for this server: its token on every request to the server's origin, and
+    /// a 401 or 403 `insufficient_scope` answered by authorizing (see
+    /// [`crate::auth`]). Without it, those refusals are [`Error::Http`] failures.
+    ///
+    /// [`Error::Http`]: crate::Error::Http
+    pub oauth: Option<Arc<OAuthClient>>,
 }
 
 impl HttpConfig {
@@ -54,6 +62,7 @@ impl HttpConfig {
             headers: Vec::new(),
             reconnect: Reconnect::default(),
             close_timeout: Duration::from_secs(2),
+            oauth: None,
         }
     }
 }
@@ -71,11 +80,23 @@ pub(super) struct Http {
     policy: Mutex<HttpSession>,
     inbound: mpsc::Sender<Received>,
     exchanges: Exchanges,
+    /// The token generation each exchange's last request carried.
+    sent: Mutex<std::collections::HashMap<capable_core::http::ExchangeId, u64>>,
+    /// The host's header values and the URL's credentials, cut out of what a server
+    /// says back in an error.
+    secrets: capable_core::secrets::Secrets,
 }
 
 impl Http {
     fn policy(&self) -> std::sync::MutexGuard<'_, HttpSession> {
         self.policy.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn sent_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<capable_core::http::ExchangeId, u64>>
+    {
+        self.sent.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -115,17 +136,29 @@ impl HttpTransport {
             v.set_sensitive(true);
             user_headers.append(n, v);
         }
-        let policy = HttpSession::new(config.url.clone(), config.reconnect, max_message_size);
+        let mut policy = HttpSession::new(config.url.clone(), config.reconnect, max_message_size);
+        if config.oauth.is_some() {
+            policy = policy.with_authorization();
+        }
         let (tx, rx) = mpsc::channel(1024);
         Ok(HttpTransport {
             http: Arc::new(Http {
                 client,
+                secrets: {
+                    let mut s = capable_core::secrets::Secrets::default();
+                    s.add_url(&config.url);
+                    for (_, value) in &config.headers {
+                        s.add_header_value(value);
+                    }
+                    s
+                },
                 config,
                 user_headers,
                 limit: max_message_size,
                 policy: Mutex::new(policy),
                 inbound: tx,
                 exchanges: Exchanges::default(),
+                sent: Mutex::default(),
             }),
             inbound: rx,
         })

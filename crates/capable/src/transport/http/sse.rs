@@ -1,7 +1,7 @@
 //! Reading a `text/event-stream` HTTP body as MCP events, with the bookkeeping
 //! resumption needs: the last event id seen and the server's `retry` advice.
 //!
-//! The format is decoded by [`SseDecoder`](super::sse_decoder::SseDecoder), in one pass
+//! The format is decoded by [`SseDecoder`], in one pass
 //! with a size limit per event (memory stays bounded); this file tells MCP messages
 //! apart from priming and keep-alive events. What an event means is the core's
 //! business.

@@ -20,6 +20,8 @@ pub struct LineSource<R> {
     scanned: usize,
     /// The stream ended; what is left in `buf` is a last, unterminated line.
     ended: bool,
+    /// The line handed out last was that unterminated rest.
+    unterminated: bool,
 }
 
 /// How much a read asks for at a time.
@@ -34,13 +36,31 @@ impl<R> LineSource<R> {
             buf: BytesMut::new(),
             scanned: 0,
             ended: false,
+            unterminated: false,
         }
+    }
+}
+
+impl<R> LineSource<R> {
+    /// Whether the line [`next_line`](LineSource::next_line) gave last was the rest of
+    /// a stream that ended without a final newline.
+    pub fn ended_mid_line(&self) -> bool {
+        self.unterminated
+    }
+
+    /// `line` as the [`Inbound`] it is: a message, or an unterminated rest.
+    pub fn inbound(&self, line: Option<Bytes>) -> Option<Inbound> {
+        line.map(|l| match self.unterminated {
+            true => Inbound::Unterminated(l),
+            false => Inbound::Message(l),
+        })
     }
 }
 
 impl<R: AsyncRead + Unpin + Send + 'static> MessageSource for LineSource<R> {
     async fn recv(&mut self) -> Result<Option<Inbound>, TransportError> {
-        Ok(self.next_line().await?.map(Inbound::Message))
+        let line = self.next_line().await?;
+        Ok(self.inbound(line))
     }
 }
 
@@ -87,6 +107,7 @@ impl<R: AsyncRead + Unpin> LineSource<R> {
                 if rest.iter().all(u8::is_ascii_whitespace) {
                     return Ok(None);
                 }
+                self.unterminated = true;
                 return Ok(Some(rest));
             }
             if self.buf.capacity() - self.buf.len() < READ_SIZE {

@@ -182,6 +182,13 @@ impl StdioTransport {
                 tail,
                 stderr_ended,
                 grace: limits.shutdown_grace,
+                secrets: {
+                    let mut s = capable_core::secrets::Secrets::default();
+                    for (name, value) in &command.env {
+                        s.add_env(name, value);
+                    }
+                    s
+                },
             },
             exited,
             limits,
@@ -227,18 +234,19 @@ impl MessageSource for StdoutSource {
         loop {
             if self.exited.borrow().is_some() {
                 return match tokio::time::timeout(AFTER_EXIT, self.lines.next_line()).await {
-                    Ok(line) => Ok(line?.map(Inbound::Message)),
+                    Ok(line) => Ok(self.lines.inbound(line?)),
                     // Exited, and nothing more came: the end, whoever holds the pipe.
                     Err(_) => Ok(None),
                 };
             }
             tokio::select! {
                 biased;
-                line = self.lines.next_line() => return Ok(line?.map(Inbound::Message)),
+                line = self.lines.next_line() => return Ok(self.lines.inbound(line?)),
                 changed = self.exited.changed() => {
                     if changed.is_err() {
                         // The watcher is gone (the runtime is ending): read as usual.
-                        return Ok(self.lines.next_line().await?.map(Inbound::Message));
+                        let line = self.lines.next_line().await?;
+                        return Ok(self.lines.inbound(line));
                     }
                 }
             }

@@ -129,6 +129,9 @@ pub(super) struct StdioPeer {
     /// Becomes `true` when the server's stderr reaches its end.
     pub(super) stderr_ended: tokio::sync::watch::Receiver<bool>,
     pub(super) grace: Duration,
+    /// The secret-looking values of the server's environment, cut out of its words:
+    /// a crash report may print its configuration.
+    pub(super) secrets: capable_core::secrets::Secrets,
 }
 
 impl StdioPeer {
@@ -192,7 +195,12 @@ impl Peer for StdioPeer {
     }
 
     fn stderr_tail(&self) -> String {
-        self.tail.lock().map(|t| t.text()).unwrap_or_default()
+        let text = self.tail.lock().map(|t| t.text()).unwrap_or_default();
+        self.secrets.scrub(&text).into_owned()
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        self.pid
     }
 }
 

@@ -4,6 +4,19 @@
 //! Code's `.mcp.json`, Cursor, the MCP Inspector) and VS Code's `{"servers": {NAME:
 //! {...}}}`. A stdio entry has `command`, `args`, `env` and optionally `cwd`; `${VAR}`
 //! and `${VAR:-default}` are expanded from the environment in every string.
+//!
+//! An HTTP entry may carry `oauth` settings (every key optional):
+//!
+//! ```json
+//! {"mcpServers": {"remote": {"url": "https://mcp.example/mcp", "oauth": {
+//!   "clientId": "…", "clientSecret": "${SECRET}", "clientMetadataUrl": "https://app.example/client.json",
+//!   "scopes": ["mcp:read"], "callbackPort": 8976, "issuer": "https://auth.example",
+//!   "grant": "authorization_code | client_credentials | workload_identity | enterprise",
+//!   "privateKeyFile": "key.pem", "assertionFile": "workload.jwt", "dpop": "auto | always | never",
+//!   "idp": {"tokenEndpoint": "…", "clientId": "…", "clientSecret": "…", "idTokenFile": "id.jwt"}}}}}
+//! ```
+//!
+//! `privateKeyPem`, `assertion` and `idp.idToken` give the same values inline.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,13 +34,109 @@ pub enum ServerTarget {
         url: String,
         /// Extra headers.
         headers: Vec<(String, String)>,
+        /// OAuth settings.
+        oauth: Option<Box<OAuthEntry>>,
     },
+}
+
+/// The `oauth` object of an HTTP entry (values expanded).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OAuthEntry {
+    /// A pre-registered client id.
+    pub client_id: Option<String>,
+    /// Its secret.
+    pub client_secret: Option<String>,
+    /// A client ID metadata document URL.
+    pub client_metadata_url: Option<String>,
+    /// Scopes to ask for.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The loopback port of the redirect URI.
+    pub callback_port: Option<u16>,
+    /// The authorization server's issuer (skips the protected resource metadata).
+    pub issuer: Option<String>,
+    /// `authorization_code` (default), `client_credentials`, `workload_identity`,
+    /// `enterprise`.
+    pub grant: Option<String>,
+    /// A PKCS#8 PEM key for `private_key_jwt`, inline or from a file.
+    pub private_key_pem: Option<String>,
+    /// The key's file.
+    pub private_key_file: Option<String>,
+    /// A workload identity JWT, inline or from a file.
+    pub assertion: Option<String>,
+    /// The JWT's file.
+    pub assertion_file: Option<String>,
+    /// `auto`, `always`, `never`.
+    pub dpop: Option<String>,
+    /// Enterprise-managed authorization: the identity provider.
+    pub idp: Option<IdpEntry>,
+}
+
+/// The identity provider of enterprise-managed authorization.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IdpEntry {
+    /// Its token endpoint.
+    pub token_endpoint: String,
+    /// The client id there.
+    pub client_id: String,
+    /// Its secret.
+    pub client_secret: Option<String>,
+    /// The user's ID token, inline or from a file.
+    pub id_token: Option<String>,
+    /// The token's file.
+    pub id_token_file: Option<String>,
+}
+
+impl OAuthEntry {
+    fn expand(
+        mut self,
+        expand: &dyn Fn(&str) -> Result<String, ConfigError>,
+    ) -> Result<Self, ConfigError> {
+        let each = |v: &mut Option<String>| -> Result<(), ConfigError> {
+            if let Some(s) = v.as_mut() {
+                *s = expand(s)?;
+            }
+            Ok(())
+        };
+        for v in [
+            &mut self.client_id,
+            &mut self.client_secret,
+            &mut self.client_metadata_url,
+            &mut self.issuer,
+            &mut self.grant,
+            &mut self.private_key_pem,
+            &mut self.private_key_file,
+            &mut self.assertion,
+            &mut self.assertion_file,
+            &mut self.dpop,
+        ] {
+            each(v)?;
+        }
+        for s in &mut self.scopes {
+            *s = expand(s)?;
+        }
+        if let Some(idp) = self.idp.as_mut() {
+            idp.token_endpoint = expand(&idp.token_endpoint)?;
+            idp.client_id = expand(&idp.client_id)?;
+            for v in [
+                &mut idp.client_secret,
+                &mut idp.id_token,
+                &mut idp.id_token_file,
+            ] {
+                each(v)?;
+            }
+        }
+        Ok(self)
+    }
 }
 use serde::Deserialize;
 use serde_json::Value;
 
 /// Why a configured server could not be found or used.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// No config file was given and none was found.
     #[error("no MCP config file found; looked in: {}", looked.join(", "))]
@@ -91,6 +200,16 @@ struct Entry {
     kind: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    #[serde(default)]
+    oauth: Option<OAuthEntry>,
+}
+
+/// The user's config directory (`$XDG_CONFIG_HOME`, else `~/.config`).
+pub fn config_home() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
 }
 
 /// The files searched when `--config` is not given, in order.
@@ -99,10 +218,7 @@ pub fn default_locations() -> Vec<PathBuf> {
         PathBuf::from(".mcp.json"),
         PathBuf::from(".vscode/mcp.json"),
     ];
-    let config_home = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-    if let Some(dir) = config_home {
+    if let Some(dir) = config_home() {
         paths.push(dir.join("capable").join("mcp.json"));
     }
     paths
@@ -110,6 +226,13 @@ pub fn default_locations() -> Vec<PathBuf> {
 
 /// Finds server `name` in `file`, or in the default locations.
 pub fn find_server(name: &str, file: Option<&Path>) -> Result<ServerTarget, ConfigError> {
+    let (text, shown) = read(file)?;
+    server_from_text(&text, name, &shown, &|var| std::env::var(var).ok())
+}
+
+/// The config file to read: `file`, or the first of [`default_locations`] that
+/// exists. Its text and its path as shown in errors.
+fn read(file: Option<&Path>) -> Result<(String, String), ConfigError> {
     let path = match file {
         Some(p) => p.to_path_buf(),
         None => {
@@ -129,16 +252,11 @@ pub fn find_server(name: &str, file: Option<&Path>) -> Result<ServerTarget, Conf
         path: shown.clone(),
         detail: e.to_string(),
     })?;
-    server_from_text(&text, name, &shown, &|var| std::env::var(var).ok())
+    Ok((text, shown))
 }
 
-/// Finds server `name` in a config document (`lookup` resolves `${VAR}`).
-pub fn server_from_text(
-    text: &str,
-    name: &str,
-    path: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<ServerTarget, ConfigError> {
+/// The server entries of a config document, in the file's order.
+fn servers_of(text: &str, path: &str) -> Result<serde_json::Map<String, Value>, ConfigError> {
     let doc: Value = serde_json::from_str(text).map_err(|e| ConfigError::Unreadable {
         path: path.into(),
         detail: e.to_string(),
@@ -153,6 +271,17 @@ pub fn server_from_text(
             detail: "neither `mcpServers` nor `servers` is an object".into(),
         });
     };
+    Ok(servers.clone())
+}
+
+/// Finds server `name` in a config document (`lookup` resolves `${VAR}`).
+pub fn server_from_text(
+    text: &str,
+    name: &str,
+    path: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerTarget, ConfigError> {
+    let servers = servers_of(text, path)?;
     let Some(raw) = servers.get(name) else {
         return Err(ConfigError::UnknownServer {
             path: path.into(),
@@ -160,6 +289,16 @@ pub fn server_from_text(
             known: servers.keys().cloned().collect(),
         });
     };
+    entry_target(name, raw, path, lookup)
+}
+
+/// One entry of a config document as a server to start or reach.
+fn entry_target(
+    name: &str,
+    raw: &Value,
+    path: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerTarget, ConfigError> {
     let entry: Entry =
         serde_json::from_value(raw.clone()).map_err(|e| ConfigError::Unreadable {
             path: path.into(),
@@ -194,6 +333,11 @@ pub fn server_from_text(
                     Ok((k.clone(), v))
                 })
                 .collect::<Result<_, ConfigError>>()?,
+            oauth: entry
+                .oauth
+                .clone()
+                .map(|o| o.expand(&expand).map(Box::new))
+                .transpose()?,
         });
     }
     let Some(command) = entry.command.as_deref() else {
@@ -251,6 +395,70 @@ pub fn expand_vars(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<S
     Ok(out)
 }
 
+/// A whole config file: every server it names, each usable or not. A broken entry
+/// (an unset `${VAR}`, neither `command` nor `url`) is kept with its error, next to
+/// the others: one bad line never hides the rest of a file.
+///
+/// ```
+/// use capable::config::{ConfigFile, ServerTarget};
+///
+/// let text = r#"{"mcpServers": {
+///     "docs": {"command": "node", "args": ["docs.js"]},
+///     "remote": {"type": "http", "url": "https://mcp.example/mcp"},
+///     "broken": {"args": ["no command"]}
+/// }}"#;
+/// let file = ConfigFile::from_text(text, ".mcp.json", &|_| None).unwrap();
+/// let names: Vec<&str> = file.servers.iter().map(|e| e.name.as_str()).collect();
+/// assert_eq!(names, ["docs", "remote", "broken"]);
+/// assert!(matches!(file.servers[1].target, Ok(ServerTarget::Http { .. })));
+/// assert!(file.servers[2].target.is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigFile {
+    /// The file, as shown in errors.
+    pub path: String,
+    /// Its servers, in the file's order.
+    pub servers: Vec<ConfigEntry>,
+}
+
+/// One server of a [`ConfigFile`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigEntry {
+    /// Its name (the key in `mcpServers` or `servers`).
+    pub name: String,
+    /// What to start or reach, or why the entry cannot be used.
+    pub target: Result<ServerTarget, ConfigError>,
+}
+
+impl ConfigFile {
+    /// Reads `file`, or the first of [`default_locations`] that exists, expanding
+    /// `${VAR}` from the environment. Fails only when there is no file or it is no
+    /// config at all; a broken entry is kept with its error.
+    pub fn load(file: Option<&Path>) -> Result<ConfigFile, ConfigError> {
+        let (text, shown) = read(file)?;
+        ConfigFile::from_text(&text, &shown, &|var| std::env::var(var).ok())
+    }
+
+    /// Reads a config document (`lookup` resolves `${VAR}`); `path` names it in errors.
+    pub fn from_text(
+        text: &str,
+        path: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ConfigFile, ConfigError> {
+        let servers = servers_of(text, path)?
+            .iter()
+            .map(|(name, raw)| ConfigEntry {
+                name: name.clone(),
+                target: entry_target(name, raw, path, lookup),
+            })
+            .collect();
+        Ok(ConfigFile {
+            path: path.into(),
+            servers,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,6 +501,7 @@ mod tests {
             ServerTarget::Http {
                 url: "https://mcp.example/mcp".into(),
                 headers: vec![("Authorization".into(), "Bearer t0k".into())],
+                oauth: None,
             }
         );
         let sse = r#"{"servers":{"old":{"type":"sse","url":"http://127.0.0.1:9/sse"}}}"#;
@@ -300,6 +509,25 @@ mod tests {
             server_from_text(sse, "old", "f.json", &env).unwrap(),
             ServerTarget::Http { .. }
         ));
+    }
+
+    #[test]
+    fn reads_oauth_settings_with_expansion() {
+        let text = r#"{"mcpServers":{"r":{"url":"https://m/mcp","oauth":{"clientId":"c","clientSecret":"${TOKEN}","scopes":["a","b"],"callbackPort":8976,"idp":{"tokenEndpoint":"https://idp/token","clientId":"i","idTokenFile":"${HOME}/id"}}}}}"#;
+        let ServerTarget::Http { oauth: Some(o), .. } =
+            server_from_text(text, "r", "f", &env).unwrap()
+        else {
+            panic!("no oauth")
+        };
+        assert_eq!(o.client_secret.as_deref(), Some("t0k"));
+        assert_eq!(o.scopes, ["a", "b"]);
+        assert_eq!(o.callback_port, Some(8976));
+        assert_eq!(o.idp.unwrap().id_token_file.as_deref(), Some("/home/u/id"));
+        let typo = r#"{"mcpServers":{"r":{"url":"https://m/mcp","oauth":{"clientID":"c"}}}}"#;
+        assert!(
+            server_from_text(typo, "r", "f", &env).is_err(),
+            "unknown keys are refused"
+        );
     }
 
     #[test]
@@ -318,5 +546,27 @@ mod tests {
     #[test]
     fn an_unterminated_placeholder_is_kept_verbatim() {
         assert_eq!(expand_vars("a ${B", &env).unwrap(), "a ${B");
+    }
+
+    #[test]
+    fn a_whole_file_keeps_every_entry_in_order_broken_ones_with_their_error() {
+        let text = r#"{"servers":{"b":{"command":"x"},"a":{"command":"${NOPE}"},"c":{"url":"http://127.0.0.1:9/mcp"}}}"#;
+        let file = ConfigFile::from_text(text, "f.json", &env).unwrap();
+        let names: Vec<&str> = file.servers.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["b", "a", "c"]);
+        assert!(matches!(
+            &file.servers[1].target,
+            Err(ConfigError::UnsetVariable { var, .. }) if var == "NOPE"
+        ));
+        assert!(matches!(
+            file.servers[2].target,
+            Ok(ServerTarget::Http { .. })
+        ));
+        let err = ConfigFile::from_text("[]", "f.json", &env).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("neither `mcpServers` nor `servers`"),
+            "{err}"
+        );
     }
 }

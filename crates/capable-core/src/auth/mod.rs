@@ -1,0 +1,52 @@
+//! OAuth 2.1 authorization for MCP over HTTP, sans-IO: every decision of the flow the
+//! 2025-03-26 … 2026-07-28 specifications describe, for the shell to carry out.
+//!
+//! The life of an authorization, in the order things happen:
+//!
+//! 1. A request meets a 401 (or a 403 `insufficient_scope`). The HTTP policy turns it
+//!    into an [`AuthNeed`] ([`need::classify`]) and holds the request; [`need::remedy`]
+//!    says what to do with the token at hand — retry, refresh, authorize, step up.
+//! 2. [`Discovery`] says which metadata to GET, in the specification's order, and
+//!    checks what comes back: the protected resource's `resource`, the authorization
+//!    server's `issuer` ([`discovery`]).
+//! 3. [`client::choose`] picks the client identity: pre-registered, a client ID
+//!    metadata document, or a dynamic registration.
+//! 4. [`authorize`] builds the authorization URL (PKCE S256, `state`, `resource`, the
+//!    scopes of [`scope::initial`]) and validates the answer (`state`, RFC 9207 `iss`).
+//! 5. [`token`] builds the token request for the grant and client authentication, and
+//!    reads the answer into a [`Token`] that knows when to be refreshed.
+//! 6. The HTTP policy replays the held request, once ([`need::Rounds`]).
+//!
+//! | file | concern |
+//! |---|---|
+//! | `challenge.rs` | `WWW-Authenticate` parsing |
+//! | `need.rs` | which refusals are needs, the replay rule, the remedy |
+//! | `metadata.rs` | the two metadata documents, the `resource` check |
+//! | `discovery.rs` | the discovery order as a state machine |
+//! | `client.rs` | the client identity and the token endpoint auth method |
+//! | `scope.rs` | which scopes to ask for, step-up unions |
+//! | `authorize.rs` | PKCE, the authorization URL, the callback's validation |
+//! | `token.rs` | token requests (every grant) and answers, expiry |
+//! | `jwt.rs` | JWT framing for client assertions and DPoP proofs |
+//!
+//! Randomness (PKCE verifiers, `state`, `jti`) and the clock (token expiry, in
+//! seconds since the Unix epoch: tokens outlive the process) are the shell's to give.
+//! Secrets never show in a `Debug` output.
+
+pub mod authorize;
+pub mod challenge;
+pub mod client;
+pub mod discovery;
+pub mod jwt;
+pub mod metadata;
+pub mod need;
+pub mod scope;
+pub mod token;
+
+pub use authorize::{CallbackError, Pending, Pkce};
+pub use challenge::Challenge;
+pub use client::{AuthMethod, ClientSettings, Identity, Registration, RegistrationSource};
+pub use discovery::{Discovered, Discovery, DiscoveryError, MetadataSource, Next};
+pub use metadata::{ResourceMetadata, ServerMetadata};
+pub use need::{AuthNeed, NeedKind, Remedy, Rounds};
+pub use token::{Grant, Token, TokenError, TokenRequest};

@@ -1,0 +1,136 @@
+//! Which scopes to ask for.
+//!
+//! - **First authorization**: the scopes the host configured, joined with the
+//!   challenge's; else the challenge's `scope` (authoritative; no relation to
+//!   `scopes_supported` is assumed); else the PRM's `scopes_supported`; else none, and
+//!   the `scope` parameter is omitted (the server's defaults apply). Never the
+//!   authorization server's own list.
+//! - `offline_access` is added only when the authorization server lists it (SEP-2207)
+//!   and other scopes are asked for: alone it could narrow the grant to nothing useful.
+//! - **Step-up** (403 `insufficient_scope`): the union of what was asked before and
+//!   what the challenge names (SEP-2350), in order, without duplicates; no step-up
+//!   when the challenge asks for nothing new ([`step_up`] returns `None`), so a server
+//!   that keeps refusing cannot loop the client through authorizations.
+
+use super::metadata::{ResourceMetadata, ServerMetadata};
+
+/// How many step-up authorizations one request may cause.
+pub const MAX_STEP_UPS: u32 = 2;
+
+/// The scopes of a space-separated list.
+pub fn split(scope: &str) -> Vec<String> {
+    scope.split_whitespace().map(str::to_owned).collect()
+}
+
+/// Joins scopes with single spaces; `None` when there are none.
+pub fn join(scopes: &[String]) -> Option<String> {
+    (!scopes.is_empty()).then(|| scopes.join(" "))
+}
+
+fn union(a: &[String], b: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(a.len() + b.len());
+    for s in a.iter().chain(b) {
+        if !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    out
+}
+
+/// The scopes of a first authorization (see the module documentation).
+pub fn initial(
+    configured: &[String],
+    challenged: &[String],
+    resource: Option<&ResourceMetadata>,
+    server: &ServerMetadata,
+) -> Vec<String> {
+    let mut scopes = if !configured.is_empty() {
+        union(configured, challenged)
+    } else if !challenged.is_empty() {
+        challenged.to_vec()
+    } else {
+        resource
+            .and_then(|r| r.scopes_supported.clone())
+            .unwrap_or_default()
+    };
+    with_offline_access(&mut scopes, server);
+    scopes
+}
+
+/// Adds `offline_access` when the server lists it and other scopes are asked for.
+pub fn with_offline_access(scopes: &mut Vec<String>, server: &ServerMetadata) {
+    let offline = "offline_access".to_owned();
+    if !scopes.is_empty() && server.lists_scope(&offline) && !scopes.contains(&offline) {
+        scopes.push(offline);
+    }
+}
+
+/// The scopes of a step-up: `prior ∪ challenged`, or `None` when the challenge names
+/// nothing that was not asked for already.
+pub fn step_up(prior: &[String], challenged: &[String]) -> Option<Vec<String>> {
+    if challenged.is_empty() || challenged.iter().all(|s| prior.contains(s)) {
+        return None;
+    }
+    Some(union(prior, challenged))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn challenge_then_resource_metadata_then_nothing() {
+        let prm = ResourceMetadata {
+            scopes_supported: Some(v(&["mcp:basic", "mcp:read"])),
+            ..ResourceMetadata::default()
+        };
+        let server = ServerMetadata {
+            scopes_supported: Some(v(&["other"])),
+            ..ServerMetadata::default()
+        };
+        assert_eq!(
+            initial(&[], &v(&["mcp:basic"]), Some(&prm), &server),
+            v(&["mcp:basic"])
+        );
+        assert_eq!(
+            initial(&[], &[], Some(&prm), &server),
+            v(&["mcp:basic", "mcp:read"])
+        );
+        assert!(initial(&[], &[], None, &server).is_empty());
+        assert_eq!(
+            initial(&v(&["x"]), &v(&["y", "x"]), Some(&prm), &server),
+            v(&["x", "y"])
+        );
+    }
+
+    #[test]
+    fn offline_access_only_when_the_server_lists_it() {
+        let lists = ServerMetadata {
+            scopes_supported: Some(v(&["mcp:basic", "offline_access"])),
+            ..ServerMetadata::default()
+        };
+        assert_eq!(
+            initial(&[], &v(&["mcp:basic"]), None, &lists),
+            v(&["mcp:basic", "offline_access"])
+        );
+        assert!(initial(&[], &[], None, &lists).is_empty());
+        assert_eq!(
+            initial(&[], &v(&["a"]), None, &ServerMetadata::default()),
+            v(&["a"])
+        );
+    }
+
+    #[test]
+    fn step_up_is_the_union_and_never_a_loop() {
+        assert_eq!(
+            step_up(&v(&["mcp:basic"]), &v(&["mcp:write"])),
+            Some(v(&["mcp:basic", "mcp:write"]))
+        );
+        assert_eq!(step_up(&v(&["mcp:admin"]), &v(&["mcp:admin"])), None);
+        assert_eq!(step_up(&v(&["a"]), &[]), None);
+    }
+}

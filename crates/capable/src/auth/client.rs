@@ -1,0 +1,405 @@
+//! [`OAuthClient`]: one server's authorization state, one flow at a time.
+//!
+//! A connection asks three things of it: the headers of a request to the server's
+//! origin ([`OAuthClient::headers`]: the token, and a fresh DPoP proof when the token is
+//! bound), to refresh before a request when the token is about to expire
+//! ([`OAuthClient::prepare`]), and to act on a refusal ([`OAuthClient::resolve`], with
+//! the core's [`remedy`]). Flows are serialised by one lock, so requests that meet a
+//! 401 together cause one authorization; the others notice the newer token and replay.
+//! Refreshing holds the store's lock across reload → refresh → save.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use capable_core::auth::need::remedy;
+use capable_core::auth::{jwt, AuthNeed, Remedy};
+use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};
+use reqwest::Url;
+
+use super::keys::{now_unix, random_id, SigningKey};
+use super::store::StoredToken;
+use super::wire::Wire;
+use super::{AuthError, OAuthConfig};
+
+/// A stored token as `status` shows it (no secret).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TokenInfo {
+    /// The MCP server.
+    pub server: String,
+    /// The resource it is for.
+    pub resource: String,
+    /// The authorization server that issued it.
+    pub issuer: String,
+    /// The client it was issued to.
+    pub client_id: String,
+    /// `Bearer` or `DPoP`.
+    pub token_type: String,
+    /// The scope granted.
+    pub scope: Option<String>,
+    /// When it expires (seconds since the Unix epoch).
+    pub expires_at: Option<u64>,
+    /// Whether it can be refreshed.
+    pub refreshable: bool,
+    /// Where it is kept.
+    pub store: String,
+}
+
+pub(super) struct Current {
+    pub(super) stored: StoredToken,
+    pub(super) key: Option<Arc<SigningKey>>,
+    pub(super) generation: u64,
+}
+
+/// OAuth for one MCP server. See the module documentation.
+pub struct OAuthClient {
+    pub(super) server: Url,
+    pub(super) config: OAuthConfig,
+    pub(super) wire: Wire,
+    pub(super) flow: tokio::sync::Mutex<bool>,
+    pub(super) current: Mutex<Option<Arc<Current>>>,
+    pub(super) generation: AtomicU64,
+    pub(super) step_ups: AtomicU32,
+    pub(super) rs_nonce: Mutex<Option<String>>,
+    /// Whether a refusal is being acted on (the handshake's clock stops meanwhile:
+    /// the user may be logging in).
+    pub(super) busy: tokio::sync::watch::Sender<bool>,
+    /// Every secret this client held (tokens, client secrets): scrubbed from any text
+    /// a server sends back.
+    pub(super) secrets: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for OAuthClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClient")
+            .field("server", &self.server.as_str())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(super) fn store_error(store: &dyn super::CredentialStore, e: std::io::Error) -> AuthError {
+    AuthError::Store {
+        store: store.describe(),
+        detail: e.to_string(),
+    }
+}
+
+fn sensitive(value: &str) -> Option<HeaderValue> {
+    let mut v = HeaderValue::from_str(value).ok()?;
+    v.set_sensitive(true);
+    Some(v)
+}
+
+impl OAuthClient {
+    /// OAuth for the MCP server at `server`.
+    pub fn new(server: Url, config: OAuthConfig) -> Result<OAuthClient, AuthError> {
+        let wire = Wire::new(config.timeout)?;
+        Ok(OAuthClient {
+            server,
+            config,
+            wire,
+            flow: tokio::sync::Mutex::new(false),
+            current: Mutex::new(None),
+            generation: AtomicU64::new(1),
+            step_ups: AtomicU32::new(0),
+            rs_nonce: Mutex::new(None),
+            busy: tokio::sync::watch::channel(false).0,
+            secrets: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The MCP server.
+    pub fn server(&self) -> &Url {
+        &self.server
+    }
+
+    pub(super) fn say(&self, message: &str) {
+        match &self.config.prompt {
+            Some(p) => p(message),
+            None => tracing::info!("{message}"),
+        }
+    }
+
+    pub(super) fn current(&self) -> Option<Arc<Current>> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(super) fn remember_secret(&self, secret: Option<&str>) {
+        if let Some(s) = secret.filter(|s| s.len() >= 4) {
+            let mut all = self.secrets.lock().unwrap_or_else(|e| e.into_inner());
+            if !all.iter().any(|x| x == s) {
+                all.push(s.to_owned());
+            }
+        }
+    }
+
+    /// `text` with every secret this client held replaced by `[redacted]`.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        self.remember_secret(self.config.client.client_secret.as_deref());
+        let all = self.secrets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = text.to_owned();
+        for s in all.iter() {
+            if out.contains(s.as_str()) {
+                out = out.replace(s.as_str(), "[redacted]");
+            }
+        }
+        out
+    }
+
+    pub(super) fn scrub_error(&self, e: AuthError) -> AuthError {
+        e.scrubbed(&|t| self.scrub(t))
+    }
+
+    pub(super) fn set_current(&self, stored: StoredToken) -> Result<(), AuthError> {
+        self.remember_secret(Some(&stored.token.access_token));
+        self.remember_secret(stored.token.refresh_token.as_deref());
+        let key = match &stored.dpop_key {
+            Some(k) => Some(Arc::new(SigningKey::from_stored(k)?)),
+            None => None,
+        };
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(Current {
+            stored,
+            key,
+            generation,
+        }));
+        Ok(())
+    }
+
+    /// Loads the newest stored token for the server, once.
+    pub(super) fn ensure_loaded(&self, loaded: &mut bool) -> Result<(), AuthError> {
+        if std::mem::replace(loaded, true) {
+            return Ok(());
+        }
+        let store = self.config.store.as_ref();
+        let tokens = store
+            .tokens_for(self.server.as_str())
+            .map_err(|e| store_error(store, e))?;
+        if let Some(newest) = tokens.into_iter().max_by_key(|t| t.token.received_at) {
+            self.set_current(newest)?;
+        }
+        Ok(())
+    }
+
+    /// The headers of a request to the server's origin, and the generation of the
+    /// token they carry (0: none).
+    pub(crate) fn headers(&self, method: &str, url: &Url) -> (Vec<(HeaderName, HeaderValue)>, u64) {
+        let Some(current) = self.current() else {
+            return (Vec::new(), 0);
+        };
+        let token = &current.stored.token;
+        let mut headers = Vec::new();
+        let scheme = if token.is_dpop() { "DPoP" } else { "Bearer" };
+        if let Some(v) = sensitive(&format!("{scheme} {}", token.access_token)) {
+            headers.push((AUTHORIZATION, v));
+        }
+        if let (true, Some(key)) = (token.is_dpop(), &current.key) {
+            let nonce = self
+                .rs_nonce
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let (h, c) = jwt::dpop_proof(
+                key.public(),
+                method,
+                url,
+                now_unix(),
+                &random_id(),
+                Some(&token.access_token),
+                nonce.as_deref(),
+            );
+            if let Some(proof) = key.sign(&h, &c).ok().as_deref().and_then(sensitive) {
+                headers.push((HeaderName::from_static("dpop"), proof));
+            }
+        }
+        (headers, current.generation)
+    }
+
+    /// Before a request: the stored token loaded, and refreshed when it is about to
+    /// expire (a failed refresh is left to the 401 that follows).
+    pub(crate) async fn prepare(&self) {
+        let due = self
+            .current()
+            .map(|c| c.stored.token.needs_refresh(now_unix()));
+        if due == Some(false) {
+            return;
+        }
+        let mut loaded = self.flow.lock().await;
+        if let Err(e) = self.ensure_loaded(&mut loaded) {
+            tracing::warn!("{e}");
+            return;
+        }
+        if let Some(current) = self
+            .current()
+            .filter(|c| c.stored.token.needs_refresh(now_unix()))
+        {
+            if let Err(e) = self.refresh(&current).await {
+                tracing::warn!("refreshing the token failed: {}", self.scrub_error(e));
+            }
+        }
+    }
+
+    /// Whether a refusal is being acted on, as it changes.
+    pub(crate) fn busy(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.busy.subscribe()
+    }
+
+    /// Acts on a refusal met by a request that carried token generation `sent`.
+    pub(crate) async fn resolve(&self, need: &AuthNeed, sent: u64) -> Result<(), AuthError> {
+        let mut loaded = self.flow.lock().await;
+        self.busy.send_replace(true);
+        let outcome = self.resolve_locked(need, sent, &mut loaded).await;
+        self.busy.send_replace(false);
+        outcome.map_err(|e| self.scrub_error(e))
+    }
+
+    async fn resolve_locked(
+        &self,
+        need: &AuthNeed,
+        sent: u64,
+        loaded: &mut bool,
+    ) -> Result<(), AuthError> {
+        self.ensure_loaded(loaded)?;
+        let current = self.current();
+        let sent_current = current.as_ref().is_none_or(|c| c.generation == sent);
+        let token = current.as_ref().map(|c| &c.stored.token);
+        match remedy(
+            need,
+            token,
+            sent_current,
+            self.step_ups.load(Ordering::Relaxed),
+        ) {
+            Remedy::Retry => Ok(()),
+            Remedy::UseNonce(nonce) => {
+                *self.rs_nonce.lock().unwrap_or_else(|e| e.into_inner()) = Some(nonce);
+                Ok(())
+            }
+            Remedy::Refresh => {
+                let current = current.expect("a refresh needs a token");
+                let discovered = self.discover(Some(need)).await?;
+                if discovered.issuer == current.stored.key.issuer && self.refresh(&current).await? {
+                    return Ok(());
+                }
+                self.authorize(Some(need), Some(discovered), None).await
+            }
+            Remedy::Authorize { .. } => self.authorize(Some(need), None, None).await,
+            Remedy::StepUp { scopes } => {
+                self.step_ups.fetch_add(1, Ordering::Relaxed);
+                self.authorize(Some(need), None, Some(scopes)).await
+            }
+            Remedy::GiveUp(why) => Err(AuthError::Refused(why)),
+        }
+    }
+
+    /// Authorizes now, whatever is stored (`capable auth login`): the server is asked
+    /// once without a token for its challenge, then discovery and the flow.
+    pub async fn login(&self) -> Result<TokenInfo, AuthError> {
+        let mut loaded = self.flow.lock().await;
+        *loaded = true;
+        let need = self.probe().await;
+        self.authorize(need.as_ref(), None, None)
+            .await
+            .map_err(|e| self.scrub_error(e))?;
+        let current = self
+            .current()
+            .ok_or_else(|| AuthError::Refused("no token was obtained".into()))?;
+        Ok(self.info(&current.stored))
+    }
+
+    /// The stored token, refreshed if it is about to expire (`capable auth token`).
+    pub async fn access_token(&self) -> Result<String, AuthError> {
+        self.prepare().await;
+        match self.current() {
+            Some(c) if !c.stored.token.expired(now_unix()) => {
+                Ok(c.stored.token.access_token.clone())
+            }
+            _ => Err(AuthError::AuthorizationRequired {
+                server: self.server.to_string(),
+            }),
+        }
+    }
+
+    /// The tokens stored for the server.
+    pub fn status(&self) -> Result<Vec<TokenInfo>, AuthError> {
+        let store = self.config.store.as_ref();
+        let tokens = store
+            .tokens_for(self.server.as_str())
+            .map_err(|e| store_error(store, e))?;
+        Ok(tokens.iter().map(|t| self.info(t)).collect())
+    }
+
+    /// Removes every token stored for the server (revoking refresh tokens where the
+    /// authorization server offers revocation is left to its expiry); how many.
+    pub async fn logout(&self) -> Result<usize, AuthError> {
+        let _flow = self.flow.lock().await;
+        let store = self.config.store.clone();
+        let _lock = self.store_lock().await?;
+        let tokens = store
+            .tokens_for(self.server.as_str())
+            .map_err(|e| store_error(store.as_ref(), e))?;
+        for t in &tokens {
+            store
+                .remove_token(&t.key)
+                .map_err(|e| store_error(store.as_ref(), e))?;
+        }
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(tokens.len())
+    }
+
+    pub(super) fn info(&self, t: &StoredToken) -> TokenInfo {
+        TokenInfo {
+            server: t.server.clone(),
+            resource: t.key.resource.clone(),
+            issuer: t.key.issuer.clone(),
+            client_id: t.client_id.clone(),
+            token_type: t.token.token_type.clone(),
+            scope: t.token.scope.clone(),
+            expires_at: t.token.expires_at,
+            refreshable: t.token.refresh_token.is_some(),
+            store: self.config.store.describe(),
+        }
+    }
+
+    pub(super) async fn store_lock(&self) -> Result<super::store::StoreLock, AuthError> {
+        let store = self.config.store.clone();
+        tokio::task::spawn_blocking(move || {
+            store.lock().map_err(|e| store_error(store.as_ref(), e))
+        })
+        .await
+        .map_err(|e| AuthError::Config(format!("the store lock task failed: {e}")))?
+    }
+
+    /// The server's challenge to a request without a token (an `initialize`).
+    pub(super) async fn probe(&self) -> Option<AuthNeed> {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "capable", "version": env!("CARGO_PKG_VERSION")}}});
+        let answer = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(self.config.timeout)
+            .build()
+            .ok()?
+            .post(self.server.clone())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .ok()?;
+        let challenges: Vec<String> = answer
+            .headers()
+            .get_all(reqwest::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect();
+        capable_core::auth::need::classify(
+            answer.status().as_u16(),
+            &challenges,
+            None,
+            self.server.as_str(),
+        )
+    }
+}

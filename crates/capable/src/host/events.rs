@@ -1,0 +1,82 @@
+//! The host's one stream of events: every server's state changes, list changes,
+//! violations, notices and notifications, each with the server's name.
+//!
+//! [`Host::events`](crate::host::Host::events) hands out a receiver of a broadcast: any
+//! number of observers (a UI, a log, a test) follow it; one that falls behind loses
+//! the oldest events (`RecvError::Lagged`) and never slows a server down. What was
+//! lost can be read back at any time from [`Host::servers`](crate::host::Host::servers)
+//! and the merged lists.
+
+use capable_core::{Notice, Violation};
+
+use crate::error::Error;
+use crate::events::ServerNotification;
+use crate::host::{ListKind, ServerState};
+
+/// Something that happened to one of the host's servers.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum HostEvent {
+    /// The server entered a new state.
+    State {
+        /// The server.
+        server: String,
+        /// Its new state, with the reason.
+        state: ServerState,
+    },
+    /// One of the server's lists changed in the merged view: read after it became
+    /// ready or after its `list_changed`, or dropped because it went down.
+    ListChanged {
+        /// The server.
+        server: String,
+        /// Which list.
+        list: ListKind,
+    },
+    /// A list could not be read (the server stays ready; its other lists and calls
+    /// still work).
+    ListFailed {
+        /// The server.
+        server: String,
+        /// Which list.
+        list: ListKind,
+        /// Why.
+        error: Error,
+    },
+    /// The server declared a capability and then refused its method.
+    Violation {
+        /// The server.
+        server: String,
+        /// The evidence.
+        violation: Box<Violation>,
+    },
+    /// A lower-severity record of the server's session (an undeclared notification, a
+    /// skipped line, …).
+    Notice {
+        /// The server.
+        server: String,
+        /// The record.
+        notice: Notice,
+    },
+    /// A notification from the server (`list_changed` ones included, after the host
+    /// acted on them).
+    Notification {
+        /// The server.
+        server: String,
+        /// The notification.
+        notification: ServerNotification,
+    },
+}
+
+impl HostEvent {
+    /// The server the event is about.
+    pub fn server(&self) -> &str {
+        match self {
+            HostEvent::State { server, .. }
+            | HostEvent::ListChanged { server, .. }
+            | HostEvent::ListFailed { server, .. }
+            | HostEvent::Violation { server, .. }
+            | HostEvent::Notice { server, .. }
+            | HostEvent::Notification { server, .. } => server,
+        }
+    }
+}

@@ -1,0 +1,435 @@
+//! One task per server: connect, read its lists, follow it, and when it goes down ask
+//! the core's [`Restarts`] whether and when to start it again.
+//!
+//! The task owns the server's session while it runs; the host's calls borrow it
+//! through the server's slot. When the session ends (the server crashed, the
+//! transport broke, the host shuts down) the slot is emptied first, so no new call
+//! reaches a dead session, then the session is closed: the server's whole process
+//! group is shut down, also after a crash (a crashed wrapper's children do not
+//! linger).
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use capable_core::restart::{Decision, GiveUpReason, Restarts};
+use capable_core::{Era, Flag, ListenFilter, Method, NegotiationError};
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio::time::Instant;
+
+use super::catalog::{self, Fetched, ListKind, Lists};
+use super::{HostEvent, ServerError, ServerState, ServerStatus, Shared};
+use crate::config::ServerTarget;
+use crate::error::Error;
+use crate::events::{ServerNotification, SessionEvent};
+use crate::options::ClientOptions;
+use crate::session::{ListenEvent, Listener, Session};
+use crate::transport::http::{HttpConfig, Url};
+
+/// One server of a host.
+pub(super) struct Server {
+    pub(super) name: String,
+    pub(super) slot: Mutex<Slot>,
+}
+
+/// What the host knows of a server right now.
+pub(super) struct Slot {
+    pub(super) status: ServerStatus,
+    pub(super) lists: Lists,
+    /// The ready session, shared with the calls in flight.
+    pub(super) session: Option<Arc<Session>>,
+}
+
+impl Server {
+    pub(super) fn new(name: &str, state: ServerState) -> Server {
+        let mut status = ServerStatus::new(name);
+        status.state = state;
+        Server {
+            name: name.to_owned(),
+            slot: Mutex::new(Slot {
+                status,
+                lists: Lists::default(),
+                session: None,
+            }),
+        }
+    }
+
+    pub(super) fn slot(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn set_state(&self, host: &Shared, state: ServerState) {
+        self.slot().status.state = state.clone();
+        host.emit(HostEvent::State {
+            server: self.name.clone(),
+            state,
+        });
+    }
+
+    /// The session is ready and its lists read: into the merged view, then `Ready`.
+    fn came_up(
+        &self,
+        host: &Shared,
+        session: &Arc<Session>,
+        handshake: Duration,
+        fetched: Vec<(ListKind, Option<Result<Fetched, Error>>)>,
+    ) {
+        let mut events = Vec::new();
+        {
+            let mut slot = self.slot();
+            slot.session = Some(session.clone());
+            let status = &mut slot.status;
+            status.era = Some(session.era());
+            status.protocol_version = Some(session.protocol_version());
+            status.server_info = Some(session.server_info().clone());
+            status.handshake = Some(handshake);
+            status.list_errors.clear();
+            slot.lists = Lists::default();
+            for (list, outcome) in fetched {
+                match outcome {
+                    None => {}
+                    Some(Ok(items)) => {
+                        slot.lists.set(items);
+                        events.push(self.list_changed(list));
+                    }
+                    Some(Err(error)) => {
+                        slot.status.list_errors.push((list, error.clone()));
+                        events.push(self.list_failed(list, error));
+                    }
+                }
+            }
+            slot.count();
+        }
+        for event in events {
+            host.emit(event);
+        }
+        self.set_state(host, ServerState::Ready);
+    }
+
+    /// One list read again after its `list_changed`.
+    fn refreshed(&self, host: &Shared, list: ListKind, outcome: Result<Fetched, Error>) {
+        let event = {
+            let mut slot = self.slot();
+            slot.status.list_errors.retain(|(l, _)| *l != list);
+            let event = match outcome {
+                Ok(items) => {
+                    slot.lists.set(items);
+                    self.list_changed(list)
+                }
+                Err(error) => {
+                    slot.status.list_errors.push((list, error.clone()));
+                    self.list_failed(list, error)
+                }
+            };
+            slot.count();
+            event
+        };
+        host.emit(event);
+    }
+
+    /// The session ended: out of the slot (no new call reaches it) and out of the
+    /// merged view.
+    fn went_down(&self, host: &Shared) {
+        let dropped = {
+            let mut slot = self.slot();
+            slot.session = None;
+            let kinds = slot.lists.kinds();
+            slot.lists = Lists::default();
+            slot.status.list_errors.clear();
+            slot.count();
+            kinds
+        };
+        for list in dropped {
+            host.emit(self.list_changed(list));
+        }
+    }
+
+    fn list_changed(&self, list: ListKind) -> HostEvent {
+        HostEvent::ListChanged {
+            server: self.name.clone(),
+            list,
+        }
+    }
+
+    fn list_failed(&self, list: ListKind, error: Error) -> HostEvent {
+        HostEvent::ListFailed {
+            server: self.name.clone(),
+            list,
+            error,
+        }
+    }
+}
+
+impl Slot {
+    fn count(&mut self) {
+        self.status.tools = self.lists.count(ListKind::Tools);
+        self.status.resources = self.lists.count(ListKind::Resources);
+        self.status.prompts = self.lists.count(ListKind::Prompts);
+    }
+}
+
+/// How a followed session ended.
+enum End {
+    /// The host is shutting down.
+    Stopped,
+    /// The session ended by itself.
+    Failed(Error),
+}
+
+/// The server's life: connect, follow, restart as the policy says, until the host
+/// stops or the policy gives up.
+pub(super) async fn supervise(
+    host: Arc<Shared>,
+    server: Arc<Server>,
+    target: ServerTarget,
+    mut options: ClientOptions,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut restarts = Restarts::new(host.policy, host.seed_for(&server.name));
+    loop {
+        let started = Instant::now();
+        let connected = tokio::select! {
+            biased;
+            () = stopped(&mut stop) => return,
+            connected = connect(&target, options.clone(), host.connect_timeout) => connected,
+        };
+        let error = match connected {
+            Err(error) => error,
+            Ok(session) => {
+                let handshake = started.elapsed();
+                // Next time, start with what worked (a hint never locks the other era out).
+                options.config.era_hint = Some(session.era());
+                restarts.ready(Instant::now().into_std());
+                let session = Arc::new(session);
+                let end = follow(&host, &server, &session, handshake, &mut stop).await;
+                server.went_down(&host);
+                close(session).await;
+                match end {
+                    End::Stopped => return,
+                    End::Failed(error) => error,
+                }
+            }
+        };
+        let error = ServerError::Session(error);
+        match restarts.failed(Instant::now().into_std(), error.failure()) {
+            Decision::RetryAfter(delay) => {
+                let attempt = restarts.attempts();
+                server.set_state(
+                    &host,
+                    ServerState::Restarting {
+                        attempt,
+                        delay,
+                        error,
+                    },
+                );
+                tokio::select! {
+                    biased;
+                    () = stopped(&mut stop) => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
+                server.slot().status.restarts += 1;
+            }
+            Decision::GiveUp { attempts, why } => {
+                let state = match why {
+                    GiveUpReason::NotRetryable(_) => ServerState::Refused { error },
+                    _ => ServerState::Failed { attempts, error },
+                };
+                server.set_state(&host, state);
+                return;
+            }
+        }
+    }
+}
+
+/// Connects to `target`, bounded: the core times the handshake, and this bound also
+/// covers a transport that hangs before the first answer can arrive (an HTTP
+/// connection that never opens).
+async fn connect(
+    target: &ServerTarget,
+    options: ClientOptions,
+    bound: Option<Duration>,
+) -> Result<Session, Error> {
+    let timeouts = options.config.timeouts;
+    let bound = bound.unwrap_or_else(|| {
+        timeouts
+            .request
+            .saturating_add(timeouts.probe)
+            .saturating_add(Duration::from_secs(1))
+    });
+    let connecting = async {
+        match target {
+            ServerTarget::Stdio(command) => crate::connect_stdio(command, options).await,
+            ServerTarget::Http { url, headers, .. } => {
+                let mut config = HttpConfig::new(http_url(url)?);
+                config.headers = headers.clone();
+                crate::connect_http(config, options).await
+            }
+        }
+    };
+    match tokio::time::timeout(bound, connecting).await {
+        Ok(connected) => connected,
+        Err(_) => Err(Error::Negotiation(NegotiationError::Timeout {
+            method: Method::Initialize,
+            after: bound,
+        })),
+    }
+}
+
+/// A config entry's URL, checked as the CLI checks `--url`.
+fn http_url(url: &str) -> Result<Url, Error> {
+    let parsed = Url::parse(url)
+        .map_err(|e| Error::InvalidOptions(format!("the server's url is not a URL ({e})")))?;
+    match parsed.scheme() {
+        "http" | "https" => Ok(parsed),
+        other => Err(Error::InvalidOptions(format!(
+            "the server's url must be http or https, not {other}"
+        ))),
+    }
+}
+
+/// Reads the lists, marks the server ready, then follows the session: its events, its
+/// notifications, a modern listen stream, until it ends or the host stops.
+async fn follow(
+    host: &Shared,
+    server: &Server,
+    session: &Arc<Session>,
+    handshake: Duration,
+    stop: &mut watch::Receiver<bool>,
+) -> End {
+    let mut events = session.events();
+    // Subscribed first, then looked: an end before the subscription is seen here,
+    // one after it arrives as an event.
+    if let Some(error) = session.ended() {
+        return End::Failed(error);
+    }
+    let mut notifications = session.notifications();
+    let fetching = futures_util::future::join_all(
+        ListKind::ALL.map(|list| async move { (list, catalog::fetch(session, list).await) }),
+    );
+    let fetched = tokio::select! {
+        biased;
+        () = stopped(stop) => return End::Stopped,
+        fetched = fetching => fetched,
+    };
+    if let Some(error) = session.ended() {
+        return End::Failed(error);
+    }
+    server.came_up(host, session, handshake, fetched);
+    let mut listener = listen(session).await;
+    loop {
+        let notification = tokio::select! {
+            biased;
+            () = stopped(stop) => return End::Stopped,
+            event = events.recv() => {
+                match event {
+                    Ok(SessionEvent::Closed(error)) => return End::Failed(error),
+                    Ok(SessionEvent::Violation(violation)) => host.emit(HostEvent::Violation {
+                        server: server.name.clone(),
+                        violation,
+                    }),
+                    Ok(SessionEvent::Notice(notice)) => host.emit(HostEvent::Notice {
+                        server: server.name.clone(),
+                        notice,
+                    }),
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if let Some(error) = session.ended() {
+                            return End::Failed(error);
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => {
+                        return End::Failed(session.ended().unwrap_or(Error::Closed));
+                    }
+                }
+                continue;
+            }
+            n = next_notification(&mut notifications) => n,
+            n = next_listened(&mut listener) => n,
+        };
+        if let Some(list) = ListKind::of_notification(&notification.method) {
+            // Only a declared `listChanged` is acted on; an undeclared one is the
+            // session's notice already.
+            if session
+                .capabilities()
+                .has_flag(list.capability(), Flag::ListChanged)
+            {
+                session.invalidate_cache(list.method());
+                let refreshed = tokio::select! {
+                    biased;
+                    () = stopped(stop) => return End::Stopped,
+                    refreshed = catalog::fetch(session, list) => refreshed,
+                };
+                if let Some(outcome) = refreshed {
+                    server.refreshed(host, list, outcome);
+                }
+            }
+        }
+        host.emit(HostEvent::Notification {
+            server: server.name.clone(),
+            notification,
+        });
+    }
+}
+
+/// Modern servers send `list_changed` only on a `subscriptions/listen` stream: one is
+/// opened for the lists whose `listChanged` the server declared (none: no stream).
+async fn listen(session: &Session) -> Option<Listener> {
+    if session.era() != Era::Modern {
+        return None;
+    }
+    let declared = |list: ListKind| {
+        session
+            .capabilities()
+            .has_flag(list.capability(), Flag::ListChanged)
+    };
+    let filter = ListenFilter {
+        tools_list_changed: declared(ListKind::Tools),
+        prompts_list_changed: declared(ListKind::Prompts),
+        resources_list_changed: declared(ListKind::Resources),
+        resource_subscriptions: Vec::new(),
+    };
+    if filter == ListenFilter::default() {
+        return None;
+    }
+    session.listen(&filter).await.ok()
+}
+
+async fn next_notification(
+    rx: &mut Option<mpsc::Receiver<ServerNotification>>,
+) -> ServerNotification {
+    if let Some(r) = rx.as_mut() {
+        if let Some(n) = r.recv().await {
+            return n;
+        }
+        *rx = None;
+    }
+    std::future::pending().await
+}
+
+async fn next_listened(listener: &mut Option<Listener>) -> ServerNotification {
+    while let Some(l) = listener.as_mut() {
+        match l.recv().await {
+            Ok(Some(ListenEvent::Notification(n))) => return n,
+            Ok(Some(ListenEvent::Acknowledged(_))) => {}
+            // The stream ended; the session's own end, if it is one, comes as an event.
+            Ok(None) | Err(_) => *listener = None,
+        }
+    }
+    std::future::pending().await
+}
+
+/// Resolves once the host says stop (or is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// Closes a session the host may still share with calls in flight.
+async fn close(session: Arc<Session>) {
+    match Arc::try_unwrap(session) {
+        Ok(session) => {
+            session.close().await;
+        }
+        Err(shared) => {
+            shared.close_shared().await;
+        }
+    }
+}
