@@ -209,7 +209,11 @@ where
 
 async fn capable(s: Settings) -> Result<Figures, String> {
     use capable::{ClientOptions, ServerCommand, StdioTransport};
-    let command = ServerCommand::new(s.server.clone(), Vec::<String>::new());
+    let mut command = ServerCommand::new(s.server.clone(), Vec::<String>::new());
+    // capable starts a server with a clean environment: its CPU is passed on by name.
+    if let Ok(cpu) = std::env::var(crate::placement::SERVER_CPU) {
+        command.env.insert(crate::placement::SERVER_CPU.into(), cpu);
+    }
     let connect = || async {
         // `connect` over a fresh transport: the modern probe is paid every time (no
         // era memory), as a host's first connection to a server pays it.

@@ -43,7 +43,7 @@ impl Exchanges {
             let http = http.clone();
             async move {
                 if let Err(e) = run(http.clone(), ex, request).await {
-                    let _ = http.inbound.send(Err(e)).await;
+                    let _ = http.inbound.send(Box::new(Err(e))).await;
                 }
                 // Forget the task, unless a later step of the exchange replaced it.
                 let mut tasks = http.exchanges.lock();
@@ -142,7 +142,7 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                 None => return Err(TransportError::Broken("the connection failed".into())),
             },
         };
-        let _ = http.inbound.send(received).await;
+        let _ = http.inbound.send(Box::new(received)).await;
     }
     Ok(())
 }
@@ -281,7 +281,7 @@ async fn failed(http: &Arc<Http>, ex: ExchangeId, e: TransportError) -> Result<(
                         id,
                         error: Error::Transport(e.clone()),
                     };
-                    let _ = http.inbound.send(Ok(failed)).await;
+                    let _ = http.inbound.send(Box::new(Ok(failed))).await;
                 }
             }
             Action::Notice(notice) => {

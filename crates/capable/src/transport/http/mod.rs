@@ -78,7 +78,9 @@ pub(super) struct Http {
     /// The largest message or body read.
     limit: usize,
     policy: Mutex<HttpSession>,
-    inbound: mpsc::Sender<Received>,
+    /// Boxed: the channel's first block of slots is then a few hundred bytes, not
+    /// kilobytes, in every idle session.
+    inbound: mpsc::Sender<Box<Received>>,
     exchanges: Exchanges,
     /// The token generation each exchange's last request carried.
     sent: Mutex<std::collections::HashMap<capable_core::http::ExchangeId, u64>>,
@@ -103,7 +105,7 @@ impl Http {
 /// An HTTP connection to one MCP endpoint, ready to be split.
 pub struct HttpTransport {
     http: Arc<Http>,
-    inbound: mpsc::Receiver<Received>,
+    inbound: mpsc::Receiver<Box<Received>>,
 }
 
 impl HttpTransport {
@@ -237,12 +239,12 @@ impl MessageSink for HttpSink {
 
 /// Messages from response bodies and event streams, in arrival order.
 pub struct HttpSource {
-    rx: mpsc::Receiver<Received>,
+    rx: mpsc::Receiver<Box<Received>>,
 }
 
 impl MessageSource for HttpSource {
     async fn recv(&mut self) -> Result<Option<Inbound>, TransportError> {
-        self.rx.recv().await.transpose()
+        self.rx.recv().await.map(|r| *r).transpose()
     }
 }
 
