@@ -25,6 +25,9 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!("capable-bench client: which client? raw, tokio-pipe, capable or rmcp");
         return 2;
     };
+    if kind == "sessions" {
+        return sessions_main(&args[1..]);
+    }
     let settings = match Settings::parse(&args[1..]) {
         Ok(s) => s,
         Err(e) => {
@@ -67,6 +70,42 @@ pub fn main(args: &[String]) -> i32 {
         })
     );
     0
+}
+
+/// `client sessions --url URL --sessions N --reads K`: see `sessions.rs`.
+fn sessions_main(args: &[String]) -> i32 {
+    let mut s = crate::sessions::SessionSettings {
+        url: String::new(),
+        sessions: 1000,
+        reads: 10,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let v = it.next().cloned().unwrap_or_default();
+        match (a.as_str(), v.parse::<usize>()) {
+            ("--url", _) => s.url = v,
+            ("--sessions", Ok(n)) => s.sessions = n.max(1),
+            ("--reads", Ok(n)) => s.reads = n,
+            _ => {
+                eprintln!("capable-bench client sessions: bad argument {a:?} {v:?}");
+                return 2;
+            }
+        }
+    }
+    match runtime().block_on(async { tokio::spawn(crate::sessions::run(s)).await }) {
+        Ok(Ok(report)) => {
+            println!("{report}");
+            0
+        }
+        Ok(Err(e)) => {
+            eprintln!("capable-bench client sessions: {e}");
+            1
+        }
+        Err(e) => {
+            eprintln!("capable-bench client sessions: {e}");
+            1
+        }
+    }
 }
 
 /// Both async clients run on a current-thread runtime, their fastest configuration.
@@ -170,7 +209,11 @@ where
 
 async fn capable(s: Settings) -> Result<Figures, String> {
     use capable::{ClientOptions, ServerCommand, StdioTransport};
-    let command = ServerCommand::new(s.server.clone(), Vec::<String>::new());
+    let mut command = ServerCommand::new(s.server.clone(), Vec::<String>::new());
+    // capable starts a server with a clean environment: its CPU is passed on by name.
+    if let Ok(cpu) = std::env::var(crate::placement::SERVER_CPU) {
+        command.env.insert(crate::placement::SERVER_CPU.into(), cpu);
+    }
     let connect = || async {
         // `connect` over a fresh transport: the modern probe is paid every time (no
         // era memory), as a host's first connection to a server pays it.

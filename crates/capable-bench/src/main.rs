@@ -29,6 +29,7 @@ mod client;
 mod http;
 mod placement;
 mod runner;
+mod sessions;
 
 use placement::Placement;
 
@@ -59,6 +60,10 @@ pub struct Settings {
     pub http: bool,
     /// HTTP mode (client): the endpoint of the running HTTP bench server.
     pub url: Option<String>,
+    /// Sessions mode (runner): this many concurrent HTTP sessions in one process.
+    pub sessions: Option<usize>,
+    /// Sessions mode: reads per session.
+    pub reads: usize,
 }
 
 impl Settings {
@@ -78,6 +83,8 @@ impl Settings {
             placement: Placement::Split,
             http: false,
             url: None,
+            sessions: None,
+            reads: 10,
         };
         let (mut server_set, mut clients_set) = (false, false);
         let mut it = args.iter();
@@ -107,12 +114,17 @@ impl Settings {
                 }
                 "--placement" => s.placement = Placement::parse(&value(a)?)?,
                 "--http" => s.http = true,
+                "--sessions" => s.sessions = Some(number(value(a)?, a)?.max(1)),
+                "--reads" => s.reads = number(value(a)?, a)?,
                 "--url" => s.url = Some(value(a)?),
                 "--json" => s.json = true,
                 "--guard" => s.guard = true,
                 "-h" | "--help" => return Err(USAGE.into()),
                 other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
             }
+        }
+        if s.sessions.is_some() && !server_set {
+            s.server = sibling("capable-bench-http-server");
         }
         if s.http {
             if !server_set {
@@ -153,7 +165,8 @@ const USAGE: &str =
 [--json] [--guard]
        capable-bench --http [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
 [--clients raw,capable,rmcp,rmcp-pooled] [--placement split|shared|free] [--server PATH] \
-[--json]";
+[--json] [--guard]
+       capable-bench --sessions N [--reads K] [--placement split|shared|free] [--server PATH] [--json]";
 
 /// The bench server next to this binary (cargo builds both into the same directory).
 fn default_server() -> String {

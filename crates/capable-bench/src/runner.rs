@@ -34,13 +34,12 @@ pub fn main(args: &[String]) -> i32 {
         eprintln!("capable-bench: {e}");
         return 2;
     }
-    if s.http && s.guard {
-        eprintln!("capable-bench: --guard compares the stdio run only; drop --http");
-        return 2;
+    if let Some(n) = s.sessions {
+        return sessions(&s, n);
     }
     // HTTP mode: one server for the whole run, stopped (by its PID) when `_server` drops.
     let _server = if s.http {
-        match HttpServer::start(&s.server, s.placement) {
+        match HttpServer::start(&s.server, s.placement, &[]) {
             Ok(server) => {
                 s.url = Some(server.url.clone());
                 Some(server)
@@ -226,7 +225,7 @@ pub fn main(args: &[String]) -> i32 {
         print!("{}", human(&s, &report));
     }
     if s.guard {
-        return guard(&report);
+        return guard(&report, s.http);
     }
     0
 }
@@ -299,10 +298,11 @@ fn human(s: &Settings, report: &Value) -> String {
 }
 
 /// Fails (exit 1) when capable is behind rmcp in this run: slower sequential or
-/// pipelined reads, or a higher peak RSS. Ratios only, never absolute times.
-fn guard(report: &Value) -> i32 {
+/// pipelined reads, or a higher peak RSS — over HTTP behind either rmcp configuration.
+/// Ratios only, never absolute times.
+fn guard(report: &Value, http: bool) -> i32 {
     let r = |name: &str| report["ratios"][name].as_f64();
-    let checks = [
+    let mut checks = vec![
         (
             "sequential reads capable/rmcp",
             r("capable_vs_rmcp_seq"),
@@ -319,6 +319,20 @@ fn guard(report: &Value) -> i32 {
             false,
         ),
     ];
+    if http {
+        checks.extend([
+            (
+                "sequential reads capable/rmcp keep-alive",
+                r("capable_vs_rmcp_pooled_seq"),
+                true,
+            ),
+            (
+                "pipelined reads capable/rmcp keep-alive",
+                r("capable_vs_rmcp_pooled_pipelined"),
+                true,
+            ),
+        ]);
+    }
     let mut failed = false;
     for (what, ratio, higher_is_better) in checks {
         let Some(ratio) = ratio else {
@@ -340,6 +354,68 @@ fn guard(report: &Value) -> i32 {
     i32::from(failed)
 }
 
+/// `--sessions N`: the sessions client (`sessions.rs`) against a legacy and then a
+/// modern HTTP bench server, each started for it and stopped after.
+fn sessions(s: &Settings, n: usize) -> i32 {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("capable-bench: {e}");
+            return 1;
+        }
+    };
+    let mut reports = serde_json::Map::new();
+    for (era, args) in [("legacy", &[][..]), ("modern", &["--modern"][..])] {
+        let server = match HttpServer::start(&s.server, s.placement, args) {
+            Ok(server) => server,
+            Err(e) => {
+                eprintln!("capable-bench: {e}");
+                return 1;
+            }
+        };
+        let out = Command::new(&exe)
+            .args(["client", "sessions", "--url", &server.url])
+            .args([
+                "--sessions",
+                &n.to_string(),
+                "--reads",
+                &s.reads.to_string(),
+            ])
+            .envs(s.placement.env())
+            .stderr(Stdio::inherit())
+            .output();
+        drop(server);
+        let report = match out {
+            Ok(o) if o.status.success() => serde_json::from_slice::<Value>(&o.stdout).ok(),
+            _ => None,
+        };
+        let Some(report) = report else {
+            eprintln!("capable-bench: the sessions client failed against the {era} server");
+            return 1;
+        };
+        if !s.json {
+            let f = |k: &str| report[k].as_f64().unwrap_or(f64::NAN);
+            println!(
+                "{era} ({}): {n} sessions ready in {:.0} ms; {:.1} KiB per idle session \
+                 ({:.1} trimmed, {:.1} after reads); {:.0} reads/s across them; after close: fds {:+}, tasks {:+}",
+                report["era"].as_str().unwrap_or("?"),
+                f("all_ready_ms"),
+                f("kib_per_idle_session"),
+                f("kib_per_idle_session_trimmed"),
+                f("kib_per_session_after_reads"),
+                f("reads_per_s"),
+                report["fd_growth"].as_i64().unwrap_or(0),
+                report["task_growth"].as_i64().unwrap_or(0),
+            );
+        }
+        reports.insert(era.into(), report);
+    }
+    if s.json {
+        println!("{}", Value::Object(reports));
+    }
+    0
+}
+
 /// The HTTP bench server of an `--http` run: started once, its URL read from the first
 /// line of its stdout; dropping it closes its stdin and kills it by its PID.
 struct HttpServer {
@@ -348,8 +424,9 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    fn start(path: &str, placement: crate::Placement) -> Result<HttpServer, String> {
+    fn start(path: &str, placement: crate::Placement, args: &[&str]) -> Result<HttpServer, String> {
         let mut child = Command::new(path)
+            .args(args)
             .envs(placement.env())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

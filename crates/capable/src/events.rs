@@ -66,7 +66,10 @@ pub const LOGGED_PER_KIND: u32 = 5;
 
 /// The event stream and the notice log of one session.
 pub(crate) struct EventLog {
-    tx: broadcast::Sender<SessionEvent>,
+    /// Made when the first observer subscribes: its slots cost memory (a few dozen KiB)
+    /// that a session nobody observes need not hold, and an event sent before any
+    /// observer reaches none either way.
+    tx: std::sync::OnceLock<broadcast::Sender<SessionEvent>>,
     notices: Mutex<VecDeque<Notice>>,
     logged: Mutex<HashMap<std::mem::Discriminant<Notice>, u32>>,
 }
@@ -74,7 +77,7 @@ pub(crate) struct EventLog {
 impl EventLog {
     pub(crate) fn new() -> EventLog {
         EventLog {
-            tx: broadcast::channel(EVENT_CAPACITY).0,
+            tx: std::sync::OnceLock::new(),
             notices: Mutex::new(VecDeque::new()),
             logged: Mutex::new(HashMap::new()),
         }
@@ -105,12 +108,16 @@ impl EventLog {
     }
 
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
-        self.tx.subscribe()
+        self.tx
+            .get_or_init(|| broadcast::channel(EVENT_CAPACITY).0)
+            .subscribe()
     }
 
     fn send(&self, event: SessionEvent) {
         // No observer is fine: the logs keep what matters.
-        let _ = self.tx.send(event);
+        if let Some(tx) = self.tx.get() {
+            let _ = tx.send(event);
+        }
     }
 
     pub(crate) fn violation(&self, v: Box<Violation>) {

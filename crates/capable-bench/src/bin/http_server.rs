@@ -11,6 +11,12 @@
 //! - `POST resources/read` and the other requests → the stdio server's answers
 //!   (`answers.rs`; `resources/read`: exactly 1 KiB of JSON);
 //! - `GET` → 405 (no standalone stream); `DELETE` → 200.
+//!
+//! With `--modern` it is a modern (2026-07-28) server instead: `server/discover` is
+//! answered (and `initialize` refused), no session ids.
+//!
+//! It raises its own `RLIMIT_NOFILE` soft limit to the hard one, for benches that hold
+//! many connections open.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -32,13 +38,36 @@ use answers::{Answers, Message};
 struct Server {
     answers: Answers,
     sessions: AtomicU64,
+    modern: bool,
+}
+
+const DISCOVER: &str = concat!(
+    r#"{"supportedVersions":["2026-07-28"],"capabilities":{"resources":{},"tools":{}},"#,
+    r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"capable-bench-http-server","#,
+    r#""version":"0"}}}"#,
+);
+
+fn raise_nofile() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read or write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
 
 fn main() {
     placement::pin_from_env(placement::SERVER_CPU);
+    raise_nofile();
     let server: &'static Server = Box::leak(Box::new(Server {
         answers: Answers::new("capable-bench-http-server"),
         sessions: AtomicU64::new(0),
+        modern: std::env::args().any(|a| a == "--modern"),
     }));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -111,6 +140,16 @@ async fn handle(
         )
     };
     let error = |status: StatusCode| json(status, answers::method_not_found(id, method));
+    if server.modern {
+        return Ok(match method {
+            "server/discover" => result(DISCOVER),
+            "initialize" => error(StatusCode::BAD_REQUEST),
+            _ => match server.answers.result(method, msg.params) {
+                Some(body) => result(&body),
+                None => error(StatusCode::OK),
+            },
+        });
+    }
     Ok(match server.answers.result(method, msg.params) {
         // Unknown here: the discover probe is refused as a legacy HTTP server does.
         None if method == "server/discover" => error(StatusCode::BAD_REQUEST),

@@ -63,7 +63,7 @@ struct Pending<W> {
     method: Method,
     /// The request exactly as sent, kept as evidence should the server break its
     /// contract.
-    request: Box<[u8]>,
+    request: Sent,
     waiter: W,
     /// When it times out; `None` for a request that never does (a listen stream).
     deadline: Option<deadlines::Deadline>,
@@ -71,6 +71,39 @@ struct Pending<W> {
     progress: bool,
     /// Where its answer is kept, when it may be ([`Connection::cache_answer`]).
     cache_key: Option<crate::cache::CacheKey>,
+}
+
+/// A request as sent: inline when it is short, as most are (no allocation per
+/// request), else on the heap.
+enum Sent {
+    Inline { len: u8, bytes: [u8; Sent::INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl Sent {
+    const INLINE: usize = 112;
+
+    fn new(bytes: &[u8]) -> Sent {
+        match u8::try_from(bytes.len()) {
+            Ok(len) if bytes.len() <= Sent::INLINE => {
+                let mut inline = [0; Sent::INLINE];
+                inline[..bytes.len()].copy_from_slice(bytes);
+                Sent::Inline { len, bytes: inline }
+            }
+            _ => Sent::Heap(bytes.into()),
+        }
+    }
+}
+
+impl std::ops::Deref for Sent {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Sent::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Sent::Heap(bytes) => bytes,
+        }
+    }
 }
 
 /// Why a request failed at the server.

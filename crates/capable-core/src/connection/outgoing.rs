@@ -100,7 +100,7 @@ impl<W> Connection<W> {
             id,
             Pending {
                 method,
-                request: out[start..].into(),
+                request: super::Sent::new(&out[start..]),
                 waiter,
                 deadline,
                 progress: timing.progress,

@@ -52,6 +52,12 @@ impl Payload {
         memchr::memmem::find(&self.line[self.range.clone()], needle.as_bytes()).is_some()
     }
 
+    /// The payload's bytes as found: exactly the value when parsed, else the value
+    /// and whatever follows it up to the envelope's closing brace.
+    pub(crate) fn raw(&self) -> &[u8] {
+        &self.line[self.range.clone()]
+    }
+
     /// The whole message this payload came in.
     pub fn message(&self) -> &[u8] {
         &self.line

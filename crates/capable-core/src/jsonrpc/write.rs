@@ -13,9 +13,9 @@ pub fn write_request<P: Serialize + ?Sized>(
     params: &P,
 ) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    write_json(out, id);
+    write_id(out, id);
     out.extend_from_slice(b",\"method\":");
-    write_json(out, method);
+    write_name(out, method);
     out.extend_from_slice(b",\"params\":");
     write_json(out, params);
     out.extend_from_slice(b"}\n");
@@ -32,9 +32,9 @@ pub fn write_request_with_meta<P: Serialize + ?Sized>(
     meta_members: &[u8],
 ) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    write_json(out, id);
+    write_id(out, id);
     out.extend_from_slice(b",\"method\":");
-    write_json(out, method);
+    write_name(out, method);
     out.extend_from_slice(b",\"params\":");
     let params_at = out.len();
     out.extend_from_slice(b"{\"_meta\":{");
@@ -102,7 +102,7 @@ pub fn write_notification<P: Serialize + ?Sized>(
     params: Option<&P>,
 ) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
-    write_json(out, method);
+    write_name(out, method);
     if let Some(params) = params {
         out.extend_from_slice(b",\"params\":");
         write_json(out, params);
@@ -128,11 +128,79 @@ pub fn write_error(out: &mut Vec<u8>, id: &RequestId, error: &RpcError) {
     out.extend_from_slice(b"}\n");
 }
 
+/// Writes a request id: an integer digit by digit, a string through serde_json.
+fn write_id(out: &mut Vec<u8>, id: &RequestId) {
+    let RequestId::Number(n) = id else {
+        return write_json(out, id);
+    };
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if *n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Writes a method name as a JSON string: copied between quotes when nothing in it
+/// needs escaping (MCP's method names never do), else through serde_json.
+fn write_name(out: &mut Vec<u8>, name: &str) {
+    if name
+        .bytes()
+        .all(|b| b.wrapping_sub(0x20) < 0x5f && b != b'"' && b != b'\\')
+    {
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'"');
+    } else {
+        write_json(out, name);
+    }
+}
+
 fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     // Serialising our own types into a Vec cannot fail: they hold no maps with
     // non-string keys and the writer never errors. serde_json escapes control
     // characters, so the line never contains a raw newline.
     if serde_json::to_writer(&mut *out, value).is_err() {
         out.extend_from_slice(b"null");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_names_are_written_as_serde_json_writes_them() {
+        for n in [0, 1, 9, 10, 12345, i64::MAX, -1, -10, i64::MIN] {
+            let mut out = Vec::new();
+            write_id(&mut out, &RequestId::Number(n));
+            assert_eq!(out, serde_json::to_vec(&n).unwrap());
+        }
+        let mut out = Vec::new();
+        write_id(&mut out, &RequestId::String("a\"b".into()));
+        assert_eq!(out, serde_json::to_vec("a\"b").unwrap());
+        for name in [
+            "resources/read",
+            "",
+            "notifications/cancelled",
+            "q\"uote",
+            "back\\slash",
+            "tab\t",
+            "del\u{7f}",
+            "é",
+        ] {
+            let mut out = Vec::new();
+            write_name(&mut out, name);
+            assert_eq!(out, serde_json::to_vec(name).unwrap(), "{name:?}");
+        }
     }
 }

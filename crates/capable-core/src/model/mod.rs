@@ -12,6 +12,7 @@ mod listen;
 mod notifications;
 mod pagination;
 mod prompts;
+mod read_layout;
 mod resources;
 mod server_input;
 mod skills;

@@ -2,6 +2,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{JsonObject, Page};
+use crate::jsonrpc::Payload;
 
 /// A resource as listed by `resources/list`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -145,6 +146,18 @@ pub struct ReadResourceResult {
     /// `_meta`.
     #[serde(default, rename = "_meta")]
     pub meta: Option<Value>,
+}
+
+impl ReadResourceResult {
+    /// Decodes a `resources/read` result: in the layout servers write (flat contents of
+    /// strings) directly, anything else through serde — the same value either way, and
+    /// serde's verdict on whatever the direct reader does not take.
+    pub fn from_payload(payload: &Payload) -> Result<Self, serde_json::Error> {
+        match super::read_layout::read_result(payload.raw()) {
+            Some(result) => Ok(result),
+            None => payload.decode(),
+        }
+    }
 }
 
 /// Whether `uri` is `subscribed` or a sub-resource of it (`…/part`, `…#frag`,

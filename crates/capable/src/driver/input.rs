@@ -21,7 +21,7 @@ pub(crate) struct ServerRequest {
 
 pub(crate) async fn run_input(
     shared: Arc<Shared>,
-    mut requests: mpsc::UnboundedReceiver<ServerRequest>,
+    mut requests: mpsc::UnboundedReceiver<Box<ServerRequest>>,
     handlers: crate::input::InputHandlers,
 ) {
     while let Some(req) = requests.recv().await {

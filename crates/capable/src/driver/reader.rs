@@ -38,7 +38,7 @@ pub(crate) async fn run_reader<S: MessageSource>(
     shared: Arc<Shared>,
     mut source: S,
     notifications: mpsc::Sender<ServerNotification>,
-    requests: mpsc::UnboundedSender<ServerRequest>,
+    requests: mpsc::UnboundedSender<Box<ServerRequest>>,
 ) {
     loop {
         let line = match source.recv().await {
@@ -102,7 +102,7 @@ fn on_line(
     shared: &Shared,
     line: bytes::Bytes,
     notifications: &mpsc::Sender<ServerNotification>,
-    requests: &mpsc::UnboundedSender<ServerRequest>,
+    requests: &mpsc::UnboundedSender<Box<ServerRequest>>,
 ) {
     let parsed = Incoming::parse(line.clone());
     if let Err(FramingError::Batch) = &parsed {
@@ -134,7 +134,7 @@ fn dispatch(
     line: bytes::Bytes,
     parsed: Result<Incoming, FramingError>,
     notifications: &mpsc::Sender<ServerNotification>,
-    requests: &mpsc::UnboundedSender<ServerRequest>,
+    requests: &mpsc::UnboundedSender<Box<ServerRequest>>,
 ) {
     let now = super::now();
     let (event, notices) = shared.write_with(|st| {
@@ -197,7 +197,7 @@ fn dispatch(
         }
         Event::ServerRequest { id, method, params } => {
             let params = listen::params_of(&params);
-            let _ = requests.send(ServerRequest { id, method, params });
+            let _ = requests.send(Box::new(ServerRequest { id, method, params }));
         }
         Event::Progress { .. } | Event::Handled => {}
     }

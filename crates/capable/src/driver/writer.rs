@@ -9,7 +9,9 @@ use crate::transport::MessageSink;
 use super::Shared;
 
 pub(crate) async fn run_writer<S: MessageSink>(shared: Arc<Shared>, mut sink: S) {
-    let mut spare = Vec::with_capacity(64 * 1024);
+    // Grows to the largest batch and keeps that room (the buffers are swapped, never
+    // shrunk): an idle session holds none.
+    let mut spare = Vec::new();
     loop {
         let (mut batch, tapped, closed) = {
             let mut st = shared.lock();

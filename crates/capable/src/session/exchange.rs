@@ -219,6 +219,20 @@ impl Session {
     }
 }
 
+/// Decodes a `resources/read` result (its usual layout read directly, see
+/// [`ReadResourceResult::from_payload`]).
+pub(super) fn decode_read(
+    method: Method,
+    payload: &Payload,
+) -> Result<capable_core::model::ReadResourceResult, Error> {
+    capable_core::model::ReadResourceResult::from_payload(payload).map_err(|e| {
+        Error::MalformedResult {
+            method,
+            detail: e.to_string(),
+        }
+    })
+}
+
 /// Decodes a result into the one type its caller expects.
 pub(super) fn decode<T: DeserializeOwned>(method: Method, payload: &Payload) -> Result<T, Error> {
     payload.decode::<T>().map_err(|e| Error::MalformedResult {

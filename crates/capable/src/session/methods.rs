@@ -5,15 +5,15 @@
 use capable_core::cache::CachePolicy;
 use capable_core::model::{
     CallToolResult, CompleteArgument, CompleteParams, CompleteResult, Empty, GetPromptParams,
-    GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, SetLevelParams, Tool, UriParams,
+    GetPromptResult, JsonObject, ListParams, Page, Prompt, Resource, ResourceTemplate,
+    SetLevelParams, Tool, UriParams,
 };
 use capable_core::{Capability, Era, GatePolicy, Method, Refusal};
 
 use crate::error::Error;
 use crate::read::ResourceRead;
 
-use super::exchange::{decode, RequestOptions};
+use super::exchange::{decode, decode_read, RequestOptions};
 use super::tasks::{TaskWait, ToolCall};
 use super::Session;
 
@@ -164,7 +164,7 @@ impl Session {
         let answer = self
             .request_answer(method, &UriParams { uri }, options)
             .await?;
-        let result: ReadResourceResult = decode(method, &answer.payload)?;
+        let result = decode_read(method, &answer.payload)?;
         Ok(ResourceRead::new(uri, result, answer.arrived))
     }
 

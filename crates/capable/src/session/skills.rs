@@ -7,13 +7,13 @@
 //! with [`Error::Skill`] and never handed to the host. The rules are
 //! [`capable_core::skills`]'.
 
-use capable_core::model::{GetSkillResult, ListSkillsResult, ReadResourceResult, Skill, UriParams};
+use capable_core::model::{GetSkillResult, ListSkillsResult, Skill, UriParams};
 use capable_core::skills;
 use capable_core::Method;
 
 use crate::error::Error;
 
-use super::exchange::{decode, RequestOptions};
+use super::exchange::{decode_read, RequestOptions};
 use super::Session;
 
 /// A skill whose `SKILL.md` was read and verified against its entry.
@@ -88,7 +88,7 @@ impl Session {
         let payload = self
             .request_payload(method, &UriParams { uri }, RequestOptions::default())
             .await?;
-        let result: ReadResourceResult = decode(method, &payload)?;
+        let result = decode_read(method, &payload)?;
         skills::content_bytes(&result.contents, uri).ok_or_else(|| Error::MalformedResult {
             method,
             detail: format!("the read of {uri} returned no content for it"),

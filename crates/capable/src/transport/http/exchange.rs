@@ -43,7 +43,7 @@ impl Exchanges {
             let http = http.clone();
             async move {
                 if let Err(e) = run(http.clone(), ex, request).await {
-                    let _ = http.inbound.send(Err(e)).await;
+                    let _ = http.inbound.send(Box::new(Err(e))).await;
                 }
                 // Forget the task, unless a later step of the exchange replaced it.
                 let mut tasks = http.exchanges.lock();
@@ -98,7 +98,9 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                 let outcome = match &http.config.oauth {
                     Some(oauth) => {
                         let sent = http.sent_lock().get(&exchange).copied().unwrap_or(0);
-                        oauth.resolve(&need, sent).await
+                        // Boxed: an authorization flow's future is large, and every
+                        // exchange's task would otherwise hold room for it.
+                        Box::pin(oauth.resolve(&need, sent)).await
                     }
                     None => Err(crate::auth::AuthError::Config(
                         "the server wants authorization and no OAuth is configured".into(),
@@ -142,7 +144,7 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                 None => return Err(TransportError::Broken("the connection failed".into())),
             },
         };
-        let _ = http.inbound.send(received).await;
+        let _ = http.inbound.send(Box::new(received)).await;
     }
     Ok(())
 }
@@ -281,7 +283,7 @@ async fn failed(http: &Arc<Http>, ex: ExchangeId, e: TransportError) -> Result<(
                         id,
                         error: Error::Transport(e.clone()),
                     };
-                    let _ = http.inbound.send(Ok(failed)).await;
+                    let _ = http.inbound.send(Box::new(Ok(failed))).await;
                 }
             }
             Action::Notice(notice) => {
@@ -330,7 +332,7 @@ async fn perform(
                 .as_ref()
                 .filter(|_| redirect::same_origin(&request.url, &http.config.url))
             {
-                oauth.prepare().await;
+                Box::pin(oauth.prepare()).await;
                 let (headers, generation) = oauth.headers(method.as_str(), &request.url);
                 http.sent_lock().insert(ex, generation);
                 for (name, value) in headers {
@@ -390,4 +392,34 @@ async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>,
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+#[cfg(test)]
+mod size_tests {
+    use capable_core::http::Action;
+
+    /// Every request's exchange runs as a task holding this future: it stays small
+    /// (an authorization flow, which would dwarf it, is boxed where it is awaited).
+    #[test]
+    fn an_exchange_future_stays_small() {
+        let url = "http://127.0.0.1:1/mcp".parse().expect("a URL");
+        let transport =
+            super::super::HttpTransport::new(super::super::HttpConfig::new(url), 1 << 20)
+                .expect("a transport");
+        let http = transport.http.clone();
+        let actions = http
+            .policy()
+            .send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#);
+        let Some((exchange, request)) = actions.into_iter().find_map(|a| match a {
+            Action::Send {
+                exchange, request, ..
+            } => Some((exchange, request)),
+            _ => None,
+        }) else {
+            panic!("the policy sends an initialize");
+        };
+        let future = super::run(http, exchange, request);
+        let size = std::mem::size_of_val(&future);
+        assert!(size < 4 * 1024, "an exchange's future is {size} bytes");
+    }
 }

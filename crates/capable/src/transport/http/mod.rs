@@ -78,7 +78,9 @@ pub(super) struct Http {
     /// The largest message or body read.
     limit: usize,
     policy: Mutex<HttpSession>,
-    inbound: mpsc::Sender<Received>,
+    /// Boxed: the channel's first block of slots is then a few hundred bytes, not
+    /// kilobytes, in every idle session.
+    inbound: mpsc::Sender<Box<Received>>,
     exchanges: Exchanges,
     /// The token generation each exchange's last request carried.
     sent: Mutex<std::collections::HashMap<capable_core::http::ExchangeId, u64>>,
@@ -103,7 +105,7 @@ impl Http {
 /// An HTTP connection to one MCP endpoint, ready to be split.
 pub struct HttpTransport {
     http: Arc<Http>,
-    inbound: mpsc::Receiver<Received>,
+    inbound: mpsc::Receiver<Box<Received>>,
 }
 
 impl HttpTransport {
@@ -114,6 +116,7 @@ impl HttpTransport {
         max_message_size: usize,
     ) -> Result<HttpTransport, TransportError> {
         let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls_config()?)
             .redirect(reqwest::redirect::Policy::none())
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
@@ -165,6 +168,32 @@ impl HttpTransport {
     }
 }
 
+/// The TLS configuration of every connection: what reqwest builds by default (the
+/// platform's verifier, TLS 1.2 and 1.3, ALPN `h2` then `http/1.1`), built once per
+/// process. Built per connection it held about 100 KiB of each session's memory.
+fn tls_config() -> Result<rustls::ClientConfig, TransportError> {
+    static TLS: std::sync::OnceLock<Result<rustls::ClientConfig, String>> =
+        std::sync::OnceLock::new();
+    let built = TLS.get_or_init(|| {
+        let provider = rustls::crypto::CryptoProvider::get_default()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
+        let verifier =
+            rustls_platform_verifier::Verifier::new(provider.clone()).map_err(|e| e.to_string())?;
+        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(rustls::ALL_VERSIONS)
+            .map_err(|e| e.to_string())?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(tls)
+    });
+    built
+        .clone()
+        .map_err(|e| TransportError::Broken(format!("building the TLS configuration: {e}")))
+}
+
 impl Transport for HttpTransport {
     type Sink = HttpSink;
     type Source = HttpSource;
@@ -210,12 +239,12 @@ impl MessageSink for HttpSink {
 
 /// Messages from response bodies and event streams, in arrival order.
 pub struct HttpSource {
-    rx: mpsc::Receiver<Received>,
+    rx: mpsc::Receiver<Box<Received>>,
 }
 
 impl MessageSource for HttpSource {
     async fn recv(&mut self) -> Result<Option<Inbound>, TransportError> {
-        self.rx.recv().await.transpose()
+        self.rx.recv().await.map(|r| *r).transpose()
     }
 }
 
@@ -246,5 +275,21 @@ impl Peer for HttpPeer {
 
     fn stderr_tail(&self) -> String {
         String::new()
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    #[test]
+    fn every_connection_gets_the_tls_configuration_reqwest_would_build() {
+        let tls = super::tls_config().expect("a TLS configuration");
+        assert_eq!(tls.alpn_protocols, [b"h2".to_vec(), b"http/1.1".to_vec()]);
+        assert!(tls.enable_sni);
+        // Built once: a second connection shares the verifier rather than a copy.
+        let again = super::tls_config().expect("a TLS configuration");
+        assert!(std::sync::Arc::ptr_eq(
+            &tls.crypto_provider().clone(),
+            &again.crypto_provider().clone()
+        ));
     }
 }

@@ -64,28 +64,39 @@ impl<R: AsyncRead + Unpin + Send + 'static> MessageSource for LineSource<R> {
     }
 }
 
+impl<R> LineSource<R> {
+    /// The next whole line already in the buffer, without reading; `Ok(None)` when
+    /// the buffer holds no whole line.
+    pub fn buffered_line(&mut self) -> Result<Option<Bytes>, TransportError> {
+        while let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
+            let len = self.scanned + i;
+            self.scanned = 0;
+            if len > self.limit {
+                return Err(TransportError::MessageTooLarge { limit: self.limit });
+            }
+            let mut line = self.buf.split_to(len + 1);
+            line.truncate(if line.ends_with(b"\r\n") {
+                len - 1
+            } else {
+                len
+            });
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return Ok(Some(line.freeze()));
+        }
+        self.scanned = self.buf.len();
+        Ok(None)
+    }
+}
+
 impl<R: AsyncRead + Unpin> LineSource<R> {
     /// The next line without its terminator; `None` at the end of the stream.
     pub async fn next_line(&mut self) -> Result<Option<Bytes>, TransportError> {
         loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
-                let len = self.scanned + i;
-                self.scanned = 0;
-                if len > self.limit {
-                    return Err(TransportError::MessageTooLarge { limit: self.limit });
-                }
-                let mut line = self.buf.split_to(len + 1);
-                line.truncate(if line.ends_with(b"\r\n") {
-                    len - 1
-                } else {
-                    len
-                });
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                return Ok(Some(line.freeze()));
+            if let Some(line) = self.buffered_line()? {
+                return Ok(Some(line));
             }
-            self.scanned = self.buf.len();
             if self.buf.len() > self.limit {
                 return Err(TransportError::MessageTooLarge { limit: self.limit });
             }

@@ -226,6 +226,11 @@ pub struct StdoutSource {
 
 impl MessageSource for StdoutSource {
     async fn recv(&mut self) -> Result<Option<Inbound>, TransportError> {
+        // A line already read is the next message, whether or not the server exited
+        // since: no need to watch for its exit (or the time after it) to hand it out.
+        if let Some(line) = self.lines.buffered_line()? {
+            return Ok(Some(Inbound::Message(line)));
+        }
         loop {
             if self.exited.borrow().is_some() {
                 return match tokio::time::timeout(AFTER_EXIT, self.lines.next_line()).await {
@@ -235,6 +240,7 @@ impl MessageSource for StdoutSource {
                 };
             }
             tokio::select! {
+                biased;
                 line = self.lines.next_line() => return Ok(self.lines.inbound(line?)),
                 changed = self.exited.changed() => {
                     if changed.is_err() {

@@ -1,0 +1,379 @@
+//! `resources/read` results in the layout servers write, decoded without serde's
+//! generic machinery.
+//!
+//! Servers write a read as `{"contents":[{"uri":…,"mimeType":…,"text":…}]}`: flat
+//! objects of strings. Decoding that through the derived `Deserialize` costs several
+//! times what reading its bytes does (field matching, a UTF-8 check of every string,
+//! the generic `Option` and `Vec` visitors), most of a read's client time. This reader
+//! takes exactly that layout — members in any order, whitespace between tokens, the
+//! optional `resultType`, `ttlMs` and `cacheScope`, escapes in strings (each escaped
+//! string decoded by serde_json itself) — and checks every byte it accepts: no raw
+//! control byte, valid UTF-8, valid JSON up to the end.
+//!
+//! Anything else (another member such as `annotations` or `_meta`, a duplicate, a
+//! value of another type, trailing bytes, an error) makes it give up, and the result
+//! goes through serde as before. It never decides anything serde would decide
+//! differently: what it accepts, serde accepts with the same value, and whatever it
+//! does not accept, serde judges (a test holds the two to that on mutated inputs).
+
+use super::{ReadResourceResult, ResourceContents};
+
+/// The result in `raw` (its JSON text, possibly followed by whitespace), when it is in
+/// the layout this reader takes; `None` for anything else.
+pub(crate) fn read_result(raw: &[u8]) -> Option<ReadResourceResult> {
+    // The whole payload is checked for UTF-8 once: every string is then a slice of
+    // text already known valid (quotes are ASCII, so they fall on char boundaries).
+    // Without a raw control byte anywhere (compact JSON has no whitespace), no string
+    // needs checking for one either.
+    let text = simdutf8::basic::from_utf8(raw).ok()?;
+    let mut c = Cursor {
+        text,
+        b: raw,
+        i: 0,
+        controls: crate::jsonrpc::has_control_byte(raw),
+    };
+    let mut contents = None;
+    let mut result_type = None;
+    let mut ttl_ms = None;
+    let mut cache_scope = None;
+    c.object(|c, key| match key {
+        b"contents" => once(&mut contents, c.contents()?),
+        b"resultType" => once(&mut result_type, c.optional_string()?),
+        b"cacheScope" => once(&mut cache_scope, c.optional_string()?),
+        b"ttlMs" => once(&mut ttl_ms, c.optional_number()?),
+        _ => None,
+    })?;
+    c.ws();
+    if c.i != raw.len() {
+        return None;
+    }
+    Some(ReadResourceResult {
+        contents: contents?,
+        result_type: result_type.flatten(),
+        ttl_ms: ttl_ms.flatten(),
+        cache_scope: cache_scope.flatten(),
+        meta: None,
+    })
+}
+
+/// Where the first `"` or `\\` in `bytes` is. Keys, URIs and MIME types end within a
+/// few bytes: the first 32 are searched a word at a time (sooner than a vector search
+/// is set up), the rest with memchr's.
+fn find_quote(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_le_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_le_bytes([b'\\'; 8]);
+    let mut at = 0;
+    while at < 32 {
+        let Some(word) = bytes.get(at..at + 8) else {
+            let tail = bytes.get(at..)?;
+            return Some(at + tail.iter().position(|&b| b == b'"' || b == b'\\')?);
+        };
+        let mut w = [0; 8];
+        w.copy_from_slice(word);
+        let w = u64::from_le_bytes(w);
+        // A zero byte of `w ^ QUOTES` is a quote; the lowest flagged byte is exact.
+        let (q, s) = (w ^ QUOTES, w ^ BACKSLASHES);
+        let found = ((q.wrapping_sub(ONES) & !q) | (s.wrapping_sub(ONES) & !s)) & HIGHS;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    Some(at + memchr::memchr2(b'"', b'\\', &bytes[at..])?)
+}
+
+/// Sets a member's value, unless it was already set (serde refuses a duplicate).
+fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    match slot {
+        Some(_) => None,
+        None => {
+            *slot = Some(value);
+            Some(())
+        }
+    }
+}
+
+struct Cursor<'a> {
+    /// The payload, valid UTF-8.
+    text: &'a str,
+    /// The same, as bytes.
+    b: &'a [u8],
+    i: usize,
+    /// Whether the payload holds a byte below 0x20 somewhere (whitespace, or a raw
+    /// control byte, which no string may hold).
+    controls: bool,
+}
+
+impl<'a> Cursor<'a> {
+    /// Skips JSON whitespace.
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    /// Consumes `byte` if it comes next (after whitespace).
+    fn eat(&mut self, byte: u8) -> bool {
+        self.ws();
+        if self.b.get(self.i) == Some(&byte) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// An object: each member's key to `member`, which reads its value.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+        if !self.eat(b'{') {
+            return None;
+        }
+        if self.eat(b'}') {
+            return Some(());
+        }
+        loop {
+            let key = self.key()?;
+            if !self.eat(b':') {
+                return None;
+            }
+            self.ws();
+            member(self, key)?;
+            if self.eat(b',') {
+                continue;
+            }
+            return self.eat(b'}').then_some(());
+        }
+    }
+
+    /// A key without escapes, as bytes (only the names this reader knows are used,
+    /// and those are plain ASCII). Keys are short: a plain loop finds their end.
+    fn key(&mut self) -> Option<&'a [u8]> {
+        if !self.eat(b'"') {
+            return None;
+        }
+        let rest = &self.b[self.i..];
+        let end = find_quote(rest)?;
+        if rest[end] != b'"' {
+            return None;
+        }
+        self.i += end + 1;
+        Some(&rest[..end])
+    }
+
+    /// `[content, …]`.
+    fn contents(&mut self) -> Option<Vec<ResourceContents>> {
+        if !self.eat(b'[') {
+            return None;
+        }
+        let mut contents = Vec::with_capacity(1);
+        if self.eat(b']') {
+            return Some(contents);
+        }
+        loop {
+            contents.push(self.content()?);
+            if self.eat(b',') {
+                continue;
+            }
+            return self.eat(b']').then_some(contents);
+        }
+    }
+
+    /// One content: `uri`, and optionally `mimeType`, `text`, `blob`.
+    fn content(&mut self) -> Option<ResourceContents> {
+        let (mut uri, mut mime_type, mut text, mut blob) = (None, None, None, None);
+        self.object(|c, key| match key {
+            b"uri" => once(&mut uri, c.string()?),
+            b"mimeType" => once(&mut mime_type, c.optional_string()?),
+            b"text" => once(&mut text, c.optional_string()?),
+            b"blob" => once(&mut blob, c.optional_string()?),
+            _ => None,
+        })?;
+        Some(ResourceContents {
+            uri: uri?,
+            mime_type: mime_type.flatten(),
+            text: text.flatten(),
+            blob: blob.flatten(),
+            annotations: None,
+            meta: None,
+        })
+    }
+
+    /// `null` or a string.
+    fn optional_string(&mut self) -> Option<Option<String>> {
+        if self.b[self.i..].starts_with(b"null") {
+            self.i += 4;
+            return Some(None);
+        }
+        self.string().map(Some)
+    }
+
+    /// A string. One without escapes is checked (no raw control byte, valid UTF-8)
+    /// and copied; one with escapes is decoded by serde_json.
+    fn string(&mut self) -> Option<String> {
+        if self.b.get(self.i) != Some(&b'"') {
+            return None;
+        }
+        let start = self.i + 1;
+        let rest = &self.b[start..];
+        let end = find_quote(rest)?;
+        if rest[end] == b'"' {
+            if self.controls && crate::jsonrpc::has_control_byte(&rest[..end]) {
+                return None;
+            }
+            let text = self.text.get(start..start + end)?;
+            self.i = start + end + 1;
+            return Some(text.to_owned());
+        }
+        // Escapes: find the closing quote (a backslash escapes the byte after it), then
+        // decode the whole string token exactly as serde_json does.
+        let mut at = start + end;
+        loop {
+            at += 2;
+            let next = memchr::memchr2(b'"', b'\\', self.b.get(at..)?)?;
+            at += next;
+            if self.b[at] == b'"' {
+                break;
+            }
+        }
+        let text = serde_json::from_slice::<String>(&self.b[self.i..=at]).ok()?;
+        self.i = at + 1;
+        Some(text)
+    }
+
+    /// `null` or a number, read by serde_json.
+    fn optional_number(&mut self) -> Option<Option<f64>> {
+        let rest = &self.b[self.i..];
+        let len = rest
+            .iter()
+            .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+            .unwrap_or(rest.len());
+        let value = serde_json::from_slice::<Option<f64>>(&rest[..len]).ok()?;
+        self.i += len;
+        Some(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_result;
+    use crate::model::ReadResourceResult;
+
+    /// What serde's derived decoder makes of `raw`, as the reader must make it.
+    fn serde(raw: &[u8]) -> Option<String> {
+        serde_json::from_slice::<ReadResourceResult>(raw)
+            .ok()
+            .map(|r| format!("{r:?}"))
+    }
+
+    #[test]
+    fn the_usual_layout_is_read_as_serde_reads_it() {
+        for raw in [
+            r#"{"contents":[{"uri":"a://b","mimeType":"text/plain","text":"hello"}]}"#,
+            r#"{"contents":[]}"#,
+            r#" { "contents" : [ { "text" : "x" , "uri" : "a://b" } ] } "#,
+            r#"{"contents":[{"uri":"a://b","blob":"AAEC","mimeType":null}],"ttlMs":5,"cacheScope":"public","resultType":"complete"}"#,
+            r#"{"ttlMs":1.5e3,"contents":[{"uri":"a://b","text":null},{"uri":"c://d","text":"é ✓ 🦀"}]}"#,
+            r#"{"contents":[{"uri":"a://b","text":"line\none \"q\" \\ \u00e9\ud83e\udd80 \u0001"}]}"#,
+            r#"{"contents":[{"uri":"a\/b","text":"\\"}],"ttlMs":null}"#,
+        ] {
+            let read = read_result(raw.as_bytes()).map(|r| format!("{r:?}"));
+            assert!(read.is_some(), "{raw} should be read");
+            assert_eq!(read, serde(raw.as_bytes()), "{raw}");
+        }
+    }
+
+    #[test]
+    fn anything_else_is_left_to_serde() {
+        for raw in [
+            r#"{"contents":[{"uri":"a://b","annotations":{"priority":1}}]}"#,
+            r#"{"contents":[{"uri":"a://b","_meta":{}}]}"#,
+            r#"{"contents":[],"_meta":{"x":1}}"#,
+            r#"{"contents":[{"uri":"a://b","uri":"c://d"}]}"#,
+            r#"{"contents":[{"uri":"a://b"}],"contents":[]}"#,
+            r#"{"contents":[{"mimeType":"text/plain"}]}"#,
+            r#"{"contents":[{"uri":"a://b","text":"raw	tab"}]}"#,
+            r#"{"contents":[{"uri":"a://b","text":"\ud800"}]}"#,
+            r#"{"contents":[{"uri":"a://b","text":42}]}"#,
+            r#"{"contents":[{"uri":"a://b"}]} x"#,
+            r#"{"contents":[{"uri":"a://b"},]}"#,
+            r#"{"contents":[{"uri":"a://b"}],"ttlMs":1e999}"#,
+            r#"{"other":1,"contents":[]}"#,
+            r#"{"contents":[{"uri":"a://b"}]"#,
+            r#"{"contents":[{"u\u0072i":"a://b"}]}"#,
+            r#"[]"#,
+            "",
+        ] {
+            assert!(
+                read_result(raw.as_bytes()).is_none(),
+                "{raw} should be left to serde"
+            );
+        }
+        // Invalid UTF-8 in a string.
+        let mut bad = br#"{"contents":[{"uri":"a://b","text":"ab"}]}"#.to_vec();
+        let at = bad.iter().rposition(|&b| b == b'a').unwrap();
+        bad[at] = 0xff;
+        assert!(read_result(&bad).is_none());
+    }
+
+    /// Mutated reads: whatever the reader accepts, serde accepts with the same value.
+    #[test]
+    fn the_reader_never_disagrees_with_serde_on_mutated_reads() {
+        let seeds = [
+            r#"{"contents":[{"uri":"a://b","mimeType":"text/plain","text":"hello \"w\" \n é"}]}"#,
+            r#"{"contents":[{"uri":"a://b","blob":"AAEC"}],"ttlMs":5,"cacheScope":"private"}"#,
+            r#"{"contents":[{"uri":"a://b","text":null},{"uri":"c","mimeType":null}],"resultType":"complete"}"#,
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        const BYTES: &[u8] = b"{}[]\",:\\ \t\r\n0123456789abcdeunl\x01\x7f\xc3\xa9\xff";
+        let mut read = 0;
+        for _ in 0..50_000 {
+            let mut raw = seeds[next(seeds.len())].as_bytes().to_vec();
+            for _ in 0..=next(3) {
+                let at = next(raw.len() + 1);
+                match next(3) {
+                    0 if at < raw.len() => {
+                        raw.remove(at);
+                    }
+                    1 if at < raw.len() => raw[at] = BYTES[next(BYTES.len())],
+                    _ => raw.insert(at, BYTES[next(BYTES.len())]),
+                }
+            }
+            // Through a whole response line, as the client reads it: the same outcome
+            // as the generic decode of the payload (serde alone), value or refusal.
+            let mut line = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
+            line.extend_from_slice(&raw);
+            line.push(b'}');
+            if let Ok(crate::Incoming::Result { result, .. }) = crate::Incoming::parse(line.clone())
+            {
+                let direct = ReadResourceResult::from_payload(&result).map(|r| format!("{r:?}"));
+                let generic = result
+                    .decode::<ReadResourceResult>()
+                    .map(|r| format!("{r:?}"));
+                assert_eq!(
+                    direct.ok(),
+                    generic.ok(),
+                    "{}",
+                    String::from_utf8_lossy(&line)
+                );
+            }
+            if let Some(r) = read_result(&raw) {
+                assert_eq!(
+                    Some(format!("{r:?}")),
+                    serde(&raw),
+                    "{}",
+                    String::from_utf8_lossy(&raw)
+                );
+                read += 1;
+            }
+        }
+        assert!(read > 2000, "too few mutations read to mean much: {read}");
+    }
+}
