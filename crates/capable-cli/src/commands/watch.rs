@@ -219,45 +219,45 @@ pub fn refused(session: &Session, e: Error) -> CliError {
 }
 
 fn print_event(json: bool, uri: &str, event: &WatchEvent) -> Result<(), CliError> {
+    if json {
+        return output::json_line(&event_json(uri, event));
+    }
+    match event {
+        WatchEvent::Mode { mode, reason, .. } => {
+            output::print(&format!("mode      {} — {reason}\n", mode.as_str()))?;
+        }
+        WatchEvent::Revision(read) => output::print(&human_revision(read))?,
+        WatchEvent::Violation(v) => {
+            output::print(&format!(
+                "VIOLATION {} {} declared `{}` but answered {} with -32601 (method not found)\n          request  {}\n          response {}\n",
+                v.server.name, v.server.version, v.capability, v.method, v.request, v.response
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// A watch event as `capable watch --json` prints it (the inspector's too).
+pub fn event_json(uri: &str, event: &WatchEvent) -> Value {
     match event {
         WatchEvent::Mode {
             mode,
             reason,
             interval,
         } => {
-            if json {
-                let mut v =
-                    json!({"event": "mode", "mode": mode.as_str(), "uri": uri, "reason": reason});
-                if let Some(i) = interval {
-                    v["intervalMs"] = json!(i.as_millis() as u64);
-                }
-                output::json_line(&v)?;
-            } else {
-                output::print(&format!("mode      {} — {reason}\n", mode.as_str()))?;
+            let mut v =
+                json!({"event": "mode", "mode": mode.as_str(), "uri": uri, "reason": reason});
+            if let Some(i) = interval {
+                v["intervalMs"] = json!(i.as_millis() as u64);
             }
+            v
         }
-        WatchEvent::Revision(read) => {
-            if json {
-                output::json_line(&revision_json(read))?;
-            } else {
-                output::print(&human_revision(read))?;
-            }
-        }
-        WatchEvent::Violation(v) => {
-            if json {
-                output::json_line(&violation_json(v))?;
-            } else {
-                output::print(&format!(
-                    "VIOLATION {} {} declared `{}` but answered {} with -32601 (method not found)\n          request  {}\n          response {}\n",
-                    v.server.name, v.server.version, v.capability, v.method, v.request, v.response
-                ))?;
-            }
-        }
+        WatchEvent::Revision(read) => revision_json(read),
+        WatchEvent::Violation(v) => violation_json(v),
     }
-    Ok(())
 }
 
-pub fn revision_json(read: &ResourceRead) -> Value {
+fn revision_json(read: &ResourceRead) -> Value {
     let mut v = json!({
         "event": "revision",
         "uri": read.uri,

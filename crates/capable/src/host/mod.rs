@@ -76,7 +76,7 @@ use crate::error::Error;
 use crate::options::ClientOptions;
 use crate::read::ResourceRead;
 use crate::session::Session;
-use crate::transport::http::Url;
+use crate::transport::http::{HttpConfig, Url};
 
 pub use catalog::{qualify, split, HostPrompt, HostResource, HostTool, ListKind};
 pub use events::HostEvent;
@@ -159,6 +159,23 @@ impl OAuthProvider {
         entry: Option<&OAuthEntry>,
     ) -> Result<Option<Arc<OAuthClient>>, Error> {
         (self.0)(url, entry)
+    }
+
+    /// Puts the OAuth client of `config`'s server on it — unless its headers carry an
+    /// `Authorization` of their own: a host that passes one manages it itself.
+    pub fn authorize(
+        &self,
+        config: &mut HttpConfig,
+        entry: Option<&OAuthEntry>,
+    ) -> Result<(), Error> {
+        let own = config
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+        if !own {
+            config.oauth = self.client(&config.url, entry)?;
+        }
+        Ok(())
     }
 }
 

@@ -264,15 +264,10 @@ async fn connect(
                 headers,
                 oauth: entry,
             } => {
-                let url = http_url(url)?;
-                let mut config = HttpConfig::new(url.clone());
+                let mut config = HttpConfig::new(http_url(url)?);
                 config.headers = headers.clone();
-                // An entry that brings its own Authorization header manages it itself.
-                let own = headers
-                    .iter()
-                    .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
-                if let (false, Some(provider)) = (own, oauth) {
-                    config.oauth = provider.client(&url, entry.as_deref())?;
+                if let Some(provider) = oauth {
+                    provider.authorize(&mut config, entry.as_deref())?;
                 }
                 crate::connect_http(config, options).await
             }

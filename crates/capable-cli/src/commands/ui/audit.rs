@@ -49,13 +49,10 @@ async fn connect(
             } => {
                 let parsed = capable::transport::http::Url::parse(url)
                     .map_err(|e| CliError::Usage(format!("not a URL: {e}")))?;
-                let mut config = HttpConfig::new(parsed.clone());
+                let mut config = HttpConfig::new(parsed);
                 config.headers = headers.clone();
-                let own = headers
-                    .iter()
-                    .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
-                if let (false, Some(provider)) = (own, oauth) {
-                    config.oauth = provider.client(&parsed, entry.as_deref())?;
+                if let Some(provider) = oauth {
+                    provider.authorize(&mut config, entry.as_deref())?;
                 }
                 Ok(capable::connect_http(config, options).await?)
             }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable::{Session, WatchEvent, WatchPolicy};
+use capable::{Session, WatchPolicy};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -155,7 +155,7 @@ async fn follow(
             event = watch.next() => event,
         };
         match event {
-            Ok(event) => publish(event_json(&uri, &event)),
+            Ok(event) => publish(crate::commands::watch::event_json(&uri, &event)),
             Err(e) => {
                 publish(json!({"event": "end", "uri": uri, "error": e.to_string()}));
                 let _ = watch.close().await;
@@ -171,25 +171,4 @@ async fn follow(
         }
     }
     publish(v);
-}
-
-/// A watch event as `capable watch --json` prints it.
-fn event_json(uri: &str, event: &WatchEvent) -> Value {
-    use crate::commands::watch::{revision_json, violation_json};
-    match event {
-        WatchEvent::Mode {
-            mode,
-            reason,
-            interval,
-        } => {
-            let mut v =
-                json!({"event": "mode", "mode": mode.as_str(), "uri": uri, "reason": reason});
-            if let Some(i) = interval {
-                v["intervalMs"] = json!(i.as_millis() as u64);
-            }
-            v
-        }
-        WatchEvent::Revision(read) => revision_json(read),
-        WatchEvent::Violation(v) => violation_json(v),
-    }
 }
