@@ -160,12 +160,7 @@ impl Context {
                 let mut config = HttpConfig::new(parsed.clone());
                 config.headers = headers;
                 config.headers.extend(self.global.headers.iter().cloned());
-                // A host that passes its own Authorization header manages it itself.
-                let own = config
-                    .headers
-                    .iter()
-                    .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
-                if !own {
+                if !config.has_own_authorization() {
                     let mode = self.login_mode(false);
                     config.oauth = Some(Arc::new(self.oauth(&parsed, oauth.as_deref(), mode)?));
                 }

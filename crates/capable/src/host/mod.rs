@@ -168,11 +168,7 @@ impl OAuthProvider {
         config: &mut HttpConfig,
         entry: Option<&OAuthEntry>,
     ) -> Result<(), Error> {
-        let own = config
-            .headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
-        if !own {
+        if !config.has_own_authorization() {
             config.oauth = self.client(&config.url, entry)?;
         }
         Ok(())

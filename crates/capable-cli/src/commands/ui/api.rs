@@ -149,36 +149,35 @@ pub async fn servers(State(app): Shared) -> Response<Body> {
     ok(app.servers.snapshot().await)
 }
 
-/// `POST /api/connect` (also reconnects) and `POST /api/disconnect`.
+/// `POST /api/connect` (also reconnects).
 pub async fn connect(State(app): Shared, bytes: Bytes) -> Response<Body> {
-    let command = match Command::parse(&bytes) {
-        Ok(c) => c,
-        Err(m) => return usage(m),
-    };
-    match app.servers.get(&command.server) {
-        Ok(entry) => {
-            app.watches.stop_server(&command.server).await;
-            app.servers.connect(&entry).await;
-            ok(json!({"server": command.server, "state": "starting"}))
-        }
-        Err(e) => lookup(e),
-    }
+    connection(&app, &bytes, true).await
 }
 
 /// `POST /api/disconnect`.
 pub async fn disconnect(State(app): Shared, bytes: Bytes) -> Response<Body> {
-    let command = match Command::parse(&bytes) {
+    connection(&app, &bytes, false).await
+}
+
+/// Connects (`up`) or disconnects a server, its watches stopped first either way.
+async fn connection(app: &App, bytes: &Bytes, up: bool) -> Response<Body> {
+    let command = match Command::parse(bytes) {
         Ok(c) => c,
         Err(m) => return usage(m),
     };
-    match app.servers.get(&command.server) {
-        Ok(entry) => {
-            app.watches.stop_server(&command.server).await;
-            app.servers.disconnect(&entry).await;
-            ok(json!({"server": command.server, "state": "disconnected"}))
-        }
-        Err(e) => lookup(e),
-    }
+    let entry = match app.servers.get(&command.server) {
+        Ok(entry) => entry,
+        Err(e) => return lookup(e),
+    };
+    app.watches.stop_server(&command.server).await;
+    let state = if up {
+        app.servers.connect(&entry).await;
+        "starting"
+    } else {
+        app.servers.disconnect(&entry).await;
+        "disconnected"
+    };
+    ok(json!({"server": command.server, "state": state}))
 }
 
 /// `POST /api/read {server, uri}`: `capable read --json`.

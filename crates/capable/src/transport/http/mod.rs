@@ -65,6 +65,14 @@ impl HttpConfig {
             oauth: None,
         }
     }
+
+    /// Whether [`headers`](HttpConfig::headers) carry an `Authorization` of their own:
+    /// a host that passes one manages it itself, and OAuth stays off.
+    pub fn has_own_authorization(&self) -> bool {
+        self.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+    }
 }
 
 type Received = Result<Inbound, TransportError>;
