@@ -82,6 +82,7 @@ pub use catalog::{qualify, split, HostPrompt, HostResource, HostTool, ListKind};
 pub use events::HostEvent;
 pub use state::{ServerError, ServerState, ServerStatus};
 
+pub use supervisor::connect;
 use supervisor::Server;
 
 /// How a host runs its servers.

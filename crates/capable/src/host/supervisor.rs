@@ -240,10 +240,13 @@ pub(super) async fn supervise(
     }
 }
 
-/// Connects to `target`, bounded: the core times the handshake, and this bound also
-/// covers a transport that hangs before the first answer can arrive (an HTTP
-/// connection that never opens).
-async fn connect(
+/// Connects to `target`, bounded: the core times the handshake, and this bound (by
+/// default the probe and request timeouts and a second) also covers a transport that
+/// hangs before the first answer can arrive (an HTTP connection that never opens).
+/// An HTTP server is authorized by `oauth` unless its headers carry their own
+/// `Authorization`. This is the host's own connection step, for a session kept beside
+/// the host's (such as an audit's).
+pub async fn connect(
     target: &ServerTarget,
     options: ClientOptions,
     bound: Option<Duration>,
