@@ -39,9 +39,10 @@ use crate::violation::Violation;
 
 pub use deadlines::{TimedOut, Timeout, Timing};
 
-/// Request ids are sequential integers, so they hash to themselves.
+/// Hashes a request id to itself: ids are sequential integers, so they spread over a
+/// table's buckets without any mixing (for maps keyed by our own request ids).
 #[derive(Default)]
-struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -57,7 +58,8 @@ impl Hasher for IdHasher {
     }
 }
 
-type IdMap<V> = HashMap<i64, V, BuildHasherDefault<IdHasher>>;
+/// A map keyed by our own request ids, hashed by [`IdHasher`].
+pub type IdMap<V> = HashMap<i64, V, BuildHasherDefault<IdHasher>>;
 
 struct Pending<W> {
     method: Method,

@@ -153,16 +153,39 @@ fn write_id(out: &mut Vec<u8>, id: &RequestId) {
 /// Writes a method name as a JSON string: copied between quotes when nothing in it
 /// needs escaping (MCP's method names never do), else through serde_json.
 fn write_name(out: &mut Vec<u8>, name: &str) {
-    if name
-        .bytes()
-        .all(|b| b.wrapping_sub(0x20) < 0x5f && b != b'"' && b != b'\\')
-    {
+    if is_plain(name.as_bytes()) {
         out.push(b'"');
         out.extend_from_slice(name.as_bytes());
         out.push(b'"');
     } else {
         write_json(out, name);
     }
+}
+
+/// Whether every byte is printable ASCII other than `"` and `\\` (what a JSON string
+/// holds unescaped), checked eight bytes at a time.
+fn is_plain(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    /// A word with the high bit set in each byte of `w` that is zero.
+    fn zeros(w: u64) -> u64 {
+        w.wrapping_sub(ONES) & !w & HIGHS
+    }
+    let (chunks, rest) = bytes.as_chunks::<8>();
+    // The tail, padded with a plain byte.
+    let mut last = [b'a'; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    let plain = |chunk: &[u8; 8]| {
+        let w = u64::from_le_bytes(*chunk);
+        // Below 0x20: subtracting 0x20 from each byte borrows into its high bit (for
+        // bytes under 0x80; those at or above are refused by `w & HIGHS` anyway).
+        let low = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+        let special = zeros(w ^ (ONES * u64::from(b'"')))
+            | zeros(w ^ (ONES * u64::from(b'\\')))
+            | zeros(w ^ (ONES * 0x7f));
+        (low | special | (w & HIGHS)) == 0
+    };
+    chunks.iter().all(plain) && plain(&last)
 }
 
 fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
@@ -177,6 +200,25 @@ fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_is_plain_exactly_when_no_byte_needs_escaping_or_is_outside_ascii() {
+        let naive = |b: &[u8]| {
+            b.iter()
+                .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+        };
+        for len in 0..=17 {
+            for at in 0..len.max(1) {
+                for byte in 0..=255u8 {
+                    let mut name = vec![b'r'; len];
+                    if len > 0 {
+                        name[at] = byte;
+                    }
+                    assert_eq!(is_plain(&name), naive(&name), "{name:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn ids_and_names_are_written_as_serde_json_writes_them() {

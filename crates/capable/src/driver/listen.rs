@@ -28,7 +28,9 @@ pub(super) fn route(shared: &Shared, n: ServerNotification) -> Option<ServerNoti
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_owned();
-                w.fail(Error::ListenEnded { reason });
+                let waker = st.finish(id, w, Err(Error::ListenEnded { reason }));
+                drop(st);
+                super::wake_all([waker]);
             }
             return None;
         }

@@ -4,6 +4,7 @@
 //!
 //! | file | task |
 //! |---|---|
+//! | `outcome.rs` | where a request's outcome waits for its caller |
 //! | `writer.rs` | sends everything queued since the last write in one write |
 //! | `reader.rs` | reads each message, lets the connection route it, wakes its waiter |
 //! | `timer.rs` | sleeps until the connection's next deadline, then lets it time requests out |
@@ -16,11 +17,12 @@
 //! progress go out together in the next one. A lone request (nothing else in flight,
 //! nothing queued, no write under way) is written at once by its caller when the
 //! transport offers a non-blocking way in, saving the hop to the writer task. The
-//! reader parses each line just far enough to route it and completes the waiting
-//! request's oneshot; the caller decodes the result into the one type it expects.
+//! reader parses each line just far enough to route it and leaves the outcome for the
+//! waiting caller (`outcome.rs`), which decodes the result into the one type it expects.
 
 mod input;
 mod listen;
+mod outcome;
 mod reader;
 mod timer;
 mod writer;
@@ -30,9 +32,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
-use capable_core::model::ProgressParams;
-use capable_core::{Connection, Payload};
-use tokio::sync::{mpsc, oneshot, Notify};
+use capable_core::connection::IdMap;
+use capable_core::Connection;
+use tokio::sync::{mpsc, Notify};
 
 use crate::error::Error;
 use crate::session::ListenEvent;
@@ -40,39 +42,16 @@ use crate::tap::Tap;
 use crate::transport::{DirectWriter, Peer, DIRECT_MAX};
 
 pub(crate) use input::{run_input, ServerRequest};
+pub(crate) use outcome::{wake_all, Answer, Outcome, Waiter};
 pub(crate) use reader::{cut_off, ended, run_reader};
 pub(crate) use timer::run_timer;
 pub(crate) use writer::run_writer;
 
-/// A result as it reached the client: the raw payload and when it arrived.
-pub(crate) struct Answer {
-    pub(crate) payload: Payload,
-    /// When the reader received it (a read's `read_at`).
-    pub(crate) arrived: SystemTime,
-}
-
-/// What a request waits on.
-pub(crate) struct Waiter {
-    pub(crate) tx: oneshot::Sender<Result<Answer, Error>>,
-    pub(crate) progress: Option<mpsc::UnboundedSender<ProgressParams>>,
-}
-
-impl Waiter {
-    /// A waiter and the receiver of its outcome.
-    pub(crate) fn new(
-        progress: Option<mpsc::UnboundedSender<ProgressParams>>,
-    ) -> (Waiter, oneshot::Receiver<Result<Answer, Error>>) {
-        let (tx, rx) = oneshot::channel();
-        (Waiter { tx, progress }, rx)
-    }
-
-    pub(crate) fn fail(self, error: Error) {
-        let _ = self.tx.send(Err(error));
-    }
-}
-
 pub(crate) struct State {
     pub(crate) conn: Connection<Waiter>,
+    /// Outcomes of requests whose callers have not come back for them yet (see
+    /// `outcome.rs`).
+    pub(crate) outcomes: IdMap<Result<Answer, Error>>,
     pub(crate) out: Vec<u8>,
     /// How many bytes at the start of `out` the tap has already been shown.
     pub(crate) out_tapped: usize,
@@ -210,9 +189,8 @@ impl Shared {
         };
         self.write_ready.notify_one();
         self.timer_wake.notify_one();
-        for w in waiters {
-            w.fail(reason.clone());
-        }
+        // Their callers find no outcome and no pending entry: the session's reason.
+        wake_all(waiters.into_iter().map(Waiter::into_waker));
     }
 
     /// Counts a server notification nobody took in time.

@@ -137,50 +137,61 @@ fn dispatch(
     requests: &mpsc::UnboundedSender<Box<ServerRequest>>,
 ) {
     let now = super::now();
-    let (event, notices) = shared.write_with(|st| {
+    let (event, notices, waker) = shared.write_with(|st| {
         let event = match parsed {
             Ok(msg) => st.conn.handle(msg, now, &mut st.out),
             Err(e) => st.conn.handle_unreadable(&line, &e),
         };
-        match &event {
-            Event::Response { .. } => st.answered = st.answered.saturating_add(1),
-            Event::Progress { id, progress } => {
-                if let Some(tx) = st.conn.waiter_mut(*id).and_then(|w| w.progress.as_ref()) {
-                    let _ = tx.send(progress.clone());
-                }
+        let (event, waker) = match event {
+            Event::Response {
+                id,
+                waiter,
+                outcome,
+                method,
+            } => {
+                st.answered = st.answered.saturating_add(1);
+                // A violation is also an event for observers, once the lock is released.
+                let violation = match &outcome {
+                    Err(ResponseError::Violation(v)) => Some(v.clone()),
+                    _ => None,
+                };
+                let outcome = match outcome {
+                    Ok(payload) => Ok(Answer {
+                        payload,
+                        arrived: now.wall,
+                    }),
+                    Err(ResponseError::Violation(v)) => Err(Error::Violation(v)),
+                    Err(ResponseError::Rpc(error)) => Err(Error::Rpc { method, error }),
+                    Err(other) => Err(Error::MalformedResult {
+                        method,
+                        detail: other.to_string(),
+                    }),
+                };
+                (
+                    Dispatched::Answered(violation),
+                    st.finish(id, waiter, outcome),
+                )
             }
-            _ => {}
-        }
-        (event, st.conn.take_notices())
+            Event::Progress { id, progress } => {
+                if let Some(tx) = st.conn.waiter_mut(id).and_then(|w| w.progress.as_ref()) {
+                    let _ = tx.send(progress);
+                }
+                (Dispatched::Answered(None), None)
+            }
+            other => (Dispatched::Other(other), None),
+        };
+        (event, st.conn.take_notices(), waker)
     });
+    if let Some(waker) = waker {
+        waker.wake();
+    }
     if !notices.is_empty() {
         log_notices(shared, notices);
     }
     match event {
-        Event::Response {
-            waiter,
-            outcome,
-            method,
-            ..
-        } => {
-            let result = match outcome {
-                Ok(payload) => Ok(Answer {
-                    payload,
-                    arrived: now.wall,
-                }),
-                Err(ResponseError::Violation(v)) => {
-                    shared.events.violation(v.clone());
-                    Err(Error::Violation(v))
-                }
-                Err(ResponseError::Rpc(error)) => Err(Error::Rpc { method, error }),
-                Err(other) => Err(Error::MalformedResult {
-                    method,
-                    detail: other.to_string(),
-                }),
-            };
-            let _ = waiter.tx.send(result);
-        }
-        Event::Notification { method, params } => {
+        Dispatched::Answered(Some(violation)) => shared.events.violation(violation),
+        Dispatched::Answered(None) => {}
+        Dispatched::Other(Event::Notification { method, params }) => {
             let params = listen::params_of(&params);
             let notification = ServerNotification { method, params };
             let Some(notification) = listen::route(shared, notification) else {
@@ -195,24 +206,35 @@ fn dispatch(
                 shared.dropped_notification();
             }
         }
-        Event::ServerRequest { id, method, params } => {
+        Dispatched::Other(Event::ServerRequest { id, method, params }) => {
             let params = listen::params_of(&params);
             let _ = requests.send(Box::new(ServerRequest { id, method, params }));
         }
-        Event::Progress { .. } | Event::Handled => {}
+        Dispatched::Other(_) => {}
     }
+}
+
+/// What is left to do for a message once the lock is released.
+enum Dispatched {
+    /// A response (its outcome already with its caller) or progress; a contract
+    /// violation to report.
+    Answered(Option<Box<capable_core::Violation>>),
+    /// A notification or a server request.
+    Other(Event<super::Waiter>),
 }
 
 /// The transport failed one request: its waiter fails with `error`; the session goes on.
 fn fail_one(shared: &Shared, id: &RequestId, error: Error) {
     let RequestId::Number(n) = id else { return };
-    let waiter = {
+    let waker = {
         let mut st = shared.lock();
         st.listeners.remove(n);
-        st.conn.forget(*n)
+        st.conn
+            .forget(*n)
+            .and_then(|w| st.finish(*n, w, Err(error)))
     };
-    if let Some(w) = waiter {
-        w.fail(error);
+    if let Some(w) = waker {
+        w.wake();
     }
 }
 

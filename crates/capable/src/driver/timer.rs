@@ -32,12 +32,19 @@ pub(crate) async fn run_timer(shared: Arc<Shared>) {
             _ = shared.timer_wake.notified() => continue,
         }
         let now = Instant::now().into_std();
-        let expired = shared.write_with(|st| st.conn.handle_timeout(now, &mut st.out));
-        for e in expired {
-            e.waiter.fail(Error::Timeout {
-                method: e.method,
-                after: e.after,
-            });
-        }
+        let wakers = shared.write_with(|st| {
+            let expired = st.conn.handle_timeout(now, &mut st.out);
+            expired
+                .into_iter()
+                .map(|e| {
+                    let outcome = Err(Error::Timeout {
+                        method: e.method,
+                        after: e.after,
+                    });
+                    st.finish(e.id, e.waiter, outcome)
+                })
+                .collect::<Vec<_>>()
+        });
+        super::wake_all(wakers);
     }
 }

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::driver::{Answer, Shared, Waiter};
+use crate::driver::{Answer, Outcome, Shared, Waiter};
 use crate::error::Error;
 
 use super::Session;
@@ -46,8 +46,12 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if self.armed {
             self.shared.write_with(|st| {
-                st.conn
-                    .cancel(self.id, "the host stopped waiting", &mut st.out)
+                // An outcome that came in the meantime goes with its caller; a
+                // request still pending is cancelled.
+                if st.outcomes.remove(&self.id).is_none() {
+                    st.conn
+                        .cancel(self.id, "the host stopped waiting", &mut st.out);
+                }
             });
         }
     }
@@ -176,7 +180,7 @@ impl Session {
             }
             None => (None, None),
         };
-        let (waiter, mut rx) = Waiter::new(ptx);
+        let waiter = Waiter::new(ptx);
         // The deadline is kept by the connection and enforced by the session's one
         // timer task: no timer per request.
         let timing = Timing::new()
@@ -198,21 +202,22 @@ impl Session {
             id,
             armed: true,
         };
+        let mut answered = Outcome::new(&self.shared, id);
         let outcome = match (prx.as_mut(), options.on_progress.as_mut()) {
             (Some(r), Some(cb)) => loop {
                 tokio::select! {
                     biased;
-                    res = &mut rx => {
+                    res = &mut answered => {
                         // Progress sent just before the answer is still delivered, in order.
                         while let Ok(p) = r.try_recv() {
                             cb(&p);
                         }
-                        break res.unwrap_or(Err(Error::Closed));
+                        break res;
                     }
                     Some(p) = r.recv() => cb(&p),
                 }
             },
-            _ => (&mut rx).await.unwrap_or(Err(Error::Closed)),
+            _ => answered.await,
         };
         in_flight.armed = false;
         outcome

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use capable_core::ListenFilter;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
-use crate::driver::{Answer, Shared, Waiter};
+use crate::driver::{Outcome, Shared, Waiter};
 use crate::error::Error;
 use crate::events::ServerNotification;
 
@@ -46,7 +46,7 @@ impl Session {
     /// # Ok(()) }
     /// ```
     pub async fn listen(&self, filter: &ListenFilter) -> Result<Listener, Error> {
-        let (waiter, done) = Waiter::new(None);
+        let waiter = Waiter::new(None);
         let (etx, events) = mpsc::channel(self.options.notification_capacity.max(1));
         let now = tokio::time::Instant::now().into_std();
         let id = self.shared.write_with(|st| {
@@ -63,7 +63,6 @@ impl Session {
             shared: self.shared.clone(),
             id,
             events,
-            done,
             ended: false,
         })
     }
@@ -75,7 +74,6 @@ pub struct Listener {
     shared: Arc<Shared>,
     id: i64,
     events: mpsc::Receiver<ListenEvent>,
-    done: oneshot::Receiver<Result<Answer, Error>>,
     ended: bool,
 }
 
@@ -94,13 +92,9 @@ impl Listener {
         tokio::select! {
             biased;
             Some(event) = self.events.recv() => Ok(Some(event)),
-            end = &mut self.done => {
+            end = Outcome::new(&self.shared, self.id) => {
                 self.ended = true;
-                match end {
-                    Ok(Ok(_)) => Ok(None),
-                    Ok(Err(e)) => Err(e),
-                    Err(_) => Err(Error::Closed),
-                }
+                end.map(|_| None)
             }
         }
     }
@@ -117,8 +111,10 @@ impl Listener {
         self.ended = true;
         self.shared.write_with(|st| {
             st.listeners.remove(&self.id);
-            st.conn
-                .cancel(self.id, "the host closed the subscription", &mut st.out);
+            if st.outcomes.remove(&self.id).is_none() {
+                st.conn
+                    .cancel(self.id, "the host closed the subscription", &mut st.out);
+            }
         });
     }
 }

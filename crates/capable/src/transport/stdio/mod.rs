@@ -15,7 +15,9 @@ mod lines;
 mod process;
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -203,10 +205,10 @@ impl Transport for StdioTransport {
     fn split(self) -> (StdioSink, Self::Source, Box<dyn Peer>) {
         (
             StdioSink { stdin: self.stdin },
-            StdoutSource {
-                lines: LineSource::new(self.stdout, self.limits.max_message_size),
-                exited: self.exited,
-            },
+            StdoutSource::new(
+                LineSource::new(self.stdout, self.limits.max_message_size),
+                self.exited,
+            ),
             Box::new(self.peer),
         )
     }
@@ -222,6 +224,22 @@ const AFTER_EXIT: Duration = Duration::from_millis(250);
 pub struct StdoutSource {
     lines: LineSource<ChildStdout>,
     exited: process::Exited,
+    /// Resolves when the server exited (`true`) or its watcher is gone (`false`, the
+    /// runtime is ending); `None` once it did. One future for the whole session: a
+    /// read that waits only polls it, it is not set up again for every read.
+    exit: Option<Pin<Box<dyn Future<Output = bool> + Send>>>,
+}
+
+impl StdoutSource {
+    fn new(lines: LineSource<ChildStdout>, exited: process::Exited) -> StdoutSource {
+        let mut watch = exited.clone();
+        let exit = Box::pin(async move { watch.wait_for(Option::is_some).await.is_ok() });
+        StdoutSource {
+            lines,
+            exited,
+            exit: Some(exit),
+        }
+    }
 }
 
 impl MessageSource for StdoutSource {
@@ -231,25 +249,22 @@ impl MessageSource for StdoutSource {
         if let Some(line) = self.lines.buffered_line()? {
             return Ok(Some(Inbound::Message(line)));
         }
-        loop {
-            if self.exited.borrow().is_some() {
-                return match tokio::time::timeout(AFTER_EXIT, self.lines.next_line()).await {
-                    Ok(line) => Ok(self.lines.inbound(line?)),
-                    // Exited, and nothing more came: the end, whoever holds the pipe.
-                    Err(_) => Ok(None),
-                };
-            }
+        if let Some(exit) = self.exit.as_mut() {
             tokio::select! {
                 biased;
                 line = self.lines.next_line() => return Ok(self.lines.inbound(line?)),
-                changed = self.exited.changed() => {
-                    if changed.is_err() {
-                        // The watcher is gone (the runtime is ending): read as usual.
-                        let line = self.lines.next_line().await?;
-                        return Ok(self.lines.inbound(line));
-                    }
-                }
+                _ = exit => self.exit = None,
             }
+        }
+        if self.exited.borrow().is_none() {
+            // The watcher is gone (the runtime is ending): read as usual.
+            let line = self.lines.next_line().await?;
+            return Ok(self.lines.inbound(line));
+        }
+        match tokio::time::timeout(AFTER_EXIT, self.lines.next_line()).await {
+            Ok(line) => Ok(self.lines.inbound(line?)),
+            // Exited, and nothing more came: the end, whoever holds the pipe.
+            Err(_) => Ok(None),
         }
     }
 }
