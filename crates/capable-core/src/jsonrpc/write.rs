@@ -171,12 +171,14 @@ fn is_plain(bytes: &[u8]) -> bool {
     fn zeros(w: u64) -> u64 {
         w.wrapping_sub(ONES) & !w & HIGHS
     }
-    let (chunks, rest) = bytes.as_chunks::<8>();
+    let mut chunks = bytes.chunks_exact(8);
     // The tail, padded with a plain byte.
     let mut last = [b'a'; 8];
-    last[..rest.len()].copy_from_slice(rest);
-    let plain = |chunk: &[u8; 8]| {
-        let w = u64::from_le_bytes(*chunk);
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    let plain = |chunk: &[u8]| {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
         // Below 0x20: subtracting 0x20 from each byte borrows into its high bit (for
         // bytes under 0x80; those at or above are refused by `w & HIGHS` anyway).
         let low = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
@@ -185,7 +187,7 @@ fn is_plain(bytes: &[u8]) -> bool {
             | zeros(w ^ (ONES * 0x7f));
         (low | special | (w & HIGHS)) == 0
     };
-    chunks.iter().all(plain) && plain(&last)
+    chunks.all(plain) && plain(&last)
 }
 
 fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
