@@ -2,7 +2,7 @@
 //! [`Connection`] behind a short-held lock. Every rule — gating, routing, deadlines,
 //! the closed state — is the connection's; the tasks only carry out what it decides.
 //!
-//! | file | task |
+//! | file | what it does |
 //! |---|---|
 //! | `outcome.rs` | where a request's outcome waits for its caller |
 //! | `writer.rs` | sends everything queued since the last write in one write |
