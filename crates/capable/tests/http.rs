@@ -554,6 +554,51 @@ async fn an_http_error_is_an_http_failure_of_its_request_and_the_session_goes_on
 }
 
 #[tokio::test]
+async fn a_broken_answer_in_a_200_fails_its_request_at_once_and_the_session_goes_on() {
+    let peer = Peer::start("/mcp", |s| {
+        if let Some(r) = legacy(s, "2025-11-25", Some("s")) {
+            return r;
+        }
+        let json = vec![("content-type".to_owned(), "application/json".to_owned())];
+        match s
+            .body
+            .as_ref()
+            .and_then(|b| b.pointer("/params/name"))
+            .and_then(Value::as_str)
+        {
+            // The shape of a success response, a result cut short inside it.
+            Some("cut") => {
+                let mut body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id(s));
+                body.push_str(r#"{"content":[{"type":"text","text":"x"}"#);
+                body.push('}');
+                Reply::Raw(200, json, body.into_bytes())
+            }
+            // Not JSON at all.
+            Some("html") => Reply::Raw(200, json, b"<html>busy</html>".to_vec()),
+            _ => text_result(s, "fine"),
+        }
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    let started = std::time::Instant::now();
+    for tool in ["cut", "html"] {
+        let err = session.call_tool(tool, None).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::MalformedResult { .. }),
+            "{tool}: {err:?}"
+        );
+    }
+    // At once, not at the 10 s request timeout.
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let out = session
+        .call_tool("other", None)
+        .await
+        .expect("still connected");
+    assert_eq!(out.content[0]["text"], "fine");
+    session.close().await;
+}
+
+#[tokio::test]
 async fn a_server_that_wants_authorization_fails_the_connection_as_http_401() {
     let peer = Peer::start("/mcp", |_| Reply::Status(401, vec![])).await;
     let err = capable::connect_http(config(&peer.url), options())

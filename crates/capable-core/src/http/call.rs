@@ -288,7 +288,15 @@ impl HttpSession {
                         self.fail(&call, "the server accepted the request but sent no answer")
                     ];
                 }
-                if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&body) {
+                // A success response in the usual shape is checked by the decode that
+                // reads it, as on stdio (malformed, it fails its request then, at once);
+                // any other body is checked for being JSON here.
+                let by_shape = crate::jsonrpc::result_by_shape(&body).is_some();
+                let checked = match by_shape {
+                    true => Ok(serde::de::IgnoredAny),
+                    false => serde_json::from_slice::<serde::de::IgnoredAny>(&body),
+                };
+                if let Err(e) = checked {
                     // Not JSON at all (an HTML page, a truncated body): nothing the client
                     // could route, so the request fails now, not by timeout.
                     return vec![Action::Fail {
@@ -341,9 +349,16 @@ impl HttpSession {
             self.keep(ex, call);
             return Vec::new();
         }
-        let value = serde_json::from_slice::<Value>(&message).ok();
-        match value {
-            Some(v) if is_answer(&v, &call.attempt_id) => {
+        // A success response in the usual shape names its id at its start; anything
+        // else is parsed to be sure.
+        let answers = match crate::jsonrpc::result_by_shape(&message) {
+            Some((id, _)) => call.attempt_id.as_i64() == Some(id),
+            None => serde_json::from_slice::<Value>(&message)
+                .ok()
+                .is_some_and(|v| is_answer(&v, &call.attempt_id)),
+        };
+        match answers {
+            true => {
                 // The answer: the exchange is over (its stream is not read further).
                 self.finish(&call);
                 self.answer(&call, message)
@@ -395,7 +410,9 @@ impl HttpSession {
                     refused: None,
                 };
                 let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-                let msg = Outgoing { value: note };
+                let Some(msg) = Outgoing::from_value(&note) else {
+                    return Vec::new();
+                };
                 let request = self.post(&msg, self.base_headers());
                 self.send_again(ex, call, request)
             }
@@ -467,7 +484,7 @@ impl HttpSession {
             }
             call.reissues += 1;
             call.attempt_id = json!(format!("{}~reissue{}", call.id, call.reissues));
-            call.msg.value["id"] = call.attempt_id.clone();
+            call.msg.set_id(call.attempt_id.clone());
             let request = self.post(&call.msg, self.message_headers(&call.msg));
             return self.send_again(ex, call, request);
         }
@@ -581,18 +598,15 @@ impl HttpSession {
         cursor: Option<&str>,
     ) -> Vec<Action> {
         let refresh_id = json!(format!("capable-tools-refresh-{page}"));
-        let meta = call
-            .msg
-            .value
-            .pointer("/params/_meta")
-            .cloned()
-            .unwrap_or(json!({}));
+        let meta = call.msg.meta().unwrap_or(json!({}));
         let mut params = json!({ "_meta": meta });
         if let Some(c) = cursor {
             params["cursor"] = json!(c);
         }
-        let list = Outgoing {
-            value: json!({"jsonrpc": "2.0", "id": refresh_id, "method": "tools/list", "params": params}),
+        let list =
+            json!({"jsonrpc": "2.0", "id": refresh_id, "method": "tools/list", "params": params});
+        let Some(list) = Outgoing::from_value(&list) else {
+            return Vec::new();
         };
         let request = self.post(&list, self.message_headers(&list));
         call.phase = Phase::Refreshing { page, refresh_id };

@@ -71,10 +71,9 @@ impl HttpSession {
             h.push(header("mcp-name", header_safe(name)));
         }
         if method == "tools/call" {
-            let tool = msg.value.pointer("/params/name").and_then(|n| n.as_str());
             h.extend(
                 self.tool_headers
-                    .for_call(tool.unwrap_or(""), msg.arguments()),
+                    .for_call(msg.tool().unwrap_or(""), msg.arguments()),
             );
         }
         h

@@ -2,15 +2,27 @@
 //! method, version and routing fields, and whether an incoming message is the answer
 //! to a request.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::jsonrpc::codes;
 
-/// One outgoing JSON-RPC message, as written by the connection.
+/// One outgoing JSON-RPC message, as written by the connection: its bytes, sent as
+/// they are, and the few members the policy reads, taken out once.
 #[derive(Clone, Debug)]
 pub(crate) struct Outgoing {
     /// The whole message.
-    pub(crate) value: Value,
+    line: Vec<u8>,
+    id: Option<Value>,
+    method: Option<String>,
+    /// `params._meta["io.modelcontextprotocol/protocolVersion"]`.
+    version: Option<String>,
+    /// What `Mcp-Name` carries for this method (see [`Outgoing::name`]).
+    name: Option<String>,
+    /// `params.arguments` of a `tools/call`.
+    arguments: Option<Box<Value>>,
+    /// `params.requestId` of a `notifications/cancelled`.
+    cancelled: Option<Box<Value>>,
 }
 
 /// What an outgoing message is.
@@ -24,12 +36,152 @@ pub(crate) enum Kind {
     Response,
 }
 
+/// A member that may be present with any value, `null` included (serde reads a plain
+/// `Option` of `null` as absent).
+#[derive(Debug, Default)]
+struct Present(Option<Value>);
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(|v| Present(Some(v)))
+    }
+}
+
+/// The members the policy reads, every other one skipped without being built.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    id: Present,
+    #[serde(default)]
+    method: Present,
+    #[serde(default)]
+    params: Option<Params>,
+}
+
+#[derive(Deserialize)]
+struct Params {
+    #[serde(default, rename = "_meta")]
+    meta: Option<Meta>,
+    #[serde(default)]
+    name: Present,
+    #[serde(default)]
+    uri: Present,
+    #[serde(default, rename = "taskId")]
+    task_id: Present,
+    #[serde(default)]
+    arguments: Present,
+    #[serde(default, rename = "requestId")]
+    request_id: Present,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
+    version: Present,
+}
+
 impl Outgoing {
     /// Reads one line; `None` for anything that is not a JSON object (the connection
     /// writes none).
+    ///
+    /// The members are read straight into their fields; a line that reader refuses
+    /// although it is an object (a duplicate member, `_meta` that is no object, which
+    /// the connection never writes) is parsed whole and read from its value, so that
+    /// either way the last of duplicate members counts, as in a parsed value.
     pub(crate) fn parse(line: &[u8]) -> Option<Outgoing> {
-        let value: Value = serde_json::from_slice(line).ok()?;
-        value.is_object().then_some(Outgoing { value })
+        let first = line.iter().find(|b| !b.is_ascii_whitespace());
+        if first != Some(&b'{') {
+            return None;
+        }
+        match serde_json::from_slice::<Envelope>(line) {
+            Ok(e) => Some(Outgoing::from_envelope(line.to_vec(), e)),
+            Err(_) => {
+                let value: Value = serde_json::from_slice(line).ok()?;
+                Outgoing::of_value(line.to_vec(), &value)
+            }
+        }
+    }
+
+    /// The message `value` (an object), written compactly.
+    pub(crate) fn from_value(value: &Value) -> Option<Outgoing> {
+        Outgoing::of_value(serde_json::to_vec(value).ok()?, value)
+    }
+
+    fn from_envelope(line: Vec<u8>, e: Envelope) -> Outgoing {
+        let string = |v: Present| match v.0 {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        };
+        let method = string(e.method);
+        let mut out = Outgoing::empty(line, e.id.0, method);
+        if let Some(p) = e.params {
+            out.version = p.meta.and_then(|m| string(m.version));
+            let (name, uri, task_id) = (p.name.0, p.uri.0, p.task_id.0);
+            out.pick(name, uri, task_id, p.arguments.0, p.request_id.0);
+        }
+        out
+    }
+
+    fn of_value(line: Vec<u8>, value: &Value) -> Option<Outgoing> {
+        let object = value.as_object()?;
+        let method = object
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let mut out = Outgoing::empty(line, object.get("id").cloned(), method);
+        out.version = value
+            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let params = object.get("params");
+        let member = |name: &str| params.and_then(|p| p.get(name)).cloned();
+        out.pick(
+            member("name"),
+            member("uri"),
+            member("taskId"),
+            member("arguments"),
+            member("requestId"),
+        );
+        Some(out)
+    }
+
+    fn empty(line: Vec<u8>, id: Option<Value>, method: Option<String>) -> Outgoing {
+        Outgoing {
+            line,
+            id,
+            method,
+            version: None,
+            name: None,
+            arguments: None,
+            cancelled: None,
+        }
+    }
+
+    /// Keeps of the params' members what this message's method makes use of.
+    fn pick(
+        &mut self,
+        name: Option<Value>,
+        uri: Option<Value>,
+        task_id: Option<Value>,
+        arguments: Option<Value>,
+        request_id: Option<Value>,
+    ) {
+        let named = match self.method() {
+            Some("tools/call" | "prompts/get") => name,
+            Some("resources/read") => uri,
+            Some("tasks/get" | "tasks/update" | "tasks/cancel") => task_id,
+            _ => None,
+        };
+        self.name = match named {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        };
+        if self.method() == Some("tools/call") {
+            self.arguments = arguments.map(Box::new);
+        }
+        if self.method() == Some("notifications/cancelled") {
+            self.cancelled = request_id.map(Box::new);
+        }
     }
 
     pub(crate) fn kind(&self) -> Option<Kind> {
@@ -42,48 +194,61 @@ impl Outgoing {
     }
 
     pub(crate) fn id(&self) -> Option<&Value> {
-        self.value.get("id")
+        self.id.as_ref()
     }
 
     pub(crate) fn method(&self) -> Option<&str> {
-        self.value.get("method").and_then(Value::as_str)
+        self.method.as_deref()
     }
 
     /// The protocol version of a modern request (`_meta`); `None` for legacy messages.
     pub(crate) fn modern_version(&self) -> Option<&str> {
-        self.value
-            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-            .and_then(Value::as_str)
+        self.version.as_deref()
     }
 
     /// What `Mcp-Name` carries: `params.name` of `tools/call` and `prompts/get`,
     /// `params.uri` of `resources/read`, `params.taskId` of the tasks methods (so that
     /// a gateway routes them to the instance holding the task).
     pub(crate) fn name(&self) -> Option<&str> {
-        let pointer = match self.method()? {
-            "tools/call" | "prompts/get" => "/params/name",
-            "resources/read" => "/params/uri",
-            "tasks/get" | "tasks/update" | "tasks/cancel" => "/params/taskId",
-            _ => return None,
-        };
-        self.value.pointer(pointer).and_then(Value::as_str)
+        self.name.as_deref()
+    }
+
+    /// The tool of a `tools/call` (its `params.name`).
+    pub(crate) fn tool(&self) -> Option<&str> {
+        match self.method() {
+            Some("tools/call") => self.name(),
+            _ => None,
+        }
     }
 
     /// `params.arguments` of a `tools/call`.
     pub(crate) fn arguments(&self) -> Option<&Value> {
-        self.value.pointer("/params/arguments")
+        self.arguments.as_deref()
     }
 
     /// The request whose `notifications/cancelled` this is.
     pub(crate) fn cancelled_id(&self) -> Option<&Value> {
-        (self.method() == Some("notifications/cancelled"))
-            .then(|| self.value.pointer("/params/requestId"))
-            .flatten()
+        self.cancelled.as_deref()
+    }
+
+    /// `params._meta`, when there is one.
+    pub(crate) fn meta(&self) -> Option<Value> {
+        let value: Value = serde_json::from_slice(&self.line).ok()?;
+        value.pointer("/params/_meta").cloned()
+    }
+
+    /// The same message under another id (a re-issued request).
+    pub(crate) fn set_id(&mut self, id: Value) {
+        if let Ok(mut value @ Value::Object(_)) = serde_json::from_slice::<Value>(&self.line) {
+            value["id"] = id.clone();
+            self.line = serde_json::to_vec(&value).unwrap_or_default();
+            self.id = Some(id);
+        }
     }
 
     /// The message as bytes, to POST.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.value).unwrap_or_default()
+        self.line.clone()
     }
 }
 
@@ -124,5 +289,94 @@ pub(crate) fn excerpt(body: &[u8]) -> String {
         format!("{}…", t.chars().take(300).collect::<String>())
     } else {
         t.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the policy reads of a message, for comparing two readings.
+    fn fields(m: &Outgoing) -> String {
+        format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            m.kind(),
+            m.id(),
+            m.method(),
+            m.modern_version(),
+            m.name(),
+            m.tool(),
+            m.arguments(),
+            m.cancelled_id()
+        )
+    }
+
+    /// The reading of a fully parsed value, as before the direct reader.
+    fn by_value(line: &[u8]) -> Option<String> {
+        let value: Value = serde_json::from_slice(line).ok()?;
+        Outgoing::of_value(line.to_vec(), &value).map(|m| fields(&m))
+    }
+
+    #[test]
+    fn an_outgoing_line_reads_as_its_parsed_value_reads() {
+        let seeds: [&[u8]; 9] = [
+            br#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"a://b"}}"#,
+            br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"x":[1,{"y":"z"}]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":8}}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"gone"}}"#,
+            br#"{"jsonrpc":"2.0","id":"s-1","result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":null,"method":"tasks/get","params":{"taskId":"t\u00e9"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"prompts/get","params":{"name":"a","name":"b"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":null}}"#,
+            br#" {"id":1,"method":42,"params":[1,2]} "#,
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        const BYTES: &[u8] = b"{}[]\",:\\ 0123456789abnlu";
+        let mut read = 0;
+        for round in 0..20_000 {
+            let mut line = seeds[round % seeds.len()].to_vec();
+            if round >= seeds.len() {
+                for _ in 0..=next(2) {
+                    let at = next(line.len() + 1);
+                    match next(3) {
+                        0 if at < line.len() => {
+                            line.remove(at);
+                        }
+                        1 if at < line.len() => line[at] = BYTES[next(BYTES.len())],
+                        _ => line.insert(at, BYTES[next(BYTES.len())]),
+                    }
+                }
+            }
+            let direct = Outgoing::parse(&line).map(|m| fields(&m));
+            assert_eq!(
+                direct,
+                by_value(&line),
+                "{}",
+                String::from_utf8_lossy(&line)
+            );
+            if direct.is_some() {
+                read += 1;
+            }
+        }
+        assert!(read > 5000, "too few mutations read to mean much: {read}");
+    }
+
+    #[test]
+    fn a_line_is_sent_as_written_and_a_reissue_changes_only_its_id() {
+        let line =
+            br#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"a://b"}}"#;
+        let mut m = Outgoing::parse(line).expect("a message");
+        assert_eq!(m.to_bytes(), line.to_vec());
+        m.set_id(Value::from("7~reissue1"));
+        let sent: Value = serde_json::from_slice(&m.to_bytes()).expect("JSON");
+        assert_eq!(sent["id"], "7~reissue1");
+        assert_eq!(sent["params"]["uri"], "a://b");
+        assert_eq!(m.id(), Some(&Value::from("7~reissue1")));
     }
 }

@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 pub use incoming::{answered_id, split_batch, FramingError, Incoming};
 pub use payload::Payload;
-pub(crate) use shape::has_control_byte;
 pub use shape::{count_values, value_budget, within_value_budget};
+pub(crate) use shape::{has_control_byte, result_by_shape};
 pub use write::{
     write_error, write_notification, write_request, write_request_with_meta, write_result,
 };

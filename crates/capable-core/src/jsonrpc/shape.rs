@@ -59,7 +59,7 @@ pub(super) fn leading_id(line: &[u8]) -> Option<i64> {
 /// Reads a success response off the line's shape without parsing it: the integer id
 /// right after the prefix, and the result from after `"result":` to the line's closing
 /// brace. `None` for any other shape (the message is then parsed whole).
-pub(super) fn result_by_shape(line: &[u8]) -> Option<(i64, Range<usize>)> {
+pub(crate) fn result_by_shape(line: &[u8]) -> Option<(i64, Range<usize>)> {
     let rest = line.strip_prefix(RESULT_PREFIX)?;
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
     // At most 18 digits always fit an i64; JSON forbids leading zeros.

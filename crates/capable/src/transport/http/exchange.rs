@@ -382,7 +382,9 @@ async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>,
     if response.content_length().is_some_and(|n| n > limit as u64) {
         return Err(TransportError::MessageTooLarge { limit });
     }
-    let mut body = Vec::new();
+    // Room for the whole body when its length is announced (it is bounded above).
+    let announced = response.content_length().unwrap_or(0) as usize;
+    let mut body = Vec::with_capacity(announced);
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| TransportError::request("reading an answer", e))?;
