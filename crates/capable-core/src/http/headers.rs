@@ -8,16 +8,17 @@
 //! | GET stream | `Accept: text/event-stream`, the legacy headers, `Last-Event-ID` when resuming |
 //! | HTTP+SSE (2024-11-05) | none of MCP's: that transport has no session or version headers |
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use super::message::Outgoing;
 use super::param_headers::header_safe;
-use super::{HttpMethod, HttpSession, Mode, Request};
+use super::{HeaderText, HttpMethod, HttpSession, Mode, Request};
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const EVENT_STREAM: &str = "text/event-stream";
 
-type Headers = Vec<(String, String)>;
+type Headers = Vec<(HeaderText, HeaderText)>;
 
 /// Whether a server's `Mcp-Session-Id` can be sent back: visible ASCII only, as the
 /// transport requires. Any other is not taken (nothing a server sends ends up as a
@@ -34,8 +35,27 @@ fn sendable(value: &str) -> bool {
         .all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
-fn header(name: &str, value: impl Into<String>) -> (String, String) {
-    (name.to_owned(), value.into())
+fn header(name: &'static str, value: impl Into<HeaderText>) -> (HeaderText, HeaderText) {
+    (Cow::Borrowed(name), value.into())
+}
+
+/// A method name as a header value: MCP's own names are static and plain.
+fn method_text(method: &str) -> HeaderText {
+    match crate::Method::from_name(method) {
+        Some(m) => Cow::Borrowed(m.as_str()),
+        None => Cow::Owned(header_safe(method)),
+    }
+}
+
+/// A version as a header value: a known version's static name.
+fn version_text(version: &str) -> HeaderText {
+    match crate::ProtocolVersion::ALL
+        .into_iter()
+        .find(|v| v.as_str() == version)
+    {
+        Some(v) => Cow::Borrowed(v.as_str()),
+        None => Cow::Owned(version.to_owned()),
+    }
 }
 
 impl HttpSession {
@@ -64,8 +84,8 @@ impl HttpSession {
         };
         let method = msg.method().unwrap_or("");
         let mut h = vec![
-            header("mcp-protocol-version", version),
-            header("mcp-method", header_safe(method)),
+            header("mcp-protocol-version", version_text(version)),
+            header("mcp-method", method_text(method)),
         ];
         if let Some(name) = msg.name() {
             h.push(header("mcp-name", header_safe(name)));
@@ -73,7 +93,9 @@ impl HttpSession {
         if method == "tools/call" {
             h.extend(
                 self.tool_headers
-                    .for_call(msg.tool().unwrap_or(""), msg.arguments()),
+                    .for_call(msg.tool().unwrap_or(""), msg.arguments())
+                    .into_iter()
+                    .map(|(n, v)| (Cow::Owned(n), Cow::Owned(v))),
             );
         }
         h
@@ -104,7 +126,7 @@ impl HttpSession {
         let mut headers = self.base_headers();
         headers.push(header("accept", EVENT_STREAM));
         if let Some(id) = last_event_id.filter(|id| sendable(id)) {
-            headers.push(header("last-event-id", id));
+            headers.push(header("last-event-id", id.to_owned()));
         }
         Request {
             method: HttpMethod::Get,

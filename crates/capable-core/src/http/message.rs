@@ -2,6 +2,8 @@
 //! method, version and routing fields, and whether an incoming message is the answer
 //! to a request.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -47,27 +49,28 @@ impl<'de> Deserialize<'de> for Present {
     }
 }
 
-/// The members the policy reads, every other one skipped without being built.
+/// The members the policy reads, every other one skipped without being built; strings
+/// without escapes borrowed from the line.
 #[derive(Deserialize)]
-struct Envelope {
+struct Envelope<'a> {
     #[serde(default)]
     id: Present,
-    #[serde(default)]
-    method: Present,
-    #[serde(default)]
-    params: Option<Params>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<Params<'a>>,
 }
 
 #[derive(Deserialize)]
-struct Params {
-    #[serde(default, rename = "_meta")]
-    meta: Option<Meta>,
-    #[serde(default)]
-    name: Present,
-    #[serde(default)]
-    uri: Present,
-    #[serde(default, rename = "taskId")]
-    task_id: Present,
+struct Params<'a> {
+    #[serde(default, rename = "_meta", borrow)]
+    meta: Option<Meta<'a>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    uri: Option<Cow<'a, str>>,
+    #[serde(default, rename = "taskId", borrow)]
+    task_id: Option<Cow<'a, str>>,
     #[serde(default)]
     arguments: Present,
     #[serde(default, rename = "requestId")]
@@ -75,9 +78,9 @@ struct Params {
 }
 
 #[derive(Deserialize)]
-struct Meta {
-    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
-    version: Present,
+struct Meta<'a> {
+    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion", borrow)]
+    version: Option<Cow<'a, str>>,
 }
 
 impl Outgoing {
@@ -107,17 +110,18 @@ impl Outgoing {
         Outgoing::of_value(serde_json::to_vec(value).ok()?, value)
     }
 
-    fn from_envelope(line: Vec<u8>, e: Envelope) -> Outgoing {
-        let string = |v: Present| match v.0 {
-            Some(Value::String(s)) => Some(s),
-            _ => None,
-        };
-        let method = string(e.method);
+    fn from_envelope(line: Vec<u8>, e: Envelope<'_>) -> Outgoing {
+        let method = e.method.map(Cow::into_owned);
         let mut out = Outgoing::empty(line, e.id.0, method);
         if let Some(p) = e.params {
-            out.version = p.meta.and_then(|m| string(m.version));
-            let (name, uri, task_id) = (p.name.0, p.uri.0, p.task_id.0);
-            out.pick(name, uri, task_id, p.arguments.0, p.request_id.0);
+            out.version = p.meta.and_then(|m| m.version).map(Cow::into_owned);
+            out.pick(
+                p.name.as_deref(),
+                p.uri.as_deref(),
+                p.task_id.as_deref(),
+                p.arguments.0,
+                p.request_id.0,
+            );
         }
         out
     }
@@ -134,13 +138,14 @@ impl Outgoing {
             .and_then(Value::as_str)
             .map(str::to_owned);
         let params = object.get("params");
-        let member = |name: &str| params.and_then(|p| p.get(name)).cloned();
+        let member = |name: &str| params.and_then(|p| p.get(name));
+        let text = |name: &str| member(name).and_then(Value::as_str);
         out.pick(
-            member("name"),
-            member("uri"),
-            member("taskId"),
-            member("arguments"),
-            member("requestId"),
+            text("name"),
+            text("uri"),
+            text("taskId"),
+            member("arguments").cloned(),
+            member("requestId").cloned(),
         );
         Some(out)
     }
@@ -160,9 +165,9 @@ impl Outgoing {
     /// Keeps of the params' members what this message's method makes use of.
     fn pick(
         &mut self,
-        name: Option<Value>,
-        uri: Option<Value>,
-        task_id: Option<Value>,
+        name: Option<&str>,
+        uri: Option<&str>,
+        task_id: Option<&str>,
         arguments: Option<Value>,
         request_id: Option<Value>,
     ) {
@@ -172,10 +177,7 @@ impl Outgoing {
             Some("tasks/get" | "tasks/update" | "tasks/cancel") => task_id,
             _ => None,
         };
-        self.name = match named {
-            Some(Value::String(s)) => Some(s),
-            _ => None,
-        };
+        self.name = named.map(str::to_owned);
         if self.method() == Some("tools/call") {
             self.arguments = arguments.map(Box::new);
         }

@@ -88,6 +88,9 @@ pub enum HttpMethod {
     Delete,
 }
 
+/// A header name or value: MCP's fixed ones borrowed, the rest owned.
+pub type HeaderText = std::borrow::Cow<'static, str>;
+
 /// A request for the shell to send.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
@@ -96,7 +99,7 @@ pub struct Request {
     /// Where to.
     pub url: Url,
     /// MCP's headers (names in lower case), `Accept` and `Content-Type` included.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(HeaderText, HeaderText)>,
     /// The body, for a POST.
     pub body: Option<Vec<u8>>,
     /// Whether the host's own headers (`Authorization`, API keys, …) go with it: not
@@ -574,7 +577,7 @@ impl HttpSession {
         }
         let mut headers = self.base_headers();
         headers.retain(|(n, _)| n != "mcp-session-id");
-        headers.push(("mcp-session-id".into(), session));
+        headers.push(("mcp-session-id".into(), session.into()));
         let request = Request {
             method: HttpMethod::Delete,
             url: self.url.clone(),

@@ -74,7 +74,7 @@ pub fn header<'a>(r: &'a Request, name: &str) -> Option<&'a str> {
     r.headers
         .iter()
         .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
+        .map(|(_, v)| v.as_ref())
 }
 
 pub fn body(r: &Request) -> Value {

@@ -13,7 +13,7 @@ use capable_core::http::{
 };
 use capable_core::RequestId;
 use futures_util::StreamExt;
-use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE, LOCATION};
+use reqwest::header::{CONTENT_TYPE, LOCATION};
 use tokio::task::AbortHandle;
 
 use super::sse::SseReader;
@@ -315,6 +315,8 @@ async fn perform(
     ex: ExchangeId,
     mut request: Request,
 ) -> Result<reqwest::Response, TransportError> {
+    // The body, shared by every hop (each redirect keeps it, as the policy says).
+    let body = request.body.take().map(bytes::Bytes::from);
     for _ in 0..=redirect::MAX_REDIRECTS {
         let method = match request.method {
             HttpMethod::Get => reqwest::Method::GET,
@@ -341,14 +343,11 @@ async fn perform(
             }
         }
         for (name, value) in &request.headers {
-            if let (Ok(n), Ok(v)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_bytes(value.as_bytes()),
-            ) {
+            if let Some((n, v)) = http.headers.header(name, value) {
                 req = req.header(n, v);
             }
         }
-        if let Some(body) = &request.body {
+        if let Some(body) = &body {
             req = req.body(body.clone());
         }
         let context = || format!("{method} {}", redact(&request.url));

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `mod.rs` | configuration, the sink (each message to the policy), the source, closing |
 //! | `exchange.rs` | one HTTP exchange: the request (redirects by hand), its body or stream |
+//! | `header_cache.rs` | MCP's repeating headers as header values, made once |
 //! | `sse.rs` | reading an event stream as MCP events |
 //! | `sse_decoder.rs` | the event-stream format, decoded in one pass, bounded |
 //!
@@ -16,6 +17,7 @@
 //! origins).
 
 mod exchange;
+mod header_cache;
 pub mod sse;
 pub mod sse_decoder;
 
@@ -90,6 +92,7 @@ pub(super) struct Http {
     /// kilobytes, in every idle session.
     inbound: mpsc::Sender<Box<Received>>,
     exchanges: Exchanges,
+    headers: header_cache::HeaderCache,
     /// The token generation each exchange's last request carried.
     sent: Mutex<std::collections::HashMap<capable_core::http::ExchangeId, u64>>,
     /// The host's header values and the URL's credentials, cut out of what a server
@@ -169,6 +172,7 @@ impl HttpTransport {
                 policy: Mutex::new(policy),
                 inbound: tx,
                 exchanges: Exchanges::default(),
+                headers: Default::default(),
                 sent: Mutex::default(),
             }),
             inbound: rx,
