@@ -221,47 +221,61 @@ pub(super) async fn run(
             let actions = http.policy().on_end(ex, End::default());
             execute(&http, actions).await
         }
+        // Boxed: the stream's reading is most of the exchange's future, and a plain
+        // JSON answer (the common case) would otherwise carry room for it in every
+        // exchange's task.
         Body::Events { first_within } => {
-            let opened = tokio::time::Instant::now();
-            let mut reader = SseReader::new(response, http.limit);
-            let mut first = first_within;
-            loop {
-                let next = match first.take() {
-                    Some(within) => match tokio::time::timeout(within, reader.next()).await {
-                        Ok(next) => next,
-                        Err(_) => {
-                            let actions = http.policy().on_timeout(ex);
-                            return execute(&http, actions).await;
-                        }
-                    },
-                    None => reader.next().await,
-                };
-                match next {
-                    Ok(Some(event)) => {
-                        let (actions, wants) = {
-                            let mut policy = http.policy();
-                            let actions = policy.on_event(ex, event);
-                            (actions, policy.wants(ex))
-                        };
-                        execute(&http, actions).await?;
-                        if !wants {
-                            return Ok(());
-                        }
-                    }
-                    // A stream that ends or breaks is the policy's to repair.
-                    Ok(None) | Err(TransportError::Broken(_)) => break,
-                    Err(e) => return failed(&http, ex, e).await,
-                }
-            }
-            let end = End {
-                last_event_id: reader.last_event_id.clone(),
-                retry: reader.retry,
-                lasted: opened.elapsed(),
-            };
-            let actions = http.policy().on_end(ex, end);
-            execute(&http, actions).await
+            Box::pin(read_events(http, ex, response, first_within)).await
         }
     }
+}
+
+/// Reads an answer's event stream, handing each event to the policy, until the policy
+/// is done with it or the stream ends.
+async fn read_events(
+    http: Arc<Http>,
+    ex: ExchangeId,
+    response: reqwest::Response,
+    first_within: Option<std::time::Duration>,
+) -> Result<(), TransportError> {
+    let opened = tokio::time::Instant::now();
+    let mut reader = SseReader::new(response, http.limit);
+    let mut first = first_within;
+    loop {
+        let next = match first.take() {
+            Some(within) => match tokio::time::timeout(within, reader.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    let actions = http.policy().on_timeout(ex);
+                    return execute(&http, actions).await;
+                }
+            },
+            None => reader.next().await,
+        };
+        match next {
+            Ok(Some(event)) => {
+                let (actions, wants) = {
+                    let mut policy = http.policy();
+                    let actions = policy.on_event(ex, event);
+                    (actions, policy.wants(ex))
+                };
+                execute(&http, actions).await?;
+                if !wants {
+                    return Ok(());
+                }
+            }
+            // A stream that ends or breaks is the policy's to repair.
+            Ok(None) | Err(TransportError::Broken(_)) => break,
+            Err(e) => return failed(&http, ex, e).await,
+        }
+    }
+    let end = End {
+        last_event_id: reader.last_event_id.clone(),
+        retry: reader.retry,
+        lasted: opened.elapsed(),
+    };
+    let actions = http.policy().on_end(ex, end);
+    execute(&http, actions).await
 }
 
 /// The request could not be made or its answer not read: the policy decides whether
