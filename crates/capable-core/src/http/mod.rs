@@ -386,6 +386,22 @@ impl HttpSession {
         id
     }
 
+    /// One outgoing message when it is a request, `None` (and nothing changed) when it
+    /// is anything else. A request's actions are one [`Action::Send`] that does not
+    /// block (none once the session is closed): a shell may carry them out from the
+    /// caller, where a notification or a response, whose POSTs go out one after
+    /// another, is left to [`HttpSession::send`] in its order.
+    pub fn send_request(&mut self, line: &[u8]) -> Option<Vec<Action>> {
+        let msg = Outgoing::parse(line)?;
+        if msg.kind() != Some(Kind::Request) {
+            return None;
+        }
+        if self.closed {
+            return Some(Vec::new());
+        }
+        Some(self.start_call(msg))
+    }
+
     /// One outgoing message (a line the connection wrote).
     pub fn send(&mut self, line: &[u8]) -> Vec<Action> {
         let Some(msg) = Outgoing::parse(line) else {

@@ -146,9 +146,10 @@ pub trait MessageSink: Send + 'static {
 
     /// A second, non-blocking way into the same byte stream, for a lone request: the
     /// caller's task writes it at once instead of waking the writer task. It must
-    /// write a batch of at most [`DIRECT_MAX`] bytes whole or not at all (a pipe does,
-    /// up to `PIPE_BUF`). `None` (the default): every batch goes through
-    /// [`MessageSink::send`].
+    /// take a batch of at most [`DIRECT_MAX`] bytes whole or not at all, and say which
+    /// (`Ok(0)`: not at all; the writer then sends it): a pipe does, up to `PIPE_BUF`;
+    /// HTTP takes a single request and starts its POST. `None` (the default): every
+    /// batch goes through [`MessageSink::send`].
     fn direct(&self) -> Option<DirectWriter> {
         None
     }

@@ -34,7 +34,7 @@ impl Exchanges {
         self.tasks.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn spawn(&self, http: &Arc<Http>, ex: ExchangeId, request: Request) {
+    pub(super) fn spawn(&self, http: &Arc<Http>, ex: ExchangeId, request: Request) {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
         // Registered under the lock the task takes to forget itself: a task that ends
         // at once cannot leave a stale entry behind.

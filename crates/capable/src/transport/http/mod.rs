@@ -33,7 +33,9 @@ use tokio::sync::mpsc;
 
 use crate::auth::OAuthClient;
 
-use super::{BoxFuture, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
+use super::{
+    BoxFuture, DirectWriter, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError,
+};
 use exchange::Exchanges;
 
 /// How an HTTP server is reached.
@@ -236,6 +238,13 @@ impl MessageSink for HttpSink {
         Ok(())
     }
 
+    /// A lone request's POST started from its caller's task (see [`HttpDirect`]).
+    fn direct(&self) -> Option<DirectWriter> {
+        Some(Box::new(HttpDirect {
+            http: self.http.clone(),
+        }))
+    }
+
     fn negotiated(&mut self, negotiated: &Negotiated) {
         self.http.policy().negotiated(negotiated);
     }
@@ -246,6 +255,50 @@ impl MessageSink for HttpSink {
             .filter_map(|t| serde_json::to_value(t).ok())
             .collect();
         self.http.policy().know_tools(&tools)
+    }
+}
+
+/// The way in for a lone request, from its caller: the policy makes its POST and the
+/// exchange's task is started at once, without the hop to the writer task. Only a
+/// single request line is taken (its POST is independent of every other message);
+/// anything else — a notification, a response, a batch — is refused with `Ok(0)`,
+/// untouched, and the writer sends it in order as usual.
+struct HttpDirect {
+    http: Arc<Http>,
+}
+
+impl std::io::Write for HttpDirect {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let Some(line) = buf.strip_suffix(b"\n").filter(|l| !l.contains(&b'\n')) else {
+            return Ok(0);
+        };
+        let Some(actions) = self.http.policy().send_request(line) else {
+            return Ok(0);
+        };
+        for action in actions {
+            match action {
+                capable_core::http::Action::Send {
+                    exchange,
+                    request,
+                    blocking: false,
+                } => self.http.exchanges.spawn(&self.http, exchange, request),
+                // Not what a request asks for; carried out as the writer would, a
+                // failure that ends the connection reported like an exchange's.
+                other => {
+                    let http = self.http.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = exchange::execute(&http, vec![other]).await {
+                            let _ = http.inbound.send(Box::new(Err(e))).await;
+                        }
+                    });
+                }
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
