@@ -23,6 +23,7 @@ use crate::notice::Notice;
 use super::headers::is_session_id;
 use super::message::{excerpt, is_answer, is_error_response, is_modern_error, Outgoing};
 use super::streams::LegacyStream;
+use super::RequestKey;
 use super::{Action, Body, End, Exchange, ExchangeId, Failure, Head, HttpSession, Mode};
 
 /// The longest error body read to judge a refusal.
@@ -136,7 +137,7 @@ impl HttpSession {
             phase,
         };
         let exchange = self.new_exchange(Exchange::Call(Box::new(call)));
-        self.by_request.insert(id.to_string(), exchange);
+        self.by_request.insert(RequestKey::of(&id), exchange);
         vec![Action::Send {
             exchange,
             request,
@@ -154,7 +155,7 @@ impl HttpSession {
     }
 
     fn finish(&mut self, call: &Call) {
-        self.by_request.remove(&call.id.to_string());
+        self.by_request.remove(&RequestKey::of(&call.id));
     }
 
     pub(super) fn send_again(

@@ -88,6 +88,23 @@ pub enum HttpMethod {
     Delete,
 }
 
+/// A request's JSON-RPC id as a map key: an integer as it is (the ids the connection
+/// writes), any other id by its JSON text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum RequestKey {
+    Number(i64),
+    Text(String),
+}
+
+impl RequestKey {
+    pub(crate) fn of(id: &Value) -> RequestKey {
+        match id.as_i64() {
+            Some(n) if id.is_i64() => RequestKey::Number(n),
+            _ => RequestKey::Text(id.to_string()),
+        }
+    }
+}
+
 /// A header name or value: MCP's fixed ones borrowed, the rest owned.
 pub type HeaderText = std::borrow::Cow<'static, str>;
 
@@ -299,7 +316,7 @@ pub struct HttpSession {
     tool_headers: ToolHeaders,
     exchanges: HashMap<ExchangeId, Exchange>,
     /// Requests in flight by their id as sent (its JSON text): for cancellation.
-    by_request: HashMap<String, ExchangeId>,
+    by_request: HashMap<RequestKey, ExchangeId>,
     next_exchange: u64,
     closed: bool,
     /// 401 and 403 `insufficient_scope` become [`Action::Authorize`].
@@ -429,7 +446,7 @@ impl HttpSession {
     fn cancel(&mut self, target: Value, msg: Outgoing) -> Vec<Action> {
         let mut actions = Vec::new();
         let mut modern = false;
-        if let Some(ex) = self.by_request.remove(&target.to_string()) {
+        if let Some(ex) = self.by_request.remove(&RequestKey::of(&target)) {
             if let Some(Exchange::Call(call)) = self.exchanges.remove(&ex) {
                 modern = call.modern;
             }
@@ -545,7 +562,7 @@ impl HttpSession {
             Some(Exchange::Standalone(stream)) => self.standalone_end(ex, stream, End::default()),
             Some(Exchange::LegacyStream(stream)) => self.legacy_stream_end(stream),
             Some(Exchange::Call(call)) => {
-                self.by_request.remove(&call.id.to_string());
+                self.by_request.remove(&RequestKey::of(&call.id));
                 match call.waiting_for_stream() {
                     // Trying the URL as an HTTP+SSE endpoint failed: the original
                     // refusal is the answer.

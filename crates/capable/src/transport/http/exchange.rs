@@ -13,7 +13,7 @@ use capable_core::http::{
 };
 use capable_core::RequestId;
 use futures_util::StreamExt;
-use reqwest::header::{CONTENT_TYPE, LOCATION};
+use reqwest::header::{HeaderName, CONTENT_TYPE, LOCATION};
 use tokio::task::AbortHandle;
 
 use super::sse::SseReader;
@@ -195,8 +195,8 @@ pub(super) async fn run(
     };
     let head = Head {
         status: response.status().as_u16(),
-        content_type: header_text(&response, CONTENT_TYPE.as_str()),
-        session_id: header_text(&response, "mcp-session-id"),
+        content_type: header_text(&response, CONTENT_TYPE),
+        session_id: header_text(&response, MCP_SESSION_ID),
         www_authenticate: response
             .headers()
             .get_all(reqwest::header::WWW_AUTHENTICATE)
@@ -204,7 +204,7 @@ pub(super) async fn run(
             .filter_map(|v| v.to_str().ok())
             .map(str::to_owned)
             .collect(),
-        dpop_nonce: header_text(&response, "dpop-nonce"),
+        dpop_nonce: header_text(&response, DPOP_NONCE),
     };
     let (body, actions) = http.policy().on_head(ex, &head);
     execute(&http, actions).await?;
@@ -314,7 +314,11 @@ async fn failed(http: &Arc<Http>, ex: ExchangeId, e: TransportError) -> Result<(
     Ok(())
 }
 
-fn header_text(response: &reqwest::Response, name: &str) -> Option<String> {
+/// Headers of the answers read, by name (looked up without parsing a name each time).
+const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
+
+fn header_text(response: &reqwest::Response, name: HeaderName) -> Option<String> {
     response
         .headers()
         .get(name)
@@ -370,7 +374,7 @@ async fn perform(
             .await
             .map_err(|e| TransportError::request(context(), e))?;
         let status = response.status().as_u16();
-        let location = header_text(&response, LOCATION.as_str());
+        let location = header_text(&response, LOCATION);
         match location.filter(|_| redirect::is_redirect(status)) {
             Some(location) => match redirect::redirected(&request, &location) {
                 Some(next) => request = next,
@@ -395,9 +399,16 @@ async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>,
     if response.content_length().is_some_and(|n| n > limit as u64) {
         return Err(TransportError::MessageTooLarge { limit });
     }
-    // Room for the whole body when its length is announced (it is bounded above).
-    let announced = response.content_length().unwrap_or(0) as usize;
-    let mut body = Vec::with_capacity(announced);
+    if response.content_length().is_some() {
+        // Announced (and bounded above): read whole, the HTTP stack holding it to
+        // exactly that length.
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| TransportError::request("reading an answer", e))?;
+        return Ok(body.into());
+    }
+    let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| TransportError::request("reading an answer", e))?;
