@@ -14,10 +14,11 @@ use capable_core::http::{
 use capable_core::RequestId;
 use futures_util::StreamExt;
 use reqwest::header::{HeaderName, CONTENT_TYPE, LOCATION};
+use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::sse::SseReader;
-use super::Http;
+use super::{Http, Received};
 use crate::error::Error;
 use crate::transport::{Inbound, TransportError};
 
@@ -69,9 +70,89 @@ impl Exchanges {
     }
 }
 
-/// Performs the policy's actions, in order. A blocking request is carried out here
+/// Performs the policy's actions, in order. Most need no waiting — a request's own
+/// task started, a message handed to the reader — and are done at once; from the
+/// first that does (a blocking request, an authorization, a full channel to the
+/// reader) on, the rest are awaited in order. A blocking request is carried out here
 /// (its failure is the caller's); the others run as their own tasks.
 pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<(), TransportError> {
+    let mut actions = actions.into_iter();
+    while let Some(action) = actions.next() {
+        if waits(&action) {
+            let rest = std::iter::once(action).chain(actions).collect();
+            // Boxed: the waiting is rare, and every exchange's task would otherwise
+            // hold room for it.
+            return Box::pin(execute_waiting(http, rest)).await;
+        }
+        let received = match at_once(http, action) {
+            Now::Done => continue,
+            Now::Deliver(received) => received,
+            Now::End(e) => return Err(e),
+        };
+        match http.inbound.try_send(Box::new(received)) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(received)) => {
+                let _ = Box::pin(http.inbound.send(received)).await;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether an action is carried out by waiting for it.
+fn waits(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::Send { blocking: true, .. } | Action::Authorize { .. }
+    )
+}
+
+/// What an action that needs no waiting came to.
+enum Now {
+    /// Done (or nothing to do).
+    Done,
+    /// Something for the reader.
+    Deliver(Received),
+    /// The connection cannot go on.
+    End(TransportError),
+}
+
+/// Carries out an action that needs no waiting (see [`waits`]).
+fn at_once(http: &Arc<Http>, action: Action) -> Now {
+    let received = match action {
+        Action::Send {
+            exchange, request, ..
+        } => {
+            http.exchanges.spawn(http, exchange, request);
+            return Now::Done;
+        }
+        Action::Abort(ex) => {
+            http.exchanges.abort(ex);
+            return Now::Done;
+        }
+        Action::Deliver(message) => Ok(Inbound::Message(message.into())),
+        Action::Fail { id, failure } => match serde_json::from_value::<RequestId>(id) {
+            Ok(id) => Ok(Inbound::Failed {
+                id,
+                error: scrubbed(http, error_of(failure)),
+            }),
+            Err(_) => return Now::Done,
+        },
+        Action::Notice(notice) => Ok(Inbound::Notice(notice)),
+        Action::End(Some(Failure::Broken(why))) => Err(TransportError::Broken(why)),
+        Action::End(other) => match other {
+            Some(failure) => Err(TransportError::Broken(error_of(failure).to_string())),
+            // The failure the caller holds ends the connection.
+            None => return Now::End(TransportError::Broken("the connection failed".into())),
+        },
+        // Authorizations and blocking requests wait: `execute_waiting`.
+        Action::Authorize { .. } => return Now::Done,
+    };
+    Now::Deliver(received)
+}
+
+/// [`execute`] from an action that waits on: every action awaited in order.
+async fn execute_waiting(http: &Arc<Http>, actions: Vec<Action>) -> Result<(), TransportError> {
     for action in actions {
         let received = match action {
             Action::Send {
@@ -82,16 +163,6 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                 let done = Box::pin(run(http.clone(), exchange, request)).await;
                 http.sent_lock().remove(&exchange);
                 done?;
-                continue;
-            }
-            Action::Send {
-                exchange, request, ..
-            } => {
-                http.exchanges.spawn(http, exchange, request);
-                continue;
-            }
-            Action::Abort(ex) => {
-                http.exchanges.abort(ex);
                 continue;
             }
             Action::Authorize { exchange, id, need } => {
@@ -128,20 +199,10 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                     }
                 }
             }
-            Action::Deliver(message) => Ok(Inbound::Message(message.into())),
-            Action::Fail { id, failure } => match serde_json::from_value::<RequestId>(id) {
-                Ok(id) => Ok(Inbound::Failed {
-                    id,
-                    error: scrubbed(http, error_of(failure)),
-                }),
-                Err(_) => continue,
-            },
-            Action::Notice(notice) => Ok(Inbound::Notice(notice)),
-            Action::End(Some(Failure::Broken(why))) => Err(TransportError::Broken(why)),
-            Action::End(other) => match other {
-                Some(failure) => Err(TransportError::Broken(error_of(failure).to_string())),
-                // The failure the caller holds ends the connection.
-                None => return Err(TransportError::Broken("the connection failed".into())),
+            other => match at_once(http, other) {
+                Now::Done => continue,
+                Now::Deliver(received) => received,
+                Now::End(e) => return Err(e),
             },
         };
         let _ = http.inbound.send(Box::new(received)).await;

@@ -79,7 +79,7 @@ impl HttpConfig {
     }
 }
 
-type Received = Result<Inbound, TransportError>;
+pub(super) type Received = Result<Inbound, TransportError>;
 
 /// What every exchange of one connection shares.
 pub(super) struct Http {
