@@ -48,7 +48,7 @@ pub enum SessionEvent {
     /// method is marked broken for the session and never sent again.
     Violation(Box<Violation>),
     /// A lower-severity record (an undeclared notification, a skipped line, …).
-    Notice(Notice),
+    Notice(Box<Notice>),
     /// Legacy `notifications/resources/updated` (modern updates arrive on their
     /// [`Listener`](crate::Listener) instead).
     ResourceUpdated {
@@ -56,7 +56,7 @@ pub enum SessionEvent {
         uri: String,
     },
     /// The session ended (closed by the host, the server exited, the transport failed).
-    Closed(Error),
+    Closed(Box<Error>),
 }
 
 /// How many notices of one kind are logged (`tracing`) per session; the rest are kept
@@ -132,7 +132,7 @@ impl EventLog {
             }
             log.push_back(n.clone());
         }
-        self.send(SessionEvent::Notice(n));
+        self.send(SessionEvent::Notice(Box::new(n)));
     }
 
     pub(crate) fn resource_updated(&self, uri: String) {
@@ -140,7 +140,7 @@ impl EventLog {
     }
 
     pub(crate) fn closed(&self, reason: Error) {
-        self.send(SessionEvent::Closed(reason));
+        self.send(SessionEvent::Closed(Box::new(reason)));
     }
 
     pub(crate) fn notices(&self) -> Vec<Notice> {

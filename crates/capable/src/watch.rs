@@ -389,7 +389,7 @@ impl Watch<'_> {
         use tokio::sync::broadcast::error::TryRecvError;
         loop {
             match self.events.try_recv() {
-                Ok(SessionEvent::Closed(e)) => return Err(e),
+                Ok(SessionEvent::Closed(e)) => return Err(*e),
                 Ok(_) | Err(TryRecvError::Lagged(_)) => {}
                 Err(TryRecvError::Empty) => return Ok(()),
                 Err(TryRecvError::Closed) => return Err(Error::Closed),
@@ -409,7 +409,7 @@ impl Watch<'_> {
                         tokio::select! {
                             () = &mut sleep => break,
                             event = self.events.recv() => match event {
-                                Ok(SessionEvent::Closed(e)) => return Err(e),
+                                Ok(SessionEvent::Closed(e)) => return Err(*e),
                                 Err(RecvError::Closed) => return Err(Error::Closed),
                                 Ok(_) | Err(RecvError::Lagged(_)) => {}
                             },
@@ -426,7 +426,7 @@ impl Watch<'_> {
                         self.drain_events()?;
                         return self.reread().await;
                     }
-                    Ok(SessionEvent::Closed(e)) => return Err(e),
+                    Ok(SessionEvent::Closed(e)) => return Err(*e),
                     Ok(_) => {}
                     // Fell behind: an update may be among the lost events.
                     Err(RecvError::Lagged(_)) => return self.reread().await,

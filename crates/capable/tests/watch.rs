@@ -116,13 +116,12 @@ async fn a_violation_is_an_event_logged_once_and_the_watch_falls_back_to_the_pol
                 assert_eq!(v.method, Method::Subscribe);
                 violations += 1;
             }
-            SessionEvent::Notice(capable::core::Notice::UndeclaredNotification {
-                method,
-                needs,
-            }) => {
-                assert_eq!(method, "notifications/resources/list_changed");
-                assert_eq!(needs, "resources.listChanged");
-                undeclared += 1;
+            SessionEvent::Notice(notice) => {
+                if let capable::core::Notice::UndeclaredNotification { method, needs } = *notice {
+                    assert_eq!(method, "notifications/resources/list_changed");
+                    assert_eq!(needs, "resources.listChanged");
+                    undeclared += 1;
+                }
             }
             _ => {}
         }

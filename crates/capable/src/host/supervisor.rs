@@ -187,10 +187,18 @@ pub(super) async fn supervise(
     let mut restarts = Restarts::new(host.policy, host.seed_for(&server.name));
     loop {
         let started = Instant::now();
+        // Boxed: connecting (the handshake, an authorization) takes far more room than
+        // following a ready server, which is what this task does most of its life.
+        let connecting = Box::pin(connect(
+            &target,
+            options.clone(),
+            host.connect_timeout,
+            host.oauth.as_ref(),
+        ));
         let connected = tokio::select! {
             biased;
             () = stopped(&mut stop) => return,
-            connected = connect(&target, options.clone(), host.connect_timeout, host.oauth.as_ref()) => connected,
+            connected = connecting => connected,
         };
         let error = match connected {
             Err(error) => error,
@@ -202,7 +210,7 @@ pub(super) async fn supervise(
                 let session = Arc::new(session);
                 let end = follow(&host, &server, &session, handshake, &mut stop).await;
                 server.went_down(&host);
-                close(session).await;
+                Box::pin(close(session)).await;
                 match end {
                     End::Stopped => return,
                     End::Failed(error) => error,
@@ -332,14 +340,14 @@ async fn follow(
             () = stopped(stop) => return End::Stopped,
             event = events.recv() => {
                 match event {
-                    Ok(SessionEvent::Closed(error)) => return End::Failed(error),
+                    Ok(SessionEvent::Closed(error)) => return End::Failed(*error),
                     Ok(SessionEvent::Violation(violation)) => host.emit(HostEvent::Violation {
                         server: server.name.clone(),
                         violation,
                     }),
                     Ok(SessionEvent::Notice(notice)) => host.emit(HostEvent::Notice {
                         server: server.name.clone(),
-                        notice,
+                        notice: *notice,
                     }),
                     Ok(_) => {}
                     Err(broadcast::error::RecvError::Lagged(_)) => {

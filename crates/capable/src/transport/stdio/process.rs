@@ -55,7 +55,9 @@ impl StderrTail {
 /// a bounded tail: a line longer than the tail's limit keeps only its start, so a
 /// server that never writes a newline costs no more memory than one that does.
 pub(super) async fn read_stderr(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<StderrTail>>) {
-    let mut chunk = vec![0u8; 8192];
+    // Room for 8 KiB a read, filled only as far as the server writes: a quiet server's
+    // reader holds a few bytes of it, not 8 KiB zeroed up front.
+    let mut chunk: Vec<u8> = Vec::with_capacity(8192);
     let mut line: Vec<u8> = Vec::new();
     let mut overlong = false;
     let finish = |line: &mut Vec<u8>| {
@@ -67,7 +69,8 @@ pub(super) async fn read_stderr(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mu
         }
     };
     loop {
-        let n = match stderr.read(&mut chunk).await {
+        chunk.clear();
+        let n = match stderr.read_buf(&mut chunk).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
