@@ -67,6 +67,8 @@ pub mod http;
 pub mod jsonrpc;
 pub mod method;
 pub mod model;
+#[cfg(test)]
+mod mutate;
 pub mod negotiation;
 pub mod notice;
 pub mod restart;

@@ -69,6 +69,23 @@ fn text_result(s: &Seen, text: &str) -> Reply {
     )
 }
 
+/// The tool a `tools/call` names.
+fn tool_name(s: &Seen) -> Option<&str> {
+    s.body
+        .as_ref()
+        .and_then(|b| b.pointer("/params/name"))
+        .and_then(Value::as_str)
+}
+
+/// The session still answers: a call of any other tool gets `fine`.
+async fn still_fine(session: &Session) {
+    let out = session
+        .call_tool("other", None)
+        .await
+        .expect("still connected");
+    assert_eq!(out.content[0]["text"], "fine");
+}
+
 #[tokio::test]
 async fn an_expired_session_is_renewed_and_the_request_retried_once_with_the_negotiated_version() {
     let sessions = Arc::new(Mutex::new(0u32));
@@ -520,12 +537,7 @@ async fn an_http_error_is_an_http_failure_of_its_request_and_the_session_goes_on
         if let Some(r) = legacy(s, "2025-11-25", Some("s")) {
             return r;
         }
-        match s
-            .body
-            .as_ref()
-            .and_then(|b| b.pointer("/params/name"))
-            .and_then(Value::as_str)
-        {
+        match tool_name(s) {
             Some("locked") => Reply::Status(401, vec![]),
             Some("broken") => Reply::Json(500, vec![], json!({"oops": true})),
             _ => text_result(s, "fine"),
@@ -545,11 +557,7 @@ async fn an_http_error_is_an_http_failure_of_its_request_and_the_session_goes_on
         "{err:?}"
     );
     // Neither was a JSON-RPC answer, and neither ended the session.
-    let out = session
-        .call_tool("other", None)
-        .await
-        .expect("still connected");
-    assert_eq!(out.content[0]["text"], "fine");
+    still_fine(&session).await;
     session.close().await;
 }
 
@@ -560,12 +568,7 @@ async fn a_broken_answer_in_a_200_fails_its_request_at_once_and_the_session_goes
             return r;
         }
         let json = vec![("content-type".to_owned(), "application/json".to_owned())];
-        match s
-            .body
-            .as_ref()
-            .and_then(|b| b.pointer("/params/name"))
-            .and_then(Value::as_str)
-        {
+        match tool_name(s) {
             // The shape of a success response, a result cut short inside it.
             Some("cut") => {
                 let mut body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id(s));
@@ -590,11 +593,7 @@ async fn a_broken_answer_in_a_200_fails_its_request_at_once_and_the_session_goes
     }
     // At once, not at the 10 s request timeout.
     assert!(started.elapsed() < Duration::from_secs(5));
-    let out = session
-        .call_tool("other", None)
-        .await
-        .expect("still connected");
-    assert_eq!(out.content[0]["text"], "fine");
+    still_fine(&session).await;
     session.close().await;
 }
 

@@ -332,29 +332,15 @@ mod tests {
             br#" {"id":1,"method":42,"params":[1,2]} "#,
             br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         ];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut m = crate::mutate::Mutator::new(0x2545_f491_4f6c_dd1d);
         const BYTES: &[u8] = b"{}[]\",:\\ 0123456789abnlu";
         let mut read = 0;
         for round in 0..20_000 {
-            let mut line = seeds[round % seeds.len()].to_vec();
-            if round >= seeds.len() {
-                for _ in 0..=next(2) {
-                    let at = next(line.len() + 1);
-                    match next(3) {
-                        0 if at < line.len() => {
-                            line.remove(at);
-                        }
-                        1 if at < line.len() => line[at] = BYTES[next(BYTES.len())],
-                        _ => line.insert(at, BYTES[next(BYTES.len())]),
-                    }
-                }
-            }
+            // The seeds as they are first, then mutated.
+            let line = match seeds.get(round) {
+                Some(seed) => seed.to_vec(),
+                None => m.mutated(&seeds, BYTES, 2),
+            };
             let direct = Outgoing::parse(&line).map(|m| fields(&m));
             assert_eq!(
                 direct,

@@ -109,27 +109,12 @@ fn reading_by_shape_agrees_with_a_full_parse_on_mutated_lines() {
         r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
         r#"{"jsonrpc":"2.0","id":3,"result":[1,{"a":null}]}"#,
     ];
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    let mut m = crate::mutate::Mutator::new(0x2545_f491_4f6c_dd1d);
+    let seeds: Vec<&[u8]> = seeds.iter().map(|s| s.as_bytes()).collect();
     const BYTES: &[u8] = b"{}[]\",:\\ \t\r\n0123456789abcdeu\x01\x7f\xc3\xa9\xff";
     let mut agreed = 0;
     for _ in 0..20_000 {
-        let mut line = seeds[next(seeds.len())].as_bytes().to_vec();
-        for _ in 0..=next(3) {
-            let at = next(line.len() + 1);
-            match next(3) {
-                0 if at < line.len() => {
-                    line.remove(at);
-                }
-                1 if at < line.len() => line[at] = BYTES[next(BYTES.len())],
-                _ => line.insert(at, BYTES[next(BYTES.len())]),
-            }
-        }
+        let line = m.mutated(&seeds, BYTES, 3);
         // As a JSON value and as the typed result (whose text and blob are read as
         // bytes), each on its own: the id with whichever decodes succeed, or nothing
         // when neither does.

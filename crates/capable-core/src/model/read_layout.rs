@@ -325,27 +325,12 @@ mod tests {
             r#"{"contents":[{"uri":"a://b","blob":"AAEC"}],"ttlMs":5,"cacheScope":"private"}"#,
             r#"{"contents":[{"uri":"a://b","text":null},{"uri":"c","mimeType":null}],"resultType":"complete"}"#,
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut m = crate::mutate::Mutator::new(0x9e37_79b9_7f4a_7c15);
+        let seeds: Vec<&[u8]> = seeds.iter().map(|s| s.as_bytes()).collect();
         const BYTES: &[u8] = b"{}[]\",:\\ \t\r\n0123456789abcdeunl\x01\x7f\xc3\xa9\xff";
         let mut read = 0;
         for _ in 0..50_000 {
-            let mut raw = seeds[next(seeds.len())].as_bytes().to_vec();
-            for _ in 0..=next(3) {
-                let at = next(raw.len() + 1);
-                match next(3) {
-                    0 if at < raw.len() => {
-                        raw.remove(at);
-                    }
-                    1 if at < raw.len() => raw[at] = BYTES[next(BYTES.len())],
-                    _ => raw.insert(at, BYTES[next(BYTES.len())]),
-                }
-            }
+            let raw = m.mutated(&seeds, BYTES, 3);
             // Through a whole response line, as the client reads it: the same outcome
             // as the generic decode of the payload (serde alone), value or refusal.
             let mut line = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
