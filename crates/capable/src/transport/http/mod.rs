@@ -238,7 +238,8 @@ impl MessageSink for HttpSink {
         Ok(())
     }
 
-    /// A lone request's POST started from its caller's task (see [`HttpDirect`]).
+    /// A lone request's POST started from its caller's task, without the hop to the
+    /// writer task; anything but a single request is left to the writer.
     fn direct(&self) -> Option<DirectWriter> {
         Some(Box::new(HttpDirect {
             http: self.http.clone(),
