@@ -598,6 +598,39 @@ async fn a_broken_answer_in_a_200_fails_its_request_at_once_and_the_session_goes
 }
 
 #[tokio::test]
+async fn lone_and_concurrent_requests_are_each_posted_once_and_answered_by_their_own_ids() {
+    let peer = Peer::start("/mcp", |s| {
+        if let Some(r) = legacy(s, "2025-11-25", Some("s")) {
+            return r;
+        }
+        // Each call answered with its own tool name, so a mixed-up answer shows.
+        text_result(s, tool_name(s).unwrap_or(""))
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    // One at a time: each POST started from its caller.
+    for i in 0..5 {
+        let name = format!("lone-{i}");
+        let out = session.call_tool(&name, None).await.expect("answered");
+        assert_eq!(out.content[0]["text"], name.as_str());
+    }
+    // Many at once: the writer's batches.
+    let names: Vec<String> = (0..12).map(|i| format!("burst-{i}")).collect();
+    let calls = names.iter().map(|n| session.call_tool(n, None));
+    let outs = futures_util::future::join_all(calls).await;
+    for (name, out) in names.iter().zip(outs) {
+        assert_eq!(out.expect("answered").content[0]["text"], name.as_str());
+    }
+    let posts = peer.posts("tools/call");
+    assert_eq!(posts.len(), 17, "each request posted once");
+    let mut ids: Vec<i64> = posts.iter().filter_map(|p| id(p).as_i64()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 17, "under 17 distinct ids");
+    session.close().await;
+}
+
+#[tokio::test]
 async fn a_server_that_wants_authorization_fails_the_connection_as_http_401() {
     let peer = Peer::start("/mcp", |_| Reply::Status(401, vec![])).await;
     let err = capable::connect_http(config(&peer.url), options())
