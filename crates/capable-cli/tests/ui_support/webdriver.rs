@@ -40,6 +40,43 @@ fn find(env: &str, names: &[&str]) -> Option<PathBuf> {
     None
 }
 
+/// Whether the driver on `port` answers `/status` with `ready: true`. While it starts
+/// it may refuse the connection, or accept and reset it: either is "not yet", never a
+/// failure (the test's own HTTP helper treats a reset as one). The driver keeps the
+/// connection open after its answer, so the body is read to its `Content-Length`.
+fn ready(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET /status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&answer);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head.lines().find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse::<usize>().ok())
+                    .flatten()
+            });
+            if length.is_some_and(|n| body.len() >= n) {
+                return serde_json::from_str::<Value>(body)
+                    .is_ok_and(|v| v["value"]["ready"] == true);
+            }
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
 impl Driver {
     /// Starts chromedriver, or `None` when chromium or its driver is not installed.
     pub fn start() -> Option<Driver> {
@@ -64,9 +101,7 @@ impl Driver {
         };
         let until = Instant::now() + Duration::from_secs(20);
         loop {
-            let ready = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-                && d.call("GET", "/status", None).1["value"]["ready"] == true;
-            if ready {
+            if ready(port) {
                 return Some(d);
             }
             assert!(Instant::now() < until, "chromedriver did not get ready");
