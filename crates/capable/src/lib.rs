@@ -66,6 +66,7 @@ pub use error::Error;
 pub use events::{ServerNotification, SessionEvent};
 pub use input::{ElicitationPolicy, InputHandlers, Root};
 pub use options::ClientOptions;
+pub use output_schema::compile_schema;
 pub use read::ResourceRead;
 pub use session::{
     ListenEvent, Listener, LoadedSkill, ProgressCallback, RequestOptions, Session, TaskObserver,

@@ -21,6 +21,17 @@ use capable_core::Notice;
 use jsonschema::{Retrieve, Uri, Validator};
 use serde_json::Value;
 
+/// Compiles a JSON Schema the way capable checks every schema it meets (a tool's
+/// output, and a host's own checks of arguments against an `inputSchema`): JSON Schema
+/// 2020-12 unless `$schema` names another dialect, and nothing it refers to fetched —
+/// a `$ref` to another document leaves the schema unusable (`Err`, saying why).
+pub fn compile_schema(schema: &Value) -> Result<Validator, String> {
+    jsonschema::options()
+        .with_retriever(NoRetrieval)
+        .build(schema)
+        .map_err(|e| e.to_string())
+}
+
 /// Refuses every external document: schemas are never dereferenced over the network.
 struct NoRetrieval;
 
@@ -82,13 +93,9 @@ impl OutputSchemas {
             return None;
         }
         let known = self.tools.get_mut(tool)?;
-        let compiled = known.compiled.get_or_insert_with(|| {
-            jsonschema::options()
-                .with_retriever(NoRetrieval)
-                .build(&known.schema)
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
-        });
+        let compiled = known
+            .compiled
+            .get_or_insert_with(|| compile_schema(&known.schema).map(Arc::new));
         let validator = match compiled {
             Ok(v) => v.clone(),
             Err(why) => {

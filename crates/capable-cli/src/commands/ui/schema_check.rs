@@ -6,23 +6,10 @@
 //! schema unusable, and then the arguments go unchecked (the server has the last
 //! word), as they do when the schema itself is not a valid JSON Schema.
 
-use jsonschema::{Retrieve, Uri};
 use serde_json::{json, Value};
 
 /// The most problems reported.
 const MAX: usize = 20;
-
-/// Refuses every external document.
-struct NoRetrieval;
-
-impl Retrieve for NoRetrieval {
-    fn retrieve(
-        &self,
-        uri: &Uri<String>,
-    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        Err(format!("capable does not fetch referenced schemas ({uri})").into())
-    }
-}
 
 /// What does not match, each as `{"path": JSON pointer, "message": …}`; empty when
 /// the arguments match, or when the schema cannot be used.
@@ -30,10 +17,7 @@ pub fn check(schema: &str, arguments: &Value) -> Vec<Value> {
     let Ok(schema) = serde_json::from_str::<Value>(schema) else {
         return Vec::new();
     };
-    let Ok(validator) = jsonschema::options()
-        .with_retriever(NoRetrieval)
-        .build(&schema)
-    else {
+    let Ok(validator) = capable::compile_schema(&schema) else {
         return Vec::new();
     };
     validator
