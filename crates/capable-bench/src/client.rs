@@ -66,7 +66,7 @@ pub fn main(args: &[String]) -> i32 {
             "seq_read_rps": rps(f.seq),
             "pipelined_read_rps": rps(f.pipelined),
             "errors": f.errors,
-            "peak_rss_kib": peak_rss_kib(),
+            "peak_rss_kib": capable_test_support::own_status_kib("VmHWM"),
         })
     );
     0
@@ -114,18 +114,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("a current-thread runtime")
-}
-
-/// `VmHWM` from /proc/self/status: the peak resident set of this process, in KiB.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// Times `s.handshakes` connections, each closed right after.

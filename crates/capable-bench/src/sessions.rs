@@ -37,18 +37,6 @@ pub struct SessionSettings {
     pub reads: usize,
 }
 
-/// `VmRSS` from /proc/self/status, in KiB.
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
 }
@@ -85,7 +73,7 @@ struct Counts {
 
 fn counts() -> Counts {
     Counts {
-        rss_kib: rss_kib(),
+        rss_kib: capable_test_support::own_status_kib("VmRSS"),
         fds: open_fds(),
         tasks: tokio::runtime::Handle::current()
             .metrics()
@@ -149,7 +137,7 @@ pub async fn run(s: SessionSettings) -> Result<serde_json::Value, String> {
     // used and freed, between what the sessions keep): what the sessions hold.
     // SAFETY: malloc_trim only returns free memory to the system.
     unsafe { libc::malloc_trim(0) };
-    let trimmed = rss_kib();
+    let trimmed = capable_test_support::own_status_kib("VmRSS");
 
     let t = Instant::now();
     let reads = join_all(sessions.iter().map(|session| async move {

@@ -467,3 +467,16 @@ pub fn fixture_bin() -> &'static Path {
         bin
     })
 }
+
+/// A field of this process's `/proc/self/status` given in KiB (`VmRSS`, the resident
+/// set now; `VmHWM`, its peak); 0 where there is no such file or field.
+pub fn own_status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}

@@ -228,17 +228,6 @@ fn http_config(url: &str) -> HttpConfig {
     c
 }
 
-fn vm_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 async fn http_case(fault: &'static str) -> Result<(), String> {
     let peer = OwnRuntimePeer::start(fault_server(fault));
     let before = baseline();
@@ -270,13 +259,13 @@ async fn http_expectations(fault: &str, session: &Session) -> Result<(), String>
     if fault == "answers-notifications" {
         return reads_fine("read", session).await;
     }
-    let rss = vm_rss_kib();
+    let rss = capable_test_support::own_status_kib("VmRSS");
     let (r, took) = read(session).await;
     let e = r.err().ok_or("the first read breaks")?;
     not_a_timeout("read", &e, took)?;
     match (fault, &e) {
         ("compressed-past-limit", Error::Transport(TransportError::MessageTooLarge { .. })) => {
-            let grew = vm_rss_kib().saturating_sub(rss);
+            let grew = capable_test_support::own_status_kib("VmRSS").saturating_sub(rss);
             if grew > 32 * 1024 {
                 return Err(format!(
                     "refusing a 64 MiB answer cost {grew} KiB: it was inflated whole"

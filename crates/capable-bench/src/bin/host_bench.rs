@@ -59,17 +59,6 @@ fn parse() -> Result<Args, String> {
     Ok(args)
 }
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// The bench server beside this binary.
 fn server_program() -> String {
     let me = std::env::current_exe().expect("own path");
@@ -113,7 +102,7 @@ async fn wait_all_ready(host: &Host, limit: Duration) -> Result<(), String> {
 }
 
 async fn round(args: &Args, program: &str) -> Result<Round, String> {
-    let rss_before = rss_kib();
+    let rss_before = capable_test_support::own_status_kib("VmRSS");
     let host = Host::new(HostOptions::default());
     let started = Instant::now();
     for i in 0..args.servers {
@@ -123,7 +112,7 @@ async fn round(args: &Args, program: &str) -> Result<Round, String> {
     }
     wait_all_ready(&host, Duration::from_secs(60)).await?;
     let all_ready = started.elapsed();
-    let rss_ready = rss_kib();
+    let rss_ready = capable_test_support::own_status_kib("VmRSS");
 
     // The storm: kill the first `kill` servers' process groups at once.
     let mut pids = Vec::new();
