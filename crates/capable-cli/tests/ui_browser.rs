@@ -265,19 +265,11 @@ fn the_inspector_in_a_real_browser() {
         "slowly"
     );
     // Cancel: the call stops and the server is told (`notifications/cancelled`).
-    b.click("[data-testid=tool-form] [data-testid=call]");
-    b.wait_until(
+    call_then_cancel(
+        &b,
         "the second call in progress",
         "const p = document.querySelector('[data-testid=tool-form] progress'); return p && p.value >= 1",
-        WAIT,
-    );
-    b.click("[data-testid=tool-form] [data-testid=cancel]");
-    let cancelled = b.text("[data-testid=call-result]", WAIT);
-    assert!(cancelled.contains("Cancelled"), "{cancelled}");
-    b.click("[data-testid=tab-log]");
-    b.wait_for(
-        "[data-testid=log-row][data-dir=sent][data-method='notifications/cancelled']",
-        WAIT,
+        "notifications/cancelled",
     );
 
     // A server's request for input is a form in the page; the answer goes back.
@@ -438,6 +430,21 @@ fn the_inspector_in_a_real_browser() {
 /// The form generator on a schema with every kind of field it covers: the values
 /// typed, selected and added come back as the JSON the schema asks for; a decimal in
 /// an integer field and a missing required field are caught before sending.
+/// Calls the open tool again, waits until `running` (a script) says the call is under
+/// way, cancels it: the result says so, and the message log shows `sent` going out.
+fn call_then_cancel(b: &Browser<'_>, what: &str, running: &str, sent: &str) {
+    b.click("[data-testid=tool-form] [data-testid=call]");
+    b.wait_until(what, running, WAIT);
+    b.click("[data-testid=tool-form] [data-testid=cancel]");
+    let cancelled = b.text("[data-testid=call-result]", WAIT);
+    assert!(cancelled.contains("Cancelled"), "{cancelled}");
+    b.click("[data-testid=tab-log]");
+    b.wait_for(
+        &format!("[data-testid=log-row][data-dir=sent][data-method='{sent}']"),
+        WAIT,
+    );
+}
+
 fn form_of_every_kind(b: &Browser<'_>) {
     let schema = serde_json::json!({
         "type": "object",
@@ -584,19 +591,11 @@ fn a_real_server_in_a_real_browser() {
     assert!(report.contains("Research Report: rust"), "{report}");
     let last = b.text("[data-testid=task-status]", WAIT);
     assert!(last.contains(" completed"), "{last}");
-    b.click("[data-testid=tool-form] [data-testid=call]");
-    b.wait_until(
+    call_then_cancel(
+        &b,
         "the second task working",
         "const s = document.querySelector('[data-testid=task-status]'); return s && / working/.test(s.textContent)",
-        WAIT,
-    );
-    b.click("[data-testid=tool-form] [data-testid=cancel]");
-    let cancelled = b.text("[data-testid=call-result]", WAIT);
-    assert!(cancelled.contains("Cancelled"), "{cancelled}");
-    b.click("[data-testid=tab-log]");
-    b.wait_for(
-        "[data-testid=log-row][data-dir=sent][data-method='tasks/cancel']",
-        WAIT,
+        "tasks/cancel",
     );
 
     // The audit of a server that keeps its contract.
