@@ -410,20 +410,18 @@ impl HttpSession {
     /// another, is left to [`HttpSession::send`] in its order.
     pub fn send_request(&mut self, line: &[u8]) -> Option<Vec<Action>> {
         let msg = Outgoing::parse(line)?;
-        if msg.kind() != Some(Kind::Request) {
-            return None;
-        }
-        if self.closed {
-            return Some(Vec::new());
-        }
-        Some(self.start_call(msg))
+        (msg.kind() == Some(Kind::Request)).then(|| self.send_parsed(msg))
     }
 
     /// One outgoing message (a line the connection wrote).
     pub fn send(&mut self, line: &[u8]) -> Vec<Action> {
-        let Some(msg) = Outgoing::parse(line) else {
-            return Vec::new();
-        };
+        match Outgoing::parse(line) {
+            Some(msg) => self.send_parsed(msg),
+            None => Vec::new(),
+        }
+    }
+
+    fn send_parsed(&mut self, msg: Outgoing) -> Vec<Action> {
         if self.closed {
             return Vec::new();
         }

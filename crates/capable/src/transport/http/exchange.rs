@@ -78,16 +78,16 @@ impl Exchanges {
 pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<(), TransportError> {
     let mut actions = actions.into_iter();
     while let Some(action) = actions.next() {
-        if waits(&action) {
-            let rest = std::iter::once(action).chain(actions).collect();
-            // Boxed: the waiting is rare, and every exchange's task would otherwise
-            // hold room for it.
-            return Box::pin(execute_waiting(http, rest)).await;
-        }
         let received = match at_once(http, action) {
             Now::Done => continue,
             Now::Deliver(received) => received,
             Now::End(e) => return Err(e),
+            Now::Waits(waits) => {
+                let rest = std::iter::once(waits).chain(actions).collect();
+                // Boxed: the waiting is rare, and every exchange's task would otherwise
+                // hold room for it.
+                return Box::pin(execute_waiting(http, rest)).await;
+            }
         };
         match http.inbound.try_send(Box::new(received)) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
@@ -99,14 +99,6 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
     Ok(())
 }
 
-/// Whether an action is carried out by waiting for it.
-fn waits(action: &Action) -> bool {
-    matches!(
-        action,
-        Action::Send { blocking: true, .. } | Action::Authorize { .. }
-    )
-}
-
 /// What an action that needs no waiting came to.
 enum Now {
     /// Done (or nothing to do).
@@ -115,11 +107,17 @@ enum Now {
     Deliver(Received),
     /// The connection cannot go on.
     End(TransportError),
+    /// Carried out by waiting for it (a blocking request, an authorization).
+    Waits(Action),
 }
 
-/// Carries out an action that needs no waiting (see [`waits`]).
+/// Carries out an action at once, or hands it back ([`Now::Waits`]) when it is carried
+/// out by waiting for it.
 fn at_once(http: &Arc<Http>, action: Action) -> Now {
     let received = match action {
+        Action::Send { blocking: true, .. } | Action::Authorize { .. } => {
+            return Now::Waits(action)
+        }
         Action::Send {
             exchange, request, ..
         } => {
@@ -145,8 +143,6 @@ fn at_once(http: &Arc<Http>, action: Action) -> Now {
             // The failure the caller holds ends the connection.
             None => return Now::End(TransportError::Broken("the connection failed".into())),
         },
-        // Authorizations and blocking requests wait: `execute_waiting`.
-        Action::Authorize { .. } => return Now::Done,
     };
     Now::Deliver(received)
 }
@@ -154,17 +150,16 @@ fn at_once(http: &Arc<Http>, action: Action) -> Now {
 /// [`execute`] from an action that waits on: every action awaited in order.
 async fn execute_waiting(http: &Arc<Http>, actions: Vec<Action>) -> Result<(), TransportError> {
     for action in actions {
-        let received = match action {
-            Action::Send {
-                exchange,
-                request,
-                blocking: true,
-            } => {
-                let done = Box::pin(run(http.clone(), exchange, request)).await;
-                http.sent_lock().remove(&exchange);
-                done?;
+        let waits = match at_once(http, action) {
+            Now::Done => continue,
+            Now::End(e) => return Err(e),
+            Now::Deliver(received) => {
+                let _ = http.inbound.send(Box::new(received)).await;
                 continue;
             }
+            Now::Waits(waits) => waits,
+        };
+        let received = match waits {
             Action::Authorize { exchange, id, need } => {
                 let outcome = match &http.config.oauth {
                     Some(oauth) => {
@@ -199,11 +194,16 @@ async fn execute_waiting(http: &Arc<Http>, actions: Vec<Action>) -> Result<(), T
                     }
                 }
             }
-            other => match at_once(http, other) {
-                Now::Done => continue,
-                Now::Deliver(received) => received,
-                Now::End(e) => return Err(e),
-            },
+            Action::Send {
+                exchange, request, ..
+            } => {
+                let done = Box::pin(run(http.clone(), exchange, request)).await;
+                http.sent_lock().remove(&exchange);
+                done?;
+                continue;
+            }
+            // Nothing else waits (`at_once`).
+            _ => continue,
         };
         let _ = http.inbound.send(Box::new(received)).await;
     }
