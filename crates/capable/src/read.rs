@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-use capable_core::model::{ReadResourceResult, ResourceContents};
+use capable_core::model::{ReadResourceResult, ResourceContents, SharedStr};
 use capable_core::Revision;
 use serde::ser::SerializeStruct;
 use serde::Serialize;
@@ -14,8 +14,9 @@ use serde::Serialize;
 /// that never looks at it never pays for hashing the contents.
 #[derive(Clone, Debug)]
 pub struct ResourceRead {
-    /// The URI that was read.
-    pub uri: String,
+    /// The URI that was read (sharing its text with the content of that URI, when the
+    /// server answered with one).
+    pub uri: SharedStr,
     /// When the answer arrived (RFC 3339, UTC, in JSON).
     pub read_at: SystemTime,
     /// The contents.
@@ -30,8 +31,12 @@ pub struct ResourceRead {
 
 impl ResourceRead {
     pub(crate) fn new(uri: &str, result: ReadResourceResult, read_at: SystemTime) -> Self {
+        let uri = match result.contents.iter().find(|c| c.uri == uri) {
+            Some(c) => c.uri.clone(),
+            None => SharedStr::from(uri),
+        };
         ResourceRead {
-            uri: uri.to_owned(),
+            uri,
             read_at,
             contents: result.contents,
             ttl_ms: result.ttl_ms,

@@ -12,13 +12,15 @@
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
+use super::SharedStr;
+
 /// For `#[serde(default, deserialize_with = "bulk_text::optional")]` on an
-/// `Option<String>`: `null` is `None`, a string is `Some`.
-pub(crate) fn optional<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+/// `Option<SharedStr>`: `null` is `None`, a string is `Some`.
+pub(crate) fn optional<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SharedStr>, D::Error> {
     Ok(Option::<BulkText>::deserialize(d)?.map(|t| t.0))
 }
 
-struct BulkText(String);
+struct BulkText(SharedStr);
 
 impl<'de> Deserialize<'de> for BulkText {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -29,33 +31,36 @@ impl<'de> Deserialize<'de> for BulkText {
 struct TextVisitor;
 
 impl TextVisitor {
-    fn utf8<E: de::Error>(bytes: Vec<u8>) -> Result<String, E> {
-        String::from_utf8(bytes).map_err(|e| E::custom(format!("invalid UTF-8 in a string: {e}")))
+    fn utf8<E: de::Error>(bytes: &[u8]) -> Result<SharedStr, E> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(SharedStr::from(text)),
+            Err(e) => Err(E::custom(format!("invalid UTF-8 in a string: {e}"))),
+        }
     }
 }
 
 impl<'de> Visitor<'de> for TextVisitor {
-    type Value = String;
+    type Value = SharedStr;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a string")
     }
 
     // Deserializers that hand out strings (a `serde_json::Value`, say) checked them.
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
-        Ok(v.to_owned())
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<SharedStr, E> {
+        Ok(SharedStr::from(v))
     }
 
-    fn visit_string<E: de::Error>(self, v: String) -> Result<String, E> {
-        Ok(v)
+    fn visit_string<E: de::Error>(self, v: String) -> Result<SharedStr, E> {
+        Ok(SharedStr::from(v))
     }
 
-    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<String, E> {
-        Self::utf8(v.to_vec())
-    }
-
-    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<String, E> {
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<SharedStr, E> {
         Self::utf8(v)
+    }
+
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<SharedStr, E> {
+        Self::utf8(&v)
     }
 }
 

@@ -10,13 +10,20 @@
 //! string decoded by serde_json itself) — and checks every byte it accepts: no raw
 //! control byte, valid UTF-8, valid JSON up to the end.
 //!
+//! The strings of the result are [`SharedStr`] ranges of one copy of the payload from
+//! its first string on, made when that string is read: one allocation for the whole
+//! result, not one per string (and not the reader's whole buffer kept alive by a read
+//! that is kept).
+//!
 //! Anything else (another member such as `annotations` or `_meta`, a duplicate, a
 //! value of another type, trailing bytes, an error) makes it give up, and the result
 //! goes through serde as before. It never decides anything serde would decide
 //! differently: what it accepts, serde accepts with the same value, and whatever it
 //! does not accept, serde judges (a test holds the two to that on mutated inputs).
 
-use super::{ReadResourceResult, ResourceContents};
+use std::sync::Arc;
+
+use super::{ReadResourceResult, ResourceContents, SharedStr};
 
 /// The result in `raw` (its JSON text, possibly followed by whitespace), when it is in
 /// the layout this reader takes; `None` for anything else.
@@ -31,6 +38,7 @@ pub(crate) fn read_result(raw: &[u8]) -> Option<ReadResourceResult> {
         b: raw,
         i: 0,
         controls: crate::jsonrpc::has_control_byte(raw),
+        shared: None,
     };
     let mut contents = None;
     let mut result_type = None;
@@ -49,9 +57,9 @@ pub(crate) fn read_result(raw: &[u8]) -> Option<ReadResourceResult> {
     }
     Some(ReadResourceResult {
         contents: contents?,
-        result_type: result_type.flatten(),
+        result_type: result_type.flatten().map(String::from),
         ttl_ms: ttl_ms.flatten(),
-        cache_scope: cache_scope.flatten(),
+        cache_scope: cache_scope.flatten().map(String::from),
         meta: None,
     })
 }
@@ -104,6 +112,9 @@ struct Cursor<'a> {
     /// Whether the payload holds a byte below 0x20 somewhere (whitespace, or a raw
     /// control byte, which no string may hold).
     controls: bool,
+    /// The one copy of `text[from..]` the result's strings share, and `from`: made
+    /// when the first string is read, at its start.
+    shared: Option<(Arc<str>, usize)>,
 }
 
 impl<'a> Cursor<'a> {
@@ -201,7 +212,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// `null` or a string.
-    fn optional_string(&mut self) -> Option<Option<String>> {
+    fn optional_string(&mut self) -> Option<Option<SharedStr>> {
         if self.b[self.i..].starts_with(b"null") {
             self.i += 4;
             return Some(None);
@@ -209,9 +220,10 @@ impl<'a> Cursor<'a> {
         self.string().map(Some)
     }
 
-    /// A string. One without escapes is checked (no raw control byte, valid UTF-8)
-    /// and copied; one with escapes is decoded by serde_json.
-    fn string(&mut self) -> Option<String> {
+    /// A string. One without escapes is checked (no raw control byte; UTF-8 was
+    /// checked for the whole payload) and shared; one with escapes is decoded by
+    /// serde_json.
+    fn string(&mut self) -> Option<SharedStr> {
         if self.b.get(self.i) != Some(&b'"') {
             return None;
         }
@@ -222,9 +234,18 @@ impl<'a> Cursor<'a> {
             if self.controls && crate::jsonrpc::has_control_byte(&rest[..end]) {
                 return None;
             }
-            let text = self.text.get(start..start + end)?;
+            let (all, from) = match &self.shared {
+                Some((all, from)) => (all, *from),
+                None => {
+                    let all = Arc::from(self.text.get(start..)?);
+                    (&self.shared.insert((all, start)).0, start)
+                }
+            };
+            // The cursor only moves on: every later string starts after `from`.
+            let at = start.checked_sub(from)?;
+            let text = SharedStr::slice_of(all, at..at + end)?;
             self.i = start + end + 1;
-            return Some(text.to_owned());
+            return Some(text);
         }
         // Escapes: find the closing quote (a backslash escapes the byte after it), then
         // decode the whole string token exactly as serde_json does.
@@ -239,7 +260,7 @@ impl<'a> Cursor<'a> {
         }
         let text = serde_json::from_slice::<String>(&self.b[self.i..=at]).ok()?;
         self.i = at + 1;
-        Some(text)
+        Some(SharedStr::from(text))
     }
 
     /// `null` or a number, read by serde_json.
@@ -282,6 +303,25 @@ mod tests {
             assert!(read.is_some(), "{raw} should be read");
             assert_eq!(read, serde(raw.as_bytes()), "{raw}");
         }
+    }
+
+    #[test]
+    fn the_strings_of_a_read_share_one_copy_of_it() {
+        let raw = br#"{"contents":[{"uri":"a://b","mimeType":"text/plain","text":"hi"},{"uri":"c","text":"e\u0301"}]}"#;
+        let read = read_result(raw).unwrap();
+        let [first, second] = &read.contents[..] else {
+            panic!("two contents: {read:?}")
+        };
+        let text = first.text.as_ref().unwrap();
+        assert!(first.uri.shares_text_with(text));
+        assert!(first
+            .uri
+            .shares_text_with(first.mime_type.as_ref().unwrap()));
+        assert!(first.uri.shares_text_with(&second.uri));
+        // A string with escapes is decoded on its own.
+        let decoded = second.text.as_ref().unwrap();
+        assert_eq!(decoded, "e\u{301}");
+        assert!(!first.uri.shares_text_with(decoded));
     }
 
     #[test]

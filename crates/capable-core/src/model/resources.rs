@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{JsonObject, Page};
+use super::{JsonObject, Page, SharedStr};
 use crate::jsonrpc::Payload;
 
 /// A resource as listed by `resources/list`.
@@ -97,29 +97,30 @@ pub struct UriParams<'a> {
     pub uri: &'a str,
 }
 
-/// One item of a `resources/read` result: text or base64 blob.
+/// One item of a `resources/read` result: text or base64 blob. Its strings are
+/// [`SharedStr`]s: ranges of one copy of the result, cloned without copying.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceContents {
     /// The URI of this content (may be a sub-resource of the one read).
-    pub uri: String,
+    pub uri: SharedStr,
     /// MIME type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
+    pub mime_type: Option<SharedStr>,
     /// Text content.
     #[serde(
         default,
         deserialize_with = "super::bulk_text::optional",
         skip_serializing_if = "Option::is_none"
     )]
-    pub text: Option<String>,
+    pub text: Option<SharedStr>,
     /// Binary content, base64.
     #[serde(
         default,
         deserialize_with = "super::bulk_text::optional",
         skip_serializing_if = "Option::is_none"
     )]
-    pub blob: Option<String>,
+    pub blob: Option<SharedStr>,
     /// Annotations (`lastModified`, `audience`, `priority`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,

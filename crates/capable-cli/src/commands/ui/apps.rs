@@ -106,7 +106,7 @@ pub async fn read(State(app): Shared, bytes: Bytes) -> Response<Body> {
             return usage(format!("{uri} has no contents"));
         };
         let html = match (&content.text, &content.blob) {
-            (Some(text), _) => text.clone(),
+            (Some(text), _) => text.to_string(),
             (None, Some(blob)) => match base64::engine::general_purpose::STANDARD.decode(blob) {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(_) => return usage(format!("{uri}: its blob is not base64")),
