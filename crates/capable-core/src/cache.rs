@@ -33,7 +33,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::jsonrpc::Payload;
+use crate::jsonrpc::{Params, Payload};
 use crate::method::Method;
 use crate::model::is_same_or_sub_resource;
 use crate::time::Now;
@@ -121,11 +121,11 @@ impl CacheKey {
     /// The key of a request, or `None` when its result is never kept (a method with
     /// no caching hints, or a multi round-trip retry, which carries
     /// `inputResponses` or `requestState`).
-    pub fn new<P: Serialize + ?Sized>(method: Method, params: &P) -> Option<CacheKey> {
+    pub fn new<P: Params + ?Sized>(method: Method, params: &P) -> Option<CacheKey> {
         if !is_cacheable(method) {
             return None;
         }
-        let mut params = serde_json::to_value(params).ok()?;
+        let mut params = params.to_value().ok()?;
         if let Some(obj) = params.as_object_mut() {
             if obj.contains_key("inputResponses") || obj.contains_key("requestState") {
                 return None;

@@ -85,7 +85,7 @@ pub use config::{ClientConfig, GatePolicy, ProtocolChoice, Timeouts};
 pub use connection::{Connection, Event, NotSent, ResponseError, TimedOut, Timeout, Timing};
 pub use extensions::Extension;
 pub use gating::{ListenFilter, Refusal, Requirement};
-pub use jsonrpc::{Incoming, Payload, RequestId, RpcError};
+pub use jsonrpc::{Incoming, Params, Payload, RequestId, RpcError};
 pub use method::Method;
 pub use negotiation::{Established, Negotiated, Negotiating, NegotiationError, Step};
 pub use notice::Notice;

@@ -59,7 +59,8 @@ pub use capable_core::cache::CachePolicy;
 pub use capable_core::Extension;
 pub use capable_core::{
     Capability, ClientCapabilities, ClientConfig, Era, Flag, GatePolicy, ListenFilter, Method,
-    ProtocolChoice, ProtocolVersion, Refusal, Revision, ServerCapabilities, Timeouts, Violation,
+    Params, ProtocolChoice, ProtocolVersion, Refusal, Revision, ServerCapabilities, Timeouts,
+    Violation,
 };
 pub use connect::{connect, connect_http, connect_stdio};
 pub use error::Error;

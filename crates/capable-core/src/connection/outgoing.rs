@@ -4,11 +4,9 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
-
 use crate::config::GatePolicy;
 use crate::gating::{self, ListenFilter};
-use crate::jsonrpc::{self, RequestId};
+use crate::jsonrpc::{self, Params, RequestId};
 use crate::method::Method;
 use crate::model::{ListenFilterWire, ListenParams};
 use crate::version::Era;
@@ -23,7 +21,7 @@ impl<W> Connection<W> {
     ///
     /// With `timing.progress` the request asks for progress notifications; its token
     /// is its id.
-    pub fn request<P: Serialize + ?Sized>(
+    pub fn request<P: Params + ?Sized>(
         &mut self,
         method: Method,
         params: &P,
@@ -77,7 +75,7 @@ impl<W> Connection<W> {
         Ok(self.write_request(Method::Listen, &params, timing, waiter, now, out))
     }
 
-    fn write_request<P: Serialize + ?Sized>(
+    fn write_request<P: Params + ?Sized>(
         &mut self,
         method: Method,
         params: &P,
@@ -110,7 +108,7 @@ impl<W> Connection<W> {
         id
     }
 
-    fn write_request_with_meta<P: Serialize + ?Sized>(
+    fn write_request_with_meta<P: Params + ?Sized>(
         &self,
         out: &mut Vec<u8>,
         id: &RequestId,

@@ -27,8 +27,9 @@ pub use incoming::{answered_id, split_batch, FramingError, Incoming};
 pub use payload::Payload;
 pub use shape::{count_values, value_budget, within_value_budget};
 pub(crate) use shape::{has_control_byte, result_by_shape};
+pub(crate) use write::write_name;
 pub use write::{
-    write_error, write_notification, write_request, write_request_with_meta, write_result,
+    write_error, write_notification, write_request, write_request_with_meta, write_result, Params,
 };
 
 /// A request id. MCP forbids `null`; capable issues integers and accepts strings from

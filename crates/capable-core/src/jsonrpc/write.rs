@@ -5,8 +5,30 @@ use serde::Serialize;
 
 use super::{RequestId, RpcError};
 
+/// The params of an outgoing request or notification, written straight into its line.
+///
+/// Every `Serialize` type is params, written by serde_json. A few params that every
+/// read sends ([`UriParams`](crate::model::UriParams)) write their JSON themselves,
+/// without serde's generic machinery, which costs more than the rest of the line.
+pub trait Params {
+    /// Appends the params' JSON text to `out`.
+    fn write_json(&self, out: &mut Vec<u8>);
+    /// The params as a JSON value (to key a cache entry, or to build a retry on them).
+    fn to_value(&self) -> serde_json::Result<serde_json::Value>;
+}
+
+impl<T: Serialize + ?Sized> Params for T {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_json(out, self)
+    }
+
+    fn to_value(&self) -> serde_json::Result<serde_json::Value> {
+        serde_json::to_value(self)
+    }
+}
+
 /// Writes a request as one line (`…\n`) at the end of `out`.
-pub fn write_request<P: Serialize + ?Sized>(
+pub fn write_request<P: Params + ?Sized>(
     out: &mut Vec<u8>,
     id: &RequestId,
     method: &str,
@@ -17,14 +39,14 @@ pub fn write_request<P: Serialize + ?Sized>(
     out.extend_from_slice(b",\"method\":");
     write_name(out, method);
     out.extend_from_slice(b",\"params\":");
-    write_json(out, params);
+    params.write_json(out);
     out.extend_from_slice(b"}\n");
 }
 
 /// Writes a request whose `params` gain a `_meta` object made of `meta_members`
 /// (already-serialised `"key":value` pairs, comma-separated). `params` must serialise
 /// to a JSON object.
-pub fn write_request_with_meta<P: Serialize + ?Sized>(
+pub fn write_request_with_meta<P: Params + ?Sized>(
     out: &mut Vec<u8>,
     id: &RequestId,
     method: &str,
@@ -41,7 +63,7 @@ pub fn write_request_with_meta<P: Serialize + ?Sized>(
     out.extend_from_slice(meta_members);
     out.push(b'}');
     let at = out.len();
-    write_json(out, params);
+    params.write_json(out);
     if merge_own_meta(out, params_at, at, meta_members) {
         out.extend_from_slice(b"}\n");
         return;
@@ -150,9 +172,10 @@ fn write_id(out: &mut Vec<u8>, id: &RequestId) {
     out.extend_from_slice(&digits[at..]);
 }
 
-/// Writes a method name as a JSON string: copied between quotes when nothing in it
-/// needs escaping (MCP's method names never do), else through serde_json.
-fn write_name(out: &mut Vec<u8>, name: &str) {
+/// Writes a method name (or another short string) as a JSON string: copied between
+/// quotes when nothing in it needs escaping (MCP's method names never do), else
+/// through serde_json.
+pub(crate) fn write_name(out: &mut Vec<u8>, name: &str) {
     if is_plain(name.as_bytes()) {
         out.push(b'"');
         out.extend_from_slice(name.as_bytes());

@@ -2,7 +2,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{JsonObject, Page, SharedStr};
-use crate::jsonrpc::Payload;
+use crate::jsonrpc::{Params, Payload};
 
 /// A resource as listed by `resources/list`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -90,11 +90,24 @@ impl Page for ListResourceTemplatesResult {
     }
 }
 
-/// Params naming one resource (`resources/read`, `resources/subscribe`, …).
-#[derive(Clone, Debug, Serialize)]
+/// Params naming one resource (`resources/read`, `resources/subscribe`, …):
+/// `{"uri":…}`, written without serde (see [`Params`]).
+#[derive(Clone, Debug)]
 pub struct UriParams<'a> {
     /// The resource's URI.
     pub uri: &'a str,
+}
+
+impl Params for UriParams<'_> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"uri\":");
+        crate::jsonrpc::write_name(out, self.uri);
+        out.push(b'}');
+    }
+
+    fn to_value(&self) -> serde_json::Result<Value> {
+        Ok(serde_json::json!({ "uri": self.uri }))
+    }
 }
 
 /// One item of a `resources/read` result: text or base64 blob. Its strings are
@@ -169,5 +182,29 @@ pub fn is_same_or_sub_resource(uri: &str, subscribed: &str) -> bool {
         Some("") => true,
         Some(rest) => rest.starts_with(['/', '#', '?']) || subscribed.ends_with('/'),
         None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UriParams;
+    use crate::jsonrpc::Params;
+
+    #[test]
+    fn uri_params_are_written_as_serde_would_write_them() {
+        for uri in [
+            "bench://1k",
+            "",
+            "file:///a b/é.md",
+            "q\"uote\\",
+            "ctl\u{1}\n",
+            "🦀",
+        ] {
+            let mut out = b"x".to_vec();
+            UriParams { uri }.write_json(&mut out);
+            let serde = serde_json::json!({ "uri": uri });
+            assert_eq!(&out[1..], serde.to_string().as_bytes(), "{uri:?}");
+            assert_eq!(UriParams { uri }.to_value().unwrap(), serde);
+        }
     }
 }

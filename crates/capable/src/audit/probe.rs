@@ -13,11 +13,10 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use capable_core::model::ListParams;
-use capable_core::Method;
+use capable_core::{Method, Params};
 
 use super::recorder::Recorder;
 use super::report::{Check, Finding, FindingKind, Outcome, ServerId};
@@ -120,7 +119,7 @@ impl Auditor<'_> {
 
     /// One probe: send, then validate the exact result received against `def`.
     /// Failures are recorded (check + finding) here; the caller records success.
-    pub(super) async fn probe<P: Serialize + ?Sized>(
+    pub(super) async fn probe<P: Params + ?Sized>(
         &mut self,
         capability: &str,
         check: &str,
@@ -133,7 +132,7 @@ impl Auditor<'_> {
             .session
             .request::<Value, Value>(
                 method,
-                &serde_json::to_value(params).unwrap_or_default(),
+                &params.to_value().unwrap_or_default(),
                 RequestOptions::default(),
             )
             .await;

@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use capable_core::cache::{CacheKey, CachePolicy};
 use capable_core::model::ProgressParams;
-use capable_core::{Method, NotSent, Payload, Timing};
+use capable_core::{Method, NotSent, Params, Payload, Timing};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::driver::{Answer, Outcome, Shared, Waiter};
@@ -83,7 +82,7 @@ impl Session {
         options: RequestOptions,
     ) -> Result<T, Error>
     where
-        P: Serialize + ?Sized,
+        P: Params + ?Sized,
         T: DeserializeOwned,
     {
         let payload = self.request_payload(method, params, options).await?;
@@ -103,7 +102,7 @@ impl Session {
         options: RequestOptions,
     ) -> Result<Payload, Error>
     where
-        P: Serialize + ?Sized,
+        P: Params + ?Sized,
     {
         Ok(self.request_answer(method, params, options).await?.payload)
     }
@@ -116,7 +115,7 @@ impl Session {
         mut options: RequestOptions,
     ) -> Result<Answer, Error>
     where
-        P: Serialize + ?Sized,
+        P: Params + ?Sized,
     {
         let key = match options.cache {
             CachePolicy::Bypass => None,
@@ -157,7 +156,7 @@ impl Session {
         options: &mut RequestOptions,
     ) -> Result<Answer, Error>
     where
-        P: Serialize + ?Sized,
+        P: Params + ?Sized,
     {
         self.exchange_keyed(method, params, options, None).await
     }
@@ -171,7 +170,7 @@ impl Session {
         key: Option<CacheKey>,
     ) -> Result<Answer, Error>
     where
-        P: Serialize + ?Sized,
+        P: Params + ?Sized,
     {
         let (ptx, mut prx) = match options.on_progress {
             Some(_) => {

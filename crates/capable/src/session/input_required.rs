@@ -4,8 +4,7 @@
 //! a new id, the answers (`inputResponses`) and the server's `requestState` echoed
 //! exactly — at most [`MAX_INPUT_ROUNDS`] times.
 
-use capable_core::{Method, Payload};
-use serde::Serialize;
+use capable_core::{Method, Params, Payload};
 
 use crate::driver::Answer;
 use crate::error::Error;
@@ -87,7 +86,7 @@ fn result_type(method: Method, payload: &Payload, tasks: bool) -> Result<ResultT
 
 impl Session {
     /// Follows `input_required` rounds until the answer is complete.
-    pub(super) async fn complete_input<P: Serialize + ?Sized>(
+    pub(super) async fn complete_input<P: Params + ?Sized>(
         &self,
         method: Method,
         params: &P,
@@ -121,14 +120,14 @@ impl Session {
 
     /// Builds the retry of an `input_required` request: the same params plus
     /// `inputResponses` and the server's `requestState`, echoed exactly.
-    async fn answer_input<P: Serialize + ?Sized>(
+    async fn answer_input<P: Params + ?Sized>(
         &self,
         method: Method,
         params: &P,
         input: InputRequired,
     ) -> Result<serde_json::Value, Error> {
         let responses = self.answer_requests(method, input.input_requests).await?;
-        let mut retry = serde_json::to_value(params).map_err(|e| Error::MalformedResult {
+        let mut retry = params.to_value().map_err(|e| Error::MalformedResult {
             method,
             detail: e.to_string(),
         })?;
