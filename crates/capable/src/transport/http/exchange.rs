@@ -40,7 +40,9 @@ impl Exchanges {
         // Registered under the lock the task takes to forget itself: a task that ends
         // at once cannot leave a stale entry behind.
         let mut tasks = self.lock();
-        let task = tokio::spawn({
+        // Boxed: the task then holds a pointer, and spawning it (and finishing it)
+        // moves a few bytes instead of the whole exchange's state, which is large.
+        let task = tokio::spawn(Box::pin({
             let http = http.clone();
             async move {
                 if let Err(e) = run(http.clone(), ex, request).await {
@@ -53,7 +55,7 @@ impl Exchanges {
                     http.sent_lock().remove(&ex);
                 }
             }
-        });
+        }));
         tasks.insert(ex, (generation, task.abort_handle()));
     }
 
