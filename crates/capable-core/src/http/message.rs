@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::message_layout::Members;
 use crate::jsonrpc::codes;
 
 /// One outgoing JSON-RPC message, as written by the connection: its bytes, sent as
@@ -92,6 +93,9 @@ impl Outgoing {
     /// the connection never writes) is parsed whole and read from its value, so that
     /// either way the last of duplicate members counts, as in a parsed value.
     pub(crate) fn parse(line: &[u8]) -> Option<Outgoing> {
+        if let Some(out) = super::message_layout::read(line).and_then(|m| Outgoing::of(line, m)) {
+            return Some(out);
+        }
         let first = line.iter().find(|b| !b.is_ascii_whitespace());
         if first != Some(&b'{') {
             return None;
@@ -103,6 +107,33 @@ impl Outgoing {
                 Outgoing::of_value(line.to_vec(), &value)
             }
         }
+    }
+
+    /// The message whose members (in the connection's layout) are `m`; `None` if a
+    /// member's JSON does not read as a value after all.
+    fn of(line: &[u8], m: Members<'_>) -> Option<Outgoing> {
+        let value = |raw: &[u8]| serde_json::from_slice::<Value>(raw).ok();
+        let id = match m.id {
+            // The connection's own ids: digits, read without serde.
+            Some(raw) if raw.iter().all(u8::is_ascii_digit) => Some(Value::from(
+                std::str::from_utf8(raw).ok()?.parse::<u64>().ok()?,
+            )),
+            Some(raw) => Some(value(raw)?),
+            None => None,
+        };
+        let mut out = Outgoing::empty(line.to_vec(), id, m.method.map(str::to_owned));
+        out.version = m.version.map(str::to_owned);
+        // The values only a few methods keep are read only for those.
+        let arguments = match (out.method(), m.arguments) {
+            (Some("tools/call"), Some(raw)) => Some(value(raw)?),
+            _ => None,
+        };
+        let request_id = match (out.method(), m.request_id) {
+            (Some("notifications/cancelled"), Some(raw)) => Some(value(raw)?),
+            _ => None,
+        };
+        out.pick(m.name, m.uri, m.task_id, arguments, request_id);
+        Some(out)
     }
 
     /// The message `value` (an object), written compactly.
@@ -334,7 +365,7 @@ mod tests {
         ];
         let mut m = crate::mutate::Mutator::new(0x2545_f491_4f6c_dd1d);
         const BYTES: &[u8] = b"{}[]\",:\\ 0123456789abnlu";
-        let mut read = 0;
+        let (mut read, mut by_layout) = (0, 0);
         for round in 0..20_000 {
             // The seeds as they are first, then mutated.
             let line = match seeds.get(round) {
@@ -351,8 +382,15 @@ mod tests {
             if direct.is_some() {
                 read += 1;
             }
+            if super::super::message_layout::read(&line).is_some() {
+                by_layout += 1;
+            }
         }
         assert!(read > 5000, "too few mutations read to mean much: {read}");
+        assert!(
+            by_layout > 2000,
+            "too few read by the layout reader: {by_layout}"
+        );
     }
 
     #[test]

@@ -49,6 +49,7 @@ mod authorizing;
 mod call;
 mod headers;
 mod message;
+mod message_layout;
 pub mod param_headers;
 mod reconnect;
 pub mod redact;
