@@ -392,6 +392,20 @@ fn the_inspector_in_a_real_browser() {
     b.click("[data-testid=audit-download]");
     b.screenshot(&shots().join("audit.png"));
 
+    // The server's stderr, followed live: a line it writes while its panel is open
+    // shows up there, with no refresh by hand.
+    open(&b, "tools", "stderr");
+    b.execute(
+        "fetch('/api/call', {method: 'POST', credentials: 'same-origin', headers: {'content-type': 'application/json'}, body: JSON.stringify({server: 'tools', tool: 'echo', arguments: {message: 'a live stderr line'}, call: 'stderr-live', task: false})}); return true",
+        serde_json::json!([]),
+    );
+    b.wait_until(
+        "the line shows in the open stderr panel",
+        "return document.querySelector('[data-testid=stderr]').textContent.includes('capable fixture: echo a live stderr line')",
+        WAIT,
+    );
+    b.screenshot(&shots().join("stderr.png"));
+
     // Nothing the page did broke its Content-Security-Policy, and it asked nothing of
     // any other origin (no CDN, no font, no analytics).
     let violations = b.execute("return window.__csp", serde_json::json!([]));

@@ -567,3 +567,44 @@ async fn a_modern_servers_list_changed_on_its_listen_stream_refreshes_its_tools(
     assert_eq!(tools(), ["cloud/deploy", "cloud/rollback"]);
     within(LIMIT, host.shutdown()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_stderr_reaches_the_host_live_with_its_secrets_scrubbed() {
+    let mark = marker("stderr");
+    let secret = "stderr-test-secret-0123456789";
+    let mut tools = fixture("no-resources", &[], &mark);
+    tools["env"]["API_TOKEN"] = json!(secret);
+    let config = json!({"mcpServers": {
+        "tools": tools,
+        "docs": fixture("read-only", &[], &mark),
+    }});
+    let file = ConfigFile::from_text(&config.to_string(), "stderr.json", &|_| None).unwrap();
+    let host = Host::from_config(&file, options());
+    within(LIMIT, host.settled()).await;
+    let mut events = host.events();
+    let arguments = json!({"message": format!("hello {secret}")});
+    let called = host
+        .call_tool("tools/echo", arguments.as_object())
+        .await
+        .unwrap();
+    assert_eq!(called.content[0]["text"], format!("hello {secret}"));
+    // The line the fixture wrote while answering, as a host event of its server.
+    let line = within(LIMIT, async {
+        loop {
+            if let HostEvent::Stderr { server, line } = events.recv().await.unwrap() {
+                assert_eq!(server, "tools", "only the server that wrote it");
+                return line;
+            }
+        }
+    })
+    .await;
+    assert_eq!(&*line, "capable fixture: echo hello ***");
+    let tail = host.session("tools").unwrap().stderr_tail();
+    assert!(tail.ends_with("capable fixture: echo hello ***"), "{tail}");
+    within(LIMIT, host.shutdown()).await;
+    assert_eq!(
+        processes_marked(&mark),
+        Vec::<u32>::new(),
+        "processes left behind"
+    );
+}

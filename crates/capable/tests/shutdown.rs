@@ -125,3 +125,31 @@ async fn close_ends_a_server_with_a_request_in_flight() {
     })
     .await
 }
+
+#[tokio::test]
+async fn stderr_is_followed_line_by_line_until_the_server_is_gone() {
+    use tokio::sync::broadcast::error::RecvError;
+    let session = within(
+        LIMIT,
+        connect_stdio(&fixture("no-resources"), Default::default()),
+    )
+    .await
+    .expect("connect");
+    let mut lines = session.stderr_lines().expect("a stdio server has stderr");
+    for message in ["one", "two", "three"] {
+        let args = serde_json::json!({ "message": message });
+        within(LIMIT, session.call_tool("echo", args.as_object()))
+            .await
+            .expect("echo");
+    }
+    // In the order written, each once; then, with the server closed, the end.
+    for message in ["one", "two", "three"] {
+        let line = within(LIMIT, lines.recv()).await.expect("a line");
+        assert_eq!(&*line, format!("capable fixture: echo {message}"));
+    }
+    within(LIMIT, session.close()).await;
+    assert!(matches!(
+        within(LIMIT, lines.recv()).await,
+        Err(RecvError::Closed)
+    ));
+}

@@ -31,7 +31,9 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 /// An immutable string shared by reference count: a range of a larger text (the JSON
-/// of the message it was read from) or a whole one. See the [module docs](self).
+/// of the message it was read from) or a whole one. The strings of one read share one
+/// copy of its text, and a clone counts a reference instead of copying it; it derefs to
+/// `str`, compares with `str` and `String`, and serialises as a JSON string.
 #[derive(Clone)]
 pub struct SharedStr {
     all: Arc<str>,

@@ -1,11 +1,13 @@
 //! The host's one stream of events: every server's state changes, list changes,
-//! violations, notices and notifications, each with the server's name.
+//! violations, notices, notifications and stderr lines, each with the server's name.
 //!
 //! [`Host::events`](crate::host::Host::events) hands out a receiver of a broadcast: any
 //! number of observers (a UI, a log, a test) follow it; one that falls behind loses
 //! the oldest events (`RecvError::Lagged`) and never slows a server down. What was
 //! lost can be read back at any time from [`Host::servers`](crate::host::Host::servers)
 //! and the merged lists.
+
+use std::sync::Arc;
 
 use capable_core::{Notice, Violation};
 
@@ -65,6 +67,15 @@ pub enum HostEvent {
         /// The notification.
         notification: ServerNotification,
     },
+    /// A line the server wrote to stderr (a stdio server, while it is up; secrets
+    /// scrubbed). The lines written before it was ready are in its session's
+    /// [`stderr_tail`](crate::Session::stderr_tail).
+    Stderr {
+        /// The server.
+        server: String,
+        /// The line, without its newline.
+        line: Arc<str>,
+    },
 }
 
 impl HostEvent {
@@ -76,7 +87,8 @@ impl HostEvent {
             | HostEvent::ListFailed { server, .. }
             | HostEvent::Violation { server, .. }
             | HostEvent::Notice { server, .. }
-            | HostEvent::Notification { server, .. } => server,
+            | HostEvent::Notification { server, .. }
+            | HostEvent::Stderr { server, .. } => server,
         }
     }
 }

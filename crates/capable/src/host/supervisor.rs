@@ -321,6 +321,7 @@ async fn follow(
         return End::Failed(error);
     }
     let mut notifications = session.notifications();
+    let mut stderr = session.stderr_lines();
     let fetching = futures_util::future::join_all(
         ListKind::ALL.map(|list| async move { (list, catalog::fetch(session, list).await) }),
     );
@@ -359,6 +360,13 @@ async fn follow(
                         return End::Failed(session.ended().unwrap_or(Error::Closed));
                     }
                 }
+                continue;
+            }
+            line = next_stderr_line(&mut stderr) => {
+                host.emit(HostEvent::Stderr {
+                    server: server.name.clone(),
+                    line,
+                });
                 continue;
             }
             n = next_notification(&mut notifications) => n,
@@ -422,6 +430,22 @@ async fn next_notification(
         *rx = None;
     }
     std::future::pending().await
+}
+
+/// The server's next stderr line; pending for ever without one to come (an HTTP
+/// server, or a stderr that ended). Lines missed by falling behind are skipped: the
+/// session's tail still has them.
+async fn next_stderr_line(lines: &mut Option<broadcast::Receiver<Arc<str>>>) -> Arc<str> {
+    loop {
+        let Some(rx) = lines.as_mut() else {
+            return std::future::pending().await;
+        };
+        match rx.recv().await {
+            Ok(line) => return line,
+            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => *lines = None,
+        }
+    }
 }
 
 async fn next_listened(listener: &mut Option<Listener>) -> ServerNotification {

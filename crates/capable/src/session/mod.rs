@@ -176,6 +176,32 @@ impl Session {
         self.shared.peer.stderr_tail()
     }
 
+    /// Each line the server writes to stderr from now on, live (secrets scrubbed, as in
+    /// [`Session::stderr_tail`], which keeps the lines written before). A follower
+    /// that falls more than 32 lines behind misses the oldest of them
+    /// (`RecvError::Lagged`). `None` for a server that is no process of ours (HTTP).
+    ///
+    /// The channel closes when the server's stderr reaches its end (it exited, and
+    /// nothing of its group holds the pipe any more).
+    ///
+    /// ```no_run
+    /// use tokio::sync::broadcast::error::RecvError;
+    /// # async fn run(session: capable::Session) {
+    /// if let Some(mut lines) = session.stderr_lines() {
+    ///     loop {
+    ///         match lines.recv().await {
+    ///             Ok(line) => eprintln!("server: {line}"),
+    ///             Err(RecvError::Lagged(missed)) => eprintln!("({missed} lines missed)"),
+    ///             Err(RecvError::Closed) => break,
+    ///         }
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn stderr_lines(&self) -> Option<tokio::sync::broadcast::Receiver<std::sync::Arc<str>>> {
+        self.shared.peer.stderr_lines()
+    }
+
     /// The server's process id, which is also the id of its process group (every
     /// process it starts stays in it unless it moves itself out; [`Session::close`]
     /// ends the whole group). `None` for a server that is no process of ours (HTTP).

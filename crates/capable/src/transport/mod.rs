@@ -196,6 +196,11 @@ pub trait Peer: Send + Sync + 'static {
     fn shutdown(&self) -> BoxFuture<'_, Option<ExitStatus>>;
     /// The last lines the server wrote to stderr (not an error signal by itself).
     fn stderr_tail(&self) -> String;
+    /// Each line the server writes to stderr from now on, as it is written (secrets
+    /// scrubbed as in the tail); `None` for a server with no stderr of ours (HTTP).
+    fn stderr_lines(&self) -> Option<tokio::sync::broadcast::Receiver<std::sync::Arc<str>>> {
+        None
+    }
     /// The server's process id, which is also its process group's (`None` for a
     /// server that is not a process of ours).
     fn process_id(&self) -> Option<u32> {

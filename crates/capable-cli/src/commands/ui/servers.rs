@@ -454,6 +454,9 @@ async fn forward(
                     json!({"server": server, "text": notice.to_string()}),
                 );
             }
+            HostEvent::Stderr { line, .. } => {
+                bus.publish("stderr", json!({"server": server, "line": &*line}));
+            }
             _ => {}
         }
     }

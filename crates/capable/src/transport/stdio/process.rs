@@ -8,21 +8,31 @@ use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use capable_core::secrets::Secrets;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Child;
+use tokio::sync::broadcast;
 
 use crate::transport::{BoxFuture, Peer};
 
-/// The last lines a server wrote to stderr, bounded in lines and bytes.
+/// The last lines a server wrote to stderr, bounded in lines and bytes, and the
+/// channel that hands each new line to whoever follows them live.
 #[derive(Default)]
 pub(super) struct StderrTail {
     lines: VecDeque<String>,
     bytes: usize,
+    /// Made when someone first follows the lines (see [`Peer::stderr_lines`]), with
+    /// the secrets to scrub out of each line it carries.
+    live: Option<(broadcast::Sender<Arc<str>>, Secrets)>,
+    /// The server's stderr reached its end: no line comes any more.
+    ended: bool,
 }
 
 impl StderrTail {
     const MAX_LINES: usize = 200;
     const MAX_BYTES: usize = 64 * 1024;
+    /// How many lines a follower may fall behind before it misses the oldest.
+    const LIVE_LINES: usize = 32;
 
     fn push(&mut self, mut line: String) {
         if line.len() > Self::MAX_BYTES {
@@ -32,6 +42,11 @@ impl StderrTail {
             }
             line.truncate(cut);
         }
+        if let Some((live, secrets)) = &self.live {
+            if live.receiver_count() > 0 {
+                let _ = live.send(Arc::from(secrets.scrub(&line).as_ref()));
+            }
+        }
         self.bytes += line.len();
         self.lines.push_back(line);
         while self.lines.len() > Self::MAX_LINES || self.bytes > Self::MAX_BYTES {
@@ -40,6 +55,28 @@ impl StderrTail {
                 None => break,
             }
         }
+    }
+
+    /// A follower of the lines written from now on.
+    /// Once the stderr ended, a follower's channel is closed (after the lines it
+    /// still holds).
+    fn follow(&mut self, secrets: &Secrets) -> broadcast::Receiver<Arc<str>> {
+        match &self.live {
+            Some((live, _)) => live.subscribe(),
+            None => {
+                let (live, lines) = broadcast::channel(Self::LIVE_LINES);
+                if !self.ended {
+                    self.live = Some((live, secrets.clone()));
+                }
+                lines
+            }
+        }
+    }
+
+    /// The stderr reached its end: followers see their channel close.
+    fn end(&mut self) {
+        self.ended = true;
+        self.live = None;
     }
 
     fn text(&self) -> String {
@@ -94,6 +131,9 @@ pub(super) async fn read_stderr(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mu
     if !line.is_empty() {
         finish(&mut line);
     }
+    if let Ok(mut t) = tail.lock() {
+        t.end();
+    }
 }
 
 /// How long an exited server's last stderr lines may take to be read.
@@ -134,7 +174,7 @@ pub(super) struct StdioPeer {
     pub(super) grace: Duration,
     /// The secret-looking values of the server's environment, cut out of its words:
     /// a crash report may print its configuration.
-    pub(super) secrets: capable_core::secrets::Secrets,
+    pub(super) secrets: Secrets,
 }
 
 impl StdioPeer {
@@ -200,6 +240,11 @@ impl Peer for StdioPeer {
     fn stderr_tail(&self) -> String {
         let text = self.tail.lock().map(|t| t.text()).unwrap_or_default();
         self.secrets.scrub(&text).into_owned()
+    }
+
+    fn stderr_lines(&self) -> Option<broadcast::Receiver<Arc<str>>> {
+        let mut tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        Some(tail.follow(&self.secrets))
     }
 
     fn process_id(&self) -> Option<u32> {

@@ -116,7 +116,7 @@ function renderMain() {
     TABS.map(([id, label]) => h('button', {
       type: 'button', role: 'tab', 'data-testid': 'tab-' + id, 'data-tab': id,
       'aria-selected': app.tab === id ? 'true' : 'false', tabindex: app.tab === id ? '0' : '-1',
-      onclick: () => { app.tab = id; renderMain(); },
+      onclick: () => { app.tab = id; renderMain(); if (id === 'stderr') refresh(); },
     }, label)));
   // The panel is swapped only when it is another one: a form being filled in keeps
   // its focus and what was typed across live updates.
@@ -143,6 +143,7 @@ function tabKeys(e) {
   e.preventDefault();
   app.tab = TABS[j][0];
   renderMain();
+  if (app.tab === 'stderr') refresh();
   const b = document.querySelector('[data-tab="' + app.tab + '"]');
   if (b) b.focus();
 }
@@ -180,6 +181,12 @@ function follow() {
   es.addEventListener('progress', (e) => { const d = parse(e); if (d) progressEvent(d); });
   es.addEventListener('task', (e) => { const d = parse(e); if (d) taskEvent(d); });
   es.addEventListener('elicit', (e) => { const d = parse(e); if (d) elicitEvent(d); });
+  // A server's stderr is followed while its panel is shown (each line re-reads the
+  // tail, coalesced); another panel reads it when it is opened.
+  es.addEventListener('stderr', (e) => {
+    const d = parse(e);
+    if (d && d.server === app.selected && app.tab === 'stderr') refresh();
+  });
   for (const kind of ['state', 'lists', 'violation', 'notice']) {
     es.addEventListener(kind, () => refresh());
   }

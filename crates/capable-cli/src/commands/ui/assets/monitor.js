@@ -117,7 +117,7 @@ export function auditPanel(el, server) {
 
 export function stderrPanel(s, refresh) {
   return h('section', { class: 'panel', 'data-testid': 'panel-stderr' },
-    h('div', { class: 'row' }, h('span', { class: 'muted' }, 'The last lines the server wrote to stderr (stdio servers).'),
+    h('div', { class: 'row' }, h('span', { class: 'muted' }, 'The last lines the server wrote to stderr (stdio servers), followed live.'),
       h('button', { type: 'button', onclick: refresh }, 'Refresh')),
     h('pre', { 'data-testid': 'stderr' }, s.stderr || (s.reason || '(nothing)')));
 }
