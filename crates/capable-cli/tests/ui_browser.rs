@@ -322,6 +322,39 @@ fn the_inspector_in_a_real_browser() {
         "return document.getElementById('status').textContent === 'again: Sunny in Oslo'",
         WAIT,
     );
+    // Links: a script URL is refused at once; a web link is offered in the page, and
+    // opened only when the person says so.
+    b.click("#badlink");
+    b.wait_until(
+        "the script link refused without asking",
+        "return document.getElementById('linked').textContent === 'link: not opened'",
+        WAIT,
+    );
+    let clear_link = "document.getElementById('linked').textContent = ''; return true";
+    b.execute(clear_link, serde_json::json!([]));
+    b.click("#link");
+    b.leave_frame();
+    let offered = b.text("[data-testid=app-link-url]", WAIT);
+    assert_eq!(offered, "http://127.0.0.1:9/forecast?city=Oslo");
+    b.click("[data-testid=app-link-dismiss]");
+    b.enter_frame("[data-testid=app-frame]");
+    b.wait_until(
+        "a declined link is not opened",
+        "return document.getElementById('linked').textContent === 'link: not opened'",
+        WAIT,
+    );
+    b.execute(clear_link, serde_json::json!([]));
+    b.click("#link");
+    b.leave_frame();
+    let windows = b.window_count();
+    b.click("[data-testid=app-link-open]");
+    b.wait_for_windows(windows + 1);
+    b.enter_frame("[data-testid=app-frame]");
+    b.wait_until(
+        "the view hears that its link was opened",
+        "return document.getElementById('linked').textContent === 'link: opened'",
+        WAIT,
+    );
     let cookie = b.execute(
         "try { return 'read: ' + document.cookie } catch (e) { return 'no access' }",
         serde_json::json!([]),

@@ -339,6 +339,23 @@ impl Browser<'_> {
         self.cmd("POST", "/frame/parent", Some(json!({})));
     }
 
+    /// How many windows (tabs) the browser has open.
+    pub fn window_count(&self) -> usize {
+        self.cmd("GET", "/window/handles", None)
+            .as_array()
+            .map_or(0, Vec::len)
+    }
+
+    /// Waits until the browser has `n` windows open.
+    #[track_caller]
+    pub fn wait_for_windows(&self, n: usize) {
+        let until = Instant::now() + WAIT;
+        while self.window_count() != n {
+            assert!(Instant::now() < until, "not {n} windows within {WAIT:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// A PNG of the viewport, written to `path`.
     pub fn screenshot(&self, path: &Path) {
         use base64::Engine;

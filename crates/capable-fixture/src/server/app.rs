@@ -2,7 +2,9 @@
 //! city's sky (text and structured content) and names `ui://weather/view` in its
 //! `_meta.ui.resourceUri`; that resource is an HTML page (`text/html;profile=mcp-app`)
 //! that speaks the host↔app bridge: `ui/initialize`, then it shows the tool input and
-//! result the host sends, and its button calls the tool again through the host.
+//! result the host sends, and its button calls the tool again through the host. Two
+//! more ask the host to open a link (`ui/open-link`): one to a web page on
+//! 127.0.0.1, one to a `javascript:` URL no host should open.
 
 use std::sync::Arc;
 
@@ -21,6 +23,9 @@ const HTML: &str = r#"<!doctype html>
 <h1 id="title">Weather</h1>
 <p id="status">waiting for the host</p>
 <button id="again" type="button">Ask for Oslo</button>
+<button id="link" type="button">Open the forecast</button>
+<button id="badlink" type="button">Open a script</button>
+<p id="linked"></p>
 <script>
 let next = 1;
 const pending = {};
@@ -49,6 +54,12 @@ request("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "weat
     document.body.dataset.host = answer.result ? answer.result.hostInfo.name : "none";
     notify("ui/notifications/initialized", {});
   });
+const openLink = (url) => request("ui/open-link", { url }).then((answer) => {
+  const r = answer.result;
+  document.getElementById("linked").textContent = "link: " + (r ? (r.isError ? "not opened" : "opened") : "error " + answer.error.message);
+});
+document.getElementById("link").addEventListener("click", () => openLink("http://127.0.0.1:9/forecast?city=Oslo"));
+document.getElementById("badlink").addEventListener("click", () => openLink("javascript:alert(1)"));
 document.getElementById("again").addEventListener("click", () => {
   request("tools/call", { name: "weather", arguments: { city: "Oslo" } }).then((answer) => {
     document.getElementById("status").textContent = "again: " + (answer.result ? text(answer.result) : "error " + answer.error.message);

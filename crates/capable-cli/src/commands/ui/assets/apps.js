@@ -3,12 +3,21 @@
 // made from the resource's declared domains. The host side of the bridge is here:
 // JSON-RPC over postMessage — `ui/initialize`, then the tool's input and result as
 // notifications; the view may call `tools/call` and `resources/read` on its own
-// server (through the same gating table), log, and ask for its height. Every bridge
-// message is listed under the view.
+// server (through the same gating table), log, ask for its height, and ask to open a
+// web link — which the person sees and opens or declines in the page, never the view
+// by itself. Every bridge message is listed under the view.
 
 import { h, fill, post, errorText } from './dom.js';
 
 const HOST = { name: 'capable ui', version: '0.1.0' };
+
+/** `url` as an http(s) link the page may offer to open; null for anything else. */
+function webLink(url) {
+  try {
+    const u = new URL(String(url));
+    return (u.protocol === 'http:' || u.protocol === 'https:') ? u.href : null;
+  } catch (_) { return null; }
+}
 
 /** Mounts the view of `tool` after a call with `args` that gave `result`. */
 export async function mountApp(server, tool, args, result, box) {
@@ -21,6 +30,7 @@ export async function mountApp(server, tool, args, result, box) {
     'data-testid': 'app-frame', class: 'app-frame', referrerpolicy: 'no-referrer',
   });
   const log = h('ol', { class: 'mono muted', 'data-testid': 'app-log' });
+  const links = h('div', {});
   const note = (dir, m) => log.appendChild(h('li', {}, dir + ' ' + (m.method || ('answer ' + m.id)) ));
   const send = (m) => { note('→', m); frame.contentWindow.postMessage(m, '*'); };
   const answer = (id, res) => send(Object.assign({ jsonrpc: '2.0', id }, res));
@@ -35,7 +45,7 @@ export async function mountApp(server, tool, args, result, box) {
       case 'ui/initialize':
         answer(m.id, { result: {
           protocolVersion: p.protocolVersion, hostInfo: HOST,
-          hostCapabilities: { serverTools: {}, serverResources: {}, logging: {} },
+          hostCapabilities: { serverTools: {}, serverResources: {}, logging: {}, openLinks: {} },
           hostContext: { theme: matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light', displayMode: 'inline' },
         } });
         return;
@@ -53,6 +63,19 @@ export async function mountApp(server, tool, args, result, box) {
         answer(m.id, c.ok ? { result: { contents: c.body.contents } } : { error: { code: -32603, message: errorText(c) } });
         return;
       }
+      case 'ui/open-link': {
+        const url = webLink(p.url);
+        if (!url) { answer(m.id, { result: { isError: true } }); return; }
+        // Offered to the person, one at a time: a new ask replaces an unanswered one.
+        if (links.pending) links.pending(false);
+        const done = (opened) => { links.pending = null; fill(links, ''); answer(m.id, { result: opened ? {} : { isError: true } }); };
+        links.pending = done;
+        fill(links, h('div', { class: 'row', 'data-testid': 'app-link' },
+          h('span', {}, 'The view asks to open '), h('code', { 'data-testid': 'app-link-url' }, url),
+          h('button', { type: 'button', 'data-testid': 'app-link-open', onclick: () => { window.open(url, '_blank', 'noopener,noreferrer'); done(true); } }, 'Open'),
+          h('button', { type: 'button', 'data-testid': 'app-link-dismiss', onclick: () => done(false) }, 'Dismiss')));
+        return;
+      }
       case 'ui/notifications/size-changed':
         if (typeof p.height === 'number') frame.style.height = Math.max(60, Math.min(2000, p.height)) + 'px';
         return;
@@ -65,7 +88,7 @@ export async function mountApp(server, tool, args, result, box) {
   };
   window.addEventListener('message', onMessage);
   fill(box, h('div', { class: 'card', 'data-testid': 'app' },
-    h('h4', {}, 'App view ', h('code', {}, uri)), frame,
+    h('h4', {}, 'App view ', h('code', {}, uri)), frame, links,
     h('details', {}, h('summary', {}, 'bridge messages'), log),
     h('details', {}, h('summary', {}, 'policy'), h('pre', {}, r.body.csp))));
 }
