@@ -362,6 +362,10 @@ async fn follow(
                 }
                 continue;
             }
+            n = next_notification(&mut notifications) => n,
+            n = next_listened(&mut listener) => n,
+            // Last: a server that floods its stderr never holds up its notifications
+            // (the lines it loses that way stay in its tail).
             line = next_stderr_line(&mut stderr) => {
                 host.emit(HostEvent::Stderr {
                     server: server.name.clone(),
@@ -369,8 +373,6 @@ async fn follow(
                 });
                 continue;
             }
-            n = next_notification(&mut notifications) => n,
-            n = next_listened(&mut listener) => n,
         };
         if let Some(list) = ListKind::of_notification(&notification.method) {
             // Only a declared `listChanged` is acted on; an undeclared one is the

@@ -57,9 +57,8 @@ impl StderrTail {
         }
     }
 
-    /// A follower of the lines written from now on.
-    /// Once the stderr ended, a follower's channel is closed (after the lines it
-    /// still holds).
+    /// A follower of the lines written from now on; once the stderr ended, one whose
+    /// channel is closed.
     fn follow(&mut self, secrets: &Secrets) -> broadcast::Receiver<Arc<str>> {
         match &self.live {
             Some((live, _)) => live.subscribe(),
