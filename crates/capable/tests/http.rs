@@ -77,6 +77,15 @@ fn tool_name(s: &Seen) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
+/// A legacy (2025-11-25) server with session `s`: the handshake and the rest of the
+/// lifecycle answered by [`legacy`], every other request by `answer`.
+async fn legacy_peer(answer: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Peer {
+    Peer::start("/mcp", move |s| {
+        legacy(s, "2025-11-25", Some("s")).unwrap_or_else(|| answer(s))
+    })
+    .await
+}
+
 /// The session still answers: a call of any other tool gets `fine`.
 async fn still_fine(session: &Session) {
     let out = session
@@ -533,15 +542,10 @@ async fn a_header_mismatch_refetches_the_tools_and_retries_once() {
 
 #[tokio::test]
 async fn an_http_error_is_an_http_failure_of_its_request_and_the_session_goes_on() {
-    let peer = Peer::start("/mcp", |s| {
-        if let Some(r) = legacy(s, "2025-11-25", Some("s")) {
-            return r;
-        }
-        match tool_name(s) {
-            Some("locked") => Reply::Status(401, vec![]),
-            Some("broken") => Reply::Json(500, vec![], json!({"oops": true})),
-            _ => text_result(s, "fine"),
-        }
+    let peer = legacy_peer(|s| match tool_name(s) {
+        Some("locked") => Reply::Status(401, vec![]),
+        Some("broken") => Reply::Json(500, vec![], json!({"oops": true})),
+        _ => text_result(s, "fine"),
     })
     .await;
     let session = connect(&peer.url).await;
@@ -563,10 +567,7 @@ async fn an_http_error_is_an_http_failure_of_its_request_and_the_session_goes_on
 
 #[tokio::test]
 async fn a_broken_answer_in_a_200_fails_its_request_at_once_and_the_session_goes_on() {
-    let peer = Peer::start("/mcp", |s| {
-        if let Some(r) = legacy(s, "2025-11-25", Some("s")) {
-            return r;
-        }
+    let peer = legacy_peer(|s| {
         let json = vec![("content-type".to_owned(), "application/json".to_owned())];
         match tool_name(s) {
             // The shape of a success response, a result cut short inside it.
@@ -599,10 +600,7 @@ async fn a_broken_answer_in_a_200_fails_its_request_at_once_and_the_session_goes
 
 #[tokio::test]
 async fn lone_and_concurrent_requests_are_each_posted_once_and_answered_by_their_own_ids() {
-    let peer = Peer::start("/mcp", |s| {
-        if let Some(r) = legacy(s, "2025-11-25", Some("s")) {
-            return r;
-        }
+    let peer = legacy_peer(|s| {
         // Each call answered with its own tool name, so a mixed-up answer shows.
         text_result(s, tool_name(s).unwrap_or(""))
     })

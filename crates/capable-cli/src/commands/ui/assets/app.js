@@ -116,7 +116,7 @@ function renderMain() {
     TABS.map(([id, label]) => h('button', {
       type: 'button', role: 'tab', 'data-testid': 'tab-' + id, 'data-tab': id,
       'aria-selected': app.tab === id ? 'true' : 'false', tabindex: app.tab === id ? '0' : '-1',
-      onclick: () => { app.tab = id; renderMain(); if (id === 'stderr') refresh(); },
+      onclick: () => selectTab(id),
     }, label)));
   // The panel is swapped only when it is another one: a form being filled in keeps
   // its focus and what was typed across live updates.
@@ -132,6 +132,13 @@ function renderMain() {
   if (main.content.firstChild !== content) fill(main.content, content);
 }
 
+/** Shows tab `id`; the stderr panel reads the server's tail afresh as it opens. */
+function selectTab(id) {
+  app.tab = id;
+  renderMain();
+  if (id === 'stderr') refresh();
+}
+
 function tabKeys(e) {
   const i = TABS.findIndex(([id]) => id === app.tab);
   let j = i;
@@ -141,9 +148,7 @@ function tabKeys(e) {
   else if (e.key === 'End') j = TABS.length - 1;
   else return;
   e.preventDefault();
-  app.tab = TABS[j][0];
-  renderMain();
-  if (app.tab === 'stderr') refresh();
+  selectTab(TABS[j][0]);
   const b = document.querySelector('[data-tab="' + app.tab + '"]');
   if (b) b.focus();
 }
