@@ -217,10 +217,7 @@ async fn capable(s: Settings) -> Result<Figures, String> {
     let mut f = handshakes(&s, connect, close).await?;
     let session = connect().await?;
     reads(&s, &mut f, || async {
-        session
-            .read_resource_with(URI, capable::CachePolicy::Bypass)
-            .await
-            .is_ok()
+        session.read_resource(URI).await.is_ok()
     })
     .await;
     close(session).await;

@@ -109,10 +109,7 @@ pub async fn run(s: SessionSettings) -> Result<serde_json::Value, String> {
     // One session first: what the process sets up once is in the baseline.
     let first = connect(&url).await?;
     let era = first.protocol_version().as_str().to_owned();
-    first
-        .read_resource_with(URI, capable::CachePolicy::Bypass)
-        .await
-        .map_err(|e| e.to_string())?;
+    first.read_resource(URI).await.map_err(|e| e.to_string())?;
     first.close().await;
     let base = settle(
         &Counts {
@@ -143,11 +140,7 @@ pub async fn run(s: SessionSettings) -> Result<serde_json::Value, String> {
     let reads = join_all(sessions.iter().map(|session| async move {
         let mut ok = 0usize;
         for _ in 0..s.reads {
-            if session
-                .read_resource_with(URI, capable::CachePolicy::Bypass)
-                .await
-                .is_ok()
-            {
+            if session.read_resource(URI).await.is_ok() {
                 ok += 1;
             }
         }

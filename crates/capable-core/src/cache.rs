@@ -24,7 +24,9 @@
 //! | an invalid cursor (`-32602` to a page) | every page of that list |
 //!
 //! Results that are not final (`input_required`, a task) and the retries of a
-//! multi round-trip request are never kept. Time is given: every call takes the
+//! multi round-trip request are never kept. Nor is anything in the legacy era
+//! ([`applies_to`]): its results carry no hints, and a session there pays nothing for
+//! the cache (no key made, no result probed for hints). Time is given: every call takes the
 //! moment it happens, and tests run the rule on a made-up clock.
 
 use std::collections::HashMap;
@@ -37,6 +39,7 @@ use crate::jsonrpc::{Params, Payload};
 use crate::method::Method;
 use crate::model::is_same_or_sub_resource;
 use crate::time::Now;
+use crate::version::Era;
 
 /// What a request does with the cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -95,6 +98,13 @@ impl CacheHint {
     }
 }
 
+/// Whether results are kept at all in `era`: only modern results (2026-07-28) carry
+/// `ttlMs` and `cacheScope`. A legacy server's `ttlMs`, should it write one, is a
+/// member the legacy schema does not define, and is not taken as a hint.
+pub fn applies_to(era: Era) -> bool {
+    era == Era::Modern
+}
+
 /// The methods whose results carry caching hints.
 pub fn is_cacheable(method: Method) -> bool {
     matches!(
@@ -125,19 +135,9 @@ impl CacheKey {
         if !is_cacheable(method) {
             return None;
         }
-        let mut params = params.to_value().ok()?;
-        if let Some(obj) = params.as_object_mut() {
-            if obj.contains_key("inputResponses") || obj.contains_key("requestState") {
-                return None;
-            }
-            obj.remove("_meta");
-        }
-        if params.is_null() {
-            params = Value::Object(Default::default());
-        }
         Some(CacheKey {
             method,
-            params: params.to_string(),
+            params: params.cache_key()?,
         })
     }
 
@@ -154,6 +154,68 @@ impl CacheKey {
     fn uri(&self) -> Option<String> {
         let v: Value = serde_json::from_str(&self.params).ok()?;
         v.get("uri")?.as_str().map(str::to_owned)
+    }
+}
+
+/// The canonical JSON of `params` as a cache key (see [`Params::cache_key`]): members
+/// in order (serde_json's map is sorted), `_meta` left out, `{}` for none; `None` for
+/// a multi round-trip retry's.
+pub(crate) fn canonical_params(mut params: Value) -> Option<String> {
+    if let Some(obj) = params.as_object_mut() {
+        if obj.contains_key("inputResponses") || obj.contains_key("requestState") {
+            return None;
+        }
+        obj.remove("_meta");
+    }
+    if params.is_null() {
+        params = Value::Object(Default::default());
+    }
+    Some(params.to_string())
+}
+
+/// The members of a result that say whether and how long it may be kept.
+#[derive(Debug, Default, PartialEq, serde::Deserialize)]
+struct Hints {
+    #[serde(default, rename = "ttlMs")]
+    ttl_ms: Option<Value>,
+    #[serde(default, rename = "cacheScope")]
+    cache_scope: Option<Value>,
+    #[serde(default, rename = "resultType")]
+    result_type: Option<String>,
+}
+
+impl Hints {
+    /// The hints of `result`; `None` when it does not decode as an object with them.
+    /// Read off its top-level members ([`each_member`]), each hint decoded alone, when
+    /// the result's text allows; otherwise (a key with escapes, a duplicate hint,
+    /// anything that is not plainly valid JSON) by serde, as the derived decoder
+    /// judges. Both give the same answer (a test holds them to it).
+    fn of(result: &Payload) -> Option<Hints> {
+        Hints::by_members(result.raw()).or_else(|| result.decode().ok())
+    }
+
+    fn by_members(raw: &[u8]) -> Option<Hints> {
+        let mut hints = Hints::default();
+        let (mut ttl, mut scope, mut kind) = (false, false, false);
+        crate::jsonrpc::each_member(raw, |key, value| {
+            let seen = match key {
+                b"ttlMs" => &mut ttl,
+                b"cacheScope" => &mut scope,
+                b"resultType" => &mut kind,
+                _ => return Some(()),
+            };
+            // A duplicate: serde refuses it, and judges it below.
+            if std::mem::replace(seen, true) {
+                return None;
+            }
+            match key {
+                b"ttlMs" => hints.ttl_ms = serde_json::from_slice(value).ok()?,
+                b"cacheScope" => hints.cache_scope = serde_json::from_slice(value).ok()?,
+                _ => hints.result_type = serde_json::from_slice(value).ok()?,
+            }
+            Some(())
+        })?;
+        Some(hints)
     }
 }
 
@@ -204,16 +266,7 @@ impl ResponseCache {
     /// is final. Returns whether it was kept. A result that may not be kept replaces
     /// nothing but drops what was kept for the key (the server's answer is newer).
     pub fn store(&mut self, key: CacheKey, result: &Payload, now: Now) -> bool {
-        #[derive(serde::Deserialize)]
-        struct Hints {
-            #[serde(default, rename = "ttlMs")]
-            ttl_ms: Option<Value>,
-            #[serde(default, rename = "cacheScope")]
-            cache_scope: Option<Value>,
-            #[serde(default, rename = "resultType")]
-            result_type: Option<String>,
-        }
-        let hints: Option<Hints> = result.decode().ok();
+        let hints = Hints::of(result);
         let Some(hints) = hints else {
             self.entries.remove(&key);
             return false;
@@ -467,5 +520,49 @@ mod tests {
         let day = 24 * 3600 * 1000;
         assert!(cache.get(&key, at(t0, day - 1).instant).is_some());
         assert!(cache.get(&key, at(t0, day).instant).is_none());
+    }
+
+    /// Mutated results: whatever the member walk reads, serde's decode of the same
+    /// text reads the same (the walk only ever gives up, never decides otherwise).
+    #[test]
+    fn hints_read_off_the_members_agree_with_serde_on_mutated_results() {
+        let seeds = [
+            r#"{"contents":[{"uri":"a://b","text":"hello \"w\" \n é"}],"ttlMs":60000,"cacheScope":"public","resultType":"complete"}"#,
+            r#"{"ttlMs":1.5e3,"tools":[{"name":"x","inputSchema":{"type":"object","properties":{"a":{"enum":[1,-2,true,false,null]}}}}],"nextCursor":"c2"}"#,
+            r#" { "resultType" : "input_required" , "ttlMs" : null , "cacheScope" : 7 } "#,
+        ];
+        let mut m = crate::mutate::Mutator::new(0x2545_f491_4f6c_dd1d);
+        let seeds: Vec<&[u8]> = seeds.iter().map(|s| s.as_bytes()).collect();
+        const BYTES: &[u8] = b"{}[]\",:\\ \t\n0123456789.eE+-abcdefnrtu\x01\x7f\xc3\xa9\xff";
+        let mut read = 0;
+        for _ in 0..60_000 {
+            let raw = m.mutated(&seeds, BYTES, 3);
+            if let Some(hints) = Hints::by_members(&raw) {
+                let serde = serde_json::from_slice::<Hints>(&raw);
+                assert_eq!(
+                    Some(&hints),
+                    serde.as_ref().ok(),
+                    "{}",
+                    String::from_utf8_lossy(&raw)
+                );
+                read += 1;
+            }
+        }
+        assert!(read > 5000, "too few mutations read to mean much: {read}");
+    }
+
+    #[test]
+    fn a_result_s_hints_are_found_beside_its_bulk() {
+        let text = "x".repeat(4096);
+        let r = result(json!({"contents": [{"uri": "a://b", "text": text}],
+            "ttlMs": 5000, "cacheScope": "public", "resultType": "complete"}));
+        let hints = Hints::by_members(r.raw()).expect("read off the members");
+        assert_eq!(hints.ttl_ms, Some(json!(5000)));
+        assert_eq!(hints.cache_scope, Some(json!("public")));
+        assert_eq!(hints.result_type.as_deref(), Some("complete"));
+        // A duplicate hint is serde's to judge: refused.
+        let dup = Payload::from_json(r#"{"ttlMs":1,"ttlMs":2}"#);
+        assert_eq!(Hints::by_members(dup.raw()), None);
+        assert!(Hints::of(&dup).is_none());
     }
 }

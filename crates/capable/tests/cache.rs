@@ -178,3 +178,45 @@ async fn a_host_can_refresh_or_bypass_the_cache_and_a_cached_read_keeps_its_read
     assert_eq!(names(&session.list_tools().await.unwrap()), ["tool-4"]);
     session.close().await;
 }
+
+/// A legacy server that writes `ttlMs` and `cacheScope` on its results anyway (members
+/// its schema does not define): nothing is kept, every call reaches the server.
+#[tokio::test(start_paused = true)]
+async fn a_legacy_session_keeps_nothing_whatever_its_results_carry() {
+    let server = Scripted::new(Box::new(|msg: &Value| {
+        let id = msg["id"].clone();
+        match msg["method"].as_str() {
+            Some("initialize") => vec![capable_test_support::initialize_result(
+                &id,
+                "2025-11-25",
+                json!({"tools": {}, "resources": {}}),
+            )],
+            Some("tools/list") => vec![json!({"jsonrpc": "2.0", "id": id, "result": {
+                "ttlMs": 60000, "cacheScope": "public",
+                "tools": [{"name": "t", "inputSchema": {"type": "object"}}]
+            }})],
+            Some("resources/read") => vec![json!({"jsonrpc": "2.0", "id": id, "result": {
+                "ttlMs": 60000, "cacheScope": "public",
+                "contents": [{"uri": msg["params"]["uri"], "text": "the manual"}]
+            }})],
+            _ => vec![],
+        }
+    }));
+    let wire = Wire::default();
+    let session = connect(
+        server,
+        ClientOptions::default()
+            .with_protocol(capable::ProtocolChoice::Legacy)
+            .with_tap(wire.tap()),
+    )
+    .await
+    .unwrap();
+    for _ in 0..2 {
+        assert_eq!(names(&session.list_tools().await.unwrap()), ["t"]);
+        let read = session.read_resource("docs://manual").await.unwrap();
+        assert_eq!(read.contents[0].text.as_deref(), Some("the manual"));
+    }
+    assert_eq!(wire.sent_requests("tools/list").len(), 2);
+    assert_eq!(wire.sent_requests("resources/read").len(), 2);
+    session.close().await;
+}

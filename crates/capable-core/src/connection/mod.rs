@@ -352,8 +352,12 @@ impl<W> Connection<W> {
     }
 
     /// Keeps the answer to request `id` under `key` when it arrives (if its hints
-    /// allow). A request the caller may not see cached (a retry) is simply not marked.
+    /// allow). A request the caller may not see cached (a retry) is simply not marked;
+    /// in the legacy era nothing is ([`crate::cache::applies_to`]).
     pub fn cache_answer(&mut self, id: i64, key: crate::cache::CacheKey) {
+        if !crate::cache::applies_to(self.negotiated.era()) {
+            return;
+        }
         if let Some(p) = self.pending.get_mut(&id) {
             p.cache_key = Some(key);
         }

@@ -15,6 +15,7 @@
 //! | `write.rs` | writing requests, notifications and responses as single lines |
 
 mod incoming;
+mod members;
 mod payload;
 mod shape;
 mod write;
@@ -24,9 +25,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use incoming::{answered_id, split_batch, FramingError, Incoming};
+pub(crate) use members::each_member;
 pub use payload::Payload;
 pub use shape::{count_values, value_budget, within_value_budget};
-pub(crate) use shape::{has_control_byte, result_by_shape};
+pub(crate) use shape::{find_quote, has_control_byte, result_by_shape};
 pub(crate) use write::write_name;
 pub use write::{
     write_error, write_notification, write_request, write_request_with_meta, write_result, Params,

@@ -31,6 +31,34 @@ pub(crate) fn has_control_byte(bytes: &[u8]) -> bool {
     lowest.iter().any(|&low| low < 0x20)
 }
 
+/// Where the first `"` or `\\` in `bytes` is. Keys, URIs and MIME types end within a
+/// few bytes: the first 32 are searched a word at a time (sooner than a vector search
+/// is set up), the rest with memchr's.
+pub(crate) fn find_quote(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_le_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_le_bytes([b'\\'; 8]);
+    let mut at = 0;
+    while at < 32 {
+        let Some(word) = bytes.get(at..at + 8) else {
+            let tail = bytes.get(at..)?;
+            return Some(at + tail.iter().position(|&b| b == b'"' || b == b'\\')?);
+        };
+        let mut w = [0; 8];
+        w.copy_from_slice(word);
+        let w = u64::from_le_bytes(w);
+        // A zero byte of `w ^ QUOTES` is a quote; the lowest flagged byte is exact.
+        let (q, s) = (w ^ QUOTES, w ^ BACKSLASHES);
+        let found = ((q.wrapping_sub(ONES) & !q) | (s.wrapping_sub(ONES) & !s)) & HIGHS;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    Some(at + memchr::memchr2(b'"', b'\\', &bytes[at..])?)
+}
+
 /// How a compact success response starts when its members come in the usual order
 /// (`jsonrpc`, `id`, `result`), as most servers write them.
 const RESULT_PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";

@@ -13,8 +13,15 @@ use super::{RequestId, RpcError};
 pub trait Params {
     /// Appends the params' JSON text to `out`.
     fn write_json(&self, out: &mut Vec<u8>);
-    /// The params as a JSON value (to key a cache entry, or to build a retry on them).
+    /// The params as a JSON value (to build a retry on them).
     fn to_value(&self) -> serde_json::Result<serde_json::Value>;
+    /// The params as the key of a cached answer: canonical JSON (members sorted,
+    /// `_meta` left out, `{}` for none), or `None` for params whose answer is never
+    /// kept (a multi round-trip retry's, which carry `inputResponses` or
+    /// `requestState`). By default made from [`Params::to_value`].
+    fn cache_key(&self) -> Option<String> {
+        crate::cache::canonical_params(self.to_value().ok()?)
+    }
 }
 
 impl<T: Serialize + ?Sized> Params for T {

@@ -64,34 +64,6 @@ pub(crate) fn read_result(raw: &[u8]) -> Option<ReadResourceResult> {
     })
 }
 
-/// Where the first `"` or `\\` in `bytes` is. Keys, URIs and MIME types end within a
-/// few bytes: the first 32 are searched a word at a time (sooner than a vector search
-/// is set up), the rest with memchr's.
-fn find_quote(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    const QUOTES: u64 = u64::from_le_bytes([b'"'; 8]);
-    const BACKSLASHES: u64 = u64::from_le_bytes([b'\\'; 8]);
-    let mut at = 0;
-    while at < 32 {
-        let Some(word) = bytes.get(at..at + 8) else {
-            let tail = bytes.get(at..)?;
-            return Some(at + tail.iter().position(|&b| b == b'"' || b == b'\\')?);
-        };
-        let mut w = [0; 8];
-        w.copy_from_slice(word);
-        let w = u64::from_le_bytes(w);
-        // A zero byte of `w ^ QUOTES` is a quote; the lowest flagged byte is exact.
-        let (q, s) = (w ^ QUOTES, w ^ BACKSLASHES);
-        let found = ((q.wrapping_sub(ONES) & !q) | (s.wrapping_sub(ONES) & !s)) & HIGHS;
-        if found != 0 {
-            return Some(at + (found.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    Some(at + memchr::memchr2(b'"', b'\\', &bytes[at..])?)
-}
-
 /// Sets a member's value, unless it was already set (serde refuses a duplicate).
 fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     match slot {
@@ -165,7 +137,7 @@ impl<'a> Cursor<'a> {
             return None;
         }
         let rest = &self.b[self.i..];
-        let end = find_quote(rest)?;
+        let end = crate::jsonrpc::find_quote(rest)?;
         if rest[end] != b'"' {
             return None;
         }
@@ -229,7 +201,7 @@ impl<'a> Cursor<'a> {
         }
         let start = self.i + 1;
         let rest = &self.b[start..];
-        let end = find_quote(rest)?;
+        let end = crate::jsonrpc::find_quote(rest)?;
         if rest[end] == b'"' {
             if self.controls && crate::jsonrpc::has_control_byte(&rest[..end]) {
                 return None;

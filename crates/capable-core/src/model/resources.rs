@@ -108,6 +108,13 @@ impl Params for UriParams<'_> {
     fn to_value(&self) -> serde_json::Result<Value> {
         Ok(serde_json::json!({ "uri": self.uri }))
     }
+
+    /// The one member, written as above: already canonical.
+    fn cache_key(&self) -> Option<String> {
+        let mut out = Vec::with_capacity(self.uri.len() + 10);
+        self.write_json(&mut out);
+        String::from_utf8(out).ok()
+    }
 }
 
 /// One item of a `resources/read` result: text or base64 blob. Its strings are
@@ -205,6 +212,8 @@ mod tests {
             let serde = serde_json::json!({ "uri": uri });
             assert_eq!(&out[1..], serde.to_string().as_bytes(), "{uri:?}");
             assert_eq!(UriParams { uri }.to_value().unwrap(), serde);
+            // Its cache key is the one any other params of the same value get.
+            assert_eq!(UriParams { uri }.cache_key(), serde.cache_key());
         }
     }
 }

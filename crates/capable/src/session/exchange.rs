@@ -117,9 +117,15 @@ impl Session {
     where
         P: Params + ?Sized,
     {
+        // No key in the legacy era, where nothing is kept: a read there costs what a
+        // bypassing one does.
         let key = match options.cache {
-            CachePolicy::Bypass => None,
-            CachePolicy::Use | CachePolicy::Refresh => CacheKey::new(method, params),
+            CachePolicy::Use | CachePolicy::Refresh
+                if capable_core::cache::applies_to(self.era()) =>
+            {
+                CacheKey::new(method, params)
+            }
+            _ => None,
         };
         if let (Some(key), CachePolicy::Use) = (&key, options.cache) {
             if let Some(hit) = self.cached(method, key)? {
