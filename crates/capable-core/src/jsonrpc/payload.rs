@@ -48,8 +48,27 @@ impl Payload {
 
     /// Whether the payload's raw text contains `needle`: a cheap pre-check before a
     /// decode (it may look a little past the value, never at less than all of it).
+    ///
+    /// A short payload (most results) is searched by a plain loop: building a
+    /// `memmem` searcher, or starting a vector search at each candidate, costs more
+    /// than the whole loop there.
     pub fn mentions(&self, needle: &str) -> bool {
-        memchr::memmem::find(&self.line[self.range.clone()], needle.as_bytes()).is_some()
+        const SHORT: usize = 256;
+        let (hay, needle) = (&self.line[self.range.clone()], needle.as_bytes());
+        let Some(&first) = needle.first() else {
+            return true;
+        };
+        let last = needle[needle.len() - 1];
+        if hay.len() > SHORT {
+            return memchr::memmem::find(hay, needle).is_some();
+        }
+        let Some(starts) = hay.len().checked_sub(needle.len()) else {
+            return false;
+        };
+        // The first and last bytes rule out nearly every place before a comparison.
+        hay[..=starts].iter().enumerate().any(|(at, &b)| {
+            b == first && hay[at + needle.len() - 1] == last && hay[at..].starts_with(needle)
+        })
     }
 
     /// The payload's bytes as found: exactly the value when parsed, else the value

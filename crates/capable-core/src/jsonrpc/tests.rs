@@ -231,3 +231,23 @@ fn a_line_that_is_not_utf8_is_refused_wherever_the_bad_byte_lies() {
         );
     }
 }
+
+#[test]
+fn mentions_finds_a_needle_anywhere_in_short_and_long_payloads() {
+    for filler in [0, 10, 300, 5000] {
+        let pad = "x".repeat(filler);
+        let text = format!(r#"{{"a":"{pad}","task":1,"z":"{pad}end"}}"#);
+        let p = Payload::from_json(text.clone());
+        for needle in ["{\"a", "\"task\"", "end\"}", "a\":", "1,"] {
+            assert!(p.mentions(needle), "{needle} in {} bytes", text.len());
+        }
+        for needle in ["\"tasks", "end\"}}", "y", "\"task\"\""] {
+            assert!(!p.mentions(needle), "{needle} in {} bytes", text.len());
+        }
+        assert!(
+            !p.mentions(&format!("{text} ")),
+            "a needle longer than the text"
+        );
+        assert!(p.mentions(""));
+    }
+}

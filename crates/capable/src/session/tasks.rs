@@ -117,15 +117,19 @@ impl Session {
     }
 
     /// The `task` param of a 2025-11-25 call, when it runs as one.
+    /// The tool's own support is looked at first: most tools run no task, and their
+    /// calls skip the gate check of task calls.
     fn legacy_task_param(&self, tool: &str, ask: bool) -> Option<Value> {
-        let version = self.protocol_version();
-        gating::check_task_call(version, self.capabilities()).ok()?;
         let wanted = match self.tool_task_support(tool) {
             Some(TaskSupport::Required) => true,
             Some(TaskSupport::Optional) => ask,
             Some(TaskSupport::Forbidden) | None => false,
         };
-        wanted.then(|| serde_json::json!({}))
+        if !wanted {
+            return None;
+        }
+        gating::check_task_call(self.protocol_version(), self.capabilities()).ok()?;
+        Some(serde_json::json!({}))
     }
 
     /// `tasks/get`: where a task is now.
