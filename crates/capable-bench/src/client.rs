@@ -1,4 +1,5 @@
-//! One client in its own process: handshakes, then sequential and pipelined reads.
+//! One client in its own process: handshakes, then sequential and pipelined reads (or,
+//! with `--calls`, tool calls).
 //! Prints one JSON line: `{client, handshake_ms, seq_read_rps, pipelined_read_rps,
 //! errors, peak_rss_kib}`.
 
@@ -217,7 +218,10 @@ async fn capable(s: Settings) -> Result<Figures, String> {
     let mut f = handshakes(&s, connect, close).await?;
     let session = connect().await?;
     reads(&s, &mut f, || async {
-        session.read_resource(URI).await.is_ok()
+        match s.calls {
+            true => session.call_tool("echo", None).await.is_ok(),
+            false => session.read_resource(URI).await.is_ok(),
+        }
     })
     .await;
     close(session).await;
@@ -242,10 +246,16 @@ async fn rmcp(s: Settings) -> Result<Figures, String> {
     let mut f = handshakes(&s, connect, close).await?;
     let client = connect().await?;
     let read = || async {
-        client
-            .read_resource(ReadResourceRequestParams::new(URI))
-            .await
-            .is_ok()
+        match s.calls {
+            true => client
+                .call_tool(rmcp::model::CallToolRequestParams::new("echo"))
+                .await
+                .is_ok(),
+            false => client
+                .read_resource(ReadResourceRequestParams::new(URI))
+                .await
+                .is_ok(),
+        }
     };
     reads(&s, &mut f, read).await;
     close(client).await;
@@ -270,15 +280,22 @@ struct Preserialised {
 }
 
 impl Preserialised {
-    /// `resources/read` requests with ids 1..=total.
-    fn reads(total: usize) -> Preserialised {
+    /// `resources/read` requests (or, with `--calls`, `tools/call` of `echo`) with ids
+    /// 1..=total.
+    fn requests(s: &Settings, total: usize) -> Preserialised {
         let mut bytes = Vec::with_capacity(total * 80);
         let mut ends = Vec::with_capacity(total);
         for id in 1..=total {
-            let _ = writeln!(
-                bytes,
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"{URI}"}}}}"#
-            );
+            let _ = match s.calls {
+                true => writeln!(
+                    bytes,
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo"}}}}"#
+                ),
+                false => writeln!(
+                    bytes,
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"{URI}"}}}}"#
+                ),
+            };
             ends.push(bytes.len());
         }
         Preserialised { bytes, ends }
@@ -355,7 +372,7 @@ fn raw(s: &Settings) -> Result<Figures, String> {
         server.close();
     }
     let mut server = RawServer::handshake(&s.server)?;
-    let requests = Preserialised::reads(s.warmup + 2 * s.n);
+    let requests = Preserialised::requests(s, s.warmup + 2 * s.n);
     let mut next = 0;
     let mut sequential = |server: &mut RawServer, count: usize| -> Result<(), String> {
         for _ in 0..count {
@@ -434,7 +451,7 @@ async fn tokio_pipe(s: Settings) -> Result<Figures, String> {
         let _ = child.wait().await;
     }
     let (mut child, mut stdin, mut stdout, mut buf) = spawn().await?;
-    let requests = Preserialised::reads(s.warmup + 2 * s.n);
+    let requests = Preserialised::requests(&s, s.warmup + 2 * s.n);
     let mut read_lines = async |stdout: &mut tokio::process::ChildStdout| -> Result<usize, String> {
         let n = stdout.read(&mut buf).await.map_err(|e| e.to_string())?;
         if n == 0 {

@@ -64,6 +64,9 @@ pub struct Settings {
     pub sessions: Option<usize>,
     /// Sessions mode: reads per session.
     pub reads: usize,
+    /// Every request is a `tools/call` of `echo` (a one-block text result) instead of
+    /// the 1 KiB `resources/read` (stdio).
+    pub calls: bool,
 }
 
 impl Settings {
@@ -85,6 +88,7 @@ impl Settings {
             url: None,
             sessions: None,
             reads: 10,
+            calls: false,
         };
         let (mut server_set, mut clients_set) = (false, false);
         let mut it = args.iter();
@@ -117,11 +121,15 @@ impl Settings {
                 "--sessions" => s.sessions = Some(number(value(a)?, a)?.max(1)),
                 "--reads" => s.reads = number(value(a)?, a)?,
                 "--url" => s.url = Some(value(a)?),
+                "--calls" => s.calls = true,
                 "--json" => s.json = true,
                 "--guard" => s.guard = true,
                 "-h" | "--help" => return Err(USAGE.into()),
                 other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
             }
+        }
+        if s.calls && (s.http || s.sessions.is_some() || s.url.is_some()) {
+            return Err("--calls is for the stdio clients".into());
         }
         if s.sessions.is_some() && !server_set {
             s.server = sibling("capable-bench-http-server");
@@ -155,6 +163,9 @@ impl Settings {
         if let Some(url) = &self.url {
             args.extend(["--url".into(), url.clone()]);
         }
+        if self.calls {
+            args.push("--calls".into());
+        }
         args
     }
 }
@@ -162,7 +173,7 @@ impl Settings {
 const USAGE: &str =
     "usage: capable-bench [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
 [--clients raw,tokio-pipe,capable,rmcp] [--placement split|shared|free] [--server PATH] \
-[--json] [--guard]
+[--calls] [--json] [--guard]
        capable-bench --http [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
 [--clients raw,capable,rmcp,rmcp-pooled] [--placement split|shared|free] [--server PATH] \
 [--json] [--guard]

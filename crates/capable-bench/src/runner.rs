@@ -245,13 +245,17 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 fn human(s: &Settings, report: &Value) -> String {
     let mut out = format!(
-        "\n{}, {} placement, 1 KiB resources/read, n = {}, {} in flight, medians of {} interleaved rounds\n\n",
+        "\n{}, {} placement, {}, n = {}, {} in flight, medians of {} interleaved rounds\n\n",
         if s.http {
             "Streamable HTTP on loopback"
         } else {
             "stdio"
         },
         s.placement.as_str(),
+        match s.calls {
+            true => "tools/call of a one-block text tool (reads/s: calls/s)",
+            false => "1 KiB resources/read",
+        },
         s.n,
         s.c,
         s.rounds

@@ -41,7 +41,8 @@ use crate::model::is_same_or_sub_resource;
 use crate::time::Now;
 use crate::version::Era;
 
-/// What a request does with the cache.
+/// What a request does with the cache. In the legacy era, where nothing is kept
+/// ([`applies_to`]), every policy asks the server and keeps nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CachePolicy {
     /// Serve a fresh result from the cache; ask the server otherwise and keep what it
