@@ -200,9 +200,9 @@ impl Hints {
         let (mut ttl, mut scope, mut kind) = (false, false, false);
         crate::jsonrpc::each_member(raw, |key, value| {
             let seen = match key {
-                b"ttlMs" => &mut ttl,
-                b"cacheScope" => &mut scope,
-                b"resultType" => &mut kind,
+                "ttlMs" => &mut ttl,
+                "cacheScope" => &mut scope,
+                "resultType" => &mut kind,
                 _ => return Some(()),
             };
             // A duplicate: serde refuses it, and judges it below.
@@ -210,8 +210,8 @@ impl Hints {
                 return None;
             }
             match key {
-                b"ttlMs" => hints.ttl_ms = serde_json::from_slice(value).ok()?,
-                b"cacheScope" => hints.cache_scope = serde_json::from_slice(value).ok()?,
+                "ttlMs" => hints.ttl_ms = serde_json::from_slice(value).ok()?,
+                "cacheScope" => hints.cache_scope = serde_json::from_slice(value).ok()?,
                 _ => hints.result_type = serde_json::from_slice(value).ok()?,
             }
             Some(())

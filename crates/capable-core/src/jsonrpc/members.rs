@@ -1,21 +1,24 @@
-//! The top-level members of a JSON object, each value as its raw text, with every byte
-//! checked on the way: what the cache reads its hints (`ttlMs`, `cacheScope`,
-//! `resultType`) from without decoding the whole result.
+//! A cursor over JSON text that checks every byte it passes: objects member by member,
+//! arrays element by element, any value skipped to its raw text. What the cache reads a
+//! result's hints (`ttlMs`, `cacheScope`, `resultType`) with, without decoding the whole
+//! result ([`each_member`]), and what a tool call's result is taken apart with
+//! (`model::call_layout`).
 //!
 //! A result's hints sit beside its bulk — a read's text, a list's tools — which a
 //! derived decoder of the hints alone still walks through serde's generic skipping,
-//! several times the cost of the walk here (strings are skipped a vector search at a
-//! time). The walk accepts only valid JSON: UTF-8 (checked once for the whole text), no
-//! raw control byte in a string (checked once for the whole text, and string by string
-//! only when the text has any, as whitespace), valid escapes, the number grammar, exact literals, at
-//! most [`MAX_DEPTH`] levels of nesting (serde_json's own limit is 128), nothing but
-//! whitespace after the object. It gives up (`None`) on anything else, and on a key with
-//! escapes: the caller then decodes as before, so the outcome never differs from
-//! serde's (a test holds the two to that on mutated inputs).
+//! several times the cost of this walk (strings are skipped eight bytes at a time, then
+//! by a vector search). It accepts only valid JSON: UTF-8 (checked once for the whole
+//! text), no raw control byte in a string (checked once for the whole text, and string
+//! by string only when the text has any, as whitespace), valid escapes, the number
+//! grammar, exact literals, at most [`MAX_DEPTH`] levels of nesting (serde_json's own
+//! limit is 128), nothing but whitespace after the value. It gives up (`None`) on
+//! anything else, and on a key with escapes: the caller then decodes as before, so the
+//! outcome never differs from serde's (tests hold the two to that on mutated inputs).
 
 use super::{find_quote, has_control_byte};
 
-/// How deeply values may nest below the object (deeper: the caller decodes).
+/// How deeply objects and arrays may nest, the outermost included (deeper: the caller
+/// decodes).
 const MAX_DEPTH: usize = 100;
 
 /// Calls `member` with each key (raw, without escapes) and its value's raw text, in
@@ -23,54 +26,149 @@ const MAX_DEPTH: usize = 100;
 /// escapes, or `member` says so.
 pub(crate) fn each_member<'a>(
     text: &'a [u8],
-    mut member: impl FnMut(&'a [u8], &'a [u8]) -> Option<()>,
+    mut member: impl FnMut(&'a str, &'a [u8]) -> Option<()>,
 ) -> Option<()> {
-    simdutf8::basic::from_utf8(text).ok()?;
-    let mut w = Walk {
-        b: text,
-        i: 0,
-        controls: has_control_byte(text),
-    };
-    w.ws();
-    w.eat(b'{')?;
-    w.ws();
-    if w.peek() == Some(b'}') {
-        w.i += 1;
-    } else {
-        loop {
-            w.ws();
-            let key_start = w.i;
-            if w.string()? {
-                return None;
-            }
-            let key = &text[key_start + 1..w.i - 1];
-            w.ws();
-            w.eat(b':')?;
-            w.ws();
-            let start = w.i;
-            w.value(0)?;
-            member(key, &text[start..w.i])?;
-            w.ws();
-            match w.next()? {
-                b',' => continue,
-                b'}' => break,
-                _ => return None,
-            }
-        }
-    }
-    w.ws();
-    (w.i == text.len()).then_some(())
+    let mut c = Walk::new(text)?;
+    c.object(|c, key| member(key, c.raw_value()?))?;
+    c.end()
 }
 
-struct Walk<'a> {
+/// The cursor. Each method reads one value at the cursor (after whitespace) and leaves
+/// the cursor after it; `None` when the text there is not what it reads, or not valid.
+pub(crate) struct Walk<'a> {
+    /// The text, checked UTF-8 (strings are cut from it: quotes are ASCII, so they
+    /// fall on char boundaries).
+    text: &'a str,
     b: &'a [u8],
     i: usize,
     /// Whether the text holds a byte below 0x20 anywhere (whitespace, or a raw
     /// control byte, which no string may hold).
     controls: bool,
+    /// How many objects and arrays the cursor is inside.
+    depth: usize,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    /// A cursor at the start of `text`, if it is UTF-8.
+    pub(crate) fn new(text: &'a [u8]) -> Option<Walk<'a>> {
+        Some(Walk {
+            text: simdutf8::basic::from_utf8(text).ok()?,
+            b: text,
+            i: 0,
+            controls: has_control_byte(text),
+            depth: 0,
+        })
+    }
+
+    /// The next byte that is not whitespace, without moving past it.
+    pub(crate) fn peek_value(&mut self) -> Option<u8> {
+        self.ws();
+        self.peek()
+    }
+
+    /// Only whitespace is left.
+    pub(crate) fn end(&mut self) -> Option<()> {
+        self.ws();
+        (self.i == self.b.len()).then_some(())
+    }
+
+    /// An object: `member` gets each key (raw, without escapes: a key with escapes
+    /// gives up) and must read its value.
+    pub(crate) fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
+        self.ws();
+        self.eat(b'{')?;
+        self.enter()?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+        } else {
+            loop {
+                self.ws();
+                let start = self.i;
+                if self.peek() != Some(b'"') || self.string()? {
+                    return None;
+                }
+                let key = self.text.get(start + 1..self.i - 1)?;
+                self.ws();
+                self.eat(b':')?;
+                member(self, key)?;
+                self.ws();
+                match self.next()? {
+                    b',' => continue,
+                    b'}' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(())
+    }
+
+    /// An array: `element` must read each element.
+    pub(crate) fn array(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.ws();
+        self.eat(b'[')?;
+        self.enter()?;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+        } else {
+            loop {
+                element(self)?;
+                self.ws();
+                match self.next()? {
+                    b',' => continue,
+                    b']' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(())
+    }
+
+    /// Any value, checked and skipped: its raw text.
+    pub(crate) fn raw_value(&mut self) -> Option<&'a [u8]> {
+        self.ws();
+        let start = self.i;
+        self.value()?;
+        Some(&self.b[start..self.i])
+    }
+
+    /// A string value without escapes: its text (`None` for any other value, the
+    /// cursor left in place).
+    pub(crate) fn plain_string(&mut self) -> Option<&'a str> {
+        self.ws();
+        let start = self.i;
+        if self.peek() == Some(b'"') && self.string() == Some(false) {
+            return self.text.get(start + 1..self.i - 1);
+        }
+        self.i = start;
+        None
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= MAX_DEPTH).then_some(())
+    }
+
+    /// One value.
+    fn value(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'{' => self.object(|c, _| c.raw_value().map(drop)),
+            b'[' => self.array(|c| c.raw_value().map(drop)),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -88,62 +186,6 @@ impl Walk<'_> {
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.i += 1;
-        }
-    }
-
-    /// One value, `depth` levels below the object.
-    fn value(&mut self, depth: usize) -> Option<()> {
-        match self.peek()? {
-            b'"' => self.string().map(drop),
-            b'{' | b'[' if depth >= MAX_DEPTH => None,
-            b'{' => {
-                self.i += 1;
-                self.ws();
-                if self.peek() == Some(b'}') {
-                    self.i += 1;
-                    return Some(());
-                }
-                loop {
-                    self.ws();
-                    if self.peek() != Some(b'"') {
-                        return None;
-                    }
-                    self.string()?;
-                    self.ws();
-                    self.eat(b':')?;
-                    self.ws();
-                    self.value(depth + 1)?;
-                    self.ws();
-                    match self.next()? {
-                        b',' => continue,
-                        b'}' => return Some(()),
-                        _ => return None,
-                    }
-                }
-            }
-            b'[' => {
-                self.i += 1;
-                self.ws();
-                if self.peek() == Some(b']') {
-                    self.i += 1;
-                    return Some(());
-                }
-                loop {
-                    self.ws();
-                    self.value(depth + 1)?;
-                    self.ws();
-                    match self.next()? {
-                        b',' => continue,
-                        b']' => return Some(()),
-                        _ => return None,
-                    }
-                }
-            }
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => None,
         }
     }
 
@@ -227,10 +269,7 @@ mod tests {
     fn members(text: &str) -> Option<Vec<(String, String)>> {
         let mut out = Vec::new();
         each_member(text.as_bytes(), |k, v| {
-            out.push((
-                String::from_utf8(k.to_vec()).unwrap(),
-                String::from_utf8(v.to_vec()).unwrap(),
-            ));
+            out.push((k.to_owned(), String::from_utf8(v.to_vec()).unwrap()));
             Some(())
         })?;
         Some(out)
@@ -282,9 +321,9 @@ mod tests {
         ] {
             assert_eq!(members(text), None, "{text:?}");
         }
-        let deep = format!("{{\"a\":{}{}}}", "[".repeat(101), "]".repeat(101));
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(100), "]".repeat(100));
         assert_eq!(members(&deep), None);
-        let fine = format!("{{\"a\":{}{}}}", "[".repeat(100), "]".repeat(100));
+        let fine = format!("{{\"a\":{}{}}}", "[".repeat(99), "]".repeat(99));
         assert!(members(&fine).is_some());
         assert_eq!(each_member(b"{\"a\":\"\xff\"}", |_, _| Some(())), None);
     }

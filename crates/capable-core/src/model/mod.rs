@@ -4,6 +4,7 @@
 //! (`extra`) so that nothing is lost on the way to the user.
 
 mod bulk_text;
+mod call_layout;
 mod completion;
 mod discover;
 mod implementation;

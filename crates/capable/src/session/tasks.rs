@@ -111,7 +111,11 @@ impl Session {
                 return Ok(ToolCall::Task(Box::new(task)));
             }
         }
-        let result: CallToolResult = decode(Method::CallTool, &payload)?;
+        let result =
+            CallToolResult::from_payload(&payload).map_err(|e| Error::MalformedResult {
+                method: Method::CallTool,
+                detail: e.to_string(),
+            })?;
         self.check_output(name, &result);
         Ok(ToolCall::Complete(result))
     }
