@@ -80,11 +80,13 @@ impl CacheHint {
     /// Reads `ttlMs` and `cacheScope` off a result (missing or malformed: not
     /// cacheable, private).
     pub fn of(result: &Value) -> CacheHint {
-        let ttl = result
-            .get("ttlMs")
-            .and_then(Value::as_f64)
-            .and_then(crate::time::ttl);
-        let scope = match result.get("cacheScope").and_then(Value::as_str) {
+        CacheHint::from_members(result.get("ttlMs"), result.get("cacheScope"))
+    }
+
+    /// The hints of a result whose `ttlMs` and `cacheScope` are these values.
+    fn from_members(ttl_ms: Option<&Value>, cache_scope: Option<&Value>) -> CacheHint {
+        let ttl = ttl_ms.and_then(Value::as_f64).and_then(crate::time::ttl);
+        let scope = match cache_scope.and_then(Value::as_str) {
             Some("public") => CacheScope::Public,
             _ => CacheScope::Private,
         };
@@ -273,14 +275,7 @@ impl ResponseCache {
             return false;
         };
         let final_answer = matches!(hints.result_type.as_deref(), None | Some("complete"));
-        let mut probe = serde_json::Map::new();
-        if let Some(ttl) = hints.ttl_ms {
-            probe.insert("ttlMs".into(), ttl);
-        }
-        if let Some(scope) = hints.cache_scope {
-            probe.insert("cacheScope".into(), scope);
-        }
-        let hint = CacheHint::of(&Value::Object(probe));
+        let hint = CacheHint::from_members(hints.ttl_ms.as_ref(), hints.cache_scope.as_ref());
         if !final_answer || hint.ttl.is_none() {
             self.entries.remove(&key);
             return false;

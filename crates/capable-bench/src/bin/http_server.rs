@@ -13,7 +13,10 @@
 //! - `GET` → 405 (no standalone stream); `DELETE` → 200.
 //!
 //! With `--modern` it is a modern (2026-07-28) server instead: `server/discover` is
-//! answered (and `initialize` refused), no session ids.
+//! answered (and `initialize` refused), no session ids, and every result carries what
+//! that version requires: `resultType` on all of them, and `ttlMs` and `cacheScope` on
+//! the ones a client may cache (`ttlMs: 0`: kept by nobody, so every read is a round
+//! trip).
 //!
 //! It raises its own `RLIMIT_NOFILE` soft limit to the hard one, for benches that hold
 //! many connections open.
@@ -43,9 +46,25 @@ struct Server {
 
 const DISCOVER: &str = concat!(
     r#"{"supportedVersions":["2026-07-28"],"capabilities":{"resources":{},"tools":{}},"#,
+    r#""resultType":"complete","ttlMs":0,"cacheScope":"public","#,
     r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"capable-bench-http-server","#,
     r#""version":"0"}}}"#,
 );
+
+/// A result (an object's JSON text) with the members 2026-07-28 requires of it.
+fn modern_result(method: &str, body: &str) -> String {
+    let members = match method {
+        "resources/read" | "resources/list" | "tools/list" => {
+            r#""resultType":"complete","ttlMs":0,"cacheScope":"public""#
+        }
+        _ => r#""resultType":"complete""#,
+    };
+    match body.strip_prefix('{') {
+        Some("}") => format!("{{{members}}}"),
+        Some(rest) => format!("{{{members},{rest}"),
+        None => body.to_owned(),
+    }
+}
 
 fn raise_nofile() {
     let mut lim = libc::rlimit {
@@ -145,7 +164,7 @@ async fn handle(
             "server/discover" => result(DISCOVER),
             "initialize" => error(StatusCode::BAD_REQUEST),
             _ => match server.answers.result(method, msg.params) {
-                Some(body) => result(&body),
+                Some(body) => result(&modern_result(method, &body)),
                 None => error(StatusCode::OK),
             },
         });

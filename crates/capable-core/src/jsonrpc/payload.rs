@@ -109,6 +109,34 @@ impl Payload {
         serde_json::from_slice(&self.line[exact_result_range(&self.line)?])
     }
 
+    /// The result's `resultType` (2026-07-28; `None` when absent), read off its
+    /// top-level members by the checking walk of `members.rs` without decoding the
+    /// rest; a text that walk gives up on (a key with escapes, a duplicate, anything
+    /// not plainly valid JSON) is judged by serde, as a decode of the member alone.
+    pub fn result_type(&self) -> Result<Option<String>, serde_json::Error> {
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            #[serde(default, rename = "resultType")]
+            result_type: Option<String>,
+        }
+        let mut found: Option<Option<String>> = None;
+        let walked = super::each_member(self.raw(), |key, value| {
+            if key != "resultType" {
+                return Some(());
+            }
+            // A duplicate is serde's to refuse.
+            if found.is_some() {
+                return None;
+            }
+            found = Some(serde_json::from_slice(value).ok()?);
+            Some(())
+        });
+        match walked {
+            Some(()) => Ok(found.flatten()),
+            None => self.decode::<Probe>().map(|p| p.result_type),
+        }
+    }
+
     /// An empty-object payload, for messages that carry none.
     pub(super) fn empty(line: Bytes) -> Self {
         Payload::parsed(line, 0..0)

@@ -251,3 +251,22 @@ fn mentions_finds_a_needle_anywhere_in_short_and_long_payloads() {
         assert!(p.mentions(""));
     }
 }
+
+#[test]
+fn a_result_type_is_read_off_the_members_or_judged_by_serde() {
+    let rt = |text: &str| Payload::from_json(text.to_owned()).result_type().ok();
+    assert_eq!(rt(r#"{"contents":[],"ttlMs":0}"#), Some(None));
+    assert_eq!(
+        rt(r#"{"a":{"resultType":"nested"},"resultType":"complete"}"#),
+        Some(Some("complete".into()))
+    );
+    assert_eq!(rt(r#"{"resultType":null}"#), Some(None));
+    // What the walk leaves to serde, serde decides as before.
+    assert_eq!(
+        rt(r#"{"result\u0054ype":"input_required"}"#),
+        Some(Some("input_required".into()))
+    );
+    assert_eq!(rt(r#"{"resultType":"a","resultType":"b"}"#), None);
+    assert_eq!(rt(r#"{"resultType":7}"#), None);
+    assert_eq!(rt(r#"{"resultType":"complete""#), None);
+}

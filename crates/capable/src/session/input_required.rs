@@ -36,20 +36,15 @@ struct InputRequired {
 /// client that declared the tasks extension may become a `task`; anything else is
 /// invalid.
 fn result_type(method: Method, payload: &Payload, tasks: bool) -> Result<ResultType, Error> {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        #[serde(default, rename = "resultType")]
-        result_type: Option<String>,
-    }
-    // Cheap pre-check: most results are decoded once, by their own type, only.
+    // Cheap pre-check, for results of servers that leave it out.
     if !payload.mentions("\"resultType\"") {
         return Ok(ResultType::Complete);
     }
-    let probe: Probe = payload.decode().map_err(|e| Error::MalformedResult {
+    let result_type = payload.result_type().map_err(|e| Error::MalformedResult {
         method,
         detail: e.to_string(),
     })?;
-    match probe.result_type.as_deref() {
+    match result_type.as_deref() {
         None | Some("complete") => Ok(ResultType::Complete),
         Some("task") if method == Method::CallTool && tasks => Ok(ResultType::Complete),
         Some("task") => Err(Error::MalformedResult {
