@@ -40,3 +40,46 @@ impl Mutator {
         text
     }
 }
+
+/// Holds a direct decoder of results to serde's verdict on `rounds` mutations of
+/// `seeds`: whatever `direct` takes from a result's text, serde takes with the same
+/// value; and through a whole response line (the routing by shape, then `payload`,
+/// the decode a caller makes), the outcome is the generic decode's, value or refusal.
+/// Returns how many mutations `direct` took, for the test to require enough.
+pub(crate) fn agrees_with_serde<T: serde::de::DeserializeOwned + std::fmt::Debug>(
+    seed: u64,
+    seeds: &[&str],
+    alphabet: &[u8],
+    rounds: usize,
+    direct: impl Fn(&[u8]) -> Option<T>,
+    payload: impl Fn(&crate::Payload) -> Result<T, serde_json::Error>,
+) -> usize {
+    let mut m = Mutator::new(seed);
+    let seeds: Vec<&[u8]> = seeds.iter().map(|s| s.as_bytes()).collect();
+    let shown = |r: &T| format!("{r:?}");
+    let mut taken = 0;
+    for _ in 0..rounds {
+        let raw = m.mutated(&seeds, alphabet, 3);
+        let mut line = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
+        line.extend_from_slice(&raw);
+        line.push(b'}');
+        if let Ok(crate::Incoming::Result { result, .. }) = crate::Incoming::parse(line.clone()) {
+            assert_eq!(
+                payload(&result).map(|r| shown(&r)).ok(),
+                result.decode::<T>().map(|r| shown(&r)).ok(),
+                "{}",
+                String::from_utf8_lossy(&line)
+            );
+        }
+        if let Some(r) = direct(&raw) {
+            assert_eq!(
+                Some(shown(&r)),
+                serde_json::from_slice::<T>(&raw).ok().map(|r| shown(&r)),
+                "{}",
+                String::from_utf8_lossy(&raw)
+            );
+            taken += 1;
+        }
+    }
+    taken
+}

@@ -14,6 +14,8 @@
 //! take is valid JSON that serde reads to the same members (a test holds the two to
 //! that on mutated lines).
 
+use crate::jsonrpc::once;
+
 /// The members the policy reads of one message; `None` where a member is absent.
 #[derive(Debug, Default)]
 pub(super) struct Members<'a> {
@@ -82,14 +84,6 @@ pub(super) fn read(line: &[u8]) -> Option<Members<'_>> {
         _ => c.value(1).map(drop),
     })?;
     (c.i == b.len()).then_some(m)
-}
-
-/// Sets a member, unless it was already set (a duplicate goes to serde).
-fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
-    match slot.replace(value) {
-        None => Some(()),
-        Some(_) => None,
-    }
 }
 
 struct Cursor<'a> {

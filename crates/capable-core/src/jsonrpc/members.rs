@@ -33,6 +33,18 @@ pub(crate) fn each_member<'a>(
     c.end()
 }
 
+/// Sets a member's value, unless it was already set: a decoder refuses a duplicate
+/// member (serde's derived ones do), and these readers leave one to serde.
+pub(crate) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    match slot {
+        Some(_) => None,
+        None => {
+            *slot = Some(value);
+            Some(())
+        }
+    }
+}
+
 /// The cursor. Each method reads one value at the cursor (after whitespace) and leaves
 /// the cursor after it; `None` when the text there is not what it reads, or not valid.
 pub(crate) struct Walk<'a> {

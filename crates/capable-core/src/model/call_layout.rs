@@ -19,7 +19,7 @@
 use serde_json::{Map, Value};
 
 use super::CallToolResult;
-use crate::jsonrpc::Walk;
+use crate::jsonrpc::{once, Walk};
 
 /// The result in `raw` (its JSON text, possibly followed by whitespace); `None` to
 /// leave it to serde.
@@ -100,17 +100,6 @@ fn boolean(raw: &[u8]) -> Option<Option<bool>> {
     }
 }
 
-/// Sets a member's value, unless it was already set (serde refuses a duplicate).
-fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
-    match slot {
-        Some(_) => None,
-        None => {
-            *slot = Some(value);
-            Some(())
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::call_result;
@@ -173,36 +162,15 @@ mod tests {
             r#"{"content":[{"type":"image","data":"AAEC","mimeType":"image/png"},{"type":"text","text":"x","annotations":{"audience":["user"],"priority":1}}],"structuredContent":{"t":-1.5e2,"ok":true,"n":null},"_meta":{"a":[]}}"#,
             r#" { "isError" : true , "content" : [ 7 , "s" , null ] , "resultType" : "complete" } "#,
         ];
-        let mut m = crate::mutate::Mutator::new(0x5851_f42d_4c95_7f2d);
-        let seeds: Vec<&[u8]> = seeds.iter().map(|s| s.as_bytes()).collect();
         const BYTES: &[u8] = b"{}[]\",:\\ \t\n0123456789.eE+-abcdefnrtu\x01\x7f\xc3\xa9\xff";
-        let mut read = 0;
-        for _ in 0..50_000 {
-            let raw = m.mutated(&seeds, BYTES, 3);
-            let mut line = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
-            line.extend_from_slice(&raw);
-            line.push(b'}');
-            if let Ok(crate::Incoming::Result { result, .. }) = crate::Incoming::parse(line.clone())
-            {
-                let direct = CallToolResult::from_payload(&result).map(|r| format!("{r:?}"));
-                let generic = result.decode::<CallToolResult>().map(|r| format!("{r:?}"));
-                assert_eq!(
-                    direct.ok(),
-                    generic.ok(),
-                    "{}",
-                    String::from_utf8_lossy(&line)
-                );
-            }
-            if let Some(r) = call_result(&raw) {
-                assert_eq!(
-                    Some(format!("{r:?}")),
-                    serde(&raw),
-                    "{}",
-                    String::from_utf8_lossy(&raw)
-                );
-                read += 1;
-            }
-        }
+        let read = crate::mutate::agrees_with_serde(
+            0x5851_f42d_4c95_7f2d,
+            &seeds,
+            BYTES,
+            50_000,
+            call_result,
+            CallToolResult::from_payload,
+        );
         assert!(read > 5000, "too few mutations read to mean much: {read}");
     }
 }

@@ -24,6 +24,7 @@
 use std::sync::Arc;
 
 use super::{ReadResourceResult, ResourceContents, SharedStr};
+use crate::jsonrpc::once;
 
 /// The result in `raw` (its JSON text, possibly followed by whitespace), when it is in
 /// the layout this reader takes; `None` for anything else.
@@ -62,17 +63,6 @@ pub(crate) fn read_result(raw: &[u8]) -> Option<ReadResourceResult> {
         cache_scope: cache_scope.flatten().map(String::from),
         meta: None,
     })
-}
-
-/// Sets a member's value, unless it was already set (serde refuses a duplicate).
-fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
-    match slot {
-        Some(_) => None,
-        None => {
-            *slot = Some(value);
-            Some(())
-        }
-    }
 }
 
 struct Cursor<'a> {
@@ -337,40 +327,15 @@ mod tests {
             r#"{"contents":[{"uri":"a://b","blob":"AAEC"}],"ttlMs":5,"cacheScope":"private"}"#,
             r#"{"contents":[{"uri":"a://b","text":null},{"uri":"c","mimeType":null}],"resultType":"complete"}"#,
         ];
-        let mut m = crate::mutate::Mutator::new(0x9e37_79b9_7f4a_7c15);
-        let seeds: Vec<&[u8]> = seeds.iter().map(|s| s.as_bytes()).collect();
         const BYTES: &[u8] = b"{}[]\",:\\ \t\r\n0123456789abcdeunl\x01\x7f\xc3\xa9\xff";
-        let mut read = 0;
-        for _ in 0..50_000 {
-            let raw = m.mutated(&seeds, BYTES, 3);
-            // Through a whole response line, as the client reads it: the same outcome
-            // as the generic decode of the payload (serde alone), value or refusal.
-            let mut line = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
-            line.extend_from_slice(&raw);
-            line.push(b'}');
-            if let Ok(crate::Incoming::Result { result, .. }) = crate::Incoming::parse(line.clone())
-            {
-                let direct = ReadResourceResult::from_payload(&result).map(|r| format!("{r:?}"));
-                let generic = result
-                    .decode::<ReadResourceResult>()
-                    .map(|r| format!("{r:?}"));
-                assert_eq!(
-                    direct.ok(),
-                    generic.ok(),
-                    "{}",
-                    String::from_utf8_lossy(&line)
-                );
-            }
-            if let Some(r) = read_result(&raw) {
-                assert_eq!(
-                    Some(format!("{r:?}")),
-                    serde(&raw),
-                    "{}",
-                    String::from_utf8_lossy(&raw)
-                );
-                read += 1;
-            }
-        }
+        let read = crate::mutate::agrees_with_serde(
+            0x9e37_79b9_7f4a_7c15,
+            &seeds,
+            BYTES,
+            50_000,
+            read_result,
+            ReadResourceResult::from_payload,
+        );
         assert!(read > 2000, "too few mutations read to mean much: {read}");
     }
 }
