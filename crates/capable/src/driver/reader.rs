@@ -178,7 +178,8 @@ fn dispatch(
                 }
                 (Dispatched::Answered(None), None)
             }
-            other => (Dispatched::Other(other), None),
+            Event::Handled => (Dispatched::Answered(None), None),
+            other => (Dispatched::Other(Box::new(other)), None),
         };
         (event, st.conn.take_notices(), waker)
     });
@@ -188,10 +189,13 @@ fn dispatch(
     if !notices.is_empty() {
         log_notices(shared, notices);
     }
+    let event = match event {
+        Dispatched::Answered(Some(violation)) => return shared.events.violation(violation),
+        Dispatched::Answered(None) => return,
+        Dispatched::Other(event) => *event,
+    };
     match event {
-        Dispatched::Answered(Some(violation)) => shared.events.violation(violation),
-        Dispatched::Answered(None) => {}
-        Dispatched::Other(Event::Notification { method, params }) => {
+        Event::Notification { method, params } => {
             let params = listen::params_of(&params);
             let notification = ServerNotification { method, params };
             let Some(notification) = listen::route(shared, notification) else {
@@ -206,11 +210,11 @@ fn dispatch(
                 shared.dropped_notification();
             }
         }
-        Dispatched::Other(Event::ServerRequest { id, method, params }) => {
+        Event::ServerRequest { id, method, params } => {
             let params = listen::params_of(&params);
             let _ = requests.send(Box::new(ServerRequest { id, method, params }));
         }
-        Dispatched::Other(_) => {}
+        _ => {}
     }
 }
 
@@ -219,8 +223,9 @@ enum Dispatched {
     /// A response (its outcome already with its caller) or progress; a contract
     /// violation to report.
     Answered(Option<Box<capable_core::Violation>>),
-    /// A notification or a server request.
-    Other(Event<super::Waiter>),
+    /// A notification or a server request (boxed: responses, the common case, move
+    /// a small value out of the lock, not a whole event).
+    Other(Box<Event<super::Waiter>>),
 }
 
 /// The transport failed one request: its waiter fails with `error`; the session goes on.

@@ -192,16 +192,29 @@ impl Session {
             .with_timeout(options.timeout)
             .with_progress(prx.is_some());
         let now = tokio::time::Instant::now().into_std();
+        // The refusal is left here, not returned: what the lock's closure returns is
+        // moved out of it, and an id is smaller than an error.
+        let mut refused = None;
         let id = self.shared.write_with(|st| {
-            let id = st
+            match st
                 .conn
                 .request(method, params, timing, waiter, now, &mut st.out)
-                .map_err(|(why, _)| not_sent(why, st.closed.clone()))?;
-            if let Some(key) = key {
-                st.conn.cache_answer(id, key);
+            {
+                Ok(id) => {
+                    if let Some(key) = key {
+                        st.conn.cache_answer(id, key);
+                    }
+                    Some(id)
+                }
+                Err((why, _)) => {
+                    refused = Some(not_sent(why, st.closed.clone()));
+                    None
+                }
             }
-            Ok::<i64, Error>(id)
-        })?;
+        });
+        let Some(id) = id else {
+            return Err(refused.unwrap_or(Error::Closed));
+        };
         let mut in_flight = InFlight {
             shared: &self.shared,
             id,
