@@ -26,8 +26,8 @@
 //! Results that are not final (`input_required`, a task) and the retries of a
 //! multi round-trip request are never kept. Nor is anything in the legacy era
 //! ([`applies_to`]): its results carry no hints, and a session there pays nothing for
-//! the cache (no key made, no result probed for hints). Time is given: every call takes the
-//! moment it happens, and tests run the rule on a made-up clock.
+//! the cache (no key made, no result probed for hints). Time is given: every call
+//! takes the moment it happens, and tests run the rule on a made-up clock.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
@@ -189,7 +189,7 @@ struct Hints {
 
 impl Hints {
     /// The hints of `result`; `None` when it does not decode as an object with them.
-    /// Read off its top-level members ([`each_member`]), each hint decoded alone, when
+    /// Read off its top-level members (`jsonrpc::each_member`), each hint decoded alone, when
     /// the result's text allows; otherwise (a key with escapes, a duplicate hint,
     /// anything that is not plainly valid JSON) by serde, as the derived decoder
     /// judges. Both give the same answer (a test holds them to it).
