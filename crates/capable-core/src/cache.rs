@@ -269,7 +269,20 @@ impl ResponseCache {
     /// is final. Returns whether it was kept. A result that may not be kept replaces
     /// nothing but drops what was kept for the key (the server's answer is newer).
     pub fn store(&mut self, key: CacheKey, result: &Payload, now: Now) -> bool {
+        self.keep(key, result, Hints::of(result), now)
+    }
+
+    /// [`ResponseCache::store`], noting on `result` the `resultType` its hints held:
+    /// the caller's check of it then reads the note instead of the result again.
+    pub(crate) fn store_noting(&mut self, key: CacheKey, result: &mut Payload, now: Now) -> bool {
         let hints = Hints::of(result);
+        if let Some(h) = &hints {
+            result.note_result_type(h.result_type.as_deref());
+        }
+        self.keep(key, result, hints, now)
+    }
+
+    fn keep(&mut self, key: CacheKey, result: &Payload, hints: Option<Hints>, now: Now) -> bool {
         let Some(hints) = hints else {
             self.entries.remove(&key);
             return false;
@@ -560,5 +573,32 @@ mod tests {
         let dup = Payload::from_json(r#"{"ttlMs":1,"ttlMs":2}"#);
         assert_eq!(Hints::by_members(dup.raw()), None);
         assert!(Hints::of(&dup).is_none());
+    }
+
+    /// What the cache read of a result's `resultType` is noted on it, and reads the
+    /// same as the result itself says, whatever the value.
+    #[test]
+    fn the_result_type_the_hints_held_is_noted_on_the_result() {
+        let t0 = Instant::now();
+        let mut cache = ResponseCache::default();
+        for (text, want) in [
+            (
+                r#"{"contents":[],"ttlMs":5,"resultType":"complete"}"#,
+                Some("complete"),
+            ),
+            (r#"{"contents":[],"ttlMs":5}"#, None),
+            (
+                r#"{"resultType":"input_required","inputRequests":{}}"#,
+                Some("input_required"),
+            ),
+            (r#"{"resultType":"task","task":{}}"#, Some("task")),
+        ] {
+            let key = CacheKey::new(Method::ReadResource, &json!({"uri": "a://x"})).unwrap();
+            let mut p = Payload::from_json(text.to_owned());
+            cache.store_noting(key, &mut p, at(t0, 0));
+            assert_eq!(p.result_type().unwrap().as_deref(), want, "{text}");
+            let fresh = Payload::from_json(text.to_owned());
+            assert_eq!(fresh.result_type().unwrap().as_deref(), want, "{text}");
+        }
     }
 }

@@ -23,11 +23,11 @@ impl<W> Connection<W> {
             return Event::Handled;
         }
         match msg {
-            Incoming::Result { id, result } => match self.take_pending(&id) {
+            Incoming::Result { id, mut result } => match self.take_pending(&id) {
                 Some((n, p)) => {
                     self.on_success(&p);
                     if let Some(key) = p.cache_key {
-                        self.cache.store(key, &result, now);
+                        self.cache.store_noting(key, &mut result, now);
                     }
                     Event::Response {
                         id: n,

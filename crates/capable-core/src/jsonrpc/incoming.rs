@@ -130,6 +130,7 @@ impl Incoming {
                     line,
                     range,
                     found: Found::ByShape,
+                    noted: Default::default(),
                 },
             });
         }

@@ -19,6 +19,21 @@ pub struct Payload {
     pub(super) line: Bytes,
     pub(super) range: Range<usize>,
     pub(super) found: Found,
+    /// The result's `resultType`, when something already read it (the cache, reading
+    /// its hints on arrival): [`Payload::result_type`] then need not walk it again.
+    pub(super) noted: Noted,
+}
+
+/// What is known of a result's `resultType` before anyone asks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Noted {
+    /// Nothing: it is read when asked for.
+    #[default]
+    Unknown,
+    /// Absent (or `null`).
+    Absent,
+    /// `"complete"`.
+    Complete,
 }
 
 /// How a payload's range was found.
@@ -113,11 +128,23 @@ impl Payload {
     /// top-level members by the checking walk of `members.rs` without decoding the
     /// rest; a text that walk gives up on (a key with escapes, a duplicate, anything
     /// not plainly valid JSON) is judged by serde, as a decode of the member alone.
+    /// A result without the member's name (or a backslash) anywhere in it is not
+    /// walked at all.
     pub fn result_type(&self) -> Result<Option<String>, serde_json::Error> {
         #[derive(serde::Deserialize)]
         struct Probe {
             #[serde(default, rename = "resultType")]
             result_type: Option<String>,
+        }
+        match self.noted {
+            Noted::Absent => return Ok(None),
+            Noted::Complete => return Ok(Some("complete".into())),
+            // Without the name, and without a backslash (a key may spell it with
+            // escapes), the member is not there.
+            Noted::Unknown if !self.mentions("\"resultType\"") && !self.mentions("\\") => {
+                return Ok(None)
+            }
+            Noted::Unknown => {}
         }
         let mut found: Option<Option<String>> = None;
         let walked = super::each_member(self.raw(), |key, value| {
@@ -137,6 +164,16 @@ impl Payload {
         }
     }
 
+    /// Notes the `resultType` read off this result by someone who walked it already
+    /// (the cache), for [`Payload::result_type`]; any other value is left to be read.
+    pub(crate) fn note_result_type(&mut self, result_type: Option<&str>) {
+        self.noted = match result_type {
+            None => Noted::Absent,
+            Some("complete") => Noted::Complete,
+            Some(_) => Noted::Unknown,
+        };
+    }
+
     /// An empty-object payload, for messages that carry none.
     pub(super) fn empty(line: Bytes) -> Self {
         Payload::parsed(line, 0..0)
@@ -147,6 +184,7 @@ impl Payload {
             line,
             range,
             found: Found::ByParse,
+            noted: Noted::Unknown,
         }
     }
 

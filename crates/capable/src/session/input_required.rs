@@ -36,10 +36,6 @@ struct InputRequired {
 /// client that declared the tasks extension may become a `task`; anything else is
 /// invalid.
 fn result_type(method: Method, payload: &Payload, tasks: bool) -> Result<ResultType, Error> {
-    // Cheap pre-check, for results of servers that leave it out.
-    if !payload.mentions("\"resultType\"") {
-        return Ok(ResultType::Complete);
-    }
     let result_type = payload.result_type().map_err(|e| Error::MalformedResult {
         method,
         detail: e.to_string(),
