@@ -189,7 +189,7 @@ struct Hints {
 
 impl Hints {
     /// The hints of `result`; `None` when it does not decode as an object with them.
-    /// Read off its top-level members (`jsonrpc::each_member`), each hint decoded alone, when
+    /// Read off its top-level members (`jsonrpc::pick`), each hint decoded alone, when
     /// the result's text allows; otherwise (a key with escapes, a duplicate hint,
     /// anything that is not plainly valid JSON) by serde, as the derived decoder
     /// judges. Both give the same answer (a test holds them to it).
@@ -198,27 +198,13 @@ impl Hints {
     }
 
     fn by_members(raw: &[u8]) -> Option<Hints> {
-        let mut hints = Hints::default();
-        let (mut ttl, mut scope, mut kind) = (false, false, false);
-        crate::jsonrpc::each_member(raw, |key, value| {
-            let seen = match key {
-                "ttlMs" => &mut ttl,
-                "cacheScope" => &mut scope,
-                "resultType" => &mut kind,
-                _ => return Some(()),
-            };
-            // A duplicate: serde refuses it, and judges it below.
-            if std::mem::replace(seen, true) {
-                return None;
-            }
-            match key {
-                "ttlMs" => hints.ttl_ms = serde_json::from_slice(value).ok()?,
-                "cacheScope" => hints.cache_scope = serde_json::from_slice(value).ok()?,
-                _ => hints.result_type = serde_json::from_slice(value).ok()?,
-            }
-            Some(())
-        })?;
-        Some(hints)
+        use crate::jsonrpc::{member, pick};
+        let [ttl, scope, kind] = pick(raw, ["ttlMs", "cacheScope", "resultType"])?;
+        Some(Hints {
+            ttl_ms: member(ttl)?,
+            cache_scope: member(scope)?,
+            result_type: member(kind)?,
+        })
     }
 }
 

@@ -33,6 +33,33 @@ pub(crate) fn each_member<'a>(
     c.end()
 }
 
+/// The raw values of the members named `names`, in that order (`None` for one that is
+/// absent), read off the object `text` by the checking walk; `None` when the walk gives
+/// up on the text or a named member comes twice (serde refuses a duplicate: the caller
+/// leaves both cases to it).
+pub(crate) fn pick<'a, const N: usize>(
+    text: &'a [u8],
+    names: [&str; N],
+) -> Option<[Option<&'a [u8]>; N]> {
+    let mut values = [None; N];
+    each_member(text, |key, value| {
+        match names.iter().position(|n| *n == key) {
+            Some(at) => once(&mut values[at], value),
+            None => Some(()),
+        }
+    })?;
+    Some(values)
+}
+
+/// A member [`pick`] found, decoded as a derived decoder decodes an `Option` field with
+/// a default: absent or `null` is `None`; `None` outside when the value is not a `T`.
+pub(crate) fn member<T: serde::de::DeserializeOwned>(value: Option<&[u8]>) -> Option<Option<T>> {
+    match value {
+        Some(value) => serde_json::from_slice(value).ok(),
+        None => Some(None),
+    }
+}
+
 /// Sets a member's value, unless it was already set: a decoder refuses a duplicate
 /// member (serde's derived ones do), and these readers leave one to serde.
 pub(crate) fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {

@@ -25,7 +25,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use incoming::{answered_id, split_batch, FramingError, Incoming};
-pub(crate) use members::{each_member, once, Walk};
+pub(crate) use members::{member, once, pick, Walk};
 pub use payload::Payload;
 pub use shape::{count_values, value_budget, within_value_budget};
 pub(crate) use shape::{find_quote, has_control_byte, result_by_shape};

@@ -146,20 +146,9 @@ impl Payload {
             }
             Noted::Unknown => {}
         }
-        let mut found: Option<Option<String>> = None;
-        let walked = super::each_member(self.raw(), |key, value| {
-            if key != "resultType" {
-                return Some(());
-            }
-            // A duplicate is serde's to refuse.
-            if found.is_some() {
-                return None;
-            }
-            found = Some(serde_json::from_slice(value).ok()?);
-            Some(())
-        });
+        let walked = super::pick(self.raw(), ["resultType"]).and_then(|[v]| super::member(v));
         match walked {
-            Some(()) => Ok(found.flatten()),
+            Some(result_type) => Ok(result_type),
             None => self.decode::<Probe>().map(|p| p.result_type),
         }
     }

@@ -6,10 +6,11 @@
 //! a `serde_json::Value` per content block) that costs several times what building the
 //! blocks does. Here the result is walked once by the checking cursor of
 //! `jsonrpc/members.rs` — every byte checked: UTF-8, control bytes, escapes, numbers,
-//! literals, nesting — and each part is made directly: a content block that is an object becomes a map of its members, a string
-//! without escapes is copied as it is, and every other value (a number, an escaped
-//! string, `annotations`, `structuredContent`, `_meta`) is decoded by serde_json from
-//! its own text. The result is the value serde makes of the whole.
+//! literals, nesting — and each part is made directly: a content block that is an
+//! object becomes a map of its members, a string without escapes is copied as it is,
+//! and every other value (a number, an escaped string, `annotations`,
+//! `structuredContent`, `_meta`) is decoded by serde_json from its own text. The result
+//! is the value serde makes of the whole.
 //!
 //! A key with escapes, a duplicate member, `content` that is not an array, `isError`
 //! that is not a boolean or `null`, or text that is not plainly valid JSON make it give
