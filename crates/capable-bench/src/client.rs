@@ -37,15 +37,15 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let figures = match (settings.url.is_some(), kind.as_str()) {
-        (true, "raw") => on_task(crate::http::raw(settings.clone())),
-        (true, "capable") => on_task(crate::http::capable(settings.clone())),
-        (true, "rmcp") => on_task(crate::http::rmcp(settings.clone(), false)),
-        (true, "rmcp-pooled") => on_task(crate::http::rmcp(settings.clone(), true)),
+        (true, "raw") => on_task(&settings, crate::http::raw(settings.clone())),
+        (true, "capable") => on_task(&settings, crate::http::capable(settings.clone())),
+        (true, "rmcp") => on_task(&settings, crate::http::rmcp(settings.clone(), false)),
+        (true, "rmcp-pooled") => on_task(&settings, crate::http::rmcp(settings.clone(), true)),
         (true, other) => Err(format!("unknown HTTP client {other:?}")),
         (false, "raw") => raw(&settings),
-        (false, "tokio-pipe") => on_task(tokio_pipe(settings.clone())),
-        (false, "capable") => on_task(capable(settings.clone())),
-        (false, "rmcp") => on_task(rmcp(settings.clone())),
+        (false, "tokio-pipe") => on_task(&settings, tokio_pipe(settings.clone())),
+        (false, "capable") => on_task(&settings, capable(settings.clone())),
+        (false, "rmcp") => on_task(&settings, rmcp(settings.clone())),
         (false, other) => Err(format!("unknown client {other:?}")),
     };
     let f = match figures {
@@ -93,7 +93,7 @@ fn sessions_main(args: &[String]) -> i32 {
             }
         }
     }
-    match runtime().block_on(async { tokio::spawn(crate::sessions::run(s)).await }) {
+    match runtime(0).block_on(async { tokio::spawn(crate::sessions::run(s)).await }) {
         Ok(Ok(report)) => {
             println!("{report}");
             0
@@ -109,12 +109,20 @@ fn sessions_main(args: &[String]) -> i32 {
     }
 }
 
-/// Both async clients run on a current-thread runtime, their fastest configuration.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a current-thread runtime")
+/// The async clients' runtime: current-thread, their fastest configuration, unless
+/// `--threads` asks for a multi-thread one (what a host's `#[tokio::main]` builds).
+fn runtime(threads: usize) -> tokio::runtime::Runtime {
+    match threads {
+        0 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a current-thread runtime"),
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build()
+            .expect("a multi-thread runtime"),
+    }
 }
 
 /// Times `s.handshakes` connections, each closed right after.
@@ -182,11 +190,11 @@ where
 
 /// Runs a client's workload as a spawned task, as a host's request handlers run (the
 /// `block_on` future itself is woken through an extra driver poll on every wake-up).
-fn on_task<F>(work: F) -> Result<Figures, String>
+fn on_task<F>(s: &Settings, work: F) -> Result<Figures, String>
 where
     F: std::future::Future<Output = Result<Figures, String>> + Send + 'static,
 {
-    runtime().block_on(async {
+    runtime(s.threads).block_on(async {
         tokio::spawn(work)
             .await
             .unwrap_or_else(|e| Err(e.to_string()))

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p capable-bench -- [--rounds 5] [-n 20000] [-c 32] [--warmup 1000]
 //!                                          [--handshakes 20] [--placement split|shared|free]
-//!                                          [--json] [--guard]
+//!                                          [--threads T] [--json] [--guard]
 //! cargo run --release -p capable-bench -- --http [--rounds 5] [-n 5000] …
 //! ```
 //!
@@ -19,7 +19,10 @@
 //!
 //! Every client runs in its own process (`capable-bench client KIND …`), so each one's
 //! peak RSS is its own; rounds interleave the clients (the order rotates each round)
-//! so drift on a noisy machine hits all of them alike. The figures are medians over the
+//! so drift on a noisy machine hits all of them alike. The async clients run on a
+//! current-thread runtime, their fastest configuration; `--threads T` runs them on a
+//! multi-thread one of `T` workers, as a host's `#[tokio::main]` does (with
+//! `--placement shared` or `free`: `split` pins each client to one CPU). The figures are medians over the
 //! rounds; the ratios are medians of the per-round ratios. `--guard` exits 1 when
 //! capable falls behind rmcp in the same run.
 
@@ -67,6 +70,9 @@ pub struct Settings {
     /// Every request is a `tools/call` of `echo` (a one-block text result) instead of
     /// the 1 KiB `resources/read` (stdio).
     pub calls: bool,
+    /// The async clients' runtime: current-thread (0, the default) or multi-thread
+    /// with this many workers, as a host's `#[tokio::main]` runs.
+    pub threads: usize,
 }
 
 impl Settings {
@@ -89,6 +95,7 @@ impl Settings {
             sessions: None,
             reads: 10,
             calls: false,
+            threads: 0,
         };
         let (mut server_set, mut clients_set) = (false, false);
         let mut it = args.iter();
@@ -122,6 +129,7 @@ impl Settings {
                 "--reads" => s.reads = number(value(a)?, a)?,
                 "--url" => s.url = Some(value(a)?),
                 "--calls" => s.calls = true,
+                "--threads" => s.threads = number(value(a)?, a)?,
                 "--json" => s.json = true,
                 "--guard" => s.guard = true,
                 "-h" | "--help" => return Err(USAGE.into()),
@@ -166,6 +174,9 @@ impl Settings {
         if self.calls {
             args.push("--calls".into());
         }
+        if self.threads > 0 {
+            args.extend(["--threads".into(), self.threads.to_string()]);
+        }
         args
     }
 }
@@ -173,10 +184,10 @@ impl Settings {
 const USAGE: &str =
     "usage: capable-bench [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
 [--clients raw,tokio-pipe,capable,rmcp] [--placement split|shared|free] [--server PATH] \
-[--calls] [--json] [--guard]
+[--calls] [--threads T] [--json] [--guard]
        capable-bench --http [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
 [--clients raw,capable,rmcp,rmcp-pooled] [--placement split|shared|free] [--server PATH] \
-[--json] [--guard]
+[--threads T] [--json] [--guard]
        capable-bench --sessions N [--reads K] [--placement split|shared|free] [--server PATH] [--json]";
 
 /// The bench server next to this binary (cargo builds both into the same directory).

@@ -641,3 +641,66 @@ async fn a_server_that_wants_authorization_fails_the_connection_as_http_401() {
     assert_eq!(peer.posts("server/discover").len(), 1);
     assert_eq!(peer.posts("initialize").len(), 1);
 }
+
+#[tokio::test]
+async fn what_one_answer_stream_carries_arrives_in_order_and_the_notifications_end_with_the_session(
+) {
+    // A call answered by an event stream: three progress notifications and three log
+    // messages, interleaved, then the result.
+    let peer = legacy_peer(|s| {
+        let token = s
+            .body
+            .as_ref()
+            .and_then(|b| b.pointer("/params/_meta/progressToken"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let mut events = Vec::new();
+        for step in 1..=3 {
+            let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": step, "total": 3}});
+            let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": format!("step {step}")}});
+            events.push(event(None, &progress));
+            events.push(event(None, &log));
+        }
+        events.push(event(
+            None,
+            &result(
+                &id(s),
+                json!({"content": [{"type": "text", "text": "done"}]}),
+            ),
+        ));
+        Reply::Sse(vec![], events, Duration::ZERO)
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    let mut notifications = session.notifications().expect("the stream, taken once");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let options = RequestOptions {
+        on_progress: Some(Box::new({
+            let seen = seen.clone();
+            move |p| seen.lock().unwrap().push(p.progress)
+        })),
+        ..RequestOptions::default()
+    };
+    let out = session
+        .call_tool_with("steps", None, options)
+        .await
+        .expect("the stream's answer");
+    assert_eq!(out.content[0]["text"], "done");
+    // Every progress before the answer, in the order sent.
+    assert_eq!(*seen.lock().unwrap(), [1.0, 2.0, 3.0]);
+    // The log messages are already on the host's stream, in the order sent.
+    for step in 1..=3 {
+        let n = notifications
+            .try_recv()
+            .expect("a message sent before the answer");
+        assert_eq!(n.method, "notifications/message");
+        assert_eq!(n.params["data"], format!("step {step}"));
+    }
+    session.close().await;
+    let end = tokio::time::timeout(Duration::from_secs(5), notifications.recv())
+        .await
+        .expect("the stream ends with the session");
+    assert!(end.is_none(), "nothing after the end: {end:?}");
+}

@@ -43,7 +43,7 @@ use crate::transport::{DirectWriter, Peer, DIRECT_MAX};
 
 pub(crate) use input::{run_input, ServerRequest};
 pub(crate) use outcome::{wake_all, Answer, Outcome, Waiter};
-pub(crate) use reader::{cut_off, ended, run_reader};
+pub(crate) use reader::{cut_off, ended, run_reader, Direct, Flow};
 pub(crate) use timer::run_timer;
 pub(crate) use writer::run_writer;
 

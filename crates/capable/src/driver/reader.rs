@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use crate::error::Error;
 use crate::events::ServerNotification;
-use crate::transport::{Inbound, MessageSource, Peer, TransportError};
+use crate::transport::{Delivery, Inbound, MessageSource, Peer, TransportError};
 
 use super::{listen, Answer, ServerRequest, Shared};
 
@@ -40,24 +40,21 @@ pub(crate) async fn run_reader<S: MessageSource>(
     notifications: mpsc::Sender<ServerNotification>,
     requests: mpsc::UnboundedSender<Box<ServerRequest>>,
 ) {
+    let to = Senders {
+        notifications,
+        requests,
+    };
+    // A source that reads on tasks of its own hands messages over from there; what
+    // still comes through `recv` is read here as usual.
+    let direct = Delivery::new(Direct {
+        shared: Arc::downgrade(&shared),
+        to: to.clone(),
+    });
+    let _ = source.deliver_to(direct);
     loop {
-        let line = match source.recv().await {
-            Ok(Some(Inbound::Message(line))) => line,
-            Ok(Some(Inbound::Unterminated(line))) => match Incoming::parse(line.clone()) {
-                Ok(_) => line,
-                Err(_) => {
-                    log_notices(&shared, vec![cut_off(&line)]);
-                    continue;
-                }
-            },
-            Ok(Some(Inbound::Failed { id, error })) => {
-                fail_one(&shared, &id, error);
-                continue;
-            }
-            Ok(Some(Inbound::Notice(notice))) => {
-                log_notices(&shared, vec![notice]);
-                continue;
-            }
+        let flow = match source.recv().await {
+            Ok(Some(Inbound::Message(line))) => on_message(&shared, line, &to),
+            Ok(Some(other)) => take(&shared, Ok(other), &to),
             Ok(None) => {
                 if !shared.lock().conn.is_closed() {
                     let reason = ended(&*shared.peer, None).await;
@@ -65,24 +62,88 @@ pub(crate) async fn run_reader<S: MessageSource>(
                 }
                 break;
             }
-            Err(e) => {
-                shared.close(Error::Transport(e));
-                break;
-            }
+            Err(e) => take(&shared, Err(e), &to),
         };
-        if let Some(tap) = &shared.tap {
-            tap.received(&line);
-        }
-        if let Err(values) = within_value_budget(&line, shared.max_message_size) {
-            let limit = value_budget(shared.max_message_size);
-            shared.close(Error::Transport(TransportError::TooManyValues {
-                values,
-                limit,
-            }));
+        if let Flow::Stop = flow {
             break;
         }
-        on_line(&shared, line, &notifications, &requests);
     }
+}
+
+/// Whoever waits for what the reader takes apart: the host's notification stream and
+/// the task that answers server requests.
+#[derive(Clone)]
+pub(crate) struct Senders {
+    notifications: mpsc::Sender<ServerNotification>,
+    requests: mpsc::UnboundedSender<Box<ServerRequest>>,
+}
+
+/// Whether more is wanted after an item.
+pub(crate) enum Flow {
+    Go,
+    /// The session ended: nothing after this is read.
+    Stop,
+}
+
+/// The way in for a source's own tasks ([`Delivery`]): what the reader task would do
+/// with each item, done by the task that has it.
+pub(crate) struct Direct {
+    /// Weak: the transport holding this is itself held by the session.
+    shared: std::sync::Weak<Shared>,
+    to: Senders,
+}
+
+impl Direct {
+    pub(crate) fn deliver(&self, item: Result<Inbound, TransportError>) -> Flow {
+        match self.shared.upgrade() {
+            Some(shared) => take(&shared, item, &self.to),
+            None => Flow::Stop,
+        }
+    }
+}
+
+/// One item from the transport, handled: a message routed (and its waiter woken), a
+/// failure of one request or the whole transport, a notice.
+fn take(shared: &Shared, item: Result<Inbound, TransportError>, to: &Senders) -> Flow {
+    match item {
+        Ok(Inbound::Message(line)) => on_message(shared, line, to),
+        Ok(Inbound::Unterminated(line)) => match Incoming::parse(line.clone()) {
+            Ok(_) => on_message(shared, line, to),
+            Err(_) => {
+                log_notices(shared, vec![cut_off(&line)]);
+                Flow::Go
+            }
+        },
+        Ok(Inbound::Failed { id, error }) => {
+            fail_one(shared, &id, error);
+            Flow::Go
+        }
+        Ok(Inbound::Notice(notice)) => {
+            log_notices(shared, vec![notice]);
+            Flow::Go
+        }
+        Err(e) => {
+            shared.close(Error::Transport(e));
+            Flow::Stop
+        }
+    }
+}
+
+/// One message: shown to the tap, held to the value budget, routed.
+fn on_message(shared: &Shared, line: bytes::Bytes, to: &Senders) -> Flow {
+    if let Some(tap) = &shared.tap {
+        tap.received(&line);
+    }
+    if let Err(values) = within_value_budget(&line, shared.max_message_size) {
+        let limit = value_budget(shared.max_message_size);
+        shared.close(Error::Transport(TransportError::TooManyValues {
+            values,
+            limit,
+        }));
+        return Flow::Stop;
+    }
+    on_line(shared, line, &to.notifications, &to.requests);
+    Flow::Go
 }
 
 /// The notice for the half message a server left as it stopped writing.

@@ -184,6 +184,41 @@ pub trait MessageSource: Send + 'static {
     /// The next message without its line terminator; `None` when the server closed its
     /// end.
     fn recv(&mut self) -> impl Future<Output = Result<Option<Inbound>, TransportError>> + Send;
+
+    /// Offered once, as the session starts: a source whose messages arrive on tasks of
+    /// its own (HTTP: each exchange's) may keep `delivery` and hand each message over
+    /// from there, saving every message the hop to the session's reader task. `recv`
+    /// is still read, for whatever the source queues anyway. Dropping the source must
+    /// drop the delivery too: the session's notification stream ends with both.
+    ///
+    /// Hands `delivery` back, by default: everything comes through `recv`.
+    fn deliver_to(&mut self, delivery: Delivery) -> Result<(), Delivery> {
+        Err(delivery)
+    }
+}
+
+/// The way into a session for a [`MessageSource`] that reads on tasks of its own
+/// ([`MessageSource::deliver_to`]): each item is handled on the spot, as the session's
+/// reader would handle it from [`MessageSource::recv`].
+pub struct Delivery(crate::driver::Direct);
+
+impl Delivery {
+    pub(crate) fn new(direct: crate::driver::Direct) -> Delivery {
+        Delivery(direct)
+    }
+
+    /// Hands `item` to the session: a message is routed and its waiter woken, a
+    /// request's failure fails it, an `Err` ends the session. Returns `false` once the
+    /// session has ended: nothing more is wanted.
+    pub fn deliver(&self, item: Result<Inbound, TransportError>) -> bool {
+        matches!(self.0.deliver(item), crate::driver::Flow::Go)
+    }
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Delivery")
+    }
 }
 
 /// The server as a running thing: its exit, its shutdown, its diagnostics.

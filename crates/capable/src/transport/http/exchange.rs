@@ -14,7 +14,6 @@ use capable_core::http::{
 use capable_core::RequestId;
 use futures_util::StreamExt;
 use reqwest::header::{HeaderName, CONTENT_TYPE, LOCATION};
-use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::sse::SseReader;
@@ -46,7 +45,7 @@ impl Exchanges {
             let http = http.clone();
             async move {
                 if let Err(e) = run(http.clone(), ex, request).await {
-                    let _ = http.inbound.send(Box::new(Err(e))).await;
+                    http.hand(Err(e)).await;
                 }
                 // Forget the task, unless a later step of the exchange replaced it.
                 let mut tasks = http.exchanges.lock();
@@ -91,11 +90,8 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
                 return Box::pin(execute_waiting(http, rest)).await;
             }
         };
-        match http.inbound.try_send(Box::new(received)) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-            Err(mpsc::error::TrySendError::Full(received)) => {
-                let _ = Box::pin(http.inbound.send(received)).await;
-            }
+        if let Some(queued) = http.hand_now(received) {
+            let _ = Box::pin(http.inbound.send(queued)).await;
         }
     }
     Ok(())
@@ -156,7 +152,7 @@ async fn execute_waiting(http: &Arc<Http>, actions: Vec<Action>) -> Result<(), T
             Now::Done => continue,
             Now::End(e) => return Err(e),
             Now::Deliver(received) => {
-                let _ = http.inbound.send(Box::new(received)).await;
+                http.hand(received).await;
                 continue;
             }
             Now::Waits(waits) => waits,
@@ -207,7 +203,7 @@ async fn execute_waiting(http: &Arc<Http>, actions: Vec<Action>) -> Result<(), T
             // Nothing else waits (`at_once`).
             _ => continue,
         };
-        let _ = http.inbound.send(Box::new(received)).await;
+        http.hand(received).await;
     }
     Ok(())
 }
@@ -360,7 +356,7 @@ async fn failed(http: &Arc<Http>, ex: ExchangeId, e: TransportError) -> Result<(
                         id,
                         error: Error::Transport(e.clone()),
                     };
-                    let _ = http.inbound.send(Box::new(Ok(failed))).await;
+                    http.hand(Ok(failed)).await;
                 }
             }
             Action::Notice(notice) => {

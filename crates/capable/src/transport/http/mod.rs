@@ -34,7 +34,8 @@ use tokio::sync::mpsc;
 use crate::auth::OAuthClient;
 
 use super::{
-    BoxFuture, DirectWriter, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError,
+    BoxFuture, Delivery, DirectWriter, Inbound, MessageSink, MessageSource, Peer, Transport,
+    TransportError,
 };
 use exchange::Exchanges;
 
@@ -93,6 +94,8 @@ pub(super) struct Http {
     /// Boxed: the channel's first block of slots is then a few hundred bytes, not
     /// kilobytes, in every idle session.
     inbound: mpsc::Sender<Box<Received>>,
+    /// How what the exchanges receive reaches the session (see [`Http::hand_now`]).
+    handing: Mutex<Handing>,
     exchanges: Exchanges,
     headers: header_cache::HeaderCache,
     /// The token generation each exchange's last request carried.
@@ -102,7 +105,51 @@ pub(super) struct Http {
     secrets: capable_core::secrets::Secrets,
 }
 
+/// How what the exchanges receive reaches the session.
+enum Handing {
+    /// Through the channel that [`HttpSource::recv`] reads (during the handshake,
+    /// which reads it itself).
+    Queue,
+    /// Straight in, from the exchange's task: no hop to the session's reader task.
+    Direct(crate::transport::Delivery),
+    /// The session has ended (or its reader is gone): nothing more is wanted.
+    Ended,
+}
+
 impl Http {
+    /// Hands `received` to the session, waiting only when the channel is full.
+    async fn hand(&self, received: Received) {
+        if let Some(queued) = self.hand_now(received) {
+            // Boxed: rare, and every exchange's task would otherwise hold room for it.
+            let _ = Box::pin(self.inbound.send(queued)).await;
+        }
+    }
+
+    /// Hands `received` to the session at once: straight in, once the session gave
+    /// its way in ([`HttpSource::deliver_to`]), else into the channel. Decided under
+    /// the lock that the switch takes, so one exchange's messages keep their order.
+    /// `Some` when the channel is full: the caller waits to queue it.
+    fn hand_now(&self, received: Received) -> Option<Box<Received>> {
+        let mut handing = self.handing();
+        match &*handing {
+            Handing::Direct(delivery) => {
+                if !delivery.deliver(received) {
+                    *handing = Handing::Ended;
+                }
+                None
+            }
+            Handing::Ended => None,
+            Handing::Queue => match self.inbound.try_send(Box::new(received)) {
+                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => None,
+                Err(mpsc::error::TrySendError::Full(queued)) => Some(queued),
+            },
+        }
+    }
+
+    fn handing(&self) -> std::sync::MutexGuard<'_, Handing> {
+        self.handing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn policy(&self) -> std::sync::MutexGuard<'_, HttpSession> {
         self.policy.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -173,6 +220,7 @@ impl HttpTransport {
                 limit: max_message_size,
                 policy: Mutex::new(policy),
                 inbound: tx,
+                handing: Mutex::new(Handing::Queue),
                 exchanges: Exchanges::default(),
                 headers: Default::default(),
                 sent: Mutex::default(),
@@ -217,7 +265,10 @@ impl Transport for HttpTransport {
             HttpSink {
                 http: self.http.clone(),
             },
-            HttpSource { rx: self.inbound },
+            HttpSource {
+                rx: self.inbound,
+                http: self.http.clone(),
+            },
             Box::new(HttpPeer { http: self.http }),
         )
     }
@@ -289,7 +340,7 @@ impl std::io::Write for HttpDirect {
                     let http = self.http.clone();
                     tokio::spawn(async move {
                         if let Err(e) = exchange::execute(&http, vec![other]).await {
-                            let _ = http.inbound.send(Box::new(Err(e))).await;
+                            http.hand(Err(e)).await;
                         }
                     });
                 }
@@ -303,14 +354,38 @@ impl std::io::Write for HttpDirect {
     }
 }
 
-/// Messages from response bodies and event streams, in arrival order.
+/// Messages from response bodies and event streams, in arrival order: through the
+/// channel during the handshake, then straight from each exchange's task.
 pub struct HttpSource {
     rx: mpsc::Receiver<Box<Received>>,
+    http: Arc<Http>,
 }
 
 impl MessageSource for HttpSource {
     async fn recv(&mut self) -> Result<Option<Inbound>, TransportError> {
         self.rx.recv().await.map(|r| *r).transpose()
+    }
+
+    fn deliver_to(&mut self, delivery: Delivery) -> Result<(), Delivery> {
+        let mut handing = self.http.handing();
+        // What was queued before, first and in order, under the lock every exchange
+        // takes to hand over: nothing overtakes it.
+        while let Ok(queued) = self.rx.try_recv() {
+            if !delivery.deliver(*queued) {
+                *handing = Handing::Ended;
+                return Ok(());
+            }
+        }
+        *handing = Handing::Direct(delivery);
+        Ok(())
+    }
+}
+
+impl Drop for HttpSource {
+    /// The session's reader is gone: so is its way in (and with it the session's
+    /// notification stream).
+    fn drop(&mut self) {
+        *self.http.handing() = Handing::Ended;
     }
 }
 
