@@ -236,6 +236,7 @@ fn start<Si: MessageSink, So: MessageSource>(
     let negotiated = conn.negotiated().clone();
     let state = State {
         direct: sink.direct(),
+        started: None,
         answered: 0,
         writing: false,
         out_tapped: 0,

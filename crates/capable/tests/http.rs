@@ -704,3 +704,46 @@ async fn what_one_answer_stream_carries_arrives_in_order_and_the_notifications_e
         .expect("the stream ends with the session");
     assert!(end.is_none(), "nothing after the end: {end:?}");
 }
+
+#[tokio::test]
+async fn a_legacy_request_given_up_is_cancelled_by_notification_and_the_session_goes_on() {
+    let peer = legacy_peer(|s| match tool_name(s) {
+        Some("slow") => Reply::Sse(vec![], vec![], Duration::from_secs(20)),
+        _ => text_result(s, "fine"),
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    // Timed out by the session…
+    let err = session
+        .call_tool_with(
+            "slow",
+            None,
+            RequestOptions {
+                timeout: Some(Duration::from_millis(300)),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    // …and given up by the host, which drops the call.
+    let dropped =
+        tokio::time::timeout(Duration::from_millis(300), session.call_tool("slow", None)).await;
+    assert!(dropped.is_err(), "the slow call never answers");
+    // The cancellations are queued before the next request and posted in order.
+    still_fine(&session).await;
+    let slow: Vec<Value> = peer
+        .posts("tools/call")
+        .iter()
+        .filter(|p| tool_name(p) == Some("slow"))
+        .map(id)
+        .collect();
+    let cancelled: Vec<Value> = peer
+        .posts("notifications/cancelled")
+        .iter()
+        .map(|c| c.body.as_ref().unwrap()["params"]["requestId"].clone())
+        .collect();
+    assert_eq!(slow.len(), 2);
+    assert_eq!(cancelled, slow, "each given-up request is cancelled once");
+    session.close().await;
+}

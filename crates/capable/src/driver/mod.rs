@@ -16,9 +16,12 @@
 //! the whole buffer out and sends it in one write: requests issued while a write is in
 //! progress go out together in the next one. A lone request (nothing else in flight,
 //! nothing queued, no write under way) is written at once by its caller when the
-//! transport offers a non-blocking way in, saving the hop to the writer task. The
-//! reader parses each line just far enough to route it and leaves the outcome for the
-//! waiting caller (`outcome.rs`), which decodes the result into the one type it expects.
+//! transport offers a non-blocking way in, saving the hop to the writer task; what
+//! that write starts (HTTP: the request's exchange) the caller carries out itself
+//! while it waits, so its answer is routed from its own task. The reader parses each
+//! line just far enough to route it and leaves the outcome for the waiting caller
+//! (`outcome.rs`), which decodes the result into the one type it expects. A transport
+//! that receives on tasks of its own (HTTP) routes from there, without the reader.
 
 mod input;
 mod listen;
@@ -39,10 +42,10 @@ use tokio::sync::{mpsc, Notify};
 use crate::error::Error;
 use crate::session::ListenEvent;
 use crate::tap::Tap;
-use crate::transport::{DirectWriter, Peer, DIRECT_MAX};
+use crate::transport::{DirectWriter, Peer, Started, DIRECT_MAX};
 
 pub(crate) use input::{run_input, ServerRequest};
-pub(crate) use outcome::{wake_all, Answer, Outcome, Waiter};
+pub(crate) use outcome::{wake_all, Answer, Driven, Outcome, Waiter};
 pub(crate) use reader::{cut_off, ended, run_reader, Direct, Flow};
 pub(crate) use timer::run_timer;
 pub(crate) use writer::run_writer;
@@ -59,6 +62,8 @@ pub(crate) struct State {
     pub(crate) writing: bool,
     /// The transport's non-blocking way in, for lone requests (dropped on close).
     pub(crate) direct: Option<DirectWriter>,
+    /// What the last direct write started, for the caller whose write it was.
+    pub(crate) started: Option<Started>,
     /// Responses the reader handed out since something was last queued: more than
     /// one means their callers are likely to answer with a burst of requests, which
     /// the writer should send together.
@@ -115,8 +120,29 @@ impl Shared {
     /// Runs `f` on the state under the lock, then wakes the writer if `f` queued bytes
     /// into an empty buffer (a non-empty one already has a write under way or due),
     /// and the timer if `f` armed a deadline earlier than the one it sleeps until.
+    ///
+    /// What a direct write starts (HTTP: the request's exchange) runs on its own: see
+    /// [`Shared::write_starting`] for a caller that carries it out itself.
+    #[inline]
     pub(crate) fn write_with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let (result, wake_writer, wake_timer) = {
+        self.write_carrying::<false, R>(f).0
+    }
+
+    /// [`Shared::write_with`], handing back what a direct write of what `f` queued
+    /// started, for the caller to carry out while it waits for its answer.
+    #[inline]
+    pub(crate) fn write_starting<R>(
+        &self,
+        f: impl FnOnce(&mut State) -> R,
+    ) -> (R, Option<Started>) {
+        self.write_carrying::<true, R>(f)
+    }
+
+    fn write_carrying<const CARRY: bool, R>(
+        &self,
+        f: impl FnOnce(&mut State) -> R,
+    ) -> (R, Option<Started>) {
+        let (result, wake_writer, wake_timer, started) = {
             let mut st = self.lock();
             let was_empty = st.out.is_empty();
             let result = f(&mut st);
@@ -128,7 +154,9 @@ impl Shared {
                 }
                 _ => false,
             };
-            (result, queued && !self.send_directly(&mut st), wake_timer)
+            let wake_writer = queued && !self.send_directly(&mut st, CARRY);
+            let started = if CARRY { st.started.take() } else { None };
+            (result, wake_writer, wake_timer, started)
         };
         if wake_writer {
             self.write_ready.notify_one();
@@ -136,7 +164,7 @@ impl Shared {
         if wake_timer {
             self.timer_wake.notify_one();
         }
-        result
+        (result, started)
     }
 
     /// Writes what was just queued from the caller's task, when that is safe and
@@ -145,7 +173,7 @@ impl Shared {
     /// request (a burst is left to the writer, which sends it in one write), and the
     /// batch is small enough to go whole or not at all. Returns whether everything
     /// went out; otherwise the writer takes over, and reports any failure as usual.
-    fn send_directly(&self, st: &mut State) -> bool {
+    fn send_directly(&self, st: &mut State, carry: bool) -> bool {
         let after_burst = std::mem::take(&mut st.answered) > 1;
         if after_burst || st.writing || st.conn.in_flight() > 1 || st.out.len() > DIRECT_MAX {
             return false;
@@ -154,6 +182,7 @@ impl Shared {
             out,
             out_tapped,
             direct,
+            started,
             ..
         } = st;
         let Some(direct) = direct.as_mut() else {
@@ -168,6 +197,10 @@ impl Shared {
                 }
                 out.drain(..n);
                 *out_tapped = out.len();
+                match carry {
+                    true => *started = direct.started(),
+                    false => direct.detach(),
+                }
                 out.is_empty()
             }
             _ => false,
@@ -196,6 +229,17 @@ impl Shared {
     /// Counts a server notification nobody took in time.
     pub(crate) fn dropped_notification(&self) {
         self.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Spawns work nobody carries out in its own task (on the current runtime: a request
+/// is only ever made from one).
+pub(crate) fn spawn(work: Started) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(work);
+        }
+        Err(_) => tracing::warn!("work started outside a runtime was dropped"),
     }
 }
 

@@ -22,6 +22,7 @@ use capable_core::Payload;
 use tokio::sync::mpsc;
 
 use crate::error::Error;
+use crate::transport::Started;
 
 use super::{Shared, State};
 
@@ -99,6 +100,45 @@ impl Future for Outcome<'_> {
             }
             None => Poll::Ready(Err(st.closed.clone().unwrap_or(Error::Closed))),
         }
+    }
+}
+
+/// [`Outcome`], carrying out meanwhile the work the request's direct write started
+/// (HTTP: its exchange) in the caller's own task: the answer is routed from there
+/// and its caller finds it in the same poll, with no task and no wake-up between.
+pub(crate) struct Driven<'a> {
+    outcome: Outcome<'a>,
+    work: Option<Started>,
+}
+
+impl<'a> Driven<'a> {
+    #[inline]
+    pub(crate) fn new(outcome: Outcome<'a>, work: Option<Started>) -> Driven<'a> {
+        Driven { outcome, work }
+    }
+
+    /// Once the outcome is in: work that is not done yet (rare: its exchange goes on
+    /// after the answer) is spawned after an answer, and dropped (its request
+    /// abandoned, as a cancelled caller's is) after a failure.
+    #[inline]
+    pub(crate) fn finish(self, answered: bool) {
+        if let (Some(work), true) = (self.work, answered) {
+            super::spawn(work);
+        }
+    }
+}
+
+impl Future for Driven<'_> {
+    type Output = Result<Answer, Error>;
+
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Some(work) = self.work.as_mut() {
+            if work.as_mut().poll(cx).is_ready() {
+                self.work = None;
+            }
+        }
+        Pin::new(&mut self.outcome).poll(cx)
     }
 }
 

@@ -11,7 +11,7 @@ use capable_core::{Method, NotSent, Params, Payload, Timing};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
-use crate::driver::{Answer, Outcome, Shared, Waiter};
+use crate::driver::{Answer, Driven, Outcome, Shared, Waiter};
 use crate::error::Error;
 
 use super::Session;
@@ -195,7 +195,7 @@ impl Session {
         // The refusal is left here, not returned: what the lock's closure returns is
         // moved out of it, and an id is smaller than an error.
         let mut refused = None;
-        let id = self.shared.write_with(|st| {
+        let (id, started) = self.shared.write_starting(|st| {
             match st
                 .conn
                 .request(method, params, timing, waiter, now, &mut st.out)
@@ -213,6 +213,10 @@ impl Session {
             }
         });
         let Some(id) = id else {
+            // Nothing was queued, so nothing started; should anything have, it runs.
+            if let Some(work) = started {
+                crate::driver::spawn(work);
+            }
             return Err(refused.unwrap_or(Error::Closed));
         };
         let mut in_flight = InFlight {
@@ -220,7 +224,7 @@ impl Session {
             id,
             armed: true,
         };
-        let mut answered = Outcome::new(&self.shared, id);
+        let mut answered = Driven::new(Outcome::new(&self.shared, id), started);
         let outcome = match (prx.as_mut(), options.on_progress.as_mut()) {
             (Some(r), Some(cb)) => loop {
                 tokio::select! {
@@ -235,8 +239,9 @@ impl Session {
                     Some(p) = r.recv() => cb(&p),
                 }
             },
-            _ => answered.await,
+            _ => (&mut answered).await,
         };
+        answered.finish(outcome.is_ok());
         in_flight.armed = false;
         outcome
     }

@@ -173,7 +173,37 @@ pub trait MessageSink: Send + 'static {
 }
 
 /// See [`MessageSink::direct`].
-pub type DirectWriter = Box<dyn std::io::Write + Send>;
+pub type DirectWriter = Box<dyn DirectWrite>;
+
+/// The non-blocking way in of [`MessageSink::direct`]. Every [`std::io::Write`] is
+/// one (a pipe's duplicate descriptor); HTTP's starts the request's exchange and
+/// leaves it to the caller ([`DirectWrite::started`]).
+pub trait DirectWrite: Send {
+    /// Writes all of `batch` (returning its length) or none of it (`Ok(0)`).
+    fn write(&mut self, batch: &[u8]) -> std::io::Result<usize>;
+
+    /// What the last write started, for its caller to carry out in its own task while
+    /// it waits for the answer (HTTP: the request's exchange: no task of its own, no
+    /// hop back to the caller). `None` (the default): the write was all there was to
+    /// do.
+    fn started(&mut self) -> Option<Started> {
+        None
+    }
+
+    /// The last write's caller will not carry out what it started (it does not wait
+    /// for the answer itself): the writer runs it on its own. The default does
+    /// nothing, for a writer that starts nothing.
+    fn detach(&mut self) {}
+}
+
+impl<W: std::io::Write + Send> DirectWrite for W {
+    fn write(&mut self, batch: &[u8]) -> std::io::Result<usize> {
+        std::io::Write::write(self, batch)
+    }
+}
+
+/// Work a [`DirectWrite`] started, carried out by whoever polls it.
+pub type Started = BoxFuture<'static, ()>;
 
 /// The largest batch written through a [`DirectWriter`]: `PIPE_BUF` on Linux, the size
 /// up to which a pipe write is atomic.

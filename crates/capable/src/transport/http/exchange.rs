@@ -22,7 +22,8 @@ use crate::error::Error;
 use crate::transport::{Inbound, TransportError};
 
 /// The tasks of the exchanges in flight, so that an exchange can be stopped (a modern
-/// cancellation closes its stream) and all of them on close.
+/// cancellation closes its stream) and all of them on close. An exchange its caller
+/// carries out ([`carried`]) is not among them: dropping the caller's future stops it.
 #[derive(Default)]
 pub(super) struct Exchanges {
     tasks: Mutex<HashMap<ExchangeId, (u64, AbortHandle)>>,
@@ -68,6 +69,25 @@ impl Exchanges {
         for (_, (_, task)) in self.lock().drain() {
             task.abort();
         }
+    }
+}
+
+/// Exchange `ex`, carried out by the caller of its request ([`super::HttpDirect`]) in
+/// its own task. Every reason to stop it early — the request cancelled, timed out,
+/// or the session closed — also ends its caller's wait, and the caller then drops it.
+pub(super) async fn carried(http: Arc<Http>, ex: ExchangeId, request: Request) {
+    /// The token generation kept for the exchange, forgotten however it ends.
+    struct Forget<'a>(&'a Http, ExchangeId);
+    impl Drop for Forget<'_> {
+        fn drop(&mut self) {
+            if self.0.config.oauth.is_some() {
+                self.0.sent_lock().remove(&self.1);
+            }
+        }
+    }
+    let _forget = Forget(&http, ex);
+    if let Err(e) = run(http.clone(), ex, request).await {
+        http.hand(Err(e)).await;
     }
 }
 

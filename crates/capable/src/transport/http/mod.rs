@@ -34,8 +34,8 @@ use tokio::sync::mpsc;
 use crate::auth::OAuthClient;
 
 use super::{
-    BoxFuture, Delivery, DirectWriter, Inbound, MessageSink, MessageSource, Peer, Transport,
-    TransportError,
+    BoxFuture, Delivery, DirectWrite, DirectWriter, Inbound, MessageSink, MessageSource, Peer,
+    Started, Transport, TransportError,
 };
 use exchange::Exchanges;
 
@@ -294,6 +294,7 @@ impl MessageSink for HttpSink {
     fn direct(&self) -> Option<DirectWriter> {
         Some(Box::new(HttpDirect {
             http: self.http.clone(),
+            started: None,
         }))
     }
 
@@ -310,16 +311,21 @@ impl MessageSink for HttpSink {
     }
 }
 
-/// The way in for a lone request, from its caller: the policy makes its POST and the
-/// exchange's task is started at once, without the hop to the writer task. Only a
-/// single request line is taken (its POST is independent of every other message);
-/// anything else — a notification, a response, a batch — is refused with `Ok(0)`,
-/// untouched, and the writer sends it in order as usual.
+/// The way in for a lone request, from its caller: the policy makes its POST, and the
+/// exchange is handed back ([`DirectWrite::started`]) for the caller to carry out in
+/// its own task while it waits for its answer: no task per request, no hop to the
+/// writer task or back. A caller that does not wait for the answer itself has the
+/// exchange run as a task ([`DirectWrite::detach`]). Only a single request line is
+/// taken (its POST is independent of every other message); anything else — a
+/// notification, a response, a batch — is refused with `Ok(0)`, untouched, and the
+/// writer sends it in order as usual.
 struct HttpDirect {
     http: Arc<Http>,
+    /// The exchange the last write started, until its caller takes it or lets go.
+    started: Option<(capable_core::http::ExchangeId, capable_core::http::Request)>,
 }
 
-impl std::io::Write for HttpDirect {
+impl DirectWrite for HttpDirect {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let Some(line) = buf.strip_suffix(b"\n").filter(|l| !l.contains(&b'\n')) else {
             return Ok(0);
@@ -327,13 +333,14 @@ impl std::io::Write for HttpDirect {
         let Some(actions) = self.http.policy().send_request(line) else {
             return Ok(0);
         };
+        self.detach();
         for action in actions {
             match action {
                 capable_core::http::Action::Send {
                     exchange,
                     request,
                     blocking: false,
-                } => self.http.exchanges.spawn(&self.http, exchange, request),
+                } if self.started.is_none() => self.started = Some((exchange, request)),
                 // Not what a request asks for; carried out as the writer would, a
                 // failure that ends the connection reported like an exchange's.
                 other => {
@@ -349,8 +356,15 @@ impl std::io::Write for HttpDirect {
         Ok(buf.len())
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+    fn started(&mut self) -> Option<Started> {
+        let (ex, request) = self.started.take()?;
+        Some(Box::pin(exchange::carried(self.http.clone(), ex, request)))
+    }
+
+    fn detach(&mut self) {
+        if let Some((ex, request)) = self.started.take() {
+            self.http.exchanges.spawn(&self.http, ex, request);
+        }
     }
 }
 
