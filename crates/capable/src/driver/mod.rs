@@ -170,14 +170,16 @@ impl Shared {
     /// Writes what was just queued from the caller's task, when that is safe and
     /// worth it: the writer is idle (so nothing sent earlier is still on its way), at
     /// most one request is in flight and at most one answer came since the last
-    /// request (a burst is left to the writer, which sends it in one write), and the
-    /// batch is small enough to go whole or not at all. Returns whether everything
+    /// request (a burst is left to the writer, which sends it in one write, unless
+    /// the transport's writes do not coalesce), and the batch is small enough to go
+    /// whole or not at all. Returns whether everything
     /// went out; otherwise the writer takes over, and reports any failure as usual.
     fn send_directly(&self, st: &mut State, carry: bool) -> bool {
         let after_burst = std::mem::take(&mut st.answered) > 1;
-        if after_burst || st.writing || st.conn.in_flight() > 1 || st.out.len() > DIRECT_MAX {
+        if st.writing || st.out.len() > DIRECT_MAX {
             return false;
         }
+        let busy = after_burst || st.conn.in_flight() > 1;
         let State {
             out,
             out_tapped,
@@ -188,6 +190,11 @@ impl Shared {
         let Some(direct) = direct.as_mut() else {
             return false;
         };
+        // A burst is the writer's to send in one write, where writes coalesce (a pipe);
+        // over HTTP every request is a POST of its own, and goes at once.
+        if busy && direct.coalesces() {
+            return false;
+        }
         match direct.write(out) {
             Ok(n) if n > 0 => {
                 // All of it, from a pipe. Should a writer take only part, the writer

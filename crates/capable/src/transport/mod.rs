@@ -144,7 +144,8 @@ pub trait MessageSink: Send + 'static {
     /// Sends `batch` (one or more whole lines) and flushes.
     fn send(&mut self, batch: &[u8]) -> impl Future<Output = Result<(), TransportError>> + Send;
 
-    /// A second, non-blocking way into the same byte stream, for a lone request: the
+    /// A second, non-blocking way into the same byte stream, for a lone request (any
+    /// request, where writes do not coalesce: [`DirectWrite::coalesces`]): the
     /// caller's task writes it at once instead of waking the writer task. It must
     /// take a batch of at most [`DIRECT_MAX`] bytes whole or not at all, and say which
     /// (`Ok(0)`: not at all; the writer then sends it): a pipe does, up to `PIPE_BUF`;
@@ -194,6 +195,14 @@ pub trait DirectWrite: Send {
     /// for the answer itself): the writer runs it on its own. The default does
     /// nothing, for a writer that starts nothing.
     fn detach(&mut self) {}
+
+    /// Whether writes coalesce: several requests in one write go out as one (a pipe:
+    /// one syscall for a burst, so a burst is better left to the writer task). `false`
+    /// for a transport where every request is sent on its own anyway (HTTP: a POST
+    /// each), which then takes every request directly. `true` by default.
+    fn coalesces(&self) -> bool {
+        true
+    }
 }
 
 impl<W: std::io::Write + Send> DirectWrite for W {

@@ -289,8 +289,8 @@ impl MessageSink for HttpSink {
         Ok(())
     }
 
-    /// A lone request's POST started from its caller's task, without the hop to the
-    /// writer task; anything but a single request is left to the writer.
+    /// A request's POST started from its caller's task, without the hop to the writer
+    /// task; anything but a single request is left to the writer.
     fn direct(&self) -> Option<DirectWriter> {
         Some(Box::new(HttpDirect {
             http: self.http.clone(),
@@ -311,7 +311,7 @@ impl MessageSink for HttpSink {
     }
 }
 
-/// The way in for a lone request, from its caller: the policy makes its POST, and the
+/// The way in for a request, from its caller: the policy makes its POST, and the
 /// exchange is handed back ([`DirectWrite::started`]) for the caller to carry out in
 /// its own task while it waits for its answer: no task per request, no hop to the
 /// writer task or back. A caller that does not wait for the answer itself has the
@@ -365,6 +365,12 @@ impl DirectWrite for HttpDirect {
         if let Some((ex, request)) = self.started.take() {
             self.http.exchanges.spawn(&self.http, ex, request);
         }
+    }
+
+    /// Every request is a POST of its own: requests in flight together are each
+    /// taken here, from their callers.
+    fn coalesces(&self) -> bool {
+        false
     }
 }
 
