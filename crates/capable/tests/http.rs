@@ -95,6 +95,18 @@ async fn still_fine(session: &Session) {
     assert_eq!(out.content[0]["text"], "fine");
 }
 
+/// A call of `tool` that the session gives up after 300 ms: its error.
+async fn call_timing_out(session: &Session, tool: &str) -> Error {
+    let options = RequestOptions {
+        timeout: Some(Duration::from_millis(300)),
+        ..Default::default()
+    };
+    session
+        .call_tool_with(tool, None, options)
+        .await
+        .expect_err("no answer in time")
+}
+
 #[tokio::test]
 async fn an_expired_session_is_renewed_and_the_request_retried_once_with_the_negotiated_version() {
     let sessions = Arc::new(Mutex::new(0u32));
@@ -388,18 +400,7 @@ async fn a_modern_request_is_cancelled_by_closing_its_stream_not_by_a_notificati
     })
     .await;
     let session = connect(&peer.url).await;
-    let err = session
-        .call_tool_with(
-            "slow",
-            None,
-            RequestOptions {
-                timeout: Some(Duration::from_millis(300)),
-                on_progress: None,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap_err();
+    let err = call_timing_out(&session, "slow").await;
     assert!(matches!(err, Error::Timeout { .. }), "{err}");
     // The cancellation is queued before the next request, and messages are handed to
     // the transport in order: by the time the next call is answered, a notification
@@ -714,17 +715,7 @@ async fn a_legacy_request_given_up_is_cancelled_by_notification_and_the_session_
     .await;
     let session = connect(&peer.url).await;
     // Timed out by the session…
-    let err = session
-        .call_tool_with(
-            "slow",
-            None,
-            RequestOptions {
-                timeout: Some(Duration::from_millis(300)),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap_err();
+    let err = call_timing_out(&session, "slow").await;
     assert!(matches!(err, Error::Timeout { .. }), "{err}");
     // …and given up by the host, which drops the call.
     let dropped =
