@@ -3,6 +3,10 @@
 //! stream, a listener, the input task. A failure of one request in the transport (an
 //! HTTP status without a JSON-RPC answer) fails that request only; the end of the
 //! server's output ends the session with how the server exited.
+//!
+//! A transport that receives on tasks of its own (HTTP: each exchange's) is offered
+//! the same handling as a [`Delivery`] and does it from there, item by item; the reader
+//! task then only reads what the transport still queues.
 
 use std::sync::Arc;
 use std::time::Duration;
