@@ -601,6 +601,19 @@ async fn a_broken_answer_in_a_200_fails_its_request_at_once_and_the_session_goes
 
 #[tokio::test]
 async fn lone_and_concurrent_requests_are_each_posted_once_and_answered_by_their_own_ids() {
+    lone_and_concurrent_calls(12).await;
+}
+
+/// The same on two worker threads, as a host's `#[tokio::main]` runs: callers carry out
+/// their exchanges and answers are routed from whichever thread polls them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_multi_thread_runtime_every_concurrent_call_gets_its_own_answer() {
+    lone_and_concurrent_calls(200).await;
+}
+
+/// Five calls one at a time, then `burst` at once: each posted once, under its own id,
+/// and answered with its own answer.
+async fn lone_and_concurrent_calls(burst: usize) {
     let peer = legacy_peer(|s| {
         // Each call answered with its own tool name, so a mixed-up answer shows.
         text_result(s, tool_name(s).unwrap_or(""))
@@ -613,19 +626,27 @@ async fn lone_and_concurrent_requests_are_each_posted_once_and_answered_by_their
         let out = session.call_tool(&name, None).await.expect("answered");
         assert_eq!(out.content[0]["text"], name.as_str());
     }
-    // Many at once: the writer's batches.
-    let names: Vec<String> = (0..12).map(|i| format!("burst-{i}")).collect();
-    let calls = names.iter().map(|n| session.call_tool(n, None));
-    let outs = futures_util::future::join_all(calls).await;
-    for (name, out) in names.iter().zip(outs) {
-        assert_eq!(out.expect("answered").content[0]["text"], name.as_str());
+    // Many at once, each from a task of its own (on any worker thread): each posted,
+    // and carried out, by its own caller.
+    let session = Arc::new(session);
+    let calls = (0..burst).map(|i| {
+        let session = session.clone();
+        tokio::spawn(async move {
+            let name = format!("burst-{i}");
+            let out = session.call_tool(&name, None).await.expect("answered");
+            assert_eq!(out.content[0]["text"], name.as_str());
+        })
+    });
+    for call in futures_util::future::join_all(calls).await {
+        call.expect("the call's task");
     }
+    let session = Arc::into_inner(session).expect("every call is done");
     let posts = peer.posts("tools/call");
-    assert_eq!(posts.len(), 17, "each request posted once");
+    assert_eq!(posts.len(), 5 + burst, "each request posted once");
     let mut ids: Vec<i64> = posts.iter().filter_map(|p| id(p).as_i64()).collect();
     ids.sort_unstable();
     ids.dedup();
-    assert_eq!(ids.len(), 17, "under 17 distinct ids");
+    assert_eq!(ids.len(), 5 + burst, "each under an id of its own");
     session.close().await;
 }
 
