@@ -19,12 +19,14 @@
 //!
 //! Every client runs in its own process (`capable-bench client KIND …`), so each one's
 //! peak RSS is its own; rounds interleave the clients (the order rotates each round)
-//! so drift on a noisy machine hits all of them alike. The async clients run on a
-//! current-thread runtime, their fastest configuration; `--threads T` runs them on a
-//! multi-thread one of `T` workers, as a host's `#[tokio::main]` does (with
-//! `--placement shared` or `free`: `split` pins each client to one CPU). The figures are medians over the
+//! so drift on a noisy machine hits all of them alike. The figures are medians over the
 //! rounds; the ratios are medians of the per-round ratios. `--guard` exits 1 when
 //! capable falls behind rmcp in the same run.
+//!
+//! The async clients run on a current-thread runtime, their fastest configuration;
+//! `--threads T` runs them on a multi-thread one of `T` workers, as a host's
+//! `#[tokio::main]` does (with `--placement shared` or `free`: `split` pins each client
+//! to one CPU).
 
 #[allow(dead_code)] // the servers' answers; the clients need only the URI
 mod answers;
