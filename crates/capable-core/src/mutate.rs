@@ -46,6 +46,15 @@ impl Mutator {
 /// value; and through a whole response line (the routing by shape, then `payload`,
 /// the decode a caller makes), the outcome is the generic decode's, value or refusal.
 /// Returns how many mutations `direct` took, for the test to require enough.
+/// What serde's derived decoder makes of `raw`, shown: what a direct reader must make.
+pub(crate) fn by_serde<T: serde::de::DeserializeOwned + std::fmt::Debug>(
+    raw: &[u8],
+) -> Option<String> {
+    serde_json::from_slice::<T>(raw)
+        .ok()
+        .map(|r| format!("{r:?}"))
+}
+
 pub(crate) fn agrees_with_serde<T: serde::de::DeserializeOwned + std::fmt::Debug>(
     seed: u64,
     seeds: &[&str],
@@ -74,7 +83,7 @@ pub(crate) fn agrees_with_serde<T: serde::de::DeserializeOwned + std::fmt::Debug
         if let Some(r) = direct(&raw) {
             assert_eq!(
                 Some(shown(&r)),
-                serde_json::from_slice::<T>(&raw).ok().map(|r| shown(&r)),
+                by_serde::<T>(&raw),
                 "{}",
                 String::from_utf8_lossy(&raw)
             );

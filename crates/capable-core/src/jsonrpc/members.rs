@@ -117,50 +117,44 @@ impl<'a> Walk<'a> {
         &mut self,
         mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
     ) -> Option<()> {
-        self.ws();
-        self.eat(b'{')?;
-        self.enter()?;
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-        } else {
-            loop {
-                self.ws();
-                let start = self.i;
-                if self.peek() != Some(b'"') || self.string()? {
-                    return None;
-                }
-                let key = self.text.get(start + 1..self.i - 1)?;
-                self.ws();
-                self.eat(b':')?;
-                member(self, key)?;
-                self.ws();
-                match self.next()? {
-                    b',' => continue,
-                    b'}' => break,
-                    _ => return None,
-                }
+        self.sequence(b'{', b'}', |c| {
+            c.ws();
+            let start = c.i;
+            if c.peek() != Some(b'"') || c.string()? {
+                return None;
             }
-        }
-        self.depth -= 1;
-        Some(())
+            let key = c.text.get(start + 1..c.i - 1)?;
+            c.ws();
+            c.eat(b':')?;
+            member(c, key)
+        })
     }
 
     /// An array: `element` must read each element.
-    pub(crate) fn array(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+    pub(crate) fn array(&mut self, element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.sequence(b'[', b']', element)
+    }
+
+    /// `open`, the items `item` reads, separated by commas, `close`: one level deeper.
+    fn sequence(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         self.ws();
-        self.eat(b'[')?;
+        self.eat(open)?;
         self.enter()?;
         self.ws();
-        if self.peek() == Some(b']') {
+        if self.peek() == Some(close) {
             self.i += 1;
         } else {
             loop {
-                element(self)?;
+                item(self)?;
                 self.ws();
                 match self.next()? {
                     b',' => continue,
-                    b']' => break,
+                    b if b == close => break,
                     _ => return None,
                 }
             }

@@ -105,13 +105,7 @@ fn boolean(raw: &[u8]) -> Option<Option<bool>> {
 mod tests {
     use super::call_result;
     use crate::model::CallToolResult;
-
-    /// What serde's derived decoder makes of `raw`, as the direct one must make it.
-    fn serde(raw: &[u8]) -> Option<String> {
-        serde_json::from_slice::<CallToolResult>(raw)
-            .ok()
-            .map(|r| format!("{r:?}"))
-    }
+    use crate::mutate::by_serde;
 
     #[test]
     fn the_usual_results_are_read_as_serde_reads_them() {
@@ -127,7 +121,7 @@ mod tests {
         ] {
             let direct = call_result(raw.as_bytes()).map(|r| format!("{r:?}"));
             assert!(direct.is_some(), "{raw} should be read");
-            assert_eq!(direct, serde(raw.as_bytes()), "{raw}");
+            assert_eq!(direct, by_serde::<CallToolResult>(raw.as_bytes()), "{raw}");
         }
     }
 

@@ -242,13 +242,7 @@ impl<'a> Cursor<'a> {
 mod tests {
     use super::read_result;
     use crate::model::ReadResourceResult;
-
-    /// What serde's derived decoder makes of `raw`, as the reader must make it.
-    fn serde(raw: &[u8]) -> Option<String> {
-        serde_json::from_slice::<ReadResourceResult>(raw)
-            .ok()
-            .map(|r| format!("{r:?}"))
-    }
+    use crate::mutate::by_serde;
 
     #[test]
     fn the_usual_layout_is_read_as_serde_reads_it() {
@@ -263,7 +257,11 @@ mod tests {
         ] {
             let read = read_result(raw.as_bytes()).map(|r| format!("{r:?}"));
             assert!(read.is_some(), "{raw} should be read");
-            assert_eq!(read, serde(raw.as_bytes()), "{raw}");
+            assert_eq!(
+                read,
+                by_serde::<ReadResourceResult>(raw.as_bytes()),
+                "{raw}"
+            );
         }
     }
 
