@@ -213,10 +213,8 @@ impl Session {
             }
         });
         let Some(id) = id else {
-            // Nothing was queued, so nothing started; should anything have, it runs.
-            if let Some(work) = started {
-                crate::driver::spawn(work);
-            }
+            // Nothing was queued, so nothing was written or started.
+            debug_assert!(started.is_none());
             return Err(refused.unwrap_or(Error::Closed));
         };
         let mut in_flight = InFlight {

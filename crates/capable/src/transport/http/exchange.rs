@@ -111,7 +111,7 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
             }
         };
         if let Some(queued) = http.hand_now(received) {
-            let _ = Box::pin(http.inbound.send(queued)).await;
+            http.queue(queued).await;
         }
     }
     Ok(())

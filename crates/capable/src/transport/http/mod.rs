@@ -111,7 +111,7 @@ enum Handing {
     /// which reads it itself).
     Queue,
     /// Straight in, from the exchange's task: no hop to the session's reader task.
-    Direct(crate::transport::Delivery),
+    Direct(Delivery),
     /// The session has ended (or its reader is gone): nothing more is wanted.
     Ended,
 }
@@ -120,15 +120,15 @@ impl Http {
     /// Hands `received` to the session, waiting only when the channel is full.
     async fn hand(&self, received: Received) {
         if let Some(queued) = self.hand_now(received) {
-            // Boxed: rare, and every exchange's task would otherwise hold room for it.
-            let _ = Box::pin(self.inbound.send(queued)).await;
+            self.queue(queued).await;
         }
     }
 
     /// Hands `received` to the session at once: straight in, once the session gave
     /// its way in ([`HttpSource::deliver_to`]), else into the channel. Decided under
     /// the lock that the switch takes, so one exchange's messages keep their order.
-    /// `Some` when the channel is full: the caller waits to queue it.
+    /// `Some` when the channel is full: the caller then waits to [`Http::queue`] it.
+    /// (Without a future of its own: an exchange hands over every answer this way.)
     fn hand_now(&self, received: Received) -> Option<Box<Received>> {
         let mut handing = self.handing();
         match &*handing {
@@ -144,6 +144,12 @@ impl Http {
                 Err(mpsc::error::TrySendError::Full(queued)) => Some(queued),
             },
         }
+    }
+
+    /// Waits for room in the full channel (boxed: rare, and every exchange's task
+    /// would otherwise hold room for it).
+    async fn queue(&self, queued: Box<Received>) {
+        let _ = Box::pin(self.inbound.send(queued)).await;
     }
 
     fn handing(&self) -> std::sync::MutexGuard<'_, Handing> {
