@@ -50,9 +50,10 @@ pub enum TransportError {
     Request {
         /// The request (`POST https://…`).
         context: String,
-        /// The HTTP client's error.
+        /// The HTTP client's error (hyper's, or reqwest's for a request that goes
+        /// through a proxy), never holding the URL.
         #[source]
-        source: Arc<reqwest::Error>,
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// A message exceeded the configured size limit.
     #[error("the server sent a message larger than the limit of {}", capable_core::text::size(*limit))]
@@ -86,13 +87,24 @@ impl TransportError {
         }
     }
 
-    /// An HTTP client failure while doing `context`.
-    /// A failed HTTP request. The HTTP client's error loses its URL (which may hold
+    /// A failed HTTP request made with reqwest. The client's error loses its URL (which may hold
     /// credentials in its userinfo or query); `context` names the request, redacted.
     pub fn request(context: impl Into<String>, source: reqwest::Error) -> Self {
         TransportError::Request {
             context: context.into(),
             source: Arc::new(source.without_url()),
+        }
+    }
+
+    /// A failed HTTP request, with the error of the client that sent it (one that
+    /// does not know the URL: hyper's).
+    pub(crate) fn http(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        TransportError::Request {
+            context: context.into(),
+            source: Arc::from(source.into()),
         }
     }
 }

@@ -12,10 +12,13 @@ use capable_core::http::{
     redirect, Action, Body, End, ExchangeId, Failure, Head, HttpMethod, Request,
 };
 use capable_core::RequestId;
-use futures_util::StreamExt;
-use reqwest::header::{HeaderName, CONTENT_TYPE, LOCATION};
+use http_body::Body as _;
+use http_body_util::BodyExt;
+use reqwest::header::{HeaderMap, HeaderName, CONTENT_TYPE, LOCATION};
+use reqwest::Method;
 use tokio::task::AbortHandle;
 
+use super::client::Answer;
 use super::sse::SseReader;
 use super::{Http, Received};
 use crate::error::Error;
@@ -314,11 +317,11 @@ pub(super) async fn run(
 async fn read_events(
     http: Arc<Http>,
     ex: ExchangeId,
-    response: reqwest::Response,
+    response: Answer,
     first_within: Option<std::time::Duration>,
 ) -> Result<(), TransportError> {
     let opened = tokio::time::Instant::now();
-    let mut reader = SseReader::new(response, http.limit);
+    let mut reader = SseReader::from_body(response.into_body(), http.limit);
     let mut first = first_within;
     loop {
         let next = match first.take() {
@@ -397,7 +400,7 @@ async fn failed(http: &Arc<Http>, ex: ExchangeId, e: TransportError) -> Result<(
 const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
 
-fn header_text(response: &reqwest::Response, name: HeaderName) -> Option<String> {
+fn header_text(response: &Answer, name: HeaderName) -> Option<String> {
     response
         .headers()
         .get(name)
@@ -411,55 +414,49 @@ async fn perform(
     http: &Http,
     ex: ExchangeId,
     mut request: Request,
-) -> Result<reqwest::Response, TransportError> {
+) -> Result<Answer, TransportError> {
     // The body, shared by every hop (each redirect keeps it, as the policy says).
     let body = request.body.take().map(bytes::Bytes::from);
     for _ in 0..=redirect::MAX_REDIRECTS {
         let method = match request.method {
-            HttpMethod::Get => reqwest::Method::GET,
-            HttpMethod::Post => reqwest::Method::POST,
-            HttpMethod::Delete => reqwest::Method::DELETE,
+            HttpMethod::Get => Method::GET,
+            HttpMethod::Post => Method::POST,
+            HttpMethod::Delete => Method::DELETE,
         };
-        let mut req = http.client.request(method.clone(), request.url.clone());
-        if request.user_headers {
-            req = req.headers(http.user_headers.clone());
-            // The token goes to the MCP server's origin only, with a fresh DPoP proof
-            // for this very request when it is bound.
-            if let Some(oauth) = http
-                .config
-                .oauth
-                .as_ref()
-                .filter(|_| redirect::same_origin(&request.url, &http.config.url))
-            {
-                Box::pin(oauth.prepare()).await;
-                let (headers, generation) = oauth.headers(method.as_str(), &request.url);
-                http.sent_lock().insert(ex, generation);
-                for (name, value) in headers {
-                    req = req.header(name, value);
-                }
+        let mut headers = match request.user_headers {
+            true => http.user_headers.clone(),
+            false => HeaderMap::with_capacity(request.headers.len()),
+        };
+        // The token goes to the MCP server's origin only, with a fresh DPoP proof for
+        // this very request when it is bound.
+        if let Some(oauth) = http.config.oauth.as_ref().filter(|_| {
+            request.user_headers && redirect::same_origin(&request.url, &http.config.url)
+        }) {
+            Box::pin(oauth.prepare()).await;
+            let (added, generation) = oauth.headers(method.as_str(), &request.url);
+            http.sent_lock().insert(ex, generation);
+            for (name, value) in added {
+                headers.append(name, value);
             }
         }
         for (name, value) in &request.headers {
             if let Some((n, v)) = http.headers.header(name, value) {
-                req = req.header(n, v);
+                headers.append(n, v);
             }
         }
-        if let Some(body) = &body {
-            req = req.body(body.clone());
-        }
         let context = || format!("{method} {}", redact(&request.url));
-        let response = req
-            .send()
-            .await
-            .map_err(|e| TransportError::request(context(), e))?;
-        let status = response.status().as_u16();
-        let location = header_text(&response, LOCATION);
+        let answer = http
+            .client
+            .send(method.clone(), &request.url, headers, body.clone(), context)
+            .await?;
+        let status = answer.status().as_u16();
+        let location = header_text(&answer, LOCATION);
         match location.filter(|_| redirect::is_redirect(status)) {
             Some(location) => match redirect::redirected(&request, &location) {
                 Some(next) => request = next,
-                None => return Ok(response),
+                None => return Ok(answer),
             },
-            None => return Ok(response),
+            None => return Ok(answer),
         }
     }
     Err(TransportError::Broken(format!(
@@ -474,29 +471,26 @@ async fn perform(
 }
 
 /// Reads a whole body, refusing more than `limit` bytes.
-async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, TransportError> {
-    if response.content_length().is_some_and(|n| n > limit as u64) {
+async fn read_body(answer: Answer, limit: usize) -> Result<Vec<u8>, TransportError> {
+    let mut body = answer.into_body();
+    // Announced (an answer not compressed): refused at once when too long, else read
+    // into room made once, the HTTP stack holding it to exactly that length.
+    let announced = body.size_hint().exact();
+    if announced.is_some_and(|n| n > limit as u64) {
         return Err(TransportError::MessageTooLarge { limit });
     }
-    if response.content_length().is_some() {
-        // Announced (and bounded above): read whole, the HTTP stack holding it to
-        // exactly that length.
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| TransportError::request("reading an answer", e))?;
-        return Ok(body.into());
-    }
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| TransportError::request("reading an answer", e))?;
-        if body.len() + chunk.len() > limit {
+    let mut whole = Vec::with_capacity(announced.unwrap_or(0) as usize);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| TransportError::http("reading an answer", e))?;
+        let Ok(chunk) = frame.into_data() else {
+            continue; // trailers
+        };
+        if whole.len() + chunk.len() > limit {
             return Err(TransportError::MessageTooLarge { limit });
         }
-        body.extend_from_slice(&chunk);
+        whole.extend_from_slice(&chunk);
     }
-    Ok(body)
+    Ok(whole)
 }
 
 #[cfg(test)]

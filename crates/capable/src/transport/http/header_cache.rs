@@ -1,11 +1,10 @@
-//! MCP's headers as `reqwest` header values, made once per connection.
+//! MCP's headers as header values, made once per connection.
 //!
 //! The policy names each request's headers as text. Most of them repeat on every
 //! request of a connection — `Accept`, `Content-Type`, `Mcp-Session-Id`,
 //! `MCP-Protocol-Version`, `Mcp-Method` — and turning text into a header value copies
-//! it into a buffer of its own, which the HTTP stack then copies again each time it
-//! clones the request (for a retry). A value kept here is shared: cloning it costs a
-//! reference count, not an allocation. Values that vary per request (`Mcp-Name`,
+//! it into a buffer of its own. A value kept here is shared: each request's copy costs
+//! a reference count, not an allocation. Values that vary per request (`Mcp-Name`,
 //! `Mcp-Param-*`, `Last-Event-ID`) are made fresh each time; so is any value once the
 //! cache is full, which bounds it however a server churns session ids.
 

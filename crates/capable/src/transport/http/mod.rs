@@ -7,6 +7,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | configuration, the sink (each message to the policy), the source, closing |
+//! | `client.rs` | the HTTP client: hyper's pool driven directly, a proxy's URLs by reqwest |
 //! | `exchange.rs` | one HTTP exchange: the request (redirects by hand), its body or stream |
 //! | `header_cache.rs` | MCP's repeating headers as header values, made once |
 //! | `sse.rs` | reading an event stream as MCP events |
@@ -16,6 +17,7 @@
 //! their values never show in logs, and go only where the policy allows (never across
 //! origins).
 
+mod client;
 mod exchange;
 mod header_cache;
 pub mod sse;
@@ -84,7 +86,7 @@ pub(super) type Received = Result<Inbound, TransportError>;
 
 /// What every exchange of one connection shares.
 pub(super) struct Http {
-    client: reqwest::Client,
+    client: client::Client,
     config: HttpConfig,
     /// The host's headers, ready to send (values marked sensitive).
     user_headers: HeaderMap,
@@ -181,13 +183,7 @@ impl HttpTransport {
         config: HttpConfig,
         max_message_size: usize,
     ) -> Result<HttpTransport, TransportError> {
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config()?)
-            .redirect(reqwest::redirect::Policy::none())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| TransportError::request("building the HTTP client", e))?;
+        let client = client::Client::new()?;
         let mut user_headers = HeaderMap::new();
         for (name, value) in &config.headers {
             // A header that cannot be sent is refused here, never dropped on the way:

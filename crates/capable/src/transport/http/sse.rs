@@ -14,7 +14,10 @@ use futures_util::StreamExt;
 use super::sse_decoder::SseDecoder;
 use crate::transport::TransportError;
 
-type Chunks = futures_util::stream::BoxStream<'static, Result<bytes::Bytes, reqwest::Error>>;
+type Chunks = futures_util::stream::BoxStream<
+    'static,
+    Result<bytes::Bytes, Box<dyn std::error::Error + Send + Sync>>,
+>;
 
 /// An SSE response body being read.
 pub struct SseReader {
@@ -29,8 +32,20 @@ pub struct SseReader {
 impl SseReader {
     /// Reads `response` as an event stream, refusing events larger than `limit` bytes.
     pub fn new(response: reqwest::Response, limit: usize) -> Self {
+        SseReader::from_body(reqwest::Body::from(response), limit)
+    }
+
+    /// Reads an answer's `body` as an event stream, refusing events larger than
+    /// `limit` bytes.
+    pub fn from_body<B>(body: B, limit: usize) -> Self
+    where
+        B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let chunks =
+            http_body_util::BodyDataStream::new(body).map(|chunk| chunk.map_err(Into::into));
         SseReader {
-            chunks: response.bytes_stream().boxed(),
+            chunks: chunks.boxed(),
             decoder: SseDecoder::new(limit),
             last_event_id: None,
             retry: None,
