@@ -38,6 +38,7 @@ pub fn main(args: &[String]) -> i32 {
     };
     let figures = match (settings.url.is_some(), kind.as_str()) {
         (true, "raw") => on_task(&settings, crate::http::raw(settings.clone())),
+        (true, "raw-hyper") => on_task(&settings, crate::http::raw_hyper(settings.clone())),
         (true, "capable") => on_task(&settings, crate::http::capable(settings.clone())),
         (true, "rmcp") => on_task(&settings, crate::http::rmcp(settings.clone(), false)),
         (true, "rmcp-pooled") => on_task(&settings, crate::http::rmcp(settings.clone(), true)),

@@ -3,6 +3,9 @@
 //!
 //! - `raw` — the floor: one keep-alive `reqwest::Client`, every body pre-built, the
 //!   session headers set by hand, responses read whole but never parsed.
+//! - `raw-hyper` — the same over hyper's pooled client (`hyper_util`'s), which capable
+//!   itself sends with, each request's URI and headers made once: the floor of
+//!   capable's own HTTP stack, without reqwest's layers.
 //! - `capable` — `capable::connect_http`, the path a host takes.
 //! - `rmcp` — rmcp's `StreamableHttpClientTransport::from_config`, whose default reqwest
 //!   client keeps no idle connections (`pool_max_idle_per_host(0)`), so every POST
@@ -157,20 +160,108 @@ impl Raw {
     }
 }
 
-pub async fn raw(s: Settings) -> Result<Figures, String> {
-    let url = url(&s)?;
-    let total = s.warmup + 2 * s.n;
-    let bodies: Vec<Bytes> = (1..=total)
+/// Every read's body, pre-built, ids 1 and up: as many as the run makes.
+fn read_bodies(s: &Settings) -> Vec<Bytes> {
+    (1..=s.warmup + 2 * s.n)
         .map(|id| {
             Bytes::from(format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"{URI}"}}}}"#
             ))
         })
-        .collect();
+        .collect()
+}
+
+pub async fn raw(s: Settings) -> Result<Figures, String> {
+    let url = url(&s)?;
+    let bodies = read_bodies(&s);
     let next = AtomicUsize::new(0);
-    let body = || bodies[next.fetch_add(1, Relaxed) % total].clone();
+    let body = || bodies[next.fetch_add(1, Relaxed) % bodies.len()].clone();
     let mut f = handshakes(&s, || Raw::handshake(&url), |_raw: Raw| async {}).await?;
     let raw = Raw::handshake(&url).await?;
+    reads(&s, &mut f, || raw.read(body())).await;
+    Ok(f)
+}
+
+// ---------------------------------------------------------------------------------
+// raw-hyper: pre-built requests over hyper's pooled client
+
+type Hyper = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    http_body_util::Full<Bytes>,
+>;
+
+struct RawHyper {
+    client: Hyper,
+    uri: hyper::Uri,
+    headers: HeaderMap,
+}
+
+impl RawHyper {
+    async fn send(&self, body: Bytes) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+        let mut request = hyper::Request::new(http_body_util::Full::new(body));
+        *request.method_mut() = hyper::Method::POST;
+        *request.uri_mut() = self.uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        self.client
+            .request(request)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// POSTs `body`: the answer's status, its body read whole.
+    async fn post(&self, body: Bytes) -> Result<(u16, Bytes), String> {
+        use http_body_util::BodyExt;
+        let answer = self.send(body).await?;
+        let status = answer.status().as_u16();
+        let body = answer.into_body().collect().await;
+        Ok((status, body.map_err(|e| e.to_string())?.to_bytes()))
+    }
+
+    async fn handshake(url: &reqwest::Url) -> Result<RawHyper, String> {
+        let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        connector.set_nodelay(true);
+        let executor = hyper_util::rt::TokioExecutor::new();
+        let mut raw = RawHyper {
+            client: hyper_util::client::legacy::Client::builder(executor).build(connector),
+            uri: url.as_str().parse().map_err(|e| format!("{url}: {e}"))?,
+            headers: HeaderMap::new(),
+        };
+        raw.headers
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        raw.headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        let answer = raw.send(Bytes::from_static(INITIALIZE.as_bytes())).await?;
+        let session = answer
+            .headers()
+            .get("mcp-session-id")
+            .cloned()
+            .ok_or("no Mcp-Session-Id")?;
+        http_body_util::BodyExt::collect(answer.into_body())
+            .await
+            .map_err(|e| e.to_string())?;
+        raw.headers.insert("mcp-session-id", session);
+        raw.headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2025-11-25"),
+        );
+        raw.post(Bytes::from_static(INITIALIZED.as_bytes())).await?;
+        Ok(raw)
+    }
+
+    async fn read(&self, body: Bytes) -> bool {
+        matches!(self.post(body).await, Ok((200, _)))
+    }
+}
+
+pub async fn raw_hyper(s: Settings) -> Result<Figures, String> {
+    let url = url(&s)?;
+    let bodies = read_bodies(&s);
+    let next = AtomicUsize::new(0);
+    let body = || bodies[next.fetch_add(1, Relaxed) % bodies.len()].clone();
+    let mut f = handshakes(&s, || RawHyper::handshake(&url), |_raw: RawHyper| async {}).await?;
+    let raw = RawHyper::handshake(&url).await?;
     reads(&s, &mut f, || raw.read(body())).await;
     Ok(f)
 }

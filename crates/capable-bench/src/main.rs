@@ -10,7 +10,8 @@
 //!
 //! `--http` runs the same workload over Streamable HTTP on loopback instead, against
 //! `capable-bench-http-server` (started once for the run, bound to 127.0.0.1:0, stopped
-//! at the end), with the clients `raw,capable,rmcp,rmcp-pooled` (see `http.rs`).
+//! at the end), with the clients `raw,raw-hyper,capable,rmcp,rmcp-pooled` (see
+//! `http.rs`).
 //!
 //! The stdio clients are `raw` (the floor: blocking pipe I/O, pre-serialised requests),
 //! `tokio-pipe` (the floor's workload on tokio's pipes: what the async runtime alone
@@ -149,7 +150,7 @@ impl Settings {
                 s.server = sibling("capable-bench-http-server");
             }
             if !clients_set {
-                s.clients = ["raw", "capable", "rmcp", "rmcp-pooled"]
+                s.clients = ["raw", "raw-hyper", "capable", "rmcp", "rmcp-pooled"]
                     .map(String::from)
                     .to_vec();
             }
@@ -188,7 +189,7 @@ const USAGE: &str =
 [--clients raw,tokio-pipe,capable,rmcp] [--placement split|shared|free] [--server PATH] \
 [--calls] [--threads T] [--json] [--guard]
        capable-bench --http [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
-[--clients raw,capable,rmcp,rmcp-pooled] [--placement split|shared|free] [--server PATH] \
+[--clients raw,raw-hyper,capable,rmcp,rmcp-pooled] [--placement split|shared|free] [--server PATH] \
 [--threads T] [--json] [--guard]
        capable-bench --sessions N [--reads K] [--placement split|shared|free] [--server PATH] [--json]";
 

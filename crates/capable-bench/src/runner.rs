@@ -139,6 +139,18 @@ pub fn main(args: &[String]) -> i32 {
             "raw",
             "pipelined_read_rps",
         ),
+        (
+            "capable_vs_raw_hyper_seq",
+            "capable",
+            "raw-hyper",
+            "seq_read_rps",
+        ),
+        (
+            "capable_vs_raw_hyper_pipelined",
+            "capable",
+            "raw-hyper",
+            "pipelined_read_rps",
+        ),
         ("capable_vs_rmcp_seq", "capable", "rmcp", "seq_read_rps"),
         (
             "capable_vs_rmcp_pipelined",
