@@ -12,12 +12,14 @@
 //! | `incoming.rs` | classifying a received line: request, notification, result, error |
 //! | `shape.rs` | the fast path: a compact success response read off its shape |
 //! | `payload.rs` | a payload kept raw in its line, decoded once into the caller's type |
+//! | `string_end.rs` | where a string ends, its bytes checked on the way |
 //! | `write.rs` | writing requests, notifications and responses as single lines |
 
 mod incoming;
 mod members;
 mod payload;
 mod shape;
+mod string_end;
 mod write;
 
 use std::fmt;
@@ -29,6 +31,7 @@ pub(crate) use members::{member, once, pick, Walk};
 pub use payload::Payload;
 pub use shape::{count_values, value_budget, within_value_budget};
 pub(crate) use shape::{find_quote, has_control_byte, result_by_shape};
+pub(crate) use string_end::plain_string_end;
 pub(crate) use write::write_name;
 pub use write::{
     write_error, write_notification, write_request, write_request_with_meta, write_result, Params,

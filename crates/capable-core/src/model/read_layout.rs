@@ -24,66 +24,82 @@
 use std::sync::Arc;
 
 use super::{ReadResourceResult, ResourceContents, SharedStr};
-use crate::jsonrpc::once;
+use crate::jsonrpc::plain_string_end;
+
+/// The members of a result this reader takes, each with the quote that closes its key.
+const RESULT_KEYS: [&[u8]; 4] = [b"contents\"", b"ttlMs\"", b"cacheScope\"", b"resultType\""];
+/// The members of a content this reader takes, likewise.
+const CONTENT_KEYS: [&[u8]; 4] = [b"uri\"", b"mimeType\"", b"text\"", b"blob\""];
 
 /// The result in `raw` (its JSON text, possibly followed by whitespace), when it is in
 /// the layout this reader takes; `None` for anything else.
 pub(crate) fn read_result(raw: &[u8]) -> Option<ReadResourceResult> {
-    // The whole payload is checked for UTF-8 once: every string is then a slice of
-    // text already known valid (quotes are ASCII, so they fall on char boundaries).
-    // Without a raw control byte anywhere (compact JSON has no whitespace), no string
-    // needs checking for one either.
-    let text = simdutf8::basic::from_utf8(raw).ok()?;
     let mut c = Cursor {
-        text,
         b: raw,
         i: 0,
-        controls: crate::jsonrpc::has_control_byte(raw),
         shared: None,
     };
-    let mut contents = None;
-    let mut result_type = None;
-    let mut ttl_ms = None;
-    let mut cache_scope = None;
-    c.object(|c, key| match key {
-        b"contents" => once(&mut contents, c.contents()?),
-        b"resultType" => once(&mut result_type, c.optional_string()?),
-        b"cacheScope" => once(&mut cache_scope, c.optional_string()?),
-        b"ttlMs" => once(&mut ttl_ms, c.optional_number()?),
-        _ => None,
-    })?;
+    let (mut contents, mut ttl_ms, mut cache_scope, mut result_type) = (None, None, None, None);
+    let mut seen = Seen::default();
+    let mut more = c.open(b'{', b'}')?;
+    while more {
+        let key = c.key(&RESULT_KEYS)?;
+        seen.first_time(key)?;
+        match key {
+            0 => contents = Some(c.contents()?),
+            1 => ttl_ms = c.optional_number()?,
+            2 => c.optional_string(&mut cache_scope)?,
+            _ => c.optional_string(&mut result_type)?,
+        }
+        more = c.next(b'}')?;
+    }
     c.ws();
     if c.i != raw.len() {
         return None;
     }
     Some(ReadResourceResult {
         contents: contents?,
-        result_type: result_type.flatten().map(String::from),
-        ttl_ms: ttl_ms.flatten(),
-        cache_scope: cache_scope.flatten().map(String::from),
+        result_type: result_type.map(String::from),
+        ttl_ms,
+        cache_scope: cache_scope.map(String::from),
         meta: None,
     })
 }
 
+/// Which members of an object came already: a decoder refuses a duplicate (serde's
+/// derived ones do), and this reader leaves one to serde.
+#[derive(Default)]
+struct Seen(u8);
+
+impl Seen {
+    /// Notes member `at`; `None` if it came before.
+    fn first_time(&mut self, at: usize) -> Option<()> {
+        let bit = 1 << at;
+        if self.0 & bit != 0 {
+            return None;
+        }
+        self.0 |= bit;
+        Some(())
+    }
+}
+
 struct Cursor<'a> {
-    /// The payload, valid UTF-8.
-    text: &'a str,
-    /// The same, as bytes.
+    /// The payload.
     b: &'a [u8],
     i: usize,
-    /// Whether the payload holds a byte below 0x20 somewhere (whitespace, or a raw
-    /// control byte, which no string may hold).
-    controls: bool,
-    /// The one copy of `text[from..]` the result's strings share, and `from`: made
-    /// when the first string is read, at its start.
+    /// The one copy of `b[from..]` the result's strings share, and `from`: made when
+    /// the first string is read, at its start, once that text is known to be UTF-8.
     shared: Option<(Arc<str>, usize)>,
 }
 
-impl<'a> Cursor<'a> {
-    /// Skips JSON whitespace.
+impl Cursor<'_> {
+    /// Skips JSON whitespace. Compact JSON has none: one look at the next byte settles
+    /// that.
     fn ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
-            self.i += 1;
+        if self.b.get(self.i).is_some_and(|&b| b <= b' ') {
+            while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+                self.i += 1;
+            }
         }
     }
 
@@ -98,124 +114,128 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// An object: each member's key to `member`, which reads its value.
-    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
-        if !self.eat(b'{') {
+    /// `open`, then whether an item follows (`false`: `close` came at once).
+    fn open(&mut self, open: u8, close: u8) -> Option<bool> {
+        if !self.eat(open) {
             return None;
         }
-        if self.eat(b'}') {
-            return Some(());
-        }
-        loop {
-            let key = self.key()?;
-            if !self.eat(b':') {
-                return None;
-            }
-            self.ws();
-            member(self, key)?;
-            if self.eat(b',') {
-                continue;
-            }
-            return self.eat(b'}').then_some(());
-        }
+        Some(!self.eat(close))
     }
 
-    /// A key without escapes, as bytes (only the names this reader knows are used,
-    /// and those are plain ASCII). Keys are short: a plain loop finds their end.
-    fn key(&mut self) -> Option<&'a [u8]> {
+    /// After an item: whether another follows (a comma), or `close` came.
+    fn next(&mut self, close: u8) -> Option<bool> {
+        if self.eat(b',') {
+            return Some(true);
+        }
+        self.eat(close).then_some(false)
+    }
+
+    /// A member's key, when it is one of `names` as written (a key with escapes, or any
+    /// other, gives up), then the colon: which of `names` it is. Inlined, so that each
+    /// name is compared as the constant it is rather than by a call to `memcmp`.
+    #[inline(always)]
+    fn key(&mut self, names: &[&[u8]]) -> Option<usize> {
         if !self.eat(b'"') {
             return None;
         }
         let rest = &self.b[self.i..];
-        let end = crate::jsonrpc::find_quote(rest)?;
-        if rest[end] != b'"' {
+        let at = names.iter().position(|name| rest.starts_with(name))?;
+        self.i += names[at].len();
+        if !self.eat(b':') {
             return None;
         }
-        self.i += end + 1;
-        Some(&rest[..end])
+        self.ws();
+        Some(at)
     }
 
     /// `[content, …]`.
     fn contents(&mut self) -> Option<Vec<ResourceContents>> {
-        if !self.eat(b'[') {
-            return None;
+        if !self.open(b'[', b']')? {
+            return Some(Vec::new());
         }
         let mut contents = Vec::with_capacity(1);
-        if self.eat(b']') {
-            return Some(contents);
-        }
         loop {
-            contents.push(self.content()?);
-            if self.eat(b',') {
-                continue;
+            self.content(&mut contents)?;
+            if !self.next(b']')? {
+                return Some(contents);
             }
-            return self.eat(b']').then_some(contents);
         }
     }
 
-    /// One content: `uri`, and optionally `mimeType`, `text`, `blob`.
-    fn content(&mut self) -> Option<ResourceContents> {
+    /// One content, onto `contents`: `uri`, and optionally `mimeType`, `text`, `blob`.
+    fn content(&mut self, contents: &mut Vec<ResourceContents>) -> Option<()> {
         let (mut uri, mut mime_type, mut text, mut blob) = (None, None, None, None);
-        self.object(|c, key| match key {
-            b"uri" => once(&mut uri, c.string()?),
-            b"mimeType" => once(&mut mime_type, c.optional_string()?),
-            b"text" => once(&mut text, c.optional_string()?),
-            b"blob" => once(&mut blob, c.optional_string()?),
-            _ => None,
-        })?;
-        Some(ResourceContents {
+        let mut seen = Seen::default();
+        let mut more = self.open(b'{', b'}')?;
+        while more {
+            let key = self.key(&CONTENT_KEYS)?;
+            seen.first_time(key)?;
+            match key {
+                0 => uri = Some(self.string()?),
+                1 => self.optional_string(&mut mime_type)?,
+                2 => self.optional_string(&mut text)?,
+                _ => self.optional_string(&mut blob)?,
+            }
+            more = self.next(b'}')?;
+        }
+        contents.push(ResourceContents {
             uri: uri?,
-            mime_type: mime_type.flatten(),
-            text: text.flatten(),
-            blob: blob.flatten(),
+            mime_type,
+            text,
+            blob,
             annotations: None,
             meta: None,
-        })
+        });
+        Some(())
     }
 
-    /// `null` or a string.
-    fn optional_string(&mut self) -> Option<Option<SharedStr>> {
+    /// `null` (leaving `slot` empty) or a string (into `slot`).
+    fn optional_string(&mut self, slot: &mut Option<SharedStr>) -> Option<()> {
         if self.b[self.i..].starts_with(b"null") {
             self.i += 4;
-            return Some(None);
+            return Some(());
         }
-        self.string().map(Some)
+        *slot = Some(self.string()?);
+        Some(())
     }
 
-    /// A string. One without escapes is checked (no raw control byte; UTF-8 was
-    /// checked for the whole payload) and shared; one with escapes is decoded by
-    /// serde_json.
+    /// A string. One without escapes is checked on the way to its end (no raw control
+    /// byte; UTF-8 is checked for the shared copy as a whole) and shared; one with
+    /// escapes is decoded by serde_json.
+    #[inline]
     fn string(&mut self) -> Option<SharedStr> {
-        if self.b.get(self.i) != Some(&b'"') {
-            return None;
-        }
+        let text = self.b[self.i..].strip_prefix(b"\"")?;
         let start = self.i + 1;
-        let rest = &self.b[start..];
-        let end = crate::jsonrpc::find_quote(rest)?;
-        if rest[end] == b'"' {
-            if self.controls && crate::jsonrpc::has_control_byte(&rest[..end]) {
-                return None;
-            }
-            let (all, from) = match &self.shared {
-                Some((all, from)) => (all, *from),
-                None => {
-                    let all = Arc::from(self.text.get(start..)?);
-                    (&self.shared.insert((all, start)).0, start)
-                }
-            };
-            // The cursor only moves on: every later string starts after `from`.
-            let at = start.checked_sub(from)?;
-            let text = SharedStr::slice_of(all, at..at + end)?;
-            self.i = start + end + 1;
-            return Some(text);
+        let len = plain_string_end(text)?;
+        if text[len] == b'\\' {
+            return self.escaped(start + len);
         }
-        // Escapes: find the closing quote (a backslash escapes the byte after it), then
-        // decode the whole string token exactly as serde_json does.
-        let mut at = start + end;
+        let (all, from) = match &self.shared {
+            Some(shared) => shared,
+            None => self.share(start)?,
+        };
+        // The cursor only moves on: every later string starts after `from`.
+        let at = start.checked_sub(*from)?;
+        let text = SharedStr::slice_of(all, at..at + len)?;
+        self.i = start + len + 1;
+        Some(text)
+    }
+
+    /// Makes the one copy the result's strings share: everything from `start` (the
+    /// first string's text) on, checked for UTF-8 as a whole. Quotes are ASCII, so every
+    /// later string's ends fall on char boundaries of the copy.
+    fn share(&mut self, start: usize) -> Option<&(Arc<str>, usize)> {
+        let text = simdutf8::basic::from_utf8(&self.b[start..]).ok()?;
+        Some(self.shared.insert((Arc::from(text), start)))
+    }
+
+    /// The rest of a string with escapes, its first backslash at `at`: its closing
+    /// quote is found (a backslash escapes the byte after it), then the whole string
+    /// token is decoded exactly as serde_json decodes it.
+    fn escaped(&mut self, mut at: usize) -> Option<SharedStr> {
         loop {
             at += 2;
-            let next = memchr::memchr2(b'"', b'\\', self.b.get(at..)?)?;
-            at += next;
+            at += memchr::memchr2(b'"', b'\\', self.b.get(at..)?)?;
             if self.b[at] == b'"' {
                 break;
             }
@@ -317,6 +337,103 @@ mod tests {
         assert!(read_result(&bad).is_none());
     }
 
+    /// The usual layout in all its forms, and what makes the reader leave it for the
+    /// member loops part way (the copy made by then is kept): read as serde reads it.
+    #[test]
+    fn the_usual_layout_and_its_near_misses_are_read_as_serde_reads_them() {
+        for raw in [
+            r#"{"contents":[{"uri":"a://b"}]}"#,
+            r#"{"contents":[{"uri":"a://b","mimeType":null,"text":null}]}"#,
+            r#"{"contents":[{"uri":"a://b","blob":"AAEC"}]}"#,
+            r#"{"contents":[{"uri":"a://b","mimeType":"x/y","blob":null}]}"#,
+            "{\"contents\":[{\"uri\":\"a://b\",\"text\":\"x\"}]}\r\n ",
+            r#"{"contents":[{"uri":"a://b","text":"x","blob":"y"}]}"#,
+            r#"{"contents":[{"uri":"a://b","text":"x","mimeType":"y"}]}"#,
+            r#"{"contents":[{"uri":"a://b","mimeType":"x"},{"uri":"c","text":"d"}]}"#,
+            r#"{"contents":[{"uri":"a://b","text":"x"}],"ttlMs":5}"#,
+            r#"{"contents":[{"uri":"a://b","text":"x"} ]}"#,
+            r#"{"contents":[{"uri":"a\"b","mimeType":"\u0041","text":"\n"}]}"#,
+        ] {
+            let read = read_result(raw.as_bytes()).map(|r| format!("{r:?}"));
+            assert!(read.is_some(), "{raw} should be read");
+            assert_eq!(
+                read,
+                by_serde::<ReadResourceResult>(raw.as_bytes()),
+                "{raw}"
+            );
+        }
+        for raw in [
+            r#"{"contents":[{"uri":null}]}"#,
+            r#"{"contents":[{"uri":"a://b","text":"x"}]}}"#,
+            r#"{"contents":[{"uri":"a://b","text":"x"}]"#,
+            r#"{"contents":[{"uri":"a://b","text":"x"},]}"#,
+            r#"{"contents":[{"uri":"a://b","text":"x","text":"y"}]}"#,
+            r#"{"contents":[{"uri":"a://b","te\u0078t":"x"}]}"#,
+            "{\"contents\":[{\"uri\":\"a://b\",\"text\":\"\u{7f}\u{1}\"}]}",
+        ] {
+            assert!(
+                read_result(raw.as_bytes()).is_none(),
+                "{raw} should be left to serde"
+            );
+        }
+    }
+
+    /// Texts short and long, with a byte of each kind that matters at places around
+    /// the word and block boundaries of the string search, in several layouts: what
+    /// the reader takes is what serde makes of it, and it takes every valid one.
+    #[test]
+    fn strings_of_every_length_and_content_agree_with_serde() {
+        let layouts: [fn(&str) -> String; 5] = [
+            |t| {
+                format!(
+                    r#"{{"contents":[{{"uri":"a://b","mimeType":"text/plain","text":"{t}"}}]}}"#
+                )
+            },
+            |t| format!(r#"{{"contents":[{{"uri":"{t}","mimeType":"{t}","blob":"{t}"}}]}}"#),
+            |t| format!("{{ \"contents\" : [ {{ \"uri\" : \"a\",\n\t\"text\" : \"{t}\" }} ] }}\n"),
+            |t| format!(r#"{{"contents":[{{"text":"{t}","uri":"a://b"}}],"cacheScope":"{t}"}}"#),
+            |t| format!(r#"{{"resultType":"{t}","contents":[{{"uri":"a://b","text":"{t}"}}]}}"#),
+        ];
+        // (what is put in the text, whether the text is then still valid JSON; serde
+        // reads a raw control byte in `text` as bytes, leaving the check of it to
+        // `Payload::decode`, so its verdict is not asked for here)
+        let specials = [
+            ("é", true),
+            ("🦀", true),
+            ("\\\"", true),
+            ("\\\\", true),
+            ("\\u00e9", true),
+            ("\\ud83e\\udd80", true),
+            ("\u{1}", false),
+            ("\t", false),
+            ("\u{1f}", false),
+            ("\"", false),
+            ("\\", false),
+            ("\\x", false),
+            ("\\ud800", false),
+        ];
+        for len in [
+            0usize, 1, 7, 8, 9, 31, 32, 33, 40, 63, 64, 65, 100, 127, 128, 129, 300,
+        ] {
+            for at in [0, len / 3, len / 2, len.saturating_sub(1), len] {
+                for (special, valid) in specials {
+                    let mut text = "x".repeat(len);
+                    text.insert_str(at, special);
+                    for layout in layouts {
+                        let raw = layout(&text);
+                        let read = read_result(raw.as_bytes()).map(|r| format!("{r:?}"));
+                        if valid {
+                            assert!(read.is_some(), "{raw:?} should be read");
+                            assert_eq!(read, by_serde::<ReadResourceResult>(raw.as_bytes()));
+                        } else {
+                            assert_eq!(read, None, "{raw:?} should be left to serde");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Mutated reads: whatever the reader accepts, serde accepts with the same value.
     #[test]
     fn the_reader_never_disagrees_with_serde_on_mutated_reads() {
@@ -328,6 +445,29 @@ mod tests {
         const BYTES: &[u8] = b"{}[]\",:\\ \t\r\n0123456789abcdeunl\x01\x7f\xc3\xa9\xff";
         let read = crate::mutate::agrees_with_serde(
             0x9e37_79b9_7f4a_7c15,
+            &seeds,
+            BYTES,
+            50_000,
+            read_result,
+            ReadResourceResult::from_payload,
+        );
+        assert!(read > 2000, "too few mutations read to mean much: {read}");
+    }
+
+    /// The same, on reads whose strings are long enough for the vector search, in the
+    /// usual layout and around it.
+    #[test]
+    fn the_reader_never_disagrees_with_serde_on_mutated_long_reads() {
+        let text = "x".repeat(90);
+        let seeds = [
+            format!(r#"{{"contents":[{{"uri":"a://{text}","mimeType":"text/plain","text":"{text}é{text}\"{text}"}}]}}"#),
+            format!(r#"{{"contents":[{{"uri":"a://b","text":"{text}"}},{{"uri":"c","blob":"{text}"}}],"ttlMs":5}}"#),
+            format!("{{ \"contents\" : [ {{ \"uri\" : \"{text}\" , \"text\" : \"{text}\\n{text}\" }} ] }}"),
+        ];
+        let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+        const BYTES: &[u8] = b"{}[]\",:\\ \t\r\n0123456789abcdeunl\x01\x1f\x7f\xc3\xa9\xff";
+        let read = crate::mutate::agrees_with_serde(
+            0x2545_f491_4f6c_dd1d,
             &seeds,
             BYTES,
             50_000,
