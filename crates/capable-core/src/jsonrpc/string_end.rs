@@ -24,11 +24,20 @@ const SHORT: usize = 32;
 /// opening quote) is, provided no raw control byte comes before it: the end of the
 /// string, or the start of its first escape. `None` when a control byte comes first or
 /// there is neither (the string is not valid, or not complete).
-/// Where the first quote or backslash in `bytes` (the text of a string, after its
-/// opening quote) is, provided no raw control byte comes before it: the end of the
-/// string, or the start of its first escape. `None` when a control byte comes first or
-/// there is neither (the string is not valid, or not complete).
+#[inline]
 pub(crate) fn plain_string_end(bytes: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if bytes.len() >= avx2::BLOCK && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above), all `avx2::plain_string_end`
+        // asks of its caller.
+        return unsafe { avx2::plain_string_end(bytes) };
+    }
+    by_words(bytes)
+}
+
+/// [`plain_string_end`] without vector instructions of its own: the first bytes a word
+/// at a time, the rest by memchr's search for the end and a check of what lies before.
+fn by_words(bytes: &[u8]) -> Option<usize> {
     let mut at = 0;
     while at < SHORT {
         let Some(word) = bytes.get(at..at + 8) else {
@@ -69,9 +78,88 @@ fn stops_in(w: u64) -> u64 {
         & HIGHS
 }
 
+/// The search 64 bytes at a time with AVX2, which nearly every x86-64 CPU in use has
+/// (the crate is built for the baseline, SSE2, so it is chosen at run time): one pass
+/// that looks for all three kinds of stop at once costs less than half what memchr's
+/// search for the end and a separate check for control bytes do together, and a short
+/// string is done in one step.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use core::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+        _mm256_set1_epi8, _mm256_subs_epu8,
+    };
+
+    /// How many bytes one step looks at; the search needs at least this many.
+    pub(super) const BLOCK: usize = 64;
+
+    /// [`super::plain_string_end`], for `bytes` of at least [`BLOCK`] bytes (the last
+    /// step looks at the final [`BLOCK`] again, overlapping the one before it).
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn plain_string_end(bytes: &[u8]) -> Option<usize> {
+        let mut at = 0;
+        let stops = loop {
+            if let Some(block) = bytes.get(at..at + BLOCK) {
+                let (low, high) = halves(block)?;
+                let any = _mm256_or_si256(low, high);
+                if _mm256_movemask_epi8(any) != 0 {
+                    break mask(low, high);
+                }
+                at += BLOCK;
+                continue;
+            }
+            // The last bytes: the final block, without the part already looked at.
+            let from = bytes.len().checked_sub(BLOCK)?;
+            let seen = at.checked_sub(from)?;
+            let (low, high) = halves(&bytes[from..])?;
+            break mask(low, high).checked_shr(seen as u32)?;
+        };
+        if stops == 0 {
+            return None;
+        }
+        let stop = at + stops.trailing_zeros() as usize;
+        (*bytes.get(stop)? >= 0x20).then_some(stop)
+    }
+
+    /// The stops among the 64 bytes of `block`, as two vectors (the first 32 bytes,
+    /// then the next): a byte's top bit set marks a stop. `None` if `block` is not 64
+    /// bytes long.
+    #[target_feature(enable = "avx2")]
+    fn halves(block: &[u8]) -> Option<(__m256i, __m256i)> {
+        let (low, high) = block.split_first_chunk::<32>()?;
+        let high = high.first_chunk::<32>()?;
+        Some((stops(low), stops(high)))
+    }
+
+    /// The stops among 32 bytes: a quote, a backslash (each compared for), or a byte
+    /// below 0x20, which is what a saturating `0x9f - byte` leaves with its top bit set
+    /// (0x9f - 0x1f = 0x80; 0x9f - 0x20 = 0x7f; anything from 0x9f on gives 0).
+    #[target_feature(enable = "avx2")]
+    fn stops(bytes: &[u8; 32]) -> __m256i {
+        // SAFETY: reads the 32 bytes `bytes` refers to; `loadu` needs no alignment.
+        let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) };
+        let quotes = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8));
+        let backslashes = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
+        let controls = _mm256_subs_epu8(_mm256_set1_epi8(0x9f_u8 as i8), v);
+        _mm256_or_si256(_mm256_or_si256(quotes, backslashes), controls)
+    }
+
+    /// The marks of 64 bytes as bits, the first byte lowest.
+    #[target_feature(enable = "avx2")]
+    fn mask(low: __m256i, high: __m256i) -> u64 {
+        let low = _mm256_movemask_epi8(low) as u32;
+        let high = _mm256_movemask_epi8(high) as u32;
+        u64::from(low) | u64::from(high) << 32
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::plain_string_end;
+    use super::{by_words, plain_string_end};
     use crate::mutate::Mutator;
 
     /// The same, a byte at a time.
@@ -111,7 +199,8 @@ mod tests {
     }
 
     /// Every length and every place of a stop, the word boundaries and the hand-over
-    /// to the vector search included, against the byte-at-a-time search.
+    /// to the vector search included, against the byte-at-a-time search: both the
+    /// search this CPU runs and the one without vector instructions of its own.
     #[test]
     fn the_searches_agree_with_a_byte_search() {
         let specials = [
@@ -120,6 +209,7 @@ mod tests {
         let check = |bytes: &[u8]| {
             let want = by_bytes(bytes);
             assert_eq!(plain_string_end(bytes), want, "{bytes:?}");
+            assert_eq!(by_words(bytes), want, "{bytes:?}");
         };
         let lengths = (0..=140).chain([191, 192, 193, 255, 256, 257, 1000]);
         for len in lengths {
