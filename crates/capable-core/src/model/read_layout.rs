@@ -39,6 +39,12 @@ pub(crate) fn read_result(raw: &[u8]) -> Option<ReadResourceResult> {
         i: 0,
         shared: None,
     };
+    if let Some(result) = c.usual() {
+        return Some(result);
+    }
+    // From the start again, keeping the copy `usual` may have made: it starts at the
+    // first string, where the member loops find the first string too.
+    c.i = 0;
     let (mut contents, mut ttl_ms, mut cache_scope, mut result_type) = (None, None, None, None);
     let mut seen = Seen::default();
     let mut more = c.open(b'{', b'}')?;
@@ -146,6 +152,56 @@ impl Cursor<'_> {
         }
         self.ws();
         Some(at)
+    }
+
+    /// The layout nearly every server writes, compact and in this order:
+    /// `{"contents":[{"uri":…,"mimeType":…,"text":…}]}`, `mimeType` optional, `blob`
+    /// for `text`. Matched a run of literal bytes at a time, which costs a fraction of
+    /// the member loops' byte-by-byte steps; `None` on the first byte that differs.
+    fn usual(&mut self) -> Option<ReadResourceResult> {
+        if !self.literal(b"{\"contents\":[{\"uri\":") {
+            return None;
+        }
+        let uri = self.string()?;
+        let (mut mime_type, mut text, mut blob) = (None, None, None);
+        if self.literal(b",\"mimeType\":") {
+            self.optional_string(&mut mime_type)?;
+        }
+        if self.literal(b",\"text\":") {
+            self.optional_string(&mut text)?;
+        } else if self.literal(b",\"blob\":") {
+            self.optional_string(&mut blob)?;
+        }
+        if !self.literal(b"}]}") {
+            return None;
+        }
+        self.ws();
+        if self.i != self.b.len() {
+            return None;
+        }
+        Some(ReadResourceResult {
+            contents: vec![ResourceContents {
+                uri,
+                mime_type,
+                text,
+                blob,
+                annotations: None,
+                meta: None,
+            }],
+            result_type: None,
+            ttl_ms: None,
+            cache_scope: None,
+            meta: None,
+        })
+    }
+
+    /// Consumes `bytes` if they come next, exactly.
+    fn literal(&mut self, bytes: &[u8]) -> bool {
+        let found = self.b[self.i..].starts_with(bytes);
+        if found {
+            self.i += bytes.len();
+        }
+        found
     }
 
     /// `[content, …]`.
