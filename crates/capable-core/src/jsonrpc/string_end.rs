@@ -80,14 +80,14 @@ fn stops_in(w: u64) -> u64 {
 
 /// The search 64 bytes at a time with AVX2, which nearly every x86-64 CPU in use has
 /// (the crate is built for the baseline, SSE2, so it is chosen at run time): one pass
-/// that looks for all three kinds of stop at once costs less than half what memchr's
-/// search for the end and a separate check for control bytes do together, and a short
-/// string is done in one step.
+/// that looks for all three kinds of stop at once costs about three fifths of what
+/// memchr's search for the end and a separate check for control bytes do together,
+/// and a short string is done in one step.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use core::arch::x86_64::{
         __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
-        _mm256_set1_epi8, _mm256_subs_epu8,
+        _mm256_set1_epi8, _mm256_setr_epi8, _mm256_shuffle_epi8, _mm256_subs_epu8,
     };
 
     /// How many bytes one step looks at; the search needs at least this many.
@@ -135,17 +135,28 @@ mod avx2 {
         Some((stops(low), stops(high)))
     }
 
-    /// The stops among 32 bytes: a quote, a backslash (each compared for), or a byte
-    /// below 0x20, which is what a saturating `0x9f - byte` leaves with its top bit set
+    /// The stops among 32 bytes.
+    ///
+    /// A quote or a backslash, found by one lookup and one compare: a shuffle looks
+    /// each byte's low four bits up in a 16-byte table (a byte with its top bit set
+    /// gets 0), and a byte is a stop where it equals what it looked up. The table
+    /// holds the quote (0x22) at 2, the backslash (0x5c) at 12, and at every other
+    /// place a value no byte with that low half can be: 1 at 0, 0 elsewhere.
+    ///
+    /// A byte below 0x20 is what a saturating `0x9f - byte` leaves with its top bit set
     /// (0x9f - 0x1f = 0x80; 0x9f - 0x20 = 0x7f; anything from 0x9f on gives 0).
     #[target_feature(enable = "avx2")]
     fn stops(bytes: &[u8; 32]) -> __m256i {
         // SAFETY: reads the 32 bytes `bytes` refers to; `loadu` needs no alignment.
         let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) };
-        let quotes = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8));
-        let backslashes = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
+        // The same table in both 16-byte lanes: the shuffle looks up within a lane.
+        let table = _mm256_setr_epi8(
+            1, 0, 0x22, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x5c, 0, 0, 0, //
+            1, 0, 0x22, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x5c, 0, 0, 0,
+        );
+        let quotes_or_backslashes = _mm256_cmpeq_epi8(_mm256_shuffle_epi8(table, v), v);
         let controls = _mm256_subs_epu8(_mm256_set1_epi8(0x9f_u8 as i8), v);
-        _mm256_or_si256(_mm256_or_si256(quotes, backslashes), controls)
+        _mm256_or_si256(quotes_or_backslashes, controls)
     }
 
     /// The marks of 64 bytes as bits, the first byte lowest.
