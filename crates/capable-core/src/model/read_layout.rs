@@ -32,44 +32,34 @@ const RESULT_KEYS: [&[u8]; 4] = [b"contents\"", b"ttlMs\"", b"cacheScope\"", b"r
 const CONTENT_KEYS: [&[u8]; 4] = [b"uri\"", b"mimeType\"", b"text\"", b"blob\""];
 
 /// The result in `raw` (its JSON text, possibly followed by whitespace), when it is in
-/// the layout this reader takes; `None` for anything else.
-pub(crate) fn read_result(raw: &[u8]) -> Option<ReadResourceResult> {
+/// the layout this reader takes; `otherwise` for anything else. Taking the fallback,
+/// rather than returning an `Option` for the caller to turn into its `Result`, lets
+/// the result be built where the caller receives it instead of moved there.
+pub(crate) fn read_result_or<E>(
+    raw: &[u8],
+    otherwise: impl FnOnce() -> Result<ReadResourceResult, E>,
+) -> Result<ReadResourceResult, E> {
     let mut c = Cursor {
         b: raw,
         i: 0,
         shared: None,
     };
     if let Some(result) = c.usual() {
-        return Some(result);
+        return Ok(result);
     }
     // From the start again, keeping the copy `usual` may have made: it starts at the
     // first string, where the member loops find the first string too.
     c.i = 0;
-    let (mut contents, mut ttl_ms, mut cache_scope, mut result_type) = (None, None, None, None);
-    let mut seen = Seen::default();
-    let mut more = c.open(b'{', b'}')?;
-    while more {
-        let key = c.key(&RESULT_KEYS)?;
-        seen.first_time(key)?;
-        match key {
-            0 => contents = Some(c.contents()?),
-            1 => ttl_ms = c.optional_number()?,
-            2 => c.optional_string(&mut cache_scope)?,
-            _ => c.optional_string(&mut result_type)?,
-        }
-        more = c.next(b'}')?;
+    match c.members() {
+        Some(result) => Ok(result),
+        None => otherwise(),
     }
-    c.ws();
-    if c.i != raw.len() {
-        return None;
-    }
-    Some(ReadResourceResult {
-        contents: contents?,
-        result_type: result_type.map(String::from),
-        ttl_ms,
-        cache_scope: cache_scope.map(String::from),
-        meta: None,
-    })
+}
+
+/// The result in `raw`, when it is in the layout this reader takes.
+#[cfg(test)]
+pub(crate) fn read_result(raw: &[u8]) -> Option<ReadResourceResult> {
+    read_result_or(raw, || Err(())).ok()
 }
 
 /// Which members of an object came already: a decoder refuses a duplicate (serde's
@@ -195,6 +185,35 @@ impl Cursor<'_> {
         })
     }
 
+    /// The result read member by member: in any order, with whitespace anywhere.
+    fn members(&mut self) -> Option<ReadResourceResult> {
+        let (mut contents, mut ttl_ms, mut cache_scope, mut result_type) = (None, None, None, None);
+        let mut seen = Seen::default();
+        let mut more = self.open(b'{', b'}')?;
+        while more {
+            let key = self.key(&RESULT_KEYS)?;
+            seen.first_time(key)?;
+            match key {
+                0 => contents = Some(self.contents()?),
+                1 => ttl_ms = self.optional_number()?,
+                2 => self.optional_string(&mut cache_scope)?,
+                _ => self.optional_string(&mut result_type)?,
+            }
+            more = self.next(b'}')?;
+        }
+        self.ws();
+        if self.i != self.b.len() {
+            return None;
+        }
+        Some(ReadResourceResult {
+            contents: contents?,
+            result_type: result_type.map(String::from),
+            ttl_ms,
+            cache_scope: cache_scope.map(String::from),
+            meta: None,
+        })
+    }
+
     /// Consumes `bytes` if they come next, exactly.
     fn literal(&mut self, bytes: &[u8]) -> bool {
         let found = self.b[self.i..].starts_with(bytes);
@@ -246,6 +265,7 @@ impl Cursor<'_> {
     }
 
     /// `null` (leaving `slot` empty) or a string (into `slot`).
+    #[inline(always)]
     fn optional_string(&mut self, slot: &mut Option<SharedStr>) -> Option<()> {
         if self.b[self.i..].starts_with(b"null") {
             self.i += 4;
@@ -257,8 +277,10 @@ impl Cursor<'_> {
 
     /// A string. One without escapes is checked on the way to its end (no raw control
     /// byte; UTF-8 is checked for the shared copy as a whole) and shared; one with
-    /// escapes is decoded by serde_json.
-    #[inline]
+    /// escapes is decoded by serde_json. Inlined where it is read: for a short string
+    /// the call and the moves of its result up through `Option`s cost more than the
+    /// string's own work.
+    #[inline(always)]
     fn string(&mut self) -> Option<SharedStr> {
         let text = self.b[self.i..].strip_prefix(b"\"")?;
         let start = self.i + 1;

@@ -174,10 +174,17 @@ impl ReadResourceResult {
     /// strings) directly, anything else through serde — the same value either way, and
     /// serde's verdict on whatever the direct reader does not take.
     pub fn from_payload(payload: &Payload) -> Result<Self, serde_json::Error> {
-        match super::read_layout::read_result(payload.raw()) {
-            Some(result) => Ok(result),
-            None => payload.decode(),
-        }
+        Self::from_payload_map_err(payload, |e| e)
+    }
+
+    /// [`ReadResourceResult::from_payload`], serde's error turned into the caller's by
+    /// `error`. The result is built where the caller receives it: a `map_err` after
+    /// the decode would move it (some 160 bytes) from one `Result` into the other.
+    pub fn from_payload_map_err<E>(
+        payload: &Payload,
+        error: impl FnOnce(serde_json::Error) -> E,
+    ) -> Result<Self, E> {
+        super::read_layout::read_result_or(payload.raw(), || payload.decode().map_err(error))
     }
 }
 

@@ -251,7 +251,7 @@ pub(super) fn decode_read(
     method: Method,
     payload: &Payload,
 ) -> Result<capable_core::model::ReadResourceResult, Error> {
-    capable_core::model::ReadResourceResult::from_payload(payload).map_err(|e| {
+    capable_core::model::ReadResourceResult::from_payload_map_err(payload, |e| {
         Error::MalformedResult {
             method,
             detail: e.to_string(),
