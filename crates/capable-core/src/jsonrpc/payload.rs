@@ -88,6 +88,7 @@ impl Payload {
 
     /// The payload's bytes as found: exactly the value when parsed, else the value
     /// and whatever follows it up to the envelope's closing brace.
+    #[inline]
     pub(crate) fn raw(&self) -> &[u8] {
         &self.line[self.range.clone()]
     }

@@ -31,35 +31,59 @@ const RESULT_KEYS: [&[u8]; 4] = [b"contents\"", b"ttlMs\"", b"cacheScope\"", b"r
 /// The members of a content this reader takes, likewise.
 const CONTENT_KEYS: [&[u8]; 4] = [b"uri\"", b"mimeType\"", b"text\"", b"blob\""];
 
-/// The result in `raw` (its JSON text, possibly followed by whitespace), when it is in
-/// the layout this reader takes; `otherwise` for anything else. Taking the fallback,
-/// rather than returning an `Option` for the caller to turn into its `Result`, lets
-/// the result be built where the caller receives it instead of moved there.
-pub(crate) fn read_result_or<E>(
-    raw: &[u8],
-    otherwise: impl FnOnce() -> Result<ReadResourceResult, E>,
-) -> Result<ReadResourceResult, E> {
+/// What the reader made of a result.
+///
+/// The reader is not generic, so it is compiled here once, its helpers inlined into
+/// it, whichever crate calls it; the caller (generic over its error type, so compiled
+/// where it is used) only wraps what it returns.
+pub(crate) enum Read {
+    /// The usual layout (see `Cursor::usual`): its contents, every other member absent.
+    /// The caller builds the result around them where it receives it: moving a whole
+    /// result (some 160 bytes) from the reader's `Option` into the caller's `Result`
+    /// costs more than building it there.
+    Contents(Vec<ResourceContents>),
+    /// Any other layout the reader takes.
+    Result(ReadResourceResult),
+}
+
+impl Read {
+    /// The result.
+    #[inline]
+    pub(crate) fn into_result(self) -> ReadResourceResult {
+        match self {
+            Read::Contents(contents) => ReadResourceResult {
+                contents,
+                result_type: None,
+                ttl_ms: None,
+                cache_scope: None,
+                meta: None,
+            },
+            Read::Result(result) => result,
+        }
+    }
+}
+
+/// What the reader makes of `raw` (a result's JSON text, possibly followed by
+/// whitespace) when it is in a layout the reader takes; `None` for anything else.
+pub(crate) fn read(raw: &[u8]) -> Option<Read> {
     let mut c = Cursor {
         b: raw,
         i: 0,
         shared: None,
     };
-    if let Some(result) = c.usual() {
-        return Ok(result);
+    if let Some(contents) = c.usual() {
+        return Some(Read::Contents(contents));
     }
     // From the start again, keeping the copy `usual` may have made: it starts at the
     // first string, where the member loops find the first string too.
     c.i = 0;
-    match c.members() {
-        Some(result) => Ok(result),
-        None => otherwise(),
-    }
+    c.members().map(Read::Result)
 }
 
-/// The result in `raw`, when it is in the layout this reader takes.
+/// The result in `raw`, when it is in a layout the reader takes.
 #[cfg(test)]
 pub(crate) fn read_result(raw: &[u8]) -> Option<ReadResourceResult> {
-    read_result_or(raw, || Err(())).ok()
+    read(raw).map(Read::into_result)
 }
 
 /// Which members of an object came already: a decoder refuses a duplicate (serde's
@@ -148,7 +172,10 @@ impl Cursor<'_> {
     /// `{"contents":[{"uri":…,"mimeType":…,"text":…}]}`, `mimeType` optional, `blob`
     /// for `text`. Matched a run of literal bytes at a time, which costs a fraction of
     /// the member loops' byte-by-byte steps; `None` on the first byte that differs.
-    fn usual(&mut self) -> Option<ReadResourceResult> {
+    /// Its contents: the result's other members are absent. Inlined into `read`, its
+    /// one caller, so that the contents are built where `read` returns them.
+    #[inline(always)]
+    fn usual(&mut self) -> Option<Vec<ResourceContents>> {
         if !self.literal(b"{\"contents\":[{\"uri\":") {
             return None;
         }
@@ -169,20 +196,14 @@ impl Cursor<'_> {
         if self.i != self.b.len() {
             return None;
         }
-        Some(ReadResourceResult {
-            contents: vec![ResourceContents {
-                uri,
-                mime_type,
-                text,
-                blob,
-                annotations: None,
-                meta: None,
-            }],
-            result_type: None,
-            ttl_ms: None,
-            cache_scope: None,
+        Some(vec![ResourceContents {
+            uri,
+            mime_type,
+            text,
+            blob,
+            annotations: None,
             meta: None,
-        })
+        }])
     }
 
     /// The result read member by member: in any order, with whitespace anywhere.

@@ -1,6 +1,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::read_layout::Read;
 use super::{JsonObject, Page, SharedStr};
 use crate::jsonrpc::{Params, Payload};
 
@@ -179,12 +180,34 @@ impl ReadResourceResult {
 
     /// [`ReadResourceResult::from_payload`], serde's error turned into the caller's by
     /// `error`. The result is built where the caller receives it: a `map_err` after
-    /// the decode would move it (some 160 bytes) from one `Result` into the other.
+    /// the decode would move it (some 160 bytes) from one `Result` into the other. In
+    /// the usual layout only its contents come back from the direct reader, and the
+    /// rest is written here (every other member absent); any other outcome is left to
+    /// a function of its own, so that this one stays the few instructions it is.
     pub fn from_payload_map_err<E>(
         payload: &Payload,
         error: impl FnOnce(serde_json::Error) -> E,
     ) -> Result<Self, E> {
-        super::read_layout::read_result_or(payload.raw(), || payload.decode().map_err(error))
+        match super::read_layout::read(payload.raw()) {
+            Some(Read::Contents(contents)) => Ok(ReadResourceResult {
+                contents,
+                result_type: None,
+                ttl_ms: None,
+                cache_scope: None,
+                meta: None,
+            }),
+            read => Self::from_other(read, payload).map_err(error),
+        }
+    }
+
+    /// The rest of [`ReadResourceResult::from_payload_map_err`], out of its way: a
+    /// result in another layout the direct reader takes, or serde's decode.
+    #[cold]
+    fn from_other(read: Option<Read>, payload: &Payload) -> Result<Self, serde_json::Error> {
+        match read {
+            Some(read) => Ok(read.into_result()),
+            None => payload.decode(),
+        }
     }
 }
 
