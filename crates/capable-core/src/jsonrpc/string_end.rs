@@ -93,36 +93,62 @@ mod avx2 {
     /// How many bytes one step looks at; the search needs at least this many.
     pub(super) const BLOCK: usize = 64;
 
-    /// [`super::plain_string_end`], for `bytes` of at least [`BLOCK`] bytes (the last
-    /// step looks at the final [`BLOCK`] again, overlapping the one before it).
+    /// [`super::plain_string_end`], for `bytes` of at least [`BLOCK`] bytes.
+    ///
+    /// The first block is looked at on its own: most strings (keys, URIs, MIME types)
+    /// end there. Then two blocks a step, with one test for both, until a pair holds a
+    /// stop or fewer than two blocks are left; then one block a step, the last one
+    /// overlapping the one before it (its bytes already looked at left out).
     ///
     /// # Safety
     ///
     /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn plain_string_end(bytes: &[u8]) -> Option<usize> {
-        let mut at = 0;
+        let (low, high) = halves(bytes.get(..BLOCK)?)?;
+        if any(low, high) {
+            return first_stop(bytes, 0, mask(low, high));
+        }
+        let mut at = BLOCK;
+        for pair in bytes[BLOCK..].chunks_exact(2 * BLOCK) {
+            let (block, next) = pair.split_at(BLOCK);
+            let ((a, b), (c, d)) = (halves(block)?, halves(next)?);
+            if any(_mm256_or_si256(a, b), _mm256_or_si256(c, d)) {
+                break;
+            }
+            at += 2 * BLOCK;
+        }
         let stops = loop {
             if let Some(block) = bytes.get(at..at + BLOCK) {
                 let (low, high) = halves(block)?;
-                let any = _mm256_or_si256(low, high);
-                if _mm256_movemask_epi8(any) != 0 {
+                if any(low, high) {
                     break mask(low, high);
                 }
                 at += BLOCK;
                 continue;
             }
-            // The last bytes: the final block, without the part already looked at.
             let from = bytes.len().checked_sub(BLOCK)?;
             let seen = at.checked_sub(from)?;
             let (low, high) = halves(&bytes[from..])?;
             break mask(low, high).checked_shr(seen as u32)?;
         };
+        first_stop(bytes, at, stops)
+    }
+
+    /// The stop `stops` marks first (bit `n` for the byte at `at + n`), when it is a
+    /// quote or a backslash; `None` for a control byte, or no stop.
+    fn first_stop(bytes: &[u8], at: usize, stops: u64) -> Option<usize> {
         if stops == 0 {
             return None;
         }
         let stop = at + stops.trailing_zeros() as usize;
         (*bytes.get(stop)? >= 0x20).then_some(stop)
+    }
+
+    /// Whether either vector marks a stop.
+    #[target_feature(enable = "avx2")]
+    fn any(low: __m256i, high: __m256i) -> bool {
+        _mm256_movemask_epi8(_mm256_or_si256(low, high)) != 0
     }
 
     /// The stops among the 64 bytes of `block`, as two vectors (the first 32 bytes,
