@@ -179,8 +179,8 @@ impl Cursor<'_> {
         if !self.literal(b"{\"contents\":[{\"uri\":") {
             return None;
         }
-        let uri = self.string()?;
-        let (mut mime_type, mut text, mut blob) = (None, None, None);
+        let (mut uri, mut mime_type, mut text, mut blob) = (None, None, None, None);
+        self.string(&mut uri)?;
         if self.literal(b",\"mimeType\":") {
             self.optional_string(&mut mime_type)?;
         }
@@ -197,7 +197,7 @@ impl Cursor<'_> {
             return None;
         }
         Some(vec![ResourceContents {
-            uri,
+            uri: uri?,
             mime_type,
             text,
             blob,
@@ -267,7 +267,7 @@ impl Cursor<'_> {
             let key = self.key(&CONTENT_KEYS)?;
             seen.first_time(key)?;
             match key {
-                0 => uri = Some(self.string()?),
+                0 => self.string(&mut uri)?,
                 1 => self.optional_string(&mut mime_type)?,
                 2 => self.optional_string(&mut text)?,
                 _ => self.optional_string(&mut blob)?,
@@ -292,22 +292,24 @@ impl Cursor<'_> {
             self.i += 4;
             return Some(());
         }
-        *slot = Some(self.string()?);
-        Some(())
+        self.string(slot)
     }
 
-    /// A string. One without escapes is checked on the way to its end (no raw control
-    /// byte; UTF-8 is checked for the shared copy as a whole) and shared; one with
-    /// escapes is decoded by serde_json. Inlined where it is read: for a short string
-    /// the call and the moves of its result up through `Option`s cost more than the
-    /// string's own work.
+    /// A string, into `slot`. One without escapes is checked on the way to its end (no
+    /// raw control byte; UTF-8 is checked for the shared copy as a whole) and shared;
+    /// one with escapes is decoded by serde_json.
+    ///
+    /// Inlined where it is read, and written straight into the caller's slot: for a
+    /// short string, a call and the moves of a returned `Option<SharedStr>` up to
+    /// where it is kept cost more than the string's own work.
     #[inline(always)]
-    fn string(&mut self) -> Option<SharedStr> {
+    fn string(&mut self, slot: &mut Option<SharedStr>) -> Option<()> {
         let text = self.b[self.i..].strip_prefix(b"\"")?;
         let start = self.i + 1;
         let len = plain_string_end(text)?;
         if text[len] == b'\\' {
-            return self.escaped(start + len);
+            *slot = Some(self.escaped(start + len)?);
+            return Some(());
         }
         let (all, from) = match &self.shared {
             Some(shared) => shared,
@@ -315,9 +317,9 @@ impl Cursor<'_> {
         };
         // The cursor only moves on: every later string starts after `from`.
         let at = start.checked_sub(*from)?;
-        let text = SharedStr::slice_of(all, at..at + len)?;
+        *slot = SharedStr::slice_of(all, at..at + len);
         self.i = start + len + 1;
-        Some(text)
+        slot.is_some().then_some(())
     }
 
     /// Makes the one copy the result's strings share: everything from `start` (the
