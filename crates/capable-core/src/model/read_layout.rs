@@ -325,8 +325,17 @@ impl Cursor<'_> {
     /// Makes the one copy the result's strings share: everything from `start` (the
     /// first string's text) on, checked for UTF-8 as a whole. Quotes are ASCII, so every
     /// later string's ends fall on char boundaries of the copy.
+    ///
+    /// The check goes 64 bytes a step and copies a shorter last part into a buffer of
+    /// 64 first, a cost of its own; it starts up to 63 bytes early instead (where
+    /// there are that many), so that what it checks is a whole number of steps. Those
+    /// bytes come before the first string: the result's own structure, ASCII, where
+    /// anything else gives up (invalid UTF-8 there is not valid JSON either). `start`,
+    /// just after a quote, is then a char boundary of what was checked.
     fn share(&mut self, start: usize) -> Option<&(Arc<str>, usize)> {
-        let text = simdutf8::basic::from_utf8(&self.b[start..]).ok()?;
+        let early = start.min((64 - (self.b.len() - start) % 64) % 64);
+        let checked = simdutf8::basic::from_utf8(&self.b[start - early..]).ok()?;
+        let text = checked.get(early..)?;
         Some(self.shared.insert((Arc::from(text), start)))
     }
 
@@ -454,6 +463,8 @@ mod tests {
             r#"{"contents":[{"uri":"a://b","text":"x"}],"ttlMs":5}"#,
             r#"{"contents":[{"uri":"a://b","text":"x"} ]}"#,
             r#"{"contents":[{"uri":"a\"b","mimeType":"\u0041","text":"\n"}]}"#,
+            r#"{"contents":[{"uri":"é\n","mimeType":"x","text":"y"}]}"#,
+            r#"{"contents":[{"uri":"🦀\n","text":"é"}],"cacheScope":"é"}"#,
         ] {
             let read = read_result(raw.as_bytes()).map(|r| format!("{r:?}"));
             assert!(read.is_some(), "{raw} should be read");
