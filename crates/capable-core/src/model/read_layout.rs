@@ -8,7 +8,9 @@
 //! takes exactly that layout — members in any order, whitespace between tokens, the
 //! optional `resultType`, `ttlMs` and `cacheScope`, escapes in strings (each escaped
 //! string decoded by serde_json itself) — and checks every byte it accepts: no raw
-//! control byte, valid UTF-8, valid JSON up to the end.
+//! control byte, valid UTF-8, valid JSON up to the end. The compact layout in the
+//! usual order is matched first, a run of literal bytes at a time; any other goes
+//! through loops over the members.
 //!
 //! The strings of the result are [`SharedStr`] ranges of one copy of the payload from
 //! its first string on, made when that string is read: one allocation for the whole
