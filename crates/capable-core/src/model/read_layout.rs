@@ -331,11 +331,17 @@ impl Cursor<'_> {
     /// The check goes 64 bytes a step and copies a shorter last part into a buffer of
     /// 64 first, a cost of its own; it starts up to 63 bytes early instead (where
     /// there are that many), so that what it checks is a whole number of steps. Those
-    /// bytes come before the first string: the result's own structure, ASCII, where
-    /// anything else gives up (invalid UTF-8 there is not valid JSON either). `start`,
-    /// just after a quote, is then a char boundary of what was checked.
+    /// bytes come before the first plain string: the result's own structure, or a
+    /// string with escapes read before it, which may hold raw non-ASCII text, so the
+    /// window moves on to the first byte that starts a character (it never starts
+    /// inside one, which would fail the check of valid text). `start`, just after a
+    /// quote, is then a char boundary of what was checked.
     fn share(&mut self, start: usize) -> Option<&(Arc<str>, usize)> {
-        let early = start.min((64 - (self.b.len() - start) % 64) % 64);
+        let mut early = start.min((64 - (self.b.len() - start) % 64) % 64);
+        // A continuation byte (0b10xx_xxxx) is never a character's first.
+        while early > 0 && self.b[start - early] & 0xc0 == 0x80 {
+            early -= 1;
+        }
         let checked = simdutf8::basic::from_utf8(&self.b[start - early..]).ok()?;
         let text = checked.get(early..)?;
         Some(self.shared.insert((Arc::from(text), start)))
@@ -447,6 +453,29 @@ mod tests {
         let at = bad.iter().rposition(|&b| b == b'a').unwrap();
         bad[at] = 0xff;
         assert!(read_result(&bad).is_none());
+    }
+
+    /// A string with escapes and raw non-ASCII text before the first plain one (as some
+    /// encoders write a URI): the check of the shared copy, which starts a little
+    /// early, never starts inside one of its characters. Every length moves where it
+    /// would start.
+    #[test]
+    fn raw_non_ascii_before_the_first_plain_string_is_read() {
+        for pad in 0..80 {
+            let uri = format!("a\\u0026{}é✓", "x".repeat(pad));
+            for text in ["short", &"t".repeat(100 + pad)] {
+                let raw = format!(
+                    r#"{{"contents":[{{"uri":"{uri}","mimeType":"text/plain","text":"{text}"}}]}}"#
+                );
+                let read = read_result(raw.as_bytes()).map(|r| format!("{r:?}"));
+                assert!(read.is_some(), "{raw} should be read");
+                assert_eq!(
+                    read,
+                    by_serde::<ReadResourceResult>(raw.as_bytes()),
+                    "{raw}"
+                );
+            }
+        }
     }
 
     /// The usual layout in all its forms, and what makes the reader leave it for the
