@@ -45,7 +45,7 @@ pub fn size(bytes: usize) -> String {
     const UNITS: [(&str, usize); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (unit, scale) in UNITS {
         if bytes >= scale {
-            return if bytes % scale == 0 {
+            return if bytes.is_multiple_of(scale) {
                 format!("{} {unit}", bytes / scale)
             } else {
                 format!("{:.1} {unit}", bytes as f64 / scale as f64)

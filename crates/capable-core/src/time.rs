@@ -115,7 +115,7 @@ pub fn humanize(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms}ms")
-    } else if ms % 1000 == 0 && ms < 120_000 {
+    } else if ms.is_multiple_of(1000) && ms < 120_000 {
         format!("{}s", ms / 1000)
     } else if ms < 120_000 {
         format!("{:.1}s", d.as_secs_f64())

@@ -85,7 +85,7 @@ impl Fault {
             Fault::ExitInHandshake => matches!(method, "initialize" | "server/discover"),
             Fault::Orphan => method == "resources/read",
             Fault::Chaos => {
-                matches!(method, "initialize" | "server/discover") && chaos_rng() % 4 == 0
+                matches!(method, "initialize" | "server/discover") && chaos_rng().is_multiple_of(4)
             }
             _ => false,
         }

@@ -16,7 +16,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 const ARCHIVE: &str = "docs://manual/archive";
 
 fn uri_of(i: usize) -> &'static str {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         MANUAL
     } else {
         ARCHIVE
