@@ -759,3 +759,56 @@ async fn a_legacy_request_given_up_is_cancelled_by_notification_and_the_session_
     assert_eq!(cancelled, slow, "each given-up request is cancelled once");
     session.close().await;
 }
+
+#[tokio::test]
+async fn credentials_in_the_url_go_as_basic_authorization_and_never_in_the_host() {
+    let peer = legacy_peer(|s| text_result(s, "fine")).await;
+    let url = peer.url.replace("http://", "http://u:p%40ss@");
+    let session = connect(&url).await;
+    still_fine(&session).await;
+    session.close().await;
+    let seen = peer.seen();
+    assert!(!seen.is_empty());
+    for s in &seen {
+        // base64("u:p@ss")
+        assert_eq!(s.header("authorization"), Some("Basic dTpwQHNz"), "{s:?}");
+        assert_eq!(
+            s.header("host"),
+            Some(format!("127.0.0.1:{}", peer.port).as_str())
+        );
+        assert_eq!(s.path, "/mcp");
+    }
+}
+
+#[tokio::test]
+async fn an_answer_compressed_with_gzip_is_read_inflated() {
+    use std::io::Write;
+    let peer = legacy_peer(|s| {
+        let body = serde_json::to_vec(&result(
+            &id(s),
+            json!({"content": [{"type": "text", "text": "inflated"}]}),
+        ))
+        .unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&body).unwrap();
+        Reply::Raw(
+            200,
+            vec![
+                ("content-type".into(), "application/json".into()),
+                ("content-encoding".into(), "gzip".into()),
+            ],
+            gz.finish().unwrap(),
+        )
+    })
+    .await;
+    let session = connect(&peer.url).await;
+    let out = session.call_tool("any", None).await.expect("a call");
+    assert_eq!(out.content[0]["text"], "inflated");
+    let call = &peer.posts("tools/call")[0];
+    assert!(
+        call.header("accept-encoding")
+            .is_some_and(|e| e.contains("gzip")),
+        "{call:?}"
+    );
+    session.close().await;
+}

@@ -96,8 +96,8 @@ impl TransportError {
         }
     }
 
-    /// A failed HTTP request, with the error of the client that sent it (one that
-    /// does not know the URL: hyper's).
+    /// A failed HTTP request, or an answer that could not be read, with an error that
+    /// carries no URL (hyper's; a body's).
     pub(crate) fn http(
         context: impl Into<String>,
         source: impl Into<Box<dyn std::error::Error + Send + Sync>>,

@@ -10,13 +10,22 @@
 //!   redirect, the legacy transport's message endpoint) is parsed when its URL
 //!   changes;
 //! - the proxy rules (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`, read once
-//!   per process) are asked once per URL; a URL that goes through a proxy is sent by
-//!   a `reqwest` client built for it, which speaks to proxies (tunnels, credentials),
-//!   on its first use;
+//!   per process, when its first HTTP connection is made) are asked once per URL; a
+//!   URL that goes through a proxy, or that carries credentials of its own
+//!   (`https://user:pass@host/…`, sent as Basic authorization), is sent by a
+//!   `reqwest` client built on its first use, which knows both;
+//! - a request that an HTTP/2 server provably did not process — refused
+//!   (`REFUSED_STREAM`), or cut off by the server's graceful shutdown of its
+//!   connection (`GOAWAY` with `NO_ERROR`) — is sent again, at most twice (RFC 9113
+//!   §8.7: safe even for a POST);
 //! - answers compressed with gzip or deflate are inflated as they are read (both are
 //!   offered), so the size limit holds for what the answer inflates to;
 //! - TLS is the process's one configuration (see `tls_config`), HTTP/2 where the
-//!   server offers it by ALPN, `TCP_NODELAY`, idle connections kept 90 s.
+//!   server offers it by ALPN, idle connections kept 90 s; the sockets as a general
+//!   client sets them: `TCP_NODELAY`, keepalive probes after 15 s idle (every 15 s,
+//!   3 of them), and on Linux `TCP_USER_TIMEOUT` of 30 s, so that a connection the
+//!   network lost silently (a NAT that forgot it, a laptop that slept) fails rather
+//!   than waits forever.
 
 use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll};
@@ -49,20 +58,43 @@ pub(super) struct Client {
     direct: Direct,
     /// Built on the first request that goes through a proxy.
     proxied: OnceLock<Result<reqwest::Client, String>>,
-    /// The last URL sent to, its URI and whether it goes through a proxy.
+    /// The last URL sent to, and its URI when it goes direct.
     last: Mutex<Option<Target>>,
+    /// The proxy rules asked.
+    proxies: &'static Matcher,
 }
 
 struct Target {
     url: Url,
-    uri: http::Uri,
-    proxied: bool,
+    /// `None`: the general client sends to it (see [`Client::direct_uri`]).
+    uri: Option<http::Uri>,
+}
+
+/// How many times a request an HTTP/2 server did not process is sent again.
+pub(super) const RESENDS: usize = 2;
+
+/// Why a request has no answer.
+pub(super) struct NoAnswer {
+    pub(super) error: TransportError,
+    /// The server provably did not process it (see [`not_processed`]): it may be sent
+    /// again, as it stands, at most [`RESENDS`] times. A resend is made afresh by the
+    /// caller, so that what must differ per request (a DPoP proof) does.
+    pub(super) resendable: bool,
 }
 
 impl Client {
     pub(super) fn new() -> Result<Client, TransportError> {
+        Client::with_proxies(proxies())
+    }
+
+    fn with_proxies(proxies: &'static Matcher) -> Result<Client, TransportError> {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
+        http.set_keepalive(Some(Duration::from_secs(15)));
+        http.set_keepalive_interval(Some(Duration::from_secs(15)));
+        http.set_keepalive_retries(Some(3));
+        #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+        http.set_tcp_user_timeout(Some(Duration::from_secs(30)));
         // The TLS connector wraps it: it must take `https` URIs too.
         http.enforce_http(false);
         // The connector offers `h2` and `http/1.1` by ALPN itself.
@@ -82,6 +114,7 @@ impl Client {
             direct,
             proxied: OnceLock::new(),
             last: Mutex::new(None),
+            proxies,
         })
     }
 
@@ -94,7 +127,7 @@ impl Client {
         headers: HeaderMap,
         body: Option<Bytes>,
         context: impl FnOnce() -> String,
-    ) -> Result<Answer, TransportError> {
+    ) -> Result<Answer, NoAnswer> {
         let Some(uri) = self.direct_uri(url) else {
             return self.send_proxied(method, url, headers, body, context).await;
         };
@@ -103,28 +136,34 @@ impl Client {
         *request.uri_mut() = uri;
         *request.headers_mut() = headers;
         let mut send = Decompression::new(Sender(&self.direct));
-        match send.call(request).await {
-            Ok(answer) => Ok(answer.map(Either::Left)),
-            Err(e) => Err(TransportError::http(context(), e)),
-        }
+        send.call(request)
+            .await
+            .map(|a| a.map(Either::Left))
+            .map_err(|e| NoAnswer {
+                resendable: not_processed(&e),
+                error: TransportError::http(context(), e),
+            })
     }
 
-    /// The URI to send to `url` with, or `None` when a proxy is in the way.
+    /// The URI to send to `url` with, or `None` when the general client sends to it:
+    /// a proxy is in the way, or the URL carries credentials (which go as a header, not
+    /// in the URI).
     fn direct_uri(&self, url: &Url) -> Option<http::Uri> {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(target) = last.as_ref().filter(|t| t.url == *url) {
-            return (!target.proxied).then(|| target.uri.clone());
+            return target.uri.clone();
         }
-        // A URL the `url` crate accepts that `http` does not (rare: some non-ASCII
-        // forms) goes through the general client, which knows both.
-        let uri = http::Uri::try_from(url.as_str()).ok()?;
-        let proxied = proxies().intercept(&uri).is_some();
+        let uri = match (url.username(), url.password()) {
+            ("", None) => http::Uri::try_from(url.as_str())
+                .ok()
+                .filter(|uri| self.proxies.intercept(uri).is_none()),
+            _ => None,
+        };
         *last = Some(Target {
             url: url.clone(),
             uri: uri.clone(),
-            proxied,
         });
-        (!proxied).then_some(uri)
+        uri
     }
 
     async fn send_proxied(
@@ -134,7 +173,7 @@ impl Client {
         headers: HeaderMap,
         body: Option<Bytes>,
         context: impl FnOnce() -> String,
-    ) -> Result<Answer, TransportError> {
+    ) -> Result<Answer, NoAnswer> {
         let client = self
             .proxied
             .get_or_init(|| {
@@ -148,16 +187,39 @@ impl Client {
                     .map_err(|e| crate::transport::chain_of(&e))
             })
             .as_ref()
-            .map_err(|e| TransportError::Broken(format!("building the HTTP client: {e}")))?;
+            .map_err(|e| NoAnswer {
+                error: TransportError::Broken(format!("building the HTTP client: {e}")),
+                resendable: false,
+            })?;
         let mut request = client.request(method, url.clone()).headers(headers);
         if let Some(body) = body {
             request = request.body(body);
         }
+        // reqwest sends again what an HTTP/2 server did not process itself.
         match request.send().await {
             Ok(answer) => Ok(http::Response::from(answer).map(Either::Right)),
-            Err(e) => Err(TransportError::request(context(), e)),
+            Err(e) => Err(NoAnswer {
+                error: TransportError::request(context(), e),
+                resendable: false,
+            }),
         }
     }
+}
+
+/// Whether `e` says the server did not process the request, so that sending it again
+/// is safe: an HTTP/2 stream the server refused, or one its graceful shutdown of the
+/// connection left out.
+fn not_processed(e: &hyper_util::client::legacy::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if let Some(h2) = inner.downcast_ref::<h2::Error>() {
+            let refused = h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM);
+            let shut_down = h2.is_go_away() && h2.reason() == Some(h2::Reason::NO_ERROR);
+            return h2.is_remote() && (refused || shut_down);
+        }
+        source = inner.source();
+    }
+    false
 }
 
 /// The proxy rules of the environment, read once per process.
@@ -181,5 +243,33 @@ impl Service<http::Request<Full<Bytes>>> for Sender<'_> {
 
     fn call(&mut self, request: http::Request<Full<Bytes>>) -> Self::Future {
         self.0.request(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The way each URL goes, under rules that send `http` through a proxy except for
+    /// 127.0.0.1.
+    #[test]
+    fn a_url_goes_direct_unless_a_proxy_or_its_own_credentials_say_otherwise() {
+        let rules = Matcher::builder()
+            .http("http://127.0.0.9:3128")
+            .no("127.0.0.1")
+            .build();
+        let client = Client::with_proxies(Box::leak(Box::new(rules))).expect("a client");
+        let direct = |url: &str| client.direct_uri(&url.parse().expect("a URL"));
+        let uri = direct("http://127.0.0.1:3001/mcp?x=1").expect("exempt from the proxy");
+        assert_eq!(uri, "http://127.0.0.1:3001/mcp?x=1");
+        // Asked twice, the same answer (the second time from what the first kept).
+        assert_eq!(direct("http://127.0.0.1:3001/mcp?x=1"), Some(uri));
+        assert_eq!(direct("http://mcp.example/mcp"), None, "through the proxy");
+        // No rule for https.
+        assert!(direct("https://mcp.example/mcp").is_some());
+        // Credentials of its own: sent as a header by the general client.
+        assert_eq!(direct("http://u:p@127.0.0.1:3001/mcp"), None);
+        assert_eq!(direct("http://u@127.0.0.1:3001/mcp"), None);
+        assert!(direct("http://127.0.0.1:3001/mcp").is_some());
     }
 }

@@ -18,7 +18,7 @@ use reqwest::header::{HeaderMap, HeaderName, CONTENT_TYPE, LOCATION};
 use reqwest::Method;
 use tokio::task::AbortHandle;
 
-use super::client::Answer;
+use super::client::{self, Answer, NoAnswer};
 use super::sse::SseReader;
 use super::{Http, Received};
 use crate::error::Error;
@@ -409,7 +409,9 @@ fn header_text(response: &Answer, name: HeaderName) -> Option<String> {
 }
 
 /// Sends `request`, following at most [`redirect::MAX_REDIRECTS`] redirects, each as
-/// the policy rewrites it (nothing of the host's crosses an origin).
+/// the policy rewrites it (nothing of the host's crosses an origin), and sending it
+/// again when the server provably did not process it (at most [`client::RESENDS`]
+/// times).
 async fn perform(
     http: &Http,
     ex: ExchangeId,
@@ -417,7 +419,8 @@ async fn perform(
 ) -> Result<Answer, TransportError> {
     // The body, shared by every hop (each redirect keeps it, as the policy says).
     let body = request.body.take().map(bytes::Bytes::from);
-    for _ in 0..=redirect::MAX_REDIRECTS {
+    let (mut redirects, mut resends) = (0, 0);
+    loop {
         let method = match request.method {
             HttpMethod::Get => Method::GET,
             HttpMethod::Post => Method::POST,
@@ -445,29 +448,39 @@ async fn perform(
             }
         }
         let context = || format!("{method} {}", redact(&request.url));
-        let answer = http
+        let sent = http
             .client
             .send(method.clone(), &request.url, headers, body.clone(), context)
-            .await?;
+            .await;
+        let answer = match sent {
+            Ok(answer) => answer,
+            Err(NoAnswer {
+                resendable: true, ..
+            }) if resends < client::RESENDS => {
+                resends += 1;
+                continue;
+            }
+            Err(no) => return Err(no.error),
+        };
         let status = answer.status().as_u16();
         let location = header_text(&answer, LOCATION);
-        match location.filter(|_| redirect::is_redirect(status)) {
-            Some(location) => match redirect::redirected(&request, &location) {
-                Some(next) => request = next,
-                None => return Ok(answer),
-            },
+        let next = location
+            .filter(|_| redirect::is_redirect(status))
+            .and_then(|location| redirect::redirected(&request, &location));
+        match next {
+            Some(next) if redirects < redirect::MAX_REDIRECTS => {
+                redirects += 1;
+                request = next;
+            }
+            Some(_) => {
+                return Err(TransportError::Broken(format!(
+                    "{method} {}: too many redirects",
+                    redact(&request.url)
+                )))
+            }
             None => return Ok(answer),
         }
     }
-    Err(TransportError::Broken(format!(
-        "{} {}: too many redirects",
-        match request.method {
-            HttpMethod::Get => "GET",
-            HttpMethod::Post => "POST",
-            HttpMethod::Delete => "DELETE",
-        },
-        redact(&request.url)
-    )))
 }
 
 /// Reads a whole body, refusing more than `limit` bytes.
