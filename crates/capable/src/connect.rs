@@ -241,7 +241,7 @@ fn start<Si: MessageSink, So: MessageSource>(
         writing: false,
         out_tapped: 0,
         conn,
-        outcomes: Default::default(),
+        slots: Default::default(),
         out,
         closed: None,
         listeners: Default::default(),

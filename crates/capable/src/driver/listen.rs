@@ -28,7 +28,7 @@ pub(super) fn route(shared: &Shared, n: ServerNotification) -> Option<ServerNoti
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_owned();
-                let waker = st.finish(id, w, Err(Error::ListenEnded { reason }));
+                let waker = st.finish(w, Err(Error::ListenEnded { reason }));
                 drop(st);
                 super::wake_all([waker]);
             }

@@ -35,7 +35,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
-use capable_core::connection::IdMap;
 use capable_core::Connection;
 use tokio::sync::{mpsc, Notify};
 
@@ -45,16 +44,15 @@ use crate::tap::Tap;
 use crate::transport::{DirectWriter, Peer, Started, DIRECT_MAX};
 
 pub(crate) use input::{run_input, ServerRequest};
-pub(crate) use outcome::{wake_all, Answer, Driven, Outcome, Waiter};
+pub(crate) use outcome::{wake_all, Answer, Driven, Outcome, Slots, Waiter};
 pub(crate) use reader::{cut_off, ended, run_reader, Direct, Flow};
 pub(crate) use timer::run_timer;
 pub(crate) use writer::run_writer;
 
 pub(crate) struct State {
     pub(crate) conn: Connection<Waiter>,
-    /// Outcomes of requests whose callers have not come back for them yet (see
-    /// `outcome.rs`).
-    pub(crate) outcomes: IdMap<Result<Answer, Error>>,
+    /// Where each request's caller waits for its outcome (see `outcome.rs`).
+    pub(crate) slots: Slots,
     pub(crate) out: Vec<u8>,
     /// How many bytes at the start of `out` the tap has already been shown.
     pub(crate) out_tapped: usize,
@@ -217,7 +215,7 @@ impl Shared {
     /// Ends the session: the connection closes, every request in flight fails with
     /// `reason`, the writer sends what is queued and closes the transport's input.
     pub(crate) fn close(&self, reason: Error) {
-        let waiters = {
+        let wakers = {
             let mut st = self.lock();
             if st.closed.is_none() {
                 st.closed = Some(reason.clone());
@@ -225,12 +223,18 @@ impl Shared {
             }
             st.direct = None;
             st.listeners.clear();
-            st.conn.close()
+            // Every request in flight fails with the session's reason (the first one
+            // given, should the session be closed twice).
+            let reason = st.closed.clone().unwrap_or(reason);
+            let waiters = st.conn.close();
+            waiters
+                .into_iter()
+                .map(|w| st.finish(w, Err(reason.clone())))
+                .collect::<Vec<_>>()
         };
         self.write_ready.notify_one();
         self.timer_wake.notify_one();
-        // Their callers find no outcome and no pending entry: the session's reason.
-        wake_all(waiters.into_iter().map(Waiter::into_waker));
+        wake_all(wakers);
     }
 
     /// Counts a server notification nobody took in time.

@@ -209,10 +209,10 @@ fn dispatch(
         };
         let (event, waker) = match event {
             Event::Response {
-                id,
                 waiter,
                 outcome,
                 method,
+                ..
             } => {
                 st.answered = st.answered.saturating_add(1);
                 // A violation is also an event for observers, once the lock is released.
@@ -232,10 +232,7 @@ fn dispatch(
                         detail: other.to_string(),
                     }),
                 };
-                (
-                    Dispatched::Answered(violation),
-                    st.finish(id, waiter, outcome),
-                )
+                (Dispatched::Answered(violation), st.finish(waiter, outcome))
             }
             Event::Progress { id, progress } => {
                 if let Some(tx) = st.conn.waiter_mut(id).and_then(|w| w.progress.as_ref()) {
@@ -299,9 +296,7 @@ fn fail_one(shared: &Shared, id: &RequestId, error: Error) {
     let waker = {
         let mut st = shared.lock();
         st.listeners.remove(n);
-        st.conn
-            .forget(*n)
-            .and_then(|w| st.finish(*n, w, Err(error)))
+        st.conn.forget(*n).and_then(|w| st.finish(w, Err(error)))
     };
     if let Some(w) = waker {
         w.wake();

@@ -41,7 +41,7 @@ pub(crate) async fn run_timer(shared: Arc<Shared>) {
                         method: e.method,
                         after: e.after,
                     });
-                    st.finish(e.id, e.waiter, outcome)
+                    st.finish(e.waiter, outcome)
                 })
                 .collect::<Vec<_>>()
         });

@@ -3,6 +3,7 @@
 //! decodes the result into the one type it expects. A request whose caller stops
 //! waiting is cancelled.
 
+use std::task::Poll;
 use std::time::Duration;
 
 use capable_core::cache::{CacheKey, CachePolicy};
@@ -11,7 +12,7 @@ use capable_core::{Method, NotSent, Params, Payload, Timing};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
-use crate::driver::{Answer, Driven, Outcome, Shared, Waiter};
+use crate::driver::{Answer, Driven, Outcome, Shared};
 use crate::error::Error;
 
 use super::Session;
@@ -34,10 +35,12 @@ pub struct RequestOptions {
     pub cache: CachePolicy,
 }
 
-/// Cancels a request if its future is dropped before the answer came.
+/// Cancels a request if its future is dropped before the answer came, and gives its
+/// slot back.
 struct InFlight<'a> {
     shared: &'a Shared,
     id: i64,
+    slot: u32,
     armed: bool,
 }
 
@@ -47,10 +50,11 @@ impl Drop for InFlight<'_> {
             self.shared.write_with(|st| {
                 // An outcome that came in the meantime goes with its caller; a
                 // request still pending is cancelled.
-                if st.outcomes.remove(&self.id).is_none() {
+                if !st.slots.is_done(self.slot) {
                     st.conn
                         .cancel(self.id, "the host stopped waiting", &mut st.out);
                 }
+                st.slots.release(self.slot);
             });
         }
     }
@@ -185,17 +189,21 @@ impl Session {
             }
             None => (None, None),
         };
-        let waiter = Waiter::new(ptx);
         // The deadline is kept by the connection and enforced by the session's one
         // timer task: no timer per request.
         let timing = Timing::new()
             .with_timeout(options.timeout)
             .with_progress(prx.is_some());
         let now = tokio::time::Instant::now().into_std();
+        // This task's waker goes into the request's slot as it is issued: the first
+        // wait for the outcome need not take the lock again to leave it there.
+        let waker = std::future::poll_fn(|cx| Poll::Ready(cx.waker().clone())).await;
         // The refusal is left here, not returned: what the lock's closure returns is
         // moved out of it, and an id is smaller than an error.
         let mut refused = None;
-        let (id, started) = self.shared.write_starting(|st| {
+        let (issued, started) = self.shared.write_starting(|st| {
+            let waiter = st.slots.open(Some(waker), ptx);
+            let slot = waiter.slot();
             match st
                 .conn
                 .request(method, params, timing, waiter, now, &mut st.out)
@@ -204,15 +212,16 @@ impl Session {
                     if let Some(key) = key {
                         st.conn.cache_answer(id, key);
                     }
-                    Some(id)
+                    Some((id, slot))
                 }
                 Err((why, _)) => {
+                    st.slots.release(slot);
                     refused = Some(not_sent(why, st.closed.clone()));
                     None
                 }
             }
         });
-        let Some(id) = id else {
+        let Some((id, slot)) = issued else {
             // Nothing was queued, so nothing was written or started.
             debug_assert!(started.is_none());
             return Err(refused.unwrap_or(Error::Closed));
@@ -220,9 +229,16 @@ impl Session {
         let mut in_flight = InFlight {
             shared: &self.shared,
             id,
+            slot,
             armed: true,
         };
-        let mut answered = Driven::new(Outcome::new(&self.shared, id), started);
+        // Work the write started may route the answer in the first poll, which must
+        // then look for it.
+        let outcome = match started {
+            None => Outcome::registered(&self.shared, slot),
+            Some(_) => Outcome::new(&self.shared, slot),
+        };
+        let mut answered = Driven::new(outcome, started);
         let outcome = match (prx.as_mut(), options.on_progress.as_mut()) {
             (Some(r), Some(cb)) => loop {
                 tokio::select! {

@@ -7,7 +7,7 @@ use capable_core::ListenFilter;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::driver::{Outcome, Shared, Waiter};
+use crate::driver::{Outcome, Shared};
 use crate::error::Error;
 use crate::events::ServerNotification;
 
@@ -46,22 +46,27 @@ impl Session {
     /// # Ok(()) }
     /// ```
     pub async fn listen(&self, filter: &ListenFilter) -> Result<Listener, Error> {
-        let waiter = Waiter::new(None);
         let (etx, events) = mpsc::channel(self.options.notification_capacity.max(1));
         let now = tokio::time::Instant::now().into_std();
-        let id = self.shared.write_with(|st| {
-            let id = st
-                .conn
-                .listen(filter, waiter, now, &mut st.out)
-                .map_err(|(why, _)| not_sent(why, st.closed.clone()))?;
+        let (id, slot) = self.shared.write_with(|st| {
+            let waiter = st.slots.open(None, None);
+            let slot = waiter.slot();
+            let id = match st.conn.listen(filter, waiter, now, &mut st.out) {
+                Ok(id) => id,
+                Err((why, _)) => {
+                    st.slots.release(slot);
+                    return Err(not_sent(why, st.closed.clone()));
+                }
+            };
             // Registered before the request can leave: the acknowledgement cannot
             // arrive before its listener exists.
             st.listeners.insert(id, etx);
-            Ok::<i64, Error>(id)
+            Ok::<(i64, u32), Error>((id, slot))
         })?;
         Ok(Listener {
             shared: self.shared.clone(),
             id,
+            slot,
             events,
             ended: false,
         })
@@ -73,6 +78,8 @@ impl Session {
 pub struct Listener {
     shared: Arc<Shared>,
     id: i64,
+    /// Where the listen request's end waits (see `driver/outcome.rs`).
+    slot: u32,
     events: mpsc::Receiver<ListenEvent>,
     ended: bool,
 }
@@ -92,7 +99,7 @@ impl Listener {
         tokio::select! {
             biased;
             Some(event) = self.events.recv() => Ok(Some(event)),
-            end = Outcome::new(&self.shared, self.id) => {
+            end = Outcome::new(&self.shared, self.slot) => {
                 self.ended = true;
                 end.map(|_| None)
             }
@@ -111,10 +118,11 @@ impl Listener {
         self.ended = true;
         self.shared.write_with(|st| {
             st.listeners.remove(&self.id);
-            if st.outcomes.remove(&self.id).is_none() {
+            if !st.slots.is_done(self.slot) {
                 st.conn
                     .cancel(self.id, "the host closed the subscription", &mut st.out);
             }
+            st.slots.release(self.slot);
         });
     }
 }
