@@ -20,8 +20,10 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 
@@ -228,6 +230,10 @@ pub struct StdoutSource {
     /// runtime is ending); `None` once it did. One future for the whole session: a
     /// read that waits only polls it, it is not set up again for every read.
     exit: Option<Pin<Box<dyn Future<Output = bool> + Send>>>,
+    /// The waker `exit` was last polled with: it stays registered with the watch, so
+    /// a read that waits in the same task need not poll `exit` again until the watch
+    /// changed (which woke that task).
+    exit_waker: Option<Waker>,
 }
 
 impl StdoutSource {
@@ -238,7 +244,43 @@ impl StdoutSource {
             lines,
             exited,
             exit: Some(exit),
+            exit_waker: None,
         }
+    }
+}
+
+impl StdoutSource {
+    /// The next line, or `None` when the server exited first (or its watcher is
+    /// gone). `exit` is polled only when it does not hold this task's waker yet or
+    /// the watch changed since: a read that waits then costs no look at the exit.
+    async fn line_or_exit(&mut self) -> Option<Result<Option<Bytes>, TransportError>> {
+        let StdoutSource {
+            lines,
+            exited,
+            exit: Some(exit),
+            exit_waker,
+        } = self
+        else {
+            return None;
+        };
+        let mut line = std::pin::pin!(lines.next_line());
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(line) = line.as_mut().poll(cx) {
+                return Poll::Ready(Some(line));
+            }
+            let registered = exit_waker.as_ref().is_some_and(|w| w.will_wake(cx.waker()));
+            if registered && matches!(exited.has_changed(), Ok(false)) {
+                return Poll::Pending;
+            }
+            match exit.as_mut().poll(cx) {
+                Poll::Ready(_) => Poll::Ready(None),
+                Poll::Pending => {
+                    *exit_waker = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        })
+        .await
     }
 }
 
@@ -249,11 +291,13 @@ impl MessageSource for StdoutSource {
         if let Some(line) = self.lines.buffered_line()? {
             return Ok(Some(Inbound::Message(line)));
         }
-        if let Some(exit) = self.exit.as_mut() {
-            tokio::select! {
-                biased;
-                line = self.lines.next_line() => return Ok(self.lines.inbound(line?)),
-                _ = exit => self.exit = None,
+        if self.exit.is_some() {
+            match self.line_or_exit().await {
+                Some(line) => return Ok(self.lines.inbound(line?)),
+                None => {
+                    self.exit = None;
+                    self.exit_waker = None;
+                }
             }
         }
         if self.exited.borrow().is_none() {
