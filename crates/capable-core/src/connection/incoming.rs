@@ -170,7 +170,7 @@ impl<W> Connection<W> {
         let Some(violation) = judged else {
             return ResponseError::Rpc(error);
         };
-        self.broken.insert(p.method);
+        self.mark_broken(p.method);
         self.violations.push(violation.clone());
         ResponseError::Violation(Box::new(violation))
     }

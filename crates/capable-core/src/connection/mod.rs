@@ -187,6 +187,11 @@ pub struct Connection<W> {
     next_id: i64,
     pending: IdMap<Pending<W>>,
     broken: HashSet<Method>,
+    /// The methods [`Connection::check`] lets through, a bit each
+    /// ([`Connection::bit`]): worked out once from what was negotiated, which never
+    /// changes, less each method marked broken since. A request's gate check is then
+    /// one bit test; a refusal is still worked out by the rules, to say why.
+    allowed: u32,
     violations: Vec<Violation>,
     notices: Vec<Notice>,
     subscriptions: HashSet<String>,
@@ -236,12 +241,13 @@ impl<W> Connection<W> {
             }
             Era::Legacy => Vec::new(),
         };
-        let conn = Connection {
+        let mut conn = Connection {
             config,
             negotiated,
             next_id,
             pending: IdMap::default(),
             broken: HashSet::new(),
+            allowed: 0,
             violations: Vec::new(),
             notices,
             subscriptions: HashSet::new(),
@@ -251,6 +257,10 @@ impl<W> Connection<W> {
             closed: false,
             cache: crate::cache::ResponseCache::default(),
         };
+        conn.allowed = Method::ALL
+            .into_iter()
+            .filter(|m| conn.judge(*m).is_ok())
+            .fold(0, |allowed, m| allowed | Connection::<W>::bit(m));
         (conn, early_notifications)
     }
 
@@ -289,7 +299,30 @@ impl<W> Connection<W> {
     }
 
     /// Whether `method` may be sent now; the same check every request passes.
+    #[inline]
     pub fn check(&self, method: Method) -> Result<(), Refusal> {
+        if self.allowed & Self::bit(method) != 0 {
+            return Ok(());
+        }
+        self.judge(method)
+    }
+
+    /// `method`'s bit in [`Connection::allowed`].
+    fn bit(method: Method) -> u32 {
+        const _: () = assert!(Method::ALL.len() <= 32, "a bit per method");
+        1 << (method as u32)
+    }
+
+    /// A method the server declared and then answered as unknown: refused for the
+    /// rest of the session.
+    fn mark_broken(&mut self, method: Method) {
+        self.broken.insert(method);
+        self.allowed &= !Self::bit(method);
+    }
+
+    /// The rules [`Connection::check`] applies: the gating table for the negotiated
+    /// version and capabilities, the gate policy, and the methods marked broken.
+    fn judge(&self, method: Method) -> Result<(), Refusal> {
         if self.broken.contains(&method) {
             return Err(Refusal::MarkedBroken { method });
         }
