@@ -65,13 +65,14 @@ impl Timing {
     }
 }
 
-/// One request's deadline.
+/// One request's deadline. Its cap is worked out when progress comes (from when it
+/// started and the connection's `progress_cap`, which never changes), not kept for
+/// every request.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Deadline {
     started: Instant,
     at: Instant,
     timeout: Duration,
-    cap: Instant,
 }
 
 /// A request that got no answer in time. `notifications/cancelled` was written for it.
@@ -96,7 +97,6 @@ impl<W> Connection<W> {
             Timeout::After(d) => d,
         };
         let at = time::deadline(now, timeout);
-        let cap = time::deadline(now, self.config.timeouts.progress_cap.max(timeout));
         if self.timer_at.is_none_or(|t| at < t) {
             self.timer_at = Some(at);
         }
@@ -104,15 +104,16 @@ impl<W> Connection<W> {
             started: now,
             at,
             timeout,
-            cap,
         })
     }
 
     /// Progress arrived at `now` for request `id`: its timeout starts again, up to its
     /// cap. Only a later deadline results, so the timer's lower bound still holds.
     pub(super) fn extend_for_progress(&mut self, id: i64, now: Instant) {
+        let progress_cap = self.config.timeouts.progress_cap;
         if let Some(d) = self.pending.get_mut(&id).and_then(|p| p.deadline.as_mut()) {
-            d.at = time::deadline(now, d.timeout).min(d.cap).max(d.at);
+            let cap = time::deadline(d.started, progress_cap.max(d.timeout));
+            d.at = time::deadline(now, d.timeout).min(cap).max(d.at);
         }
     }
 
