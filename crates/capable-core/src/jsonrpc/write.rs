@@ -193,7 +193,8 @@ pub(crate) fn write_name(out: &mut Vec<u8>, name: &str) {
 }
 
 /// Whether every byte is printable ASCII other than `"` and `\\` (what a JSON string
-/// holds unescaped), checked eight bytes at a time.
+/// holds unescaped), checked eight bytes at a time; the last eight bytes are checked
+/// as one more word (overlapping the one before), not copied into a padded one.
 fn is_plain(bytes: &[u8]) -> bool {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
@@ -201,10 +202,6 @@ fn is_plain(bytes: &[u8]) -> bool {
     fn zeros(w: u64) -> u64 {
         w.wrapping_sub(ONES) & !w & HIGHS
     }
-    let mut chunks = bytes.chunks_exact(8);
-    // The tail, padded with a plain byte.
-    let mut last = [b'a'; 8];
-    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
     let plain = |chunk: &[u8]| {
         let mut word = [0; 8];
         word.copy_from_slice(chunk);
@@ -217,7 +214,12 @@ fn is_plain(bytes: &[u8]) -> bool {
             | zeros(w ^ (ONES * 0x7f));
         (low | special | (w & HIGHS)) == 0
     };
-    chunks.all(plain) && plain(&last)
+    match bytes.len().checked_sub(8) {
+        Some(last) => bytes.chunks_exact(8).all(plain) && plain(&bytes[last..]),
+        None => bytes
+            .iter()
+            .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\'),
+    }
 }
 
 fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
