@@ -141,6 +141,7 @@ impl<W> Connection<W> {
             let Some(p) = self.pending.remove(&id) else {
                 continue;
             };
+            self.spares.recycle(p.request);
             self.write_cancelled(id, "timed out", out);
             let after = p.deadline.map_or(Duration::ZERO, |d| {
                 d.at.saturating_duration_since(d.started)

@@ -26,6 +26,7 @@ impl<W> Connection<W> {
             Incoming::Result { id, mut result } => match self.take_pending(&id) {
                 Some((n, p)) => {
                     self.on_success(&p);
+                    self.spares.recycle(p.request);
                     if let Some(key) = p.cache_key {
                         self.cache.store_noting(key, &mut result, now);
                     }
@@ -61,6 +62,7 @@ impl<W> Connection<W> {
                         self.cache.invalidate(p.method);
                     }
                     let outcome = Err(self.classify_error(&p, error, &message, now));
+                    self.spares.recycle(p.request);
                     Event::Response {
                         id: n,
                         method: p.method,
@@ -110,12 +112,15 @@ impl<W> Connection<W> {
             _ => None,
         };
         match pending {
-            Some((id, p)) => Event::Response {
-                id,
-                method: p.method,
-                waiter: p.waiter,
-                outcome: Err(ResponseError::Malformed(error.to_string())),
-            },
+            Some((id, p)) => {
+                self.spares.recycle(p.request);
+                Event::Response {
+                    id,
+                    method: p.method,
+                    waiter: p.waiter,
+                    outcome: Err(ResponseError::Malformed(error.to_string())),
+                }
+            }
             None => {
                 self.notices.push(Notice::SkippedLine {
                     reason: error.to_string(),

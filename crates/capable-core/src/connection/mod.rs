@@ -19,6 +19,7 @@
 mod deadlines;
 mod incoming;
 mod outgoing;
+mod sent;
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -65,7 +66,7 @@ struct Pending<W> {
     method: Method,
     /// The request exactly as sent, kept as evidence should the server break its
     /// contract.
-    request: Sent,
+    request: sent::Sent,
     waiter: W,
     /// When it times out; `None` for a request that never does (a listen stream).
     deadline: Option<deadlines::Deadline>,
@@ -73,39 +74,6 @@ struct Pending<W> {
     progress: bool,
     /// Where its answer is kept, when it may be ([`Connection::cache_answer`]).
     cache_key: Option<crate::cache::CacheKey>,
-}
-
-/// A request as sent: inline when it is short, as most are (no allocation per
-/// request), else on the heap.
-enum Sent {
-    Inline { len: u8, bytes: [u8; Sent::INLINE] },
-    Heap(Box<[u8]>),
-}
-
-impl Sent {
-    const INLINE: usize = 112;
-
-    fn new(bytes: &[u8]) -> Sent {
-        match u8::try_from(bytes.len()) {
-            Ok(len) if bytes.len() <= Sent::INLINE => {
-                let mut inline = [0; Sent::INLINE];
-                inline[..bytes.len()].copy_from_slice(bytes);
-                Sent::Inline { len, bytes: inline }
-            }
-            _ => Sent::Heap(bytes.into()),
-        }
-    }
-}
-
-impl std::ops::Deref for Sent {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Sent::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Sent::Heap(bytes) => bytes,
-        }
-    }
 }
 
 /// Why a request failed at the server.
@@ -186,6 +154,8 @@ pub struct Connection<W> {
     negotiated: Negotiated,
     next_id: i64,
     pending: IdMap<Pending<W>>,
+    /// Buffers for the copies of requests as sent (see `sent.rs`).
+    spares: sent::Spares,
     broken: HashSet<Method>,
     /// The methods [`Connection::check`] lets through, a bit each
     /// ([`Connection::bit`]): worked out once from what was negotiated, which never
@@ -246,6 +216,7 @@ impl<W> Connection<W> {
             negotiated,
             next_id,
             pending: IdMap::default(),
+            spares: sent::Spares::default(),
             broken: HashSet::new(),
             allowed: 0,
             violations: Vec::new(),
@@ -415,6 +386,7 @@ impl<W> Connection<W> {
     /// Returns its waiter if it was still in flight.
     pub fn cancel(&mut self, id: i64, reason: &str, out: &mut Vec<u8>) -> Option<W> {
         let p = self.pending.remove(&id)?;
+        self.spares.recycle(p.request);
         self.write_cancelled(id, reason, out);
         Some(p.waiter)
     }
@@ -430,7 +402,9 @@ impl<W> Connection<W> {
     /// Forgets a request without telling the server (its answer will not come: the
     /// transport failed it, or the server ended a stream).
     pub fn forget(&mut self, id: i64) -> Option<W> {
-        self.pending.remove(&id).map(|p| p.waiter)
+        let p = self.pending.remove(&id)?;
+        self.spares.recycle(p.request);
+        Some(p.waiter)
     }
 
     /// Closes the connection: nothing is sent or routed from now on, no request times

@@ -98,7 +98,7 @@ impl<W> Connection<W> {
             id,
             Pending {
                 method,
-                request: super::Sent::new(&out[start..]),
+                request: self.spares.copy(&out[start..]),
                 waiter,
                 deadline,
                 progress: timing.progress,
