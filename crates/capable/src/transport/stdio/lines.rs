@@ -68,6 +68,11 @@ impl<R> LineSource<R> {
     /// The next whole line already in the buffer, without reading; `Ok(None)` when
     /// the buffer holds no whole line.
     pub fn buffered_line(&mut self) -> Result<Option<Bytes>, TransportError> {
+        // Nothing new since the last look (a reader that waits looks twice per read):
+        // no search.
+        if self.scanned == self.buf.len() {
+            return Ok(None);
+        }
         while let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
             let len = self.scanned + i;
             self.scanned = 0;
