@@ -111,7 +111,7 @@ impl<W> Connection<W> {
     /// cap. Only a later deadline results, so the timer's lower bound still holds.
     pub(super) fn extend_for_progress(&mut self, id: i64, now: Instant) {
         let progress_cap = self.config.timeouts.progress_cap;
-        if let Some(d) = self.pending.get_mut(&id).and_then(|p| p.deadline.as_mut()) {
+        if let Some(d) = self.pending.get_mut(id).and_then(|p| p.deadline.as_mut()) {
             let cap = time::deadline(d.started, progress_cap.max(d.timeout));
             d.at = time::deadline(now, d.timeout).min(cap).max(d.at);
         }
@@ -134,11 +134,11 @@ impl<W> Connection<W> {
             .pending
             .iter()
             .filter(|(_, p)| p.deadline.is_some_and(|d| d.at <= now))
-            .map(|(id, _)| *id)
+            .map(|(id, _)| id)
             .collect();
         let mut expired = Vec::with_capacity(due.len());
         for id in due {
-            let Some(p) = self.pending.remove(&id) else {
+            let Some(p) = self.pending.remove(id) else {
                 continue;
             };
             self.spares.recycle(p.request);
@@ -155,8 +155,8 @@ impl<W> Connection<W> {
         }
         self.timer_at = self
             .pending
-            .values()
-            .filter_map(|p| p.deadline.map(|d| d.at))
+            .iter()
+            .filter_map(|(_, p)| p.deadline.map(|d| d.at))
             .min();
         expired
     }

@@ -108,7 +108,7 @@ impl<W> Connection<W> {
             return Event::Handled;
         }
         let pending = match jsonrpc::answered_id(line) {
-            Some(RequestId::Number(n)) => self.pending.remove(&n).map(|p| (n, p)),
+            Some(RequestId::Number(n)) => self.pending.remove(n).map(|p| (n, p)),
             _ => None,
         };
         match pending {
@@ -145,7 +145,7 @@ impl<W> Connection<W> {
                 return None;
             }
         };
-        match self.pending.remove(&n) {
+        match self.pending.remove(n) {
             Some(p) => Some((n, p)),
             None => {
                 let notice = if (0..self.next_id).contains(&n) {
@@ -275,7 +275,7 @@ impl<W> Connection<W> {
             return Event::Handled;
         };
         match progress.progress_token.as_i64() {
-            Some(id) if self.pending.get(&id).is_some_and(|p| p.progress) => {
+            Some(id) if self.pending.get(id).is_some_and(|p| p.progress) => {
                 self.extend_for_progress(id, now.instant);
                 Event::Progress { id, progress }
             }

@@ -17,6 +17,7 @@
 //! | `deadlines.rs` | request timeouts and their extension by progress |
 
 mod deadlines;
+mod in_flight;
 mod incoming;
 mod outgoing;
 mod sent;
@@ -153,7 +154,7 @@ pub struct Connection<W> {
     config: ClientConfig,
     negotiated: Negotiated,
     next_id: i64,
-    pending: IdMap<Pending<W>>,
+    pending: in_flight::InFlight<Pending<W>>,
     /// Buffers for the copies of requests as sent (see `sent.rs`).
     spares: sent::Spares,
     broken: HashSet<Method>,
@@ -215,7 +216,7 @@ impl<W> Connection<W> {
             config,
             negotiated,
             next_id,
-            pending: IdMap::default(),
+            pending: in_flight::InFlight::default(),
             spares: sent::Spares::default(),
             broken: HashSet::new(),
             allowed: 0,
@@ -362,7 +363,7 @@ impl<W> Connection<W> {
         if !crate::cache::applies_to(self.negotiated.era()) {
             return;
         }
-        if let Some(p) = self.pending.get_mut(&id) {
+        if let Some(p) = self.pending.get_mut(id) {
             p.cache_key = Some(key);
         }
     }
@@ -374,18 +375,18 @@ impl<W> Connection<W> {
 
     /// Every request in flight, by id, with its waiter.
     pub fn waiters(&self) -> impl Iterator<Item = (i64, &W)> {
-        self.pending.iter().map(|(id, p)| (*id, &p.waiter))
+        self.pending.iter().map(|(id, p)| (id, &p.waiter))
     }
 
     /// The waiter of a request in flight.
     pub fn waiter_mut(&mut self, id: i64) -> Option<&mut W> {
-        self.pending.get_mut(&id).map(|p| &mut p.waiter)
+        self.pending.get_mut(id).map(|p| &mut p.waiter)
     }
 
     /// Gives up on a request: forgets it and writes `notifications/cancelled` for it.
     /// Returns its waiter if it was still in flight.
     pub fn cancel(&mut self, id: i64, reason: &str, out: &mut Vec<u8>) -> Option<W> {
-        let p = self.pending.remove(&id)?;
+        let p = self.pending.remove(id)?;
         self.spares.recycle(p.request);
         self.write_cancelled(id, reason, out);
         Some(p.waiter)
@@ -402,7 +403,7 @@ impl<W> Connection<W> {
     /// Forgets a request without telling the server (its answer will not come: the
     /// transport failed it, or the server ended a stream).
     pub fn forget(&mut self, id: i64) -> Option<W> {
-        let p = self.pending.remove(&id)?;
+        let p = self.pending.remove(id)?;
         self.spares.recycle(p.request);
         Some(p.waiter)
     }
@@ -413,7 +414,7 @@ impl<W> Connection<W> {
     pub fn close(&mut self) -> Vec<W> {
         self.closed = true;
         self.timer_at = None;
-        self.pending.drain().map(|(_, p)| p.waiter).collect()
+        self.pending.drain().map(|p| p.waiter).collect()
     }
 
     /// Whether [`Connection::close`] was called.
