@@ -51,7 +51,54 @@ pub enum Method {
     GetSkill,
 }
 
+/// Writes [`Method::as_str`] and [`Method::between_id_and_params`] from one list of
+/// names, so that the two never disagree.
+macro_rules! names {
+    ($($method:ident => $name:literal,)*) => {
+        /// The method name on the wire.
+        pub fn as_str(self) -> &'static str {
+            match self {
+                $(Method::$method => $name,)*
+            }
+        }
+
+        /// What a request line holds between its id and its params,
+        /// `,"method":"<name>","params":`, as one piece: no method name needs
+        /// escaping, so none is checked or quoted as it is written.
+        pub(crate) fn between_id_and_params(self) -> &'static str {
+            match self {
+                $(Method::$method => concat!(",\"method\":\"", $name, "\",\"params\":"),)*
+            }
+        }
+    };
+}
+
 impl Method {
+    names! {
+        Initialize => "initialize",
+        Discover => "server/discover",
+        Ping => "ping",
+        ListResources => "resources/list",
+        ListResourceTemplates => "resources/templates/list",
+        ReadResource => "resources/read",
+        Subscribe => "resources/subscribe",
+        Unsubscribe => "resources/unsubscribe",
+        Listen => "subscriptions/listen",
+        ListTools => "tools/list",
+        CallTool => "tools/call",
+        ListPrompts => "prompts/list",
+        GetPrompt => "prompts/get",
+        Complete => "completion/complete",
+        SetLoggingLevel => "logging/setLevel",
+        GetTask => "tasks/get",
+        TaskResult => "tasks/result",
+        ListTasks => "tasks/list",
+        CancelTask => "tasks/cancel",
+        UpdateTask => "tasks/update",
+        ListSkills => "skills/list",
+        GetSkill => "skills/get",
+    }
+
     /// Every client→server method.
     pub const ALL: [Method; 22] = [
         Method::Initialize,
@@ -77,34 +124,6 @@ impl Method {
         Method::ListSkills,
         Method::GetSkill,
     ];
-
-    /// The method name on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Initialize => "initialize",
-            Method::Discover => "server/discover",
-            Method::Ping => "ping",
-            Method::ListResources => "resources/list",
-            Method::ListResourceTemplates => "resources/templates/list",
-            Method::ReadResource => "resources/read",
-            Method::Subscribe => "resources/subscribe",
-            Method::Unsubscribe => "resources/unsubscribe",
-            Method::Listen => "subscriptions/listen",
-            Method::ListTools => "tools/list",
-            Method::CallTool => "tools/call",
-            Method::ListPrompts => "prompts/list",
-            Method::GetPrompt => "prompts/get",
-            Method::Complete => "completion/complete",
-            Method::SetLoggingLevel => "logging/setLevel",
-            Method::GetTask => "tasks/get",
-            Method::TaskResult => "tasks/result",
-            Method::ListTasks => "tasks/list",
-            Method::CancelTask => "tasks/cancel",
-            Method::UpdateTask => "tasks/update",
-            Method::ListSkills => "skills/list",
-            Method::GetSkill => "skills/get",
-        }
-    }
 
     /// Looks a method up by its wire name.
     pub fn from_name(name: &str) -> Option<Method> {

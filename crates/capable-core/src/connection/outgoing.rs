@@ -89,7 +89,7 @@ impl<W> Connection<W> {
         let start = out.len();
         let rid = RequestId::Number(id);
         if self.negotiated.era() == Era::Legacy && !timing.progress {
-            jsonrpc::write_request(out, &rid, method.as_str(), params);
+            jsonrpc::write_method_request(out, &rid, method, params);
         } else {
             self.write_request_with_meta(out, &rid, method, params, timing.progress);
         }

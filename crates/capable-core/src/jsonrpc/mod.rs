@@ -32,6 +32,7 @@ pub use payload::Payload;
 pub use shape::{count_values, value_budget, within_value_budget};
 pub(crate) use shape::{find_quote, has_control_byte, result_by_shape};
 pub(crate) use string_end::plain_string_end;
+pub(crate) use write::write_method_request;
 pub(crate) use write::write_name;
 pub use write::{
     write_error, write_notification, write_request, write_request_with_meta, write_result, Params,

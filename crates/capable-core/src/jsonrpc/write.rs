@@ -50,6 +50,22 @@ pub fn write_request<P: Params + ?Sized>(
     out.extend_from_slice(b"}\n");
 }
 
+/// Writes a request for one of our methods as one line (`…\n`) at the end of `out`:
+/// [`write_request`], with the method's name and the members around it copied as
+/// one piece.
+pub(crate) fn write_method_request<P: Params + ?Sized>(
+    out: &mut Vec<u8>,
+    id: &RequestId,
+    method: crate::method::Method,
+    params: &P,
+) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    write_id(out, id);
+    out.extend_from_slice(method.between_id_and_params().as_bytes());
+    params.write_json(out);
+    out.extend_from_slice(b"}\n");
+}
+
 /// Writes a request whose `params` gain a `_meta` object made of `meta_members`
 /// (already-serialised `"key":value` pairs, comma-separated). `params` must serialise
 /// to a JSON object.
@@ -251,6 +267,22 @@ mod tests {
                     assert_eq!(is_plain(&name), naive(&name), "{name:?}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_request_for_each_method_is_written_as_for_its_name() {
+        for method in crate::method::Method::ALL {
+            let params = serde_json::json!({ "uri": "file:///a" });
+            let (mut by_method, mut by_name) = (Vec::new(), Vec::new());
+            write_method_request(&mut by_method, &RequestId::Number(42), method, &params);
+            write_request(
+                &mut by_name,
+                &RequestId::Number(42),
+                method.as_str(),
+                &params,
+            );
+            assert_eq!(by_method, by_name, "{method}");
         }
     }
 
