@@ -82,7 +82,9 @@ pub mod violation;
 
 pub use capabilities::{Capability, ClientCapabilities, Declared, Flag, ServerCapabilities};
 pub use config::{ClientConfig, GatePolicy, ProtocolChoice, Timeouts};
-pub use connection::{Connection, Event, NotSent, ResponseError, TimedOut, Timeout, Timing};
+pub use connection::{
+    Answered, Connection, Event, NotSent, ResponseError, TimedOut, Timeout, Timing,
+};
 pub use extensions::Extension;
 pub use gating::{ListenFilter, Refusal, Requirement};
 pub use jsonrpc::{Incoming, Params, Payload, RequestId, RpcError};

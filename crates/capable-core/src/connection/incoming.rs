@@ -12,7 +12,7 @@ use crate::time::Now;
 use crate::version::Era;
 use crate::violation::Violation;
 
-use super::{Connection, Event, Pending, ResponseError};
+use super::{Answered, Connection, Event, Pending, ResponseError};
 
 impl<W> Connection<W> {
     /// Handles one message from the server, arrived at `now` (`now.wall` stamps any
@@ -23,20 +23,13 @@ impl<W> Connection<W> {
             return Event::Handled;
         }
         match msg {
-            Incoming::Result { id, mut result } => match self.take_pending(&id) {
-                Some((n, p)) => {
-                    self.on_success(&p);
-                    self.spares.recycle(p.request);
-                    if let Some(key) = p.cache_key {
-                        self.cache.store_noting(key, &mut result, now);
-                    }
-                    Event::Response {
-                        id: n,
-                        method: p.method,
-                        waiter: p.waiter,
-                        outcome: Ok(result),
-                    }
-                }
+            Incoming::Result { id, result } => match self.handle_result(&id, result, now) {
+                Some(answered) => Event::Response {
+                    id: answered.id,
+                    method: answered.method,
+                    waiter: answered.waiter,
+                    outcome: Ok(answered.result),
+                },
                 None => Event::Handled,
             },
             Incoming::Error {
@@ -77,6 +70,33 @@ impl<W> Connection<W> {
             }
             Incoming::Notification { method, params } => self.on_notification(method, params, now),
         }
+    }
+
+    /// A success response to request `id` ([`Incoming::Result`] taken apart), arrived
+    /// at `now`: what [`Connection::handle`] makes an [`Event::Response`] of, without
+    /// the event (the common message, routed with less to move). `None` when it
+    /// answers no request in flight (a notice says so) or the connection is closed.
+    pub fn handle_result(
+        &mut self,
+        id: &RequestId,
+        mut result: Payload,
+        now: Now,
+    ) -> Option<Answered<W>> {
+        if self.closed {
+            return None;
+        }
+        let (n, p) = self.take_pending(id)?;
+        self.on_success(&p);
+        self.spares.recycle(p.request);
+        if let Some(key) = p.cache_key {
+            self.cache.store_noting(key, &mut result, now);
+        }
+        Some(Answered {
+            id: n,
+            method: p.method,
+            waiter: p.waiter,
+            result,
+        })
     }
 
     /// A legacy subscription starts (or ends) the moment its answer is routed: an

@@ -149,6 +149,19 @@ pub enum Event<W> {
     Handled,
 }
 
+/// A request answered with a result ([`Connection::handle_result`]).
+#[derive(Debug)]
+pub struct Answered<W> {
+    /// Our request id.
+    pub id: i64,
+    /// The request's method.
+    pub method: Method,
+    /// The waiter given to [`Connection::request`].
+    pub waiter: W,
+    /// The raw result.
+    pub result: Payload,
+}
+
 /// A negotiated connection. See the module documentation.
 pub struct Connection<W> {
     config: ClientConfig,

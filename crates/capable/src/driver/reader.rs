@@ -204,6 +204,20 @@ fn dispatch(
     let now = super::now();
     let (event, notices, waker) = shared.write_with(|st| {
         let event = match parsed {
+            // A result (nearly every message) is taken apart here: only the result
+            // and its waiter move, not a whole message and event.
+            Ok(Incoming::Result { id, result }) => match st.conn.handle_result(&id, result, now) {
+                Some(answered) => {
+                    st.answered = st.answered.saturating_add(1);
+                    let answer = Answer {
+                        payload: answered.result,
+                        arrived: now.wall,
+                    };
+                    let waker = st.finish(answered.waiter, Ok(answer));
+                    return (Dispatched::Answered(None), st.conn.take_notices(), waker);
+                }
+                None => Event::Handled,
+            },
             Ok(msg) => st.conn.handle(msg, now, &mut st.out),
             Err(e) => st.conn.handle_unreadable(&line, &e),
         };
