@@ -201,23 +201,13 @@ fn dispatch(
     notifications: &mpsc::Sender<ServerNotification>,
     requests: &mpsc::UnboundedSender<Box<ServerRequest>>,
 ) {
+    let parsed = match parsed {
+        Ok(Incoming::Result { id, result }) => return answer(shared, &id, result),
+        other => other,
+    };
     let now = super::now();
     let (event, notices, waker) = shared.write_with(|st| {
         let event = match parsed {
-            // A result (nearly every message) is taken apart here: only the result
-            // and its waiter move, not a whole message and event.
-            Ok(Incoming::Result { id, result }) => match st.conn.handle_result(&id, result, now) {
-                Some(answered) => {
-                    st.answered = st.answered.saturating_add(1);
-                    let answer = Answer {
-                        payload: answered.result,
-                        arrived: now.wall,
-                    };
-                    let waker = st.finish(answered.waiter, Ok(answer));
-                    return (Dispatched::Answered(None), st.conn.take_notices(), waker);
-                }
-                None => Event::Handled,
-            },
             Ok(msg) => st.conn.handle(msg, now, &mut st.out),
             Err(e) => st.conn.handle_unreadable(&line, &e),
         };
@@ -291,6 +281,35 @@ fn dispatch(
             let _ = requests.send(Box::new(ServerRequest { id, method, params }));
         }
         _ => {}
+    }
+}
+
+/// A result (nearly every message): handed to the caller of the request it answers.
+/// Only the result and its waiter move, not a whole message and event; and the lock
+/// is taken plainly, since routing a result queues nothing to write and arms no
+/// deadline.
+fn answer(shared: &Shared, id: &RequestId, result: capable_core::Payload) {
+    let now = super::now();
+    let (notices, waker) = {
+        let mut st = shared.lock();
+        let waker = match st.conn.handle_result(id, result, now) {
+            Some(answered) => {
+                st.answered = st.answered.saturating_add(1);
+                let answer = Answer {
+                    payload: answered.result,
+                    arrived: now.wall,
+                };
+                st.finish(answered.waiter, Ok(answer))
+            }
+            None => None,
+        };
+        (st.conn.take_notices(), waker)
+    };
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+    if !notices.is_empty() {
+        log_notices(shared, notices);
     }
 }
 
