@@ -5,15 +5,15 @@
 use capable_core::cache::CachePolicy;
 use capable_core::model::{
     CallToolResult, CompleteArgument, CompleteParams, CompleteResult, Empty, GetPromptParams,
-    GetPromptResult, JsonObject, ListParams, Page, Prompt, Resource, ResourceTemplate,
-    SetLevelParams, Tool, UriParams,
+    GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, SetLevelParams, Tool, UriParams,
 };
 use capable_core::{Capability, Era, GatePolicy, Method, Refusal};
 
 use crate::error::Error;
 use crate::read::ResourceRead;
 
-use super::exchange::{decode, decode_read, RequestOptions};
+use super::exchange::{decode, RequestOptions};
 use super::tasks::{TaskWait, ToolCall};
 use super::Session;
 
@@ -164,8 +164,15 @@ impl Session {
         let answer = self
             .request_answer(method, &UriParams { uri }, options)
             .await?;
-        let result = decode_read(method, &answer.payload)?;
-        Ok(ResourceRead::new(uri, result, answer.arrived))
+        // Decoded straight into the read: the decoded result (160 bytes) is not moved
+        // through a `Result` of its own on the way.
+        match ReadResourceResult::from_payload(&answer.payload) {
+            Ok(result) => Ok(ResourceRead::new(uri, result, answer.arrived)),
+            Err(e) => Err(Error::MalformedResult {
+                method,
+                detail: e.to_string(),
+            }),
+        }
     }
 
     /// `tools/list`, every page (served from the cache while fresh). The session
