@@ -30,6 +30,7 @@ pub struct ResourceRead {
 }
 
 impl ResourceRead {
+    #[inline]
     pub(crate) fn new(uri: &str, result: ReadResourceResult, read_at: SystemTime) -> Self {
         let uri = match result.contents.iter().find(|c| c.uri == uri) {
             Some(c) => c.uri.clone(),
