@@ -99,15 +99,15 @@ impl Slots {
     /// See [`State::finish`].
     fn finish(&mut self, waiter: Waiter, outcome: Result<Answer, Error>) -> Option<Waker> {
         let slot = self.entries.get_mut(waiter.slot as usize)?;
-        match std::mem::replace(slot, Slot::Done(outcome)) {
-            Slot::Waiting(waker) => waker,
+        // Only the waker is taken out (the slot is not moved whole to look at it).
+        let Slot::Waiting(waker) = slot else {
             // Never the case (a slot is given back only by its caller, after the
             // request left the connection); nothing waits on it.
-            other => {
-                *slot = other;
-                None
-            }
-        }
+            return None;
+        };
+        let waker = waker.take();
+        *slot = Slot::Done(outcome);
+        waker
     }
 
     /// Whether the request of slot `slot` has ended (its outcome waits for its caller).
