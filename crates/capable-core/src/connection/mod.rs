@@ -6,15 +6,17 @@
 //! ([`Connection::handle_timeout`] at [`Connection::poll_timeout`]), the end
 //! ([`Connection::close`]) — and sends the bytes it writes into `out`. Each request is
 //! registered with a *waiter* `W`, an opaque value of the shell's choosing (a oneshot
-//! sender, say); the connection hands it back with the response, found by id in one
-//! map lookup, or with its timeout. Results stay raw ([`Payload`]) until the caller
-//! decodes them into the one type it expects.
+//! sender, say); the connection hands it back with the response, found by id (at most
+//! one map lookup), or with its timeout. Results stay raw ([`Payload`]) until the
+//! caller decodes them into the one type it expects.
 //!
 //! | file | concern |
 //! |---|---|
 //! | `outgoing.rs` | requests: the gate, the id, the line, the `_meta` envelope |
 //! | `incoming.rs` | answers, server requests and notifications |
 //! | `deadlines.rs` | request timeouts and their extension by progress |
+//! | `in_flight.rs` | the requests in flight, by id |
+//! | `sent.rs` | the copy of each request as sent, in reused buffers |
 
 mod deadlines;
 mod in_flight;

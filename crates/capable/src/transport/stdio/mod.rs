@@ -247,9 +247,7 @@ impl StdoutSource {
             exit_waker: None,
         }
     }
-}
 
-impl StdoutSource {
     /// The next line, or `None` when the server exited first (or its watcher is
     /// gone). `exit` is polled only when it does not hold this task's waker yet or
     /// the watch changed since: a read that waits then costs no look at the exit.
