@@ -115,7 +115,9 @@ impl Raw {
             .send()
             .await
     }
+}
 
+impl Floor for Raw {
     async fn handshake(url: &reqwest::Url) -> Result<Raw, String> {
         let mut raw = Raw {
             client: reqwest::Client::new(),
@@ -172,13 +174,24 @@ fn read_bodies(s: &Settings) -> Vec<Bytes> {
 }
 
 pub async fn raw(s: Settings) -> Result<Figures, String> {
+    floor::<Raw>(s).await
+}
+
+/// A floor client: pre-built bodies, answers read whole, never parsed.
+trait Floor: Sized {
+    async fn handshake(url: &reqwest::Url) -> Result<Self, String>;
+    async fn read(&self, body: Bytes) -> bool;
+}
+
+/// The workload on a floor client: handshakes, then the reads of the pre-built bodies.
+async fn floor<F: Floor>(s: Settings) -> Result<Figures, String> {
     let url = url(&s)?;
     let bodies = read_bodies(&s);
     let next = AtomicUsize::new(0);
     let body = || bodies[next.fetch_add(1, Relaxed) % bodies.len()].clone();
-    let mut f = handshakes(&s, || Raw::handshake(&url), |_raw: Raw| async {}).await?;
-    let raw = Raw::handshake(&url).await?;
-    reads(&s, &mut f, || raw.read(body())).await;
+    let mut f = handshakes(&s, || F::handshake(&url), |_: F| async {}).await?;
+    let client = F::handshake(&url).await?;
+    reads(&s, &mut f, || client.read(body())).await;
     Ok(f)
 }
 
@@ -216,7 +229,9 @@ impl RawHyper {
         let body = answer.into_body().collect().await;
         Ok((status, body.map_err(|e| e.to_string())?.to_bytes()))
     }
+}
 
+impl Floor for RawHyper {
     async fn handshake(url: &reqwest::Url) -> Result<RawHyper, String> {
         let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
         connector.set_nodelay(true);
@@ -256,12 +271,5 @@ impl RawHyper {
 }
 
 pub async fn raw_hyper(s: Settings) -> Result<Figures, String> {
-    let url = url(&s)?;
-    let bodies = read_bodies(&s);
-    let next = AtomicUsize::new(0);
-    let body = || bodies[next.fetch_add(1, Relaxed) % bodies.len()].clone();
-    let mut f = handshakes(&s, || RawHyper::handshake(&url), |_raw: RawHyper| async {}).await?;
-    let raw = RawHyper::handshake(&url).await?;
-    reads(&s, &mut f, || raw.read(body())).await;
-    Ok(f)
+    floor::<RawHyper>(s).await
 }
