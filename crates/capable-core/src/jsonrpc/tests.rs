@@ -68,6 +68,46 @@ fn a_compact_result_is_routed_by_its_leading_id_and_decoded_exactly() {
     assert!(!result.mentions("\"resultType\""));
 }
 
+/// The id read off a line's shape: every length up to 18 digits is read exactly; a
+/// longer one, a leading zero, a sign or no digit at all leave the line to the full
+/// parse; and what follows the digits must be the `result` key.
+#[test]
+fn the_id_read_off_the_shape_is_exact_up_to_18_digits() {
+    for digits in 1..=18u32 {
+        let id = 10_i64.pow(digits) - 1 - i64::from(digits);
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+        assert_eq!(
+            shape::result_by_shape(line.as_bytes()).map(|(id, _)| id),
+            Some(id),
+            "{line}"
+        );
+        assert_eq!(shape::leading_id(line.as_bytes()), Some(id), "{line}");
+    }
+    for id in [
+        "1234567890123456789",
+        "99999999999999999999",
+        "01",
+        "-1",
+        "",
+        "1.0",
+    ] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+        assert_eq!(shape::result_by_shape(line.as_bytes()), None, "{line}");
+        assert_eq!(shape::leading_id(line.as_bytes()), None, "{line}");
+    }
+    for line in [
+        r#"{"jsonrpc":"2.0","id":7,"result" :{}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"resulT":{}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":"#,
+        r#"{"jsonrpc":"2.0","id":7"#,
+        r#"{"jsonrpc":"2.0","id":"#,
+        r#"{"jsonrpc":"2.0" ,"id":7,"result":{}}"#,
+    ] {
+        assert_eq!(shape::result_by_shape(line.as_bytes()), None, "{line}");
+    }
+    assert_eq!(shape::leading_id(br#"{"jsonrpc":"2.0","id":7}"#), Some(7));
+}
+
 #[test]
 fn members_after_the_result_are_read_by_a_full_parse() {
     // Valid JSON-RPC whatever the member order: the value is found exactly.
