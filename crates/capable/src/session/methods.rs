@@ -2,6 +2,8 @@
 //! revision and the time the answer arrived), tools, prompts, completions, logging,
 //! ping and legacy subscriptions. Each is one [`Session::request`] in the right types.
 
+use std::future::Future;
+
 use capable_core::cache::CachePolicy;
 use capable_core::model::{
     CallToolResult, CompleteArgument, CompleteParams, CompleteResult, Empty, GetPromptParams,
@@ -144,8 +146,14 @@ impl Session {
 
     /// `resources/read`: the contents, their revision and the time the answer
     /// arrived.
-    pub async fn read_resource(&self, uri: &str) -> Result<ResourceRead, Error> {
-        self.read_resource_with(uri, CachePolicy::Use).await
+    ///
+    /// It is [`Session::read_resource_with`]'s future itself, not one that awaits it:
+    /// a layer of future of its own would move every read's result through it.
+    pub fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> impl Future<Output = Result<ResourceRead, Error>> + 'a {
+        self.read_resource_with(uri, CachePolicy::Use)
     }
 
     /// `resources/read` with a cache policy: `Refresh` reads from the server even when
