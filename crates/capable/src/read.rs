@@ -11,7 +11,10 @@ use serde::Serialize;
 /// The outcome of `resources/read`.
 ///
 /// Its [revision](ResourceRead::revision) is worked out on first use and kept: a host
-/// that never looks at it never pays for hashing the contents.
+/// that never looks at it never pays for hashing the contents. It is kept boxed, so that
+/// a read stays within 128 bytes: a value that size is moved (into its `Result`, out
+/// of its future, to the host) by a few vector moves, a larger one by a call to
+/// `memcpy`.
 #[derive(Clone, Debug)]
 pub struct ResourceRead {
     /// The URI that was read (sharing its text with the content of that URI, when the
@@ -26,7 +29,7 @@ pub struct ResourceRead {
     pub ttl_ms: Option<f64>,
     /// Modern: `public` or `private`.
     pub cache_scope: Option<String>,
-    revision: OnceLock<Revision>,
+    revision: OnceLock<Box<Revision>>,
 }
 
 impl ResourceRead {
@@ -49,7 +52,8 @@ impl ResourceRead {
     /// Which version of the content this is: the server's `lastModified` marker, else
     /// a digest of the contents (see [`Revision`]).
     pub fn revision(&self) -> &Revision {
-        self.revision.get_or_init(|| Revision::of(&self.contents))
+        self.revision
+            .get_or_init(|| Box::new(Revision::of(&self.contents)))
     }
 
     /// Modern: how long the content stays fresh, capped at
@@ -88,5 +92,41 @@ impl Serialize for ResourceRead {
             st.serialize_field("cacheScope", scope)?;
         }
         st.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Moved by vector moves, not by a call to `memcpy` (see the type's documentation).
+    #[test]
+    fn a_read_and_its_result_fit_in_128_bytes() {
+        assert!(std::mem::size_of::<ResourceRead>() <= 128);
+        assert!(std::mem::size_of::<Result<ResourceRead, crate::Error>>() <= 128);
+    }
+
+    #[test]
+    fn the_revision_is_worked_out_once_and_kept() {
+        let contents = vec![ResourceContents {
+            uri: SharedStr::from("a://b"),
+            mime_type: None,
+            text: Some(SharedStr::from("hello")),
+            blob: None,
+            annotations: None,
+            meta: None,
+        }];
+        let result = ReadResourceResult {
+            contents,
+            result_type: None,
+            ttl_ms: None,
+            cache_scope: None,
+            meta: None,
+        };
+        let read = ResourceRead::new("a://b", result, SystemTime::UNIX_EPOCH);
+        let first: *const Revision = read.revision();
+        assert!(std::ptr::eq(first, read.revision()));
+        assert_eq!(*read.revision(), Revision::of(&read.contents));
+        assert_eq!(read.clone().revision(), read.revision());
     }
 }
