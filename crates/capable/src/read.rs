@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-use capable_core::model::{ReadResourceResult, ResourceContents, SharedStr};
+use capable_core::model::{ResourceContents, SharedStr};
 use capable_core::Revision;
 use serde::ser::SerializeStruct;
 use serde::Serialize;
@@ -33,18 +33,28 @@ pub struct ResourceRead {
 }
 
 impl ResourceRead {
+    /// The read of `uri` from the members of its result that a host keeps: its
+    /// contents, `ttlMs` and `cacheScope`. They come one by one, not as the whole
+    /// result (160 bytes, a call to `memcpy` to move), which the caller takes apart
+    /// where the decode left it.
     #[inline]
-    pub(crate) fn new(uri: &str, result: ReadResourceResult, read_at: SystemTime) -> Self {
-        let uri = match result.contents.iter().find(|c| c.uri == uri) {
+    pub(crate) fn new(
+        uri: &str,
+        contents: Vec<ResourceContents>,
+        ttl_ms: Option<f64>,
+        cache_scope: Option<String>,
+        read_at: SystemTime,
+    ) -> Self {
+        let uri = match contents.iter().find(|c| c.uri == uri) {
             Some(c) => c.uri.clone(),
             None => SharedStr::from(uri),
         };
         ResourceRead {
             uri,
             read_at,
-            contents: result.contents,
-            ttl_ms: result.ttl_ms,
-            cache_scope: result.cache_scope,
+            contents,
+            ttl_ms,
+            cache_scope,
             revision: OnceLock::new(),
         }
     }
@@ -116,14 +126,7 @@ mod tests {
             annotations: None,
             meta: None,
         }];
-        let result = ReadResourceResult {
-            contents,
-            result_type: None,
-            ttl_ms: None,
-            cache_scope: None,
-            meta: None,
-        };
-        let read = ResourceRead::new("a://b", result, SystemTime::UNIX_EPOCH);
+        let read = ResourceRead::new("a://b", contents, None, None, SystemTime::UNIX_EPOCH);
         let first: *const Revision = read.revision();
         assert!(std::ptr::eq(first, read.revision()));
         assert_eq!(*read.revision(), Revision::of(&read.contents));

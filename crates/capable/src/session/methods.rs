@@ -173,9 +173,21 @@ impl Session {
             .request_answer(method, &UriParams { uri }, options)
             .await?;
         // Decoded straight into the read: the decoded result (160 bytes) is not moved
-        // through a `Result` of its own on the way.
+        // through a `Result` of its own on the way, nor whole out of this one: the
+        // members the read keeps are taken out where the decode left them.
         match ReadResourceResult::from_payload(&answer.payload) {
-            Ok(result) => Ok(ResourceRead::new(uri, result, answer.arrived)),
+            Ok(ReadResourceResult {
+                contents,
+                ttl_ms,
+                cache_scope,
+                ..
+            }) => Ok(ResourceRead::new(
+                uri,
+                contents,
+                ttl_ms,
+                cache_scope,
+                answer.arrived,
+            )),
             Err(e) => Err(Error::MalformedResult {
                 method,
                 detail: e.to_string(),
