@@ -394,3 +394,43 @@ fn routing_progress_with_our_token_is_an_event_and_an_unknown_token_a_notice() {
         assert!(matches!(&notices[..], [Notice::UnknownProgress { .. }]));
     }
 }
+
+/// A result is routed without a look at the clocks unless the cache keeps it: then it
+/// is kept as arrived at the moment `handle_result` asked for, once.
+#[test]
+fn routing_a_result_asks_for_the_moment_only_when_the_cache_keeps_it() {
+    use capable_core::cache::CacheKey;
+    use capable_core::{Incoming, Now};
+    use std::time::{Duration, SystemTime};
+
+    let mut conn = modern(everything());
+    let answer = |id: i64| {
+        let contents = json!([{"uri": "x://a", "text": "A"}]);
+        let result = json!({"resultType": "complete", "contents": contents, "ttlMs": 60_000});
+        match capable_test_support::incoming(common::result(id, result)) {
+            Incoming::Result { id, result } => (id, result),
+            other => panic!("not a result: {other:?}"),
+        }
+    };
+    let params = json!({"uri": "x://a"});
+    let (plain, _) = send(&mut conn, Method::ReadResource, params.clone(), "plain");
+    let (kept, _) = send(&mut conn, Method::ReadResource, params.clone(), "kept");
+    let key = CacheKey::new(Method::ReadResource, &params).expect("a read is cacheable");
+    conn.cache_answer(kept, key.clone());
+
+    let (id, result) = answer(plain);
+    let routed = conn.handle_result(&id, result, || panic!("the clocks were read"));
+    assert_eq!(routed.map(|a| a.waiter), Some("plain"));
+
+    let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_900_000_000);
+    let mut asked = 0;
+    let (id, result) = answer(kept);
+    let routed = conn.handle_result(&id, result, || {
+        asked += 1;
+        Now::new(t0(), wall)
+    });
+    assert_eq!(routed.map(|a| a.waiter), Some("kept"));
+    assert_eq!(asked, 1);
+    let cached = conn.cached(&key, t0()).expect("the answer is kept");
+    assert_eq!((cached.received, cached.received_wall), (t0(), wall));
+}

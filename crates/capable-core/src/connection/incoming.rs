@@ -23,7 +23,7 @@ impl<W> Connection<W> {
             return Event::Handled;
         }
         match msg {
-            Incoming::Result { id, result } => match self.handle_result(&id, result, now) {
+            Incoming::Result { id, result } => match self.handle_result(&id, result, || now) {
                 Some(answered) => Event::Response {
                     id: answered.id,
                     method: answered.method,
@@ -73,14 +73,19 @@ impl<W> Connection<W> {
     }
 
     /// A success response to request `id` ([`Incoming::Result`] taken apart), arrived
-    /// at `now`: what [`Connection::handle`] makes an [`Event::Response`] of, without
-    /// the event (the common message, routed with less to move). `None` when it
-    /// answers no request in flight (a notice says so) or the connection is closed.
+    /// at the moment `now` gives: what [`Connection::handle`] makes an
+    /// [`Event::Response`] of, without the event (the common message, routed with less
+    /// to move). `None` when it answers no request in flight (a notice says so) or the
+    /// connection is closed.
+    ///
+    /// Only an answer that is kept in the cache needs the moment it arrived, so `now`
+    /// is asked only then: reading the clocks costs about as much as routing the
+    /// answer.
     pub fn handle_result(
         &mut self,
         id: &RequestId,
         mut result: Payload,
-        now: Now,
+        now: impl FnOnce() -> Now,
     ) -> Option<Answered<W>> {
         if self.closed {
             return None;
@@ -89,7 +94,7 @@ impl<W> Connection<W> {
         self.on_success(&p);
         self.spares.recycle(p.request);
         if let Some(key) = p.cache_key {
-            self.cache.store_noting(key, &mut result, now);
+            self.cache.store_noting(key, &mut result, now());
         }
         Some(Answered {
             id: n,

@@ -257,5 +257,10 @@ pub(crate) fn spawn(work: Started) {
 /// The moment a message arrived, on both clocks (tokio's clock for deadlines, so that
 /// paused time in tests moves them).
 pub(crate) fn now() -> capable_core::Now {
-    capable_core::Now::new(tokio::time::Instant::now().into_std(), SystemTime::now())
+    now_at(SystemTime::now())
+}
+
+/// [`now`], for a message whose arrival on the wall clock was already read.
+pub(crate) fn now_at(wall: SystemTime) -> capable_core::Now {
+    capable_core::Now::new(tokio::time::Instant::now().into_std(), wall)
 }

@@ -9,7 +9,7 @@
 //! task then only reads what the transport still queues.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use capable_core::jsonrpc::{split_batch, value_budget, within_value_budget, FramingError};
 use capable_core::{Event, Incoming, Notice, RequestId, ResponseError};
@@ -287,17 +287,19 @@ fn dispatch(
 /// A result (nearly every message): handed to the caller of the request it answers.
 /// Only the result and its waiter move, not a whole message and event; and the lock
 /// is taken plainly, since routing a result queues nothing to write and arms no
-/// deadline.
+/// deadline. The wall clock is read for every answer (when it arrived is part of a
+/// read); the monotonic one only for an answer the cache keeps.
 fn answer(shared: &Shared, id: &RequestId, result: capable_core::Payload) {
-    let now = super::now();
+    let arrived = SystemTime::now();
     let (notices, waker) = {
         let mut st = shared.lock();
+        let now = || super::now_at(arrived);
         let waker = match st.conn.handle_result(id, result, now) {
             Some(answered) => {
                 st.answered = st.answered.saturating_add(1);
                 let answer = Answer {
                     payload: answered.result,
-                    arrived: now.wall,
+                    arrived,
                 };
                 st.finish(answered.waiter, Ok(answer))
             }
