@@ -120,6 +120,23 @@ mod tests {
         }
     }
 
+    /// Consecutive ids land in distinct buckets of a table of 64 and carry many
+    /// distinct tags (a hash's top seven bits), so that a lookup among the requests
+    /// in flight compares few keys.
+    #[test]
+    fn consecutive_ids_spread_over_buckets_and_tags() {
+        use std::collections::HashSet;
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let build = BuildHasherDefault::<super::super::IdHasher>::default();
+        for first in [0_i64, 1, 1000, 123_456_789] {
+            let hashes: Vec<u64> = (first..first + 64).map(|id| build.hash_one(id)).collect();
+            let buckets: HashSet<u64> = hashes.iter().map(|h| h % 64).collect();
+            assert_eq!(buckets.len(), 64, "from {first}");
+            let tags: HashSet<u64> = hashes.iter().map(|h| h >> 57).collect();
+            assert!(tags.len() >= 32, "{} tags from {first}", tags.len());
+        }
+    }
+
     #[test]
     fn it_holds_exactly_what_a_map_would() {
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);

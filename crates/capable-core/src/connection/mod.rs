@@ -43,14 +43,23 @@ use crate::violation::Violation;
 
 pub use deadlines::{TimedOut, Timeout, Timing};
 
-/// Hashes a request id to itself: ids are sequential integers, so they spread over a
-/// table's buckets without any mixing (for maps keyed by our own request ids).
+/// Hashes a request id by one multiplication (for maps keyed by our own request ids).
+///
+/// A hash table takes a bucket from a hash's low bits and, in each bucket, keeps its
+/// top seven bits as a tag, so that a lookup compares keys only where the tag matches.
+/// The id itself would do for the bucket — ids are sequential, so they spread without
+/// any mixing — but the top bits of every small id are zero: all tags would match,
+/// and a lookup among the requests in flight would compare every key of a group.
+/// Multiplying by an odd constant keeps the low bits of consecutive ids apart (it is a
+/// one-to-one map of the low bits) and gives the top bits something of every bit.
 #[derive(Default)]
 pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
-        self.0
+        /// 2^64 divided by the golden ratio, made odd.
+        const SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
+        self.0.wrapping_mul(SPREAD)
     }
     fn write(&mut self, bytes: &[u8]) {
         for b in bytes {
