@@ -122,19 +122,31 @@ impl Incoming {
     /// [`Payload::decode`]): the result's bytes are scanned once, not twice. Every
     /// other line is parsed whole here.
     pub fn parse(line: impl Into<Bytes>) -> Result<Incoming, FramingError> {
-        let line: Bytes = line.into();
-        if let Some((id, range)) = result_by_shape(&line) {
-            return Ok(Incoming::Result {
-                id: RequestId::Number(id),
-                result: Payload {
+        match Incoming::result_by_shape(line.into()) {
+            Ok((id, result)) => Ok(Incoming::Result { id, result }),
+            Err(line) => Incoming::parse_whole(line),
+        }
+    }
+
+    /// [`Incoming::parse`]'s fast path on its own: a success response in the usual
+    /// compact layout, as its id and result, or the line handed back for
+    /// [`Incoming::parse_whole`] (what `parse` does with it). A reader that routes
+    /// results itself takes them so, and keeps the line for the rest without sharing
+    /// it (no reference counted up and down again for a result).
+    #[inline]
+    pub fn result_by_shape(line: Bytes) -> Result<(RequestId, Payload), Bytes> {
+        match result_by_shape(&line) {
+            Some((id, range)) => Ok((
+                RequestId::Number(id),
+                Payload {
                     line,
                     range,
                     found: Found::ByShape,
                     noted: Default::default(),
                 },
-            });
+            )),
+            None => Err(line),
         }
-        Incoming::parse_whole(line)
     }
 
     /// Classifies one line by parsing it whole, never by its shape: what

@@ -108,6 +108,42 @@ fn the_id_read_off_the_shape_is_exact_up_to_18_digits() {
     assert_eq!(shape::leading_id(br#"{"jsonrpc":"2.0","id":7}"#), Some(7));
 }
 
+/// The fast path on its own takes what `parse` takes by shape, with the same id and
+/// result, and hands any other line back as it came (the same bytes, not a copy).
+#[test]
+fn a_result_by_shape_is_what_parse_makes_of_it_and_anything_else_comes_back() {
+    for line in [
+        r#"{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}"#,
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{} }\r\n",
+    ] {
+        let Ok((id, result)) = Incoming::result_by_shape(line.into()) else {
+            panic!("{line} is a result by its shape")
+        };
+        let Ok(Incoming::Result {
+            id: parsed_id,
+            result: parsed,
+        }) = parse(line)
+        else {
+            panic!("{line} is a result")
+        };
+        assert_eq!((id, result.json()), (parsed_id, parsed.json()), "{line}");
+    }
+    for line in [
+        r#"{"id":7,"jsonrpc":"2.0","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","method":"ping","id":1}"#,
+        r#"[{"jsonrpc":"2.0","id":7,"result":{}}]"#,
+        "garbage",
+    ] {
+        let bytes = bytes::Bytes::from(line);
+        let Err(back) = Incoming::result_by_shape(bytes.clone()) else {
+            panic!("{line} is not a result by its shape")
+        };
+        assert_eq!(back, bytes);
+        assert_eq!(back.as_ptr(), bytes.as_ptr(), "the same bytes");
+    }
+}
+
 #[test]
 fn members_after_the_result_are_read_by_a_full_parse() {
     // Valid JSON-RPC whatever the member order: the value is found exactly.

@@ -169,7 +169,13 @@ fn on_line(
     notifications: &mpsc::Sender<ServerNotification>,
     requests: &mpsc::UnboundedSender<Box<ServerRequest>>,
 ) {
-    let parsed = Incoming::parse(line.clone());
+    // A result in the usual layout (nearly every message) goes straight to its
+    // caller, the line moved into it rather than shared with what follows here.
+    let line = match Incoming::result_by_shape(line) {
+        Ok((id, result)) => return answer(shared, &id, result),
+        Err(line) => line,
+    };
+    let parsed = Incoming::parse_whole(line.clone());
     if let Err(FramingError::Batch) = &parsed {
         let accepted = shared.lock().conn.accepts_batches();
         match split_batch(&line) {
