@@ -91,7 +91,10 @@ impl<W> Connection<W> {
             return None;
         }
         let (n, p) = self.take_pending(id)?;
-        self.on_success(&p);
+        // Looked at here, so that the usual answer costs no call.
+        if matches!(p.method, Method::Subscribe | Method::Unsubscribe) {
+            self.on_success(&p);
+        }
         self.spares.recycle(p.request);
         if let Some(key) = p.cache_key {
             self.cache.store_noting(key, &mut result, now());
@@ -161,27 +164,35 @@ impl<W> Connection<W> {
         self.negotiated.version.has_batches()
     }
 
+    /// The request `id` answers, taken out of those in flight; an answer to none is
+    /// noted. Inlined: the usual case is a lookup, the rest out of its way.
+    #[inline]
     fn take_pending(&mut self, id: &RequestId) -> Option<(i64, Pending<W>)> {
         let n = match id {
             RequestId::Number(n) => *n,
             RequestId::String(_) => {
-                self.notices
-                    .push(Notice::UnknownResponseId { id: id.clone() });
+                self.note_unanswered(id, None);
                 return None;
             }
         };
         match self.pending.remove(n) {
             Some(p) => Some((n, p)),
             None => {
-                let notice = if (0..self.next_id).contains(&n) {
-                    Notice::LateResponse { id: id.clone() }
-                } else {
-                    Notice::UnknownResponseId { id: id.clone() }
-                };
-                self.notices.push(notice);
+                self.note_unanswered(id, Some(n));
                 None
             }
         }
+    }
+
+    /// The notice for an answer to no request in flight: a late one to a number this
+    /// connection sent (`Some`), else an unknown id.
+    #[cold]
+    fn note_unanswered(&mut self, id: &RequestId, number: Option<i64>) {
+        let notice = match number {
+            Some(n) if (0..self.next_id).contains(&n) => Notice::LateResponse { id: id.clone() },
+            _ => Notice::UnknownResponseId { id: id.clone() },
+        };
+        self.notices.push(notice);
     }
 
     /// A -32601 to a method the server declared is a contract violation: recorded
