@@ -122,14 +122,8 @@ impl Floor for Raw {
         let mut raw = Raw {
             client: reqwest::Client::new(),
             url: url.clone(),
-            headers: HeaderMap::new(),
+            headers: json_headers(),
         };
-        raw.headers
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        raw.headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
         let e = |e: reqwest::Error| e.to_string();
         let answer = raw
             .post(Bytes::from_static(INITIALIZE.as_bytes()))
@@ -175,6 +169,17 @@ fn read_bodies(s: &Settings) -> Vec<Bytes> {
 
 pub async fn raw(s: Settings) -> Result<Figures, String> {
     floor::<Raw>(s).await
+}
+
+/// The headers of every POST: JSON out, JSON or an event stream back.
+fn json_headers() -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    headers
 }
 
 /// A floor client: pre-built bodies, answers read whole, never parsed.
@@ -239,14 +244,8 @@ impl Floor for RawHyper {
         let mut raw = RawHyper {
             client: hyper_util::client::legacy::Client::builder(executor).build(connector),
             uri: url.as_str().parse().map_err(|e| format!("{url}: {e}"))?,
-            headers: HeaderMap::new(),
+            headers: json_headers(),
         };
-        raw.headers
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        raw.headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
         let answer = raw.send(Bytes::from_static(INITIALIZE.as_bytes())).await?;
         let session = answer
             .headers()

@@ -1,0 +1,242 @@
+//! The direct reader of `resources/read` results against serde's verdict.
+
+use super::read_result;
+use crate::model::ReadResourceResult;
+use crate::mutate::by_serde;
+
+/// 50,000 mutations of `seeds` (bytes drawn from `bytes`), each read as serde reads
+/// it or left to serde, and enough of them read to mean something.
+fn agrees_on_mutations(seed: u64, seeds: &[&str], bytes: &[u8]) {
+    let read = crate::mutate::agrees_with_serde(
+        seed,
+        seeds,
+        bytes,
+        50_000,
+        read_result,
+        ReadResourceResult::from_payload,
+    );
+    assert!(read > 2000, "too few mutations read to mean much: {read}");
+}
+
+/// `raw` is read, and read as serde reads it.
+fn reads_as_serde(raw: &str) {
+    let read = read_result(raw.as_bytes()).map(|r| format!("{r:?}"));
+    assert!(read.is_some(), "{raw} should be read");
+    assert_eq!(
+        read,
+        by_serde::<ReadResourceResult>(raw.as_bytes()),
+        "{raw}"
+    );
+}
+
+#[test]
+fn the_usual_layout_is_read_as_serde_reads_it() {
+    for raw in [
+        r#"{"contents":[{"uri":"a://b","mimeType":"text/plain","text":"hello"}]}"#,
+        r#"{"contents":[]}"#,
+        r#" { "contents" : [ { "text" : "x" , "uri" : "a://b" } ] } "#,
+        r#"{"contents":[{"uri":"a://b","blob":"AAEC","mimeType":null}],"ttlMs":5,"cacheScope":"public","resultType":"complete"}"#,
+        r#"{"ttlMs":1.5e3,"contents":[{"uri":"a://b","text":null},{"uri":"c://d","text":"é ✓ 🦀"}]}"#,
+        r#"{"contents":[{"uri":"a://b","text":"line\none \"q\" \\ \u00e9\ud83e\udd80 \u0001"}]}"#,
+        r#"{"contents":[{"uri":"a\/b","text":"\\"}],"ttlMs":null}"#,
+    ] {
+        reads_as_serde(raw);
+    }
+}
+
+#[test]
+fn the_strings_of_a_read_share_one_copy_of_it() {
+    let raw = br#"{"contents":[{"uri":"a://b","mimeType":"text/plain","text":"hi"},{"uri":"c","text":"e\u0301"}]}"#;
+    let read = read_result(raw).unwrap();
+    let [first, second] = &read.contents[..] else {
+        panic!("two contents: {read:?}")
+    };
+    let text = first.text.as_ref().unwrap();
+    assert!(first.uri.shares_text_with(text));
+    assert!(first
+        .uri
+        .shares_text_with(first.mime_type.as_ref().unwrap()));
+    assert!(first.uri.shares_text_with(&second.uri));
+    // A string with escapes is decoded on its own.
+    let decoded = second.text.as_ref().unwrap();
+    assert_eq!(decoded, "e\u{301}");
+    assert!(!first.uri.shares_text_with(decoded));
+}
+
+#[test]
+fn anything_else_is_left_to_serde() {
+    for raw in [
+        r#"{"contents":[{"uri":"a://b","annotations":{"priority":1}}]}"#,
+        r#"{"contents":[{"uri":"a://b","_meta":{}}]}"#,
+        r#"{"contents":[],"_meta":{"x":1}}"#,
+        r#"{"contents":[{"uri":"a://b","uri":"c://d"}]}"#,
+        r#"{"contents":[{"uri":"a://b"}],"contents":[]}"#,
+        r#"{"contents":[{"mimeType":"text/plain"}]}"#,
+        r#"{"contents":[{"uri":"a://b","text":"raw	tab"}]}"#,
+        r#"{"contents":[{"uri":"a://b","text":"\ud800"}]}"#,
+        r#"{"contents":[{"uri":"a://b","text":42}]}"#,
+        r#"{"contents":[{"uri":"a://b"}]} x"#,
+        r#"{"contents":[{"uri":"a://b"},]}"#,
+        r#"{"contents":[{"uri":"a://b"}],"ttlMs":1e999}"#,
+        r#"{"other":1,"contents":[]}"#,
+        r#"{"contents":[{"uri":"a://b"}]"#,
+        r#"{"contents":[{"u\u0072i":"a://b"}]}"#,
+        r#"[]"#,
+        "",
+    ] {
+        assert!(
+            read_result(raw.as_bytes()).is_none(),
+            "{raw} should be left to serde"
+        );
+    }
+    // Invalid UTF-8 in a string.
+    let mut bad = br#"{"contents":[{"uri":"a://b","text":"ab"}]}"#.to_vec();
+    let at = bad.iter().rposition(|&b| b == b'a').unwrap();
+    bad[at] = 0xff;
+    assert!(read_result(&bad).is_none());
+}
+
+/// A string with escapes and raw non-ASCII text before the first plain one (as some
+/// encoders write a URI): the check of the shared copy, which starts a little
+/// early, never starts inside one of its characters. Every length moves where it
+/// would start.
+#[test]
+fn raw_non_ascii_before_the_first_plain_string_is_read() {
+    for pad in 0..80 {
+        let uri = format!("a\\u0026{}é✓", "x".repeat(pad));
+        for text in ["short", &"t".repeat(100 + pad)] {
+            let raw = format!(
+                r#"{{"contents":[{{"uri":"{uri}","mimeType":"text/plain","text":"{text}"}}]}}"#
+            );
+            reads_as_serde(&raw);
+        }
+    }
+}
+
+/// The usual layout in all its forms, and what makes the reader leave it for the
+/// member loops part way (the copy made by then is kept): read as serde reads it.
+#[test]
+fn the_usual_layout_and_its_near_misses_are_read_as_serde_reads_them() {
+    for raw in [
+        r#"{"contents":[{"uri":"a://b"}]}"#,
+        r#"{"contents":[{"uri":"a://b","mimeType":null,"text":null}]}"#,
+        r#"{"contents":[{"uri":"a://b","blob":"AAEC"}]}"#,
+        r#"{"contents":[{"uri":"a://b","mimeType":"x/y","blob":null}]}"#,
+        "{\"contents\":[{\"uri\":\"a://b\",\"text\":\"x\"}]}\r\n ",
+        r#"{"contents":[{"uri":"a://b","text":"x","blob":"y"}]}"#,
+        r#"{"contents":[{"uri":"a://b","text":"x","mimeType":"y"}]}"#,
+        r#"{"contents":[{"uri":"a://b","mimeType":"x"},{"uri":"c","text":"d"}]}"#,
+        r#"{"contents":[{"uri":"a://b","text":"x"}],"ttlMs":5}"#,
+        r#"{"contents":[{"uri":"a://b","text":"x"} ]}"#,
+        r#"{"contents":[{"uri":"a\"b","mimeType":"\u0041","text":"\n"}]}"#,
+        r#"{"contents":[{"uri":"é\n","mimeType":"x","text":"y"}]}"#,
+        r#"{"contents":[{"uri":"🦀\n","text":"é"}],"cacheScope":"é"}"#,
+    ] {
+        reads_as_serde(raw);
+    }
+    for raw in [
+        r#"{"contents":[{"uri":null}]}"#,
+        r#"{"contents":[{"uri":"a://b","text":"x"}]}}"#,
+        r#"{"contents":[{"uri":"a://b","text":"x"}]"#,
+        r#"{"contents":[{"uri":"a://b","text":"x"},]}"#,
+        r#"{"contents":[{"uri":"a://b","text":"x","text":"y"}]}"#,
+        r#"{"contents":[{"uri":"a://b","te\u0078t":"x"}]}"#,
+        "{\"contents\":[{\"uri\":\"a://b\",\"text\":\"\u{7f}\u{1}\"}]}",
+    ] {
+        assert!(
+            read_result(raw.as_bytes()).is_none(),
+            "{raw} should be left to serde"
+        );
+    }
+}
+
+/// Texts short and long, with a byte of each kind that matters at places around
+/// the word and block boundaries of the string search, in several layouts: what
+/// the reader takes is what serde makes of it, and it takes every valid one.
+#[test]
+fn strings_of_every_length_and_content_agree_with_serde() {
+    let layouts: [fn(&str) -> String; 5] = [
+        |t| format!(r#"{{"contents":[{{"uri":"a://b","mimeType":"text/plain","text":"{t}"}}]}}"#),
+        |t| format!(r#"{{"contents":[{{"uri":"{t}","mimeType":"{t}","blob":"{t}"}}]}}"#),
+        |t| format!("{{ \"contents\" : [ {{ \"uri\" : \"a\",\n\t\"text\" : \"{t}\" }} ] }}\n"),
+        |t| format!(r#"{{"contents":[{{"text":"{t}","uri":"a://b"}}],"cacheScope":"{t}"}}"#),
+        |t| format!(r#"{{"resultType":"{t}","contents":[{{"uri":"a://b","text":"{t}"}}]}}"#),
+    ];
+    // (what is put in the text, whether the text is then still valid JSON; serde
+    // reads a raw control byte in `text` as bytes, leaving the check of it to
+    // `Payload::decode`, so its verdict is not asked for here)
+    let specials = [
+        ("é", true),
+        ("🦀", true),
+        ("\\\"", true),
+        ("\\\\", true),
+        ("\\u00e9", true),
+        ("\\ud83e\\udd80", true),
+        ("\u{1}", false),
+        ("\t", false),
+        ("\u{1f}", false),
+        ("\"", false),
+        ("\\", false),
+        ("\\x", false),
+        ("\\ud800", false),
+    ];
+    for len in [
+        0usize, 1, 7, 8, 9, 31, 32, 33, 40, 63, 64, 65, 100, 127, 128, 129, 300,
+    ] {
+        for at in [0, len / 3, len / 2, len.saturating_sub(1), len] {
+            for (special, valid) in specials {
+                let mut text = "x".repeat(len);
+                text.insert_str(at, special);
+                for layout in layouts {
+                    let raw = layout(&text);
+                    let read = read_result(raw.as_bytes()).map(|r| format!("{r:?}"));
+                    if valid {
+                        assert!(read.is_some(), "{raw:?} should be read");
+                        assert_eq!(read, by_serde::<ReadResourceResult>(raw.as_bytes()));
+                    } else {
+                        assert_eq!(read, None, "{raw:?} should be left to serde");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Mutated reads: whatever the reader accepts, serde accepts with the same value.
+#[test]
+fn the_reader_never_disagrees_with_serde_on_mutated_reads() {
+    let seeds = [
+        r#"{"contents":[{"uri":"a://b","mimeType":"text/plain","text":"hello \"w\" \n é"}]}"#,
+        r#"{"contents":[{"uri":"a://b","blob":"AAEC"}],"ttlMs":5,"cacheScope":"private"}"#,
+        r#"{"contents":[{"uri":"a://b","text":null},{"uri":"c","mimeType":null}],"resultType":"complete"}"#,
+    ];
+    agrees_on_mutations(
+        0x9e37_79b9_7f4a_7c15,
+        &seeds,
+        b"{}[]\",:\\ \t\r\n0123456789abcdeunl\x01\x7f\xc3\xa9\xff",
+    );
+}
+
+/// The same, on reads whose strings are long enough for the vector search, in the
+/// usual layout and around it.
+#[test]
+fn the_reader_never_disagrees_with_serde_on_mutated_long_reads() {
+    let text = "x".repeat(90);
+    let seeds = [
+        format!(
+            r#"{{"contents":[{{"uri":"a://{text}","mimeType":"text/plain","text":"{text}é{text}\"{text}"}}]}}"#
+        ),
+        format!(
+            r#"{{"contents":[{{"uri":"a://b","text":"{text}"}},{{"uri":"c","blob":"{text}"}}],"ttlMs":5}}"#
+        ),
+        format!(
+            "{{ \"contents\" : [ {{ \"uri\" : \"{text}\" , \"text\" : \"{text}\\n{text}\" }} ] }}"
+        ),
+    ];
+    let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+    agrees_on_mutations(
+        0x2545_f491_4f6c_dd1d,
+        &seeds,
+        b"{}[]\",:\\ \t\r\n0123456789abcdeunl\x01\x1f\x7f\xc3\xa9\xff",
+    );
+}
