@@ -22,6 +22,9 @@ pub struct LineSource<R> {
     ended: bool,
     /// The line handed out last was that unterminated rest.
     unterminated: bool,
+    /// Lines handed out since the stream was last read: how far into a burst of
+    /// buffered lines the caller is.
+    run: u32,
 }
 
 /// How much a read asks for at a time.
@@ -37,6 +40,7 @@ impl<R> LineSource<R> {
             scanned: 0,
             ended: false,
             unterminated: false,
+            run: 0,
         }
     }
 }
@@ -46,6 +50,12 @@ impl<R> LineSource<R> {
     /// a stream that ended without a final newline.
     pub fn ended_mid_line(&self) -> bool {
         self.unterminated
+    }
+
+    /// How many lines were handed out since the stream was last read, and whether
+    /// more bytes wait in the buffer: `(run, more)`.
+    pub fn run(&self) -> (u32, bool) {
+        (self.run, self.scanned < self.buf.len())
     }
 
     /// `line` as the [`Inbound`] it is: a message, or an unterminated rest.
@@ -88,6 +98,7 @@ impl<R> LineSource<R> {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
+            self.run = self.run.saturating_add(1);
             return Ok(Some(line.freeze()));
         }
         self.scanned = self.buf.len();
@@ -129,6 +140,7 @@ impl<R: AsyncRead + Unpin> LineSource<R> {
                 .await
                 .map_err(|e| TransportError::io("reading the server's stdout", e))?;
             self.ended = n == 0;
+            self.run = 0;
         }
     }
 }

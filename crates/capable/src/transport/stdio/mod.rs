@@ -9,9 +9,11 @@
 //! | file | concern |
 //! |---|---|
 //! | `lines.rs` | newline-delimited messages off the server's stdout |
+//! | `overlap.rs` | whether the server can work while a burst of its answers is decoded |
 //! | `process.rs` | stderr, exit status, shutdown of the process group |
 
 mod lines;
+mod overlap;
 mod process;
 
 use std::collections::BTreeMap;
@@ -210,6 +212,7 @@ impl Transport for StdioTransport {
             StdoutSource::new(
                 LineSource::new(self.stdout, self.limits.max_message_size),
                 self.exited,
+                self.peer.pid,
             ),
             Box::new(self.peer),
         )
@@ -234,10 +237,16 @@ pub struct StdoutSource {
     /// a read that waits in the same task need not poll `exit` again until the watch
     /// changed (which woke that task).
     exit_waker: Option<Waker>,
+    /// Whether to pause within a long burst of lines (see `overlap.rs`).
+    overlap: overlap::Overlap,
 }
 
 impl StdoutSource {
-    fn new(lines: LineSource<ChildStdout>, exited: process::Exited) -> StdoutSource {
+    fn new(
+        lines: LineSource<ChildStdout>,
+        exited: process::Exited,
+        server: Option<u32>,
+    ) -> StdoutSource {
         let mut watch = exited.clone();
         let exit = Box::pin(async move { watch.wait_for(Option::is_some).await.is_ok() });
         StdoutSource {
@@ -245,6 +254,7 @@ impl StdoutSource {
             exited,
             exit: Some(exit),
             exit_waker: None,
+            overlap: overlap::Overlap::new(server),
         }
     }
 
@@ -257,6 +267,7 @@ impl StdoutSource {
             exited,
             exit: Some(exit),
             exit_waker,
+            ..
         } = self
         else {
             return None;
@@ -284,6 +295,13 @@ impl StdoutSource {
 
 impl MessageSource for StdoutSource {
     async fn recv(&mut self) -> Result<Option<Inbound>, TransportError> {
+        // Deep in a burst of buffered answers, with a server that can work meanwhile:
+        // let the callers answered so far send their next requests first.
+        if let (run, true) = self.lines.run() {
+            if self.overlap.pause_after(run) {
+                tokio::task::yield_now().await;
+            }
+        }
         // A line already read is the next message, whether or not the server exited
         // since: no need to watch for its exit (or the time after it) to hand it out.
         if let Some(line) = self.lines.buffered_line()? {
