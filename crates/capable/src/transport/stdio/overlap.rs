@@ -131,31 +131,56 @@ mod tests {
         assert!((1..=40).all(|run| !overlap.pause_after(run)));
     }
 
+    /// A `sleep` process standing in for a server, killed when dropped.
+    struct Server(std::process::Child);
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
     #[test]
     fn a_server_on_our_only_cpu_gives_no_overlap_and_one_on_another_cpu_does() {
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        let mut server = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        let pid = server.id();
+        // The CPUs this process may use, from its own mask (not CPU 0 and 1, which a
+        // restricted cpuset may not hold).
+        let ours = affinity_mask_cpus();
+        let server = Server(
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .unwrap(),
+        );
+        let pid = server.0.id();
         // On a thread of its own: pinning it changes only that thread's mask.
         std::thread::spawn(move || {
-            pin(0, 0);
-            pin(pid as libc::pid_t, 0);
+            pin(0, ours[0]);
+            pin(pid as libc::pid_t, ours[0]);
             assert!(!Overlap::new(Some(pid)).possible());
             // No server known: only this thread's own CPUs count (one, now).
             assert!(!Overlap::new(None).possible());
-            if cpus > 1 {
-                pin(pid as libc::pid_t, 1);
+            if let Some(&other) = ours.get(1) {
+                pin(pid as libc::pid_t, other);
                 assert!(Overlap::new(Some(pid)).possible());
             }
         })
         .join()
         .unwrap();
-        server.kill().unwrap();
-        server.wait().unwrap();
+        drop(server);
         // A server that is gone: this process's own CPUs decide.
-        assert_eq!(Overlap::new(Some(pid)).possible(), cpus > 1);
+        let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+        assert_eq!(Overlap::new(Some(pid)).possible(), parallel);
+    }
+
+    fn affinity_mask_cpus() -> Vec<usize> {
+        // SAFETY: as in `affinity::mask`; CPU_ISSET reads a bit within the set.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
+            let cpus = usize::try_from(libc::CPU_SETSIZE).unwrap();
+            (0..cpus).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+        }
     }
 }
