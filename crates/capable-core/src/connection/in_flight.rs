@@ -11,9 +11,8 @@ use super::IdMap;
 
 /// Values by the request ids they were sent with (see the module documentation).
 pub(super) struct InFlight<T> {
-    /// The entry kept aside, if any, and its id.
-    aside: Option<T>,
-    aside_id: i64,
+    /// The entry kept aside, if any, with its id.
+    aside: Option<(i64, T)>,
     /// Every other entry.
     rest: IdMap<T>,
 }
@@ -22,7 +21,6 @@ impl<T> Default for InFlight<T> {
     fn default() -> Self {
         InFlight {
             aside: None,
-            aside_id: 0,
             rest: IdMap::default(),
         }
     }
@@ -38,17 +36,14 @@ impl<T> InFlight<T> {
     /// Whether the entry kept aside is `id`'s.
     #[inline]
     fn aside_is(&self, id: i64) -> bool {
-        self.aside.is_some() && self.aside_id == id
+        matches!(&self.aside, Some((aside, _)) if *aside == id)
     }
 
     /// Keeps `value` under `id` (a new id: a connection never reuses one).
     #[inline]
     pub(super) fn insert(&mut self, id: i64, value: T) {
         match self.aside {
-            None => {
-                self.aside_id = id;
-                self.aside = Some(value);
-            }
+            None => self.aside = Some((id, value)),
             Some(_) => {
                 self.rest.insert(id, value);
             }
@@ -59,7 +54,7 @@ impl<T> InFlight<T> {
     #[inline]
     pub(super) fn remove(&mut self, id: i64) -> Option<T> {
         if self.aside_is(id) {
-            return self.aside.take();
+            return self.aside.take().map(|(_, value)| value);
         }
         match self.rest.is_empty() {
             true => None,
@@ -71,7 +66,7 @@ impl<T> InFlight<T> {
     #[inline]
     pub(super) fn get(&self, id: i64) -> Option<&T> {
         match self.aside_is(id) {
-            true => self.aside.as_ref(),
+            true => self.aside.as_ref().map(|(_, value)| value),
             false => self.rest.get(&id),
         }
     }
@@ -80,15 +75,16 @@ impl<T> InFlight<T> {
     #[inline]
     pub(super) fn get_mut(&mut self, id: i64) -> Option<&mut T> {
         match self.aside_is(id) {
-            true => self.aside.as_mut(),
+            true => self.aside.as_mut().map(|(_, value)| value),
             false => self.rest.get_mut(&id),
         }
     }
 
     /// Every entry with its id, in no particular order.
     pub(super) fn iter(&self) -> impl Iterator<Item = (i64, &T)> {
-        let aside = self.aside.as_ref().map(|value| (self.aside_id, value));
-        aside
+        self.aside
+            .as_ref()
+            .map(|(id, value)| (*id, value))
             .into_iter()
             .chain(self.rest.iter().map(|(id, value)| (*id, value)))
     }
@@ -98,7 +94,8 @@ impl<T> InFlight<T> {
         self.aside
             .take()
             .into_iter()
-            .chain(self.rest.drain().map(|(_, value)| value))
+            .chain(self.rest.drain())
+            .map(|(_, value)| value)
     }
 }
 

@@ -31,14 +31,25 @@ pub(crate) fn has_control_byte(bytes: &[u8]) -> bool {
     lowest.iter().any(|&low| low < 0x20)
 }
 
-/// Where the first `"` or `\\` in `bytes` is. Keys, URIs and MIME types end within a
-/// few bytes: the first 32 are searched a word at a time (sooner than a vector search
-/// is set up), the rest with memchr's.
-pub(crate) fn find_quote(bytes: &[u8]) -> Option<usize> {
+/// The bytes of `w` (eight bytes, the first lowest) that are a quote or a backslash,
+/// each marked by its top bit. A byte `x` of `w ^ c` is zero where `w` holds `c`, and
+/// `x - 1` then borrows into its top bit where `x` had none. A borrow carries on into
+/// the bytes above, which may mark one wrongly, but only above a byte that is marked
+/// rightly: the lowest mark is always exact, and only the lowest is used.
+#[inline(always)]
+pub(crate) fn quotes_in(w: u64) -> u64 {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
     const QUOTES: u64 = u64::from_le_bytes([b'"'; 8]);
     const BACKSLASHES: u64 = u64::from_le_bytes([b'\\'; 8]);
+    let (q, s) = (w ^ QUOTES, w ^ BACKSLASHES);
+    ((q.wrapping_sub(ONES) & !q) | (s.wrapping_sub(ONES) & !s)) & HIGHS
+}
+
+/// Where the first `"` or `\\` in `bytes` is. Keys, URIs and MIME types end within a
+/// few bytes: the first 32 are searched a word at a time (sooner than a vector search
+/// is set up), the rest with memchr's.
+pub(crate) fn find_quote(bytes: &[u8]) -> Option<usize> {
     let mut at = 0;
     while at < 32 {
         let Some(word) = bytes.get(at..at + 8) else {
@@ -47,10 +58,7 @@ pub(crate) fn find_quote(bytes: &[u8]) -> Option<usize> {
         };
         let mut w = [0; 8];
         w.copy_from_slice(word);
-        let w = u64::from_le_bytes(w);
-        // A zero byte of `w ^ QUOTES` is a quote; the lowest flagged byte is exact.
-        let (q, s) = (w ^ QUOTES, w ^ BACKSLASHES);
-        let found = ((q.wrapping_sub(ONES) & !q) | (s.wrapping_sub(ONES) & !s)) & HIGHS;
+        let found = quotes_in(u64::from_le_bytes(w));
         if found != 0 {
             return Some(at + (found.trailing_zeros() / 8) as usize);
         }

@@ -15,6 +15,7 @@
 //! copy, once.
 
 use super::has_control_byte;
+use super::shape::quotes_in;
 
 /// How far the word-at-a-time search goes before the vector search takes over: most
 /// keys, URIs and MIME types end within it, and the vector search's set-up costs more
@@ -63,20 +64,13 @@ fn by_words(bytes: &[u8]) -> Option<usize> {
 }
 
 /// The bytes of `w` (eight bytes, the first lowest) that are a quote, a backslash or
-/// below 0x20, each marked by its top bit. A byte `x` of `w ^ c` is zero where `w`
-/// holds `c`, and `x - 1` then borrows into its top bit where `x` had none; likewise
-/// `x - 0x20` for a byte below 0x20. A borrow carries on into the bytes above, which
-/// may mark one wrongly, but only above a byte that is marked rightly: the lowest mark
-/// is always exact, and only the lowest is used.
+/// below 0x20, each marked by its top bit: [`quotes_in`]'s marks, and likewise those of
+/// `x - 0x20` borrowing into the top bit of a byte `x` below 0x20 (the lowest mark is
+/// exact, as there).
 fn stops_in(w: u64) -> u64 {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
     const SPACES: u64 = u64::from_le_bytes([0x20; 8]);
     const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    const QUOTES: u64 = u64::from_le_bytes([b'"'; 8]);
-    const BACKSLASHES: u64 = u64::from_le_bytes([b'\\'; 8]);
-    let (q, s) = (w ^ QUOTES, w ^ BACKSLASHES);
-    ((q.wrapping_sub(ONES) & !q) | (s.wrapping_sub(ONES) & !s) | (w.wrapping_sub(SPACES) & !w))
-        & HIGHS
+    quotes_in(w) | (w.wrapping_sub(SPACES) & !w & HIGHS)
 }
 
 /// The search 64 bytes at a time with AVX2, which nearly every x86-64 CPU in use has

@@ -53,13 +53,7 @@ impl Read {
     #[inline]
     pub(crate) fn into_result(self) -> ReadResourceResult {
         match self {
-            Read::Contents(contents) => ReadResourceResult {
-                contents,
-                result_type: None,
-                ttl_ms: None,
-                cache_scope: None,
-                meta: None,
-            },
+            Read::Contents(contents) => ReadResourceResult::of_contents(contents),
             Read::Result(result) => result,
         }
     }
@@ -152,6 +146,25 @@ impl Cursor<'_> {
         self.eat(close).then_some(false)
     }
 
+    /// An object whose keys are all among `names`, each at most once, in any order:
+    /// `member` reads the value of each, given which name its key is.
+    #[inline(always)]
+    fn object(
+        &mut self,
+        names: &[&[u8]],
+        mut member: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        let mut seen = Seen::default();
+        let mut more = self.open(b'{', b'}')?;
+        while more {
+            let key = self.key(names)?;
+            seen.first_time(key)?;
+            member(self, key)?;
+            more = self.next(b'}')?;
+        }
+        Some(())
+    }
+
     /// A member's key, when it is one of `names` as written (a key with escapes, or any
     /// other, gives up), then the colon: which of `names` it is. Inlined, so that each
     /// name is compared as the constant it is rather than by a call to `memcmp`.
@@ -211,19 +224,15 @@ impl Cursor<'_> {
     /// The result read member by member: in any order, with whitespace anywhere.
     fn members(&mut self) -> Option<ReadResourceResult> {
         let (mut contents, mut ttl_ms, mut cache_scope, mut result_type) = (None, None, None, None);
-        let mut seen = Seen::default();
-        let mut more = self.open(b'{', b'}')?;
-        while more {
-            let key = self.key(&RESULT_KEYS)?;
-            seen.first_time(key)?;
+        self.object(&RESULT_KEYS, |c, key| {
             match key {
-                0 => contents = Some(self.contents()?),
-                1 => ttl_ms = self.optional_number()?,
-                2 => self.optional_string(&mut cache_scope)?,
-                _ => self.optional_string(&mut result_type)?,
+                0 => contents = Some(c.contents()?),
+                1 => ttl_ms = c.optional_number()?,
+                2 => c.optional_string(&mut cache_scope)?,
+                _ => c.optional_string(&mut result_type)?,
             }
-            more = self.next(b'}')?;
-        }
+            Some(())
+        })?;
         self.ws();
         if self.i != self.b.len() {
             return None;
@@ -263,19 +272,12 @@ impl Cursor<'_> {
     /// One content, onto `contents`: `uri`, and optionally `mimeType`, `text`, `blob`.
     fn content(&mut self, contents: &mut Vec<ResourceContents>) -> Option<()> {
         let (mut uri, mut mime_type, mut text, mut blob) = (None, None, None, None);
-        let mut seen = Seen::default();
-        let mut more = self.open(b'{', b'}')?;
-        while more {
-            let key = self.key(&CONTENT_KEYS)?;
-            seen.first_time(key)?;
-            match key {
-                0 => self.string(&mut uri)?,
-                1 => self.optional_string(&mut mime_type)?,
-                2 => self.optional_string(&mut text)?,
-                _ => self.optional_string(&mut blob)?,
-            }
-            more = self.next(b'}')?;
-        }
+        self.object(&CONTENT_KEYS, |c, key| match key {
+            0 => c.string(&mut uri),
+            1 => c.optional_string(&mut mime_type),
+            2 => c.optional_string(&mut text),
+            _ => c.optional_string(&mut blob),
+        })?;
         contents.push(ResourceContents {
             uri: uri?,
             mime_type,

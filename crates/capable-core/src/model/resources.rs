@@ -189,14 +189,20 @@ impl ReadResourceResult {
         error: impl FnOnce(serde_json::Error) -> E,
     ) -> Result<Self, E> {
         match super::read_layout::read(payload.raw()) {
-            Some(Read::Contents(contents)) => Ok(ReadResourceResult {
-                contents,
-                result_type: None,
-                ttl_ms: None,
-                cache_scope: None,
-                meta: None,
-            }),
+            Some(Read::Contents(contents)) => Ok(Self::of_contents(contents)),
             read => Self::from_other(read, payload).map_err(error),
+        }
+    }
+
+    /// A result of `contents` alone, every other member absent.
+    #[inline(always)]
+    pub(crate) fn of_contents(contents: Vec<ResourceContents>) -> Self {
+        ReadResourceResult {
+            contents,
+            result_type: None,
+            ttl_ms: None,
+            cache_scope: None,
+            meta: None,
         }
     }
 
