@@ -72,17 +72,20 @@ impl Slots {
         progress: Option<mpsc::UnboundedSender<ProgressParams>>,
     ) -> Waiter {
         let slot = match self.free.pop() {
-            Some(slot) => slot,
+            Some(slot) => {
+                if let Some(s) = self.entries.get_mut(slot as usize) {
+                    *s = Slot::Waiting(waker);
+                }
+                slot
+            }
             None => {
                 // One slot per request in flight at once: a u32 is plenty.
-                let slot = u32::try_from(self.entries.len()).unwrap_or(u32::MAX);
-                self.entries.push(Slot::Free);
+                let slot = u32::try_from(self.entries.len())
+                    .expect("fewer than 2^32 requests in flight at once");
+                self.entries.push(Slot::Waiting(waker));
                 slot
             }
         };
-        if let Some(s) = self.entries.get_mut(slot as usize) {
-            *s = Slot::Waiting(waker);
-        }
         Waiter { slot, progress }
     }
 
@@ -134,6 +137,16 @@ impl State {
         outcome: Result<Answer, Error>,
     ) -> Option<Waker> {
         self.slots.finish(waiter, outcome)
+    }
+
+    /// The caller of request `id` (slot `slot`) stops waiting: an outcome that came
+    /// in the meantime is dropped with the slot; a request still pending is
+    /// cancelled (`notifications/cancelled`, saying `why`).
+    pub(crate) fn abandon(&mut self, id: i64, slot: u32, why: &str) {
+        if !self.slots.is_done(slot) {
+            self.conn.cancel(id, why, &mut self.out);
+        }
+        self.slots.release(slot);
     }
 }
 

@@ -48,13 +48,7 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if self.armed {
             self.shared.write_with(|st| {
-                // An outcome that came in the meantime goes with its caller; a
-                // request still pending is cancelled.
-                if !st.slots.is_done(self.slot) {
-                    st.conn
-                        .cancel(self.id, "the host stopped waiting", &mut st.out);
-                }
-                st.slots.release(self.slot);
+                st.abandon(self.id, self.slot, "the host stopped waiting");
             });
         }
     }

@@ -118,11 +118,7 @@ impl Listener {
         self.ended = true;
         self.shared.write_with(|st| {
             st.listeners.remove(&self.id);
-            if !st.slots.is_done(self.slot) {
-                st.conn
-                    .cancel(self.id, "the host closed the subscription", &mut st.out);
-            }
-            st.slots.release(self.slot);
+            st.abandon(self.id, self.slot, "the host closed the subscription");
         });
     }
 }

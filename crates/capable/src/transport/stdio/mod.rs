@@ -297,10 +297,9 @@ impl MessageSource for StdoutSource {
     async fn recv(&mut self) -> Result<Option<Inbound>, TransportError> {
         // Deep in a burst of buffered answers, with a server that can work meanwhile:
         // let the callers answered so far send their next requests first.
-        if let (run, true) = self.lines.run() {
-            if self.overlap.pause_after(run) {
-                tokio::task::yield_now().await;
-            }
+        let (run, more) = self.lines.run();
+        if more && self.overlap.pause_after(run) {
+            tokio::task::yield_now().await;
         }
         // A line already read is the next message, whether or not the server exited
         // since: no need to watch for its exit (or the time after it) to hand it out.

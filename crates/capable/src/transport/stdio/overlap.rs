@@ -70,14 +70,26 @@ mod affinity {
     pub(super) fn union_count(server: Option<u32>) -> Option<u32> {
         let ours = mask(0)?;
         let theirs = mask(libc::pid_t::try_from(server?).ok()?)?;
-        let cpus = usize::try_from(libc::CPU_SETSIZE).unwrap_or(0);
-        // SAFETY: bit tests of two initialised cpu_set_t values, within their size.
-        let either =
-            |c: &usize| unsafe { libc::CPU_ISSET(*c, &ours) || libc::CPU_ISSET(*c, &theirs) };
-        u32::try_from((0..cpus).filter(either).count()).ok()
+        u32::try_from(in_set(|c| is_set(c, &ours) || is_set(c, &theirs)).count()).ok()
     }
 
-    fn mask(pid: libc::pid_t) -> Option<libc::cpu_set_t> {
+    /// The CPUs in `set`.
+    #[cfg(test)]
+    pub(super) fn cpus(set: &libc::cpu_set_t) -> impl Iterator<Item = usize> + '_ {
+        in_set(|c| is_set(c, set))
+    }
+
+    /// The CPU numbers a set can hold, those for which `test` holds.
+    fn in_set(test: impl Fn(usize) -> bool) -> impl Iterator<Item = usize> {
+        (0..usize::try_from(libc::CPU_SETSIZE).unwrap_or(0)).filter(move |&c| test(c))
+    }
+
+    fn is_set(cpu: usize, set: &libc::cpu_set_t) -> bool {
+        // SAFETY: a bit test of an initialised cpu_set_t; `cpu` is below CPU_SETSIZE.
+        unsafe { libc::CPU_ISSET(cpu, set) }
+    }
+
+    pub(super) fn mask(pid: libc::pid_t) -> Option<libc::cpu_set_t> {
         // SAFETY: an all-zero cpu_set_t is a valid empty set; the kernel writes at most
         // `size_of::<cpu_set_t>()` bytes into it.
         unsafe {
@@ -174,13 +186,6 @@ mod tests {
     }
 
     fn affinity_mask_cpus() -> Vec<usize> {
-        // SAFETY: as in `affinity::mask`; CPU_ISSET reads a bit within the set.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
-            let cpus = usize::try_from(libc::CPU_SETSIZE).unwrap();
-            (0..cpus).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
-        }
+        affinity::cpus(&affinity::mask(0).unwrap()).collect()
     }
 }
