@@ -135,11 +135,7 @@ impl Floor for Raw {
             .cloned()
             .ok_or("no Mcp-Session-Id")?;
         answer.bytes().await.map_err(e)?;
-        raw.headers.insert("mcp-session-id", session);
-        raw.headers.insert(
-            "mcp-protocol-version",
-            HeaderValue::from_static("2025-11-25"),
-        );
+        session_headers(&mut raw.headers, session);
         let done = raw
             .post(Bytes::from_static(INITIALIZED.as_bytes()))
             .await
@@ -180,6 +176,15 @@ fn json_headers() -> HeaderMap {
         HeaderValue::from_static("application/json, text/event-stream"),
     );
     headers
+}
+
+/// The headers of a legacy session's requests after `initialize`.
+fn session_headers(headers: &mut HeaderMap, session: HeaderValue) {
+    headers.insert("mcp-session-id", session);
+    headers.insert(
+        "mcp-protocol-version",
+        HeaderValue::from_static("2025-11-25"),
+    );
 }
 
 /// A floor client: pre-built bodies, answers read whole, never parsed.
@@ -255,11 +260,7 @@ impl Floor for RawHyper {
         http_body_util::BodyExt::collect(answer.into_body())
             .await
             .map_err(|e| e.to_string())?;
-        raw.headers.insert("mcp-session-id", session);
-        raw.headers.insert(
-            "mcp-protocol-version",
-            HeaderValue::from_static("2025-11-25"),
-        );
+        session_headers(&mut raw.headers, session);
         raw.post(Bytes::from_static(INITIALIZED.as_bytes())).await?;
         Ok(raw)
     }
