@@ -99,6 +99,24 @@ impl Seen {
     }
 }
 
+/// A content of strings only, as this reader takes them.
+#[inline(always)]
+fn flat(
+    uri: SharedStr,
+    mime_type: Option<SharedStr>,
+    text: Option<SharedStr>,
+    blob: Option<SharedStr>,
+) -> ResourceContents {
+    ResourceContents {
+        uri,
+        mime_type,
+        text,
+        blob,
+        annotations: None,
+        meta: None,
+    }
+}
+
 struct Cursor<'a> {
     /// The payload.
     b: &'a [u8],
@@ -211,14 +229,7 @@ impl Cursor<'_> {
         if self.i != self.b.len() {
             return None;
         }
-        Some(vec![ResourceContents {
-            uri: uri?,
-            mime_type,
-            text,
-            blob,
-            annotations: None,
-            meta: None,
-        }])
+        Some(vec![flat(uri?, mime_type, text, blob)])
     }
 
     /// The result read member by member: in any order, with whitespace anywhere.
@@ -278,14 +289,7 @@ impl Cursor<'_> {
             2 => c.optional_string(&mut text),
             _ => c.optional_string(&mut blob),
         })?;
-        contents.push(ResourceContents {
-            uri: uri?,
-            mime_type,
-            text,
-            blob,
-            annotations: None,
-            meta: None,
-        });
+        contents.push(flat(uri?, mime_type, text, blob));
         Some(())
     }
 
