@@ -66,14 +66,18 @@ pub(crate) fn read(raw: &[u8]) -> Option<Read> {
         b: raw,
         i: 0,
         shared: None,
+        then_more: false,
     };
     if let Some(contents) = c.usual() {
+        if c.then_more {
+            return c.after_contents(contents);
+        }
         return Some(Read::Contents(contents));
     }
     // From the start again, keeping the copy `usual` may have made: it starts at the
     // first string, where the member loops find the first string too.
     c.i = 0;
-    c.members().map(Read::Result)
+    c.members(None).map(Read::Result)
 }
 
 /// The result in `raw`, when it is in a layout the reader takes.
@@ -124,6 +128,9 @@ struct Cursor<'a> {
     /// The one copy of `b[from..]` the result's strings share, and `from`: made when
     /// the first string is read, at its start, once that text is known to be UTF-8.
     shared: Option<(Arc<str>, usize)>,
+    /// Other members of the result follow the contents `usual` read (the cursor
+    /// stands just after them).
+    then_more: bool,
 }
 
 impl Cursor<'_> {
@@ -170,10 +177,22 @@ impl Cursor<'_> {
     fn object(
         &mut self,
         names: &[&[u8]],
+        member: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        let more = self.open(b'{', b'}')?;
+        self.rest_of_object(names, Seen::default(), more, member)
+    }
+
+    /// The rest of an object read by [`object`](Cursor::object): `seen` are the
+    /// members read so far, `more` whether another follows.
+    #[inline(always)]
+    fn rest_of_object(
+        &mut self,
+        names: &[&[u8]],
+        mut seen: Seen,
+        mut more: bool,
         mut member: impl FnMut(&mut Self, usize) -> Option<()>,
     ) -> Option<()> {
-        let mut seen = Seen::default();
-        let mut more = self.open(b'{', b'}')?;
         while more {
             let key = self.key(names)?;
             seen.first_time(key)?;
@@ -205,8 +224,9 @@ impl Cursor<'_> {
     /// `{"contents":[{"uri":…,"mimeType":…,"text":…}]}`, `mimeType` optional, `blob`
     /// for `text`. Matched a run of literal bytes at a time, which costs a fraction of
     /// the member loops' byte-by-byte steps; `None` on the first byte that differs.
-    /// Its contents: the result's other members are absent. Inlined into `read`, its
-    /// one caller, so that the contents are built where `read` returns them.
+    /// Its contents; the result's other members are absent, or follow them
+    /// (`then_more`). Inlined into `read`, its one caller, so that the contents are
+    /// built where `read` returns them.
     #[inline(always)]
     fn usual(&mut self) -> Option<Vec<ResourceContents>> {
         if !self.literal(b"{\"contents\":[{\"uri\":") {
@@ -222,20 +242,37 @@ impl Cursor<'_> {
         } else if self.literal(b",\"blob\":") {
             self.optional_string(&mut blob)?;
         }
-        if !self.literal(b"}]}") {
-            return None;
-        }
-        self.ws();
-        if self.i != self.b.len() {
+        if self.literal(b"}]}") {
+            self.ws();
+            if self.i != self.b.len() {
+                return None;
+            }
+        } else if self.literal(b"}]") && self.b.get(self.i) == Some(&b',') {
+            self.then_more = true;
+        } else {
             return None;
         }
         Some(vec![flat(uri?, mime_type, text, blob)])
     }
 
+    /// The rest of a result whose contents `usual` read, other members following them
+    /// (a 2026-07-28 server's `resultType`, `ttlMs`, `cacheScope`): read on from
+    /// there, the contents' text not scanned again. Kept out of `read`, whose usual
+    /// path stays as short as it was.
+    #[cold]
+    #[inline(never)]
+    fn after_contents(&mut self, contents: Vec<ResourceContents>) -> Option<Read> {
+        self.members(Some(contents)).map(Read::Result)
+    }
+
     /// The result read member by member: in any order, with whitespace anywhere.
-    fn members(&mut self) -> Option<ReadResourceResult> {
-        let (mut contents, mut ttl_ms, mut cache_scope, mut result_type) = (None, None, None, None);
-        self.object(&RESULT_KEYS, |c, key| {
+    /// `read_first`: its contents, when `usual` read them (the cursor then stands just
+    /// after them), else `None` (the cursor at the start).
+    fn members(&mut self, read_first: Option<Vec<ResourceContents>>) -> Option<ReadResourceResult> {
+        let first = read_first.is_some();
+        let (mut contents, mut ttl_ms, mut cache_scope, mut result_type) =
+            (read_first, None, None, None);
+        let member = |c: &mut Self, key| {
             match key {
                 0 => contents = Some(c.contents()?),
                 1 => ttl_ms = c.optional_number()?,
@@ -243,7 +280,16 @@ impl Cursor<'_> {
                 _ => c.optional_string(&mut result_type)?,
             }
             Some(())
-        })?;
+        };
+        match first {
+            true => {
+                let mut seen = Seen::default();
+                seen.first_time(0)?;
+                let more = self.next(b'}')?;
+                self.rest_of_object(&RESULT_KEYS, seen, more, member)?
+            }
+            false => self.object(&RESULT_KEYS, member)?,
+        }
         self.ws();
         if self.i != self.b.len() {
             return None;

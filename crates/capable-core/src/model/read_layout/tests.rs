@@ -77,6 +77,9 @@ fn anything_else_is_left_to_serde() {
         r#"{"contents":[{"uri":"a://b","text":42}]}"#,
         r#"{"contents":[{"uri":"a://b"}]} x"#,
         r#"{"contents":[{"uri":"a://b"},]}"#,
+        r#"{"contents":[{"uri":"a://b"}],}"#,
+        r#"{"contents":[{"uri":"a://b"}],"ttlMs":1,"ttlMs":2}"#,
+        r#"{"contents":[{"uri":"a://b"}],"resultType":"complete","_meta":{}}"#,
         r#"{"contents":[{"uri":"a://b"}],"ttlMs":1e999}"#,
         r#"{"other":1,"contents":[]}"#,
         r#"{"contents":[{"uri":"a://b"}]"#,
@@ -155,12 +158,18 @@ fn the_usual_layout_and_its_near_misses_are_read_as_serde_reads_them() {
 /// the reader takes is what serde makes of it, and it takes every valid one.
 #[test]
 fn strings_of_every_length_and_content_agree_with_serde() {
-    let layouts: [fn(&str) -> String; 5] = [
+    let layouts: [fn(&str) -> String; 6] = [
         |t| format!(r#"{{"contents":[{{"uri":"a://b","mimeType":"text/plain","text":"{t}"}}]}}"#),
         |t| format!(r#"{{"contents":[{{"uri":"{t}","mimeType":"{t}","blob":"{t}"}}]}}"#),
         |t| format!("{{ \"contents\" : [ {{ \"uri\" : \"a\",\n\t\"text\" : \"{t}\" }} ] }}\n"),
         |t| format!(r#"{{"contents":[{{"text":"{t}","uri":"a://b"}}],"cacheScope":"{t}"}}"#),
         |t| format!(r#"{{"resultType":"{t}","contents":[{{"uri":"a://b","text":"{t}"}}]}}"#),
+        // The usual layout, then the members 2026-07-28 adds: read on from the contents.
+        |t| {
+            format!(
+                r#"{{"contents":[{{"uri":"a://b","text":"{t}"}}],"resultType":"complete","ttlMs":0,"cacheScope":"{t}"}}"#
+            )
+        },
     ];
     // (what is put in the text, whether the text is then still valid JSON; serde
     // reads a raw control byte in `text` as bytes, leaving the check of it to
@@ -209,6 +218,7 @@ fn the_reader_never_disagrees_with_serde_on_mutated_reads() {
         r#"{"contents":[{"uri":"a://b","mimeType":"text/plain","text":"hello \"w\" \n é"}]}"#,
         r#"{"contents":[{"uri":"a://b","blob":"AAEC"}],"ttlMs":5,"cacheScope":"private"}"#,
         r#"{"contents":[{"uri":"a://b","text":null},{"uri":"c","mimeType":null}],"resultType":"complete"}"#,
+        r#"{"contents":[{"uri":"a://b","mimeType":"text/plain","text":"hi"}],"resultType":"complete","ttlMs":0,"cacheScope":"public"}"#,
     ];
     agrees_on_mutations(
         0x9e37_79b9_7f4a_7c15,
