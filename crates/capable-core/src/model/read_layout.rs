@@ -66,10 +66,10 @@ pub(crate) fn read(raw: &[u8]) -> Option<Read> {
         b: raw,
         i: 0,
         shared: None,
-        then_more: false,
     };
     if let Some(contents) = c.usual() {
-        if c.then_more {
+        // Stopped short of the end: other members follow the contents.
+        if c.i < c.b.len() {
             return c.after_contents(contents);
         }
         return Some(Read::Contents(contents));
@@ -128,9 +128,6 @@ struct Cursor<'a> {
     /// The one copy of `b[from..]` the result's strings share, and `from`: made when
     /// the first string is read, at its start, once that text is known to be UTF-8.
     shared: Option<(Arc<str>, usize)>,
-    /// Other members of the result follow the contents `usual` read (the cursor
-    /// stands just after them).
-    then_more: bool,
 }
 
 impl Cursor<'_> {
@@ -224,9 +221,10 @@ impl Cursor<'_> {
     /// `{"contents":[{"uri":…,"mimeType":…,"text":…}]}`, `mimeType` optional, `blob`
     /// for `text`. Matched a run of literal bytes at a time, which costs a fraction of
     /// the member loops' byte-by-byte steps; `None` on the first byte that differs.
-    /// Its contents; the result's other members are absent, or follow them
-    /// (`then_more`). Inlined into `read`, its one caller, so that the contents are
-    /// built where `read` returns them.
+    /// Its contents; the result's other members are absent (the cursor then stands at
+    /// the end), or follow them (the cursor stands at the comma after them). Inlined
+    /// into `read`, its one caller, so that the contents are built where `read`
+    /// returns them.
     #[inline(always)]
     fn usual(&mut self) -> Option<Vec<ResourceContents>> {
         if !self.literal(b"{\"contents\":[{\"uri\":") {
@@ -247,9 +245,7 @@ impl Cursor<'_> {
             if self.i != self.b.len() {
                 return None;
             }
-        } else if self.literal(b"}]") && self.b.get(self.i) == Some(&b',') {
-            self.then_more = true;
-        } else {
+        } else if !(self.literal(b"}]") && self.b.get(self.i) == Some(&b',')) {
             return None;
         }
         Some(vec![flat(uri?, mime_type, text, blob)])
@@ -269,10 +265,17 @@ impl Cursor<'_> {
     /// `read_first`: its contents, when `usual` read them (the cursor then stands just
     /// after them), else `None` (the cursor at the start).
     fn members(&mut self, read_first: Option<Vec<ResourceContents>>) -> Option<ReadResourceResult> {
-        let first = read_first.is_some();
+        let mut seen = Seen::default();
+        let more = match read_first {
+            Some(_) => {
+                seen.first_time(0)?;
+                self.next(b'}')?
+            }
+            None => self.open(b'{', b'}')?,
+        };
         let (mut contents, mut ttl_ms, mut cache_scope, mut result_type) =
             (read_first, None, None, None);
-        let member = |c: &mut Self, key| {
+        self.rest_of_object(&RESULT_KEYS, seen, more, |c, key| {
             match key {
                 0 => contents = Some(c.contents()?),
                 1 => ttl_ms = c.optional_number()?,
@@ -280,16 +283,7 @@ impl Cursor<'_> {
                 _ => c.optional_string(&mut result_type)?,
             }
             Some(())
-        };
-        match first {
-            true => {
-                let mut seen = Seen::default();
-                seen.first_time(0)?;
-                let more = self.next(b'}')?;
-                self.rest_of_object(&RESULT_KEYS, seen, more, member)?
-            }
-            false => self.object(&RESULT_KEYS, member)?,
-        }
+        })?;
         self.ws();
         if self.i != self.b.len() {
             return None;
