@@ -358,14 +358,7 @@ pub fn actions(version: ProtocolVersion, caps: &ServerCapabilities) -> Vec<Metho
 /// What a server→client notification presupposes the server declared. Used to record
 /// (at low severity) notifications a server sends without having declared them.
 pub fn notification_requirement(method: &str) -> Option<(Capability, Option<Flag>)> {
-    Some(match method {
-        "notifications/resources/list_changed" => (Capability::Resources, Some(Flag::ListChanged)),
-        "notifications/resources/updated" => (Capability::Resources, Some(Flag::Subscribe)),
-        "notifications/tools/list_changed" => (Capability::Tools, Some(Flag::ListChanged)),
-        "notifications/prompts/list_changed" => (Capability::Prompts, Some(Flag::ListChanged)),
-        "notifications/message" => (Capability::Logging, None),
-        _ => return None,
-    })
+    crate::notification::NotificationMethod::from_name(method)?.requirement()
 }
 
 #[cfg(test)]

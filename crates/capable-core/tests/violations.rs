@@ -215,7 +215,7 @@ fn violation_method_not_found_for_ungated_methods_is_a_plain_error() {
 fn notification(conn: &mut Conn, message: Value) -> (String, Vec<Notice>) {
     let mut out = Vec::new();
     match feed(conn, message, &mut out) {
-        Event::Notification { method, params } => {
+        Event::Notification { method, params, .. } => {
             assert!(out.is_empty(), "a notification is never answered");
             let _ = params.decode_or_default::<Value>().unwrap();
             (method, conn.take_notices())

@@ -256,7 +256,7 @@ fn start<Si: MessageSink, So: MessageSource>(
     ));
     let (ntx, nrx) = mpsc::channel(options.notification_capacity.max(1));
     for (method, params) in early {
-        let early = crate::events::ServerNotification { method, params };
+        let early = crate::events::ServerNotification::from_value(method, params);
         if ntx.try_send(early).is_err() {
             shared.dropped_notification();
         }

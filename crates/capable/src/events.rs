@@ -18,7 +18,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use capable_core::{Notice, Violation};
+use capable_core::{Notice, Notification, Violation};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
@@ -31,13 +31,42 @@ pub const NOTICE_LOG: usize = 256;
 const EVENT_CAPACITY: usize = 256;
 
 /// A notification from the server, as the host receives it from
-/// [`Session::notifications`](crate::Session::notifications).
+/// [`Session::notifications`](crate::Session::notifications): read into the core's
+/// typed [`Notification`] (match on [`kind`](ServerNotification::kind), never on the
+/// method's name), and as it was sent.
+///
+/// ```no_run
+/// # async fn f(session: &capable::Session) {
+/// use capable::core::Notification;
+/// let mut notifications = session.notifications().expect("taken once");
+/// while let Some(n) = notifications.recv().await {
+///     match n.kind {
+///         Notification::ToolsListChanged => println!("the tools changed"),
+///         Notification::Message(log) => println!("[{}] {}", log.level, log.data),
+///         _ => println!("{} {}", n.method, n.params),
+///     }
+/// }
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ServerNotification {
-    /// Its method (`notifications/resources/updated`, …).
+    /// What it says, typed by its method.
+    pub kind: Notification,
+    /// Its method as sent (`notifications/resources/updated`, …).
     pub method: String,
-    /// Its params (`null` when absent).
+    /// Its params as sent (`null` when absent).
     pub params: Value,
+}
+
+impl ServerNotification {
+    /// A notification whose params are already JSON (one the handshake kept).
+    pub(crate) fn from_value(method: String, params: Value) -> ServerNotification {
+        ServerNotification {
+            kind: Notification::from_value(&method, &params),
+            method,
+            params,
+        }
+    }
 }
 
 /// Something that happened on a session.

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use capable::core::model::{Task, Tool};
-use capable::core::Method;
+use capable::core::{Method, Notification};
 use capable::{Error, RequestOptions, Session, TaskWait, ToolCall};
 
 use super::{parse_args, with_session, Context};
@@ -138,7 +138,7 @@ pub async fn call(ctx: &Context, call: Call<'_>, args: &ServerArgs) -> Result<()
         };
         if let Some(rx) = notifications.as_mut() {
             while let Ok(n) = rx.try_recv() {
-                if n.method == "notifications/tools/list_changed" {
+                if n.kind == Notification::ToolsListChanged {
                     cache.forget_tools();
                 }
             }

@@ -3,10 +3,10 @@
 //! (answered here or handed to the host), and notifications (checked against what the
 //! server declared).
 
-use crate::gating;
 use crate::jsonrpc::{self, codes, Incoming, Payload, RequestId, RpcError};
 use crate::method::Method;
 use crate::model::{self, Empty, ProgressParams};
+use crate::notification::{Notification, NotificationMethod};
 use crate::notice::Notice;
 use crate::time::Now;
 use crate::version::Era;
@@ -259,14 +259,26 @@ impl<W> Connection<W> {
     }
 
     fn on_notification(&mut self, method: String, params: Payload, now: Now) -> Event<W> {
-        if method == "notifications/progress" {
-            return self.on_progress(params, now);
-        }
-        if method.ends_with("/list_changed") || method == "notifications/resources/updated" {
+        let notification = match Notification::parse(&method, &params) {
+            Notification::Progress(progress) => return self.on_progress(progress, now),
+            Notification::Malformed {
+                method: NotificationMethod::Progress,
+                ..
+            } => {
+                self.notices.push(Notice::SkippedLine {
+                    reason: "notifications/progress with malformed params".into(),
+                });
+                return Event::Handled;
+            }
+            notification => notification,
+        };
+        if notification.list_changed().is_some()
+            || notification.method() == Some(NotificationMethod::ResourceUpdated)
+        {
             let value = params.decode::<serde_json::Value>().unwrap_or_default();
             self.cache.on_notification(&method, &value);
         }
-        if let Some((capability, flag)) = gating::notification_requirement(&method) {
+        if let Some((capability, flag)) = notification.method().and_then(|m| m.requirement()) {
             let caps = &self.negotiated.capabilities;
             let declared = match flag {
                 Some(flag) => caps.has_flag(capability, flag),
@@ -281,35 +293,29 @@ impl<W> Connection<W> {
                     method: method.clone(),
                     needs,
                 });
-            } else if method == "notifications/resources/updated"
-                && self.negotiated.era() == Era::Legacy
+            } else if let (Notification::ResourceUpdated { uri }, Era::Legacy) =
+                (&notification, self.negotiated.era())
             {
-                let uri = params
-                    .decode::<model::ResourceUpdatedParams>()
-                    .map(|p| p.uri);
-                if let Ok(uri) = uri {
-                    if !self
-                        .subscriptions
-                        .iter()
-                        .any(|s| model::is_same_or_sub_resource(&uri, s))
-                    {
-                        self.notices.push(Notice::UnexpectedUpdate { uri });
-                    }
+                if !self
+                    .subscriptions
+                    .iter()
+                    .any(|s| model::is_same_or_sub_resource(uri, s))
+                {
+                    self.notices
+                        .push(Notice::UnexpectedUpdate { uri: uri.clone() });
                 }
             }
         }
-        Event::Notification { method, params }
+        Event::Notification {
+            notification,
+            method,
+            params,
+        }
     }
 
     /// Progress for a request that asked for it restarts its timeout; any other is
     /// dropped with a notice.
-    fn on_progress(&mut self, params: Payload, now: Now) -> Event<W> {
-        let Ok(progress) = params.decode::<ProgressParams>() else {
-            self.notices.push(Notice::SkippedLine {
-                reason: "notifications/progress with malformed params".into(),
-            });
-            return Event::Handled;
-        };
+    fn on_progress(&mut self, progress: ProgressParams, now: Now) -> Event<W> {
         match progress.progress_token.as_i64() {
             Some(id) if self.pending.get(id).is_some_and(|p| p.progress) => {
                 self.extend_for_progress(id, now.instant);

@@ -38,6 +38,7 @@ use crate::method::Method;
 use crate::model::{CancelledParams, Implementation, ProgressParams};
 use crate::negotiation::{modern_meta, Established, Negotiated};
 use crate::notice::Notice;
+use crate::notification::Notification;
 use crate::version::{Era, ProtocolVersion};
 use crate::violation::Violation;
 
@@ -140,9 +141,11 @@ pub enum Event<W> {
     },
     /// A server notification for the host.
     Notification {
-        /// Its method.
+        /// What it says, typed.
+        notification: Notification,
+        /// Its method, as sent.
         method: String,
-        /// Its params.
+        /// Its params, as sent.
         params: Payload,
     },
     /// A server request the host handles (elicitation, sampling, roots); answer it with

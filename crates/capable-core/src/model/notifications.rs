@@ -4,7 +4,7 @@ use serde_json::Value;
 use crate::jsonrpc::RequestId;
 
 /// `notifications/cancelled` params.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelledParams {
     /// The request being cancelled.
@@ -15,7 +15,7 @@ pub struct CancelledParams {
 }
 
 /// `notifications/progress` params.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProgressParams {
     /// The token given in the request's `_meta.progressToken`.
@@ -31,7 +31,7 @@ pub struct ProgressParams {
 }
 
 /// `notifications/resources/updated` params.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResourceUpdatedParams {
     /// The resource that changed (may be a sub-resource of the one subscribed to).
     pub uri: String,

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use capable_core::NotificationMethod;
 use serde_json::Value;
 
 use crate::tap::{Direction, Tap};
@@ -75,12 +76,12 @@ impl Recorder {
         (request, response)
     }
 
-    /// The first message for `method` received since the mark `since`.
-    pub(super) fn received(&self, method: &str, since: usize) -> Option<Value> {
+    /// The first `notification` received since the mark `since`.
+    pub(super) fn received(&self, notification: NotificationMethod, since: usize) -> Option<Value> {
         let log = self.0.lock().ok()?;
         log.get(since..)?
             .iter()
-            .find(|(d, m)| *d == Direction::Received && m["method"] == method)
+            .find(|(d, m)| *d == Direction::Received && m["method"] == notification.as_str())
             .map(|(_, m)| m.clone())
     }
 }

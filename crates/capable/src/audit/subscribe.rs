@@ -3,7 +3,7 @@
 //! stream with `resourceSubscriptions: [uri]`, which must be acknowledged first
 //! (`notifications/subscriptions/acknowledged`) and is then closed.
 
-use capable_core::{ListenFilter, Method};
+use capable_core::{ListenFilter, Method, NotificationMethod};
 use serde_json::Value;
 
 use super::probe::Auditor;
@@ -13,7 +13,7 @@ use capable_core::time::humanize;
 
 const SUBSCRIBE: &str = "resources.subscribe";
 const LISTEN: &str = "open and close a listen stream";
-const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+const ACKNOWLEDGED: NotificationMethod = NotificationMethod::SubscriptionsAcknowledged;
 
 impl Auditor<'_> {
     /// Subscribes to `uri` and ends the subscription. A broken subscribe leaves

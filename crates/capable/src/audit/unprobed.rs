@@ -2,19 +2,16 @@
 //! only when the list changes, and an audit changes nothing) and capability keys
 //! capable has no probe for. Both are reported, never guessed.
 
-use capable_core::{Capability, Flag};
+use capable_core::{Capability, Flag, NotificationMethod};
 
 use super::probe::Auditor;
 use super::report::Outcome;
 
 /// The declarations checked for their list change notification.
-const LIST_CHANGED: [(Capability, &str); 3] = [
-    (
-        Capability::Resources,
-        "notifications/resources/list_changed",
-    ),
-    (Capability::Tools, "notifications/tools/list_changed"),
-    (Capability::Prompts, "notifications/prompts/list_changed"),
+const LIST_CHANGED: [(Capability, NotificationMethod); 3] = [
+    (Capability::Resources, NotificationMethod::ResourcesListChanged),
+    (Capability::Tools, NotificationMethod::ToolsListChanged),
+    (Capability::Prompts, NotificationMethod::PromptsListChanged),
 ];
 
 impl Auditor<'_> {
@@ -35,14 +32,14 @@ impl Auditor<'_> {
                 Some(_) => self.check(
                     &cap,
                     check,
-                    Some(notification),
+                    Some(notification.as_str()),
                     Outcome::Ok,
                     "sent during the audit",
                 ),
                 None => self.check(
                     &cap,
                     check,
-                    Some(notification),
+                    Some(notification.as_str()),
                     Outcome::Unverifiable,
                     "nothing changed during the audit, so no notification was due",
                 ),

@@ -3,7 +3,7 @@
 //! carries its stream's id as `_meta["io.modelcontextprotocol/subscriptionId"]`. On
 //! stdio a server may also end a stream by cancelling the listen request.
 
-use capable_core::Payload;
+use capable_core::{Notification, Payload, RequestId};
 use serde_json::Value;
 
 use crate::error::Error;
@@ -17,17 +17,15 @@ const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// Delivers a notification that belongs to a listen stream to its listener; returns it
 /// when it belongs to none.
 pub(super) fn route(shared: &Shared, n: ServerNotification) -> Option<ServerNotification> {
-    if n.method == "notifications/cancelled" {
-        let id = n.params.get("requestId").and_then(Value::as_i64)?;
+    if let Notification::Cancelled { request_id, reason } = &n.kind {
+        // Our ids are numbers: a cancel of any other is of nothing of ours.
+        let RequestId::Number(id) = *request_id else {
+            return None;
+        };
         let mut st = shared.lock();
         if st.listeners.remove(&id).is_some() {
             if let Some(w) = st.conn.forget(id) {
-                let reason = n
-                    .params
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned();
+                let reason = reason.clone().unwrap_or_default();
                 let waker = st.finish(w, Err(Error::ListenEnded { reason }));
                 drop(st);
                 super::wake_all([waker]);
@@ -46,15 +44,11 @@ pub(super) fn route(shared: &Shared, n: ServerNotification) -> Option<ServerNoti
     let tx = shared.lock().listeners.get(&id).cloned();
     match tx {
         Some(tx) => {
-            let event = if n.method == "notifications/subscriptions/acknowledged" {
-                ListenEvent::Acknowledged(
-                    n.params
-                        .get("notifications")
-                        .cloned()
-                        .unwrap_or(Value::Null),
-                )
-            } else {
-                ListenEvent::Notification(n)
+            let event = match &n.kind {
+                Notification::SubscriptionsAcknowledged { notifications } => {
+                    ListenEvent::Acknowledged(notifications.clone())
+                }
+                _ => ListenEvent::Notification(n),
             };
             if tx.try_send(event).is_err() {
                 shared.dropped_notification();

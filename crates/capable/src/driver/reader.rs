@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use capable_core::jsonrpc::{split_batch, value_budget, within_value_budget, FramingError};
-use capable_core::{Event, Incoming, Notice, RequestId, ResponseError};
+use capable_core::{Event, Incoming, Notice, Notification, RequestId, ResponseError};
 use tokio::sync::mpsc;
 
 use crate::error::Error;
@@ -267,16 +267,22 @@ fn dispatch(
         Dispatched::Other(event) => *event,
     };
     match event {
-        Event::Notification { method, params } => {
+        Event::Notification {
+            notification: kind,
+            method,
+            params,
+        } => {
             let params = listen::params_of(&params);
-            let notification = ServerNotification { method, params };
+            let notification = ServerNotification {
+                kind,
+                method,
+                params,
+            };
             let Some(notification) = listen::route(shared, notification) else {
                 return;
             };
-            if notification.method == "notifications/resources/updated" {
-                if let Some(uri) = notification.params.get("uri").and_then(|u| u.as_str()) {
-                    shared.events.resource_updated(uri.to_owned());
-                }
+            if let Notification::ResourceUpdated { uri } = &notification.kind {
+                shared.events.resource_updated(uri.clone());
             }
             if notifications.try_send(notification).is_err() {
                 shared.dropped_notification();

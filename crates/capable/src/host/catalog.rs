@@ -18,7 +18,7 @@
 //! undeclared one is a notice and changes nothing.
 
 use capable_core::model::{Prompt, Resource, Tool};
-use capable_core::{Capability, Method};
+use capable_core::{Capability, Method, Notification};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -107,12 +107,12 @@ impl ListKind {
         }
     }
 
-    /// The kind a `notifications/…/list_changed` names.
-    pub fn of_notification(method: &str) -> Option<ListKind> {
-        Some(match method {
-            "notifications/tools/list_changed" => ListKind::Tools,
-            "notifications/resources/list_changed" => ListKind::Resources,
-            "notifications/prompts/list_changed" => ListKind::Prompts,
+    /// The list a `notifications/…/list_changed` names.
+    pub fn of_notification(notification: &Notification) -> Option<ListKind> {
+        Some(match notification {
+            Notification::ToolsListChanged => ListKind::Tools,
+            Notification::ResourcesListChanged => ListKind::Resources,
+            Notification::PromptsListChanged => ListKind::Prompts,
             _ => return None,
         })
     }

@@ -374,7 +374,7 @@ async fn follow(
                 continue;
             }
         };
-        if let Some(list) = ListKind::of_notification(&notification.method) {
+        if let Some(list) = ListKind::of_notification(&notification.kind) {
             // Only a declared `listChanged` is acted on; an undeclared one is the
             // session's notice already.
             if session
