@@ -80,6 +80,7 @@ pub mod text;
 pub mod time;
 pub mod version;
 pub mod violation;
+pub mod watch;
 
 pub use capabilities::{Capability, ClientCapabilities, Declared, Flag, ServerCapabilities};
 pub use config::{ClientConfig, GatePolicy, ProtocolChoice, Timeouts};

@@ -359,7 +359,10 @@ mod tests {
             assert_eq!(NotificationMethod::from_name(method.as_str()), Some(method));
             assert_eq!(method.to_string(), method.as_str());
         }
-        assert_eq!(NotificationMethod::from_name("notifications/initialized"), None);
+        assert_eq!(
+            NotificationMethod::from_name("notifications/initialized"),
+            None
+        );
         assert_eq!(NotificationMethod::from_name(""), None);
     }
 
@@ -397,7 +400,10 @@ mod tests {
         for (name, list) in [
             ("notifications/tools/list_changed", Method::ListTools),
             ("notifications/prompts/list_changed", Method::ListPrompts),
-            ("notifications/resources/list_changed", Method::ListResources),
+            (
+                "notifications/resources/list_changed",
+                Method::ListResources,
+            ),
         ] {
             // With or without params (only `_meta` may be in them).
             assert_eq!(read(name, &Value::Null).list_changed(), Some(list));
@@ -500,6 +506,9 @@ mod tests {
             Some((Capability::Logging, None))
         );
         assert_eq!(NotificationMethod::Cancelled.requirement(), None);
-        assert_eq!(NotificationMethod::SubscriptionsAcknowledged.requirement(), None);
+        assert_eq!(
+            NotificationMethod::SubscriptionsAcknowledged.requirement(),
+            None
+        );
     }
 }

@@ -17,13 +17,8 @@
 //! [`WatchEvent::Mode`]) or ends with [`Error::Violation`]. The refused method is never
 //! sent again in the session.
 
-use std::collections::VecDeque;
-use std::time::Duration;
-
-use capable_core::gating::{self, ListenFilter};
-use capable_core::{Capability, Era, Flag, Method, Revision, Violation};
-use serde::Serialize;
-use tokio::sync::broadcast::error::RecvError;
+use capable_core::watch::{WatchAction, WatchEnd, Watcher};
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::broadcast::Receiver;
 use tokio::time::Instant;
 
@@ -32,91 +27,19 @@ use crate::events::SessionEvent;
 use crate::read::ResourceRead;
 use crate::session::{ListenEvent, Listener, Session};
 
-/// What the caller allows beyond the server's own subscriptions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WatchPolicy {
-    /// Re-read every this long when the server offers no subscription (or breaks the
-    /// one it declared). `None`: never poll.
-    pub poll: Option<Duration>,
-}
+pub use capable_core::watch::{WatchMode, WatchPolicy};
 
-impl WatchPolicy {
-    /// Follow the server's subscriptions only.
-    pub fn subscriptions_only() -> WatchPolicy {
-        WatchPolicy { poll: None }
-    }
-
-    /// Subscriptions when declared, else re-read every `interval`.
-    pub fn poll(interval: Duration) -> WatchPolicy {
-        WatchPolicy {
-            poll: Some(interval),
-        }
-    }
-}
-
-/// How a watch learns about changes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WatchMode {
-    /// Legacy `resources/subscribe` + `notifications/resources/updated`.
-    Subscribe,
-    /// Modern `subscriptions/listen` with `resourceSubscriptions`.
-    Listen,
-    /// Re-reading on the caller's schedule.
-    Poll,
-}
-
-impl WatchMode {
-    /// `subscribe`, `listen` or `poll`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WatchMode::Subscribe => "subscribe",
-            WatchMode::Listen => "listen",
-            WatchMode::Poll => "poll",
-        }
-    }
-}
-
-/// What a watch reports.
-#[derive(Clone, Debug)]
-pub enum WatchEvent {
-    /// The watch (now) works this way.
-    Mode {
-        /// The mode.
-        mode: WatchMode,
-        /// Why, in words (what was declared, or what broke).
-        reason: String,
-        /// Poll mode: the caller's interval.
-        interval: Option<Duration>,
-    },
-    /// A revision of the resource: the first is the current state, later ones differ
-    /// from the one before.
-    Revision(ResourceRead),
-    /// The server declared the subscription capability and refused its method.
-    Violation(Box<Violation>),
-}
-
-enum Phase {
-    Start,
-    Running,
-}
+/// What a watch reports: the core's [`WatchEvent`](capable_core::watch::WatchEvent)
+/// with each revision as a [`ResourceRead`].
+pub type WatchEvent = capable_core::watch::WatchEvent<ResourceRead>;
 
 /// An open watch on one resource. Call [`Watch::next`] for events and
 /// [`Watch::close`] when done (it unsubscribes or closes the listen stream).
 pub struct Watch<'s> {
     session: &'s Session,
-    uri: String,
-    policy: WatchPolicy,
-    mode: WatchMode,
-    phase: Phase,
-    queue: VecDeque<WatchEvent>,
-    failure: Option<Error>,
-    last: Option<Revision>,
+    watcher: Watcher<ResourceRead>,
     events: Receiver<SessionEvent>,
-    subscribed: bool,
     listener: Option<Listener>,
-    next_poll: Option<Instant>,
-    poll_wait: Duration,
 }
 
 impl Session {
@@ -141,100 +64,51 @@ impl Session {
     /// # Ok(()) }
     /// ```
     pub fn watch(&self, uri: &str, policy: WatchPolicy) -> Result<Watch<'_>, Error> {
-        self.check(Method::ReadResource)?;
-        let (version, caps) = (self.protocol_version(), self.capabilities());
-        let declared = caps.has_flag(Capability::Resources, Flag::Subscribe);
-        let (method, refusal) = match self.era() {
-            Era::Legacy => (
-                Method::Subscribe,
-                gating::check(Method::Subscribe, version, caps).err(),
-            ),
-            Era::Modern => (
-                Method::Listen,
-                gating::check_listen(&listen_filter(uri), version, caps).err(),
-            ),
-        };
-        let broken = self.check(method).err();
-        let mode = match (declared, broken, policy.poll) {
-            (true, None, _) if self.era() == Era::Legacy => WatchMode::Subscribe,
-            (true, None, _) => WatchMode::Listen,
-            (_, _, Some(_)) => WatchMode::Poll,
-            (true, Some(broken), None) => return Err(broken),
-            (false, _, None) => {
-                return Err(refusal.map(Error::Refused).unwrap_or(Error::Refused(
-                    capable_core::Refusal::CapabilityNotDeclared {
-                        method,
-                        capability: Capability::Resources,
-                    },
-                )))
-            }
-        };
+        let watcher = Watcher::new(uri, policy, self.negotiated(), |m| self.gate(m))
+            .map_err(Error::Refused)?;
         Ok(Watch {
             session: self,
-            uri: uri.to_owned(),
-            policy,
-            mode,
-            phase: Phase::Start,
-            queue: VecDeque::new(),
-            failure: None,
-            last: None,
+            watcher,
             // Before anything is sent: no update can be missed.
             events: self.events(),
-            subscribed: false,
             listener: None,
-            next_poll: None,
-            poll_wait: policy.poll.unwrap_or(Duration::from_secs(1)),
         })
     }
 }
 
-fn listen_filter(uri: &str) -> ListenFilter {
-    ListenFilter {
-        resource_subscriptions: vec![uri.to_owned()],
-        ..Default::default()
-    }
-}
-
-/// The instant `wait` from now, saturating: no interval, however long, overflows.
-fn after(wait: Duration) -> Instant {
-    Instant::from_std(capable_core::time::deadline(
-        Instant::now().into_std(),
-        wait,
-    ))
-}
-
-/// Whether an update for `uri` concerns the `watched` resource (it may name a
-/// sub-resource of it).
-fn concerns(uri: &str, watched: &str) -> bool {
-    capable_core::model::is_same_or_sub_resource(uri, watched)
+fn now() -> std::time::Instant {
+    Instant::now().into_std()
 }
 
 impl Watch<'_> {
     /// The current mode.
     pub fn mode(&self) -> WatchMode {
-        self.mode
+        self.watcher.mode()
     }
 
     /// The URI watched.
     pub fn uri(&self) -> &str {
-        &self.uri
+        self.watcher.uri()
     }
 
     /// The next event. An `Err` ends the watch (close it still, to unsubscribe).
     pub async fn next(&mut self) -> Result<WatchEvent, Error> {
         loop {
-            if let Some(event) = self.queue.pop_front() {
+            if let Some(action) = self.watcher.poll_action() {
+                self.perform(action).await?;
+                continue;
+            }
+            if let Some(event) = self.watcher.poll_event() {
                 return Ok(event);
             }
-            if let Some(e) = self.failure.take() {
-                return Err(e);
-            }
-            match self.phase {
-                Phase::Start => {
-                    self.phase = Phase::Running;
-                    self.start().await?;
+            match self.watcher.end() {
+                Some(WatchEnd::Violation(v)) => return Err(Error::Violation(v.clone())),
+                Some(WatchEnd::ListenEnded { reason }) => {
+                    return Err(Error::ListenEnded {
+                        reason: reason.clone(),
+                    })
                 }
-                Phase::Running => self.wait().await?,
+                None => self.wait().await?,
             }
         }
     }
@@ -242,250 +116,101 @@ impl Watch<'_> {
     /// Ends the watch: `resources/unsubscribe` (legacy subscription) or
     /// `notifications/cancelled` for the listen stream (modern).
     pub async fn close(mut self) -> Result<(), Error> {
-        if let Some(listener) = self.listener.take() {
-            listener.close();
-        }
-        if self.subscribed {
-            self.subscribed = false;
-            self.session.unsubscribe(&self.uri).await?;
+        self.watcher.close();
+        while let Some(action) = self.watcher.poll_action() {
+            self.perform(action).await?;
         }
         Ok(())
     }
 
-    fn mode_event(&mut self, mode: WatchMode, reason: String) {
-        self.mode = mode;
-        let interval = (mode == WatchMode::Poll).then_some(self.poll_wait);
-        self.queue.push_back(WatchEvent::Mode {
-            mode,
-            reason,
-            interval,
-        });
-    }
-
-    async fn start(&mut self) -> Result<(), Error> {
-        let declared = self
-            .session
-            .capabilities()
-            .declared_value(Capability::Resources)
-            .map(|v| format!("\"resources\": {v}"))
-            .unwrap_or_default();
-        match self.mode {
-            WatchMode::Subscribe => {
-                self.mode_event(
-                    WatchMode::Subscribe,
-                    format!("the server declared {declared}: resources/subscribe"),
-                );
-                match self.session.subscribe(&self.uri).await {
-                    Ok(()) => self.subscribed = true,
-                    Err(Error::Violation(v)) => {
-                        self.broken(v)?;
-                        if self.failure.is_some() {
-                            // No fallback allowed: nothing more is sent.
-                            return Ok(());
-                        }
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            WatchMode::Listen => {
-                self.mode_event(
-                    WatchMode::Listen,
-                    format!(
-                        "the server declared {declared}: subscriptions/listen with resourceSubscriptions"
-                    ),
-                );
-                self.listener = Some(self.session.listen(&listen_filter(&self.uri)).await?);
-            }
-            WatchMode::Poll => {
-                let reason = match self.session.check(match self.session.era() {
-                    Era::Legacy => Method::Subscribe,
-                    Era::Modern => Method::Listen,
-                }) {
-                    Err(Error::Refused(capable_core::Refusal::MarkedBroken { method })) => format!(
-                        "{method} was refused earlier in this session; re-reading as the caller asked"
-                    ),
-                    _ => format!(
-                        "the server declared {declared} (no subscribe); re-reading as the caller asked"
-                    ),
-                };
-                self.mode_event(WatchMode::Poll, reason);
-            }
-        }
-        self.reread().await
-    }
-
-    /// The server broke its declaration: report it, then the explicit fallback or the
-    /// end.
-    fn broken(&mut self, v: Box<Violation>) -> Result<(), Error> {
-        self.queue.push_back(WatchEvent::Violation(v.clone()));
-        self.listener = None;
-        self.subscribed = false;
-        match self.policy.poll {
-            Some(_) => {
-                self.mode_event(
-                    WatchMode::Poll,
-                    format!(
-                        "{} is broken on this server ({} {} declared `{}`); falling back to the caller's re-read policy",
-                        v.method, v.server.name, v.server.version, v.capability
-                    ),
-                );
-                self.next_poll = self.last.is_some().then(|| after(self.poll_wait));
-                Ok(())
-            }
-            None => {
-                self.failure = Some(Error::Violation(v));
-                Ok(())
-            }
-        }
-    }
-
-    /// The stream the server offered ended; poll if allowed.
-    fn stream_ended(&mut self, why: Error) -> Result<(), Error> {
-        self.listener = None;
-        match self.policy.poll {
-            Some(_) => {
-                self.mode_event(
-                    WatchMode::Poll,
-                    format!("{why}; falling back to the caller's re-read policy"),
-                );
-                self.next_poll = Some(after(self.poll_wait));
-                Ok(())
-            }
-            None => Err(why),
-        }
-    }
-
-    async fn reread(&mut self) -> Result<(), Error> {
-        // A watch decides itself when to read again (never sooner than the ttl): each
-        // read goes to the server.
-        let read = self
-            .session
-            .read_resource_with(&self.uri, capable_core::cache::CachePolicy::Refresh)
-            .await?;
-        if self.mode == WatchMode::Poll {
-            // Never sooner than the server says the content stays fresh (a TTL is
-            // capped at a day: a server's `1e30` cannot stall the watch for ever).
-            let ttl = read.ttl().unwrap_or_default();
-            if let Some(ttl_ms) = read.ttl_ms.filter(|_| ttl == capable_core::time::MAX_TTL) {
-                if ttl_ms > capable_core::time::MAX_TTL.as_millis() as f64 {
-                    self.session
-                        .record_notice(capable_core::Notice::TtlCapped { ttl_ms });
-                }
-            }
-            let wait = self.policy.poll.unwrap_or(self.poll_wait).max(ttl);
-            self.poll_wait = wait;
-            self.next_poll = Some(after(wait));
-        }
-        if self.last.as_ref() != Some(read.revision()) {
-            self.last = Some(read.revision().clone());
-            self.queue.push_back(WatchEvent::Revision(read));
-        }
-        Ok(())
-    }
-
-    /// Takes every event already queued: updates are covered by the re-read that
-    /// follows; the session's end is returned.
-    fn drain_events(&mut self) -> Result<(), Error> {
-        use tokio::sync::broadcast::error::TryRecvError;
-        loop {
-            match self.events.try_recv() {
-                Ok(SessionEvent::Closed(e)) => return Err(*e),
-                Ok(_) | Err(TryRecvError::Lagged(_)) => {}
-                Err(TryRecvError::Empty) => return Ok(()),
-                Err(TryRecvError::Closed) => return Err(Error::Closed),
-            }
-        }
-    }
-
-    async fn wait(&mut self) -> Result<(), Error> {
-        match self.mode {
-            WatchMode::Poll => {
-                if let Some(at) = self.next_poll {
-                    // Between reads the session may end (the server crashed): say so
-                    // then, not at the next read an interval later.
-                    let sleep = tokio::time::sleep_until(at);
-                    tokio::pin!(sleep);
-                    loop {
-                        tokio::select! {
-                            () = &mut sleep => break,
-                            event = self.events.recv() => match event {
-                                Ok(SessionEvent::Closed(e)) => return Err(*e),
-                                Err(RecvError::Closed) => return Err(Error::Closed),
-                                Ok(_) | Err(RecvError::Lagged(_)) => {}
-                            },
-                        }
-                    }
-                }
-                self.reread().await
-            }
-            WatchMode::Subscribe => loop {
-                match self.events.recv().await {
-                    Ok(SessionEvent::ResourceUpdated { uri }) if concerns(&uri, &self.uri) => {
-                        // A burst of updates is one re-read: those already queued are
-                        // taken with it (later ones cause the next).
-                        self.drain_events()?;
-                        return self.reread().await;
-                    }
-                    Ok(SessionEvent::Closed(e)) => return Err(*e),
-                    Ok(_) => {}
-                    // Fell behind: an update may be among the lost events.
-                    Err(RecvError::Lagged(_)) => return self.reread().await,
-                    Err(RecvError::Closed) => return Err(Error::Closed),
-                }
+    /// Does what the watcher asked, and tells it how that went.
+    async fn perform(&mut self, action: WatchAction) -> Result<(), Error> {
+        let uri = self.watcher.uri();
+        match action {
+            WatchAction::Subscribe => match self.session.subscribe(uri).await {
+                Ok(()) => self.watcher.handle_subscribed(),
+                Err(Error::Violation(v)) => self.watcher.handle_violation(now(), v),
+                Err(e) => return Err(e),
             },
-            WatchMode::Listen => {
-                let Some(listener) = self.listener.as_mut() else {
-                    return Err(Error::Closed);
-                };
-                match listener.recv().await {
-                    Ok(Some(ListenEvent::Notification(n)))
-                        if n.method == "notifications/resources/updated" =>
-                    {
-                        let uri = n.params.get("uri").and_then(|u| u.as_str()).unwrap_or("");
-                        if concerns(uri, &self.uri) {
-                            return self.reread().await;
-                        }
-                        Ok(())
+            WatchAction::Listen(filter) => {
+                self.listener = Some(self.session.listen(&filter).await?);
+                self.watcher.handle_listening();
+            }
+            WatchAction::StopListening => {
+                if let Some(listener) = self.listener.take() {
+                    listener.close();
+                }
+            }
+            WatchAction::Read => {
+                let read = self
+                    .session
+                    .read_resource_with(uri, capable_core::cache::CachePolicy::Refresh)
+                    .await?;
+                let (revision, ttl_ms) = (read.revision().clone(), read.ttl_ms);
+                self.watcher.handle_read(now(), read, &revision, ttl_ms);
+                for notice in self.watcher.take_notices() {
+                    self.session.record_notice(notice);
+                }
+            }
+            WatchAction::Unsubscribe => self.session.unsubscribe(uri).await?,
+        }
+        Ok(())
+    }
+
+    /// Waits for what the watcher follows: the listen stream, or the session's events
+    /// and the next poll. Between reads the session may end (the server crashed): that
+    /// is said then, not at the next read an interval later.
+    async fn wait(&mut self) -> Result<(), Error> {
+        if let Some(listener) = self.listener.as_mut() {
+            let received = listener.recv().await;
+            let w = &mut self.watcher;
+            match received {
+                Ok(Some(ListenEvent::Notification(n))) => w.handle_notification(&n.kind),
+                Ok(Some(ListenEvent::Acknowledged(honoured))) => {
+                    w.handle_acknowledged(now(), &honoured)
+                }
+                Ok(None) => w.handle_listen_completed(now()),
+                Err(Error::Violation(v)) => w.handle_violation(now(), v),
+                Err(Error::ListenEnded { reason }) => w.handle_listen_ended(now(), reason),
+                Err(e) => return Err(e),
+            }
+            return Ok(());
+        }
+        let timer = self.watcher.poll_timeout();
+        let sleep = async {
+            match timer {
+                Some(at) => tokio::time::sleep_until(Instant::from_std(at)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = sleep => self.watcher.handle_timeout(now()),
+            event = self.events.recv() => {
+                self.session_event(event)?;
+                // A burst of updates is one read: those already queued go with it.
+                loop {
+                    match self.events.try_recv() {
+                        Ok(event) => self.session_event(Ok(event))?,
+                        Err(TryRecvError::Lagged(n)) => self.session_event(Err(RecvError::Lagged(n)))?,
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Closed) => return Err(Error::Closed),
                     }
-                    Ok(Some(ListenEvent::Acknowledged(ack))) => {
-                        let honoured = ack
-                            .get("resourceSubscriptions")
-                            .and_then(|s| s.as_array())
-                            .is_some_and(|s| s.iter().any(|u| u.as_str() == Some(&self.uri)));
-                        if honoured {
-                            Ok(())
-                        } else {
-                            self.stream_ended(Error::ListenEnded {
-                                reason: format!(
-                                    "the server acknowledged the subscription without {} ({ack})",
-                                    self.uri
-                                ),
-                            })
-                        }
-                    }
-                    Ok(Some(_)) => Ok(()),
-                    Ok(None) => self.stream_ended(Error::ListenEnded {
-                        reason: "it completed the listen request".into(),
-                    }),
-                    Err(Error::Violation(v)) => self.broken(v),
-                    Err(e @ Error::ListenEnded { .. }) => self.stream_ended(e),
-                    Err(e) => Err(e),
                 }
             }
         }
+        Ok(())
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::concerns;
-
-    #[test]
-    fn updates_concern_the_uri_and_its_sub_resources() {
-        assert!(concerns("docs://a", "docs://a"));
-        assert!(concerns("docs://a/b", "docs://a"));
-        assert!(concerns("docs://a#x", "docs://a"));
-        assert!(!concerns("docs://ab", "docs://a"));
-        assert!(!concerns("docs://b", "docs://a"));
+    /// One of the session's events, for the watcher; the session's end ends the watch.
+    fn session_event(&mut self, event: Result<SessionEvent, RecvError>) -> Result<(), Error> {
+        match event {
+            Ok(SessionEvent::ResourceUpdated { uri }) => self.watcher.handle_update(&uri),
+            Ok(SessionEvent::Closed(e)) => return Err(*e),
+            Ok(_) => {}
+            // Fell behind: an update may be among the lost events.
+            Err(RecvError::Lagged(_)) => self.watcher.handle_lagged(),
+            Err(RecvError::Closed) => return Err(Error::Closed),
+        }
+        Ok(())
     }
 }

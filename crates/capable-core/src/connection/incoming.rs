@@ -6,8 +6,8 @@
 use crate::jsonrpc::{self, codes, Incoming, Payload, RequestId, RpcError};
 use crate::method::Method;
 use crate::model::{self, Empty, ProgressParams};
-use crate::notification::{Notification, NotificationMethod};
 use crate::notice::Notice;
+use crate::notification::{Notification, NotificationMethod};
 use crate::time::Now;
 use crate::version::Era;
 use crate::violation::Violation;

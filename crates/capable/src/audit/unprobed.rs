@@ -9,7 +9,10 @@ use super::report::Outcome;
 
 /// The declarations checked for their list change notification.
 const LIST_CHANGED: [(Capability, NotificationMethod); 3] = [
-    (Capability::Resources, NotificationMethod::ResourcesListChanged),
+    (
+        Capability::Resources,
+        NotificationMethod::ResourcesListChanged,
+    ),
     (Capability::Tools, NotificationMethod::ToolsListChanged),
     (Capability::Prompts, NotificationMethod::PromptsListChanged),
 ];

@@ -114,11 +114,12 @@ impl Session {
 
     /// Whether `method` may be called now. The same check every request passes.
     pub fn check(&self, method: Method) -> Result<(), Error> {
-        self.shared
-            .lock()
-            .conn
-            .check(method)
-            .map_err(Error::Refused)
+        self.gate(method).map_err(Error::Refused)
+    }
+
+    /// [`Session::check`], as the core words a refusal.
+    pub(crate) fn gate(&self, method: Method) -> Result<(), capable_core::Refusal> {
+        self.shared.lock().conn.check(method)
     }
 
     /// Contract violations recorded in this session.
