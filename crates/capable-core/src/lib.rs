@@ -76,6 +76,7 @@ pub mod restart;
 pub mod revision;
 pub mod secrets;
 pub mod skills;
+pub mod task_wait;
 pub mod text;
 pub mod time;
 pub mod version;

@@ -132,7 +132,7 @@ pub struct CallToolParams<'a> {
 }
 
 /// `tools/call` result.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// Content blocks (text, image, audio, resource links, embedded resources).

@@ -8,19 +8,20 @@
 //! A task is never cancelled with `notifications/cancelled`: only `tasks/cancel`. Every
 //! tasks method passes the gating table like any other (a server that did not
 //! declare tasks, or a modern session that did not declare the extension, is refused
-//! locally). Waiting ([`Session::await_task`]) polls `tasks/get` at the server's
+//! locally). Waiting ([`Session::await_task`], decided by the core's
+//! [`capable_core::task_wait`]) polls `tasks/get` at the server's
 //! `pollIntervalMs` (bounded to 100 ms … 1 min), answers a task's questions
 //! (`input_required`) with the host's handlers through `tasks/update`, and ends with
 //! the tool's result — or the task's failure, cancellation, or the host's deadline
 //! (which cancels it).
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use capable_core::model::{
     CallToolParams, CallToolResult, CreateTaskResult, JsonObject, ListTasksResult, Task,
-    TaskIdParams, TaskStatus, TaskSupport, UpdateTaskParams,
+    TaskIdParams, TaskSupport, UpdateTaskParams,
 };
+use capable_core::task_wait::{TaskOutcome, TaskStep, TaskWaiter};
 use capable_core::{gating, Era, Extension, Method};
 use serde_json::Value;
 
@@ -175,100 +176,60 @@ impl Session {
     /// documentation). A failed task is [`Error::TaskFailed`], a cancelled one
     /// [`Error::TaskCancelled`]; past `wait.deadline` the task is cancelled and the
     /// wait ends with [`Error::TaskTimedOut`].
+    ///
+    /// When to poll, what to answer and when to give up are the core's
+    /// [`TaskWaiter`]'s decisions; this sends its requests and sleeps until its
+    /// [`poll_timeout`](TaskWaiter::poll_timeout).
     pub async fn await_task(
         &self,
         task: Task,
         mut wait: TaskWait,
     ) -> Result<CallToolResult, Error> {
-        let started = tokio::time::Instant::now();
-        let mut task = task;
-        let mut answered: HashSet<String> = HashSet::new();
-        let mut shown: Option<(TaskStatus, Option<String>)> = None;
+        let now = || tokio::time::Instant::now().into_std();
+        let task_id = task.task_id.clone();
+        let mut waiter = TaskWaiter::new(task, self.era(), wait.deadline, now());
         loop {
-            let now_showing = (task.status.clone(), task.status_message.clone());
-            if shown.as_ref() != Some(&now_showing) {
-                if let Some(observe) = wait.on_status.as_mut() {
-                    observe(&task);
-                }
-                shown = Some(now_showing);
-            }
-            match &task.status {
-                TaskStatus::Completed => return self.task_outcome(&task).await,
-                TaskStatus::Failed => {
-                    return Err(Error::TaskFailed {
-                        task_id: task.task_id.clone(),
-                        error: task.error.clone().unwrap_or(Value::Null),
-                        message: task.status_message.clone(),
-                    })
-                }
-                TaskStatus::Cancelled => {
-                    return Err(Error::TaskCancelled {
-                        task_id: task.task_id.clone(),
-                    })
-                }
-                TaskStatus::InputRequired if self.era() == Era::Legacy => {
-                    // 2025-11-25: `tasks/result` carries the server's requests and
-                    // blocks until the task ends.
-                    return self.task_outcome(&task).await;
-                }
-                TaskStatus::InputRequired => {
-                    let fresh: JsonObject = task
-                        .input_requests
-                        .clone()
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter(|(key, _)| !answered.contains(key))
-                        .collect();
-                    if !fresh.is_empty() {
-                        answered.extend(fresh.keys().cloned());
-                        let responses = self.answer_requests(Method::UpdateTask, fresh).await?;
-                        self.update_task(&task.task_id, &responses).await?;
+            let Some(step) = waiter.poll() else {
+                let Some(at) = waiter.poll_timeout() else {
+                    // Nothing to do and nothing to wait for cannot happen: every status
+                    // leads somewhere.
+                    return Err(Error::Closed);
+                };
+                tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+                waiter.handle_timeout(now());
+                continue;
+            };
+            match step {
+                TaskStep::Show => {
+                    if let Some(observe) = wait.on_status.as_mut() {
+                        observe(waiter.task());
                     }
                 }
-                TaskStatus::Working | TaskStatus::Other(_) => {}
-            }
-            let pause = task.poll_interval();
-            if let Some(deadline) = wait.deadline {
-                if started.elapsed() + pause > deadline {
-                    tokio::time::sleep(deadline.saturating_sub(started.elapsed())).await;
-                    // Best effort: the wait is over whatever the server says.
-                    let _ = self.cancel_task(&task.task_id).await;
-                    return Err(Error::TaskTimedOut {
-                        task_id: task.task_id.clone(),
-                        after: deadline,
-                    });
+                TaskStep::Answer(questions) => {
+                    let responses = self.answer_requests(Method::UpdateTask, questions).await?;
+                    self.update_task(&task_id, &responses).await?;
+                    waiter.handle_updated(now());
                 }
+                TaskStep::Get => {
+                    let task = self.get_task(&task_id).await?;
+                    waiter.handle_status(task, now());
+                }
+                TaskStep::Cancel => {
+                    // Best effort: the wait is over whatever the server says.
+                    let _ = self.cancel_task(&task_id).await;
+                    waiter.handle_cancelled();
+                }
+                TaskStep::FetchResult => {
+                    // 2025-11-25: `tasks/result` carries the server's requests and
+                    // blocks until the task ends.
+                    let params = TaskIdParams { task_id: &task_id };
+                    return self
+                        .request(Method::TaskResult, &params, RequestOptions::default())
+                        .await;
+                }
+                TaskStep::Done(outcome) => return outcome_of(outcome),
             }
-            tokio::time::sleep(pause).await;
-            task = self.get_task(&task.task_id).await?;
         }
-    }
-
-    /// The result of a task that ended (or, 2025-11-25, one `tasks/result` waits
-    /// for).
-    async fn task_outcome(&self, task: &Task) -> Result<CallToolResult, Error> {
-        let result: CallToolResult = match (&task.result, self.era()) {
-            (Some(result), _) => {
-                serde_json::from_value(result.clone()).map_err(|e| Error::MalformedResult {
-                    method: Method::GetTask,
-                    detail: format!("the task's result is not a tool result: {e}"),
-                })?
-            }
-            (None, Era::Legacy) => {
-                let params = TaskIdParams {
-                    task_id: &task.task_id,
-                };
-                self.request(Method::TaskResult, &params, RequestOptions::default())
-                    .await?
-            }
-            (None, Era::Modern) => {
-                return Err(Error::MalformedResult {
-                    method: Method::GetTask,
-                    detail: format!("task {} completed without a result", task.task_id),
-                })
-            }
-        };
-        Ok(result)
     }
 
     /// Whether this session may ask for tasks at all (the server declared them and,
@@ -289,4 +250,26 @@ impl Session {
             Era::Legacy => gating::check_task_call(self.protocol_version(), caps).is_ok(),
         }
     }
+}
+
+/// How a wait's end reaches the host.
+fn outcome_of(outcome: TaskOutcome) -> Result<CallToolResult, Error> {
+    Err(match outcome {
+        TaskOutcome::Completed(result) => return Ok(*result),
+        TaskOutcome::Failed {
+            task_id,
+            error,
+            message,
+        } => Error::TaskFailed {
+            task_id,
+            error,
+            message,
+        },
+        TaskOutcome::Cancelled { task_id } => Error::TaskCancelled { task_id },
+        TaskOutcome::TimedOut { task_id, after } => Error::TaskTimedOut { task_id, after },
+        TaskOutcome::Malformed { detail } => Error::MalformedResult {
+            method: Method::GetTask,
+            detail,
+        },
+    })
 }
