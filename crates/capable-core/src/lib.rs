@@ -64,6 +64,7 @@ pub mod connection;
 pub mod extensions;
 pub mod gating;
 pub mod http;
+pub mod input_rounds;
 pub mod jsonrpc;
 pub mod method;
 pub mod model;

@@ -29,7 +29,8 @@
 //! let working: Task = serde_json::from_value(serde_json::json!(
 //!     {"taskId": "t-1", "status": "working", "pollIntervalMs": 500})).unwrap();
 //! let t0 = Instant::now();
-//! let mut w = TaskWaiter::new(working.clone(), Era::Modern, Some(Duration::from_secs(1)), t0);
+//! let deadline = Some(Duration::from_millis(800));
+//! let mut w = TaskWaiter::new(working.clone(), Era::Modern, deadline, t0);
 //! assert_eq!(w.poll(), Some(TaskStep::Show));
 //! assert_eq!(w.poll(), None);
 //! // Polled at its interval…
@@ -38,7 +39,8 @@
 //! assert_eq!(w.poll(), Some(TaskStep::Get));
 //! w.handle_status(working, t0 + Duration::from_millis(500));
 //! // …until the next poll would come after the deadline: cancelled at it.
-//! w.handle_timeout(t0 + Duration::from_secs(1));
+//! assert_eq!(w.poll_timeout(), Some(t0 + Duration::from_millis(800)));
+//! w.handle_timeout(t0 + Duration::from_millis(800));
 //! assert_eq!(w.poll(), Some(TaskStep::Cancel));
 //! ```
 

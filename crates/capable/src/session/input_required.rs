@@ -3,8 +3,13 @@
 //! (`inputRequests`). The host's handlers answer them, and the request is retried with
 //! a new id, the answers (`inputResponses`) and the server's `requestState` echoed
 //! exactly — at most [`MAX_INPUT_ROUNDS`] times.
+//!
+//! What a result means, how the retry is built and when to stop are the core's
+//! [`InputRounds`]; this file asks the handlers and sends the retries.
 
-use capable_core::{Method, Params, Payload};
+use capable_core::input_rounds::{self, InputRounds, Round, RoundError};
+use capable_core::model::JsonObject;
+use capable_core::{Method, Params};
 
 use crate::driver::Answer;
 use crate::error::Error;
@@ -12,68 +17,7 @@ use crate::error::Error;
 use super::exchange::RequestOptions;
 use super::Session;
 
-/// The most `input_required` rounds answered for one request.
-pub const MAX_INPUT_ROUNDS: usize = 8;
-
-enum ResultType {
-    /// Final: `complete` (or absent), or — for a `tools/call` of a client that
-    /// declared the tasks extension — a task that will produce the result.
-    Complete,
-    InputRequired(InputRequired),
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct InputRequired {
-    #[serde(default)]
-    input_requests: serde_json::Map<String, serde_json::Value>,
-    #[serde(default)]
-    request_state: Option<String>,
-}
-
-/// Reads `resultType` (modern era). Absent means `complete`; only `tools/call`,
-/// `prompts/get` and `resources/read` may ask for input; only a `tools/call` of a
-/// client that declared the tasks extension may become a `task`; anything else is
-/// invalid.
-fn result_type(method: Method, payload: &Payload, tasks: bool) -> Result<ResultType, Error> {
-    let result_type = payload.result_type().map_err(|e| Error::MalformedResult {
-        method,
-        detail: e.to_string(),
-    })?;
-    match result_type.as_deref() {
-        None | Some("complete") => Ok(ResultType::Complete),
-        Some("task") if method == Method::CallTool && tasks => Ok(ResultType::Complete),
-        Some("task") => Err(Error::MalformedResult {
-            method,
-            detail: match method {
-                Method::CallTool => "the server answered with a task, but this client did not declare the tasks extension".into(),
-                _ => format!("the server answered {method} with a task; only tools/call may become one"),
-            },
-        }),
-        Some("input_required")
-            if matches!(
-                method,
-                Method::CallTool | Method::GetPrompt | Method::ReadResource
-            ) =>
-        {
-            let input: InputRequired = payload.decode().map_err(|e| Error::MalformedResult {
-                method,
-                detail: format!("input_required result: {e}"),
-            })?;
-            if input.input_requests.is_empty() && input.request_state.is_none() {
-                return Err(Error::MalformedResult {
-                    method,
-                    detail: "input_required without inputRequests or requestState".into(),
-                });
-            }
-            Ok(ResultType::InputRequired(input))
-        }
-        Some(other) => Err(Error::MalformedResult {
-            method,
-            detail: format!("unknown resultType {other:?}"),
-        }),
-    }
-}
+pub use capable_core::input_rounds::MAX_INPUT_ROUNDS;
 
 impl Session {
     /// Follows `input_required` rounds until the answer is complete.
@@ -91,51 +35,29 @@ impl Session {
             .config()
             .capabilities
             .has_extension(capable_core::Extension::Tasks);
-        for round in 0..=MAX_INPUT_ROUNDS {
-            match result_type(method, &answer.payload, tasks)? {
-                ResultType::Complete => return Ok(answer),
-                ResultType::InputRequired(input) => {
-                    if round == MAX_INPUT_ROUNDS {
-                        break;
-                    }
-                    let retry = self.answer_input(method, params, input).await?;
-                    answer = self.exchange(method, &retry, options).await?;
+        let mut rounds = InputRounds::new(method, tasks);
+        loop {
+            let input = match rounds.handle_answer(&answer.payload) {
+                Ok(Round::Complete) => return Ok(answer),
+                Ok(Round::Input(input)) => input,
+                Err(RoundError::TooManyRounds { rounds }) => {
+                    return Err(Error::TooManyInputRounds { method, rounds })
                 }
-            }
+                Err(e) => {
+                    return Err(Error::MalformedResult {
+                        method,
+                        detail: e.to_string(),
+                    })
+                }
+            };
+            let responses = self.answer_questions(method, input.questions()).await?;
+            let params = params.to_value().map_err(|e| Error::MalformedResult {
+                method,
+                detail: e.to_string(),
+            })?;
+            let retry = input.retry(params, responses);
+            answer = self.exchange(method, &retry, options).await?;
         }
-        Err(Error::TooManyInputRounds {
-            method,
-            rounds: MAX_INPUT_ROUNDS,
-        })
-    }
-
-    /// Builds the retry of an `input_required` request: the same params plus
-    /// `inputResponses` and the server's `requestState`, echoed exactly.
-    async fn answer_input<P: Params + ?Sized>(
-        &self,
-        method: Method,
-        params: &P,
-        input: InputRequired,
-    ) -> Result<serde_json::Value, Error> {
-        let responses = self.answer_requests(method, input.input_requests).await?;
-        let mut retry = params.to_value().map_err(|e| Error::MalformedResult {
-            method,
-            detail: e.to_string(),
-        })?;
-        if let Some(obj) = retry.as_object_mut() {
-            obj.remove("inputResponses");
-            obj.remove("requestState");
-            if !responses.is_empty() {
-                obj.insert(
-                    "inputResponses".into(),
-                    serde_json::Value::Object(responses),
-                );
-            }
-            if let Some(state) = input.request_state {
-                obj.insert("requestState".into(), serde_json::Value::String(state));
-            }
-        }
-        Ok(retry)
     }
 
     /// Answers a server's `inputRequests` (of an `input_required` result, or of a
@@ -143,30 +65,30 @@ impl Session {
     pub(super) async fn answer_requests(
         &self,
         method: Method,
-        requests: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
-        let mut responses = serde_json::Map::new();
-        for (key, request) in requests {
-            let name = request
-                .get("method")
-                .and_then(|m| m.as_str())
-                .unwrap_or("")
-                .to_owned();
-            let params = request
-                .get("params")
-                .cloned()
-                .unwrap_or(serde_json::Value::Null);
+        requests: JsonObject,
+    ) -> Result<JsonObject, Error> {
+        self.answer_questions(method, input_rounds::questions(&requests))
+            .await
+    }
+
+    async fn answer_questions(
+        &self,
+        method: Method,
+        questions: Vec<input_rounds::Question>,
+    ) -> Result<JsonObject, Error> {
+        let mut responses = JsonObject::new();
+        for question in questions {
             let answer = self
                 .options
                 .handlers
-                .answer(&name, params)
+                .answer(&question.method, question.params)
                 .await
                 .map_err(|error| Error::InputUnanswered {
                     method,
-                    input: name.clone(),
+                    input: question.method.clone(),
                     error: Box::new(error),
                 })?;
-            responses.insert(key, answer);
+            responses.insert(question.key, answer);
         }
         Ok(responses)
     }
