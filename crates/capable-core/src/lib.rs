@@ -93,7 +93,9 @@ pub use extensions::Extension;
 pub use gating::{ListenFilter, Refusal, Requirement};
 pub use jsonrpc::{Incoming, Params, Payload, RequestId, RpcError};
 pub use method::Method;
-pub use negotiation::{Established, Negotiated, Negotiating, NegotiationError, Step};
+pub use negotiation::{
+    AfterFailure, Established, Negotiated, Negotiating, NegotiationError, RequestFailure, Step,
+};
 pub use notice::Notice;
 pub use notification::{Notification, NotificationMethod};
 pub use revision::Revision;

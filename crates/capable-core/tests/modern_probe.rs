@@ -397,3 +397,84 @@ fn auto_a_late_answer_that_is_not_a_discover_result_changes_nothing() {
     assert!(!n.is_probing());
     assert!(out.is_empty());
 }
+
+// ---------------------------------------------------------------------------------
+// Requests the transport failed without a JSON-RPC answer (an HTTP status).
+// ---------------------------------------------------------------------------------
+
+fn id_of(message: &serde_json::Value) -> capable_core::RequestId {
+    serde_json::from_value(message["id"].clone()).expect("an id")
+}
+
+#[test]
+fn a_probe_the_transport_failed_falls_back_to_initialize() {
+    use capable_core::{AfterFailure, RequestFailure};
+    let (n, first) = start(ProtocolChoice::Auto, MODERN);
+    let mut out = Vec::new();
+    let why = "HTTP 405 from http://127.0.0.1:9/mcp".to_owned();
+    let AfterFailure::Step(step) = n.handle_failure(
+        &id_of(&first),
+        RequestFailure::Transport,
+        why,
+        t0(),
+        &mut out,
+    ) else {
+        panic!("a failed probe is an answer, not the end")
+    };
+    let mut n = waiting(step);
+    let sent = take(LATEST_LEGACY, &mut out);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["method"], "initialize");
+    assert!(n.take_notices().iter().any(
+        |notice| matches!(notice, Notice::LegacyFallback { why } if why.contains("HTTP 405"))
+    ));
+    // A failure of `initialize` itself leaves nothing to try.
+    let AfterFailure::Ends = n.handle_failure(
+        &id_of(&sent[0]),
+        RequestFailure::Transport,
+        "HTTP 500".into(),
+        t0(),
+        &mut out,
+    ) else {
+        panic!("a failed initialize ends the handshake")
+    };
+    assert!(out.is_empty(), "nothing more is sent");
+}
+
+#[test]
+fn a_failed_authorization_ends_the_handshake_even_for_the_probe() {
+    use capable_core::{AfterFailure, RequestFailure};
+    let (n, first) = start(ProtocolChoice::Auto, MODERN);
+    let mut out = Vec::new();
+    let after = n.handle_failure(
+        &id_of(&first),
+        RequestFailure::Authorization,
+        "401".into(),
+        t0(),
+        &mut out,
+    );
+    assert!(matches!(after, AfterFailure::Ends), "{after:?}");
+    assert!(out.is_empty(), "no initialize after a failed authorization");
+}
+
+#[test]
+fn modern_only_a_failed_probe_is_no_fallback() {
+    use capable_core::{AfterFailure, RequestFailure};
+    let (n, first) = start(ProtocolChoice::Modern, MODERN);
+    let mut out = Vec::new();
+    let after = n.handle_failure(
+        &id_of(&first),
+        RequestFailure::Transport,
+        "HTTP 404".into(),
+        t0(),
+        &mut out,
+    );
+    let AfterFailure::Step(step) = after else {
+        panic!("the probe's failure is judged by the handshake")
+    };
+    assert!(matches!(
+        failed(step),
+        NegotiationError::EraUnavailable { .. }
+    ));
+    assert!(out.is_empty());
+}

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use capable_core::{Connection, Incoming, Negotiating, Step};
+use capable_core::{AfterFailure, Connection, Incoming, Negotiating, RequestFailure, Step};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Duration, Instant};
 
@@ -170,13 +170,16 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
             Ok(Ok(None)) => return Err(driver::ended(peer, None).await),
             Ok(Ok(Some(Inbound::Failed { id, error }))) => {
                 // The transport failed a handshake request without a JSON-RPC answer
-                // (an HTTP status): for the probe that is a non-modern answer like any
-                // other; for `initialize` it is the end. A failed authorization says
-                // nothing about the era: it is the end either way.
-                if !negotiating.is_probe(&id) || matches!(error, Error::Auth(_)) {
-                    return Err(error);
+                // (an HTTP status): the core says whether the handshake goes on.
+                let failure = match error {
+                    Error::Auth(_) => RequestFailure::Authorization,
+                    _ => RequestFailure::Transport,
+                };
+                let why = error.to_string();
+                match negotiating.handle_failure(&id, failure, why, now(paused), &mut out) {
+                    AfterFailure::Step(step) => step,
+                    AfterFailure::Ends => return Err(error),
                 }
-                negotiating.handle_probe_failure(error.to_string(), now(paused), &mut out)
             }
             Ok(Ok(Some(Inbound::Notice(notice)))) => {
                 events.notice(notice);

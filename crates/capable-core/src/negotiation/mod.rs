@@ -117,6 +117,30 @@ pub enum Step {
     Failed(NegotiationError),
 }
 
+/// How the transport failed a handshake request it got no JSON-RPC answer to
+/// ([`Negotiating::handle_failure`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RequestFailure {
+    /// Authorization failed, or is needed and impossible here.
+    Authorization,
+    /// Anything else: an HTTP status with no JSON-RPC answer, a stream that broke.
+    Transport,
+}
+
+/// What a handshake request the transport failed leads to
+/// ([`Negotiating::handle_failure`]).
+// As for `Step`: moved by value a few times per connection.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum AfterFailure {
+    /// The handshake goes on (or fails by its own rules): its next step.
+    Step(Step),
+    /// The failure ends the handshake; the transport's own error is the answer.
+    /// Nothing more must be sent.
+    Ends,
+}
+
 impl Negotiating {
     /// Starts negotiating at `now`: writes the first message to `out` — `server/discover`
     /// when the modern era is allowed, else `initialize`; with
@@ -245,6 +269,28 @@ impl Negotiating {
             return Step::Waiting(self);
         }
         self.fall_back(format!("it failed: {why}"), None, now, out)
+    }
+
+    /// The transport failed handshake request `id` at `now` without a JSON-RPC answer
+    /// (`why` in words). A failed probe is a non-modern answer like any other: the
+    /// handshake goes on with `initialize` ([`handle_probe_failure`]). A failed
+    /// authorization says nothing about the era, and a failed `initialize` leaves
+    /// nothing to try: either ends the handshake, with the transport's own error as
+    /// the answer ([`AfterFailure::Ends`]).
+    ///
+    /// [`handle_probe_failure`]: Negotiating::handle_probe_failure
+    pub fn handle_failure(
+        self,
+        id: &RequestId,
+        failure: RequestFailure,
+        why: String,
+        now: Instant,
+        out: &mut Vec<u8>,
+    ) -> AfterFailure {
+        if failure == RequestFailure::Authorization || !self.is_probe(id) {
+            return AfterFailure::Ends;
+        }
+        AfterFailure::Step(self.handle_probe_failure(why, now, out))
     }
 
     /// Warnings gathered so far (drained).
