@@ -316,7 +316,9 @@ mod tests {
     #[test]
     fn a_notice_serializes_with_its_severity_first() {
         let notice = AuditNotice::UndeclaredNotification {
-            notification: "notifications/tools/list_changed".into(),
+            notification: capable_core::NotificationMethod::ToolsListChanged
+                .as_str()
+                .into(),
             needs: "tools.listChanged".into(),
         };
         let text = serde_json::to_string(&notice).unwrap_or_default();
