@@ -22,7 +22,7 @@ use capable::core::model::Tool;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::ServerTarget;
+use capable::config::ServerTarget;
 
 /// How a command uses the cache (from `--no-cache` and `--refresh`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@
 use capable::core::{Flag, NegotiationError, Refusal};
 use capable::Error;
 
-use crate::config::ConfigError;
+use capable::config::ConfigError;
 
 /// A failure of a command.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,6 @@ mod output;
 mod secrets;
 mod signals;
 
-use capable::config;
 use clap::Parser;
 
 use commands::Context;

@@ -11,7 +11,7 @@ use std::sync::{LazyLock, RwLock};
 
 use capable::core::secrets::Secrets;
 
-use crate::config::ServerTarget;
+use capable::config::ServerTarget;
 
 static KEPT: LazyLock<RwLock<Secrets>> = LazyLock::new(Default::default);
 

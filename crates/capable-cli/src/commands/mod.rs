@@ -28,7 +28,7 @@ use capable::auth::{
 use capable::{ClientOptions, GatePolicy, HttpConfig, ServerCommand, Session, Tap};
 use serde_json::Value;
 
-use crate::config::{self, OAuthEntry, ServerTarget};
+use capable::config::{self, OAuthEntry, ServerTarget};
 use crate::exit::CliError;
 use crate::flags::{Global, LoginFlag, ServerArgs};
 
