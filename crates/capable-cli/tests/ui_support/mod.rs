@@ -99,6 +99,8 @@ impl Ui {
 
     /// Stops the inspector as Ctrl-C does, and waits for it: its exit status.
     pub fn interrupt(mut self) -> Option<i32> {
+        // SAFETY: kill(2) takes plain integers and touches no memory of ours; the PID
+        // is our child's, not reaped yet (this consumes the handle that would).
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGINT);
         }
@@ -189,6 +191,8 @@ impl Drop for Ui {
             return;
         }
         // By PID: SIGINT, the inspector's own clean stop (its servers with it).
+        // SAFETY: kill(2) takes plain integers and touches no memory of ours; the child
+        // was not reaped (checked above), so its PID is still its own.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGINT);
         }
