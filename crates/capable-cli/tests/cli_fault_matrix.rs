@@ -6,8 +6,7 @@
 //! also counts descriptors and tasks.)
 
 mod common;
-#[path = "../../capable/tests/http_peer/mod.rs"]
-mod http_peer;
+use capable_test_support::http_peer;
 
 use std::time::{Duration, Instant};
 

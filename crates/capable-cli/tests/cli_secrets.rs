@@ -7,8 +7,7 @@
 //! are included: what capable prints of them is scrubbed too.
 
 mod common;
-#[path = "../../capable/tests/http_peer/mod.rs"]
-mod http_peer;
+use capable_test_support::http_peer;
 
 use std::time::Duration;
 

@@ -6,7 +6,11 @@
 //! the repository root, so the tests depend on nothing outside the checkout.
 //!
 //! This crate depends on `capable-core` only (never on `capable`), so the core's own
-//! tests can use it.
+//! tests can use it. With the `http-peer` feature it also has [`http_peer`], a scripted
+//! HTTP server on tokio that the tests of `capable` and the CLI share.
+
+#[cfg(feature = "http-peer")]
+pub mod http_peer;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -437,9 +441,10 @@ pub fn feed<W>(conn: &mut Connection<W>, message: Value, out: &mut Vec<u8>) -> E
 /// executable: a test runs from `<target>/<profile>/deps/`, the binary is
 /// `<target>/<profile>/capable-fixture`.
 ///
-/// No test builds anything: `cargo test --workspace` builds the binary (it is a target
-/// of the workspace, tested by its own crate). When it is missing — `cargo test -p
-/// capable` alone does not build it — the test fails, saying how to build it.
+/// No test builds anything: a plain `cargo test` (the fixture is a default member of
+/// the workspace) and `cargo test --workspace` build the binary. When it is missing —
+/// `cargo test -p capable` alone does not build it — the test fails, saying how to
+/// build it.
 pub fn fixture_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -460,7 +465,7 @@ pub fn fixture_bin() -> &'static Path {
             panic!(
                 "the fixture server binary {} is missing; build it with \
                  `cargo build -p capable-fixture{flag}` (the same profile and target as the \
-                 tests), or run `cargo test --workspace`, which builds it",
+                 tests), or run `cargo test` from the workspace root, which builds it",
                 bin.display()
             );
         }

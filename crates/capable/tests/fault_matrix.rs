@@ -11,7 +11,7 @@
 //! tasks are not counted as the client's.
 
 mod common;
-mod http_peer;
+use capable_test_support::http_peer;
 
 use std::time::{Duration, Instant};
 

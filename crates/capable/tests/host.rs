@@ -9,7 +9,7 @@
 //! result.
 
 mod common;
-mod http_peer;
+use capable_test_support::http_peer;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! reconnects, DELETE on close, the modern headers, era detection over HTTP,
 //! redirects, and the 2024-11-05 HTTP+SSE fallback.
 
-mod http_peer;
+use capable_test_support::http_peer;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! handshake's probe timeout (the clock stops while authorizing), and no secret in any
 //! error, debug output or tapped message.
 
-mod http_peer;
+use capable_test_support::http_peer;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

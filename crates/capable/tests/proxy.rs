@@ -3,7 +3,7 @@
 //! straight to its server. The rules are read once per process, so this file is a
 //! test binary of its own, with one test that sets them before any client exists.
 
-mod http_peer;
+use capable_test_support::http_peer;
 
 use std::time::Duration;
 

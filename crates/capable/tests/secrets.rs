@@ -3,7 +3,7 @@
 //! host's errors with `***` in its place.
 
 mod common;
-mod http_peer;
+use capable_test_support::http_peer;
 
 use std::time::Duration;
 

@@ -3,8 +3,6 @@
 //! empty status), and every request is recorded with its headers for assertions.
 //! Binds 127.0.0.1 only.
 
-#![allow(dead_code)]
-
 pub mod faults;
 
 use std::collections::HashMap;
