@@ -77,6 +77,7 @@ pub mod restart;
 pub mod revision;
 pub mod secrets;
 pub mod skills;
+pub mod task_call;
 pub mod task_wait;
 pub mod text;
 pub mod time;

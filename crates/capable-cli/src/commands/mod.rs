@@ -28,9 +28,9 @@ use capable::auth::{
 use capable::{ClientOptions, GatePolicy, HttpConfig, ServerCommand, Session, Tap};
 use serde_json::Value;
 
-use capable::config::{self, OAuthEntry, ServerTarget};
 use crate::exit::CliError;
 use crate::flags::{Global, LoginFlag, ServerArgs};
+use capable::config::{self, OAuthEntry, ServerTarget};
 
 /// What every server command needs: the global flags, and the signals that stop it.
 pub struct Context {

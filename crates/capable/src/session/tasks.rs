@@ -8,8 +8,9 @@
 //! A task is never cancelled with `notifications/cancelled`: only `tasks/cancel`. Every
 //! tasks method passes the gating table like any other (a server that did not
 //! declare tasks, or a modern session that did not declare the extension, is refused
-//! locally). Waiting ([`Session::await_task`], decided by the core's
-//! [`capable_core::task_wait`]) polls `tasks/get` at the server's
+//! locally). Whether a call runs as a task is the core's [`capable_core::task_call`];
+//! waiting ([`Session::await_task`], decided by the core's [`capable_core::task_wait`])
+//! polls `tasks/get` at the server's
 //! `pollIntervalMs` (bounded to 100 ms … 1 min), answers a task's questions
 //! (`input_required`) with the host's handlers through `tasks/update`, and ends with
 //! the tool's result — or the task's failure, cancellation, or the host's deadline
@@ -18,16 +19,16 @@
 use std::time::Duration;
 
 use capable_core::model::{
-    CallToolParams, CallToolResult, CreateTaskResult, JsonObject, ListTasksResult, Task,
-    TaskIdParams, TaskSupport, UpdateTaskParams,
+    CallToolParams, CallToolResult, JsonObject, ListTasksResult, Task, TaskIdParams,
+    UpdateTaskParams,
 };
 use capable_core::task_wait::{TaskOutcome, TaskStep, TaskWaiter};
-use capable_core::{gating, Era, Extension, Method};
+use capable_core::Method;
 use serde_json::Value;
 
 use crate::error::Error;
 
-use super::exchange::{decode, RequestOptions};
+use super::exchange::RequestOptions;
 use super::Session;
 
 /// What a `tools/call` started: the result itself, or a task that will produce it.
@@ -80,10 +81,12 @@ impl Session {
         options: RequestOptions,
         ask: bool,
     ) -> Result<ToolCall, Error> {
-        let task = match self.era() {
-            Era::Modern => None,
-            Era::Legacy => self.legacy_task_param(name, ask),
-        };
+        let task = capable_core::task_call::asks_for_task(
+            self.tool_task_support(name),
+            ask,
+            self.negotiated(),
+        )
+        .then(|| serde_json::json!({}));
         let params = CallToolParams {
             name,
             arguments,
@@ -92,49 +95,17 @@ impl Session {
         let payload = self
             .request_payload(Method::CallTool, &params, options)
             .await?;
-        let started = payload.mentions("\"task")
-            && (payload.mentions("\"resultType\"") || payload.mentions("\"task\""));
-        if started {
-            #[derive(serde::Deserialize)]
-            struct Probe {
-                #[serde(default, rename = "resultType")]
-                result_type: Option<String>,
-                #[serde(default)]
-                task: Option<Value>,
-            }
-            let probe: Probe = decode(Method::CallTool, &payload)?;
-            if probe.result_type.as_deref() == Some("task") || probe.task.is_some() {
-                let created: CreateTaskResult = decode(Method::CallTool, &payload)?;
-                let task = created.task().ok_or_else(|| Error::MalformedResult {
-                    method: Method::CallTool,
-                    detail: "a task result without a task".into(),
-                })?;
-                return Ok(ToolCall::Task(Box::new(task)));
-            }
+        let malformed = |detail| Error::MalformedResult {
+            method: Method::CallTool,
+            detail,
+        };
+        if let Some(task) = capable_core::task_call::started_task(&payload).map_err(malformed)? {
+            return Ok(ToolCall::Task(Box::new(task)));
         }
         let result =
-            CallToolResult::from_payload(&payload).map_err(|e| Error::MalformedResult {
-                method: Method::CallTool,
-                detail: e.to_string(),
-            })?;
+            CallToolResult::from_payload(&payload).map_err(|e| malformed(e.to_string()))?;
         self.check_output(name, &result);
         Ok(ToolCall::Complete(result))
-    }
-
-    /// The `task` param of a 2025-11-25 call, when it runs as one.
-    /// The tool's own support is looked at first: most tools run no task, and their
-    /// calls skip the gate check of task calls.
-    fn legacy_task_param(&self, tool: &str, ask: bool) -> Option<Value> {
-        let wanted = match self.tool_task_support(tool) {
-            Some(TaskSupport::Required) => true,
-            Some(TaskSupport::Optional) => ask,
-            Some(TaskSupport::Forbidden) | None => false,
-        };
-        if !wanted {
-            return None;
-        }
-        gating::check_task_call(self.protocol_version(), self.capabilities()).ok()?;
-        Some(serde_json::json!({}))
     }
 
     /// `tasks/get`: where a task is now.
@@ -235,20 +206,8 @@ impl Session {
     /// Whether this session may ask for tasks at all (the server declared them and,
     /// modern, the client did too).
     pub fn supports_tasks(&self) -> bool {
-        let caps = self.capabilities();
-        match self.era() {
-            Era::Modern => {
-                caps.has_extension(Extension::Tasks)
-                    && self
-                        .shared
-                        .lock()
-                        .conn
-                        .config()
-                        .capabilities
-                        .has_extension(Extension::Tasks)
-            }
-            Era::Legacy => gating::check_task_call(self.protocol_version(), caps).is_ok(),
-        }
+        let st = self.shared.lock();
+        capable_core::task_call::supports_tasks(self.negotiated(), &st.conn.config().capabilities)
     }
 }
 
