@@ -6,7 +6,7 @@
 //! the repository root, so the tests depend on nothing outside the checkout.
 //!
 //! This crate depends on `capable-core` only (never on `capable`), so the core's own
-//! tests can use it. With the `http-peer` feature it also has [`http_peer`], a scripted
+//! tests can use it. With the `http-peer` feature it also has `http_peer`, a scripted
 //! HTTP server on tokio that the tests of `capable` and the CLI share.
 
 #[cfg(feature = "http-peer")]
