@@ -496,6 +496,17 @@ mod tests {
     }
 
     #[test]
+    fn updates_concern_the_uri_and_its_sub_resources() {
+        let updated = |uri: &str| Notification::ResourceUpdated { uri: uri.into() };
+        assert!(updated("docs://a").concerns("docs://a"));
+        assert!(updated("docs://a/b").concerns("docs://a"));
+        assert!(updated("docs://a#x").concerns("docs://a"));
+        assert!(!updated("docs://ab").concerns("docs://a"));
+        assert!(!updated("docs://b").concerns("docs://a"));
+        assert!(!Notification::ToolsListChanged.concerns("docs://a"));
+    }
+
+    #[test]
     fn requirements_are_those_of_the_gating_table() {
         assert_eq!(
             NotificationMethod::ResourceUpdated.requirement(),
