@@ -8,6 +8,7 @@ use crate::jsonrpc::{self, codes, Incoming, Payload, RequestId, RpcError};
 use crate::method::Method;
 use crate::model::{self, Empty, ProgressParams};
 use crate::notice::Notice;
+use crate::outbox::Outbox;
 use crate::time::Now;
 use crate::version::Era;
 use crate::violation::Violation;
@@ -18,7 +19,7 @@ impl<W> Connection<W> {
     /// Handles one message from the server, arrived at `now` (`now.wall` stamps any
     /// violation it reveals). After [`Connection::close`] every message is
     /// [`Event::Handled`] and nothing is written.
-    pub fn handle(&mut self, msg: Incoming, now: Now, out: &mut Vec<u8>) -> Event<W> {
+    pub fn handle(&mut self, msg: Incoming, now: Now, out: &mut Outbox) -> Event<W> {
         if self.closed {
             return Event::Handled;
         }
@@ -221,12 +222,12 @@ impl<W> Connection<W> {
         id: RequestId,
         method: String,
         params: Payload,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Event<W> {
         let caps = &self.config.capabilities;
         let handled = match method.as_str() {
             "ping" if self.negotiated.era() == Era::Legacy => {
-                jsonrpc::write_result(out, &id, &Empty {});
+                out.write_result(&id, &Empty {});
                 return Event::Handled;
             }
             "roots/list" => caps.roots,
@@ -252,7 +253,7 @@ impl<W> Connection<W> {
             message: format!("capable does not handle {method}"),
             data: None,
         };
-        jsonrpc::write_error(out, &id, &error);
+        out.write_error(&id, &error);
         self.notices
             .push(Notice::UnsupportedServerRequest { method });
         Event::Handled

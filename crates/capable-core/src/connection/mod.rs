@@ -33,11 +33,12 @@ use serde_json::Value;
 use crate::capabilities::ServerCapabilities;
 use crate::config::{ClientConfig, GatePolicy};
 use crate::gating::{self, Refusal};
-use crate::jsonrpc::{self, Payload, RequestId, RpcError};
+use crate::jsonrpc::{Payload, RequestId, RpcError};
 use crate::method::Method;
-use crate::model::{CancelledParams, Implementation, ProgressParams};
+use crate::model::{Implementation, ProgressParams};
 use crate::negotiation::{modern_meta, Established, Negotiated};
 use crate::notice::Notice;
+use crate::outbox::Outbox;
 use crate::version::{Era, ProtocolVersion};
 use crate::violation::Violation;
 
@@ -409,19 +410,15 @@ impl<W> Connection<W> {
 
     /// Gives up on a request: forgets it and writes `notifications/cancelled` for it.
     /// Returns its waiter if it was still in flight.
-    pub fn cancel(&mut self, id: i64, reason: &str, out: &mut Vec<u8>) -> Option<W> {
+    pub fn cancel(&mut self, id: i64, reason: &str, out: &mut Outbox) -> Option<W> {
         let p = self.pending.remove(id)?;
         self.spares.recycle(p.request);
         self.write_cancelled(id, reason, out);
         Some(p.waiter)
     }
 
-    fn write_cancelled(&self, id: i64, reason: &str, out: &mut Vec<u8>) {
-        let params = CancelledParams {
-            request_id: RequestId::Number(id),
-            reason: Some(reason.to_owned()),
-        };
-        jsonrpc::write_notification(out, "notifications/cancelled", Some(&params));
+    fn write_cancelled(&self, id: i64, reason: &str, out: &mut Outbox) {
+        out.write_cancelled(&RequestId::Number(id), reason);
     }
 
     /// Forgets a request without telling the server (its answer will not come: the
@@ -447,21 +444,16 @@ impl<W> Connection<W> {
     }
 
     /// Answers a server request the host handled.
-    pub fn respond<R: Serialize + ?Sized>(
-        &mut self,
-        id: &RequestId,
-        result: &R,
-        out: &mut Vec<u8>,
-    ) {
+    pub fn respond<R: Serialize + ?Sized>(&mut self, id: &RequestId, result: &R, out: &mut Outbox) {
         if !self.closed {
-            jsonrpc::write_result(out, id, result);
+            out.write_result(id, result);
         }
     }
 
     /// Answers a server request with an error.
-    pub fn respond_error(&mut self, id: &RequestId, error: &RpcError, out: &mut Vec<u8>) {
+    pub fn respond_error(&mut self, id: &RequestId, error: &RpcError, out: &mut Outbox) {
         if !self.closed {
-            jsonrpc::write_error(out, id, error);
+            out.write_error(id, error);
         }
     }
 }

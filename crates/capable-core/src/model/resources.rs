@@ -110,6 +110,14 @@ impl Params for UriParams<'_> {
         Ok(serde_json::json!({ "uri": self.uri }))
     }
 
+    /// The URI, without making a value of the params.
+    fn target(&self, _: crate::Method) -> crate::outbox::Target {
+        crate::outbox::Target {
+            name: Some(self.uri.into()),
+            arguments: None,
+        }
+    }
+
     /// The one member, written as above: already canonical.
     fn cache_key(&self) -> Option<String> {
         let mut out = Vec::with_capacity(self.uri.len() + 10);

@@ -10,13 +10,13 @@ use crate::error::Error;
 use crate::events::ServerNotification;
 use crate::session::ListenEvent;
 
-use super::Shared;
+use super::Driver;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// Delivers a notification that belongs to a listen stream to its listener; returns it
 /// when it belongs to none.
-pub(super) fn route(shared: &Shared, n: ServerNotification) -> Option<ServerNotification> {
+pub(super) fn route(shared: &Driver, n: ServerNotification) -> Option<ServerNotification> {
     if n.method == "notifications/cancelled" {
         let id = n.params.get("requestId").and_then(Value::as_i64)?;
         let mut st = shared.lock();

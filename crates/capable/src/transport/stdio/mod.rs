@@ -26,13 +26,15 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
+use capable_core::Outbox;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 
 pub use lines::LineSource;
 use process::{read_stderr, StderrTail, StdioPeer};
 
-use super::{DirectWriter, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
+use super::shortcut::{Bypass, Sealed};
+use super::{Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
 
 /// The variables a server inherits from capable's environment by default: what a
 /// program needs to find itself and its user's files, and nothing that is likely a
@@ -334,16 +336,16 @@ pub struct StdioSink {
 }
 
 impl MessageSink for StdioSink {
-    async fn send(&mut self, batch: &[u8]) -> Result<(), TransportError> {
+    async fn send(&mut self, batch: &Outbox) -> Result<(), TransportError> {
         let io = |e| TransportError::io("writing to the server's stdin", e);
-        self.stdin.write_all(batch).await.map_err(io)?;
+        self.stdin.write_all(batch.bytes()).await.map_err(io)?;
         self.stdin.flush().await.map_err(io)
     }
 
     /// A duplicate of the stdin pipe's descriptor. tokio made the pipe non-blocking
     /// (a flag of the pipe, shared by the duplicate), and a pipe takes a write of up
     /// to `PIPE_BUF` bytes whole or not at all.
-    fn direct(&self) -> Option<DirectWriter> {
+    fn bypass(&self, _: Sealed) -> Option<Box<dyn Bypass>> {
         use std::os::fd::AsFd;
         let fd = self.stdin.as_fd().try_clone_to_owned().ok()?;
         Some(Box::new(std::fs::File::from(fd)))
