@@ -88,7 +88,7 @@ pub mod violation;
 pub use capabilities::{Capability, ClientCapabilities, Declared, Flag, ServerCapabilities};
 pub use config::{ClientConfig, GatePolicy, ProtocolChoice, Timeouts};
 pub use connection::{
-    Answered, Connection, Event, NotSent, ResponseError, TimedOut, Timeout, Timing,
+    Answered, Connection, Event, Listened, NotSent, ResponseError, TimedOut, Timeout, Timing,
 };
 pub use extensions::Extension;
 pub use gating::{ListenFilter, Refusal, Requirement};

@@ -4,7 +4,9 @@
 //! server declared).
 
 use crate::gating;
-use crate::jsonrpc::{self, codes, Incoming, Payload, RequestId, RpcError};
+use bytes::Bytes;
+
+use crate::jsonrpc::{self, codes, FramingError, Incoming, Payload, RequestId, RpcError};
 use crate::method::Method;
 use crate::model::{self, Empty, ProgressParams};
 use crate::notice::Notice;
@@ -159,10 +161,36 @@ impl<W> Connection<W> {
         }
     }
 
-    /// Whether the negotiated version lets the server send JSON-RPC batches (the
-    /// shell then splits them with [`jsonrpc::split_batch`] and hands each message in).
+    /// Whether the negotiated version lets the server send JSON-RPC batches.
     pub fn accepts_batches(&self) -> bool {
         self.negotiated.version.has_batches()
+    }
+
+    /// The messages of `line`, a JSON-RPC batch (what [`Incoming::parse_whole`] calls
+    /// [`FramingError::Batch`]), each with how it reads, to be handed in one by one
+    /// ([`Connection::handle`], [`Connection::handle_unreadable`]): parsed when the
+    /// negotiated version lets a server send batches (2025-03-26), else refused as a
+    /// batch, so that each answer in it fails the request it names instead of being
+    /// taken. A batch that is no array of messages is skipped with a notice: nothing
+    /// comes back.
+    pub fn unbatch(&mut self, line: &Bytes) -> Vec<(Bytes, Result<Incoming, FramingError>)> {
+        let Some(messages) = jsonrpc::split_batch(line) else {
+            self.notices.push(Notice::SkippedLine {
+                reason: "a JSON-RPC batch that is not an array of messages".into(),
+            });
+            return Vec::new();
+        };
+        let accepted = self.accepts_batches();
+        messages
+            .into_iter()
+            .map(|message| {
+                let parsed = match accepted {
+                    true => Incoming::parse(message.clone()),
+                    false => Err(FramingError::Batch),
+                };
+                (message, parsed)
+            })
+            .collect()
     }
 
     /// The request `id` answers, taken out of those in flight; an answer to none is
@@ -299,7 +327,10 @@ impl<W> Connection<W> {
                 }
             }
         }
-        Event::Notification { method, params }
+        match self.route_listen(method, params) {
+            Ok(event) => event,
+            Err((method, params)) => Event::Notification { method, params },
+        }
     }
 
     /// Progress for a request that asked for it restarts its timeout; any other is

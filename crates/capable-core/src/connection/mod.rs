@@ -15,12 +15,14 @@
 //! | `outgoing.rs` | requests: the gate, the id, the line, the `_meta` envelope |
 //! | `incoming.rs` | answers, server requests and notifications |
 //! | `deadlines.rs` | request timeouts and their extension by progress |
+//! | `listen.rs` | the notifications of `subscriptions/listen` streams, and their end |
 //! | `in_flight.rs` | the requests in flight, by id |
 //! | `sent.rs` | the copy of each request as sent, in reused buffers |
 
 mod deadlines;
 mod in_flight;
 mod incoming;
+mod listen;
 mod outgoing;
 mod sent;
 
@@ -43,6 +45,7 @@ use crate::version::{Era, ProtocolVersion};
 use crate::violation::Violation;
 
 pub use deadlines::{TimedOut, Timeout, Timing};
+pub use listen::{Listened, SUBSCRIPTION_ID};
 
 /// Hashes a request id by one multiplication (for maps keyed by our own request ids).
 ///
@@ -145,6 +148,24 @@ pub enum Event<W> {
         method: String,
         /// Its params.
         params: Payload,
+    },
+    /// An item of the `subscriptions/listen` stream of request `id` (see `listen.rs`),
+    /// for that stream's listener.
+    Listen {
+        /// The listen request's id (the item's `subscriptionId`).
+        id: i64,
+        /// What arrived.
+        item: Listened,
+    },
+    /// The server ended the listen stream of request `id` (`notifications/cancelled`
+    /// for it): the request is over, with its waiter.
+    ListenEnded {
+        /// The listen request's id.
+        id: i64,
+        /// The waiter given to [`Connection::listen`].
+        waiter: W,
+        /// The server's reason (empty when it gave none).
+        reason: String,
     },
     /// A server request the host handles (elicitation, sampling, roots); answer it with
     /// [`Connection::respond`] or [`Connection::respond_error`].

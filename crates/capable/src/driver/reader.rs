@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use capable_core::jsonrpc::{split_batch, value_budget, within_value_budget, FramingError};
+use capable_core::jsonrpc::{value_budget, within_value_budget, FramingError};
 use capable_core::{Event, Incoming, Notice, RequestId, ResponseError};
 use tokio::sync::mpsc;
 
@@ -178,23 +178,17 @@ fn on_line(
     };
     let parsed = Incoming::parse_whole(line.clone());
     if let Err(FramingError::Batch) = &parsed {
-        let accepted = shared.lock().conn.accepts_batches();
-        match split_batch(&line) {
-            Some(messages) => {
-                for message in messages {
-                    let parsed = match accepted {
-                        true => Incoming::parse(message.clone()),
-                        false => Err(FramingError::Batch),
-                    };
-                    dispatch(shared, message, parsed, notifications, requests);
-                }
-            }
-            None => log_notices(
-                shared,
-                vec![Notice::SkippedLine {
-                    reason: "a JSON-RPC batch that is not an array of messages".into(),
-                }],
-            ),
+        // How each message of the batch reads is the connection's to say.
+        let (messages, notices) = {
+            let mut st = shared.lock();
+            let messages = st.conn.unbatch(&line);
+            (messages, st.conn.take_notices())
+        };
+        if !notices.is_empty() {
+            log_notices(shared, notices);
+        }
+        for (message, parsed) in messages {
+            dispatch(shared, message, parsed, notifications, requests);
         }
         return;
     }
@@ -251,6 +245,11 @@ fn dispatch(
                 }
                 (Dispatched::Answered(None), None)
             }
+            Event::ListenEnded { id, waiter, reason } => {
+                st.listeners.remove(&id);
+                let ended = Err(Error::ListenEnded { reason });
+                (Dispatched::Answered(None), st.finish(waiter, ended))
+            }
             Event::Handled => (Dispatched::Answered(None), None),
             other => (Dispatched::Other(Box::new(other)), None),
         };
@@ -268,12 +267,10 @@ fn dispatch(
         Dispatched::Other(event) => *event,
     };
     match event {
+        Event::Listen { id, item } => listen::deliver(shared, id, item),
         Event::Notification { method, params } => {
             let params = listen::params_of(&params);
             let notification = ServerNotification { method, params };
-            let Some(notification) = listen::route(shared, notification) else {
-                return;
-            };
             if notification.method == "notifications/resources/updated" {
                 if let Some(uri) = notification.params.get("uri").and_then(|u| u.as_str()) {
                     shared.events.resource_updated(uri.to_owned());
