@@ -68,11 +68,10 @@ pub mod connection;
 pub mod extensions;
 pub mod gating;
 pub mod http;
+mod json;
 pub mod jsonrpc;
 pub mod method;
 pub mod model;
-#[cfg(test)]
-mod mutate;
 pub mod negotiation;
 pub mod notice;
 pub mod outbox;
