@@ -45,6 +45,7 @@ pub async fn connect_stdio(
     let limits = StdioLimits {
         max_message_size: options.max_message_size,
         shutdown_grace: options.shutdown_grace,
+        burst_pauses: options.burst_pauses,
     };
     let transport = StdioTransport::spawn(command, limits)?;
     connect(transport, options).await

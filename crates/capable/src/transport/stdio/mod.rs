@@ -9,7 +9,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `lines.rs` | newline-delimited messages off the server's stdout |
-//! | `overlap.rs` | whether the server can work while a burst of its answers is decoded |
+//! | `overlap.rs` | whether to pause within a burst of answers, so the server works meanwhile ([`BurstPauses`]) |
 //! | `process.rs` | stderr, exit status, shutdown of the process group |
 
 mod lines;
@@ -31,6 +31,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 
 pub use lines::LineSource;
+pub use overlap::BurstPauses;
 use process::{read_stderr, StderrTail, StdioPeer};
 
 use super::shortcut::{Bypass, Sealed};
@@ -84,13 +85,15 @@ impl ServerCommand {
     }
 }
 
-/// Limits of the stdio transport.
+/// Limits and manners of the stdio transport.
 #[derive(Clone, Copy, Debug)]
 pub struct StdioLimits {
     /// The largest message accepted, in bytes.
     pub max_message_size: usize,
     /// How long shutdown waits after closing stdin, and again after SIGTERM.
     pub shutdown_grace: Duration,
+    /// Whether the reader pauses within a long burst of answers ([`BurstPauses`]).
+    pub burst_pauses: BurstPauses,
 }
 
 impl Default for StdioLimits {
@@ -98,6 +101,7 @@ impl Default for StdioLimits {
         StdioLimits {
             max_message_size: 64 * 1024 * 1024,
             shutdown_grace: Duration::from_secs(2),
+            burst_pauses: BurstPauses::default(),
         }
     }
 }
@@ -215,6 +219,7 @@ impl Transport for StdioTransport {
                 LineSource::new(self.stdout, self.limits.max_message_size),
                 self.exited,
                 self.peer.pid,
+                self.limits.burst_pauses,
             ),
             Box::new(self.peer),
         )
@@ -248,6 +253,7 @@ impl StdoutSource {
         lines: LineSource<ChildStdout>,
         exited: process::Exited,
         server: Option<u32>,
+        pauses: BurstPauses,
     ) -> StdoutSource {
         let mut watch = exited.clone();
         let exit = Box::pin(async move { watch.wait_for(Option::is_some).await.is_ok() });
@@ -256,7 +262,7 @@ impl StdoutSource {
             exited,
             exit: Some(exit),
             exit_waker: None,
-            overlap: overlap::Overlap::new(server),
+            overlap: overlap::Overlap::new(server, pauses),
         }
     }
 
