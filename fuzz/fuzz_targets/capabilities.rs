@@ -147,7 +147,7 @@ fn session(
     declared: Option<&Value>,
     version_text: &str,
 ) {
-    let mut out = Vec::new();
+    let mut out = capable_core::Outbox::new();
     let n = Negotiating::start(config(protocol), t0(), &mut out);
     out.clear();
     let Ok(msg) = Incoming::parse(answer) else {
@@ -258,7 +258,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
         2 => ProtocolChoice::Modern,
         _ => ProtocolChoice::Exact(version),
     };
-    let mut probe = Vec::new();
+    let mut probe = capable_core::Outbox::new();
     Negotiating::start(config(protocol), t0(), &mut probe);
     let first = written(&probe);
     let answer = first_answer(version.era(), &first[0]["id"], version_text, &text);

@@ -18,7 +18,9 @@ use base64::Engine as _;
 use capable_core::http::param_headers::{header_safe, header_value, param_headers};
 use capable_core::http::redact::check_header;
 use capable_core::http::{Action, End, ExchangeId, Head, HttpSession, Reconnect, StreamEvent};
-use capable_core::{Negotiated, ProtocolVersion, ServerCapabilities};
+use capable_core::{
+    Method, Negotiated, Outbox, Outgoing, ProtocolVersion, RequestId, ServerCapabilities,
+};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
@@ -159,31 +161,55 @@ fn checks(input: &Input) {
     }
 }
 
-fn line(message: &Message) -> Vec<u8> {
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}});
-    let v = match message {
-        Message::Initialize => json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "c", "version": "1"}}}),
-        Message::Initialized => json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        Message::Request { id, method } => json!({"jsonrpc": "2.0", "id": id,
-            "method": METHODS[usize::from(*method) % METHODS.len()], "params": {"name": "t"}}),
+/// The message as the connection writes it: its record and its line.
+fn message(message: &Message) -> (Outgoing, Vec<u8>) {
+    let members = br#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}"#;
+    let mut out = Outbox::new();
+    match message {
+        Message::Initialize => out.write_request(
+            &RequestId::Number(0),
+            Method::Initialize,
+            &json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"}}),
+        ),
+        Message::Initialized => out.write_initialized(),
+        Message::Request { id, method } => {
+            let method = METHODS[usize::from(*method) % METHODS.len()];
+            out.write_request(
+                &RequestId::Number(i64::from(*id)),
+                Method::from_name(method).expect("a method"),
+                &json!({"name": "t"}),
+            )
+        }
         Message::ModernCall {
             id,
             tool,
             arguments,
         } => {
             let arguments = serde_json::from_str::<Value>(arguments).unwrap_or(json!({}));
-            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": tool, "arguments": arguments, "_meta": meta}})
+            out.write_request_with_meta(
+                &RequestId::Number(i64::from(*id)),
+                Method::CallTool,
+                &json!({"name": tool, "arguments": arguments}),
+                members,
+                Some(ProtocolVersion::V2026_07_28),
+            )
         }
-        Message::Cancel { id } => json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": id}}),
-        Message::Response { id } => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
-        Message::Raw(bytes) => return bytes.clone(),
-    };
-    serde_json::to_vec(&v).unwrap()
+        Message::Cancel { id } => out.write_cancelled(&RequestId::Number(i64::from(*id)), "gone"),
+        Message::Response { id } => {
+            out.write_result(&RequestId::Number(i64::from(*id)), &json!({}))
+        }
+        // Any bytes, as a notification's: whatever a line holds, the policy sends it
+        // as it is.
+        Message::Raw(bytes) => {
+            let what = Outgoing::Notification {
+                method: String::from_utf8_lossy(bytes).into_owned(),
+            };
+            return (what, bytes.clone());
+        }
+    }
+    let (what, line) = out.messages().next().expect("one message");
+    (what, line.to_vec())
 }
 
 fn check_actions(actions: &[Action], exchanges: &mut Vec<ExchangeId>, authorizing: bool) {
@@ -244,7 +270,10 @@ fuzz_target!(|input: Input| {
     };
     for op in input.ops.iter().take(64) {
         let actions = match op {
-            Op::Send(m) => http.send(&line(m)),
+            Op::Send(m) => {
+                let (what, line) = message(m);
+                http.send(what, &line)
+            }
             Op::Head {
                 ex,
                 status,

@@ -250,7 +250,7 @@ fn through_the_handshake(version: ProtocolVersion, selector: u8, line: &[u8]) {
         0 => ProtocolChoice::Exact(version),
         _ => ProtocolChoice::Auto,
     };
-    let mut out = Vec::new();
+    let mut out = capable_core::Outbox::new();
     let n = Negotiating::start(config(protocol), t0(), &mut out);
     written(&out);
     out.clear();
@@ -282,7 +282,7 @@ fn through_a_connection(version: ProtocolVersion, line: &[u8]) {
     let caps =
         r#"{"resources":{"subscribe":true},"tools":{},"prompts":{},"logging":{},"completions":{}}"#;
     let mut conn = connection::<u8>(version, caps).expect("a ready connection");
-    let mut out = Vec::new();
+    let mut out = capable_core::Outbox::new();
     for (i, method) in [Method::ListTools, Method::ReadResource]
         .into_iter()
         .enumerate()

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use capable_core::model::Implementation;
 use capable_core::{
-    ClientConfig, Connection, Era, Incoming, Negotiating, Now, ProtocolChoice, ProtocolVersion,
-    Step,
+    ClientConfig, Connection, Era, Incoming, Negotiating, Now, Outbox, ProtocolChoice,
+    ProtocolVersion, Step,
 };
 use serde_json::Value;
 
@@ -68,7 +68,7 @@ pub fn first_answer(era: Era, id: &Value, version: &str, capabilities: &str) -> 
 /// A connection ready in exactly `version`, the server declaring `capabilities`; `None`
 /// when the handshake does not complete with that answer.
 pub fn connection<W>(version: ProtocolVersion, capabilities: &str) -> Option<Connection<W>> {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let n = Negotiating::start(config(ProtocolChoice::Exact(version)), t0(), &mut out);
     let first = written(&out);
     assert_eq!(first.len(), 1, "one first message");

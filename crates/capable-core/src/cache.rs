@@ -189,22 +189,8 @@ struct Hints {
 
 impl Hints {
     /// The hints of `result`; `None` when it does not decode as an object with them.
-    /// Read off its top-level members (`jsonrpc::pick`), each hint decoded alone, when
-    /// the result's text allows; otherwise (a key with escapes, a duplicate hint,
-    /// anything that is not plainly valid JSON) by serde, as the derived decoder
-    /// judges. Both give the same answer (a test holds them to it).
     fn of(result: &Payload) -> Option<Hints> {
-        Hints::by_members(result.raw()).or_else(|| result.decode().ok())
-    }
-
-    fn by_members(raw: &[u8]) -> Option<Hints> {
-        use crate::jsonrpc::{member, pick};
-        let [ttl, scope, kind] = pick(raw, ["ttlMs", "cacheScope", "resultType"])?;
-        Some(Hints {
-            ttl_ms: member(ttl)?,
-            cache_scope: member(scope)?,
-            result_type: member(kind)?,
-        })
+        result.decode().ok()
     }
 }
 
@@ -517,47 +503,17 @@ mod tests {
         assert!(cache.get(&key, at(t0, day).instant).is_none());
     }
 
-    /// Mutated results: whatever the member walk reads, serde's decode of the same
-    /// text reads the same (the walk only ever gives up, never decides otherwise).
-    #[test]
-    fn hints_read_off_the_members_agree_with_serde_on_mutated_results() {
-        let seeds = [
-            r#"{"contents":[{"uri":"a://b","text":"hello \"w\" \n é"}],"ttlMs":60000,"cacheScope":"public","resultType":"complete"}"#,
-            r#"{"ttlMs":1.5e3,"tools":[{"name":"x","inputSchema":{"type":"object","properties":{"a":{"enum":[1,-2,true,false,null]}}}}],"nextCursor":"c2"}"#,
-            r#" { "resultType" : "input_required" , "ttlMs" : null , "cacheScope" : 7 } "#,
-        ];
-        let mut m = crate::mutate::Mutator::new(0x2545_f491_4f6c_dd1d);
-        let seeds: Vec<&[u8]> = seeds.iter().map(|s| s.as_bytes()).collect();
-        const BYTES: &[u8] = b"{}[]\",:\\ \t\n0123456789.eE+-abcdefnrtu\x01\x7f\xc3\xa9\xff";
-        let mut read = 0;
-        for _ in 0..60_000 {
-            let raw = m.mutated(&seeds, BYTES, 3);
-            if let Some(hints) = Hints::by_members(&raw) {
-                let serde = serde_json::from_slice::<Hints>(&raw);
-                assert_eq!(
-                    Some(&hints),
-                    serde.as_ref().ok(),
-                    "{}",
-                    String::from_utf8_lossy(&raw)
-                );
-                read += 1;
-            }
-        }
-        assert!(read > 5000, "too few mutations read to mean much: {read}");
-    }
-
     #[test]
     fn a_result_s_hints_are_found_beside_its_bulk() {
         let text = "x".repeat(4096);
         let r = result(json!({"contents": [{"uri": "a://b", "text": text}],
             "ttlMs": 5000, "cacheScope": "public", "resultType": "complete"}));
-        let hints = Hints::by_members(r.raw()).expect("read off the members");
+        let hints = Hints::of(&r).expect("the hints");
         assert_eq!(hints.ttl_ms, Some(json!(5000)));
         assert_eq!(hints.cache_scope, Some(json!("public")));
         assert_eq!(hints.result_type.as_deref(), Some("complete"));
-        // A duplicate hint is serde's to judge: refused.
+        // A duplicate hint is refused.
         let dup = Payload::from_json(r#"{"ttlMs":1,"ttlMs":2}"#);
-        assert_eq!(Hints::by_members(dup.raw()), None);
         assert!(Hints::of(&dup).is_none());
     }
 

@@ -16,17 +16,21 @@
 //! 3. [`Connection::handle`] routes each answer to its waiter by id, answers `ping`,
 //!    and records [contract violations](Violation).
 //!
-//! 4. Time is given, never read: every step takes `now`, and the core says when it
+//! 4. Everything written goes into an [`Outbox`]: each message's bytes, and beside
+//!    them a typed record of what it is ([`Outgoing`]), for transports that decide
+//!    per message (HTTP) without reading the bytes back.
+//!
+//! 5. Time is given, never read: every step takes `now`, and the core says when it
 //!    wants to be woken ([`Negotiating::poll_timeout`], [`Connection::poll_timeout`])
 //!    for the probe timeout, the handshake timeout and each request's deadline.
 //!
 //! ```
 //! use std::time::Instant;
-//! use capable_core::{ClientConfig, Connection, Incoming, Method, Negotiating, ProtocolChoice, Step, Timing};
+//! use capable_core::{ClientConfig, Connection, Incoming, Method, Negotiating, Outbox, ProtocolChoice, Step, Timing};
 //!
 //! let config = ClientConfig { protocol: ProtocolChoice::Legacy, ..Default::default() };
 //! let now = Instant::now();
-//! let mut out = Vec::new();
+//! let mut out = Outbox::new();
 //! let negotiating = Negotiating::start(config, now, &mut out);
 //! assert!(String::from_utf8_lossy(&out).contains("\"initialize\""));
 //! out.clear();
@@ -65,14 +69,14 @@ pub mod extensions;
 pub mod gating;
 pub mod http;
 pub mod input_rounds;
+mod json;
 pub mod jsonrpc;
 pub mod method;
 pub mod model;
-#[cfg(test)]
-mod mutate;
 pub mod negotiation;
 pub mod notice;
 pub mod notification;
+pub mod outbox;
 pub mod restart;
 pub mod revision;
 pub mod secrets;
@@ -88,7 +92,7 @@ pub mod watch;
 pub use capabilities::{Capability, ClientCapabilities, Declared, Flag, ServerCapabilities};
 pub use config::{ClientConfig, GatePolicy, ProtocolChoice, Timeouts};
 pub use connection::{
-    Answered, Connection, Event, NotSent, ResponseError, TimedOut, Timeout, Timing,
+    Answered, Connection, Event, Listened, NotSent, ResponseError, TimedOut, Timeout, Timing,
 };
 pub use extensions::Extension;
 pub use gating::{ListenFilter, Refusal, Requirement};
@@ -99,6 +103,7 @@ pub use negotiation::{
 };
 pub use notice::Notice;
 pub use notification::{Notification, NotificationMethod};
+pub use outbox::{Outbox, Outgoing};
 pub use revision::Revision;
 pub use time::Now;
 pub use version::{Era, ProtocolVersion};

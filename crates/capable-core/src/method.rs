@@ -125,6 +125,19 @@ impl Method {
         Method::GetSkill,
     ];
 
+    /// The member of its params that names what a request of this method targets:
+    /// `name` for `tools/call` and `prompts/get`, `uri` for `resources/read`, `taskId`
+    /// for `tasks/get`, `tasks/update` and `tasks/cancel` (what modern HTTP's
+    /// `Mcp-Name` carries); `None` for the others.
+    pub fn target_member(self) -> Option<&'static str> {
+        match self {
+            Method::CallTool | Method::GetPrompt => Some("name"),
+            Method::ReadResource => Some("uri"),
+            Method::GetTask | Method::UpdateTask | Method::CancelTask => Some("taskId"),
+            _ => None,
+        }
+    }
+
     /// Looks a method up by its wire name.
     pub fn from_name(name: &str) -> Option<Method> {
         Self::ALL.into_iter().find(|m| m.as_str() == name)

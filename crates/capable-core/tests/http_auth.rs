@@ -4,6 +4,8 @@
 //! for a message, a notification and the standalone GET stream alike. Without
 //! authorization the same refusals are HTTP failures. No sockets, no clock.
 
+mod common;
+
 use std::time::Duration;
 
 use capable_core::auth::NeedKind;
@@ -13,6 +15,8 @@ use capable_core::http::{
 };
 use capable_core::{Negotiated, ProtocolVersion, ServerCapabilities};
 use serde_json::{json, Value};
+
+use common::http::SendLine;
 
 const URL: &str = "http://mcp.test/mcp";
 
@@ -56,7 +60,11 @@ fn sent(actions: &[Action]) -> (ExchangeId, Request) {
 #[track_caller]
 fn need(actions: &[Action]) -> (ExchangeId, Option<Value>, AuthNeed) {
     match actions {
-        [Action::Authorize { exchange, id, need }] => (*exchange, id.clone(), need.clone()),
+        [Action::Authorize { exchange, id, need }] => (
+            *exchange,
+            id.as_ref().map(|id| serde_json::to_value(id).unwrap()),
+            need.clone(),
+        ),
         other => panic!("no authorization need: {other:?}"),
     }
 }
@@ -82,7 +90,7 @@ fn refuse(http: &mut HttpSession, ex: ExchangeId, status: u16, challenge: &str) 
 #[test]
 fn a_401_holds_the_request_and_it_is_replayed_once_the_shell_acted() {
     let mut http = session(true);
-    let (ex, first) = sent(&http.send(&request(1, "tools/list")));
+    let (ex, first) = sent(&http.send_line(&request(1, "tools/list")));
     let (held, id, need) = need(&refuse(&mut http, ex, 401, CHALLENGE));
     assert_eq!((held, id), (ex, Some(json!(1))));
     assert_eq!(need.kind, NeedKind::Unauthorized);
@@ -104,7 +112,7 @@ fn a_401_holds_the_request_and_it_is_replayed_once_the_shell_acted() {
 #[test]
 fn a_second_401_after_the_replay_is_the_answer() {
     let mut http = session(true);
-    let (ex, _) = sent(&http.send(&request(1, "tools/list")));
+    let (ex, _) = sent(&http.send_line(&request(1, "tools/list")));
     need(&refuse(&mut http, ex, 401, CHALLENGE));
     sent(&http.authorized(ex));
     let failed = refuse(&mut http, ex, 401, CHALLENGE);
@@ -123,7 +131,7 @@ fn a_second_401_after_the_replay_is_the_answer() {
 #[test]
 fn step_up_then_success_and_an_endless_403_is_not_a_loop() {
     let mut http = session(true);
-    let (ex, _) = sent(&http.send(&request(2, "tools/call")));
+    let (ex, _) = sent(&http.send_line(&request(2, "tools/call")));
     need(&refuse(&mut http, ex, 401, CHALLENGE));
     sent(&http.authorized(ex));
     let (_, _, scope) = need(&refuse(&mut http, ex, 403, STEP_UP));
@@ -139,7 +147,7 @@ fn step_up_then_success_and_an_endless_403_is_not_a_loop() {
         }]
     ));
     // A 403 for another reason is no need at all.
-    let (ex, _) = sent(&http.send(&request(3, "tools/call")));
+    let (ex, _) = sent(&http.send_line(&request(3, "tools/call")));
     let other = refuse(&mut http, ex, 403, r#"Bearer error="invalid_token""#);
     assert!(matches!(other.as_slice(), [Action::Fail { .. }]));
 }
@@ -147,7 +155,7 @@ fn step_up_then_success_and_an_endless_403_is_not_a_loop() {
 #[test]
 fn a_dpop_nonce_challenge_is_its_own_need() {
     let mut http = session(true);
-    let (ex, _) = sent(&http.send(&request(1, "tools/list")));
+    let (ex, _) = sent(&http.send_line(&request(1, "tools/list")));
     let mut h = head(401, Some(r#"DPoP error="use_dpop_nonce""#));
     h.dpop_nonce = Some("n-1".into());
     http.on_head(ex, &h);
@@ -163,7 +171,7 @@ fn a_dpop_nonce_challenge_is_its_own_need() {
 #[test]
 fn abandoning_drops_the_request_and_the_shell_reports() {
     let mut http = session(true);
-    let (ex, _) = sent(&http.send(&request(1, "tools/list")));
+    let (ex, _) = sent(&http.send_line(&request(1, "tools/list")));
     need(&refuse(&mut http, ex, 401, CHALLENGE));
     assert!(http.abandon(ex).is_empty());
     assert!(http.authorized(ex).is_empty(), "nothing left to replay");
@@ -173,7 +181,7 @@ fn abandoning_drops_the_request_and_the_shell_reports() {
 #[test]
 fn without_authorization_a_401_is_an_http_failure() {
     let mut http = session(false);
-    let (ex, _) = sent(&http.send(&request(1, "tools/list")));
+    let (ex, _) = sent(&http.send_line(&request(1, "tools/list")));
     let actions = refuse(&mut http, ex, 401, CHALLENGE);
     assert!(matches!(
         actions.as_slice(),
@@ -196,13 +204,13 @@ fn negotiated() -> Negotiated {
 
 /// A legacy session with its standalone stream open: returns the stream's exchange.
 fn with_stream(http: &mut HttpSession) -> ExchangeId {
-    let (ex, _) = sent(&http.send(&request(0, "initialize")));
+    let (ex, _) = sent(&http.send_line(&request(0, "initialize")));
     let mut h = head(200, None);
     h.session_id = Some("s1".into());
     http.on_head(ex, &h);
     http.on_body(ex, line(json!({"jsonrpc": "2.0", "id": 0, "result": {}})));
     http.negotiated(&negotiated());
-    let (note, _) = sent(&http.send(&line(
+    let (note, _) = sent(&http.send_line(&line(
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )));
     let (_, opened) = http.on_head(note, &head(202, None));
@@ -244,7 +252,7 @@ fn a_notification_refused_with_401_is_replayed_in_order() {
     let mut http = session(true);
     let _ = with_stream(&mut http);
     let note = line(json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
-    let actions = http.send(&note);
+    let actions = http.send_line(&note);
     let (ex, _) = sent(&actions);
     assert!(matches!(actions[0], Action::Send { blocking: true, .. }));
     let (_, id, _) = need(&refuse(&mut http, ex, 401, CHALLENGE));

@@ -88,13 +88,13 @@ fn an_answer_that_is_no_json_fails_its_request_at_once() {
     let mut http = session();
     let list =
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": meta()}});
-    let (ex, _, _) = sent(&http.send(&line(list)));
+    let (ex, _, _) = sent(&http.send_line(&line(list)));
     http.on_head(ex, &head(200));
     let actions = http.on_body(ex, b"<html>Service Unavailable</html>".to_vec());
     let (id, failure) = failed(&actions).expect("failed at once");
     assert_eq!(id, json!(4));
     assert!(
-        matches!(&failure, Failure::Malformed { method, detail } if method == "tools/list" && detail.contains("Service Unavailable")),
+        matches!(&failure, Failure::Malformed { method, detail } if method.as_str() == "tools/list" && detail.contains("Service Unavailable")),
         "{failure:?}"
     );
     assert!(delivered(&actions).is_empty());

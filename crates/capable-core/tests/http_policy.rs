@@ -26,7 +26,7 @@ fn legacy_requests_carry_the_session_and_the_negotiated_version_only() {
         "the standalone stream opens after initialized"
     );
     assert_eq!(header(&get, "accept"), Some("text/event-stream"));
-    let (_, post, blocking) = sent(&http.send(&line(
+    let (_, post, blocking) = sent(&http.send_line(&line(
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}),
     )));
     assert!(!blocking);
@@ -40,7 +40,7 @@ fn legacy_requests_carry_the_session_and_the_negotiated_version_only() {
     // 2025-03-26 defines no version header.
     let (mut http, _) = legacy(ProtocolVersion::V2025_03_26);
     let (_, post, _) =
-        sent(&http.send(&line(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))));
+        sent(&http.send_line(&line(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))));
     assert_eq!(header(&post, "mcp-protocol-version"), None);
 }
 
@@ -92,7 +92,7 @@ fn the_standalone_stream_is_reopened_a_bounded_number_of_times_then_given_up() {
 #[test]
 fn a_broken_legacy_stream_is_resumed_with_last_event_id_after_retry_then_given_up() {
     let (mut http, _) = legacy(ProtocolVersion::V2025_11_25);
-    let (ex, _, _) = sent(&http.send(&line(
+    let (ex, _, _) = sent(&http.send_line(&line(
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "slow"}}),
     )));
     assert!(matches!(http.on_head(ex, &sse()).0, Body::Events { .. }));
@@ -129,7 +129,7 @@ fn a_broken_legacy_stream_is_resumed_with_last_event_id_after_retry_then_given_u
 #[test]
 fn an_expired_session_is_renewed_once_and_the_request_retried() {
     let (mut http, _) = legacy(ProtocolVersion::V2025_06_18);
-    let (ex, _, _) = sent(&http.send(&line(
+    let (ex, _, _) = sent(&http.send_line(&line(
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
     )));
     assert_eq!(http.on_head(ex, &head(404)).0, Body::Discard);
@@ -175,7 +175,7 @@ fn modern_posts_carry_version_method_name_and_param_headers_and_bad_tools_are_dr
     let mut http = session();
     let list =
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}});
-    let (ex, post, _) = sent(&http.send(&line(list)));
+    let (ex, post, _) = sent(&http.send_line(&line(list)));
     assert_eq!(header(&post, "mcp-protocol-version"), Some("2026-07-28"));
     assert_eq!(header(&post, "mcp-method"), Some("tools/list"));
     assert_eq!(header(&post, "mcp-name"), None);
@@ -197,7 +197,7 @@ fn modern_posts_carry_version_method_name_and_param_headers_and_bad_tools_are_dr
     ));
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "deploy", "arguments": {"region": "eu-west"}, "_meta": meta()}});
-    let (_, post, _) = sent(&http.send(&line(call)));
+    let (_, post, _) = sent(&http.send_line(&line(call)));
     assert_eq!(header(&post, "mcp-name"), Some("deploy"));
     assert_eq!(header(&post, "mcp-param-region"), Some("eu-west"));
     assert_eq!(
@@ -206,7 +206,7 @@ fn modern_posts_carry_version_method_name_and_param_headers_and_bad_tools_are_dr
         "no sessions in 2026-07-28"
     );
     let read = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "docs://ünï", "_meta": meta()}});
-    let (_, post, _) = sent(&http.send(&line(read)));
+    let (_, post, _) = sent(&http.send_line(&line(read)));
     assert_eq!(
         header(&post, "mcp-name"),
         Some("=?base64?ZG9jczovL8O8bsOv?=")
@@ -217,7 +217,7 @@ fn modern_posts_carry_version_method_name_and_param_headers_and_bad_tools_are_dr
 fn a_broken_modern_stream_is_reissued_with_a_new_id_and_answered_under_the_old() {
     let mut http = session();
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x", "_meta": meta()}});
-    let (ex, _, _) = sent(&http.send(&line(call)));
+    let (ex, _, _) = sent(&http.send_line(&line(call)));
     http.on_head(ex, &sse());
     let (_, again, _) = sent(&http.on_end(ex, End::default()));
     let new_id = body(&again)["id"].clone();
@@ -232,7 +232,7 @@ fn a_broken_modern_stream_is_reissued_with_a_new_id_and_answered_under_the_old()
     assert!(!http.wants(ex), "answered: the stream is not read further");
     // Bounded: two re-issues, then a failure.
     let listen = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "x", "_meta": meta()}});
-    let (ex, _, _) = sent(&http.send(&line(listen)));
+    let (ex, _, _) = sent(&http.send_line(&line(listen)));
     for _ in 0..2 {
         http.on_head(ex, &sse());
         sent(&http.on_end(ex, End::default()));
@@ -250,7 +250,7 @@ fn a_broken_modern_stream_is_reissued_with_a_new_id_and_answered_under_the_old()
 fn a_modern_listen_stream_that_breaks_fails_instead_of_changing_its_id() {
     let mut http = session();
     let listen = json!({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen", "params": {"notifications": {}, "_meta": meta()}});
-    let (ex, _, _) = sent(&http.send(&line(listen)));
+    let (ex, _, _) = sent(&http.send_line(&line(listen)));
     http.on_head(ex, &sse());
     let (id, f) = failed(&http.on_end(ex, End::default())).unwrap();
     assert_eq!(id, json!(4));
@@ -261,19 +261,20 @@ fn a_modern_listen_stream_that_breaks_fails_instead_of_changing_its_id() {
 fn cancelling_closes_a_modern_stream_and_tells_a_legacy_server_too() {
     let mut http = session();
     let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "x", "_meta": meta()}});
-    let (ex, _, _) = sent(&http.send(&line(call)));
+    let (ex, _, _) = sent(&http.send_line(&line(call)));
     let cancel =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
     assert_eq!(
-        http.send(&line(cancel)),
+        http.send_line(&line(cancel)),
         [Action::Abort(ex)],
         "no notification over modern HTTP"
     );
     let (mut http, _) = legacy(ProtocolVersion::V2025_11_25);
-    let (ex, _, _) = sent(&http.send(&line(json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}))));
+    let (ex, _, _) =
+        sent(&http.send_line(&line(json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}))));
     let cancel =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
-    let actions = http.send(&line(cancel));
+    let actions = http.send_line(&line(cancel));
     assert_eq!(actions[0], Action::Abort(ex));
     let (_, post, _) = sent(&actions);
     assert_eq!(body(&post)["method"], "notifications/cancelled");
@@ -282,7 +283,7 @@ fn cancelling_closes_a_modern_stream_and_tells_a_legacy_server_too() {
 #[test]
 fn an_http_error_is_an_http_failure_unless_it_carries_a_json_rpc_error() {
     let mut http = session();
-    let (ex, _, _) = sent(&http.send(&line(
+    let (ex, _, _) = sent(&http.send_line(&line(
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}),
     )));
     http.on_head(ex, &head(401));
@@ -297,7 +298,7 @@ fn an_http_error_is_an_http_failure_unless_it_carries_a_json_rpc_error() {
         }
     );
     // A JSON-RPC error in the body is the server's answer, delivered under our id.
-    let (ex, _, _) = sent(&http.send(&line(
+    let (ex, _, _) = sent(&http.send_line(&line(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta()}}),
     )));
     http.on_head(ex, &head(400));
@@ -312,7 +313,7 @@ fn an_http_error_is_an_http_failure_unless_it_carries_a_json_rpc_error() {
         "the server's words, unchanged"
     );
     // An accepted request that never gets an answer fails, naming why.
-    let (ex, _, _) = sent(&http.send(&line(
+    let (ex, _, _) = sent(&http.send_line(&line(
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta()}}),
     )));
     http.on_head(ex, &head(202));
@@ -325,7 +326,7 @@ fn a_header_mismatch_refetches_the_tools_and_retries_once() {
     let mut http = session();
     let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
         "name": "deploy", "arguments": {"region": "eu"}, "_meta": meta()}});
-    let (ex, first, _) = sent(&http.send(&line(call)));
+    let (ex, first, _) = sent(&http.send_line(&line(call)));
     assert_eq!(header(&first, "mcp-param-region"), None, "not learnt yet");
     http.on_head(ex, &head(400));
     let mismatch =
@@ -358,7 +359,7 @@ fn a_header_mismatch_refetches_the_tools_and_retries_once() {
 
 fn refused_initialize(http: &mut HttpSession, status: u16) -> (ExchangeId, ExchangeId) {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}});
-    let (ex, _, _) = sent(&http.send(&line(init)));
+    let (ex, _, _) = sent(&http.send_line(&line(init)));
     http.on_head(ex, &head(status));
     let (stream, get, _) = sent(&http.on_body(ex, b"Not Found".to_vec()));
     assert_eq!(get.method, HttpMethod::Get);
@@ -431,7 +432,7 @@ fn when_the_url_is_no_http_sse_endpoint_either_the_first_refusal_is_the_answer()
     // A modern error in the 400 keeps it modern: no fallback.
     let mut http = session();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}});
-    let (ex, _, _) = sent(&http.send(&line(init)));
+    let (ex, _, _) = sent(&http.send_line(&line(init)));
     http.on_head(ex, &head(400));
     let modern = json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32022, "message": "no", "data": {"supported": ["2026-07-28"]}}});
     let actions = http.on_body(ex, line(modern));
@@ -451,7 +452,7 @@ fn closing_deletes_a_legacy_session_and_stops_every_stream() {
         "nothing is reopened"
     );
     assert!(http
-        .send(&line(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})))
+        .send_line(&line(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})))
         .is_empty());
     assert!(session().close().is_none(), "no session, nothing to delete");
 }
@@ -462,19 +463,19 @@ fn what_a_server_puts_in_a_session_id_or_an_event_id_never_breaks_a_header() {
     let mut http = session();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
-    let (ex, _, _) = sent(&http.send(&line(init)));
+    let (ex, _, _) = sent(&http.send_line(&line(init)));
     let mut h = head(200);
     h.session_id = Some("s1\r\nX-Injected: 1".into());
     http.on_head(ex, &h);
     http.on_body(ex, line(json!({"jsonrpc": "2.0", "id": 0, "result": {}})));
     let (_, post, _) =
-        sent(&http.send(&line(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))));
+        sent(&http.send_line(&line(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))));
     assert_eq!(header(&post, "mcp-session-id"), None, "{:?}", post.headers);
 
     // An event id with a control byte cannot travel as `Last-Event-ID`: the stream is
     // resumed without it. One in UTF-8 goes as it is.
     let (mut http, _) = legacy(ProtocolVersion::V2025_11_25);
-    let (ex, _, _) = sent(&http.send(&line(
+    let (ex, _, _) = sent(&http.send_line(&line(
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "slow"}}),
     )));
     http.on_head(ex, &sse());
@@ -494,7 +495,7 @@ fn a_reissued_call_answered_with_json_that_is_no_object_is_passed_on_not_a_panic
     for answer in [&b"99999990"[..], b"[1,2]", b"\"text\"", b"null"] {
         let mut http = session();
         let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x", "_meta": meta()}});
-        let (ex, _, _) = sent(&http.send(&line(call)));
+        let (ex, _, _) = sent(&http.send_line(&line(call)));
         http.on_head(ex, &sse());
         sent(&http.on_end(ex, End::default()));
         http.on_head(ex, &head(200));

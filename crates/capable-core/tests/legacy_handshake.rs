@@ -6,6 +6,7 @@
 mod common;
 
 use capable_core::jsonrpc::codes;
+use capable_core::Outbox;
 use capable_core::{
     Era, Negotiating, NegotiationError, Notice, ProtocolChoice, ProtocolVersion, RpcError,
 };
@@ -32,7 +33,7 @@ fn legacy_first_message_is_initialize_proposing_2025_11_25_with_client_info() {
 fn legacy_every_legacy_answer_is_accepted_and_initialized_is_written_first() {
     for answered in LEGACY {
         let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let answer = initialize_result(
             &first["id"],
             answered.as_str(),
@@ -61,7 +62,7 @@ fn legacy_every_legacy_answer_is_accepted_and_initialized_is_written_first() {
 fn legacy_an_unknown_or_modern_answer_fails_and_nothing_more_is_written() {
     for answered in ["1999-01-01", "2026-07-28", "", "2025-11-25 "] {
         let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let answer = initialize_result(&first["id"], answered, json!({}));
         let error = failed(n.handle(incoming(answer), t0(), &mut out));
         assert!(
@@ -93,7 +94,7 @@ fn legacy_an_unknown_or_modern_answer_fails_and_nothing_more_is_written() {
 #[test]
 fn legacy_a_server_ping_before_the_answer_gets_an_empty_result_and_nothing_else() {
     let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let ping = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"});
     let n = waiting(n.handle(incoming(ping), t0(), &mut out));
     assert_eq!(
@@ -116,7 +117,7 @@ fn legacy_a_server_ping_before_the_answer_gets_an_empty_result_and_nothing_else(
 fn legacy_another_server_request_before_the_answer_writes_nothing() {
     for method in ["roots/list", "sampling/createMessage", "elicitation/create"] {
         let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let request = json!({"jsonrpc": "2.0", "id": 77, "method": method, "params": {}});
         let mut n = waiting(n.handle(incoming(request), t0(), &mut out));
         assert!(
@@ -139,7 +140,7 @@ fn legacy_another_server_request_before_the_answer_writes_nothing() {
 #[test]
 fn legacy_notifications_before_the_answer_are_kept_for_delivery() {
     let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
         "params": {"level": "info", "data": "booting"}});
     let n = waiting(n.handle(incoming(log), t0(), &mut out));
@@ -158,7 +159,7 @@ fn legacy_notifications_before_the_answer_are_kept_for_delivery() {
 #[test]
 fn legacy_an_answer_to_another_id_is_ignored_with_a_notice() {
     let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let stray = initialize_result(&json!(12345), "2025-11-25", json!({}));
     let n = waiting(n.handle(incoming(stray), t0(), &mut out));
     let stray = error_answer(&json!("zzz"), -32601, None);
@@ -182,7 +183,7 @@ fn legacy_an_answer_to_another_id_is_ignored_with_a_notice() {
 #[test]
 fn legacy_an_error_without_id_is_taken_as_the_refusal_of_initialize() {
     let (n, _) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let answer = json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "parse error"}});
     let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
@@ -192,7 +193,7 @@ fn legacy_an_error_without_id_is_taken_as_the_refusal_of_initialize() {
 #[test]
 fn legacy_an_error_answer_to_initialize_fails_as_refused() {
     let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let answer = error_answer(&first["id"], codes::INTERNAL_ERROR, None);
     let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
@@ -212,7 +213,7 @@ fn legacy_an_initialize_error_naming_the_supported_versions_is_a_version_refusal
     // version: -32602 with `data.supported`. Typed as such, never found by the words of
     // the message.
     let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let data = json!({"supported": ["2024-11-05"], "requested": "2025-11-25"});
     let answer = error_answer(&first["id"], codes::INVALID_PARAMS, Some(data.clone()));
     let error = failed(n.handle(incoming(answer), t0(), &mut out));
@@ -273,7 +274,7 @@ fn legacy_a_malformed_initialize_result_fails_as_malformed() {
     ];
     for (what, result) in cases {
         let (n, first) = start(ProtocolChoice::Legacy, LATEST_LEGACY);
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let answer = json!({"jsonrpc": "2.0", "id": first["id"], "result": result});
         let error = failed(n.handle(incoming(answer), t0(), &mut out));
         assert!(
@@ -300,7 +301,7 @@ fn legacy_exact_2025_06_18_proposes_it_and_refuses_2025_03_26() {
     let (n, first) = start(ProtocolChoice::Exact(exact), exact);
     assert_eq!(first["method"], "initialize");
     assert_eq!(first["params"]["protocolVersion"], "2025-06-18");
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let answer = initialize_result(&first["id"], "2025-03-26", json!({}));
     let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
@@ -331,7 +332,7 @@ fn legacy_the_client_capabilities_it_declares_validate_in_every_version() {
             elicitation_url: true,
             ..Default::default()
         };
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         Negotiating::start(cfg, t0(), &mut out);
         let sent = take(version, &mut out);
         assert_eq!(sent[0]["params"]["protocolVersion"], version.as_str());

@@ -17,6 +17,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use capable_core::Outbox;
 use capable_core::{
     Connection, Event, Incoming, Method, Negotiating, Now, ProtocolChoice, ProtocolVersion,
     RequestId, Step, Timing,
@@ -277,7 +278,7 @@ impl Wire {
     /// once the handshake is done.
     fn check(
         &mut self,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
         ready: Option<(ProtocolVersion, &Value)>,
         became_ready: bool,
     ) {
@@ -417,7 +418,7 @@ fn run(protocol: ProtocolChoice, actions: &[Action]) {
     let mut clock: Instant = t0();
     let at = |clock: Instant| Now::new(clock, wall());
     let mut wire = Wire::default();
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let mut phase = Phase::Negotiating(Box::new(Negotiating::start(
         config(protocol),
         clock,

@@ -7,6 +7,7 @@
 
 mod common;
 
+use capable_core::Outbox;
 use capable_core::{
     Capability, ClientCapabilities, Flag, GatePolicy, ListenFilter, Method, ProtocolChoice,
     Refusal, Timing,
@@ -89,7 +90,7 @@ fn modern_the_envelope_declares_the_client_capabilities_the_host_handles() {
 fn modern_progress_and_log_level_join_the_envelope() {
     let mut conn = modern(everything());
     conn.set_modern_log_level(Some("warning".into()));
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let id = conn
         .request(
             Method::CallTool,
@@ -135,7 +136,7 @@ fn modern_params_with_their_own_meta_keep_it_merged_into_the_envelope() {
 #[test]
 fn legacy_params_with_their_own_meta_and_progress_keep_both() {
     let mut conn = legacy(everything());
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let params = json!({"name": "echo", "_meta": {"com.example/trace": "t-1"}});
     let id = conn
         .request(
@@ -147,7 +148,7 @@ fn legacy_params_with_their_own_meta_and_progress_keep_both() {
             &mut out,
         )
         .unwrap();
-    let text = String::from_utf8(out.clone()).unwrap();
+    let text = String::from_utf8(out.to_vec()).unwrap();
     assert_eq!(
         text.matches("\"_meta\"").count(),
         1,
@@ -210,7 +211,7 @@ fn modern_listen_filter_fields_are_each_gated_by_their_flag() {
         },
     ];
     for filter in ok {
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let id = conn.listen(&filter, "listen", t0(), &mut out).unwrap();
         let line = take(MODERN, &mut out).remove(0);
         assert_eq!(line["id"], json!(id));
@@ -259,7 +260,7 @@ fn modern_listen_filter_fields_are_each_gated_by_their_flag() {
         ),
     ];
     for (filter, capability, flag) in refused {
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let in_flight = conn.in_flight();
         let (refusal, waiter) = conn
             .listen(&filter, "listen", t0(), &mut out)
@@ -276,7 +277,7 @@ fn modern_listen_filter_fields_are_each_gated_by_their_flag() {
     }
     // Without tools at all, toolsListChanged names the missing capability.
     let mut conn = modern(json!({}));
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let filter = ListenFilter {
         tools_list_changed: true,
         ..Default::default()
@@ -298,7 +299,7 @@ fn modern_listen_filter_fields_are_each_gated_by_their_flag() {
 #[test]
 fn legacy_listen_does_not_exist() {
     let mut conn = legacy(everything());
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let (refusal, _) = conn
         .listen(&ListenFilter::default(), "listen", t0(), &mut out)
         .map_err(refusal_of)

@@ -7,6 +7,7 @@
 mod common;
 
 use capable_core::jsonrpc::codes;
+use capable_core::Outbox;
 use capable_core::{Era, Method, NegotiationError, Notice, ProtocolChoice, ProtocolVersion, Step};
 use capable_test_support::{config, discover_result, incoming, initialize_result, t0, take};
 use common::{error_answer, failed, ready, start, waiting, LATEST_LEGACY, MODERN};
@@ -36,7 +37,7 @@ fn auto_first_message_is_server_discover_with_the_meta_envelope() {
 #[test]
 fn auto_a_discover_result_makes_a_modern_connection_with_server_info_from_meta() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let mut answer = discover_result(&first["id"], json!({"resources": {"listChanged": true}}));
     answer["result"]["instructions"] = json!("read the docs");
     answer["result"]["supportedVersions"] = json!(["2025-11-25", "2026-07-28", "2099-01-01"]);
@@ -61,7 +62,7 @@ fn auto_a_discover_result_makes_a_modern_connection_with_server_info_from_meta()
 #[test]
 fn auto_a_discover_result_without_result_type_counts_as_complete() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let mut answer = discover_result(&first["id"], json!({}));
     answer["result"]
         .as_object_mut()
@@ -73,7 +74,7 @@ fn auto_a_discover_result_without_result_type_counts_as_complete() {
 
 /// After a fallback the next (and only) message is `initialize`, valid under the
 /// version it proposes, and the legacy handshake then completes.
-fn assert_falls_back(step: Step, out: &mut Vec<u8>) {
+fn assert_falls_back(step: Step, out: &mut Outbox) {
     let mut n = waiting(step);
     assert!(!n.is_probing());
     assert_eq!(n.proposed(), LATEST_LEGACY);
@@ -95,7 +96,7 @@ fn assert_falls_back(step: Step, out: &mut Vec<u8>) {
 #[test]
 fn auto_method_not_found_falls_back_to_initialize() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let answer = error_answer(&first["id"], codes::METHOD_NOT_FOUND, None);
     let step = n.handle(incoming(answer), t0(), &mut out);
     assert_falls_back(step, &mut out);
@@ -104,7 +105,7 @@ fn auto_method_not_found_falls_back_to_initialize() {
 #[test]
 fn auto_invalid_params_falls_back_too() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     // What a legacy server says to a request before initialize.
     let answer = error_answer(&first["id"], codes::INVALID_PARAMS, None);
     let step = n.handle(incoming(answer), t0(), &mut out);
@@ -115,7 +116,7 @@ fn auto_invalid_params_falls_back_too() {
 fn auto_any_other_error_falls_back_too_not_keyed_to_one_code() {
     for code in [-32600, -32603, -32000, -32002, 1, 0] {
         let (n, first) = start(ProtocolChoice::Auto, MODERN);
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let answer = error_answer(&first["id"], code, None);
         let step = n.handle(incoming(answer), t0(), &mut out);
         assert_falls_back(step, &mut out);
@@ -131,7 +132,7 @@ fn auto_an_empty_result_is_not_a_discover_result_and_falls_back() {
         json!(null),
     ] {
         let (n, first) = start(ProtocolChoice::Auto, MODERN);
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let answer = json!({"jsonrpc": "2.0", "id": first["id"], "result": result});
         let step = n.handle(incoming(answer), t0(), &mut out);
         assert_falls_back(step, &mut out);
@@ -141,7 +142,7 @@ fn auto_an_empty_result_is_not_a_discover_result_and_falls_back() {
 #[test]
 fn auto_a_probe_timeout_falls_back_and_a_late_error_to_the_probe_is_ignored() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let step = n.handle_timeout(t0() + config(ProtocolChoice::Auto).timeouts.probe, &mut out);
     let mut n = waiting(step);
     let sent = take(LATEST_LEGACY, &mut out);
@@ -166,7 +167,7 @@ fn auto_a_probe_timeout_falls_back_and_a_late_error_to_the_probe_is_ignored() {
 fn auto_unsupported_version_naming_2026_07_28_stays_modern_and_never_initializes() {
     for protocol in [ProtocolChoice::Auto, ProtocolChoice::Modern] {
         let (n, first) = start(protocol, MODERN);
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let data = json!({"supported": ["2026-07-28"], "requested": "2026-07-28"});
         let answer = error_answer(
             &first["id"],
@@ -196,7 +197,7 @@ fn auto_unsupported_version_naming_2026_07_28_stays_modern_and_never_initializes
 #[test]
 fn auto_a_second_unsupported_version_error_fails_instead_of_looping() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let data = json!({"supported": ["2026-07-28"], "requested": "2026-07-28"});
     let answer = error_answer(
         &first["id"],
@@ -221,7 +222,7 @@ fn auto_a_second_unsupported_version_error_fails_instead_of_looping() {
 #[test]
 fn auto_unsupported_version_listing_only_unknown_versions_fails_with_both_lists() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let data = json!({"supported": ["2027-01-01", "2099-12-31"], "requested": "2026-07-28"});
     let answer = error_answer(
         &first["id"],
@@ -246,7 +247,7 @@ fn auto_unsupported_version_listing_only_unknown_versions_fails_with_both_lists(
 #[test]
 fn auto_unsupported_version_without_data_fails_without_initialize() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let answer = error_answer(&first["id"], codes::UNSUPPORTED_PROTOCOL_VERSION, None);
     let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
@@ -256,7 +257,7 @@ fn auto_unsupported_version_without_data_fails_without_initialize() {
 #[test]
 fn auto_missing_client_capability_fails_with_what_the_server_requires() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let required = json!({"sampling": {}});
     let answer = error_answer(
         &first["id"],
@@ -275,7 +276,7 @@ fn auto_missing_client_capability_fails_with_what_the_server_requires() {
 fn auto_an_unknown_result_type_in_discover_is_a_failure() {
     for result_type in ["input_required", "partial", ""] {
         let (n, first) = start(ProtocolChoice::Auto, MODERN);
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let mut answer = discover_result(&first["id"], json!({}));
         answer["result"]["resultType"] = json!(result_type);
         let error = failed(n.handle(incoming(answer), t0(), &mut out));
@@ -296,7 +297,7 @@ fn auto_an_unknown_result_type_in_discover_is_a_failure() {
 #[test]
 fn auto_a_discover_result_without_a_common_modern_version_falls_back_to_legacy() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let mut answer = discover_result(&first["id"], json!({}));
     answer["result"]["supportedVersions"] = json!(["2099-01-01"]);
     let step = n.handle(incoming(answer), t0(), &mut out);
@@ -306,7 +307,7 @@ fn auto_a_discover_result_without_a_common_modern_version_falls_back_to_legacy()
 #[test]
 fn modern_only_never_falls_back_to_initialize() {
     let (n, first) = start(ProtocolChoice::Modern, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let answer = error_answer(&first["id"], codes::METHOD_NOT_FOUND, None);
     let error = failed(n.handle(incoming(answer), t0(), &mut out));
     assert!(out.is_empty());
@@ -341,7 +342,7 @@ fn modern_only_never_falls_back_to_initialize() {
 #[test]
 fn modern_only_does_not_answer_a_server_ping_while_probing() {
     let (n, _) = start(ProtocolChoice::Modern, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
     let mut n = waiting(n.handle(incoming(ping), t0(), &mut out));
     assert!(out.is_empty());
@@ -356,7 +357,7 @@ fn modern_only_does_not_answer_a_server_ping_while_probing() {
 #[test]
 fn auto_a_ping_while_probing_is_answered_as_a_legacy_server_may_send_one() {
     let (n, _) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let ping = json!({"jsonrpc": "2.0", "id": 5, "method": "ping"});
     let n = waiting(n.handle(incoming(ping), t0(), &mut out));
     assert!(n.is_probing());
@@ -373,7 +374,7 @@ fn auto_a_discover_result_arriving_after_the_probe_timeout_still_makes_it_modern
     // answer arrives. A dual-era server that locked into the modern era would refuse
     // the `initialize`; the late DiscoverResult settles it.
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let n = waiting(n.handle_timeout(t0() + config(ProtocolChoice::Auto).timeouts.probe, &mut out));
     let sent = take(LATEST_LEGACY, &mut out);
     assert_eq!(sent[0]["method"], "initialize");
@@ -389,7 +390,7 @@ fn auto_a_discover_result_arriving_after_the_probe_timeout_still_makes_it_modern
 #[test]
 fn auto_a_late_answer_that_is_not_a_discover_result_changes_nothing() {
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let n = waiting(n.handle_timeout(t0() + config(ProtocolChoice::Auto).timeouts.probe, &mut out));
     let _ = take(LATEST_LEGACY, &mut out);
     let late = json!({"jsonrpc": "2.0", "id": first["id"], "result": {}});
@@ -410,7 +411,7 @@ fn id_of(message: &serde_json::Value) -> capable_core::RequestId {
 fn a_probe_the_transport_failed_falls_back_to_initialize() {
     use capable_core::{AfterFailure, RequestFailure};
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let why = "HTTP 405 from http://127.0.0.1:9/mcp".to_owned();
     let AfterFailure::Step(step) = n.handle_failure(
         &id_of(&first),
@@ -445,7 +446,7 @@ fn a_probe_the_transport_failed_falls_back_to_initialize() {
 fn a_failed_authorization_ends_the_handshake_even_for_the_probe() {
     use capable_core::{AfterFailure, RequestFailure};
     let (n, first) = start(ProtocolChoice::Auto, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let after = n.handle_failure(
         &id_of(&first),
         RequestFailure::Authorization,
@@ -461,7 +462,7 @@ fn a_failed_authorization_ends_the_handshake_even_for_the_probe() {
 fn modern_only_a_failed_probe_is_no_fallback() {
     use capable_core::{AfterFailure, RequestFailure};
     let (n, first) = start(ProtocolChoice::Modern, MODERN);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let after = n.handle_failure(
         &id_of(&first),
         RequestFailure::Transport,

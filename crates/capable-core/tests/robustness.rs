@@ -5,6 +5,7 @@
 
 mod common;
 
+use capable_core::Outbox;
 use capable_core::{Incoming, Method, Timing};
 use capable_test_support::{t0, take};
 use common::{everything, legacy, modern, MODERN, V};
@@ -175,7 +176,7 @@ fn robustness_garbage_never_panics_the_parser_or_a_ready_connection() {
     let mut legacy_conn = legacy(everything());
     let mut modern_conn = modern(everything());
     // Requests in flight, so random answers and progress have something to hit.
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     for conn in [&mut legacy_conn, &mut modern_conn] {
         for _ in 0..8 {
             conn.request(
@@ -251,7 +252,7 @@ fn robustness_garbage_never_panics_the_parser_or_a_ready_connection() {
 #[test]
 fn robustness_every_seed_message_parses_and_is_handled() {
     let mut conn = legacy(everything());
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     for seed in SEEDS {
         match Incoming::parse(seed.as_bytes().to_vec()) {
             Ok(message) => {

@@ -8,6 +8,7 @@ mod common;
 
 use std::collections::HashSet;
 
+use capable_core::Outbox;
 use capable_core::{
     ClientCapabilities, Event, Method, Notice, ProtocolChoice, RequestId, ResponseError, Timing,
 };
@@ -129,7 +130,7 @@ fn routing_ids_are_never_reused() {
     let mut seen = HashSet::new();
     // The handshake's id (0) is taken already.
     seen.insert(0);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let mut pending = Vec::new();
     for i in 0..3000u32 {
         let id = conn
@@ -181,7 +182,7 @@ fn routing_cancel_writes_cancelled_and_a_late_response_is_dropped() {
     for (mut conn, version) in [(legacy(everything()), V), (modern(everything()), MODERN)] {
         let (a, _) = send(&mut conn, Method::CallTool, json!({"name": "slow"}), "a");
         let (b, _) = send(&mut conn, Method::ListTools, json!({}), "b");
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         assert_eq!(conn.cancel(a, "timed out", &mut out), Some("a"));
         let sent = take(version, &mut out);
         assert_eq!(
@@ -285,7 +286,7 @@ fn routing_server_requests_the_host_declared_are_handed_to_the_host() {
     };
     let mut conn: Conn = legacy_connection(cfg, V, json!({}));
     for method in ["roots/list", "sampling/createMessage", "elicitation/create"] {
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let event = feed(
             &mut conn,
             json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": {}}),
@@ -301,7 +302,7 @@ fn routing_server_requests_the_host_declared_are_handed_to_the_host() {
         }
     }
     // The host's answers are valid client results.
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     conn.respond(
         &RequestId::Number(9),
         &json!({"roots": [{"uri": "file:///home/me/project", "name": "project"}]}),
@@ -340,7 +341,7 @@ fn routing_a_server_request_in_the_modern_era_is_dropped_without_a_response() {
 #[test]
 fn routing_progress_with_our_token_is_an_event_and_an_unknown_token_a_notice() {
     for (mut conn, version) in [(legacy(everything()), V), (modern(everything()), MODERN)] {
-        let mut out = Vec::new();
+        let mut out = Outbox::new();
         let id = conn
             .request(
                 Method::CallTool,

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use capable_core::jsonrpc::codes;
+use capable_core::Outbox;
 use capable_core::{
     ClientConfig, Connection, Era, Event, Method, Negotiating, NegotiationError, NotSent, Notice,
     Now, ProtocolChoice, ProtocolVersion, Step, Timing,
@@ -28,7 +29,7 @@ fn timed(request: Duration, progress_cap: Duration) -> Conn {
 }
 
 fn read(conn: &mut Conn, timing: Timing, waiter: &'static str, at: u64) -> i64 {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let id = conn
         .request(
             Method::ReadResource,
@@ -44,7 +45,7 @@ fn read(conn: &mut Conn, timing: Timing, waiter: &'static str, at: u64) -> i64 {
 }
 
 fn progress(conn: &mut Conn, id: i64, at: u64) -> Event<&'static str> {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let message = json!({"jsonrpc": "2.0", "method": "notifications/progress",
         "params": {"progressToken": id, "progress": at as f64}});
     let event = conn.handle(incoming(message), Now::new(at_ms(at), now()), &mut out);
@@ -55,7 +56,7 @@ fn progress(conn: &mut Conn, id: i64, at: u64) -> Event<&'static str> {
 /// Calls `handle_timeout` at `at` ms and returns the waiters that timed out, checking
 /// that a valid `notifications/cancelled` was written for each.
 fn expire(conn: &mut Conn, at: u64) -> Vec<(&'static str, Duration)> {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let expired = conn.handle_timeout(at_ms(at), &mut out);
     let sent = take(V, &mut out);
     assert_eq!(sent.len(), expired.len());
@@ -77,7 +78,7 @@ fn a_request_times_out_at_its_deadline_and_not_a_moment_before() {
     assert_eq!(conn.in_flight(), 0);
     assert_eq!(conn.poll_timeout(), None, "nothing left to time");
     // The answer that comes after is dropped as late.
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let late = json!({"jsonrpc": "2.0", "id": id, "result": {"contents": []}});
     assert!(matches!(
         capable_test_support::feed(&mut conn, late, &mut out),
@@ -114,7 +115,7 @@ fn each_request_may_have_its_own_timeout_and_a_listen_stream_none() {
         config(ProtocolChoice::Auto),
         json!({"resources": {"subscribe": true}}),
     );
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let filter = capable_core::ListenFilter {
         resource_subscriptions: vec!["docs://a".into()],
         ..Default::default()
@@ -174,7 +175,7 @@ fn the_timer_is_a_lower_bound_that_an_early_wake_refreshes() {
     let mut conn = timed(Duration::from_secs(3), Duration::from_secs(600));
     let first = read(&mut conn, Timing::new(), "first", 0);
     read(&mut conn, Timing::new(), "second", 1000);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let answer = json!({"jsonrpc": "2.0", "id": first, "result": {"contents": []}});
     assert!(matches!(
         capable_test_support::feed(&mut conn, answer, &mut out),
@@ -215,7 +216,7 @@ fn a_closed_connection_sends_routes_and_times_out_nothing() {
     );
     assert!(conn.is_closed());
     assert_eq!(conn.poll_timeout(), None);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let refused = conn.request(
         Method::ReadResource,
         &json!({"uri": "docs://a"}),
@@ -248,7 +249,7 @@ fn timed_config(protocol: ProtocolChoice) -> ClientConfig {
     cfg
 }
 
-fn first_message(out: &mut Vec<u8>, version: ProtocolVersion) -> Value {
+fn first_message(out: &mut Outbox, version: ProtocolVersion) -> Value {
     let mut sent = take(version, out);
     assert_eq!(sent.len(), 1, "{sent:?}");
     sent.remove(0)
@@ -256,7 +257,7 @@ fn first_message(out: &mut Vec<u8>, version: ProtocolVersion) -> Value {
 
 #[test]
 fn the_probe_waits_its_timeout_then_initialize_waits_the_request_timeout() {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let n = Negotiating::start(timed_config(ProtocolChoice::Auto), t0(), &mut out);
     assert_eq!(first_message(&mut out, MODERN)["method"], "server/discover");
     assert_eq!(n.poll_timeout(), at_ms(300));
@@ -291,7 +292,7 @@ fn the_probe_waits_its_timeout_then_initialize_waits_the_request_timeout() {
 fn a_probe_that_cannot_fall_back_waits_as_long_as_any_request() {
     // Only the modern era is allowed: `server/discover` is the handshake, and a server
     // slow to start is not refused after the short probe timeout.
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let n = Negotiating::start(timed_config(ProtocolChoice::Modern), t0(), &mut out);
     assert_eq!(first_message(&mut out, MODERN)["method"], "server/discover");
     assert_eq!(n.poll_timeout(), at_ms(5000), "the request timeout");
@@ -315,7 +316,7 @@ fn a_probe_that_cannot_fall_back_waits_as_long_as_any_request() {
 fn hinted(hint: Option<Era>, protocol: ProtocolChoice) -> (Negotiating, Value) {
     let mut cfg = timed_config(protocol);
     cfg.era_hint = hint;
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let n = Negotiating::start(cfg, t0(), &mut out);
     let version = if n.is_probing() { MODERN } else { V };
     let first = first_message(&mut out, version);
@@ -335,7 +336,7 @@ fn a_legacy_hint_starts_with_initialize_and_costs_no_probe() {
         at_ms(5000),
         "no probe timeout to wait out"
     );
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let answer = initialize_result(&first["id"], "2025-11-25", json!({"resources": {}}));
     let Step::Ready(established) = n.handle(incoming(answer), t0(), &mut out) else {
         panic!("not ready")
@@ -350,7 +351,7 @@ fn a_legacy_hint_starts_with_initialize_and_costs_no_probe() {
 #[test]
 fn a_legacy_hint_never_locks_a_server_that_became_modern_out() {
     let (n, first) = hinted(Some(Era::Legacy), ProtocolChoice::Auto);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     // A modern-only server refuses initialize (naming what it speaks, as it should).
     let mut refusal = error(&first["id"], codes::INVALID_PARAMS);
     refusal["error"]["data"] = json!({"supported": ["2026-07-28"]});
@@ -374,7 +375,7 @@ fn a_legacy_hint_never_locks_a_server_that_became_modern_out() {
 #[test]
 fn a_legacy_hint_refused_by_both_eras_reports_the_refusal_without_a_second_initialize() {
     let (n, first) = hinted(Some(Era::Legacy), ProtocolChoice::Auto);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let Step::Waiting(n) = n.handle(
         incoming(error(&first["id"], codes::INTERNAL_ERROR)),
         t0(),
@@ -403,7 +404,7 @@ fn a_legacy_hint_refused_by_both_eras_reports_the_refusal_without_a_second_initi
 fn a_modern_hint_still_falls_back_to_initialize() {
     let (n, first) = hinted(Some(Era::Modern), ProtocolChoice::Auto);
     assert_eq!(first["method"], "server/discover");
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let step = n.handle(
         incoming(error(&first["id"], codes::METHOD_NOT_FOUND)),
         t0(),

@@ -7,6 +7,7 @@ mod common;
 
 use bytes::Bytes;
 use capable_core::jsonrpc::{split_batch, FramingError};
+use capable_core::Outbox;
 use capable_core::{
     ClientConfig, Event, Incoming, Method, Negotiating, NegotiationError, Notice, ProtocolChoice,
     ProtocolVersion, ResponseError, Step,
@@ -94,7 +95,7 @@ fn an_unreadable_line_that_names_no_request_in_flight_is_skipped_with_a_notice()
 
 #[test]
 fn a_truncated_initialize_answer_fails_the_handshake_at_once() {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let n = Negotiating::start(config(ProtocolChoice::Legacy), t0(), &mut out);
     let sent = take(ProtocolVersion::V2025_11_25, &mut out);
     let line = format!(

@@ -7,6 +7,7 @@
 mod common;
 
 use capable_core::jsonrpc::codes;
+use capable_core::Outbox;
 use capable_core::{
     Event, GatePolicy, ListenFilter, Method, Notice, ProtocolChoice, Refusal, ResponseError, Timing,
 };
@@ -95,7 +96,7 @@ fn violation_a_declared_subscribe_answered_method_not_found_is_recorded_with_evi
 #[test]
 fn violation_the_evidence_keeps_the_request_exactly_as_sent_with_progress_and_meta() {
     let mut conn = modern(json!({"tools": {}}));
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let id = conn
         .request(
             Method::CallTool,
@@ -154,7 +155,7 @@ fn violation_listen_is_judged_by_the_filter_fields_it_asked_for() {
     let mut cfg = config(ProtocolChoice::Auto);
     cfg.gate_policy = GatePolicy::Lenient;
     let mut conn: Conn = modern_connection(cfg, caps);
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     // Lenient: an undeclared field is sent; -32601 to it is a plain error.
     let undeclared = ListenFilter {
         prompts_list_changed: true,
@@ -213,7 +214,7 @@ fn violation_method_not_found_for_ungated_methods_is_a_plain_error() {
 // ---------------------------------------------------------------------------------
 
 fn notification(conn: &mut Conn, message: Value) -> (String, Vec<Notice>) {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     match feed(conn, message, &mut out) {
         Event::Notification { method, params, .. } => {
             assert!(out.is_empty(), "a notification is never answered");

@@ -18,8 +18,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use capable_core::{
-    ClientConfig, Connection, Event, Incoming, Negotiating, Now, ProtocolChoice, ProtocolVersion,
-    Step,
+    ClientConfig, Connection, Event, Incoming, Negotiating, Now, Outbox, Outgoing, ProtocolChoice,
+    ProtocolVersion, RequestId, Step,
 };
 use jsonschema::Validator;
 use serde_json::{json, Value};
@@ -315,11 +315,56 @@ pub fn written(version: ProtocolVersion, out: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-/// Drains `out`, validating and returning what the client wrote.
-pub fn take(version: ProtocolVersion, out: &mut Vec<u8>) -> Vec<Value> {
+/// Drains `out`, validating and returning what the client wrote; each message's
+/// record must say what its line is.
+pub fn take(version: ProtocolVersion, out: &mut Outbox) -> Vec<Value> {
     let messages = written(version, out);
+    assert_eq!(out.count(), messages.len(), "one record per message");
+    for ((what, _), message) in out.messages().zip(&messages) {
+        assert_recorded(&what, message);
+    }
     out.clear();
     messages
+}
+
+/// Holds a message's record to its JSON: kind, id, method, version.
+#[track_caller]
+pub fn assert_recorded(what: &Outgoing, message: &Value) {
+    let id = |id: &RequestId| serde_json::to_value(id).unwrap();
+    match what {
+        Outgoing::Request(r) => {
+            assert_eq!(message["id"], id(&r.id), "{message}");
+            assert_eq!(message["method"], r.method.as_str(), "{message}");
+            let meta = message.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion");
+            assert_eq!(
+                meta.and_then(Value::as_str),
+                r.version.map(|v| v.as_str()),
+                "{message}"
+            );
+            if let Some(member) = r.method.target_member().filter(|_| r.version.is_some()) {
+                assert_eq!(
+                    message["params"].get(member).and_then(Value::as_str),
+                    r.target.as_deref(),
+                    "{message}"
+                );
+            }
+        }
+        Outgoing::Initialized => {
+            assert_eq!(message["method"], "notifications/initialized", "{message}")
+        }
+        Outgoing::Cancelled { id: cancelled } => {
+            assert_eq!(message["method"], "notifications/cancelled", "{message}");
+            assert_eq!(message["params"]["requestId"], id(cancelled), "{message}");
+        }
+        Outgoing::Notification { method } => {
+            assert_eq!(message["method"], method.as_str(), "{message}")
+        }
+        Outgoing::Response { id: answered } => {
+            assert_eq!(message["id"], id(answered), "{message}");
+            assert!(message.get("method").is_none(), "{message}");
+        }
+        other => panic!("an unknown record {other:?}"),
+    }
 }
 
 /// Parses a server message given as JSON.
@@ -382,7 +427,7 @@ pub fn legacy_connection<W>(
         .protocol
         .legacy_proposal()
         .expect("a legacy configuration");
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let n = Negotiating::start(config, t0(), &mut out);
     let sent = take(proposed, &mut out);
     assert_eq!(sent.len(), 1);
@@ -400,7 +445,7 @@ pub fn legacy_connection<W>(
 /// Drives a modern handshake to a ready connection: the server answers
 /// `server/discover` with `capabilities`.
 pub fn modern_connection<W>(config: ClientConfig, capabilities: Value) -> Connection<W> {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let n = Negotiating::start(config, t0(), &mut out);
     let v = ProtocolVersion::V2026_07_28;
     let sent = take(v, &mut out);
@@ -433,7 +478,7 @@ pub fn discover_result(id: &Value, capabilities: Value) -> Value {
 }
 
 /// Feeds one server message to a connection.
-pub fn feed<W>(conn: &mut Connection<W>, message: Value, out: &mut Vec<u8>) -> Event<W> {
+pub fn feed<W>(conn: &mut Connection<W>, message: Value, out: &mut Outbox) -> Event<W> {
     conn.handle(incoming(message), moment(), out)
 }
 

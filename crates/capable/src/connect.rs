@@ -7,15 +7,16 @@
 
 use std::sync::Arc;
 
-use capable_core::{AfterFailure, Connection, Incoming, Negotiating, RequestFailure, Step};
+use capable_core::{AfterFailure, Connection, Incoming, Negotiating, Outbox, RequestFailure, Step};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Duration, Instant};
 
-use crate::driver::{self, Shared, State};
+use crate::driver::{self, Driver, State};
 use crate::error::Error;
 use crate::options::ClientOptions;
 use crate::session::Session;
 use crate::transport::http::{HttpConfig, HttpTransport};
+use crate::transport::shortcut::Sealed;
 use crate::transport::stdio::{ServerCommand, StdioLimits, StdioTransport};
 use crate::transport::{Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
 
@@ -44,6 +45,7 @@ pub async fn connect_stdio(
     let limits = StdioLimits {
         max_message_size: options.max_message_size,
         shutdown_grace: options.shutdown_grace,
+        burst_pauses: options.burst_pauses,
     };
     let transport = StdioTransport::spawn(command, limits)?;
     connect(transport, options).await
@@ -108,7 +110,7 @@ async fn connect_paused<T: Transport>(
 type Handshaken = (
     Connection<driver::Waiter>,
     Vec<(String, serde_json::Value)>,
-    Vec<u8>,
+    Outbox,
 );
 
 async fn handshake<Si: MessageSink, So: MessageSource>(
@@ -124,7 +126,7 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
     let mut paused = Duration::ZERO;
     let mut paused_since: Option<Instant> = None;
     let now = |paused: Duration| (Instant::now() - paused).into_std();
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let mut negotiating = Negotiating::start(config, now(paused), &mut out);
     loop {
         if !out.is_empty() {
@@ -238,8 +240,8 @@ fn start<Si: MessageSink, So: MessageSource>(
 ) -> Session {
     let negotiated = conn.negotiated().clone();
     let state = State {
-        direct: sink.direct(),
-        started: None,
+        bypass: sink.bypass(Sealed(())),
+        work: None,
         answered: 0,
         writing: false,
         out_tapped: 0,
@@ -250,7 +252,7 @@ fn start<Si: MessageSink, So: MessageSource>(
         listeners: Default::default(),
         timer_armed: None,
     };
-    let shared = Arc::new(Shared::new(
+    let shared = Arc::new(Driver::new(
         state,
         peer,
         options.tap.clone(),

@@ -75,5 +75,5 @@ pub use session::{
 };
 pub use tap::{Direction, Tap};
 pub use transport::http::{HttpConfig, HttpTransport, Reconnect};
-pub use transport::stdio::{ServerCommand, StdioLimits, StdioTransport};
+pub use transport::stdio::{BurstPauses, ServerCommand, StdioLimits, StdioTransport};
 pub use watch::{Watch, WatchEvent, WatchMode, WatchPolicy};

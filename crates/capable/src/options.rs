@@ -30,6 +30,10 @@ pub struct ClientOptions {
     /// stdio: how long shutdown waits after closing the server's stdin, and again
     /// after each signal. Default 2 s.
     pub shutdown_grace: Duration,
+    /// stdio: whether the reader pauses within a long burst of answers so that the
+    /// server works meanwhile ([`BurstPauses`](crate::transport::stdio::BurstPauses));
+    /// by default when the server can run while the client does.
+    pub burst_pauses: crate::transport::stdio::BurstPauses,
     /// How many server notifications are buffered for the host before new ones are
     /// dropped (memory stays bounded; [`Session::dropped_notifications`] counts
     /// them). Default 1024.
@@ -65,6 +69,7 @@ impl Default for ClientOptions {
             config: ClientConfig::default(),
             max_message_size: 64 * 1024 * 1024,
             shutdown_grace: Duration::from_secs(2),
+            burst_pauses: Default::default(),
             notification_capacity: 1024,
             max_pages: 1000,
             max_list_items: 100_000,

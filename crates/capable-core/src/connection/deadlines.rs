@@ -19,6 +19,7 @@
 use std::time::{Duration, Instant};
 
 use crate::method::Method;
+use crate::outbox::Outbox;
 use crate::time;
 
 use super::Connection;
@@ -126,7 +127,7 @@ impl<W> Connection<W> {
     /// The time is `now`: fails every request past its deadline, writing
     /// `notifications/cancelled` for each to `out`, and returns them with their
     /// waiters. Calling it early is harmless (nothing is due, the bound is refreshed).
-    pub fn handle_timeout(&mut self, now: Instant, out: &mut Vec<u8>) -> Vec<TimedOut<W>> {
+    pub fn handle_timeout(&mut self, now: Instant, out: &mut Outbox) -> Vec<TimedOut<W>> {
         if self.closed || self.timer_at.is_none_or(|t| now < t) {
             return Vec::new();
         }

@@ -3,11 +3,14 @@
 //! (answered here or handed to the host), and notifications (checked against what the
 //! server declared).
 
-use crate::jsonrpc::{self, codes, Incoming, Payload, RequestId, RpcError};
+use bytes::Bytes;
+
+use crate::jsonrpc::{self, codes, FramingError, Incoming, Payload, RequestId, RpcError};
 use crate::method::Method;
 use crate::model::{self, Empty, ProgressParams};
 use crate::notice::Notice;
 use crate::notification::{Notification, NotificationMethod};
+use crate::outbox::Outbox;
 use crate::time::Now;
 use crate::version::Era;
 use crate::violation::Violation;
@@ -18,7 +21,7 @@ impl<W> Connection<W> {
     /// Handles one message from the server, arrived at `now` (`now.wall` stamps any
     /// violation it reveals). After [`Connection::close`] every message is
     /// [`Event::Handled`] and nothing is written.
-    pub fn handle(&mut self, msg: Incoming, now: Now, out: &mut Vec<u8>) -> Event<W> {
+    pub fn handle(&mut self, msg: Incoming, now: Now, out: &mut Outbox) -> Event<W> {
         if self.closed {
             return Event::Handled;
         }
@@ -158,10 +161,36 @@ impl<W> Connection<W> {
         }
     }
 
-    /// Whether the negotiated version lets the server send JSON-RPC batches (the
-    /// shell then splits them with [`jsonrpc::split_batch`] and hands each message in).
+    /// Whether the negotiated version lets the server send JSON-RPC batches.
     pub fn accepts_batches(&self) -> bool {
         self.negotiated.version.has_batches()
+    }
+
+    /// The messages of `line`, a JSON-RPC batch (what [`Incoming::parse_whole`] calls
+    /// [`FramingError::Batch`]), each with how it reads, to be handed in one by one
+    /// ([`Connection::handle`], [`Connection::handle_unreadable`]): parsed when the
+    /// negotiated version lets a server send batches (2025-03-26), else refused as a
+    /// batch, so that each answer in it fails the request it names instead of being
+    /// taken. A batch that is no array of messages is skipped with a notice: nothing
+    /// comes back.
+    pub fn unbatch(&mut self, line: &Bytes) -> Vec<(Bytes, Result<Incoming, FramingError>)> {
+        let Some(messages) = jsonrpc::split_batch(line) else {
+            self.notices.push(Notice::SkippedLine {
+                reason: "a JSON-RPC batch that is not an array of messages".into(),
+            });
+            return Vec::new();
+        };
+        let accepted = self.accepts_batches();
+        messages
+            .into_iter()
+            .map(|message| {
+                let parsed = match accepted {
+                    true => Incoming::parse(message.clone()),
+                    false => Err(FramingError::Batch),
+                };
+                (message, parsed)
+            })
+            .collect()
     }
 
     /// The request `id` answers, taken out of those in flight; an answer to none is
@@ -221,12 +250,12 @@ impl<W> Connection<W> {
         id: RequestId,
         method: String,
         params: Payload,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Event<W> {
         let caps = &self.config.capabilities;
         let handled = match method.as_str() {
             "ping" if self.negotiated.era() == Era::Legacy => {
-                jsonrpc::write_result(out, &id, &Empty {});
+                out.write_result(&id, &Empty {});
                 return Event::Handled;
             }
             "roots/list" => caps.roots,
@@ -252,7 +281,7 @@ impl<W> Connection<W> {
             message: format!("capable does not handle {method}"),
             data: None,
         };
-        jsonrpc::write_error(out, &id, &error);
+        out.write_error(&id, &error);
         self.notices
             .push(Notice::UnsupportedServerRequest { method });
         Event::Handled
@@ -306,11 +335,7 @@ impl<W> Connection<W> {
                 }
             }
         }
-        Event::Notification {
-            notification,
-            method,
-            params,
-        }
+        self.route_listen(notification, method, params)
     }
 
     /// Progress for a request that asked for it restarts its timeout; any other is

@@ -15,12 +15,14 @@
 //! | `outgoing.rs` | requests: the gate, the id, the line, the `_meta` envelope |
 //! | `incoming.rs` | answers, server requests and notifications |
 //! | `deadlines.rs` | request timeouts and their extension by progress |
+//! | `listen.rs` | the notifications of `subscriptions/listen` streams, and their end |
 //! | `in_flight.rs` | the requests in flight, by id |
 //! | `sent.rs` | the copy of each request as sent, in reused buffers |
 
 mod deadlines;
 mod in_flight;
 mod incoming;
+mod listen;
 mod outgoing;
 mod sent;
 
@@ -33,16 +35,18 @@ use serde_json::Value;
 use crate::capabilities::ServerCapabilities;
 use crate::config::{ClientConfig, GatePolicy};
 use crate::gating::{self, Refusal};
-use crate::jsonrpc::{self, Payload, RequestId, RpcError};
+use crate::jsonrpc::{Payload, RequestId, RpcError};
 use crate::method::Method;
-use crate::model::{CancelledParams, Implementation, ProgressParams};
+use crate::model::{Implementation, ProgressParams};
 use crate::negotiation::{modern_meta, Established, Negotiated};
 use crate::notice::Notice;
 use crate::notification::Notification;
+use crate::outbox::Outbox;
 use crate::version::{Era, ProtocolVersion};
 use crate::violation::Violation;
 
 pub use deadlines::{TimedOut, Timeout, Timing};
+pub use listen::{Listened, SUBSCRIPTION_ID};
 
 /// Hashes a request id by one multiplication (for maps keyed by our own request ids).
 ///
@@ -147,6 +151,24 @@ pub enum Event<W> {
         method: String,
         /// Its params, as sent.
         params: Payload,
+    },
+    /// An item of the `subscriptions/listen` stream of request `id` (see `listen.rs`),
+    /// for that stream's listener.
+    Listen {
+        /// The listen request's id (the item's `subscriptionId`).
+        id: i64,
+        /// What arrived.
+        item: Listened,
+    },
+    /// The server ended the listen stream of request `id` (`notifications/cancelled`
+    /// for it): the request is over, with its waiter.
+    ListenEnded {
+        /// The listen request's id.
+        id: i64,
+        /// The waiter given to [`Connection::listen`].
+        waiter: W,
+        /// The server's reason (empty when it gave none).
+        reason: String,
     },
     /// A server request the host handles (elicitation, sampling, roots); answer it with
     /// [`Connection::respond`] or [`Connection::respond_error`].
@@ -412,19 +434,15 @@ impl<W> Connection<W> {
 
     /// Gives up on a request: forgets it and writes `notifications/cancelled` for it.
     /// Returns its waiter if it was still in flight.
-    pub fn cancel(&mut self, id: i64, reason: &str, out: &mut Vec<u8>) -> Option<W> {
+    pub fn cancel(&mut self, id: i64, reason: &str, out: &mut Outbox) -> Option<W> {
         let p = self.pending.remove(id)?;
         self.spares.recycle(p.request);
         self.write_cancelled(id, reason, out);
         Some(p.waiter)
     }
 
-    fn write_cancelled(&self, id: i64, reason: &str, out: &mut Vec<u8>) {
-        let params = CancelledParams {
-            request_id: RequestId::Number(id),
-            reason: Some(reason.to_owned()),
-        };
-        jsonrpc::write_notification(out, "notifications/cancelled", Some(&params));
+    fn write_cancelled(&self, id: i64, reason: &str, out: &mut Outbox) {
+        out.write_cancelled(&RequestId::Number(id), reason);
     }
 
     /// Forgets a request without telling the server (its answer will not come: the
@@ -450,21 +468,16 @@ impl<W> Connection<W> {
     }
 
     /// Answers a server request the host handled.
-    pub fn respond<R: Serialize + ?Sized>(
-        &mut self,
-        id: &RequestId,
-        result: &R,
-        out: &mut Vec<u8>,
-    ) {
+    pub fn respond<R: Serialize + ?Sized>(&mut self, id: &RequestId, result: &R, out: &mut Outbox) {
         if !self.closed {
-            jsonrpc::write_result(out, id, result);
+            out.write_result(id, result);
         }
     }
 
     /// Answers a server request with an error.
-    pub fn respond_error(&mut self, id: &RequestId, error: &RpcError, out: &mut Vec<u8>) {
+    pub fn respond_error(&mut self, id: &RequestId, error: &RpcError, out: &mut Outbox) {
         if !self.closed {
-            jsonrpc::write_error(out, id, error);
+            out.write_error(id, error);
         }
     }
 }

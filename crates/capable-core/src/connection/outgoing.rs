@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use crate::config::GatePolicy;
 use crate::gating::{self, ListenFilter};
-use crate::jsonrpc::{self, Params, RequestId};
+use crate::jsonrpc::{Params, RequestId};
 use crate::method::Method;
 use crate::model::{ListenFilterWire, ListenParams};
+use crate::outbox::Outbox;
 use crate::version::Era;
 
 use super::deadlines::{Timeout, Timing};
@@ -28,7 +29,7 @@ impl<W> Connection<W> {
         timing: Timing,
         waiter: W,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Result<i64, (NotSent, W)> {
         if self.closed {
             return Err((NotSent::Closed, waiter));
@@ -48,7 +49,7 @@ impl<W> Connection<W> {
         filter: &ListenFilter,
         waiter: W,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Result<i64, (NotSent, W)> {
         if self.closed {
             return Err((NotSent::Closed, waiter));
@@ -82,14 +83,14 @@ impl<W> Connection<W> {
         timing: Timing,
         waiter: W,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> i64 {
         let id = self.next_id;
         self.next_id += 1;
         let start = out.len();
         let rid = RequestId::Number(id);
         if self.negotiated.era() == Era::Legacy && !timing.progress {
-            jsonrpc::write_method_request(out, &rid, method, params);
+            out.write_request(&rid, method, params);
         } else {
             self.write_request_with_meta(out, &rid, method, params, timing.progress);
         }
@@ -110,7 +111,7 @@ impl<W> Connection<W> {
 
     fn write_request_with_meta<P: Params + ?Sized>(
         &self,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
         id: &RequestId,
         method: Method,
         params: &P,
@@ -134,7 +135,11 @@ impl<W> Connection<W> {
         if let Some(level) = &self.log_level {
             member("io.modelcontextprotocol/logLevel", level);
         }
-        jsonrpc::write_request_with_meta(out, id, method.as_str(), params, &meta);
+        let version = match self.negotiated.era() {
+            Era::Modern => Some(self.negotiated.version),
+            Era::Legacy => None,
+        };
+        out.write_request_with_meta(id, method, params, &meta, version);
     }
 }
 

@@ -10,7 +10,7 @@ use crate::notice::Notice;
 
 use super::call::Call;
 use super::streams::Standalone;
-use super::{Action, Exchange, ExchangeId, HttpSession, RequestKey};
+use super::{Action, Exchange, ExchangeId, HttpSession};
 
 impl HttpSession {
     /// The shell acted on the need of a held exchange ([`Action::Authorize`]): its
@@ -44,7 +44,7 @@ impl HttpSession {
     pub fn abandon(&mut self, ex: ExchangeId) -> Vec<Action> {
         match self.exchanges.remove(&ex) {
             Some(Exchange::Call(call)) => {
-                self.by_request.remove(&RequestKey::of(&call.id));
+                self.by_request.remove(&call.id);
                 Vec::new()
             }
             Some(Exchange::Standalone(_)) => vec![Action::Notice(Notice::StreamGivenUp {

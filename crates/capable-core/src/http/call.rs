@@ -1,9 +1,8 @@
-//! One JSON-RPC request over HTTP, from its POST to its answer, through every repair
-//! the policy allows: a legacy session renewed after a 404, a broken legacy stream
-//! resumed with `Last-Event-ID`, a broken modern stream re-issued with a new id, the
-//! tools re-fetched after a header mismatch, the URL tried as an HTTP+SSE endpoint.
-//! Each repair is bounded and happens at most once (resumes and re-issues: as often as
-//! [`Reconnect`](super::Reconnect) allows).
+//! One JSON-RPC request over HTTP, from its POST to its answer: its phases, what each
+//! response head, body, event and end means in each, and the answer delivered under
+//! the id it was asked with. The repairs a phase may lead to — a renewed session, a
+//! resumed or re-issued stream, re-fetched tools, the HTTP+SSE fallback — are in
+//! `repair.rs`.
 //!
 //! A step that needs another request produces it only when the current response has
 //! been read to its end, so one exchange is never read by two tasks at once.
@@ -14,16 +13,14 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::auth::{AuthNeed, Rounds};
-use crate::jsonrpc::codes;
-use crate::notice::Notice;
+use crate::jsonrpc::RequestId;
+use crate::method::Method;
 
 use super::headers::is_session_id;
-use super::message::{excerpt, is_answer, is_error_response, is_modern_error, Outgoing};
-use super::streams::LegacyStream;
-use super::RequestKey;
+use super::message::{excerpt, id_value, is_answer, Message};
 use super::{Action, Body, End, Exchange, ExchangeId, Failure, Head, HttpSession, Mode};
 
 /// The longest error body read to judge a refusal.
@@ -31,22 +28,22 @@ const ERROR_BODY: usize = 64 * 1024;
 
 pub(super) struct Call {
     /// The request's id as the client sent it (answers are delivered with it).
-    pub(super) id: Value,
+    pub(super) id: RequestId,
     /// The id of the attempt in flight (a re-issue has its own).
-    attempt_id: Value,
-    method: String,
+    pub(super) attempt_id: RequestId,
+    pub(super) method: Method,
     pub(super) modern: bool,
     /// The attempt's message.
-    msg: Outgoing,
-    reissues: u32,
-    renewed: bool,
-    refreshed: bool,
+    pub(super) msg: Message,
+    pub(super) reissues: u32,
+    pub(super) renewed: bool,
+    pub(super) refreshed: bool,
     /// The authorization needs met so far.
     rounds: Rounds,
-    phase: Phase,
+    pub(super) phase: Phase,
 }
 
-enum Phase {
+pub(super) enum Phase {
     /// Its POST is out.
     Posted,
     /// The server refused the POST with `status`: the body decides what it means,
@@ -72,7 +69,7 @@ enum Phase {
         refused: Option<u16>,
     },
     /// Re-fetching `tools/list` (page `page`) after a header mismatch.
-    Refreshing { page: u32, refresh_id: Value },
+    Refreshing { page: u32, refresh_id: RequestId },
     /// Waiting for an HTTP+SSE stream to name its endpoint; keeps the refusal that
     /// sent it there.
     AwaitingEndpoint { status: u16, body: Vec<u8> },
@@ -101,24 +98,26 @@ impl Call {
     }
 
     /// The attempt's message.
-    pub(super) fn message(&self) -> &Outgoing {
+    pub(super) fn message(&self) -> &Message {
         &self.msg
     }
 
     /// The call's request, rewritten as an HTTP+SSE one.
-    pub(super) fn post_to_endpoint(&mut self) -> &Outgoing {
+    pub(super) fn post_to_endpoint(&mut self) -> &Message {
         self.phase = Phase::PostedToEndpoint;
         &self.msg
     }
 }
 
 impl HttpSession {
-    pub(super) fn start_call(&mut self, msg: Outgoing) -> Vec<Action> {
-        let method = msg.method().unwrap_or("").to_owned();
-        if method == "initialize" {
-            self.initialize = Some(msg.to_bytes());
+    pub(super) fn start_call(&mut self, msg: Message) -> Vec<Action> {
+        let Some(request) = msg.request() else {
+            return Vec::new();
+        };
+        let (id, method) = (request.id.clone(), request.method);
+        if method == Method::Initialize {
+            self.initialize = Some(msg.clone());
         }
-        let id = msg.id().cloned().unwrap_or(Value::Null);
         let request = self.post(&msg, self.message_headers(&msg));
         let phase = match self.mode {
             Mode::LegacySse { .. } => Phase::PostedToEndpoint,
@@ -137,7 +136,7 @@ impl HttpSession {
             phase,
         };
         let exchange = self.new_exchange(Exchange::Call(Box::new(call)));
-        self.by_request.insert(RequestKey::of(&id), exchange);
+        self.by_request.insert(id, exchange);
         vec![Action::Send {
             exchange,
             request,
@@ -154,8 +153,8 @@ impl HttpSession {
         self.exchanges.insert(ex, Exchange::Call(call));
     }
 
-    fn finish(&mut self, call: &Call) {
-        self.by_request.remove(&RequestKey::of(&call.id));
+    pub(super) fn finish(&mut self, call: &Call) {
+        self.by_request.remove(&call.id);
     }
 
     pub(super) fn send_again(
@@ -199,7 +198,7 @@ impl HttpSession {
                     && sent_session
                     && !call.modern
                     && !call.renewed
-                    && call.method != "initialize"
+                    && call.method != Method::Initialize
                 {
                     call.phase = Phase::Expired;
                     Body::Discard
@@ -213,7 +212,7 @@ impl HttpSession {
             }
             Phase::PostedToEndpoint => Body::Discard,
             Phase::Posted => {
-                if call.method == "initialize" {
+                if call.method == Method::Initialize {
                     if self.mode == Mode::Unknown {
                         self.mode = Mode::Streamable;
                     }
@@ -303,7 +302,7 @@ impl HttpSession {
                     return vec![Action::Fail {
                         id: call.id.clone(),
                         failure: Failure::Malformed {
-                            method: call.method.clone(),
+                            method: call.method,
                             detail: format!("the answer is not JSON ({e}): {}", excerpt(&body)),
                         },
                     }];
@@ -344,7 +343,7 @@ impl HttpSession {
         if let Phase::Refreshing { refresh_id, .. } = &call.phase {
             // The transport's own `tools/list`: learnt from, never delivered.
             let value = serde_json::from_slice::<Value>(&message).unwrap_or(Value::Null);
-            if value.get("id") == Some(refresh_id) {
+            if value.get("id") == Some(&id_value(refresh_id)) {
                 return self.refreshed_page(ex, call, value);
             }
             self.keep(ex, call);
@@ -353,7 +352,7 @@ impl HttpSession {
         // A success response in the usual shape names its id at its start; anything
         // else is parsed to be sure.
         let answers = match crate::jsonrpc::result_by_shape(&message) {
-            Some((id, _)) => call.attempt_id.as_i64() == Some(id),
+            Some((id, _)) => call.attempt_id == RequestId::Number(id),
             None => serde_json::from_slice::<Value>(&message)
                 .ok()
                 .is_some_and(|v| is_answer(&v, &call.attempt_id)),
@@ -379,44 +378,11 @@ impl HttpSession {
     ) -> Vec<Action> {
         match std::mem::replace(&mut call.phase, Phase::Posted) {
             Phase::Posted => self.broken(ex, call, end),
-            Phase::Expired => {
-                let Some(init) = self.initialize.clone() else {
-                    self.finish(&call);
-                    return vec![self.fail(
-                        &call,
-                        "the session expired and there is no initialize to start a new one",
-                    )];
-                };
-                call.renewed = true;
-                call.phase = Phase::Renewing {
-                    initialized: false,
-                    refused: None,
-                };
-                self.session_id = None;
-                let msg = Outgoing::parse(&init).unwrap_or_else(|| call.msg.clone());
-                // A new session: no session id, and no version before it is negotiated.
-                let request = self.post(&msg, Vec::new());
-                let mut actions = vec![Action::Notice(Notice::SessionRenewed {
-                    url: self.shown.clone(),
-                })];
-                actions.extend(self.send_again(ex, call, request));
-                actions
-            }
+            Phase::Expired => self.renew(ex, call),
             Phase::Renewing {
                 initialized: false,
                 refused: None,
-            } => {
-                call.phase = Phase::Renewing {
-                    initialized: true,
-                    refused: None,
-                };
-                let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-                let Some(msg) = Outgoing::from_value(&note) else {
-                    return Vec::new();
-                };
-                let request = self.post(&msg, self.base_headers());
-                self.send_again(ex, call, request)
-            }
+            } => self.renewed(ex, call),
             Phase::Renewing {
                 refused: Some(status),
                 ..
@@ -458,198 +424,12 @@ impl HttpSession {
         }
     }
 
-    /// A response stream ended before its answer.
-    fn broken(&mut self, ex: ExchangeId, mut call: Box<Call>, end: End) -> Vec<Action> {
-        if call.modern && call.method == "subscriptions/listen" {
-            // A listen stream that closes without its final result ended unexpectedly;
-            // the host decides whether to listen again (a new id would change the
-            // stream's subscriptionId).
-            self.finish(&call);
-            let why = format!(
-                "the subscription stream from {} closed without its final result",
-                self.shown
-            );
-            return vec![self.fail(&call, &why)];
-        }
-        if call.modern {
-            // 2026-07-28: a broken stream loses the request; re-issue it with a new id
-            // (bounded).
-            if call.reissues >= self.reconnect.reissues {
-                self.finish(&call);
-                let why = format!(
-                    "the response stream from {} broke {} times before the answer",
-                    self.shown,
-                    call.reissues + 1
-                );
-                return vec![self.fail(&call, &why)];
-            }
-            call.reissues += 1;
-            call.attempt_id = json!(format!("{}~reissue{}", call.id, call.reissues));
-            call.msg.set_id(call.attempt_id.clone());
-            let request = self.post(&call.msg, self.message_headers(&call.msg));
-            return self.send_again(ex, call, request);
-        }
-        self.resume(ex, call, 0, end.last_event_id, end.retry)
-    }
-
-    /// Legacy: resumes a broken response stream by GET with `Last-Event-ID`.
-    fn resume(
-        &mut self,
-        ex: ExchangeId,
-        mut call: Box<Call>,
-        attempt: u32,
-        last_event_id: Option<String>,
-        retry: Option<Duration>,
-    ) -> Vec<Action> {
-        if attempt >= self.reconnect.attempts {
-            self.finish(&call);
-            let why = format!(
-                "the response stream from {} broke and {} attempts to resume it failed",
-                self.shown, self.reconnect.attempts
-            );
-            return vec![self.fail(&call, &why)];
-        }
-        let delay = self.reconnect.delay(attempt, retry);
-        let request = self.get_stream(last_event_id.as_deref(), delay);
-        call.phase = Phase::Resuming {
-            attempt,
-            last_event_id,
-            retry,
-            refused: None,
-        };
-        self.send_again(ex, call, request)
-    }
-
-    /// The server refused the POST with `status`; `body` says how.
-    fn refused(
-        &mut self,
-        ex: ExchangeId,
-        mut call: Box<Call>,
-        status: u16,
-        body: Vec<u8>,
-    ) -> Vec<Action> {
-        let value = serde_json::from_slice::<Value>(&body).ok();
-        let modern_error = value.as_ref().is_some_and(is_modern_error);
-        if call.method == "initialize"
-            && !modern_error
-            && matches!(status, 400 | 404 | 405)
-            && self.mode == Mode::Unknown
-        {
-            // Maybe a 2024-11-05 HTTP+SSE server: try the URL as its event stream.
-            call.phase = Phase::AwaitingEndpoint { status, body };
-            self.keep(ex, call);
-            let stream = self.new_exchange(Exchange::LegacyStream(LegacyStream::for_call(ex)));
-            return vec![Action::Send {
-                exchange: stream,
-                request: self.get_legacy_stream(),
-                blocking: false,
-            }];
-        }
-        let mismatch = value.as_ref().and_then(|b| b.pointer("/error/code"))
-            == Some(&json!(codes::HEADER_MISMATCH));
-        if mismatch && call.method == "tools/call" && call.modern && !call.refreshed {
-            // The tool's `x-mcp-header` annotations changed: re-fetch tools/list, then
-            // retry once with the headers it now asks for.
-            call.refreshed = true;
-            return self.refresh_page(ex, call, 0, None);
-        }
-        self.finish(&call);
-        vec![self.refusal(&call, status, value, &body)]
-    }
-
-    /// The call's refusal as the client sees it: the server's JSON-RPC error when the
-    /// body is one, else an HTTP failure.
-    fn refusal(&self, call: &Call, status: u16, value: Option<Value>, body: &[u8]) -> Action {
-        match value {
-            Some(mut error) if is_error_response(&error) => {
-                // The server's own answer; HTTP correlates it with our request even
-                // when it could not read the id.
-                error["id"] = call.id.clone();
-                Action::Deliver(serde_json::to_vec(&error).unwrap_or_default())
-            }
-            _ => Action::Fail {
-                id: call.id.clone(),
-                failure: Failure::Http {
-                    url: self.shown.clone(),
-                    status,
-                    body: excerpt(body),
-                },
-            },
-        }
-    }
-
-    /// The HTTP+SSE attempt failed: the refusal that led to it is the answer.
-    pub(super) fn call_refused(&mut self, call: Call) -> Vec<Action> {
-        self.finish(&call);
-        match &call.phase {
-            Phase::AwaitingEndpoint { status, body } => {
-                let value = serde_json::from_slice::<Value>(body).ok();
-                vec![self.refusal(&call, *status, value, body)]
-            }
-            _ => vec![self.fail(&call, "the server closed the connection")],
-        }
-    }
-
-    /// Requests page `page` of `tools/list` for the transport alone.
-    fn refresh_page(
-        &mut self,
-        ex: ExchangeId,
-        mut call: Box<Call>,
-        page: u32,
-        cursor: Option<&str>,
-    ) -> Vec<Action> {
-        let refresh_id = json!(format!("capable-tools-refresh-{page}"));
-        let meta = call.msg.meta().unwrap_or(json!({}));
-        let mut params = json!({ "_meta": meta });
-        if let Some(c) = cursor {
-            params["cursor"] = json!(c);
-        }
-        let list =
-            json!({"jsonrpc": "2.0", "id": refresh_id, "method": "tools/list", "params": params});
-        let Some(list) = Outgoing::from_value(&list) else {
-            return Vec::new();
-        };
-        let request = self.post(&list, self.message_headers(&list));
-        call.phase = Phase::Refreshing { page, refresh_id };
-        self.send_again(ex, call, request)
-    }
-
-    /// One refreshed page arrived: learn from it, then the next page or the request.
-    fn refreshed_page(
-        &mut self,
-        ex: ExchangeId,
-        mut call: Box<Call>,
-        mut answer: Value,
-    ) -> Vec<Action> {
-        let Phase::Refreshing { page, .. } = call.phase else {
-            return Vec::new();
-        };
-        let mut actions = Vec::new();
-        let mut notices = Vec::new();
-        if let Some(result) = answer.get_mut("result") {
-            self.tool_headers.learn(result, &mut notices);
-            actions.extend(notices.into_iter().map(Action::Notice));
-            let next = result
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            if let (Some(next), true) = (next, page < 100) {
-                actions.extend(self.refresh_page(ex, call, page + 1, Some(&next)));
-                return actions;
-            }
-        }
-        call.phase = Phase::Posted;
-        let request = self.post(&call.msg, self.message_headers(&call.msg));
-        actions.extend(self.send_again(ex, call, request));
-        actions
-    }
-
     /// The answer as the client reads it: under the id it was asked with, and a
     /// modern `tools/list` without the tools the policy drops (each with a notice,
     /// before the answer).
-    fn answer(&mut self, call: &Call, message: Vec<u8>) -> Vec<Action> {
+    pub(super) fn answer(&mut self, call: &Call, message: Vec<u8>) -> Vec<Action> {
         let rewrite_id = call.attempt_id != call.id;
-        let learn = call.modern && call.method == "tools/list";
+        let learn = call.modern && call.method == Method::ListTools;
         if !rewrite_id && !learn {
             return vec![Action::Deliver(message)];
         }
@@ -661,7 +441,7 @@ impl HttpSession {
         let mut changed = false;
         let mut notices = Vec::new();
         if rewrite_id {
-            value["id"] = call.id.clone();
+            value["id"] = id_value(&call.id);
             changed = true;
         }
         if learn {
@@ -680,7 +460,7 @@ impl HttpSession {
         actions
     }
 
-    fn fail(&self, call: &Call, why: &str) -> Action {
+    pub(super) fn fail(&self, call: &Call, why: &str) -> Action {
         Action::Fail {
             id: call.id.clone(),
             failure: Failure::Broken(why.to_owned()),

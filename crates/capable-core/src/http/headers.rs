@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use super::message::Outgoing;
+use super::message::Message;
 use super::param_headers::header_safe;
 use super::{HeaderText, HttpMethod, HttpSession, Mode, Request};
 
@@ -39,25 +39,6 @@ fn header(name: &'static str, value: impl Into<HeaderText>) -> (HeaderText, Head
     (Cow::Borrowed(name), value.into())
 }
 
-/// A method name as a header value: MCP's own names are static and plain.
-fn method_text(method: &str) -> HeaderText {
-    match crate::Method::from_name(method) {
-        Some(m) => Cow::Borrowed(m.as_str()),
-        None => Cow::Owned(header_safe(method)),
-    }
-}
-
-/// A version as a header value: a known version's static name.
-fn version_text(version: &str) -> HeaderText {
-    match crate::ProtocolVersion::ALL
-        .into_iter()
-        .find(|v| v.as_str() == version)
-    {
-        Some(v) => Cow::Borrowed(v.as_str()),
-        None => Cow::Owned(version.to_owned()),
-    }
-}
-
 impl HttpSession {
     /// What every legacy request to the endpoint carries: the session, the negotiated
     /// version.
@@ -75,25 +56,25 @@ impl HttpSession {
     }
 
     /// The headers of one message's POST.
-    pub(super) fn message_headers(&self, msg: &Outgoing) -> Headers {
+    pub(super) fn message_headers(&self, msg: &Message) -> Headers {
         if let Mode::LegacySse { .. } = self.mode {
             return Vec::new();
         }
-        let Some(version) = msg.modern_version() else {
+        let Some((request, version)) = msg.request().and_then(|r| Some((r, r.version?))) else {
             return self.base_headers();
         };
-        let method = msg.method().unwrap_or("");
         let mut h = vec![
-            header("mcp-protocol-version", version_text(version)),
-            header("mcp-method", method_text(method)),
+            header("mcp-protocol-version", version.as_str()),
+            header("mcp-method", request.method.as_str()),
         ];
-        if let Some(name) = msg.name() {
+        if let Some(name) = &request.target {
             h.push(header("mcp-name", header_safe(name)));
         }
-        if method == "tools/call" {
+        if request.method == crate::Method::CallTool {
+            let tool = request.target.as_deref().unwrap_or("");
             h.extend(
                 self.tool_headers
-                    .for_call(msg.tool().unwrap_or(""), msg.arguments())
+                    .for_call(tool, request.arguments.as_deref())
                     .into_iter()
                     .map(|(n, v)| (Cow::Owned(n), Cow::Owned(v))),
             );
@@ -102,7 +83,7 @@ impl HttpSession {
     }
 
     /// A POST of `msg` to where messages go (the HTTP+SSE endpoint, or the URL).
-    pub(super) fn post(&self, msg: &Outgoing, mut headers: Headers) -> Request {
+    pub(super) fn post(&self, msg: &Message, mut headers: Headers) -> Request {
         headers.push(header("accept", ACCEPT_BOTH));
         headers.push(header("content-type", "application/json"));
         let url = match &self.mode {

@@ -1,282 +1,126 @@
-//! What the HTTP policy reads of the messages it carries: an outgoing line's id,
-//! method, version and routing fields, and whether an incoming message is the answer
-//! to a request.
+//! The messages the HTTP policy carries: each outgoing one as the connection wrote it
+//! (its line, sent as it is, and its [`Outgoing`] record, read for headers and
+//! routing), and what the policy reads of incoming ones (whether a message answers a
+//! request, whether a refusal's body is a modern error).
 
-use std::borrow::Cow;
-
-use serde::Deserialize;
 use serde_json::Value;
 
-use super::message_layout::Members;
-use crate::jsonrpc::codes;
+use crate::jsonrpc::{codes, RequestId};
+use crate::method::Method;
+use crate::outbox::{Outgoing, OutgoingRequest};
+use crate::version::ProtocolVersion;
 
-/// One outgoing JSON-RPC message, as written by the connection: its bytes, sent as
-/// they are, and the few members the policy reads, taken out once.
+/// One outgoing message: its bytes and what the writer noted of it.
 #[derive(Clone, Debug)]
-pub(crate) struct Outgoing {
-    /// The whole message.
+pub(crate) struct Message {
+    /// The whole message, without its newline.
     line: Vec<u8>,
-    id: Option<Value>,
-    method: Option<String>,
-    /// `params._meta["io.modelcontextprotocol/protocolVersion"]`.
-    version: Option<String>,
-    /// What `Mcp-Name` carries for this method (see [`Outgoing::name`]).
-    name: Option<String>,
-    /// `params.arguments` of a `tools/call`.
-    arguments: Option<Box<Value>>,
-    /// `params.requestId` of a `notifications/cancelled`.
-    cancelled: Option<Box<Value>>,
+    what: Outgoing,
 }
 
-/// What an outgoing message is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// A request: it expects an answer.
-    Request,
-    /// A notification.
-    Notification,
-    /// Our answer to a server request.
-    Response,
-}
-
-/// A member that may be present with any value, `null` included (serde reads a plain
-/// `Option` of `null` as absent).
-#[derive(Debug, Default)]
-struct Present(Option<Value>);
-
-impl<'de> Deserialize<'de> for Present {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(|v| Present(Some(v)))
-    }
-}
-
-/// The members the policy reads, every other one skipped without being built; strings
-/// without escapes borrowed from the line.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(default)]
-    id: Present,
-    #[serde(default, borrow)]
-    method: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    params: Option<Params<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Params<'a> {
-    #[serde(default, rename = "_meta", borrow)]
-    meta: Option<Meta<'a>>,
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    uri: Option<Cow<'a, str>>,
-    #[serde(default, rename = "taskId", borrow)]
-    task_id: Option<Cow<'a, str>>,
-    #[serde(default)]
-    arguments: Present,
-    #[serde(default, rename = "requestId")]
-    request_id: Present,
-}
-
-#[derive(Deserialize)]
-struct Meta<'a> {
-    #[serde(default, rename = "io.modelcontextprotocol/protocolVersion", borrow)]
-    version: Option<Cow<'a, str>>,
-}
-
-impl Outgoing {
-    /// Reads one line; `None` for anything that is not a JSON object (the connection
-    /// writes none).
-    ///
-    /// The members are read straight into their fields; a line that reader refuses
-    /// although it is an object (a duplicate member, `_meta` that is no object, which
-    /// the connection never writes) is parsed whole and read from its value, so that
-    /// either way the last of duplicate members counts, as in a parsed value.
-    pub(crate) fn parse(line: &[u8]) -> Option<Outgoing> {
-        if let Some(out) = super::message_layout::read(line).and_then(|m| Outgoing::of(line, m)) {
-            return Some(out);
-        }
-        let first = line.iter().find(|b| !b.is_ascii_whitespace());
-        if first != Some(&b'{') {
-            return None;
-        }
-        match serde_json::from_slice::<Envelope>(line) {
-            Ok(e) => Some(Outgoing::from_envelope(line.to_vec(), e)),
-            Err(_) => {
-                let value: Value = serde_json::from_slice(line).ok()?;
-                Outgoing::of_value(line.to_vec(), &value)
-            }
+impl Message {
+    /// The message `what`, written as `line`.
+    pub(crate) fn new(what: Outgoing, line: &[u8]) -> Message {
+        Message {
+            line: line.to_vec(),
+            what,
         }
     }
 
-    /// The message whose members (in the connection's layout) are `m`; `None` if a
-    /// member's JSON does not read as a value after all.
-    fn of(line: &[u8], m: Members<'_>) -> Option<Outgoing> {
-        let value = |raw: &[u8]| serde_json::from_slice::<Value>(raw).ok();
-        let id = match m.id {
-            // The connection's own ids: digits, read without serde.
-            Some(raw) if raw.iter().all(u8::is_ascii_digit) => Some(Value::from(
-                std::str::from_utf8(raw).ok()?.parse::<u64>().ok()?,
-            )),
-            Some(raw) => Some(value(raw)?),
-            None => None,
-        };
-        let mut out = Outgoing::empty(line.to_vec(), id, m.method.map(str::to_owned));
-        out.version = m.version.map(str::to_owned);
-        // The values only a few methods keep are read only for those.
-        let arguments = match (out.method(), m.arguments) {
-            (Some("tools/call"), Some(raw)) => Some(value(raw)?),
-            _ => None,
-        };
-        let request_id = match (out.method(), m.request_id) {
-            (Some("notifications/cancelled"), Some(raw)) => Some(value(raw)?),
-            _ => None,
-        };
-        out.pick(m.name, m.uri, m.task_id, arguments, request_id);
-        Some(out)
+    /// `notifications/initialized`.
+    pub(crate) fn initialized() -> Message {
+        let mut out = crate::outbox::Outbox::new();
+        out.write_initialized();
+        Message::first_of(&out)
     }
 
-    /// The message `value` (an object), written compactly.
-    pub(crate) fn from_value(value: &Value) -> Option<Outgoing> {
-        Outgoing::of_value(serde_json::to_vec(value).ok()?, value)
-    }
-
-    fn from_envelope(line: Vec<u8>, e: Envelope<'_>) -> Outgoing {
-        let method = e.method.map(Cow::into_owned);
-        let mut out = Outgoing::empty(line, e.id.0, method);
-        if let Some(p) = e.params {
-            out.version = p.meta.and_then(|m| m.version).map(Cow::into_owned);
-            out.pick(
-                p.name.as_deref(),
-                p.uri.as_deref(),
-                p.task_id.as_deref(),
-                p.arguments.0,
-                p.request_id.0,
-            );
+    /// The first message written to `out`.
+    fn first_of(out: &crate::outbox::Outbox) -> Message {
+        match out.messages().next() {
+            Some((what, line)) => Message::new(what, line),
+            None => Message {
+                line: Vec::new(),
+                what: Outgoing::Initialized,
+            },
         }
-        out
     }
 
-    fn of_value(line: Vec<u8>, value: &Value) -> Option<Outgoing> {
-        let object = value.as_object()?;
-        let method = object
-            .get("method")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let mut out = Outgoing::empty(line, object.get("id").cloned(), method);
-        out.version = value
-            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let params = object.get("params");
-        let member = |name: &str| params.and_then(|p| p.get(name));
-        let text = |name: &str| member(name).and_then(Value::as_str);
-        out.pick(
-            text("name"),
-            text("uri"),
-            text("taskId"),
-            member("arguments").cloned(),
-            member("requestId").cloned(),
+    /// The policy's own `tools/list` (page `cursor`) under `id`, with the `_meta` of
+    /// the modern request `like` (the version, the client's identity).
+    pub(crate) fn tools_list(id: RequestId, cursor: Option<&str>, like: &Message) -> Message {
+        let meta = like
+            .request()
+            .and_then(|r| like.line.get(r.meta.clone()?))
+            .and_then(|raw| serde_json::from_slice::<Value>(raw).ok())
+            .unwrap_or_else(|| serde_json::json!({}));
+        let mut params = serde_json::Map::new();
+        if let Some(c) = cursor {
+            params.insert("cursor".into(), c.into());
+        }
+        let members = serde_json::to_vec(&meta).unwrap_or_default();
+        let members = members
+            .get(1..members.len().saturating_sub(1))
+            .unwrap_or_default();
+        let mut out = crate::outbox::Outbox::new();
+        out.write_request_with_meta(
+            &id,
+            Method::ListTools,
+            &params,
+            members,
+            like.modern_version(),
         );
-        Some(out)
+        Message::first_of(&out)
     }
 
-    fn empty(line: Vec<u8>, id: Option<Value>, method: Option<String>) -> Outgoing {
-        Outgoing {
-            line,
-            id,
-            method,
-            version: None,
-            name: None,
-            arguments: None,
-            cancelled: None,
-        }
-    }
-
-    /// Keeps of the params' members what this message's method makes use of.
-    fn pick(
-        &mut self,
-        name: Option<&str>,
-        uri: Option<&str>,
-        task_id: Option<&str>,
-        arguments: Option<Value>,
-        request_id: Option<Value>,
-    ) {
-        let named = match self.method() {
-            Some("tools/call" | "prompts/get") => name,
-            Some("resources/read") => uri,
-            Some("tasks/get" | "tasks/update" | "tasks/cancel") => task_id,
+    /// The request, when it is one.
+    pub(crate) fn request(&self) -> Option<&OutgoingRequest> {
+        match &self.what {
+            Outgoing::Request(r) => Some(r),
             _ => None,
-        };
-        self.name = named.map(str::to_owned);
-        if self.method() == Some("tools/call") {
-            self.arguments = arguments.map(Box::new);
-        }
-        if self.method() == Some("notifications/cancelled") {
-            self.cancelled = request_id.map(Box::new);
         }
     }
 
-    pub(crate) fn kind(&self) -> Option<Kind> {
-        match (self.id().is_some(), self.method().is_some()) {
-            (true, true) => Some(Kind::Request),
-            (false, true) => Some(Kind::Notification),
-            (true, false) => Some(Kind::Response),
-            (false, false) => None,
+    /// Whether it is `notifications/initialized`.
+    pub(crate) fn is_initialized(&self) -> bool {
+        matches!(self.what, Outgoing::Initialized)
+    }
+
+    /// What it is, for a notice: its method, or "a response".
+    pub(crate) fn describe(&self) -> String {
+        match &self.what {
+            Outgoing::Request(r) => r.method.as_str().to_owned(),
+            Outgoing::Initialized => "notifications/initialized".to_owned(),
+            Outgoing::Cancelled { .. } => "notifications/cancelled".to_owned(),
+            Outgoing::Notification { method } => method.clone(),
+            _ => "a response".to_owned(),
         }
-    }
-
-    pub(crate) fn id(&self) -> Option<&Value> {
-        self.id.as_ref()
-    }
-
-    pub(crate) fn method(&self) -> Option<&str> {
-        self.method.as_deref()
     }
 
     /// The protocol version of a modern request (`_meta`); `None` for legacy messages.
-    pub(crate) fn modern_version(&self) -> Option<&str> {
-        self.version.as_deref()
+    pub(crate) fn modern_version(&self) -> Option<ProtocolVersion> {
+        self.request().and_then(|r| r.version)
     }
 
-    /// What `Mcp-Name` carries: `params.name` of `tools/call` and `prompts/get`,
-    /// `params.uri` of `resources/read`, `params.taskId` of the tasks methods (so that
-    /// a gateway routes them to the instance holding the task).
-    pub(crate) fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-
-    /// The tool of a `tools/call` (its `params.name`).
-    pub(crate) fn tool(&self) -> Option<&str> {
-        match self.method() {
-            Some("tools/call") => self.name(),
-            _ => None,
+    /// The same request under another id (a re-issue). The id is the line's first
+    /// member after `jsonrpc`, as the connection writes it: only its text changes.
+    pub(crate) fn set_id(&mut self, id: RequestId) {
+        let Outgoing::Request(request) = &mut self.what else {
+            return;
+        };
+        let prefix = br#"{"jsonrpc":"2.0","id":"#;
+        let old = serde_json::to_vec(&request.id).unwrap_or_default();
+        let new = serde_json::to_vec(&id).unwrap_or_default();
+        let at = prefix.len();
+        if !self.line.starts_with(prefix) || self.line.get(at..at + old.len()) != Some(&old[..]) {
+            return;
         }
-    }
-
-    /// `params.arguments` of a `tools/call`.
-    pub(crate) fn arguments(&self) -> Option<&Value> {
-        self.arguments.as_deref()
-    }
-
-    /// The request whose `notifications/cancelled` this is.
-    pub(crate) fn cancelled_id(&self) -> Option<&Value> {
-        self.cancelled.as_deref()
-    }
-
-    /// `params._meta`, when there is one.
-    pub(crate) fn meta(&self) -> Option<Value> {
-        let value: Value = serde_json::from_slice(&self.line).ok()?;
-        value.pointer("/params/_meta").cloned()
-    }
-
-    /// The same message under another id (a re-issued request).
-    pub(crate) fn set_id(&mut self, id: Value) {
-        if let Ok(mut value @ Value::Object(_)) = serde_json::from_slice::<Value>(&self.line) {
-            value["id"] = id.clone();
-            self.line = serde_json::to_vec(&value).unwrap_or_default();
-            self.id = Some(id);
+        self.line.splice(at..at + old.len(), new.iter().copied());
+        if let Some(meta) = &mut request.meta {
+            // Its `_meta` moved with the rest of the line.
+            let (start, end) = (meta.start + new.len(), meta.end + new.len());
+            *meta = start - old.len()..end - old.len();
         }
+        request.id = id;
     }
 
     /// The message as bytes, to POST.
@@ -285,11 +129,19 @@ impl Outgoing {
     }
 }
 
+/// A request id as JSON.
+pub(crate) fn id_value(id: &RequestId) -> Value {
+    match id {
+        RequestId::Number(n) => Value::from(*n),
+        RequestId::String(s) => Value::from(s.as_str()),
+    }
+}
+
 /// Whether `message` is the response (result or error) to the request with `id`.
-pub(crate) fn is_answer(message: &Value, id: &Value) -> bool {
+pub(crate) fn is_answer(message: &Value, id: &RequestId) -> bool {
     message.get("method").is_none()
         && (message.get("result").is_some() || message.get("error").is_some())
-        && message.get("id") == Some(id)
+        && message.get("id") == Some(&id_value(id))
 }
 
 /// Whether a 400 body is a recognised 2026-07-28 error: the server is modern.
@@ -328,81 +180,54 @@ pub(crate) fn excerpt(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outbox::Outbox;
 
-    /// What the policy reads of a message, for comparing two readings.
-    fn fields(m: &Outgoing) -> String {
-        format!(
-            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
-            m.kind(),
-            m.id(),
-            m.method(),
-            m.modern_version(),
-            m.name(),
-            m.tool(),
-            m.arguments(),
-            m.cancelled_id()
-        )
-    }
-
-    /// The reading of a fully parsed value, as before the direct reader.
-    fn by_value(line: &[u8]) -> Option<String> {
-        let value: Value = serde_json::from_slice(line).ok()?;
-        Outgoing::of_value(line.to_vec(), &value).map(|m| fields(&m))
-    }
-
-    #[test]
-    fn an_outgoing_line_reads_as_its_parsed_value_reads() {
-        let seeds: [&[u8]; 9] = [
-            br#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"a://b"}}"#,
-            br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"x":[1,{"y":"z"}]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":8}}}"#,
-            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"gone"}}"#,
-            br#"{"jsonrpc":"2.0","id":"s-1","result":{}}"#,
-            br#"{"jsonrpc":"2.0","id":null,"method":"tasks/get","params":{"taskId":"t\u00e9"}}"#,
-            br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"prompts/get","params":{"name":"a","name":"b"}}"#,
-            br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":null}}"#,
-            br#" {"id":1,"method":42,"params":[1,2]} "#,
-            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        ];
-        let mut m = crate::mutate::Mutator::new(0x2545_f491_4f6c_dd1d);
-        const BYTES: &[u8] = b"{}[]\",:\\ 0123456789abnlu";
-        let (mut read, mut by_layout) = (0, 0);
-        for round in 0..20_000 {
-            // The seeds as they are first, then mutated.
-            let line = match seeds.get(round) {
-                Some(seed) => seed.to_vec(),
-                None => m.mutated(&seeds, BYTES, 2),
-            };
-            let direct = Outgoing::parse(&line).map(|m| fields(&m));
-            assert_eq!(
-                direct,
-                by_value(&line),
-                "{}",
-                String::from_utf8_lossy(&line)
-            );
-            if direct.is_some() {
-                read += 1;
-            }
-            if super::super::message_layout::read(&line).is_some() {
-                by_layout += 1;
-            }
-        }
-        assert!(read > 5000, "too few mutations read to mean much: {read}");
-        assert!(
-            by_layout > 2000,
-            "too few read by the layout reader: {by_layout}"
+    fn modern_call() -> Message {
+        let mut out = Outbox::new();
+        let members =
+            br#""io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7"#;
+        out.write_request_with_meta(
+            &RequestId::Number(7),
+            Method::CallTool,
+            &serde_json::json!({"name": "echo", "arguments": {"x": 1}}),
+            members,
+            Some(ProtocolVersion::V2026_07_28),
         );
+        Message::first_of(&out)
     }
 
     #[test]
     fn a_line_is_sent_as_written_and_a_reissue_changes_only_its_id() {
-        let line =
-            br#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"a://b"}}"#;
-        let mut m = Outgoing::parse(line).expect("a message");
-        assert_eq!(m.to_bytes(), line.to_vec());
-        m.set_id(Value::from("7~reissue1"));
+        let mut out = Outbox::new();
+        out.write_request(
+            &RequestId::Number(7),
+            Method::ReadResource,
+            &serde_json::json!({"uri": "a://b"}),
+        );
+        let mut m = Message::first_of(&out);
+        assert_eq!(m.to_bytes(), out.bytes().strip_suffix(b"\n").unwrap());
+        m.set_id(RequestId::String("7~reissue1".into()));
         let sent: Value = serde_json::from_slice(&m.to_bytes()).expect("JSON");
         assert_eq!(sent["id"], "7~reissue1");
         assert_eq!(sent["params"]["uri"], "a://b");
-        assert_eq!(m.id(), Some(&Value::from("7~reissue1")));
+        assert_eq!(
+            m.request().map(|r| &r.id),
+            Some(&RequestId::String("7~reissue1".into()))
+        );
+    }
+
+    #[test]
+    fn a_reissued_modern_request_keeps_its_meta_where_it_now_is() {
+        let mut m = modern_call();
+        m.set_id(RequestId::String("7~reissue12".into()));
+        let r = m.request().unwrap();
+        let meta: Value = serde_json::from_slice(&m.line[r.meta.clone().unwrap()]).unwrap();
+        assert_eq!(meta["progressToken"], 7);
+        let list = Message::tools_list(RequestId::String("t".into()), Some("c2"), &m);
+        let sent: Value = serde_json::from_slice(&list.to_bytes()).unwrap();
+        assert_eq!(sent["method"], "tools/list");
+        assert_eq!(sent["params"]["cursor"], "c2");
+        assert_eq!(sent["params"]["_meta"], meta);
+        assert_eq!(list.modern_version(), Some(ProtocolVersion::V2026_07_28));
     }
 }

@@ -44,16 +44,34 @@
 //! of need ([`crate::auth::need::Rounds`]); when it cannot ([`HttpSession::abandon`])
 //! the shell fails it with its own error. Without authorization, such refusals are
 //! HTTP failures like any other.
+//!
+//! The policy reads each outgoing message's record ([`Outgoing`], written by the
+//! connection beside its line), never the line itself.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `mod.rs` | the session: what it holds, each event's entry point, closing |
+//! | `action.rs` | what the policy and the shell say to each other |
+//! | `message.rs` | an outgoing message (its line and record), and what is read of answers |
+//! | `headers.rs` | the header set of each request |
+//! | `call.rs` | a request from its POST to its answer |
+//! | `repair.rs` | a call's bounded repairs: renewal, resume, re-issue, refresh, HTTP+SSE |
+//! | `one_way.rs` | notifications and responses, POSTed in order |
+//! | `streams.rs` | the standalone GET stream and the HTTP+SSE stream |
+//! | `authorizing.rs` | requests held for authorization, replayed or dropped |
+//! | `param_headers.rs` | `x-mcp-header` and the `Mcp-Param-*` headers |
 
+mod action;
 mod authorizing;
 mod call;
 mod headers;
 mod message;
-mod message_layout;
+mod one_way;
 pub mod param_headers;
 mod reconnect;
 pub mod redact;
 pub mod redirect;
+mod repair;
 mod streams;
 
 use std::collections::HashMap;
@@ -63,220 +81,22 @@ use serde_json::Value;
 use url::Url;
 
 pub use crate::auth::AuthNeed;
+use crate::jsonrpc::RequestId;
 use crate::negotiation::Negotiated;
 use crate::notice::Notice;
+use crate::outbox::Outgoing;
 use crate::version::ProtocolVersion;
 
+pub use action::{
+    Action, Body, End, ExchangeId, Failure, Head, HeaderText, HttpMethod, Request, StreamEvent,
+};
 pub use reconnect::Reconnect;
 
 use call::Call;
-use message::{Kind, Outgoing};
+use message::Message;
+use one_way::OneWay;
 use param_headers::ToolHeaders;
 use streams::{LegacyStream, Standalone};
-
-/// One HTTP exchange (a request and its answer, its retries included).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ExchangeId(u64);
-
-/// An HTTP method.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HttpMethod {
-    /// GET: an event stream.
-    Get,
-    /// POST: a message.
-    Post,
-    /// DELETE: the end of a legacy session.
-    Delete,
-}
-
-/// A request's JSON-RPC id as a map key: an integer as it is (the ids the connection
-/// writes), any other id by its JSON text.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum RequestKey {
-    Number(i64),
-    Text(String),
-}
-
-impl RequestKey {
-    pub(crate) fn of(id: &Value) -> RequestKey {
-        match id.as_i64() {
-            Some(n) if id.is_i64() => RequestKey::Number(n),
-            _ => RequestKey::Text(id.to_string()),
-        }
-    }
-}
-
-/// A header name or value: MCP's fixed ones borrowed, the rest owned.
-pub type HeaderText = std::borrow::Cow<'static, str>;
-
-/// A request for the shell to send.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Request {
-    /// The method.
-    pub method: HttpMethod,
-    /// Where to.
-    pub url: Url,
-    /// MCP's headers (names in lower case), `Accept` and `Content-Type` included.
-    pub headers: Vec<(HeaderText, HeaderText)>,
-    /// The body, for a POST.
-    pub body: Option<Vec<u8>>,
-    /// Whether the host's own headers (`Authorization`, API keys, …) go with it: not
-    /// after a redirect to another origin ([`redirect`]).
-    pub user_headers: bool,
-    /// Wait this long before sending it (a reconnect's delay).
-    pub delay: Duration,
-}
-
-/// What the shell learns from a response's head.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Head {
-    /// The status.
-    pub status: u16,
-    /// `Content-Type`.
-    pub content_type: Option<String>,
-    /// `Mcp-Session-Id`.
-    pub session_id: Option<String>,
-    /// Every `WWW-Authenticate` value (read for 401 and 403 only).
-    pub www_authenticate: Vec<String>,
-    /// `DPoP-Nonce` (RFC 9449 §9).
-    pub dpop_nonce: Option<String>,
-}
-
-impl Head {
-    fn is_success(&self) -> bool {
-        (200..300).contains(&self.status)
-    }
-
-    /// The authorization need in this head, for a session that authorizes.
-    fn need(&self, authorizing: bool, url: &Url) -> Option<AuthNeed> {
-        if !authorizing {
-            return None;
-        }
-        crate::auth::need::classify(
-            self.status,
-            &self.www_authenticate,
-            self.dpop_nonce.as_deref(),
-            url.as_str(),
-        )
-    }
-
-    fn is_event_stream(&self) -> bool {
-        self.content_type
-            .as_deref()
-            .is_some_and(|t| t.starts_with("text/event-stream"))
-    }
-}
-
-/// How the shell reads a response's body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Body {
-    /// Whole, at most `limit` bytes, handed to [`HttpSession::on_body`].
-    Whole {
-        /// The most bytes to read.
-        limit: usize,
-    },
-    /// As an event stream: each event to [`HttpSession::on_event`], then
-    /// [`HttpSession::on_end`]. With `first_within`, call [`HttpSession::on_timeout`]
-    /// if no event came that soon.
-    Events {
-        /// How long the first event may take.
-        first_within: Option<Duration>,
-    },
-    /// Read and dropped, then [`HttpSession::on_end`].
-    Discard,
-}
-
-/// An event of a stream that matters to MCP.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StreamEvent {
-    /// A message (`data` of a `message` event).
-    Message(Vec<u8>),
-    /// The `endpoint` event of the 2024-11-05 HTTP+SSE transport.
-    Endpoint(String),
-}
-
-/// How a body or stream ended: what resuming it needs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct End {
-    /// The id of the last event that carried one.
-    pub last_event_id: Option<String>,
-    /// The last `retry` the server asked for.
-    pub retry: Option<Duration>,
-    /// How long the stream was up (from its head to its end), as the shell measured.
-    pub lasted: Duration,
-}
-
-/// Why a request failed without a JSON-RPC answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Failure {
-    /// The server answered with an HTTP error and no JSON-RPC error.
-    Http {
-        /// The request's URL.
-        url: String,
-        /// The status.
-        status: u16,
-        /// The start of the body.
-        body: String,
-    },
-    /// The transport could not deliver an answer (a stream broke beyond repair, an
-    /// accepted request never answered).
-    Broken(String),
-    /// The server answered the request with a body that is no JSON-RPC message.
-    Malformed {
-        /// The request's method.
-        method: String,
-        /// What is wrong.
-        detail: String,
-    },
-    /// The request could not be made or its answer not read (the connection was
-    /// refused, reset or closed midway, the body was too large): the shell holds the
-    /// transport's error, which is the reason.
-    Unreachable,
-}
-
-/// What the shell does next.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Action {
-    /// Perform `request` for `exchange` (a new exchange, or the next step of one).
-    /// `blocking`: finish it before sending the next outgoing message.
-    Send {
-        /// Which exchange it belongs to.
-        exchange: ExchangeId,
-        /// The request.
-        request: Request,
-        /// Finish it before the next outgoing message.
-        blocking: bool,
-    },
-    /// Stop an exchange and close its stream (the modern way to cancel).
-    Abort(ExchangeId),
-    /// A message for the client, exactly as it should read it.
-    Deliver(Vec<u8>),
-    /// The server refused a request for want of authorization: act on `need`, then
-    /// call [`HttpSession::authorized`] (the request is replayed) or
-    /// [`HttpSession::abandon`] (and fail request `id`, when it has one, with the
-    /// reason).
-    Authorize {
-        /// The held exchange.
-        exchange: ExchangeId,
-        /// The request's id, as sent (`None`: a notification or the GET stream).
-        id: Option<Value>,
-        /// What the server said.
-        need: AuthNeed,
-    },
-    /// A request failed without a JSON-RPC answer.
-    Fail {
-        /// Its id, as sent.
-        id: Value,
-        /// Why.
-        failure: Failure,
-    },
-    /// Something the host should see.
-    Notice(Notice),
-    /// The connection cannot go on; with `None`, for the transport failure the shell
-    /// just reported ([`HttpSession::on_failure`]).
-    End(Option<Failure>),
-}
 
 /// How the endpoint is spoken to.
 #[derive(Clone, Debug, PartialEq)]
@@ -313,24 +133,15 @@ pub struct HttpSession {
     /// Legacy: the negotiated version, when it has the header.
     version_header: Option<ProtocolVersion>,
     /// Legacy: the `initialize` request as sent, to start a new session after a 404.
-    initialize: Option<Vec<u8>>,
+    initialize: Option<Message>,
     tool_headers: ToolHeaders,
     exchanges: HashMap<ExchangeId, Exchange>,
-    /// Requests in flight by their id as sent (its JSON text): for cancellation.
-    by_request: HashMap<RequestKey, ExchangeId>,
+    /// Requests in flight by their id as sent: for cancellation.
+    by_request: HashMap<RequestId, ExchangeId>,
     next_exchange: u64,
     closed: bool,
     /// 401 and 403 `insufficient_scope` become [`Action::Authorize`].
     authorizing: bool,
-}
-
-/// A notification or response POSTed to the server.
-struct OneWay {
-    method: String,
-    initialized: bool,
-    msg: Outgoing,
-    rounds: crate::auth::Rounds,
-    need: Option<AuthNeed>,
 }
 
 impl std::fmt::Debug for HttpSession {
@@ -409,94 +220,54 @@ impl HttpSession {
     /// block (none once the session is closed): a shell may carry them out from the
     /// caller, where a notification or a response, whose POSTs go out one after
     /// another, is left to [`HttpSession::send`] in its order.
-    pub fn send_request(&mut self, line: &[u8]) -> Option<Vec<Action>> {
-        let msg = Outgoing::parse(line)?;
-        (msg.kind() == Some(Kind::Request)).then(|| self.send_parsed(msg))
+    pub fn send_request(&mut self, what: Outgoing, line: &[u8]) -> Option<Vec<Action>> {
+        matches!(what, Outgoing::Request(_)).then(|| self.send(what, line))
     }
 
-    /// One outgoing message (a line the connection wrote).
-    pub fn send(&mut self, line: &[u8]) -> Vec<Action> {
-        match Outgoing::parse(line) {
-            Some(msg) => self.send_parsed(msg),
-            None => Vec::new(),
-        }
-    }
-
-    fn send_parsed(&mut self, msg: Outgoing) -> Vec<Action> {
+    /// One outgoing message: what the connection wrote (`what`) and its line
+    /// (without its newline), as an [`Outbox`](crate::Outbox) hands them out.
+    pub fn send(&mut self, what: Outgoing, line: &[u8]) -> Vec<Action> {
         if self.closed {
             return Vec::new();
         }
-        match msg.kind() {
-            Some(Kind::Request) => self.start_call(msg),
-            Some(Kind::Notification) => {
-                if let Some(target) = msg.cancelled_id() {
-                    return self.cancel(target.clone(), msg);
-                }
-                self.start_one_way(msg)
-            }
-            Some(Kind::Response) => self.start_one_way(msg),
-            None => Vec::new(),
+        let cancelled = match &what {
+            Outgoing::Cancelled { id } => Some(id.clone()),
+            _ => None,
+        };
+        let msg = Message::new(what, line);
+        match cancelled {
+            _ if msg.request().is_some() => self.start_call(msg),
+            Some(id) => self.cancel(&id, msg),
+            None => self.start_one_way(msg),
         }
     }
 
     /// Cancelling a request in flight: its exchange stops (closing its stream, which
     /// is the modern cancellation); a legacy server is also told with the
     /// notification.
-    fn cancel(&mut self, target: Value, msg: Outgoing) -> Vec<Action> {
+    fn cancel(&mut self, target: &RequestId, msg: Message) -> Vec<Action> {
         let mut actions = Vec::new();
         let mut modern = false;
-        if let Some(ex) = self.by_request.remove(&RequestKey::of(&target)) {
+        if let Some(ex) = self.by_request.remove(target) {
             if let Some(Exchange::Call(call)) = self.exchanges.remove(&ex) {
                 modern = call.modern;
             }
             actions.push(Action::Abort(ex));
         }
-        if !modern && msg.modern_version().is_none() {
+        if !modern {
             actions.extend(self.start_one_way(msg));
         }
         actions
     }
 
-    fn start_one_way(&mut self, msg: Outgoing) -> Vec<Action> {
-        let method = msg.method().unwrap_or("a response").to_owned();
-        let initialized = method == "notifications/initialized";
-        let request = self.post(&msg, self.message_headers(&msg));
-        let exchange = self.new_exchange(Exchange::OneWay(OneWay {
-            method,
-            initialized,
-            msg,
-            rounds: Default::default(),
-            need: None,
-        }));
-        vec![Action::Send {
-            exchange,
-            request,
-            blocking: true,
-        }]
-    }
-
     /// The response's head arrived: how to read its body.
     pub fn on_head(&mut self, ex: ExchangeId, head: &Head) -> (Body, Vec<Action>) {
-        let whole = Body::Whole { limit: self.limit };
         let Some(exchange) = self.exchanges.remove(&ex) else {
             return (Body::Discard, Vec::new());
         };
         match exchange {
             Exchange::Call(call) => self.call_head(ex, call, head),
-            Exchange::OneWay(mut one) => {
-                let mut actions = Vec::new();
-                let ok = head.is_success();
-                if ok && one.initialized && self.mode == Mode::Streamable {
-                    actions.extend(self.open_standalone());
-                }
-                one.initialized = ok;
-                one.need = head
-                    .need(self.authorizing, &self.url)
-                    .filter(|n| one.rounds.admit(n.kind));
-                self.exchanges.insert(ex, Exchange::OneWay(one));
-                let body = if ok { Body::Discard } else { whole };
-                (body, actions)
-            }
+            Exchange::OneWay(one) => self.one_way_head(ex, one, head),
             Exchange::Standalone(stream) => self.standalone_head(ex, stream, head),
             Exchange::LegacyStream(stream) => self.legacy_stream_head(ex, stream, head),
             Exchange::Delete => (Body::Discard, Vec::new()),
@@ -507,21 +278,7 @@ impl HttpSession {
     pub fn on_body(&mut self, ex: ExchangeId, body: Vec<u8>) -> Vec<Action> {
         match self.exchanges.remove(&ex) {
             Some(Exchange::Call(call)) => self.call_body(ex, call, body),
-            Some(Exchange::OneWay(mut one)) if !one.initialized => match one.need.take() {
-                Some(need) => {
-                    self.exchanges.insert(ex, Exchange::OneWay(one));
-                    vec![Action::Authorize {
-                        exchange: ex,
-                        id: None,
-                        need,
-                    }]
-                }
-                None => vec![Action::Notice(Notice::HttpRejected {
-                    what: one.method,
-                    url: self.shown.clone(),
-                    detail: message::excerpt(&body),
-                })],
-            },
+            Some(Exchange::OneWay(one)) => self.one_way_body(ex, one, body),
             _ => Vec::new(),
         }
     }
@@ -561,7 +318,7 @@ impl HttpSession {
             Some(Exchange::Standalone(stream)) => self.standalone_end(ex, stream, End::default()),
             Some(Exchange::LegacyStream(stream)) => self.legacy_stream_end(stream),
             Some(Exchange::Call(call)) => {
-                self.by_request.remove(&RequestKey::of(&call.id));
+                self.by_request.remove(&call.id);
                 match call.waiting_for_stream() {
                     // Trying the URL as an HTTP+SSE endpoint failed: the original
                     // refusal is the answer.
@@ -573,7 +330,7 @@ impl HttpSession {
                 }
             }
             Some(Exchange::OneWay(one)) => vec![Action::Notice(Notice::HttpRejected {
-                what: one.method,
+                what: one.describe(),
                 url: self.shown.clone(),
                 detail: "it could not be delivered (the connection failed)".into(),
             })],

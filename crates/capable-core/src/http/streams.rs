@@ -16,7 +16,6 @@ use std::time::Duration;
 use crate::notice::Notice;
 
 use super::redirect::same_origin;
-use super::RequestKey;
 use super::{
     Action, Body, End, Exchange, ExchangeId, Failure, Head, HttpSession, Mode, StreamEvent,
 };
@@ -198,7 +197,7 @@ impl HttpSession {
                         };
                         let mut actions = Vec::new();
                         if let Some(Exchange::Call(call)) = self.exchanges.remove(&call) {
-                            self.by_request.remove(&RequestKey::of(&call.id));
+                            self.by_request.remove(&call.id);
                             actions.push(Action::Fail {
                                 id: call.id.clone(),
                                 failure: Failure::Broken(why),

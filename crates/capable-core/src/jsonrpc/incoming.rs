@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::payload::{Found, Payload};
-use super::shape::{leading_id, result_by_shape};
 use super::{RequestId, RpcError};
+use crate::json::{leading_id, result_by_shape};
 
 /// An incoming message, classified.
 #[derive(Debug)]

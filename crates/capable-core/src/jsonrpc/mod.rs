@@ -10,28 +10,27 @@
 //! | file | concern |
 //! |---|---|
 //! | `incoming.rs` | classifying a received line: request, notification, result, error |
-//! | `shape.rs` | the fast path: a compact success response read off its shape |
 //! | `payload.rs` | a payload kept raw in its line, decoded once into the caller's type |
-//! | `string_end.rs` | where a string ends, its bytes checked on the way |
+//! | `budget.rs` | how many JSON values a message may hold |
 //! | `write.rs` | writing requests, notifications and responses as single lines |
+//!
+//! A success response in the usual layout is routed by the id at its start without
+//! being parsed (`json/envelope.rs`; the crate's hand-written readers and their one
+//! contract are in `json/`).
 
+mod budget;
 mod incoming;
-mod members;
 mod payload;
-mod shape;
-mod string_end;
 mod write;
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use crate::json::result_by_shape;
+pub use budget::{count_values, value_budget, within_value_budget};
 pub use incoming::{answered_id, split_batch, FramingError, Incoming};
-pub(crate) use members::{member, once, pick, Walk};
 pub use payload::Payload;
-pub use shape::{count_values, value_budget, within_value_budget};
-pub(crate) use shape::{find_quote, has_control_byte, result_by_shape};
-pub(crate) use string_end::plain_string_end;
 pub(crate) use write::write_method_request;
 pub(crate) use write::write_name;
 pub use write::{

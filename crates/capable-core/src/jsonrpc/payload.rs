@@ -6,7 +6,8 @@ use std::ops::Range;
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
-use super::shape::{exact_result_range, has_control_byte};
+use super::incoming::{FramingError, Incoming, Shape};
+use crate::json::has_control_byte;
 
 /// One received line, kept whole, with the place of its payload.
 ///
@@ -107,9 +108,9 @@ impl Payload {
     ///
     /// A payload found by shape that holds a raw control byte or is not UTF-8 also
     /// goes through the full parse first, which refuses either inside a string —
-    /// including strings the decode would skip (members the type does not name), and
-    /// the long text fields read as bytes (see `model::bulk_text`). A parsed payload
-    /// has had that check.
+    /// including strings the decode would skip (members the type does not name),
+    /// which serde_json does not check on its own. A parsed payload has had that
+    /// check.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         let raw = &self.line[self.range.clone()];
         if self.found == Found::ByParse {
@@ -125,12 +126,9 @@ impl Payload {
         serde_json::from_slice(&self.line[exact_result_range(&self.line)?])
     }
 
-    /// The result's `resultType` (2026-07-28; `None` when absent), read off its
-    /// top-level members by the checking walk of `members.rs` without decoding the
-    /// rest; a text that walk gives up on (a key with escapes, a duplicate, anything
-    /// not plainly valid JSON) is judged by serde, as a decode of the member alone.
-    /// A result without the member's name (or a backslash) anywhere in it is not
-    /// walked at all.
+    /// The result's `resultType` (2026-07-28; `None` when absent), decoded alone. A
+    /// result without the member's name (or a backslash) anywhere in it is not
+    /// decoded at all.
     pub fn result_type(&self) -> Result<Option<String>, serde_json::Error> {
         #[derive(serde::Deserialize)]
         struct Probe {
@@ -147,11 +145,7 @@ impl Payload {
             }
             Noted::Unknown => {}
         }
-        let walked = super::pick(self.raw(), ["resultType"]).and_then(|[v]| super::member(v));
-        match walked {
-            Some(result_type) => Ok(result_type),
-            None => self.decode::<Probe>().map(|p| p.result_type),
-        }
+        self.decode::<Probe>().map(|p| p.result_type)
     }
 
     /// Notes the `resultType` read off this result by someone who walked it already
@@ -198,5 +192,16 @@ impl Payload {
         } else {
             self.decode()
         }
+    }
+}
+
+/// The exact range of a success response's `result`, from a full parse.
+fn exact_result_range(line: &[u8]) -> Result<Range<usize>, serde_json::Error> {
+    use serde::de::Error as _;
+    match Incoming::parse_shape(line) {
+        Ok(Shape::Result { range, .. }) => Ok(range),
+        Ok(_) => Err(serde_json::Error::custom("not a success response")),
+        Err(FramingError::NotJson(e)) => Err(e),
+        Err(e) => Err(serde_json::Error::custom(e)),
     }
 }

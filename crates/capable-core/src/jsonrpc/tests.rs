@@ -77,11 +77,11 @@ fn the_id_read_off_the_shape_is_exact_up_to_18_digits() {
         let id = 10_i64.pow(digits) - 1 - i64::from(digits);
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
         assert_eq!(
-            shape::result_by_shape(line.as_bytes()).map(|(id, _)| id),
+            crate::json::result_by_shape(line.as_bytes()).map(|(id, _)| id),
             Some(id),
             "{line}"
         );
-        assert_eq!(shape::leading_id(line.as_bytes()), Some(id), "{line}");
+        assert_eq!(crate::json::leading_id(line.as_bytes()), Some(id), "{line}");
     }
     for id in [
         "1234567890123456789",
@@ -92,8 +92,12 @@ fn the_id_read_off_the_shape_is_exact_up_to_18_digits() {
         "1.0",
     ] {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
-        assert_eq!(shape::result_by_shape(line.as_bytes()), None, "{line}");
-        assert_eq!(shape::leading_id(line.as_bytes()), None, "{line}");
+        assert_eq!(
+            crate::json::result_by_shape(line.as_bytes()),
+            None,
+            "{line}"
+        );
+        assert_eq!(crate::json::leading_id(line.as_bytes()), None, "{line}");
     }
     for line in [
         r#"{"jsonrpc":"2.0","id":7,"result" :{}}"#,
@@ -103,9 +107,16 @@ fn the_id_read_off_the_shape_is_exact_up_to_18_digits() {
         r#"{"jsonrpc":"2.0","id":"#,
         r#"{"jsonrpc":"2.0" ,"id":7,"result":{}}"#,
     ] {
-        assert_eq!(shape::result_by_shape(line.as_bytes()), None, "{line}");
+        assert_eq!(
+            crate::json::result_by_shape(line.as_bytes()),
+            None,
+            "{line}"
+        );
     }
-    assert_eq!(shape::leading_id(br#"{"jsonrpc":"2.0","id":7}"#), Some(7));
+    assert_eq!(
+        crate::json::leading_id(br#"{"jsonrpc":"2.0","id":7}"#),
+        Some(7)
+    );
 }
 
 /// The fast path on its own takes what `parse` takes by shape, with the same id and
@@ -185,7 +196,7 @@ fn reading_by_shape_agrees_with_a_full_parse_on_mutated_lines() {
         r#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
         r#"{"jsonrpc":"2.0","id":3,"result":[1,{"a":null}]}"#,
     ];
-    let mut m = crate::mutate::Mutator::new(0x2545_f491_4f6c_dd1d);
+    let mut m = crate::json::agreement::Mutator::new(0x2545_f491_4f6c_dd1d);
     let seeds: Vec<&[u8]> = seeds.iter().map(|s| s.as_bytes()).collect();
     const BYTES: &[u8] = b"{}[]\",:\\ \t\r\n0123456789abcdeu\x01\x7f\xc3\xa9\xff";
     let mut agreed = 0;

@@ -1,6 +1,8 @@
 //! Writing outgoing messages straight into a byte buffer, one line each: serde_json
 //! escapes control characters, so a message never contains a raw newline.
 
+use std::ops::Range;
+
 use serde::Serialize;
 
 use super::{RequestId, RpcError};
@@ -15,6 +17,17 @@ pub trait Params {
     fn write_json(&self, out: &mut Vec<u8>);
     /// The params as a JSON value (to build a retry on them).
     fn to_value(&self) -> serde_json::Result<serde_json::Value>;
+    /// What a request with these params targets, for `method` (one that names a
+    /// target: [`Method::target_member`]): the tool, prompt, resource URI or task,
+    /// and a tool call's arguments — what a transport may route by (modern HTTP's
+    /// `Mcp-Name` and `Mcp-Param-*` headers). Asked only of modern requests. By
+    /// default read off [`Params::to_value`].
+    ///
+    /// [`Method::target_member`]: crate::Method::target_member
+    fn target(&self, method: crate::Method) -> crate::outbox::Target {
+        let value = self.to_value().unwrap_or_default();
+        crate::outbox::Target::of_value(method, value)
+    }
     /// The params as the key of a cached answer: canonical JSON (members sorted,
     /// `_meta` left out, `{}` for none), or `None` for params whose answer is never
     /// kept (a multi round-trip retry's, which carry `inputResponses` or
@@ -67,15 +80,16 @@ pub(crate) fn write_method_request<P: Params + ?Sized>(
 }
 
 /// Writes a request whose `params` gain a `_meta` object made of `meta_members`
-/// (already-serialised `"key":value` pairs, comma-separated). `params` must serialise
-/// to a JSON object.
+/// (already-serialised `"key":value` pairs, comma-separated), as their first member.
+/// `params` must serialise to a JSON object. Returns where the `_meta` object's text
+/// lies in `out`.
 pub fn write_request_with_meta<P: Params + ?Sized>(
     out: &mut Vec<u8>,
     id: &RequestId,
     method: &str,
     params: &P,
     meta_members: &[u8],
-) {
+) -> Range<usize> {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     write_id(out, id);
     out.extend_from_slice(b",\"method\":");
@@ -86,10 +100,11 @@ pub fn write_request_with_meta<P: Params + ?Sized>(
     out.extend_from_slice(meta_members);
     out.push(b'}');
     let at = out.len();
+    let meta = params_at + 9..at;
     params.write_json(out);
-    if merge_own_meta(out, params_at, at, meta_members) {
+    if let Some(meta) = merge_own_meta(out, params_at, at, meta_members) {
         out.extend_from_slice(b"}\n");
-        return;
+        return meta;
     }
     match out.get(at..at + 2) {
         // `{}`: nothing to add after `_meta`.
@@ -106,23 +121,26 @@ pub fn write_request_with_meta<P: Params + ?Sized>(
         }
     }
     out.extend_from_slice(b"}\n");
+    meta
 }
 
 /// When the params written at `out[at..]` carry their own top-level `_meta`, rewrites
-/// `out[params_at..]` as one params object whose single `_meta` holds our members and
-/// then theirs (ours win on a clash), instead of two `_meta` members. Returns whether
-/// it did; the common case (no `"_meta"` in the params at all) costs one scan.
-fn merge_own_meta(out: &mut Vec<u8>, params_at: usize, at: usize, meta_members: &[u8]) -> bool {
+/// `out[params_at..]` as one params object whose single `_meta`, its first member,
+/// holds our members and then theirs (ours win on a clash), instead of two `_meta`
+/// members. Returns where that `_meta` lies when it did; the common case (no
+/// `"_meta"` in the params at all) costs one scan.
+fn merge_own_meta(
+    out: &mut Vec<u8>,
+    params_at: usize,
+    at: usize,
+    meta_members: &[u8],
+) -> Option<Range<usize>> {
     use serde_json::{Map, Value};
     if !out[at..].windows(7).any(|w| w == b"\"_meta\"") {
-        return false;
+        return None;
     }
-    let Ok(mut params) = serde_json::from_slice::<Map<String, Value>>(&out[at..]) else {
-        return false;
-    };
-    let Some(theirs) = params.remove("_meta") else {
-        return false;
-    };
+    let mut params = serde_json::from_slice::<Map<String, Value>>(&out[at..]).ok()?;
+    let theirs = params.remove("_meta")?;
     let mut ours_text = Vec::with_capacity(meta_members.len() + 2);
     ours_text.push(b'{');
     ours_text.extend_from_slice(meta_members);
@@ -133,10 +151,23 @@ fn merge_own_meta(out: &mut Vec<u8>, params_at: usize, at: usize, meta_members: 
             meta.entry(key).or_insert(value);
         }
     }
-    params.insert("_meta".into(), Value::Object(meta));
     out.truncate(params_at);
+    out.extend_from_slice(b"{\"_meta\":");
+    let start = out.len();
+    write_json(out, &meta);
+    let end = out.len();
+    let rest = out.len();
     write_json(out, &params);
-    true
+    match out.get(rest..rest + 2) {
+        // `{}`: nothing after `_meta`.
+        Some(b"{}") => {
+            out.truncate(rest);
+            out.push(b'}');
+        }
+        // `{…}`: its members follow `_meta`.
+        _ => out[rest] = b',',
+    }
+    Some(start..end)
 }
 
 /// Writes a notification as one line at the end of `out`. `params` of `None` omits the

@@ -3,8 +3,6 @@
 //! Only what a host uses is typed; everything else a server sends is kept as JSON
 //! (`extra`) so that nothing is lost on the way to the user.
 
-mod bulk_text;
-mod call_layout;
 mod completion;
 mod discover;
 mod implementation;
@@ -13,7 +11,6 @@ mod listen;
 mod notifications;
 mod pagination;
 mod prompts;
-mod read_layout;
 mod resources;
 mod server_input;
 mod shared_str;

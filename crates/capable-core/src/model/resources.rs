@@ -1,7 +1,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::read_layout::Read;
 use super::{JsonObject, Page, SharedStr};
 use crate::jsonrpc::{Params, Payload};
 
@@ -110,6 +109,14 @@ impl Params for UriParams<'_> {
         Ok(serde_json::json!({ "uri": self.uri }))
     }
 
+    /// The URI, without making a value of the params.
+    fn target(&self, _: crate::Method) -> crate::outbox::Target {
+        crate::outbox::Target {
+            name: Some(self.uri.into()),
+            arguments: None,
+        }
+    }
+
     /// The one member, written as above: already canonical.
     fn cache_key(&self) -> Option<String> {
         let mut out = Vec::with_capacity(self.uri.len() + 10);
@@ -129,18 +136,10 @@ pub struct ResourceContents {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<SharedStr>,
     /// Text content.
-    #[serde(
-        default,
-        deserialize_with = "super::bulk_text::optional",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<SharedStr>,
     /// Binary content, base64.
-    #[serde(
-        default,
-        deserialize_with = "super::bulk_text::optional",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<SharedStr>,
     /// Annotations (`lastModified`, `audience`, `priority`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,9 +170,10 @@ pub struct ReadResourceResult {
 }
 
 impl ReadResourceResult {
-    /// Decodes a `resources/read` result: in the layout servers write (flat contents of
-    /// strings) directly, anything else through serde — the same value either way, and
-    /// serde's verdict on whatever the direct reader does not take.
+    /// Decodes a `resources/read` result: in the layout servers write (one flat
+    /// content of strings) by the crate's reader of it, anything else through serde —
+    /// the same value either way, and serde's verdict on whatever the reader does not
+    /// take.
     pub fn from_payload(payload: &Payload) -> Result<Self, serde_json::Error> {
         Self::from_payload_map_err(payload, |e| e)
     }
@@ -181,16 +181,16 @@ impl ReadResourceResult {
     /// [`ReadResourceResult::from_payload`], serde's error turned into the caller's by
     /// `error`. The result is built where the caller receives it: a `map_err` after
     /// the decode would move it (some 160 bytes) from one `Result` into the other. In
-    /// the usual layout only its contents come back from the direct reader, and the
-    /// rest is written here (every other member absent); any other outcome is left to
-    /// a function of its own, so that this one stays the few instructions it is.
+    /// the usual layout only its contents come back from the reader, and the rest is
+    /// written here (every other member absent); serde's decode is left to a function
+    /// of its own, so that this one stays the few instructions it is.
     pub fn from_payload_map_err<E>(
         payload: &Payload,
         error: impl FnOnce(serde_json::Error) -> E,
     ) -> Result<Self, E> {
-        match super::read_layout::read(payload.raw()) {
-            Some(Read::Contents(contents)) => Ok(Self::of_contents(contents)),
-            read => Self::from_other(read, payload).map_err(error),
+        match crate::json::read_contents(payload.raw()) {
+            Some(contents) => Ok(Self::of_contents(contents)),
+            None => Self::by_serde(payload).map_err(error),
         }
     }
 
@@ -206,14 +206,10 @@ impl ReadResourceResult {
         }
     }
 
-    /// The rest of [`ReadResourceResult::from_payload_map_err`], out of its way: a
-    /// result in another layout the direct reader takes, or serde's decode.
+    /// The rest of [`ReadResourceResult::from_payload_map_err`], out of its way.
     #[cold]
-    fn from_other(read: Option<Read>, payload: &Payload) -> Result<Self, serde_json::Error> {
-        match read {
-            Some(read) => Ok(read.into_result()),
-            None => payload.decode(),
-        }
+    fn by_serde(payload: &Payload) -> Result<Self, serde_json::Error> {
+        payload.decode()
     }
 }
 

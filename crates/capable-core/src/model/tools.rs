@@ -150,15 +150,9 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
-    /// Decodes a `tools/call` result: taken apart member by member (see
-    /// `model::call_layout`) when its text is plainly valid JSON, else through serde —
-    /// the same value either way, and serde's verdict on whatever the direct reader
-    /// does not take.
+    /// Decodes a `tools/call` result.
     pub fn from_payload(payload: &crate::Payload) -> Result<Self, serde_json::Error> {
-        match super::call_layout::call_result(payload.raw()) {
-            Some(result) => Ok(result),
-            None => payload.decode(),
-        }
+        payload.decode()
     }
 }
 

@@ -8,9 +8,10 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::capabilities::ServerCapabilities;
-use crate::jsonrpc::{self, codes, RpcError};
+use crate::jsonrpc::{codes, RpcError};
 use crate::model::{DiscoverResult, Implementation, InitializeResult};
 use crate::notice::Notice;
+use crate::outbox::Outbox;
 use crate::version::{Era, ProtocolVersion};
 
 use super::{Negotiated, Negotiating, NegotiationError, Stage, Step};
@@ -22,7 +23,7 @@ impl Negotiating {
         proposed: ProtocolVersion,
         may_probe: bool,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Step {
         if may_probe {
             // `initialize` went first on a hint only: the server may have become
@@ -42,7 +43,7 @@ impl Negotiating {
         self,
         proposed: ProtocolVersion,
         result: Result<InitializeResult, serde_json::Error>,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Step {
         let result = match result {
             Ok(r) => r,
@@ -73,7 +74,7 @@ impl Negotiating {
             });
         }
         // The first message after a successful answer.
-        jsonrpc::write_notification::<()>(out, "notifications/initialized", None);
+        out.write_initialized();
         let negotiated = Negotiated {
             version,
             server_info: result.server_info,
@@ -89,7 +90,7 @@ impl Negotiating {
         version: ProtocolVersion,
         value: Option<Value>,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Step {
         let discovered = value.and_then(|v| serde_json::from_value::<DiscoverResult>(v).ok());
         let Some(d) = discovered.filter(|d| d.capabilities.is_object()) else {
@@ -148,7 +149,7 @@ impl Negotiating {
         error: RpcError,
         retried: bool,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Step {
         match error.code {
             codes::UNSUPPORTED_PROTOCOL_VERSION => {

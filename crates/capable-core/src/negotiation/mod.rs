@@ -35,6 +35,7 @@ use crate::jsonrpc::{self, Incoming, RequestId, RpcError};
 use crate::method::Method;
 use crate::model::{Empty, Implementation, InitializeParams, InitializeResult};
 use crate::notice::Notice;
+use crate::outbox::Outbox;
 use crate::time;
 use crate::version::{Era, ProtocolVersion};
 
@@ -146,7 +147,7 @@ impl Negotiating {
     /// when the modern era is allowed, else `initialize`; with
     /// [`ClientConfig::era_hint`] `Some(Era::Legacy)` under [`ProtocolChoice::Auto`],
     /// `initialize`.
-    pub fn start(config: ClientConfig, now: Instant, out: &mut Vec<u8>) -> Negotiating {
+    pub fn start(config: ClientConfig, now: Instant, out: &mut Outbox) -> Negotiating {
         let mut n = Negotiating {
             stage: Stage::Initializing {
                 id: RequestId::Number(0),
@@ -200,7 +201,7 @@ impl Negotiating {
     /// The current stage's time is up (`now` ≥ [`Negotiating::poll_timeout`]; earlier
     /// calls change nothing). An unanswered probe falls back to `initialize` when
     /// legacy is allowed; an unanswered `initialize` fails the handshake.
-    pub fn handle_timeout(self, now: Instant, out: &mut Vec<u8>) -> Step {
+    pub fn handle_timeout(self, now: Instant, out: &mut Outbox) -> Step {
         if now < self.deadline {
             return Step::Waiting(self);
         }
@@ -237,7 +238,7 @@ impl Negotiating {
         line: &[u8],
         error: &jsonrpc::FramingError,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Step {
         if jsonrpc::answered_id(line).as_ref() != Some(self.current_id()) {
             self.notices.push(Notice::SkippedLine {
@@ -264,7 +265,7 @@ impl Negotiating {
     /// The transport failed the probe without a JSON-RPC answer (an HTTP error with an
     /// empty or unrecognised body): not a modern answer, so the client falls back to
     /// `initialize` as for any other — or fails when only the modern era is allowed.
-    pub fn handle_probe_failure(self, why: String, now: Instant, out: &mut Vec<u8>) -> Step {
+    pub fn handle_probe_failure(self, why: String, now: Instant, out: &mut Outbox) -> Step {
         if !self.is_probing() {
             return Step::Waiting(self);
         }
@@ -285,7 +286,7 @@ impl Negotiating {
         failure: RequestFailure,
         why: String,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> AfterFailure {
         if failure == RequestFailure::Authorization || !self.is_probe(id) {
             return AfterFailure::Ends;
@@ -310,11 +311,15 @@ impl Negotiating {
         retried: bool,
         after_refusal: Option<(RpcError, ProtocolVersion)>,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) {
         let id = self.allocate();
-        let params = json!({ "_meta": modern_meta(&self.config, version) });
-        jsonrpc::write_request(out, &id, "server/discover", &params);
+        let meta = serde_json::to_vec(&modern_meta(&self.config, version)).unwrap_or_default();
+        // Its members only (the braces stripped), as every modern request's `_meta`.
+        let members = meta
+            .get(1..meta.len().saturating_sub(1))
+            .unwrap_or_default();
+        out.write_request_with_meta(&id, Method::Discover, &Empty {}, members, Some(version));
         // Only a probe that can fall back gives up early: when the modern era is all
         // the host allows, `server/discover` is the handshake and waits as long as any
         // request (a server may be slow to start: `npx`, `uvx`, an interpreter).
@@ -338,7 +343,7 @@ impl Negotiating {
         late_probe: Option<(RequestId, ProtocolVersion)>,
         may_probe: bool,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) {
         let id = self.allocate();
         let caps = self.config.capabilities.to_value(proposed);
@@ -347,7 +352,7 @@ impl Negotiating {
             capabilities: &caps,
             client_info: &self.config.client_info,
         };
-        jsonrpc::write_request(out, &id, "initialize", &params);
+        out.write_request(&id, Method::Initialize, &params);
         self.stage = Stage::Initializing {
             id,
             proposed,
@@ -362,7 +367,7 @@ impl Negotiating {
         why: String,
         late_probe: Option<(RequestId, ProtocolVersion)>,
         now: Instant,
-        out: &mut Vec<u8>,
+        out: &mut Outbox,
     ) -> Step {
         if let Stage::Probing {
             after_refusal: Some((error, proposed)),
@@ -386,11 +391,11 @@ impl Negotiating {
     }
 
     /// Handles one message from the server, arrived at `now`.
-    pub fn handle(mut self, msg: Incoming, now: Instant, out: &mut Vec<u8>) -> Step {
+    pub fn handle(mut self, msg: Incoming, now: Instant, out: &mut Outbox) -> Step {
         match msg {
             Incoming::Request { id, method, .. } => {
                 if method == "ping" && self.config.protocol != ProtocolChoice::Modern {
-                    jsonrpc::write_result(out, &id, &Empty {});
+                    out.write_result(&id, &Empty {});
                 } else {
                     self.notices.push(Notice::RequestBeforeReady { method });
                 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 use capable_core::http::{
     Action, Body, ExchangeId, Failure, Head, HttpSession, Reconnect, Request,
 };
-use capable_core::{Negotiated, ProtocolVersion, ServerCapabilities};
+use capable_core::outbox::{Outgoing, OutgoingRequest};
+use capable_core::{Method, Negotiated, ProtocolVersion, RequestId, ServerCapabilities};
 use serde_json::{json, Value};
 
 pub const URL: &str = "http://mcp.test/mcp";
@@ -24,6 +25,74 @@ pub fn session() -> HttpSession {
 
 pub fn line(v: Value) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
+}
+
+/// The record the connection keeps of the message `line` (one it could have written),
+/// read here from the JSON: what the policy is handed beside the line.
+pub fn record(line: &[u8]) -> Outgoing {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        params: Option<Params<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow, rename = "_meta")]
+        meta: Option<&'a serde_json::value::RawValue>,
+    }
+    let v: Value = serde_json::from_slice(line).unwrap();
+    let id = v
+        .get("id")
+        .map(|id| serde_json::from_value::<RequestId>(id.clone()).unwrap());
+    let Some(method) = v.get("method").and_then(Value::as_str) else {
+        return Outgoing::Response {
+            id: id.expect("a response has an id"),
+        };
+    };
+    let Some(id) = id else {
+        return match method {
+            "notifications/initialized" => Outgoing::Initialized,
+            "notifications/cancelled" => Outgoing::Cancelled {
+                id: serde_json::from_value(v["params"]["requestId"].clone()).unwrap(),
+            },
+            other => Outgoing::Notification {
+                method: other.into(),
+            },
+        };
+    };
+    let method = Method::from_name(method).expect("one of the client's methods");
+    let mut r = OutgoingRequest::new(id, method);
+    r.version = v
+        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        .and_then(Value::as_str)
+        .map(|s| s.parse().unwrap());
+    if r.version.is_some() {
+        let params = &v["params"];
+        r.target = method
+            .target_member()
+            .and_then(|m| params.get(m)?.as_str())
+            .map(Box::from);
+        if method == Method::CallTool {
+            r.arguments = params.get("arguments").cloned().map(Box::new);
+        }
+        let e: Envelope = serde_json::from_slice(line).unwrap();
+        r.meta = e.params.and_then(|p| p.meta).map(|raw| {
+            let at = raw.get().as_ptr() as usize - line.as_ptr() as usize;
+            at..at + raw.get().len()
+        });
+    }
+    Outgoing::Request(r)
+}
+
+/// Hands the policy one outgoing message given as its line, with its record.
+pub trait SendLine {
+    fn send_line(&mut self, line: &[u8]) -> Vec<Action>;
+}
+
+impl SendLine for HttpSession {
+    fn send_line(&mut self, line: &[u8]) -> Vec<Action> {
+        self.send(record(line), line)
+    }
 }
 
 pub fn negotiated(version: ProtocolVersion) -> Negotiated {
@@ -93,7 +162,7 @@ pub fn delivered(actions: &[Action]) -> Vec<Value> {
 
 pub fn failed(actions: &[Action]) -> Option<(Value, Failure)> {
     actions.iter().find_map(|a| match a {
-        Action::Fail { id, failure } => Some((id.clone(), failure.clone())),
+        Action::Fail { id, failure } => Some((serde_json::to_value(id).unwrap(), failure.clone())),
         _ => None,
     })
 }
@@ -109,7 +178,7 @@ pub fn legacy(version: ProtocolVersion) -> (HttpSession, Vec<Action>) {
     let mut http = session();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
-    let (ex, post, _) = sent(&http.send(&line(init)));
+    let (ex, post, _) = sent(&http.send_line(&line(init)));
     assert_eq!(header(&post, "mcp-session-id"), None);
     assert_eq!(
         header(&post, "mcp-protocol-version"),
@@ -123,7 +192,7 @@ pub fn legacy(version: ProtocolVersion) -> (HttpSession, Vec<Action>) {
     let answer = json!({"jsonrpc": "2.0", "id": 0, "result": {}});
     assert_eq!(delivered(&http.on_body(ex, line(answer))).len(), 1);
     http.negotiated(&negotiated(version));
-    let (ex, post, blocking) = sent(&http.send(&line(
+    let (ex, post, blocking) = sent(&http.send_line(&line(
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )));
     assert!(blocking, "a notification goes out before the next message");

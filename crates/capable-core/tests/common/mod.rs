@@ -8,6 +8,7 @@
 
 pub mod http;
 
+use capable_core::Outbox;
 use capable_core::{
     Connection, Established, Event, GatePolicy, Method, Negotiating, NegotiationError, NotSent,
     Notice, ProtocolChoice, ProtocolVersion, Refusal, ResponseError, Step, Timing,
@@ -36,7 +37,7 @@ pub const LEGACY: [ProtocolVersion; 4] = [
 /// Starts negotiating and returns the state and the one message written, validated
 /// under `expected_version`.
 pub fn start(protocol: ProtocolChoice, expected_version: ProtocolVersion) -> (Negotiating, Value) {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let n = Negotiating::start(config(protocol), t0(), &mut out);
     let mut sent = take(expected_version, &mut out);
     assert_eq!(sent.len(), 1, "exactly one first message: {sent:?}");
@@ -97,7 +98,7 @@ pub fn modern(capabilities: Value) -> Conn {
 
 /// Issues a request that must be allowed; returns its id and the one line written.
 pub fn send(conn: &mut Conn, method: Method, params: Value, waiter: &'static str) -> (i64, Value) {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let id = conn
         .request(
             method,
@@ -118,7 +119,7 @@ pub fn send(conn: &mut Conn, method: Method, params: Value, waiter: &'static str
 
 /// Issues a request that must be refused locally, with nothing written.
 pub fn refuse(conn: &mut Conn, method: Method, params: Value) -> Refusal {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     let in_flight = conn.in_flight();
     match conn.request(
         method,
@@ -169,7 +170,7 @@ pub fn response(
     &'static str,
     Result<capable_core::Payload, ResponseError>,
 ) {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     match feed(conn, message, &mut out) {
         Event::Response {
             id,
@@ -187,7 +188,7 @@ pub fn response(
 /// Feeds a message that must be handled internally, returning what was written
 /// (validated) and the notices it raised.
 pub fn handled(conn: &mut Conn, message: Value) -> (Vec<Value>, Vec<Notice>) {
-    let mut out = Vec::new();
+    let mut out = Outbox::new();
     match feed(conn, message, &mut out) {
         Event::Handled => {}
         other => panic!("expected Handled, got {other:?}"),

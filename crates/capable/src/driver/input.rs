@@ -8,7 +8,7 @@ use capable_core::RequestId;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::Shared;
+use super::Driver;
 
 /// A request from the server that the host handles (legacy era), answered by the
 /// host's [`InputHandlers`](crate::input::InputHandlers).
@@ -20,7 +20,7 @@ pub(crate) struct ServerRequest {
 }
 
 pub(crate) async fn run_input(
-    shared: Arc<Shared>,
+    shared: Arc<Driver>,
     mut requests: mpsc::UnboundedReceiver<Box<ServerRequest>>,
     handlers: crate::input::InputHandlers,
 ) {

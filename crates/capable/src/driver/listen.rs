@@ -1,61 +1,36 @@
-//! The notifications of `subscriptions/listen` streams (modern), handed to their
-//! [`Listener`](crate::Listener)s instead of the session's notification stream: each
-//! carries its stream's id as `_meta["io.modelcontextprotocol/subscriptionId"]`. On
-//! stdio a server may also end a stream by cancelling the listen request.
+//! The items of `subscriptions/listen` streams (modern), handed to their
+//! [`Listener`](crate::Listener)s instead of the session's notification stream. Which
+//! notification belongs to which stream, and when the server ended one, the connection
+//! decides ([`Event::Listen`](capable_core::Event::Listen),
+//! [`Event::ListenEnded`](capable_core::Event::ListenEnded)); this file only moves the
+//! item to the listener's channel.
 
-use capable_core::{Notification, Payload, RequestId};
+use capable_core::{Listened, Payload};
 use serde_json::Value;
 
-use crate::error::Error;
 use crate::events::ServerNotification;
 use crate::session::ListenEvent;
 
-use super::Shared;
+use super::Driver;
 
-const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// Delivers a notification that belongs to a listen stream to its listener; returns it
-/// when it belongs to none.
-pub(super) fn route(shared: &Shared, n: ServerNotification) -> Option<ServerNotification> {
-    if let Notification::Cancelled { request_id, reason } = &n.kind {
-        // Our ids are numbers: a cancel of any other is of nothing of ours.
-        let RequestId::Number(id) = *request_id else {
-            return None;
-        };
-        let mut st = shared.lock();
-        if st.listeners.remove(&id).is_some() {
-            if let Some(w) = st.conn.forget(id) {
-                let reason = reason.clone().unwrap_or_default();
-                let waker = st.finish(w, Err(Error::ListenEnded { reason }));
-                drop(st);
-                super::wake_all([waker]);
-            }
-            return None;
-        }
-        drop(st);
-        return Some(n);
-    }
-    let id = n
-        .params
-        .get("_meta")
-        .and_then(|m| m.get(SUBSCRIPTION_ID))
-        .and_then(Value::as_i64);
-    let Some(id) = id else { return Some(n) };
+/// Hands `item` of the stream of listen request `id` to its listener. A listener
+/// that is gone, or too slow to keep up, loses it (counted as dropped).
+pub(super) fn deliver(shared: &Driver, id: i64, item: Listened) {
+    let event = match item {
+        Listened::Acknowledged(honoured) => ListenEvent::Acknowledged(honoured),
+        Listened::Notification {
+            notification,
+            method,
+            params,
+        } => ListenEvent::Notification(ServerNotification {
+            kind: notification,
+            method,
+            params: params_of(&params),
+        }),
+    };
     let tx = shared.lock().listeners.get(&id).cloned();
-    match tx {
-        Some(tx) => {
-            let event = match &n.kind {
-                Notification::SubscriptionsAcknowledged { notifications } => {
-                    ListenEvent::Acknowledged(notifications.clone())
-                }
-                _ => ListenEvent::Notification(n),
-            };
-            if tx.try_send(event).is_err() {
-                shared.dropped_notification();
-            }
-            None
-        }
-        None => Some(n),
+    if tx.is_none_or(|tx| tx.try_send(event).is_err()) {
+        shared.dropped_notification();
     }
 }
 

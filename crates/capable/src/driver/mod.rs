@@ -12,16 +12,20 @@
 //! | `listen.rs` | hands the notifications of a `subscriptions/listen` stream to its listener |
 //!
 //! A request takes the lock, lets the connection gate it and append its line to the
-//! outgoing buffer, and wakes the writer only if the buffer was empty. The writer swaps
-//! the whole buffer out and sends it in one write: requests issued while a write is in
-//! progress go out together in the next one. A lone request (nothing else in flight,
-//! nothing queued, no write under way) is written at once by its caller when the
-//! transport offers a non-blocking way in, saving the hop to the writer task; what
-//! that write starts (HTTP: the request's exchange) the caller carries out itself
-//! while it waits, so its answer is routed from its own task. The reader parses each
-//! line just far enough to route it and leaves the outcome for the waiting caller
-//! (`outcome.rs`), which decodes the result into the one type it expects. A transport
-//! that receives on tasks of its own (HTTP) routes from there, without the reader.
+//! outgoing [`Outbox`](capable_core::Outbox), and wakes the writer only if it was
+//! empty. The writer swaps the whole outbox out and sends it in one write: requests
+//! issued while a write is in progress go out together in the next one. A lone request
+//! (nothing else in flight, nothing queued, no write under way) is written at once by
+//! its caller when the transport offers a bypass (see `transport/shortcut.rs`), saving
+//! the hop to the writer task; what that write starts (HTTP: the request's exchange)
+//! the caller carries out itself while it waits, so its answer is routed from its own
+//! task. The reader parses each line just far enough to route it and leaves the
+//! outcome for the waiting caller (`outcome.rs`), which decodes the result into the one
+//! type it expects. A transport that receives on tasks of its own (HTTP) routes from
+//! there through the reader's [`Inlet`](crate::transport::shortcut::Inlet), without the
+//! reader task.
+//!
+//! The driver depends on the transports (their traits), never the other way round.
 
 mod input;
 mod listen;
@@ -35,17 +39,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
-use capable_core::Connection;
+use capable_core::{Connection, Outbox};
 use tokio::sync::{mpsc, Notify};
 
 use crate::error::Error;
 use crate::session::ListenEvent;
 use crate::tap::Tap;
-use crate::transport::{DirectWriter, Peer, Started, DIRECT_MAX};
+use crate::transport::shortcut::{Bypass, Work, BYPASS_MAX};
+use crate::transport::Peer;
 
 pub(crate) use input::{run_input, ServerRequest};
 pub(crate) use outcome::{wake_all, Answer, Driven, Outcome, Slots, Waiter};
-pub(crate) use reader::{cut_off, ended, run_reader, Direct, Flow};
+pub(crate) use reader::{cut_off, ended, run_reader};
 pub(crate) use timer::run_timer;
 pub(crate) use writer::run_writer;
 
@@ -53,15 +58,15 @@ pub(crate) struct State {
     pub(crate) conn: Connection<Waiter>,
     /// Where each request's caller waits for its outcome (see `outcome.rs`).
     pub(crate) slots: Slots,
-    pub(crate) out: Vec<u8>,
+    pub(crate) out: Outbox,
     /// How many bytes at the start of `out` the tap has already been shown.
     pub(crate) out_tapped: usize,
     /// The writer task is sending a batch.
     pub(crate) writing: bool,
-    /// The transport's non-blocking way in, for lone requests (dropped on close).
-    pub(crate) direct: Option<DirectWriter>,
-    /// What the last direct write started, for the caller whose write it was.
-    pub(crate) started: Option<Started>,
+    /// The transport's bypass, for lone requests (dropped on close).
+    pub(crate) bypass: Option<Box<dyn Bypass>>,
+    /// What the last bypass write started, for the caller whose write it was.
+    pub(crate) work: Option<Work>,
     /// Responses the reader handed out since something was last queued: more than
     /// one means their callers are likely to answer with a burst of requests, which
     /// the writer should send together.
@@ -74,7 +79,9 @@ pub(crate) struct State {
     pub(crate) timer_armed: Option<Instant>,
 }
 
-pub(crate) struct Shared {
+/// What every task of a session shares: the state under its lock, the wake-ups of the
+/// writer and the timer, the server, the tap and the event log.
+pub(crate) struct Driver {
     pub(crate) state: Mutex<State>,
     pub(crate) write_ready: Notify,
     /// Wakes the timer task (an earlier deadline, or the session closed).
@@ -89,15 +96,15 @@ pub(crate) struct Shared {
     pub(crate) max_message_size: usize,
 }
 
-impl Shared {
+impl Driver {
     pub(crate) fn new(
         state: State,
         peer: Box<dyn Peer>,
         tap: Option<Tap>,
         events: crate::events::EventLog,
         max_message_size: usize,
-    ) -> Shared {
-        Shared {
+    ) -> Driver {
+        Driver {
             max_message_size,
             state: Mutex::new(state),
             write_ready: Notify::new(),
@@ -119,28 +126,25 @@ impl Shared {
     /// into an empty buffer (a non-empty one already has a write under way or due),
     /// and the timer if `f` armed a deadline earlier than the one it sleeps until.
     ///
-    /// What a direct write starts (HTTP: the request's exchange) runs on its own: see
-    /// [`Shared::write_starting`] for a caller that carries it out itself.
+    /// What a bypass write starts (HTTP: the request's exchange) runs on its own: see
+    /// [`Driver::write_starting`] for a caller that carries it out itself.
     #[inline]
     pub(crate) fn write_with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         self.write_carrying::<false, R>(f).0
     }
 
-    /// [`Shared::write_with`], handing back what a direct write of what `f` queued
+    /// [`Driver::write_with`], handing back what a bypass write of what `f` queued
     /// started, for the caller to carry out while it waits for its answer.
     #[inline]
-    pub(crate) fn write_starting<R>(
-        &self,
-        f: impl FnOnce(&mut State) -> R,
-    ) -> (R, Option<Started>) {
+    pub(crate) fn write_starting<R>(&self, f: impl FnOnce(&mut State) -> R) -> (R, Option<Work>) {
         self.write_carrying::<true, R>(f)
     }
 
     fn write_carrying<const CARRY: bool, R>(
         &self,
         f: impl FnOnce(&mut State) -> R,
-    ) -> (R, Option<Started>) {
-        let (result, wake_writer, wake_timer, started) = {
+    ) -> (R, Option<Work>) {
+        let (result, wake_writer, wake_timer, work) = {
             let mut st = self.lock();
             let was_empty = st.out.is_empty();
             let result = f(&mut st);
@@ -152,9 +156,9 @@ impl Shared {
                 }
                 _ => false,
             };
-            let wake_writer = queued && !self.send_directly(&mut st, CARRY);
-            let started = if CARRY { st.started.take() } else { None };
-            (result, wake_writer, wake_timer, started)
+            let wake_writer = queued && !self.send_bypassing(&mut st, CARRY);
+            let work = if CARRY { st.work.take() } else { None };
+            (result, wake_writer, wake_timer, work)
         };
         if wake_writer {
             self.write_ready.notify_one();
@@ -162,7 +166,7 @@ impl Shared {
         if wake_timer {
             self.timer_wake.notify_one();
         }
-        (result, started)
+        (result, work)
     }
 
     /// Writes what was just queued from the caller's task, when that is safe and
@@ -172,39 +176,39 @@ impl Shared {
     /// the transport's writes do not coalesce), and the batch is small enough to go
     /// whole or not at all. Returns whether everything
     /// went out; otherwise the writer takes over, and reports any failure as usual.
-    fn send_directly(&self, st: &mut State, carry: bool) -> bool {
+    fn send_bypassing(&self, st: &mut State, carry: bool) -> bool {
         let after_burst = std::mem::take(&mut st.answered) > 1;
-        if st.writing || st.out.len() > DIRECT_MAX {
+        if st.writing || st.out.len() > BYPASS_MAX {
             return false;
         }
         let busy = after_burst || st.conn.in_flight() > 1;
         let State {
             out,
             out_tapped,
-            direct,
-            started,
+            bypass,
+            work,
             ..
         } = st;
-        let Some(direct) = direct.as_mut() else {
+        let Some(bypass) = bypass.as_mut() else {
             return false;
         };
         // A burst is the writer's to send in one write, where writes coalesce (a pipe);
         // over HTTP every request is a POST of its own, and goes at once.
-        if busy && direct.coalesces() {
+        if busy && bypass.coalesces() {
             return false;
         }
-        match direct.write(out) {
+        match bypass.write(out) {
             Ok(n) if n > 0 => {
                 // All of it, from a pipe. Should a writer take only part, the writer
                 // task sends the rest; either way the tap is shown each line once.
                 if let Some(tap) = &self.tap {
                     tap.sent(&out[*out_tapped..]);
                 }
-                out.drain(..n);
+                out.consume(n);
                 *out_tapped = out.len();
                 match carry {
-                    true => *started = direct.started(),
-                    false => direct.detach(),
+                    true => *work = bypass.take_work(),
+                    false => bypass.detach(),
                 }
                 out.is_empty()
             }
@@ -221,7 +225,7 @@ impl Shared {
                 st.closed = Some(reason.clone());
                 self.events.closed(reason.clone());
             }
-            st.direct = None;
+            st.bypass = None;
             st.listeners.clear();
             // Every request in flight fails with the session's reason (the first one
             // given, should the session be closed twice).
@@ -245,7 +249,7 @@ impl Shared {
 
 /// Spawns work nobody carries out in its own task (on the current runtime: a request
 /// is only ever made from one).
-pub(crate) fn spawn(work: Started) {
+pub(crate) fn spawn(work: Work) {
     match tokio::runtime::Handle::try_current() {
         Ok(runtime) => {
             runtime.spawn(work);

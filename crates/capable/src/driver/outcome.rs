@@ -24,9 +24,9 @@ use capable_core::Payload;
 use tokio::sync::mpsc;
 
 use crate::error::Error;
-use crate::transport::Started;
+use crate::transport::shortcut::Work;
 
-use super::{Shared, State};
+use super::{Driver, State};
 
 /// A result as it reached the client: the raw payload and when it arrived.
 pub(crate) struct Answer {
@@ -153,7 +153,7 @@ impl State {
 /// Resolves to the outcome of the request whose waiter has slot `slot`, and gives the
 /// slot back.
 pub(crate) struct Outcome<'a> {
-    shared: &'a Shared,
+    shared: &'a Driver,
     slot: u32,
     /// The slot already holds the waker of the task polling this, from the same poll
     /// that opened it: the first poll need not look (an outcome that came since woke
@@ -162,7 +162,7 @@ pub(crate) struct Outcome<'a> {
 }
 
 impl<'a> Outcome<'a> {
-    pub(crate) fn new(shared: &'a Shared, slot: u32) -> Outcome<'a> {
+    pub(crate) fn new(shared: &'a Driver, slot: u32) -> Outcome<'a> {
         Outcome {
             shared,
             slot,
@@ -172,7 +172,7 @@ impl<'a> Outcome<'a> {
 
     /// The outcome of a request whose slot was opened with the waker of the task
     /// that polls this, in the very poll that first polls it.
-    pub(crate) fn registered(shared: &'a Shared, slot: u32) -> Outcome<'a> {
+    pub(crate) fn registered(shared: &'a Driver, slot: u32) -> Outcome<'a> {
         Outcome {
             shared,
             slot,
@@ -221,17 +221,17 @@ impl Outcome<'_> {
     }
 }
 
-/// [`Outcome`], carrying out meanwhile the work the request's direct write started
+/// [`Outcome`], carrying out meanwhile the work the request's bypass write started
 /// (HTTP: its exchange) in the caller's own task: the answer is routed from there
 /// and its caller finds it in the same poll, with no task and no wake-up between.
 pub(crate) struct Driven<'a> {
     outcome: Outcome<'a>,
-    work: Option<Started>,
+    work: Option<Work>,
 }
 
 impl<'a> Driven<'a> {
     #[inline]
-    pub(crate) fn new(outcome: Outcome<'a>, work: Option<Started>) -> Driven<'a> {
+    pub(crate) fn new(outcome: Outcome<'a>, work: Option<Work>) -> Driven<'a> {
         Driven { outcome, work }
     }
 

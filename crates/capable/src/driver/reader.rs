@@ -5,21 +5,22 @@
 //! server's output ends the session with how the server exited.
 //!
 //! A transport that receives on tasks of its own (HTTP: each exchange's) is offered
-//! the same handling as a [`Delivery`] and does it from there, item by item; the reader
+//! the same handling as an [`Inlet`] and does it from there, item by item; the reader
 //! task then only reads what the transport still queues.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use capable_core::jsonrpc::{split_batch, value_budget, within_value_budget, FramingError};
+use capable_core::jsonrpc::{value_budget, within_value_budget, FramingError};
 use capable_core::{Event, Incoming, Notice, Notification, RequestId, ResponseError};
 use tokio::sync::mpsc;
 
 use crate::error::Error;
 use crate::events::ServerNotification;
-use crate::transport::{Delivery, Inbound, MessageSource, Peer, TransportError};
+use crate::transport::shortcut::{Inlet, Sealed};
+use crate::transport::{Inbound, MessageSource, Peer, TransportError};
 
-use super::{listen, Answer, ServerRequest, Shared};
+use super::{listen, Answer, Driver, ServerRequest};
 
 /// How long a server whose pipe ended may take to exit before the client stops waiting
 /// for its exit status.
@@ -39,7 +40,7 @@ pub(crate) async fn ended(peer: &dyn Peer, failure: Option<TransportError>) -> E
 }
 
 pub(crate) async fn run_reader<S: MessageSource>(
-    shared: Arc<Shared>,
+    shared: Arc<Driver>,
     mut source: S,
     notifications: mpsc::Sender<ServerNotification>,
     requests: mpsc::UnboundedSender<Box<ServerRequest>>,
@@ -50,11 +51,11 @@ pub(crate) async fn run_reader<S: MessageSource>(
     };
     // A source that reads on tasks of its own hands messages over from there; what
     // still comes through `recv` is read here as usual.
-    let direct = Delivery::new(Direct {
+    let intake = Intake {
         shared: Arc::downgrade(&shared),
         to: to.clone(),
-    });
-    let _ = source.deliver_to(direct);
+    };
+    source.attach(Arc::new(intake), Sealed(()));
     loop {
         let flow = match source.recv().await {
             Ok(Some(Inbound::Message(line))) => on_message(&shared, line, &to),
@@ -83,32 +84,32 @@ pub(crate) struct Senders {
 }
 
 /// Whether more is wanted after an item.
-pub(crate) enum Flow {
+enum Flow {
     Go,
     /// The session ended: nothing after this is read.
     Stop,
 }
 
-/// The way in for a source's own tasks ([`Delivery`]): what the reader task would do
+/// The reader's [`Inlet`], for a source's own tasks: what the reader task would do
 /// with each item, done by the task that has it.
-pub(crate) struct Direct {
+struct Intake {
     /// Weak: the transport holding this is itself held by the session.
-    shared: std::sync::Weak<Shared>,
+    shared: std::sync::Weak<Driver>,
     to: Senders,
 }
 
-impl Direct {
-    pub(crate) fn deliver(&self, item: Result<Inbound, TransportError>) -> Flow {
+impl Inlet for Intake {
+    fn deliver(&self, item: Result<Inbound, TransportError>) -> bool {
         match self.shared.upgrade() {
-            Some(shared) => take(&shared, item, &self.to),
-            None => Flow::Stop,
+            Some(shared) => matches!(take(&shared, item, &self.to), Flow::Go),
+            None => false,
         }
     }
 }
 
 /// One item from the transport, handled: a message routed (and its waiter woken), a
 /// failure of one request or the whole transport, a notice.
-fn take(shared: &Shared, item: Result<Inbound, TransportError>, to: &Senders) -> Flow {
+fn take(shared: &Driver, item: Result<Inbound, TransportError>, to: &Senders) -> Flow {
     match item {
         Ok(Inbound::Message(line)) => on_message(shared, line, to),
         Ok(Inbound::Unterminated(line)) => match Incoming::parse(line.clone()) {
@@ -134,7 +135,7 @@ fn take(shared: &Shared, item: Result<Inbound, TransportError>, to: &Senders) ->
 }
 
 /// One message: shown to the tap, held to the value budget, routed.
-fn on_message(shared: &Shared, line: bytes::Bytes, to: &Senders) -> Flow {
+fn on_message(shared: &Driver, line: bytes::Bytes, to: &Senders) -> Flow {
     if let Some(tap) = &shared.tap {
         tap.received(&line);
     }
@@ -164,7 +165,7 @@ pub(crate) fn cut_off(line: &[u8]) -> Notice {
 /// A batch (2025-03-26 lets a server send one) is taken apart into its messages; in a
 /// version without batches, each answer in it fails the request it names.
 fn on_line(
-    shared: &Shared,
+    shared: &Driver,
     line: bytes::Bytes,
     notifications: &mpsc::Sender<ServerNotification>,
     requests: &mpsc::UnboundedSender<Box<ServerRequest>>,
@@ -177,23 +178,17 @@ fn on_line(
     };
     let parsed = Incoming::parse_whole(line.clone());
     if let Err(FramingError::Batch) = &parsed {
-        let accepted = shared.lock().conn.accepts_batches();
-        match split_batch(&line) {
-            Some(messages) => {
-                for message in messages {
-                    let parsed = match accepted {
-                        true => Incoming::parse(message.clone()),
-                        false => Err(FramingError::Batch),
-                    };
-                    dispatch(shared, message, parsed, notifications, requests);
-                }
-            }
-            None => log_notices(
-                shared,
-                vec![Notice::SkippedLine {
-                    reason: "a JSON-RPC batch that is not an array of messages".into(),
-                }],
-            ),
+        // How each message of the batch reads is the connection's to say.
+        let (messages, notices) = {
+            let mut st = shared.lock();
+            let messages = st.conn.unbatch(&line);
+            (messages, st.conn.take_notices())
+        };
+        if !notices.is_empty() {
+            log_notices(shared, notices);
+        }
+        for (message, parsed) in messages {
+            dispatch(shared, message, parsed, notifications, requests);
         }
         return;
     }
@@ -201,7 +196,7 @@ fn on_line(
 }
 
 fn dispatch(
-    shared: &Shared,
+    shared: &Driver,
     line: bytes::Bytes,
     parsed: Result<Incoming, FramingError>,
     notifications: &mpsc::Sender<ServerNotification>,
@@ -250,6 +245,11 @@ fn dispatch(
                 }
                 (Dispatched::Answered(None), None)
             }
+            Event::ListenEnded { id, waiter, reason } => {
+                st.listeners.remove(&id);
+                let ended = Err(Error::ListenEnded { reason });
+                (Dispatched::Answered(None), st.finish(waiter, ended))
+            }
             Event::Handled => (Dispatched::Answered(None), None),
             other => (Dispatched::Other(Box::new(other)), None),
         };
@@ -267,6 +267,7 @@ fn dispatch(
         Dispatched::Other(event) => *event,
     };
     match event {
+        Event::Listen { id, item } => listen::deliver(shared, id, item),
         Event::Notification {
             notification: kind,
             method,
@@ -277,9 +278,6 @@ fn dispatch(
                 kind,
                 method,
                 params,
-            };
-            let Some(notification) = listen::route(shared, notification) else {
-                return;
             };
             if let Notification::ResourceUpdated { uri } = &notification.kind {
                 shared.events.resource_updated(uri.clone());
@@ -301,7 +299,7 @@ fn dispatch(
 /// is taken plainly, since routing a result queues nothing to write and arms no
 /// deadline. The wall clock is read for every answer (when it arrived is part of a
 /// read); the monotonic one only for an answer the cache keeps.
-fn answer(shared: &Shared, id: &RequestId, result: capable_core::Payload) {
+fn answer(shared: &Driver, id: &RequestId, result: capable_core::Payload) {
     let arrived = SystemTime::now();
     let (notices, waker) = {
         let mut st = shared.lock();
@@ -338,7 +336,7 @@ enum Dispatched {
 }
 
 /// The transport failed one request: its waiter fails with `error`; the session goes on.
-fn fail_one(shared: &Shared, id: &RequestId, error: Error) {
+fn fail_one(shared: &Driver, id: &RequestId, error: Error) {
     let RequestId::Number(n) = id else { return };
     let waker = {
         let mut st = shared.lock();
@@ -350,7 +348,7 @@ fn fail_one(shared: &Shared, id: &RequestId, error: Error) {
     }
 }
 
-fn log_notices(shared: &Shared, notices: Vec<Notice>) {
+fn log_notices(shared: &Driver, notices: Vec<Notice>) {
     for n in notices {
         shared.events.notice(n);
     }

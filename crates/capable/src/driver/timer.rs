@@ -11,9 +11,9 @@ use tokio::time::Instant;
 
 use crate::error::Error;
 
-use super::Shared;
+use super::Driver;
 
-pub(crate) async fn run_timer(shared: Arc<Shared>) {
+pub(crate) async fn run_timer(shared: Arc<Driver>) {
     loop {
         let at = {
             let mut st = shared.lock();

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use crate::transport::MessageSink;
 
-use super::Shared;
+use super::Driver;
 
-pub(crate) async fn run_writer<S: MessageSink>(shared: Arc<Shared>, mut sink: S) {
+pub(crate) async fn run_writer<S: MessageSink>(shared: Arc<Driver>, mut sink: S) {
     // Grows to the largest batch and keeps that room (the buffers are swapped, never
     // shrunk): an idle session holds none.
-    let mut spare = Vec::new();
+    let mut spare = capable_core::Outbox::new();
     loop {
         let (mut batch, tapped, closed) = {
             let mut st = shared.lock();
@@ -20,7 +20,7 @@ pub(crate) async fn run_writer<S: MessageSink>(shared: Arc<Shared>, mut sink: S)
             let tapped = std::mem::take(&mut st.out_tapped);
             let closed = st.conn.is_closed();
             if closed {
-                st.direct = None;
+                st.bypass = None;
             }
             (std::mem::take(&mut spare), tapped, closed)
         };

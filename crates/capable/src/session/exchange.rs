@@ -12,7 +12,7 @@ use capable_core::{Method, NotSent, Params, Payload, Timing};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
-use crate::driver::{Answer, Driven, Outcome, Shared};
+use crate::driver::{Answer, Driven, Driver, Outcome};
 use crate::error::Error;
 
 use super::Session;
@@ -38,7 +38,7 @@ pub struct RequestOptions {
 /// Cancels a request if its future is dropped before the answer came, and gives its
 /// slot back.
 struct InFlight<'a> {
-    shared: &'a Shared,
+    shared: &'a Driver,
     id: i64,
     slot: u32,
     armed: bool,

@@ -7,7 +7,7 @@ use capable_core::ListenFilter;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::driver::{Outcome, Shared};
+use crate::driver::{Driver, Outcome};
 use crate::error::Error;
 use crate::events::ServerNotification;
 
@@ -76,7 +76,7 @@ impl Session {
 /// An open `subscriptions/listen` stream. Dropping it (or [`Listener::close`]) sends
 /// `notifications/cancelled` for the listen request.
 pub struct Listener {
-    shared: Arc<Shared>,
+    shared: Arc<Driver>,
     id: i64,
     /// Where the listen request's end waits (see `driver/outcome.rs`).
     slot: u32,

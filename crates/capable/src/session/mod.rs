@@ -31,7 +31,7 @@ use capable_core::{Era, Method, Negotiated, ProtocolVersion, ServerCapabilities,
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::driver::Shared;
+use crate::driver::Driver;
 use crate::error::Error;
 use crate::events::ServerNotification;
 use crate::options::ClientOptions;
@@ -44,7 +44,7 @@ pub use tasks::{TaskObserver, TaskWait, ToolCall};
 
 /// A negotiated connection to one MCP server.
 pub struct Session {
-    shared: Arc<Shared>,
+    shared: Arc<Driver>,
     negotiated: Negotiated,
     options: ClientOptions,
     notifications: Mutex<Option<mpsc::Receiver<ServerNotification>>>,
@@ -55,7 +55,7 @@ pub struct Session {
 
 impl Session {
     pub(crate) fn new(
-        shared: Arc<Shared>,
+        shared: Arc<Driver>,
         negotiated: Negotiated,
         options: ClientOptions,
         notifications: mpsc::Receiver<ServerNotification>,

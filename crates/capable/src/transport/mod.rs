@@ -3,15 +3,23 @@
 //! A transport is split into three parts so that reading, writing and process
 //! management never wait on each other:
 //!
-//! - a [`MessageSink`] that sends a batch of newline-terminated messages at once (the
-//!   client coalesces everything written since the last send into one batch: one
-//!   syscall for many requests);
+//! - a [`MessageSink`] that sends a batch of messages at once (the client coalesces
+//!   everything written since the last send into one [`Outbox`]: one syscall for many
+//!   requests);
 //! - a [`MessageSource`] that yields one received message at a time (or, for a
 //!   transport that can fail one request alone, that request's failure);
 //! - a [`Peer`] handle for the server's lifecycle: exit status, shutdown, stderr.
 //!
 //! Transports decide nothing about MCP: the HTTP transport carries out what the core's
 //! [`http`](capable_core::http) policy tells it.
+//!
+//! A transport of your own implements [`Transport`], [`MessageSink::send`],
+//! [`MessageSource::recv`] and [`Peer`], and connects with [`connect`](crate::connect):
+//! `send` writes [`Outbox::bytes`] (or reads [`Outbox::messages`], when it decides per
+//! message), `recv` yields one message at a time. That is all a session needs
+//! (`tests/own_transport.rs` is such a transport, over a server's pipes). This crate's
+//! own transports also take two sealed shortcuts (see `shortcut.rs`), which save a task
+//! hop per message and change nothing else.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -25,9 +33,13 @@ use capable_core::{Negotiated, Notice, RequestId};
 use crate::error::Error;
 
 pub mod http;
+pub(crate) mod shortcut;
 pub mod stdio;
 #[cfg(test)]
 mod test_rng;
+
+pub use capable_core::outbox::{Outbox, Outgoing, OutgoingRequest};
+use shortcut::{Bypass, Inlet, Sealed};
 
 /// A boxed future, for the rarely-called [`Peer`] methods.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -151,21 +163,12 @@ pub enum Inbound {
     Notice(Notice),
 }
 
-/// Sends batches of newline-terminated messages.
+/// Sends batches of messages.
 pub trait MessageSink: Send + 'static {
-    /// Sends `batch` (one or more whole lines) and flushes.
-    fn send(&mut self, batch: &[u8]) -> impl Future<Output = Result<(), TransportError>> + Send;
-
-    /// A second, non-blocking way into the same byte stream, for a lone request (any
-    /// request, where writes do not coalesce: [`DirectWrite::coalesces`]): the
-    /// caller's task writes it at once instead of waking the writer task. It must
-    /// take a batch of at most [`DIRECT_MAX`] bytes whole or not at all, and say which
-    /// (`Ok(0)`: not at all; the writer then sends it): a pipe does, up to `PIPE_BUF`;
-    /// HTTP takes a single request and starts its POST. `None` (the default): every
-    /// batch goes through [`MessageSink::send`].
-    fn direct(&self) -> Option<DirectWriter> {
-        None
-    }
+    /// Sends `batch` — one or more whole messages, one line each — and flushes. A
+    /// transport that moves bytes sends [`Outbox::bytes`] in one write; one that
+    /// decides per message reads each message's record ([`Outbox::messages`]).
+    fn send(&mut self, batch: &Outbox) -> impl Future<Output = Result<(), TransportError>> + Send;
 
     /// Told once, when the handshake settled and before anything negotiated is sent
     /// (legacy `notifications/initialized` included): a transport whose framing
@@ -183,52 +186,14 @@ pub trait MessageSink: Send + 'static {
         let _ = tools;
         Vec::new()
     }
-}
 
-/// See [`MessageSink::direct`].
-pub type DirectWriter = Box<dyn DirectWrite>;
-
-/// The non-blocking way in of [`MessageSink::direct`]. Every [`std::io::Write`] is
-/// one (a pipe's duplicate descriptor); HTTP's starts the request's exchange and
-/// leaves it to the caller ([`DirectWrite::started`]).
-pub trait DirectWrite: Send {
-    /// Writes all of `batch` (returning its length) or none of it (`Ok(0)`).
-    fn write(&mut self, batch: &[u8]) -> std::io::Result<usize>;
-
-    /// What the last write started, for its caller to carry out in its own task while
-    /// it waits for the answer (HTTP: the request's exchange: no task of its own, no
-    /// hop back to the caller). `None` (the default): the write was all there was to
-    /// do.
-    fn started(&mut self) -> Option<Started> {
+    /// Sealed (see `shortcut.rs`): this crate's transports' way for a lone request to
+    /// be written by its caller.
+    #[doc(hidden)]
+    fn bypass(&self, _: Sealed) -> Option<Box<dyn Bypass>> {
         None
     }
-
-    /// The last write's caller will not carry out what it started (it does not wait
-    /// for the answer itself): the writer runs it on its own. The default does
-    /// nothing, for a writer that starts nothing.
-    fn detach(&mut self) {}
-
-    /// Whether writes coalesce: several requests in one write go out as one (a pipe:
-    /// one syscall for a burst, so a burst is better left to the writer task). `false`
-    /// for a transport where every request is sent on its own anyway (HTTP: a POST
-    /// each), which then takes every request directly. `true` by default.
-    fn coalesces(&self) -> bool {
-        true
-    }
 }
-
-impl<W: std::io::Write + Send> DirectWrite for W {
-    fn write(&mut self, batch: &[u8]) -> std::io::Result<usize> {
-        std::io::Write::write(self, batch)
-    }
-}
-
-/// Work a [`DirectWrite`] started, carried out by whoever polls it.
-pub type Started = BoxFuture<'static, ()>;
-
-/// The largest batch written through a [`DirectWriter`]: `PIPE_BUF` on Linux, the size
-/// up to which a pipe write is atomic.
-pub const DIRECT_MAX: usize = 4096;
 
 /// Yields received messages one at a time.
 pub trait MessageSource: Send + 'static {
@@ -236,39 +201,13 @@ pub trait MessageSource: Send + 'static {
     /// end.
     fn recv(&mut self) -> impl Future<Output = Result<Option<Inbound>, TransportError>> + Send;
 
-    /// Offered once, as the session starts: a source whose messages arrive on tasks of
-    /// its own (HTTP: each exchange's) may keep `delivery` and hand each message over
-    /// from there, saving every message the hop to the session's reader task. `recv`
-    /// is still read, for whatever the source queues anyway. Dropping the source must
-    /// drop the delivery too: the session's notification stream ends with both.
-    ///
-    /// Hands `delivery` back, by default: everything comes through `recv`.
-    fn deliver_to(&mut self, delivery: Delivery) -> Result<(), Delivery> {
-        Err(delivery)
-    }
-}
-
-/// The way into a session for a [`MessageSource`] that reads on tasks of its own
-/// ([`MessageSource::deliver_to`]): each item is handled on the spot, as the session's
-/// reader would handle it from [`MessageSource::recv`].
-pub struct Delivery(crate::driver::Direct);
-
-impl Delivery {
-    pub(crate) fn new(direct: crate::driver::Direct) -> Delivery {
-        Delivery(direct)
-    }
-
-    /// Hands `item` to the session: a message is routed and its waiter woken, a
-    /// request's failure fails it, an `Err` ends the session. Returns `false` once the
-    /// session has ended: nothing more is wanted.
-    pub fn deliver(&self, item: Result<Inbound, TransportError>) -> bool {
-        matches!(self.0.deliver(item), crate::driver::Flow::Go)
-    }
-}
-
-impl std::fmt::Debug for Delivery {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Delivery")
+    /// Sealed (see `shortcut.rs`): offered once, as the session starts, to a source
+    /// whose messages arrive on tasks of its own, which may keep `inlet` and hand each
+    /// message in from there (`recv` is still read). Dropping the source must drop
+    /// the inlet too: the session's notification stream ends with both.
+    #[doc(hidden)]
+    fn attach(&mut self, inlet: std::sync::Arc<dyn Inlet>, _: Sealed) {
+        let _ = inlet;
     }
 }
 

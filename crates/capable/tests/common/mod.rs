@@ -504,7 +504,7 @@ impl Scripted {
 }
 
 impl MessageSink for ScriptedSink {
-    async fn send(&mut self, batch: &[u8]) -> Result<(), TransportError> {
+    async fn send(&mut self, batch: &capable_core::Outbox) -> Result<(), TransportError> {
         for line in batch.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             self.0
                 .send(line.to_vec())

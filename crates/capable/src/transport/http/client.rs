@@ -50,15 +50,15 @@ pub(super) type AnswerBody = Either<DecompressionBody<Incoming>, reqwest::Body>;
 /// An answer's head and body.
 pub(super) type Answer = http::Response<AnswerBody>;
 
-type Direct =
+type Pool =
     hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// One connection's client (see the module's documentation).
 pub(super) struct Client {
-    direct: Direct,
+    pool: Pool,
     /// Built on the first request that goes through a proxy.
     proxied: OnceLock<Result<reqwest::Client, String>>,
-    /// The last URL sent to, and its URI when it goes direct.
+    /// The last URL sent to, and its URI when hyper's pool sends to it.
     last: Mutex<Option<Target>>,
     /// The proxy rules asked.
     proxies: &'static Matcher,
@@ -66,7 +66,7 @@ pub(super) struct Client {
 
 struct Target {
     url: Url,
-    /// `None`: the general client sends to it (see [`Client::direct_uri`]).
+    /// `None`: the general client sends to it (see [`Client::pool_uri`]).
     uri: Option<http::Uri>,
 }
 
@@ -106,12 +106,12 @@ impl Client {
             .enable_http1()
             .enable_http2()
             .wrap_connector(http);
-        let direct = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        let pool = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_timer(TokioTimer::new())
             .build(tls);
         Ok(Client {
-            direct,
+            pool,
             proxied: OnceLock::new(),
             last: Mutex::new(None),
             proxies,
@@ -128,14 +128,14 @@ impl Client {
         body: Option<Bytes>,
         context: impl FnOnce() -> String,
     ) -> Result<Answer, NoAnswer> {
-        let Some(uri) = self.direct_uri(url) else {
+        let Some(uri) = self.pool_uri(url) else {
             return self.send_proxied(method, url, headers, body, context).await;
         };
         let mut request = http::Request::new(Full::new(body.unwrap_or_default()));
         *request.method_mut() = method;
         *request.uri_mut() = uri;
         *request.headers_mut() = headers;
-        let mut send = Decompression::new(Sender(&self.direct));
+        let mut send = Decompression::new(Sender(&self.pool));
         send.call(request)
             .await
             .map(|a| a.map(Either::Left))
@@ -148,7 +148,7 @@ impl Client {
     /// The URI to send to `url` with, or `None` when the general client sends to it:
     /// a proxy is in the way, or the URL carries credentials (which go as a header, not
     /// in the URI).
-    fn direct_uri(&self, url: &Url) -> Option<http::Uri> {
+    fn pool_uri(&self, url: &Url) -> Option<http::Uri> {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(target) = last.as_ref().filter(|t| t.url == *url) {
             return target.uri.clone();
@@ -229,7 +229,7 @@ fn proxies() -> &'static Matcher {
 }
 
 /// Hands a request to hyper's pool, for the decompression layer to wrap.
-struct Sender<'a>(&'a Direct);
+struct Sender<'a>(&'a Pool);
 
 impl Service<http::Request<Full<Bytes>>> for Sender<'_> {
     type Response = http::Response<Incoming>;
@@ -253,23 +253,23 @@ mod tests {
     /// The way each URL goes, under rules that send `http` through a proxy except for
     /// 127.0.0.1.
     #[test]
-    fn a_url_goes_direct_unless_a_proxy_or_its_own_credentials_say_otherwise() {
+    fn a_url_goes_to_the_pool_unless_a_proxy_or_its_own_credentials_say_otherwise() {
         let rules = Matcher::builder()
             .http("http://127.0.0.9:3128")
             .no("127.0.0.1")
             .build();
         let client = Client::with_proxies(Box::leak(Box::new(rules))).expect("a client");
-        let direct = |url: &str| client.direct_uri(&url.parse().expect("a URL"));
-        let uri = direct("http://127.0.0.1:3001/mcp?x=1").expect("exempt from the proxy");
+        let pool = |url: &str| client.pool_uri(&url.parse().expect("a URL"));
+        let uri = pool("http://127.0.0.1:3001/mcp?x=1").expect("exempt from the proxy");
         assert_eq!(uri, "http://127.0.0.1:3001/mcp?x=1");
         // Asked twice, the same answer (the second time from what the first kept).
-        assert_eq!(direct("http://127.0.0.1:3001/mcp?x=1"), Some(uri));
-        assert_eq!(direct("http://mcp.example/mcp"), None, "through the proxy");
+        assert_eq!(pool("http://127.0.0.1:3001/mcp?x=1"), Some(uri));
+        assert_eq!(pool("http://mcp.example/mcp"), None, "through the proxy");
         // No rule for https.
-        assert!(direct("https://mcp.example/mcp").is_some());
+        assert!(pool("https://mcp.example/mcp").is_some());
         // Credentials of its own: sent as a header by the general client.
-        assert_eq!(direct("http://u:p@127.0.0.1:3001/mcp"), None);
-        assert_eq!(direct("http://u@127.0.0.1:3001/mcp"), None);
-        assert!(direct("http://127.0.0.1:3001/mcp").is_some());
+        assert_eq!(pool("http://u:p@127.0.0.1:3001/mcp"), None);
+        assert_eq!(pool("http://u@127.0.0.1:3001/mcp"), None);
+        assert!(pool("http://127.0.0.1:3001/mcp").is_some());
     }
 }

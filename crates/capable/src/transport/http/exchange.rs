@@ -11,7 +11,6 @@ use capable_core::http::redact::redact;
 use capable_core::http::{
     redirect, Action, Body, End, ExchangeId, Failure, Head, HttpMethod, Request,
 };
-use capable_core::RequestId;
 use http_body::Body as _;
 use http_body_util::BodyExt;
 use reqwest::header::{HeaderMap, HeaderName, CONTENT_TYPE, LOCATION};
@@ -75,7 +74,7 @@ impl Exchanges {
     }
 }
 
-/// Exchange `ex`, carried out by the caller of its request ([`super::HttpDirect`]) in
+/// Exchange `ex`, carried out by the caller of its request ([`super::HttpBypass`]) in
 /// its own task. Every reason to stop it early — the request cancelled, timed out,
 /// or the session closed — also ends its caller's wait, and the caller then drops it.
 pub(super) async fn carried(http: Arc<Http>, ex: ExchangeId, request: Request) {
@@ -103,17 +102,17 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
     let mut actions = actions.into_iter();
     while let Some(action) = actions.next() {
         let received = match at_once(http, action) {
-            Now::Done => continue,
-            Now::Deliver(received) => received,
-            Now::End(e) => return Err(e),
-            Now::Waits(waits) => {
+            AtOnce::Done => continue,
+            AtOnce::Deliver(received) => received,
+            AtOnce::End(e) => return Err(e),
+            AtOnce::Waits(waits) => {
                 let rest = std::iter::once(waits).chain(actions).collect();
                 // Boxed: the waiting is rare, and every exchange's task would otherwise
                 // hold room for it.
                 return Box::pin(execute_waiting(http, rest)).await;
             }
         };
-        if let Some(queued) = http.hand_now(received) {
+        if let Some(queued) = http.hand_at_once(received) {
             http.queue(queued).await;
         }
     }
@@ -121,7 +120,7 @@ pub(super) async fn execute(http: &Arc<Http>, actions: Vec<Action>) -> Result<()
 }
 
 /// What an action that needs no waiting came to.
-enum Now {
+enum AtOnce {
     /// Done (or nothing to do).
     Done,
     /// Something for the reader.
@@ -132,53 +131,50 @@ enum Now {
     Waits(Action),
 }
 
-/// Carries out an action at once, or hands it back ([`Now::Waits`]) when it is carried
-/// out by waiting for it.
-fn at_once(http: &Arc<Http>, action: Action) -> Now {
+/// Carries out an action at once, or hands it back ([`AtOnce::Waits`]) when it is
+/// carried out by waiting for it.
+fn at_once(http: &Arc<Http>, action: Action) -> AtOnce {
     let received = match action {
         Action::Send { blocking: true, .. } | Action::Authorize { .. } => {
-            return Now::Waits(action)
+            return AtOnce::Waits(action)
         }
         Action::Send {
             exchange, request, ..
         } => {
             http.exchanges.spawn(http, exchange, request);
-            return Now::Done;
+            return AtOnce::Done;
         }
         Action::Abort(ex) => {
             http.exchanges.abort(ex);
-            return Now::Done;
+            return AtOnce::Done;
         }
         Action::Deliver(message) => Ok(Inbound::Message(message.into())),
-        Action::Fail { id, failure } => match serde_json::from_value::<RequestId>(id) {
-            Ok(id) => Ok(Inbound::Failed {
-                id,
-                error: scrubbed(http, error_of(failure)),
-            }),
-            Err(_) => return Now::Done,
-        },
+        Action::Fail { id, failure } => Ok(Inbound::Failed {
+            id,
+            error: scrubbed(http, error_of(failure)),
+        }),
         Action::Notice(notice) => Ok(Inbound::Notice(notice)),
         Action::End(Some(Failure::Broken(why))) => Err(TransportError::Broken(why)),
         Action::End(other) => match other {
             Some(failure) => Err(TransportError::Broken(error_of(failure).to_string())),
             // The failure the caller holds ends the connection.
-            None => return Now::End(TransportError::Broken("the connection failed".into())),
+            None => return AtOnce::End(TransportError::Broken("the connection failed".into())),
         },
     };
-    Now::Deliver(received)
+    AtOnce::Deliver(received)
 }
 
 /// [`execute`] from an action that waits on: every action awaited in order.
 async fn execute_waiting(http: &Arc<Http>, actions: Vec<Action>) -> Result<(), TransportError> {
     for action in actions {
         let waits = match at_once(http, action) {
-            Now::Done => continue,
-            Now::End(e) => return Err(e),
-            Now::Deliver(received) => {
+            AtOnce::Done => continue,
+            AtOnce::End(e) => return Err(e),
+            AtOnce::Deliver(received) => {
                 http.hand(received).await;
                 continue;
             }
-            Now::Waits(waits) => waits,
+            AtOnce::Waits(waits) => waits,
         };
         let received = match waits {
             Action::Authorize { exchange, id, need } => {
@@ -202,7 +198,7 @@ async fn execute_waiting(http: &Arc<Http>, actions: Vec<Action>) -> Result<(), T
                     Err(e) => {
                         let actions = http.policy().abandon(exchange);
                         Box::pin(execute(http, actions)).await?;
-                        match id.and_then(|id| serde_json::from_value::<RequestId>(id).ok()) {
+                        match id {
                             Some(id) => Ok(Inbound::Failed {
                                 id,
                                 error: Error::Auth(e),
@@ -252,10 +248,7 @@ fn error_of(failure: Failure) -> Error {
     match failure {
         Failure::Http { url, status, body } => Error::Http { url, status, body },
         Failure::Broken(why) => Error::Transport(TransportError::Broken(why)),
-        Failure::Malformed { method, detail } => match capable_core::Method::from_name(&method) {
-            Some(method) => Error::MalformedResult { method, detail },
-            None => Error::Transport(TransportError::Broken(detail)),
-        },
+        Failure::Malformed { method, detail } => Error::MalformedResult { method, detail },
         other => Error::Transport(TransportError::Broken(format!("{other:?}"))),
     }
 }
@@ -374,13 +367,11 @@ async fn failed(http: &Arc<Http>, ex: ExchangeId, e: TransportError) -> Result<(
                 id,
                 failure: Failure::Unreachable,
             } => {
-                if let Ok(id) = serde_json::from_value::<RequestId>(id) {
-                    let failed = Inbound::Failed {
-                        id,
-                        error: Error::Transport(e.clone()),
-                    };
-                    http.hand(Ok(failed)).await;
-                }
+                let failed = Inbound::Failed {
+                    id,
+                    error: Error::Transport(e.clone()),
+                };
+                http.hand(Ok(failed)).await;
             }
             Action::Notice(notice) => {
                 tracing::debug!("{notice}: {e}");
@@ -519,9 +510,14 @@ mod size_tests {
             super::super::HttpTransport::new(super::super::HttpConfig::new(url), 1 << 20)
                 .expect("a transport");
         let http = transport.http.clone();
-        let actions = http
-            .policy()
-            .send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#);
+        let mut out = capable_core::Outbox::new();
+        out.write_request(
+            &capable_core::RequestId::Number(1),
+            capable_core::Method::Initialize,
+            &serde_json::json!({}),
+        );
+        let (what, line) = out.messages().next().expect("a message");
+        let actions = http.policy().send(what, line);
         let Some((exchange, request)) = actions.into_iter().find_map(|a| match a {
             Action::Send {
                 exchange, request, ..

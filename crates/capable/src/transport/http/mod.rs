@@ -28,17 +28,15 @@ use std::time::Duration;
 
 use capable_core::http::HttpSession;
 pub use capable_core::http::Reconnect;
-use capable_core::Negotiated;
+use capable_core::{Negotiated, Outbox, Outgoing};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 pub use reqwest::Url;
 use tokio::sync::mpsc;
 
 use crate::auth::OAuthClient;
 
-use super::{
-    BoxFuture, Delivery, DirectWrite, DirectWriter, Inbound, MessageSink, MessageSource, Peer,
-    Started, Transport, TransportError,
-};
+use super::shortcut::{Bypass, Inlet, Sealed, Work};
+use super::{BoxFuture, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
 use exchange::Exchanges;
 
 /// How an HTTP server is reached.
@@ -96,7 +94,7 @@ pub(super) struct Http {
     /// Boxed: the channel's first block of slots is then a few hundred bytes, not
     /// kilobytes, in every idle session.
     inbound: mpsc::Sender<Box<Received>>,
-    /// How what the exchanges receive reaches the session (see [`Http::hand_now`]).
+    /// How what the exchanges receive reaches the session (see [`Http::hand_at_once`]).
     handing: Mutex<Handing>,
     exchanges: Exchanges,
     headers: header_cache::HeaderCache,
@@ -112,8 +110,9 @@ enum Handing {
     /// Through the channel that [`HttpSource::recv`] reads (during the handshake,
     /// which reads it itself).
     Queue,
-    /// Straight in, from the exchange's task: no hop to the session's reader task.
-    Direct(Delivery),
+    /// Straight in through the session's inlet, from the exchange's task: no hop to
+    /// the session's reader task.
+    Inlet(Arc<dyn Inlet>),
     /// The session has ended (or its reader is gone): nothing more is wanted.
     Ended,
 }
@@ -121,21 +120,21 @@ enum Handing {
 impl Http {
     /// Hands `received` to the session, waiting only when the channel is full.
     async fn hand(&self, received: Received) {
-        if let Some(queued) = self.hand_now(received) {
+        if let Some(queued) = self.hand_at_once(received) {
             self.queue(queued).await;
         }
     }
 
     /// Hands `received` to the session at once: straight in, once the session gave
-    /// its way in ([`HttpSource::deliver_to`]), else into the channel. Decided under
+    /// its inlet ([`HttpSource::attach`]), else into the channel. Decided under
     /// the lock that the switch takes, so one exchange's messages keep their order.
     /// `Some` when the channel is full: the caller then waits to [`Http::queue`] it.
     /// (Without a future of its own: an exchange hands over every answer this way.)
-    fn hand_now(&self, received: Received) -> Option<Box<Received>> {
+    fn hand_at_once(&self, received: Received) -> Option<Box<Received>> {
         let mut handing = self.handing();
         match &*handing {
-            Handing::Direct(delivery) => {
-                if !delivery.deliver(received) {
+            Handing::Inlet(inlet) => {
+                if !inlet.deliver(received) {
                     *handing = Handing::Ended;
                 }
                 None
@@ -276,16 +275,17 @@ impl Transport for HttpTransport {
     }
 }
 
-/// Hands each message to the policy and performs what it says: one POST per request
-/// (concurrently), notifications and responses in order.
+/// Hands each message, with what the connection noted of it, to the policy and
+/// performs what it says: one POST per request (concurrently), notifications and
+/// responses in order.
 pub struct HttpSink {
     http: Arc<Http>,
 }
 
 impl MessageSink for HttpSink {
-    async fn send(&mut self, batch: &[u8]) -> Result<(), TransportError> {
-        for line in batch.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            let actions = self.http.policy().send(line);
+    async fn send(&mut self, batch: &Outbox) -> Result<(), TransportError> {
+        for (what, line) in batch.messages() {
+            let actions = self.http.policy().send(what, line);
             exchange::execute(&self.http, actions).await?;
         }
         Ok(())
@@ -293,8 +293,8 @@ impl MessageSink for HttpSink {
 
     /// A request's POST started from its caller's task, without the hop to the writer
     /// task; anything but a single request is left to the writer.
-    fn direct(&self) -> Option<DirectWriter> {
-        Some(Box::new(HttpDirect {
+    fn bypass(&self, _: Sealed) -> Option<Box<dyn Bypass>> {
+        Some(Box::new(HttpBypass {
             http: self.http.clone(),
             started: None,
         }))
@@ -313,26 +313,29 @@ impl MessageSink for HttpSink {
     }
 }
 
-/// The way in for a request, from its caller: the policy makes its POST, and the
-/// exchange is handed back ([`DirectWrite::started`]) for the caller to carry out in
-/// its own task while it waits for its answer: no task per request, no hop to the
-/// writer task or back. A caller that does not wait for the answer itself has the
-/// exchange run as a task ([`DirectWrite::detach`]). Only a single request line is
-/// taken (its POST is independent of every other message); anything else — a
-/// notification, a response, a batch — is refused with `Ok(0)`, untouched, and the
-/// writer sends it in order as usual.
-struct HttpDirect {
+/// The bypass for a request, from its caller: the policy makes its POST, and the
+/// exchange is handed back ([`Bypass::take_work`]) for the caller to carry out in its
+/// own task while it waits for its answer: no task per request, no hop to the writer
+/// task or back. A caller that does not wait for the answer itself has the exchange
+/// run as a task ([`Bypass::detach`]). Only a single request is taken (its POST is
+/// independent of every other message); anything else — a notification, a response,
+/// several messages — is refused with `Ok(0)`, untouched, and the writer sends it in
+/// order as usual.
+struct HttpBypass {
     http: Arc<Http>,
     /// The exchange the last write started, until its caller takes it or lets go.
     started: Option<(capable_core::http::ExchangeId, capable_core::http::Request)>,
 }
 
-impl DirectWrite for HttpDirect {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let Some(line) = buf.strip_suffix(b"\n").filter(|l| !l.contains(&b'\n')) else {
+impl Bypass for HttpBypass {
+    fn write(&mut self, batch: &Outbox) -> std::io::Result<usize> {
+        if batch.count() != 1 {
+            return Ok(0);
+        }
+        let Some((what @ Outgoing::Request(_), line)) = batch.messages().next() else {
             return Ok(0);
         };
-        let Some(actions) = self.http.policy().send_request(line) else {
+        let Some(actions) = self.http.policy().send_request(what, line) else {
             return Ok(0);
         };
         self.detach();
@@ -355,10 +358,10 @@ impl DirectWrite for HttpDirect {
                 }
             }
         }
-        Ok(buf.len())
+        Ok(batch.len())
     }
 
-    fn started(&mut self) -> Option<Started> {
+    fn take_work(&mut self) -> Option<Work> {
         let (ex, request) = self.started.take()?;
         Some(Box::pin(exchange::carried(self.http.clone(), ex, request)))
     }
@@ -388,18 +391,17 @@ impl MessageSource for HttpSource {
         self.rx.recv().await.map(|r| *r).transpose()
     }
 
-    fn deliver_to(&mut self, delivery: Delivery) -> Result<(), Delivery> {
+    fn attach(&mut self, inlet: Arc<dyn Inlet>, _: Sealed) {
         let mut handing = self.http.handing();
         // What was queued before, first and in order, under the lock every exchange
         // takes to hand over: nothing overtakes it.
         while let Ok(queued) = self.rx.try_recv() {
-            if !delivery.deliver(*queued) {
+            if !inlet.deliver(*queued) {
                 *handing = Handing::Ended;
-                return Ok(());
+                return;
             }
         }
-        *handing = Handing::Direct(delivery);
-        Ok(())
+        *handing = Handing::Inlet(inlet);
     }
 }
 

@@ -9,7 +9,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `lines.rs` | newline-delimited messages off the server's stdout |
-//! | `overlap.rs` | whether the server can work while a burst of its answers is decoded |
+//! | `overlap.rs` | whether to pause within a burst of answers, so the server works meanwhile ([`BurstPauses`]) |
 //! | `process.rs` | stderr, exit status, shutdown of the process group |
 
 mod lines;
@@ -26,13 +26,16 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
+use capable_core::Outbox;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 
 pub use lines::LineSource;
+pub use overlap::BurstPauses;
 use process::{read_stderr, StderrTail, StdioPeer};
 
-use super::{DirectWriter, Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
+use super::shortcut::{Bypass, Sealed};
+use super::{Inbound, MessageSink, MessageSource, Peer, Transport, TransportError};
 
 /// The variables a server inherits from capable's environment by default: what a
 /// program needs to find itself and its user's files, and nothing that is likely a
@@ -82,13 +85,15 @@ impl ServerCommand {
     }
 }
 
-/// Limits of the stdio transport.
+/// Limits and manners of the stdio transport.
 #[derive(Clone, Copy, Debug)]
 pub struct StdioLimits {
     /// The largest message accepted, in bytes.
     pub max_message_size: usize,
     /// How long shutdown waits after closing stdin, and again after SIGTERM.
     pub shutdown_grace: Duration,
+    /// Whether the reader pauses within a long burst of answers ([`BurstPauses`]).
+    pub burst_pauses: BurstPauses,
 }
 
 impl Default for StdioLimits {
@@ -96,6 +101,7 @@ impl Default for StdioLimits {
         StdioLimits {
             max_message_size: 64 * 1024 * 1024,
             shutdown_grace: Duration::from_secs(2),
+            burst_pauses: BurstPauses::default(),
         }
     }
 }
@@ -213,6 +219,7 @@ impl Transport for StdioTransport {
                 LineSource::new(self.stdout, self.limits.max_message_size),
                 self.exited,
                 self.peer.pid,
+                self.limits.burst_pauses,
             ),
             Box::new(self.peer),
         )
@@ -246,6 +253,7 @@ impl StdoutSource {
         lines: LineSource<ChildStdout>,
         exited: process::Exited,
         server: Option<u32>,
+        pauses: BurstPauses,
     ) -> StdoutSource {
         let mut watch = exited.clone();
         let exit = Box::pin(async move { watch.wait_for(Option::is_some).await.is_ok() });
@@ -254,7 +262,7 @@ impl StdoutSource {
             exited,
             exit: Some(exit),
             exit_waker: None,
-            overlap: overlap::Overlap::new(server),
+            overlap: overlap::Overlap::new(server, pauses),
         }
     }
 
@@ -334,16 +342,16 @@ pub struct StdioSink {
 }
 
 impl MessageSink for StdioSink {
-    async fn send(&mut self, batch: &[u8]) -> Result<(), TransportError> {
+    async fn send(&mut self, batch: &Outbox) -> Result<(), TransportError> {
         let io = |e| TransportError::io("writing to the server's stdin", e);
-        self.stdin.write_all(batch).await.map_err(io)?;
+        self.stdin.write_all(batch.bytes()).await.map_err(io)?;
         self.stdin.flush().await.map_err(io)
     }
 
     /// A duplicate of the stdin pipe's descriptor. tokio made the pipe non-blocking
     /// (a flag of the pipe, shared by the duplicate), and a pipe takes a write of up
     /// to `PIPE_BUF` bytes whole or not at all.
-    fn direct(&self) -> Option<DirectWriter> {
+    fn bypass(&self, _: Sealed) -> Option<Box<dyn Bypass>> {
         use std::os::fd::AsFd;
         let fd = self.stdin.as_fd().try_clone_to_owned().ok()?;
         Some(Box::new(std::fs::File::from(fd)))

@@ -15,10 +15,14 @@
 //! same pause costs a context switch and a write each time and gains nothing, so the
 //! reader keeps one write per burst there.
 //!
-//! "Can run at once" is asked once, at the first long burst (the server has set up its
-//! own placement by then): on Linux, whether the CPUs this thread and the server may
-//! use (their affinity masks) number more than one between them; elsewhere, or when
-//! a mask cannot be read, whether this process may use more than one CPU.
+//! Whether to pause is the host's to choose ([`BurstPauses`], in
+//! [`StdioLimits`](super::StdioLimits) and
+//! [`ClientOptions::burst_pauses`](crate::ClientOptions::burst_pauses)). By default
+//! ([`BurstPauses::WhenParallel`]) "can run at once" is asked once, at the first long
+//! burst (the server has set up its own placement by then): on Linux, whether the CPUs
+//! this thread and the server may use (their affinity masks) number more than one
+//! between them; elsewhere, or when a mask cannot be read, whether this process may use
+//! more than one CPU. A host that knows where its server runs says so instead.
 
 /// After how many lines of a burst the first pause comes: early, so that the server
 /// starts soon.
@@ -26,6 +30,28 @@ const FIRST: u32 = 4;
 /// How many lines are decoded between the later pauses of the same burst: the server
 /// has work by then, and each pause costs a write and a wake-up.
 const EVERY: u32 = 8;
+
+/// Whether the stdio reader pauses within a long burst of the server's answers, so
+/// that the server works on the requests they free while the rest of the burst is
+/// decoded (see `transport/stdio/overlap.rs`; `BENCHMARKS.md`, "Pipelined reads above
+/// the floor"). Pausing pays off when the server has a CPU of its own (pipelined reads
+/// more than doubled in the benchmark's split placement) and costs when it shares this
+/// client's (a context switch and a write each time: pipelined reads halved there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BurstPauses {
+    /// Pause when the server can run while this client does: on Linux, when the CPUs
+    /// this thread and the server process may use (their affinity masks) number more
+    /// than one between them; elsewhere, or when a mask cannot be read, when this
+    /// process may use more than one CPU. Asked once, at the first long burst.
+    #[default]
+    WhenParallel,
+    /// Always pause: the server is known to have a CPU of its own.
+    Always,
+    /// Never pause (one write per burst): the server is known to share this client's
+    /// CPU.
+    Never,
+}
 
 /// Whether pausing within a burst pays off: worked out once, when first asked.
 #[derive(Debug)]
@@ -35,12 +61,14 @@ pub(super) struct Overlap {
 }
 
 impl Overlap {
-    /// For the server process `server` (its pid, when it is known).
-    pub(super) fn new(server: Option<u32>) -> Overlap {
-        Overlap {
-            server,
-            known: None,
-        }
+    /// For the server process `server` (its pid, when it is known), as `pauses` says.
+    pub(super) fn new(server: Option<u32>, pauses: BurstPauses) -> Overlap {
+        let known = match pauses {
+            BurstPauses::WhenParallel => None,
+            BurstPauses::Always => Some(true),
+            BurstPauses::Never => Some(false),
+        };
+        Overlap { server, known }
     }
 
     /// Whether to pause now, `run` lines into a burst that goes on: at the pause
@@ -169,12 +197,15 @@ mod tests {
         std::thread::spawn(move || {
             pin(0, ours[0]);
             pin(pid as libc::pid_t, ours[0]);
-            assert!(!Overlap::new(Some(pid)).possible());
+            assert!(!Overlap::new(Some(pid), BurstPauses::WhenParallel).possible());
             // No server known: only this thread's own CPUs count (one, now).
-            assert!(!Overlap::new(None).possible());
+            assert!(!Overlap::new(None, BurstPauses::WhenParallel).possible());
+            // The host's word is taken as it is.
+            assert!(Overlap::new(Some(pid), BurstPauses::Always).possible());
             if let Some(&other) = ours.get(1) {
                 pin(pid as libc::pid_t, other);
-                assert!(Overlap::new(Some(pid)).possible());
+                assert!(Overlap::new(Some(pid), BurstPauses::WhenParallel).possible());
+                assert!(!Overlap::new(Some(pid), BurstPauses::Never).possible());
             }
         })
         .join()
@@ -182,7 +213,10 @@ mod tests {
         drop(server);
         // A server that is gone: this process's own CPUs decide.
         let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-        assert_eq!(Overlap::new(Some(pid)).possible(), parallel);
+        assert_eq!(
+            Overlap::new(Some(pid), BurstPauses::WhenParallel).possible(),
+            parallel
+        );
     }
 
     fn affinity_mask_cpus() -> Vec<usize> {

@@ -14,8 +14,7 @@
 //! UTF-8 is not this walk's business: the readers check it for the whole text they
 //! copy, once.
 
-use super::has_control_byte;
-use super::shape::quotes_in;
+use super::scan::{has_control_byte, quotes_in};
 
 /// How far the word-at-a-time search goes before the vector search takes over: most
 /// keys, URIs and MIME types end within it, and the vector search's set-up costs more
@@ -191,8 +190,8 @@ mod avx2 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::agreement::Mutator;
     use super::{by_words, plain_string_end};
-    use crate::mutate::Mutator;
 
     /// The same, a byte at a time.
     fn by_bytes(bytes: &[u8]) -> Option<usize> {
