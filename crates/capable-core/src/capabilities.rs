@@ -241,6 +241,31 @@ impl ClientCapabilities {
         self.extensions.contains_key(extension.id())
     }
 
+    /// Reads what a client declared (a server's view: `initialize`'s `capabilities`, a
+    /// 2026-07-28 request's `io.modelcontextprotocol/clientCapabilities`), by key
+    /// presence: `roots`, `sampling`, `elicitation` (an object with neither `form` nor
+    /// `url` declares form mode, as before 2025-11-25 and by 2025-11-25's own rule),
+    /// `extensions`. Anything that is not an object declares nothing.
+    pub fn from_value(value: &Value) -> ClientCapabilities {
+        let Some(map) = value.as_object() else {
+            return ClientCapabilities::default();
+        };
+        let elicitation = map.get("elicitation");
+        let mode = |m: &str| elicitation.and_then(|e| e.get(m)).is_some();
+        let (form, url) = (mode("form"), mode("url"));
+        ClientCapabilities {
+            extensions: map
+                .get("extensions")
+                .and_then(Value::as_object)
+                .map(|e| e.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default(),
+            roots: map.contains_key("roots"),
+            sampling: map.contains_key("sampling"),
+            elicitation_form: elicitation.is_some() && (form || !url),
+            elicitation_url: url,
+        }
+    }
+
     /// The object to send for `version`: a capability a revision does not define is
     /// left out, and nothing is declared that the host does not handle.
     pub fn to_value(&self, version: crate::ProtocolVersion) -> Value {
@@ -355,6 +380,26 @@ mod tests {
         assert_eq!(
             elicit.to_value(V::V2025_11_25),
             json!({"elicitation": {"form": {}}})
+        );
+    }
+
+    #[test]
+    fn a_clients_declaration_is_read_by_key_and_mode() {
+        let read = |v: Value| ClientCapabilities::from_value(&v);
+        assert_eq!(read(json!({})), ClientCapabilities::default());
+        assert_eq!(read(json!(null)), ClientCapabilities::default());
+        let c = read(json!({"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}}));
+        assert!(c.roots && c.sampling && c.elicitation_form && !c.elicitation_url);
+        let url = read(json!({"elicitation": {"url": {}}}));
+        assert!(!url.elicitation_form && url.elicitation_url);
+        let both = read(json!({"elicitation": {"form": {}, "url": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}}));
+        assert!(both.elicitation_form && both.elicitation_url);
+        assert!(both.has_extension(crate::extensions::Extension::Tasks));
+        // What capable declares reads back as itself.
+        assert_eq!(
+            read(both.to_value(crate::ProtocolVersion::V2026_07_28)),
+            both
         );
     }
 

@@ -50,10 +50,27 @@ pub enum Outgoing {
         /// Its method.
         method: String,
     },
-    /// An answer (a result or an error) to the server's request `id`.
+    /// An answer (a result or an error) to the peer's request `id`.
     Response {
-        /// The server's id.
+        /// The peer's id.
         id: RequestId,
+    },
+    /// A server's notification that belongs to the client's request `request`:
+    /// progress of it, a log line while it runs, an item of the `subscriptions/listen`
+    /// stream it opened.
+    Related {
+        /// Its method.
+        method: String,
+        /// The client request it belongs to.
+        request: RequestId,
+    },
+    /// A server's own request to its client (legacy `ping`, `roots/list`,
+    /// `sampling/createMessage`, `elicitation/create`).
+    ServerRequest {
+        /// Its id.
+        id: RequestId,
+        /// Its method.
+        method: crate::server::ServerMethod,
     },
 }
 
@@ -313,6 +330,33 @@ impl Outbox {
         self.wrote(Outgoing::Notification {
             method: method.to_owned(),
         });
+    }
+
+    /// Writes a server's notification `method` that belongs to the client's request
+    /// `request` (see [`Outgoing::Related`]).
+    pub fn write_related<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+        request: &RequestId,
+    ) {
+        jsonrpc::write_notification(&mut self.bytes, method, params);
+        self.wrote(Outgoing::Related {
+            method: method.to_owned(),
+            request: request.clone(),
+        });
+    }
+
+    /// Writes a server's request `id` to its client.
+    pub fn write_server_request<P: Params + ?Sized>(
+        &mut self,
+        id: i64,
+        method: crate::server::ServerMethod,
+        params: &P,
+    ) {
+        let id = RequestId::Number(id);
+        jsonrpc::write_request(&mut self.bytes, &id, method.as_str(), params);
+        self.wrote(Outgoing::ServerRequest { id, method });
     }
 
     /// Answers server request `id` with `result`.
