@@ -58,6 +58,9 @@ pub struct InputHandlers {
     pub sampling: Option<Handler>,
     /// The roots to give for `roots/list` (`file://` URIs with names).
     pub roots: Option<Vec<Root>>,
+    /// Answers `roots/list` by asking someone (a bridge asks its own client); takes
+    /// the place of [`InputHandlers::roots`] when both are set.
+    pub list_roots: Option<Handler>,
 }
 
 /// A root the host exposes to the server.
@@ -77,6 +80,7 @@ impl std::fmt::Debug for InputHandlers {
             .field("elicitation_url", &self.elicitation_url)
             .field("sampling", &self.sampling.is_some())
             .field("roots", &self.roots)
+            .field("list_roots", &self.list_roots.is_some())
             .finish()
     }
 }
@@ -96,7 +100,7 @@ impl InputHandlers {
     /// The client capabilities these handlers declare.
     pub fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
-            roots: self.roots.is_some(),
+            roots: self.roots.is_some() || self.list_roots.is_some(),
             sampling: self.sampling.is_some(),
             elicitation_form: self.elicitation.is_some(),
             elicitation_url: self.elicitation.is_some() && self.elicitation_url,
@@ -144,9 +148,10 @@ impl InputHandlers {
                 let h = self.sampling.as_ref().ok_or_else(missing)?;
                 h(params).await
             }
-            "roots/list" => match &self.roots {
-                Some(roots) => Ok(json!({ "roots": roots })),
-                None => Err(missing()),
+            "roots/list" => match (&self.list_roots, &self.roots) {
+                (Some(h), _) => h(params).await,
+                (None, Some(roots)) => Ok(json!({ "roots": roots })),
+                (None, None) => Err(missing()),
             },
             _ => Err(missing()),
         }
@@ -184,6 +189,23 @@ mod tests {
         };
         let caps = h.capabilities();
         assert!(caps.elicitation_form && !caps.elicitation_url && !caps.sampling && !caps.roots);
+    }
+
+    #[tokio::test]
+    async fn roots_asked_of_someone_are_declared_and_answered_by_them() {
+        let h = InputHandlers {
+            roots: Some(vec![Root {
+                uri: "file:///kept".into(),
+                name: None,
+            }]),
+            list_roots: Some(Arc::new(|_| {
+                Box::pin(async { Ok(json!({"roots": [{"uri": "file:///asked"}]})) })
+            })),
+            ..Default::default()
+        };
+        assert!(h.capabilities().roots);
+        let answer = h.answer("roots/list", json!({})).await.unwrap();
+        assert_eq!(answer["roots"][0]["uri"], "file:///asked");
     }
 
     #[test]
