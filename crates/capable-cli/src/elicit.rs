@@ -34,6 +34,7 @@ pub fn handlers(global: &Global) -> InputHandlers {
         elicitation_url: false,
         sampling: None,
         roots,
+        list_roots: None,
     }
 }
 
