@@ -204,6 +204,36 @@ pub struct UiArgs {
     pub server: ServerArgs,
 }
 
+/// `capable bridge`: how to face the host.
+#[derive(Debug, Args, Clone)]
+pub struct BridgeArgs {
+    /// Serve Streamable HTTP on this address (both eras) instead of stdio.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// With --listen: the bearer token every request must carry (`Authorization:
+    /// Bearer TOKEN`); from the environment is better than a flag others see in `ps`.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "CAPABLE_BRIDGE_TOKEN",
+        hide_env_values = true
+    )]
+    pub listen_token: Option<String>,
+    /// With --listen: accept an address that is not loopback (then give a
+    /// --listen-token too).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Many servers (a config): only these (comma-separated names).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Append every violation and notice to FILE too, as JSON lines (they always go
+    /// to stderr).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show what a server declares: version, capabilities, and the methods a host may call.
@@ -267,6 +297,12 @@ pub enum Command {
     Servers,
     /// Run the built-in stdio MCP server (the embedded default the demo runs against).
     Fixture(capable_fixture::Args),
+    /// Serve a server (or every server of a config) to a host as one MCP server, on
+    /// stdio or Streamable HTTP: `--url URL` (OAuth from `capable auth`), `--server
+    /// NAME`, `-- CMD`, or `--config FILE [--only a,b]`. What the host sees is exactly
+    /// what the server declared; every request passes the gating table; violations
+    /// and notices go to stderr as JSON lines.
+    Bridge(BridgeArgs),
     /// Walk the scenario "open the current acceptance instructions" through every fixture profile.
     Demo,
     /// Follow a resource: print each new revision with its read time. Uses the server's

@@ -1,0 +1,57 @@
+//! `capable bridge`: capable between a host and a server. The host (a desktop app, an
+//! editor, an agent) starts `capable bridge` as its stdio server; behind it is the
+//! server the flags name — `--url URL` (Streamable HTTP or HTTP+SSE, either era, OAuth
+//! from the token store), `--server NAME` from a config, or a stdio command after `--`.
+//!
+//! What the host sees is exactly what the server declared; every request passes the
+//! gating table on both sides (the engine facing the host refuses what the server did
+//! not declare, the session facing the server what was not negotiated); only declared
+//! notifications reach the host; violations, notices and what was withheld go to
+//! stderr as JSON lines (and `--audit-log FILE`).
+//!
+//! | file | concern |
+//! |---|---|
+//! | `stdio.rs` | the host on stdin/stdout: read, relay, write in one write; the greeter before the server is connected |
+//! | `relay.rs` | one host ⇄ the server behind: forwarding, cancellation, progress, questions, notifications, listen streams |
+//! | `upstream.rs` | the server behind, connected declaring what the host declared |
+//! | `forward.rs` | a request's params on the way there, its failure on the way back |
+//! | `audit.rs` | the JSON lines of what the host did not see |
+
+mod audit;
+mod forward;
+mod relay;
+mod stdio;
+mod upstream;
+
+use std::sync::Arc;
+
+use capable::config::ServerTarget;
+
+use crate::commands::Context;
+use crate::exit::CliError;
+use crate::flags::{BridgeArgs, LoginFlag};
+
+/// Runs the bridge until the host leaves or a signal comes.
+pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
+    if ctx.global.auth.login == LoginFlag::Paste {
+        return Err(CliError::Usage(
+            "--login paste reads the browser's address from stdin, which is the host's here: \
+             use --login browser or headless, or log in first with `capable auth login`"
+                .into(),
+        ));
+    }
+    if args.listen.is_some() {
+        return Err(CliError::Usage("--listen is not available yet".into()));
+    }
+    // The server's name in the audit: its config name, else its URL (credentials
+    // left out) or its program.
+    let name = match (&ctx.global.server, ctx.target(&args.server)?) {
+        (Some(name), _) => name.clone(),
+        (None, ServerTarget::Http { url, .. }) => {
+            capable::core::http::redact::redact_unparsed(&url)
+        }
+        (None, ServerTarget::Stdio(command)) => command.program,
+    };
+    let audit = Arc::new(audit::Audit::open(args.audit_log.as_deref())?);
+    stdio::serve(ctx, &args.server, name, audit).await
+}

@@ -1,0 +1,87 @@
+//! The server behind the bridge, reached as the host would reach it: connected when the
+//! host first says who it is, so that the bridge declares to the server exactly what
+//! the host declared to the bridge — each question the server may ask (elicitation,
+//! sampling, roots) is put to the host — proposing the host's version first, under the
+//! host's name.
+
+use std::sync::Arc;
+
+use capable::core::server::{Hello, ServerMethod};
+use capable::core::RpcError;
+use capable::input::{Handler, InputHandlers};
+use capable::{ClientOptions, ProtocolChoice};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::commands::Context;
+
+/// A question of the server behind for the host, and where its answer goes.
+pub struct Ask {
+    /// The server's method.
+    pub method: ServerMethod,
+    /// Its params, as the server sent them.
+    pub params: Value,
+    /// The host's answer (or why there is none).
+    pub reply: oneshot::Sender<Result<Value, RpcError>>,
+}
+
+/// The client options for the server behind a host that said `hello`: the global
+/// flags' (timeouts, limits, `--trace`, `--lenient`), with the host's declaration,
+/// version and identity in place of capable's own.
+pub fn options(ctx: &Context, hello: &Hello, asks: &mpsc::UnboundedSender<Ask>) -> ClientOptions {
+    let mut options = ctx.options();
+    let declared = &hello.capabilities;
+    let ask = |method| Some(ask_host(asks.clone(), method));
+    options.handlers = InputHandlers {
+        elicitation: (declared.elicitation_form || declared.elicitation_url)
+            .then(|| ask(ServerMethod::Elicit))
+            .flatten(),
+        elicitation_url: declared.elicitation_url,
+        sampling: declared
+            .sampling
+            .then(|| ask(ServerMethod::CreateMessage))
+            .flatten(),
+        roots: None,
+        list_roots: declared
+            .roots
+            .then(|| ask(ServerMethod::ListRoots))
+            .flatten(),
+    };
+    options.extensions = declared.extensions.clone();
+    if ctx.global.protocol == ProtocolChoice::Auto {
+        if let Some(version) = hello.version {
+            options.config.protocol = ProtocolChoice::Prefer(version);
+        }
+        options.config.era_hint = Some(hello.era);
+    }
+    if let Some(info) = &hello.client_info {
+        options.config.client_info = info.clone();
+    }
+    options
+}
+
+/// A handler that asks the host `method` and waits for its answer.
+fn ask_host(asks: mpsc::UnboundedSender<Ask>, method: ServerMethod) -> Handler {
+    Arc::new(move |params| {
+        let asks = asks.clone();
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let gone = || RpcError {
+                code: capable::core::jsonrpc::codes::INTERNAL_ERROR,
+                message: "the host is gone".into(),
+                data: None,
+            };
+            if asks
+                .send(Ask {
+                    method,
+                    params,
+                    reply,
+                })
+                .is_err()
+            {
+                return Err(gone());
+            }
+            answer.await.unwrap_or_else(|_| Err(gone()))
+        })
+    })
+}
