@@ -188,6 +188,34 @@ async fn an_input_required_result_is_answered_by_the_handler_and_retried_with_a_
 }
 
 #[tokio::test]
+async fn an_input_required_result_passed_on_comes_back_as_it_was_and_is_not_answered() {
+    within(LIMIT, async {
+        let wire = Wire::default();
+        let options = ClientOptions {
+            handlers: accept_defaults(),
+            ..wire.options()
+        };
+        let session = connect_stdio(&fixture("modern"), options)
+            .await
+            .expect("connect");
+        let options = capable::RequestOptions {
+            pass_input_required: true,
+            ..Default::default()
+        };
+        let params = json!({"name": "confirm"});
+        let answer: Value = session
+            .request(capable::Method::CallTool, &params, options)
+            .await
+            .expect("the input_required result itself");
+        assert_eq!(answer["resultType"], "input_required");
+        assert_eq!(answer["requestState"], "confirm-1");
+        session.close().await;
+        assert_eq!(wire.sent_requests("tools/call").len(), 1, "no retry");
+    })
+    .await
+}
+
+#[tokio::test]
 async fn without_an_elicitation_handler_none_is_declared_and_the_servers_refusal_names_it() {
     within(LIMIT, async {
         let (session, wire) = common::connect_wire(&fixture("modern")).await;
