@@ -257,3 +257,50 @@ pub fn wait_gone(pid: u32) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A host that is another SDK's client (a program that starts `capable bridge BRIDGE`
+/// as its stdio server, or talks to `--url`, and prints one JSON object: what it saw):
+/// `program ARGS -- capable bridge BRIDGE`. Returns that object and the run (whose
+/// stderr holds the bridge's audit lines).
+#[track_caller]
+pub fn host(program: &str, args: &[&str], bridge: &[&str]) -> (Value, super::common::Run) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.push("--");
+    all.push(env!("CARGO_BIN_EXE_capable"));
+    all.push("bridge");
+    all.extend_from_slice(bridge);
+    let run = super::common::run_in(
+        program,
+        &all,
+        &super::common::workspace(),
+        Duration::from_secs(60),
+    );
+    let seen = serde_json::from_str(run.stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "`{program} {}` printed no JSON ({e})\n--- stdout\n{}\n--- stderr\n{}",
+            all.join(" "),
+            run.stdout,
+            run.stderr
+        )
+    });
+    // The host went through the bridge: it connected the server behind.
+    assert!(
+        run.stderr.contains(r#""event":"state""#) && run.stderr.contains(r#""state":"ready""#),
+        "the bridge never connected the server behind\n--- stderr\n{}",
+        run.stderr
+    );
+    (seen, run)
+}
+
+/// The TypeScript SDK's client (`v1`, `v2` or `v2-modern`) as the host.
+#[track_caller]
+pub fn ts_host(sdk: &str, bridge: &[&str]) -> Value {
+    host("node", &["tests/peers/ts_client.mjs", sdk], bridge).0
+}
+
+/// The Python SDK's client (`legacy` or `auto`) as the host.
+#[track_caller]
+pub fn python_host(mode: &str, bridge: &[&str]) -> Value {
+    let python = super::common::servers::path(super::common::servers::PYTHON);
+    host(&python, &["tests/peers/py_client.py", mode], bridge).0
+}

@@ -4,6 +4,8 @@
 //! Each test file uses a different subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod servers;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

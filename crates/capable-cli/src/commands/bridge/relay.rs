@@ -213,11 +213,14 @@ impl Relay {
         });
         let session = self.session.clone();
         let host_id = id.clone();
+        // A 2026-07-28 host answers the server's questions itself and retries.
+        let pass_input_required = self.engine.phase().era() == Some(Era::Modern);
         let exchange = async move {
             let options = RequestOptions {
                 on_progress,
                 // The host asked: the server answers, whatever the cache holds.
                 cache: CachePolicy::Bypass,
+                pass_input_required,
                 ..RequestOptions::default()
             };
             let answer = session.request_payload(method, &params, options).await;
