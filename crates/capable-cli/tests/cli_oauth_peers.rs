@@ -11,75 +11,18 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use common::servers::{guarded, Guarded, NODE22, OIDC};
 use common::{bin, capable, peers_wanted, workspace};
 
 const T: Duration = Duration::from_secs(60);
-const OIDC: &str = ".peers/oidc/node_modules/oidc-provider/package.json";
 const SDK: &str = ".peers/npm/node_modules/@modelcontextprotocol/sdk/package.json";
-const NODE22: &str = ".peers/node22/node_modules/.bin/node";
-
-/// The servers, killed by their PID when dropped.
-struct Guarded {
-    child: Child,
-    mcp: String,
-    issuer: String,
-}
-
-impl Drop for Guarded {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn node() -> String {
-    workspace().join(NODE22).display().to_string()
-}
-
-/// oidc-provider and the MCP server it guards; access tokens live `ttl` seconds.
-fn guarded(ttl: u64) -> Guarded {
-    let (as_port, mcp_port) = (free_port(), free_port());
-    let child = Command::new(node())
-        .args([
-            "tests/peers/oidc_guarded.mjs",
-            &as_port.to_string(),
-            &mcp_port.to_string(),
-            &ttl.to_string(),
-        ])
-        .current_dir(workspace())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start node");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    for port in [as_port, mcp_port] {
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the guarded servers did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    Guarded {
-        child,
-        mcp: format!("http://127.0.0.1:{mcp_port}/mcp"),
-        issuer: format!("http://127.0.0.1:{as_port}"),
-    }
+    common::servers::path(NODE22)
 }
 
 fn scratch(name: &str) -> PathBuf {
