@@ -294,3 +294,55 @@ fn a_server_that_cannot_start_is_an_error_for_the_host_and_the_next_request_trie
         .count();
     assert_eq!(starts, 2);
 }
+
+#[test]
+fn a_server_that_crashes_is_started_again_and_the_host_goes_on() {
+    let server = [
+        "--".to_owned(),
+        common::bin().to_owned(),
+        "fixture".into(),
+        "--profile".into(),
+        "crash-soon".into(),
+        "--update-interval".into(),
+        "2s".into(),
+    ];
+    let mut b = Bridge::start(&server.iter().map(String::as_str).collect::<Vec<_>>());
+    b.initialize(V, json!({}));
+    let first = b.server_pid();
+    assert_eq!(
+        b.request(1, "tools/list", json!({}))["result"]["tools"][0]["name"],
+        "echo"
+    );
+    let restarting = b.audit_until(|l| l["state"] == "restarting");
+    assert_eq!(restarting["attempt"], 1, "{restarting}");
+    wait_gone(first);
+    let again = b.audit_until(|l| l["state"] == "ready" && l["pid"] != first);
+    // The host's session with the bridge went on: the same host, a new server.
+    let call = b.request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "again"}}),
+    );
+    assert_eq!(
+        call["result"]["content"][0]["text"], "again",
+        "{call}\n{again}"
+    );
+    assert_eq!(b.close(), Some(0));
+    wait_gone(again["pid"].as_u64().unwrap() as u32);
+}
+
+#[test]
+fn a_server_of_a_config_is_bridged_by_its_name() {
+    let config = json!({"mcpServers": {"docs": {"command": common::bin(),
+        "args": ["fixture", "--profile", "read-only"]}}});
+    let file = common::TempFile::new("bridge-config.json", &config.to_string());
+    let mut b = Bridge::start(&["--config", file.path(), "--server", "docs"]);
+    let answer = b.initialize(V, json!({}));
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"],
+        "capable-fixture/read-only"
+    );
+    let ready = b.audit_until(|l| l["state"] == "ready");
+    assert_eq!(ready["server"], "docs");
+    assert_eq!(b.close(), Some(0));
+}

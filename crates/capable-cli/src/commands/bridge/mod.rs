@@ -14,10 +14,12 @@
 //! | `stdio.rs` | the host on stdin/stdout: read, relay, write in one write; the greeter before the server is connected |
 //! | `relay.rs` | one host ⇄ the server behind: forwarding, cancellation, progress, questions, notifications, listen streams |
 //! | `upstream.rs` | the server behind, connected declaring what the host declared |
+//! | `behind.rs` | the server behind while it is up, and its restarts |
 //! | `forward.rs` | a request's params on the way there, its failure on the way back |
 //! | `audit.rs` | the JSON lines of what the host did not see |
 
 mod audit;
+mod behind;
 mod forward;
 mod relay;
 mod stdio;

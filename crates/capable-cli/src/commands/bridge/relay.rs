@@ -30,7 +30,7 @@ use capable::core::server::{
     ClientRequest, Event, Interest, ServerConfig, ServerConnection, Withheld,
 };
 use capable::core::{Era, Outbox, ProtocolChoice};
-use capable::events::{ServerNotification, SessionEvent};
+use capable::events::SessionEvent;
 use capable::{CachePolicy, Error, ListenEvent, Listener, RequestOptions, Session};
 use futures_util::future::{AbortHandle, Abortable, BoxFuture};
 use futures_util::stream::FuturesUnordered;
@@ -39,6 +39,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::audit::Audit;
+use super::behind::{Behind, Change, Connect};
 use super::forward::{host_error, upstream_params};
 use super::upstream::Ask;
 
@@ -57,14 +58,12 @@ pub enum Wake {
     Progress(RequestId, ProgressParams),
     /// The server asks the host something.
     Ask(Ask),
-    /// A notification of the server's.
-    Notification(ServerNotification),
+    /// Something of the server behind: a notification, an event, a restart.
+    Behind(Change),
     /// A listen stream at the server was opened (or failed to).
     Opened(Result<Listener, Error>),
     /// Something arrived on the listen stream, or it ended.
     Listened(Result<Option<ListenEvent>, Error>),
-    /// A violation, a notice, the session's end.
-    Session(Result<SessionEvent, broadcast::error::RecvError>),
     /// A question put to the host may have timed out.
     Timer,
     /// Nothing to do (an exchange the host cancelled ended).
@@ -75,16 +74,14 @@ pub enum Wake {
 pub struct Relay {
     engine: Engine,
     out: Outbox,
-    /// The server's name in the audit.
-    name: String,
-    session: Arc<Session>,
+    behind: Behind,
     forwards: FuturesUnordered<Abortable<Forward>>,
     aborts: HashMap<RequestId, AbortHandle>,
+    /// What the relay asks the server of its own (subscriptions again after a restart).
+    background: FuturesUnordered<BoxFuture<'static, ()>>,
     progress_tx: mpsc::UnboundedSender<(RequestId, ProgressParams)>,
     progress_rx: mpsc::UnboundedReceiver<(RequestId, ProgressParams)>,
     asks: mpsc::UnboundedReceiver<Ask>,
-    notifications: Option<mpsc::Receiver<ServerNotification>>,
-    events: broadcast::Receiver<SessionEvent>,
     /// The listen stream open at the server (2026-07-28), and the interest it serves.
     listener: Option<Listener>,
     listening: Interest,
@@ -93,12 +90,14 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// A relay to `session` for a host whose questions come on `asks` (see
-    /// [`super::upstream::options`]); the host is offered exactly what the server
-    /// declared, in the server's era, under the server's name.
+    /// A relay to `session` (brought back by `connect` when it goes away) for a host
+    /// whose questions come on `asks` (see [`super::upstream::options`]); the host is
+    /// offered exactly what the server declared, in the server's era, under the
+    /// server's name.
     pub fn new(
         name: &str,
         session: Session,
+        connect: Connect,
         asks: mpsc::UnboundedReceiver<Ask>,
         ask_timeout: std::time::Duration,
         audit: Arc<Audit>,
@@ -113,25 +112,13 @@ impl Relay {
         };
         config.request_timeout = ask_timeout;
         let (progress_tx, progress_rx) = mpsc::unbounded_channel();
-        audit.state(
-            name,
-            "ready",
-            serde_json::json!({
-                "era": session.era().as_str(),
-                "protocolVersion": session.protocol_version(),
-                "serverInfo": session.server_info(),
-                "pid": session.server_process_id(),
-            }),
-        );
         Relay {
             engine: ServerConnection::new(config),
             out: Outbox::new(),
-            name: name.to_owned(),
-            notifications: session.notifications(),
-            events: session.events(),
-            session: Arc::new(session),
+            behind: Behind::new(name, session, connect, audit.clone()),
             forwards: FuturesUnordered::new(),
             aborts: HashMap::new(),
+            background: FuturesUnordered::new(),
             progress_tx,
             progress_rx,
             asks,
@@ -211,7 +198,7 @@ impl Relay {
                 let _ = tx.send((id.clone(), p.clone()));
             }) as capable::ProgressCallback
         });
-        let session = self.session.clone();
+        let session = self.behind.session().clone();
         let host_id = id.clone();
         // A 2026-07-28 host answers the server's questions itself and retries.
         let pass_input_required = self.engine.phase().era() == Some(Era::Modern);
@@ -243,10 +230,10 @@ impl Relay {
             },
             Some((id, p)) = self.progress_rx.recv() => Wake::Progress(id, p),
             Some(ask) = self.asks.recv() => Wake::Ask(ask),
-            Some(n) = recv(&mut self.notifications) => Wake::Notification(n),
+            Some(()) = self.background.next(), if !self.background.is_empty() => Wake::Nothing,
+            change = self.behind.next() => Wake::Behind(change),
             opened = poll_opening(&mut self.opening) => Wake::Opened(opened),
             listened = recv_listened(&mut self.listener) => Wake::Listened(listened),
-            event = self.events.recv() => Wake::Session(event),
             () = sleep_until(timer), if timer.is_some() => Wake::Timer,
         }
     }
@@ -279,7 +266,7 @@ impl Relay {
                     }));
                 }
             }
-            Wake::Notification(n) => self.notify(&n.kind, &n.params),
+            Wake::Behind(change) => self.on_behind(change),
             Wake::Opened(Ok(listener)) => self.listener = Some(listener),
             Wake::Opened(Err(e)) => self.listen_failed(&e),
             Wake::Listened(Ok(Some(ListenEvent::Notification(n)))) => {
@@ -295,14 +282,6 @@ impl Relay {
                 // meanwhile that a list re-read would not show.
                 self.listening = Interest::default();
             }
-            Wake::Session(Ok(event)) => self.on_session_event(event),
-            Wake::Session(Err(broadcast::error::RecvError::Lagged(missed))) => {
-                self.audit.record(
-                    "lagged",
-                    serde_json::json!({"server": self.name, "missed": missed}),
-                );
-            }
-            Wake::Session(Err(broadcast::error::RecvError::Closed)) => {}
             Wake::Nothing => {}
             Wake::Timer => {
                 for expired in self.engine.handle_timeout(Instant::now(), &mut self.out) {
@@ -362,23 +341,65 @@ impl Relay {
                 | Withheld::NoRequest { .. }
                 | Withheld::NotListened { .. },
             ) => {}
-            Err(why) => self.audit.withheld(&self.name, kind.name(), &why),
+            Err(why) => self.audit.withheld(self.behind.name(), kind.name(), &why),
         }
     }
 
-    fn on_session_event(&mut self, event: SessionEvent) {
-        match event {
-            SessionEvent::Violation(v) => self.audit.violation(&self.name, &v),
-            SessionEvent::Notice(n) => self.audit.server_notice(&self.name, &n),
-            SessionEvent::Closed(e) => {
-                let why = crate::exit::CliError::Client(*e);
-                self.audit.state(
-                    &self.name,
-                    "closed",
-                    serde_json::json!({"kind": why.kind(), "error": why.to_string()}),
+    fn on_behind(&mut self, change: Change) {
+        let name = self.behind.name().to_owned();
+        match change {
+            Change::Notification(n) => self.notify(&n.kind, &n.params),
+            Change::Event(Ok(SessionEvent::Violation(v))) => self.audit.violation(&name, &v),
+            Change::Event(Ok(SessionEvent::Notice(n))) => self.audit.server_notice(&name, &n),
+            Change::Event(Ok(SessionEvent::Closed(e))) => self.behind.ended(*e),
+            Change::Event(Ok(_)) | Change::Event(Err(broadcast::error::RecvError::Closed)) => {}
+            Change::Event(Err(broadcast::error::RecvError::Lagged(missed))) => {
+                let missed = serde_json::json!({"server": name, "missed": missed});
+                self.audit.record("lagged", missed);
+            }
+            Change::Retry => self.behind.retry(),
+            Change::Connected(connected) => {
+                if self.behind.connected(*connected).is_some() {
+                    self.restarted();
+                }
+            }
+        }
+    }
+
+    /// The server behind came back: what the host listens for is asked again, and the
+    /// host hears that the lists it declared may have changed.
+    fn restarted(&mut self) {
+        let session = self.behind.session().clone();
+        let interest = self.engine.interest();
+        if session.era() == Era::Legacy {
+            for uri in interest.resource_subscriptions {
+                let session = session.clone();
+                self.background.push(
+                    async move {
+                        let _ = session.subscribe(&uri).await;
+                    }
+                    .boxed(),
                 );
             }
-            _ => {}
+        } else {
+            self.listening = Interest::default();
+            self.listen_for(interest);
+        }
+        if session.capabilities() != &self.engine.config().capabilities {
+            self.audit.record(
+                "capabilities_changed",
+                serde_json::json!({"server": self.behind.name(), "now": session.capabilities(),
+                    "host_has": self.engine.config().capabilities}),
+            );
+        }
+        for list in [
+            Notification::ToolsListChanged,
+            Notification::ResourcesListChanged,
+            Notification::PromptsListChanged,
+        ] {
+            let _ = self
+                .engine
+                .notify(&list, &Value::Object(Default::default()), &mut self.out);
         }
     }
 
@@ -386,14 +407,14 @@ impl Relay {
         let error = crate::secrets::scrub(&e.to_string()).into_owned();
         self.audit.record(
             "listen_failed",
-            serde_json::json!({"server": self.name, "error": error}),
+            serde_json::json!({"server": self.behind.name(), "error": error}),
         );
     }
 
     /// Keeps a listen stream open at the server for what the host wants now
     /// (2026-07-28; a legacy server's notifications come without one).
     fn listen_for(&mut self, interest: Interest) {
-        if self.session.era() != Era::Modern || interest == self.listening {
+        if self.behind.session().era() != Era::Modern || interest == self.listening {
             return;
         }
         self.listening = interest.clone();
@@ -403,7 +424,7 @@ impl Relay {
             self.opening = None;
             return;
         }
-        let session = self.session.clone();
+        let session = self.behind.session().clone();
         self.opening = Some(async move { session.listen(&interest).await }.boxed());
     }
 
@@ -421,19 +442,12 @@ impl Relay {
             }));
         }
         drop(self.forwards);
+        drop(self.background);
         drop(self.listener);
         drop(self.opening);
-        if let Ok(session) = Arc::try_unwrap(self.session) {
+        if let Ok(session) = Arc::try_unwrap(self.behind.into_session()) {
             session.close().await;
         }
-    }
-}
-
-/// The next item of an optional channel; pending for ever without one.
-async fn recv<T>(rx: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
     }
 }
 
@@ -457,7 +471,8 @@ async fn recv_listened(listener: &mut Option<Listener>) -> Result<Option<ListenE
     }
 }
 
-async fn sleep_until(at: Option<Instant>) {
+/// Sleeps until `at`; pending for ever without it.
+pub(super) async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,

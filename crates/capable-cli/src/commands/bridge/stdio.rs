@@ -76,11 +76,13 @@ impl Host<'_> {
         let options = upstream::options(self.ctx, hello, &asks_tx);
         self.audit
             .state(&self.name, "starting", serde_json::json!({}));
-        match self.ctx.connect_with(self.server, options).await {
+        match self.ctx.connect_with(self.server, options.clone()).await {
             Ok(session) => {
                 let ask_timeout = self.ctx.options().config.timeouts.progress_cap;
                 let audit = self.audit.clone();
-                self.relay = Some(Relay::new(&self.name, session, asks, ask_timeout, audit));
+                let connect = upstream::connector(self.ctx, self.server, options);
+                let relay = Relay::new(&self.name, session, connect, asks, ask_timeout, audit);
+                self.relay = Some(relay);
             }
             Err(e) => {
                 self.audit.state(

@@ -13,7 +13,9 @@ use capable::{ClientOptions, ProtocolChoice};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::behind::Connect;
 use crate::commands::Context;
+use crate::flags::ServerArgs;
 
 /// A question of the server behind for the host, and where its answer goes.
 pub struct Ask {
@@ -58,6 +60,19 @@ pub fn options(ctx: &Context, hello: &Hello, asks: &mpsc::UnboundedSender<Ask>) 
         options.config.client_info = info.clone();
     }
     options
+}
+
+/// How the server behind is connected again (after a crash): as the first time.
+pub fn connector(ctx: &Context, server: &ServerArgs, options: ClientOptions) -> Connect {
+    let ctx = Arc::new(Context {
+        global: ctx.global.clone(),
+        signals: ctx.signals.clone(),
+    });
+    let server = server.clone();
+    Arc::new(move || {
+        let (ctx, server, options) = (ctx.clone(), server.clone(), options.clone());
+        Box::pin(async move { ctx.connect_with(&server, options).await })
+    })
 }
 
 /// A handler that asks the host `method` and waits for its answer.
