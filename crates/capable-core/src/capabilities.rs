@@ -201,6 +201,22 @@ impl ServerCapabilities {
         crate::extensions::LegacyTasks::read(self.raw.get("tasks"))
     }
 
+    /// What a server that declared this says to a client of `version`: the object as
+    /// declared, less the keys that version does not define — `completions` before
+    /// 2025-03-26 (the method is there, unannounced), the core `tasks` outside
+    /// 2025-11-25 (2026-07-28 moved them to an extension). Everything else is kept as
+    /// sent, `experimental` and `extensions` included.
+    pub fn for_version(&self, version: crate::ProtocolVersion) -> Value {
+        let mut raw = self.raw.clone();
+        if !version.has_completions_flag() {
+            raw.remove("completions");
+        }
+        if !version.has_core_tasks() {
+            raw.remove("tasks");
+        }
+        Value::Object(raw)
+    }
+
     /// Keys the server declared that are not standard capabilities
     /// (`experimental`, `extensions`, `tasks`, and anything unknown).
     pub fn other_keys(&self) -> impl Iterator<Item = &str> {
@@ -356,6 +372,27 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&c).unwrap(),
             json!({"tools": {}, "experimental": {"x": {}}, "weird": 1})
+        );
+    }
+
+    #[test]
+    fn a_version_is_told_only_what_it_defines() {
+        use crate::ProtocolVersion as V;
+        let c = caps(
+            json!({"tools": {}, "completions": {}, "tasks": {"list": {}},
+            "extensions": {"io.modelcontextprotocol/skills": {}}}),
+        );
+        assert_eq!(
+            c.for_version(V::V2024_11_05),
+            json!({"tools": {}, "extensions": {"io.modelcontextprotocol/skills": {}}})
+        );
+        assert_eq!(
+            c.for_version(V::V2025_11_25),
+            serde_json::to_value(&c).unwrap()
+        );
+        assert_eq!(
+            c.for_version(V::V2026_07_28),
+            json!({"tools": {}, "completions": {}, "extensions": {"io.modelcontextprotocol/skills": {}}})
         );
     }
 

@@ -478,6 +478,11 @@ fn legacy_notifications_go_only_where_declared_and_subscribed() {
     let (sub_resource, p2) = updated("docs://a/part");
     assert_eq!(s.server.notify(&sub_resource, &p2, &mut s.out), Ok(()));
     assert_eq!(s.written()[0]["params"]["uri"], "docs://a/part");
+    // Relayed from a 2026-07-28 server: its stream id means nothing to a legacy client.
+    let relayed =
+        json!({"uri": "docs://a", "_meta": {"io.modelcontextprotocol/subscriptionId": 4}});
+    s.server.notify(&n, &relayed, &mut s.out).unwrap();
+    assert_eq!(s.written()[0]["params"], json!({"uri": "docs://a"}));
     assert!(
         s.server.interest().resource_subscriptions == ["docs://a"]
             && s.server.interest().tools_list_changed

@@ -155,7 +155,7 @@ impl<W> ServerConnection<W> {
                 Event::Handled
             }
             Method::Discover => {
-                self.on_discover(&id, out);
+                self.on_discover(&id, version, out);
                 Event::Handled
             }
             Method::Listen => self.on_listen(id, &params, out),

@@ -33,6 +33,8 @@
 //! | `notify.rs` | what the server may send, and where: progress, lists, updates, logs |
 //! | `listen.rs` | the client's interest: legacy subscriptions, modern listen streams |
 //! | `requests.rs` | the server's own requests: the client's gate, ids, deadlines |
+//! | `rounds.rs` | a relayed legacy server's questions to a 2026-07-28 client, as `input_required` rounds |
+//! | `era.rs` | a relayed legacy server's result as a 2026-07-28 client must get it |
 //!
 //! ```
 //! use capable_core::server::{Event, ServerConfig, ServerConnection};
@@ -64,12 +66,14 @@
 //!
 //! [`Connection`]: crate::Connection
 
+mod era;
 mod incoming;
 mod listen;
 mod negotiate;
 mod notify;
 mod phase;
 mod requests;
+mod rounds;
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -86,11 +90,13 @@ use crate::model::Implementation;
 use crate::outbox::Outbox;
 use crate::version::ProtocolVersion;
 
+pub use era::modern_result;
 pub use listen::Interest;
 pub use negotiate::{choose_version, Hello};
 pub use notify::{LogLevel, Withheld};
 pub use phase::{LegacyClient, ModernClient, Phase};
 pub use requests::{client_allows, Expired, NotAllowed, ServerMethod};
+pub use rounds::{Answered, Rounds};
 
 /// What a server says about itself, and how long it waits.
 #[derive(Clone, Debug)]

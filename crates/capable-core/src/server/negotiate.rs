@@ -174,7 +174,7 @@ impl<W> ServerConnection<W> {
         };
         let mut result = json!({
             "protocolVersion": version.as_str(),
-            "capabilities": self.config.capabilities,
+            "capabilities": self.config.capabilities.for_version(version),
             "serverInfo": self.config.server_info,
         });
         if let Some(instructions) = &self.config.instructions {
@@ -190,12 +190,17 @@ impl<W> ServerConnection<W> {
         Event::Handled
     }
 
-    /// Answers `server/discover`.
-    pub(super) fn on_discover(&mut self, id: &RequestId, out: &mut Outbox) {
+    /// Answers `server/discover` (of a client of `version`).
+    pub(super) fn on_discover(
+        &mut self,
+        id: &RequestId,
+        version: ProtocolVersion,
+        out: &mut Outbox,
+    ) {
         let mut result = json!({
             "resultType": "complete",
             "supportedVersions": offered(self.config.protocol, Era::Modern),
-            "capabilities": self.config.capabilities,
+            "capabilities": self.config.capabilities.for_version(version),
             "ttlMs": self.config.discover_ttl.as_millis() as u64,
             "cacheScope": "public",
             "_meta": {"io.modelcontextprotocol/serverInfo": self.config.server_info},

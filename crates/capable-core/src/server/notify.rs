@@ -11,7 +11,9 @@
 //! | `notifications/cancelled`, `notifications/subscriptions/acknowledged` | the engine's own | the engine's own |
 //! | a method the protocol does not define | as it is | as it is |
 //!
-//! Anything else is withheld, with the reason ([`Withheld`]); nothing is written.
+//! A listen stream's id already in the params (a notification relayed from a 2026-07-28
+//! server) is dropped for a legacy client and replaced for a 2026-07-28 one. Anything
+//! else is withheld, with the reason ([`Withheld`]); nothing is written.
 
 use std::str::FromStr;
 
@@ -206,7 +208,7 @@ impl<W> ServerConnection<W> {
                         if let Notification::ResourceUpdated { uri } = notification {
                             self.subscribed(uri)?;
                         }
-                        out.write_notification(&name, Some(params));
+                        out.write_notification(&name, Some(&*untag(params)));
                         Ok(())
                     }
                     Era::Modern => self.tell_listeners(notification, params, out),
@@ -362,6 +364,26 @@ fn number(n: f64) -> Value {
         true => json!(n as i64),
         false => json!(n),
     }
+}
+
+/// `params` without a listen stream's id (a relayed 2026-07-28 notification, for a
+/// legacy client, which has no streams): its `_meta` goes when nothing else is in it.
+fn untag(params: &Value) -> std::borrow::Cow<'_, Value> {
+    let tagged = params
+        .get("_meta")
+        .and_then(|m| m.get(SUBSCRIPTION_ID))
+        .is_some();
+    if !tagged {
+        return std::borrow::Cow::Borrowed(params);
+    }
+    let mut params = params.clone();
+    if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+        meta.remove(SUBSCRIPTION_ID);
+        if meta.is_empty() {
+            params.as_object_mut().map(|p| p.remove("_meta"));
+        }
+    }
+    std::borrow::Cow::Owned(params)
 }
 
 /// `params` with `_meta[SUBSCRIPTION_ID]` set to `id` (its other members kept).
