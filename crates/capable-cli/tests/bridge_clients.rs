@@ -99,17 +99,19 @@ fn the_python_sdk_client_through_the_bridge_in_both_modes() {
         .unwrap()
         .iter()
         .any(|r| r == "docs://manual/current"));
-    // A legacy-only server behind: the auto client falls back, as with the server itself.
+    // A legacy-only server behind: the bridge serves it in 2026-07-28 to a client that
+    // speaks it, telling it only what that version defines (no core tasks).
     let mut bridge = vec!["--".to_owned()];
     bridge.extend(servers::everything_stdio());
     let seen = python_host("auto", &strs(&bridge));
     no_error(&seen);
-    assert_eq!(seen["protocolVersion"], "2025-11-25", "{seen}");
+    assert_eq!(seen["protocolVersion"], "2026-07-28", "{seen}");
     assert_eq!(seen["echo"], "Echo: hi from python");
     let caps = &seen["capabilities"];
     for declared in ["tools", "prompts", "resources", "logging", "completions"] {
         assert!(caps.get(declared).is_some(), "{declared}: {caps}");
     }
+    assert!(caps.get("tasks").is_none(), "{caps}");
 }
 
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! One host, relayed to the server behind: the core's server engine faces the host, a
-//! [`Session`] the server; this file carries out what each side's rules decide.
+//! [`Session`] the server; these files carry out what each side's rules decide.
 //!
 //! - A host request the engine lets through (the server declared its method) goes to
 //!   the session (which gates it again, against what was negotiated with the server)
@@ -7,55 +7,74 @@
 //!   host's id, as it came (checked, not decoded), or as the error it was.
 //! - The host cancels a request: its exchange with the server is dropped, which cancels
 //!   it there too. The server's progress goes to the host under the host's token.
-//! - A question of the server (elicitation, sampling, roots) is the engine's request to
-//!   the host, gated by what the host declared; its answer goes back to the server.
+//! - A question of the server (elicitation, sampling, roots) goes to the host as its
+//!   era asks: a request of the engine's (legacy), or an `input_required` result whose
+//!   retry carries the answer (2026-07-28); gated by what the host declared.
 //! - The server's notifications pass the engine's table (only what the server declared,
 //!   only to a host that subscribed or listens); what the host wants to hear of is kept
-//!   open at the server (a 2026-07-28 listen stream).
+//!   open at the server, in the server's era.
 //! - Violations, notices and what was withheld go to the audit.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `mod.rs` | the relay: exchanges, answers, progress, the next thing to act on |
+//! | `era.rs` | across eras: what the bridge answers itself, questions to the host, results to a 2026-07-28 host |
+//! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
 //!
 //! Everything happens on one task: the relay's state is owned, never locked; the
 //! host's transport calls [`Relay::receive`] with each message and [`Relay::next`] /
 //! [`Relay::on`] for everything else, and writes [`Relay::take_output`] in one write.
 
-use std::collections::HashMap;
+mod era;
+mod follow;
+
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
 use capable::core::jsonrpc::FramingError;
 use capable::core::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
 use capable::core::model::ProgressParams;
-use capable::core::notification::Notification;
 use capable::core::server::{
-    ClientRequest, Event, Interest, ServerConfig, ServerConnection, Withheld,
+    ClientRequest, Event, Interest, LogLevel, Rounds, ServerConfig, ServerConnection,
 };
-use capable::core::{Era, Outbox, ProtocolChoice};
-use capable::events::SessionEvent;
+use capable::core::{Era, Method, Outbox};
 use capable::{CachePolicy, Error, ListenEvent, Listener, RequestOptions, Session};
 use futures_util::future::{AbortHandle, Abortable, BoxFuture};
 use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, StreamExt};
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use super::audit::Audit;
 use super::behind::{Behind, Change, Connect};
 use super::forward::{host_error, upstream_params};
 use super::upstream::Ask;
 
+/// Where the host's answer to a question of the server's goes.
+type Reply = oneshot::Sender<Result<Value, RpcError>>;
+
 /// The engine facing the host; the waiter of each question put to the host is where
 /// its answer goes.
-type Engine = ServerConnection<oneshot::Sender<Result<Value, RpcError>>>;
+type Engine = ServerConnection<Reply>;
 
-/// A host request on its way: its id, and the server's answer.
-type Forward = BoxFuture<'static, (RequestId, Result<Payload, Error>)>;
+/// A host request on its way: its exchange, and the server's answer.
+type Forward = BoxFuture<'static, (u64, Result<Payload, Error>)>;
+
+/// One host request at the server. Its host id changes when a 2026-07-28 host's retry
+/// carries it on (see `era.rs`); `None` while the host has the server's question.
+struct Exchange {
+    host: Option<RequestId>,
+    method: Method,
+    abort: AbortHandle,
+}
 
 /// Something the relay must act on (see [`Relay::next`]).
 pub enum Wake {
-    /// The server answered a forwarded request (or it failed).
-    Forwarded(RequestId, Result<Payload, Error>),
-    /// Progress of a forwarded request.
-    Progress(RequestId, ProgressParams),
+    /// The server answered an exchange (or it failed).
+    Forwarded(u64, Result<Payload, Error>),
+    /// Progress of an exchange.
+    Progress(u64, ProgressParams),
     /// The server asks the host something.
     Ask(Ask),
     /// Something of the server behind: a notification, an event, a restart.
@@ -76,24 +95,32 @@ pub struct Relay {
     out: Outbox,
     behind: Behind,
     forwards: FuturesUnordered<Abortable<Forward>>,
-    aborts: HashMap<RequestId, AbortHandle>,
-    /// What the relay asks the server of its own (subscriptions again after a restart).
+    exchanges: HashMap<u64, Exchange>,
+    next_exchange: u64,
+    /// What the relay asks the server of its own (subscriptions, log levels).
     background: FuturesUnordered<BoxFuture<'static, ()>>,
-    progress_tx: mpsc::UnboundedSender<(RequestId, ProgressParams)>,
-    progress_rx: mpsc::UnboundedReceiver<(RequestId, ProgressParams)>,
+    progress_tx: mpsc::UnboundedSender<(u64, ProgressParams)>,
+    progress_rx: mpsc::UnboundedReceiver<(u64, ProgressParams)>,
     asks: mpsc::UnboundedReceiver<Ask>,
+    ask_timeout: std::time::Duration,
+    /// The server's questions a 2026-07-28 host has, as `input_required` rounds.
+    rounds: Rounds<Reply>,
     /// The listen stream open at the server (2026-07-28), and the interest it serves.
     listener: Option<Listener>,
     listening: Interest,
     opening: Option<BoxFuture<'static, Result<Listener, Error>>>,
+    /// The URIs a legacy server was asked to send updates of for a 2026-07-28 host.
+    subscribed: BTreeSet<String>,
+    /// The log level a legacy server was last asked for, for a 2026-07-28 host.
+    log_level: Option<LogLevel>,
     audit: Arc<Audit>,
 }
 
 impl Relay {
     /// A relay to `session` (brought back by `connect` when it goes away) for a host
     /// whose questions come on `asks` (see [`super::upstream::options`]); the host is
-    /// offered exactly what the server declared, in the server's era, under the
-    /// server's name.
+    /// offered exactly what the server declared, in either era, under the server's
+    /// name.
     pub fn new(
         name: &str,
         session: Session,
@@ -106,10 +133,6 @@ impl Relay {
         let mut config = ServerConfig::new(negotiated.server_info.clone(), Value::Null);
         config.capabilities = negotiated.capabilities.clone();
         config.instructions = negotiated.instructions.clone();
-        config.protocol = match session.era() {
-            Era::Legacy => ProtocolChoice::Legacy,
-            Era::Modern => ProtocolChoice::Modern,
-        };
         config.request_timeout = ask_timeout;
         let (progress_tx, progress_rx) = mpsc::unbounded_channel();
         Relay {
@@ -117,14 +140,19 @@ impl Relay {
             out: Outbox::new(),
             behind: Behind::new(name, session, connect, audit.clone()),
             forwards: FuturesUnordered::new(),
-            aborts: HashMap::new(),
+            exchanges: HashMap::new(),
+            next_exchange: 0,
             background: FuturesUnordered::new(),
             progress_tx,
             progress_rx,
             asks,
+            ask_timeout,
+            rounds: Rounds::default(),
             listener: None,
             listening: Interest::default(),
             opening: None,
+            subscribed: BTreeSet::new(),
+            log_level: None,
             audit,
         }
     }
@@ -148,14 +176,19 @@ impl Relay {
         self.on_event(event);
     }
 
-    fn on_event(&mut self, event: Event<oneshot::Sender<Result<Value, RpcError>>>) {
+    /// The era the host speaks, once known.
+    fn host_era(&self) -> Option<Era> {
+        self.engine.phase().era()
+    }
+
+    fn on_event(&mut self, event: Event<Reply>) {
         match event {
-            Event::Request(request) => self.forward(request),
-            Event::Cancelled { id, .. } => {
-                if let Some(abort) = self.aborts.remove(&id) {
-                    abort.abort();
+            Event::Request(request) => {
+                if let Some(request) = self.local(request) {
+                    self.forward(request);
                 }
             }
+            Event::Cancelled { id, .. } => self.cancelled(&id),
             Event::Response {
                 waiter, outcome, ..
             } => {
@@ -168,15 +201,35 @@ impl Relay {
                 });
                 let _ = waiter.send(answer);
             }
-            Event::Interest(interest) => self.listen_for(interest),
-            Event::Initialized | Event::Notification { .. } | Event::Handled => {}
+            // A legacy host hears of every list change the server declares.
+            Event::Initialized => self.follow(self.engine.interest()),
+            Event::Interest(interest) => self.follow(interest),
+            Event::Notification { .. } | Event::Handled => {}
         }
         for notice in self.engine.take_notices() {
             self.audit.host_notice(&notice);
         }
     }
 
-    /// Sends a host request on to the server.
+    /// The host cancelled request `id`: its exchange is dropped (cancelled at the
+    /// server), and any question of it the host had is given up.
+    fn cancelled(&mut self, id: &RequestId) {
+        let found = self
+            .exchanges
+            .iter()
+            .find(|(_, e)| e.host.as_ref() == Some(id))
+            .map(|(token, _)| *token);
+        if let Some(token) = found {
+            if let Some(exchange) = self.exchanges.remove(&token) {
+                exchange.abort.abort();
+            }
+            for reply in self.rounds.give_up(token) {
+                let _ = reply.send(Err(gone("the host cancelled the request")));
+            }
+        }
+    }
+
+    /// Sends a host request on to the server, as a new exchange.
     fn forward(&mut self, request: ClientRequest) {
         let ClientRequest {
             id,
@@ -192,16 +245,17 @@ impl Relay {
                 return;
             }
         };
+        let token = self.next_exchange;
+        self.next_exchange += 1;
         let on_progress = wants_progress.then(|| {
-            let (tx, id) = (self.progress_tx.clone(), id.clone());
+            let tx = self.progress_tx.clone();
             Box::new(move |p: &ProgressParams| {
-                let _ = tx.send((id.clone(), p.clone()));
+                let _ = tx.send((token, p.clone()));
             }) as capable::ProgressCallback
         });
         let session = self.behind.session().clone();
-        let host_id = id.clone();
         // A 2026-07-28 host answers the server's questions itself and retries.
-        let pass_input_required = self.engine.phase().era() == Some(Era::Modern);
+        let pass_input_required = self.host_era() == Some(Era::Modern);
         let exchange = async move {
             let options = RequestOptions {
                 on_progress,
@@ -211,24 +265,34 @@ impl Relay {
                 ..RequestOptions::default()
             };
             let answer = session.request_payload(method, &params, options).await;
-            (host_id, answer)
+            (token, answer)
         };
         let (exchange, abort) = futures_util::future::abortable(exchange.boxed());
-        self.aborts.insert(id, abort);
+        self.exchanges.insert(
+            token,
+            Exchange {
+                host: Some(id),
+                method,
+                abort,
+            },
+        );
         self.forwards.push(exchange);
     }
 
     /// The next thing to act on. Cancel-safe: nothing is lost when another branch of
     /// the caller's `select!` wins.
     pub async fn next(&mut self) -> Wake {
-        let timer = self.engine.poll_timeout();
+        let timer = match (self.engine.poll_timeout(), self.rounds.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         tokio::select! {
             Some(done) = self.forwards.next(), if !self.forwards.is_empty() => match done {
-                Ok((id, answer)) => Wake::Forwarded(id, answer),
+                Ok((token, answer)) => Wake::Forwarded(token, answer),
                 // Cancelled by the host: nothing to answer.
                 Err(_) => Wake::Nothing,
             },
-            Some((id, p)) = self.progress_rx.recv() => Wake::Progress(id, p),
+            Some((token, p)) = self.progress_rx.recv() => Wake::Progress(token, p),
             Some(ask) = self.asks.recv() => Wake::Ask(ask),
             Some(()) = self.background.next(), if !self.background.is_empty() => Wake::Nothing,
             change = self.behind.next() => Wake::Behind(change),
@@ -241,78 +305,59 @@ impl Relay {
     /// Acts on `wake`.
     pub fn on(&mut self, wake: Wake) {
         match wake {
-            Wake::Forwarded(id, answer) => {
+            Wake::Forwarded(token, answer) => {
                 // Progress the exchange reported on its way to the answer goes first.
-                while let Ok((id, p)) = self.progress_rx.try_recv() {
-                    self.progress(&id, &p);
+                while let Ok((token, p)) = self.progress_rx.try_recv() {
+                    self.progress(token, &p);
                 }
-                self.answer(id, answer)
+                self.answer(token, answer)
             }
-            Wake::Progress(id, p) => self.progress(&id, &p),
-            Wake::Ask(ask) => {
-                let sent = self.engine.request(
-                    ask.method,
-                    &ask.params,
-                    None,
-                    ask.reply,
-                    Instant::now(),
-                    &mut self.out,
-                );
-                if let Err((why, reply)) = sent {
-                    let _ = reply.send(Err(RpcError {
-                        code: codes::METHOD_NOT_FOUND,
-                        message: format!("the host cannot be asked: {why}"),
-                        data: None,
-                    }));
-                }
-            }
+            Wake::Progress(token, p) => self.progress(token, &p),
+            Wake::Ask(ask) => self.ask(ask),
             Wake::Behind(change) => self.on_behind(change),
-            Wake::Opened(Ok(listener)) => self.listener = Some(listener),
-            Wake::Opened(Err(e)) => self.listen_failed(&e),
-            Wake::Listened(Ok(Some(ListenEvent::Notification(n)))) => {
-                self.notify(&n.kind, &n.params)
-            }
-            Wake::Listened(Ok(Some(ListenEvent::Acknowledged(_)))) => {}
-            Wake::Listened(ended) => {
-                self.listener = None;
-                if let Err(e) = ended {
-                    self.listen_failed(&e);
-                }
-                // Opened again on the next change of interest; nothing is lost
-                // meanwhile that a list re-read would not show.
-                self.listening = Interest::default();
-            }
+            Wake::Opened(opened) => self.opened(opened),
+            Wake::Listened(listened) => self.listened(listened),
             Wake::Nothing => {}
             Wake::Timer => {
-                for expired in self.engine.handle_timeout(Instant::now(), &mut self.out) {
-                    let _ = expired.waiter.send(Err(RpcError {
-                        code: codes::INTERNAL_ERROR,
-                        message: format!("the host did not answer {} in time", expired.method),
-                        data: None,
-                    }));
+                let now = Instant::now();
+                for expired in self.engine.handle_timeout(now, &mut self.out) {
+                    let message = format!("the host did not answer {} in time", expired.method);
+                    let _ = expired.waiter.send(Err(gone(&message)));
+                }
+                for reply in self.rounds.handle_timeout(now) {
+                    let _ = reply.send(Err(gone(
+                        "the host did not come back with an answer in time",
+                    )));
                 }
             }
         }
     }
 
-    /// Progress of host request `id`: after its answer (or for a host that stopped
-    /// waiting) it is dropped, as the engine's table says.
-    fn progress(&mut self, id: &RequestId, p: &ProgressParams) {
+    /// Progress of exchange `token`, under its host request's token: after the answer
+    /// (or while the host has a question of it) it is dropped.
+    fn progress(&mut self, token: u64, p: &ProgressParams) {
+        let Some(id) = self.exchanges.get(&token).and_then(|e| e.host.clone()) else {
+            return;
+        };
         let message = p.message.as_deref();
         let _ = self
             .engine
-            .progress(id, p.progress, p.total, message, &mut self.out);
+            .progress(&id, p.progress, p.total, message, &mut self.out);
     }
 
-    /// The server's answer to host request `id`, as the host gets it.
-    fn answer(&mut self, id: RequestId, answer: Result<Payload, Error>) {
-        self.aborts.remove(&id);
+    /// The server's answer to exchange `token`, as its host request gets it.
+    fn answer(&mut self, token: u64, answer: Result<Payload, Error>) {
+        let Some(Exchange {
+            host: Some(id),
+            method,
+            ..
+        }) = self.exchanges.remove(&token)
+        else {
+            return;
+        };
         let failed = match answer {
             Ok(payload) => match payload.raw_value() {
-                Ok(raw) => {
-                    self.engine.respond(&id, raw, &mut self.out);
-                    return;
-                }
+                Ok(raw) => return self.respond(&id, method, raw),
                 Err(e) => RpcError {
                     code: codes::INTERNAL_ERROR,
                     message: format!("the server's answer is not valid JSON: {e}"),
@@ -324,122 +369,14 @@ impl Relay {
         self.engine.respond_error(&id, &failed, &mut self.out);
     }
 
-    /// A notification of the server's, to the host if the engine's table lets it go.
-    fn notify(&mut self, kind: &Notification, params: &Value) {
-        match self.engine.notify(kind, params, &mut self.out) {
-            Ok(()) => {}
-            // The server's own cancellation of a question it asked the host: the
-            // host's answer will simply not be used.
-            Err(Withheld::EngineOnly { .. }) if matches!(kind, Notification::Cancelled { .. }) => {}
-            // What the session noticed already (an undeclared notification, an update
-            // nobody subscribed to), and ordinary filtering (a log line below the level
-            // asked for, nothing listening): not worth a second line.
-            Err(
-                Withheld::NotDeclared { .. }
-                | Withheld::NotSubscribed { .. }
-                | Withheld::BelowLevel { .. }
-                | Withheld::NoRequest { .. }
-                | Withheld::NotListened { .. },
-            ) => {}
-            Err(why) => self.audit.withheld(self.behind.name(), kind.name(), &why),
-        }
-    }
-
-    fn on_behind(&mut self, change: Change) {
-        let name = self.behind.name().to_owned();
-        match change {
-            Change::Notification(n) => self.notify(&n.kind, &n.params),
-            Change::Event(Ok(SessionEvent::Violation(v))) => self.audit.violation(&name, &v),
-            Change::Event(Ok(SessionEvent::Notice(n))) => self.audit.server_notice(&name, &n),
-            Change::Event(Ok(SessionEvent::Closed(e))) => self.behind.ended(*e),
-            Change::Event(Ok(_)) | Change::Event(Err(broadcast::error::RecvError::Closed)) => {}
-            Change::Event(Err(broadcast::error::RecvError::Lagged(missed))) => {
-                let missed = serde_json::json!({"server": name, "missed": missed});
-                self.audit.record("lagged", missed);
-            }
-            Change::Retry => self.behind.retry(),
-            Change::Connected(connected) => {
-                if self.behind.connected(*connected).is_some() {
-                    self.restarted();
-                }
-            }
-        }
-    }
-
-    /// The server behind came back: what the host listens for is asked again, and the
-    /// host hears that the lists it declared may have changed.
-    fn restarted(&mut self) {
-        let session = self.behind.session().clone();
-        let interest = self.engine.interest();
-        if session.era() == Era::Legacy {
-            for uri in interest.resource_subscriptions {
-                let session = session.clone();
-                self.background.push(
-                    async move {
-                        let _ = session.subscribe(&uri).await;
-                    }
-                    .boxed(),
-                );
-            }
-        } else {
-            self.listening = Interest::default();
-            self.listen_for(interest);
-        }
-        if session.capabilities() != &self.engine.config().capabilities {
-            self.audit.record(
-                "capabilities_changed",
-                serde_json::json!({"server": self.behind.name(), "now": session.capabilities(),
-                    "host_has": self.engine.config().capabilities}),
-            );
-        }
-        for list in [
-            Notification::ToolsListChanged,
-            Notification::ResourcesListChanged,
-            Notification::PromptsListChanged,
-        ] {
-            let _ = self
-                .engine
-                .notify(&list, &Value::Object(Default::default()), &mut self.out);
-        }
-    }
-
-    fn listen_failed(&self, e: &Error) {
-        let error = crate::secrets::scrub(&e.to_string()).into_owned();
-        self.audit.record(
-            "listen_failed",
-            serde_json::json!({"server": self.behind.name(), "error": error}),
-        );
-    }
-
-    /// Keeps a listen stream open at the server for what the host wants now
-    /// (2026-07-28; a legacy server's notifications come without one).
-    fn listen_for(&mut self, interest: Interest) {
-        if self.behind.session().era() != Era::Modern || interest == self.listening {
-            return;
-        }
-        self.listening = interest.clone();
-        // The new stream replaces the old one once it is open.
-        self.listener = None;
-        if interest == Interest::default() {
-            self.opening = None;
-            return;
-        }
-        let session = self.behind.session().clone();
-        self.opening = Some(async move { session.listen(&interest).await }.boxed());
-    }
-
     /// Ends the relay: every exchange in flight is dropped (and cancelled at the
     /// server), every question to the host fails, and the server is shut down in order.
     pub async fn close(mut self) {
-        for (_, abort) in self.aborts.drain() {
-            abort.abort();
+        for (_, exchange) in self.exchanges.drain() {
+            exchange.abort.abort();
         }
-        for waiter in self.engine.close() {
-            let _ = waiter.send(Err(RpcError {
-                code: codes::INTERNAL_ERROR,
-                message: "the host is gone".into(),
-                data: None,
-            }));
+        for waiter in self.engine.close().into_iter().chain(self.rounds.drain()) {
+            let _ = waiter.send(Err(gone("the host is gone")));
         }
         drop(self.forwards);
         drop(self.background);
@@ -448,6 +385,15 @@ impl Relay {
         if let Ok(session) = Arc::try_unwrap(self.behind.into_session()) {
             session.close().await;
         }
+    }
+}
+
+/// The error a question of the server's gets when the host does not answer it.
+fn gone(why: &str) -> RpcError {
+    RpcError {
+        code: codes::INTERNAL_ERROR,
+        message: why.to_owned(),
+        data: None,
     }
 }
 
