@@ -11,7 +11,8 @@
 //!
 //! | file | concern |
 //! |---|---|
-//! | `stdio.rs` | the host on stdin/stdout: read, relay, write in one write; the greeter before the server is connected |
+//! | `stdio.rs` | the host on stdin/stdout: read, relay, write in one write |
+//! | `host.rs` | one host's side: the greeter until it says who it is, then the relay |
 //! | `relay.rs` | one host ⇄ the server behind: forwarding, cancellation, progress, questions, notifications, listen streams |
 //! | `upstream.rs` | the server behind, connected declaring what the host declared |
 //! | `behind.rs` | the server behind while it is up, and its restarts |
@@ -21,6 +22,7 @@
 mod audit;
 mod behind;
 mod forward;
+mod host;
 mod relay;
 mod stdio;
 mod upstream;
@@ -55,5 +57,14 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
         (None, ServerTarget::Stdio(command)) => command.program,
     };
     let audit = Arc::new(audit::Audit::open(args.audit_log.as_deref())?);
-    stdio::serve(ctx, &args.server, name, audit).await
+    let target = Arc::new(host::Target {
+        ctx: Context {
+            global: ctx.global.clone(),
+            signals: ctx.signals.clone(),
+        },
+        server: args.server.clone(),
+        name,
+        audit,
+    });
+    stdio::serve(target).await
 }

@@ -158,10 +158,8 @@ impl Relay {
     }
 
     /// What was written for the host since the last call (one write's worth).
-    pub fn take_output(&mut self) -> Vec<u8> {
-        let bytes = self.out.bytes().to_vec();
-        self.out.clear();
-        bytes
+    pub fn take_output(&mut self) -> Outbox {
+        std::mem::take(&mut self.out)
     }
 
     /// One message from the host.
