@@ -259,9 +259,9 @@ pub fn wait_gone(pid: u32) {
 }
 
 /// A host that is another SDK's client (a program that starts `capable bridge BRIDGE`
-/// as its stdio server, or talks to `--url`, and prints one JSON object: what it saw):
-/// `program ARGS -- capable bridge BRIDGE`. Returns that object and the run (whose
-/// stderr holds the bridge's audit lines).
+/// as its stdio server and prints one JSON object: what it saw): `program ARGS --
+/// capable bridge BRIDGE`. Returns that object and the run (whose stderr holds the
+/// bridge's audit lines).
 #[track_caller]
 pub fn host(program: &str, args: &[&str], bridge: &[&str]) -> (Value, super::common::Run) {
     let mut all: Vec<&str> = args.to_vec();
@@ -269,26 +269,30 @@ pub fn host(program: &str, args: &[&str], bridge: &[&str]) -> (Value, super::com
     all.push(env!("CARGO_BIN_EXE_capable"));
     all.push("bridge");
     all.extend_from_slice(bridge);
-    let run = super::common::run_in(
-        program,
-        &all,
-        &super::common::workspace(),
-        Duration::from_secs(60),
-    );
-    let seen = serde_json::from_str(run.stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "`{program} {}` printed no JSON ({e})\n--- stdout\n{}\n--- stderr\n{}",
-            all.join(" "),
-            run.stdout,
-            run.stderr
-        )
-    });
+    let (seen, run) = client(program, &all);
     // The host went through the bridge: it connected the server behind.
     assert!(
         run.stderr.contains(r#""event":"state""#) && run.stderr.contains(r#""state":"ready""#),
         "the bridge never connected the server behind\n--- stderr\n{}",
         run.stderr
     );
+    (seen, run)
+}
+
+/// Another SDK's client, run as `program ARGS` (a bridge it reaches over HTTP, say):
+/// the JSON object it printed, and the run.
+#[track_caller]
+pub fn client(program: &str, args: &[&str]) -> (Value, super::common::Run) {
+    let workspace = super::common::workspace();
+    let run = super::common::run_in(program, args, &workspace, Duration::from_secs(60));
+    let seen = serde_json::from_str(run.stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "`{program} {}` printed no JSON ({e})\n--- stdout\n{}\n--- stderr\n{}",
+            args.join(" "),
+            run.stdout,
+            run.stderr
+        )
+    });
     (seen, run)
 }
 

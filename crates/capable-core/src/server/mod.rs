@@ -35,6 +35,7 @@
 //! | `requests.rs` | the server's own requests: the client's gate, ids, deadlines |
 //! | `rounds.rs` | a relayed legacy server's questions to a 2026-07-28 client, as `input_required` rounds |
 //! | `era.rs` | a relayed legacy server's result as a 2026-07-28 client must get it |
+//! | `streams.rs` | over Streamable HTTP: which stream each message goes on, events kept for resumption |
 //!
 //! ```
 //! use capable_core::server::{Event, ServerConfig, ServerConnection};
@@ -74,6 +75,7 @@ mod notify;
 mod phase;
 mod requests;
 mod rounds;
+pub mod streams;
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};

@@ -17,12 +17,14 @@
 //! | `upstream.rs` | the server behind, connected declaring what the host declared |
 //! | `behind.rs` | the server behind while it is up, and its restarts |
 //! | `forward.rs` | a request's params on the way there, its failure on the way back |
+//! | `listen/` | the host over Streamable HTTP (`--listen`): sessions, streams, the gate |
 //! | `audit.rs` | the JSON lines of what the host did not see |
 
 mod audit;
 mod behind;
 mod forward;
 mod host;
+mod listen;
 mod relay;
 mod stdio;
 mod upstream;
@@ -44,9 +46,6 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
                 .into(),
         ));
     }
-    if args.listen.is_some() {
-        return Err(CliError::Usage("--listen is not available yet".into()));
-    }
     // The server's name in the audit: its config name, else its URL (credentials
     // left out) or its program.
     let name = match (&ctx.global.server, ctx.target(&args.server)?) {
@@ -66,5 +65,8 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
         name,
         audit,
     });
-    stdio::serve(target).await
+    match args.listen {
+        Some(addr) => listen::serve(target, args, addr).await,
+        None => stdio::serve(target).await,
+    }
 }
