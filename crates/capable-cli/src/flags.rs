@@ -441,28 +441,10 @@ pub enum PromptsAction {
     },
 }
 
-/// `64MiB`, `512KiB`, `1GiB`, `2MB`, or a number of bytes.
+/// A size: `64MiB`, `512KiB`, or a number of bytes (see
+/// [`capable::core::text::parse_size`]).
 pub fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let n: usize = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (try 64MiB, 512KiB or a number of bytes)"))?;
-    let factor: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        other => {
-            return Err(format!(
-                "{s:?}: unknown unit {other:?} (use KiB, MiB or GiB)"
-            ))
-        }
-    };
-    n.checked_mul(factor)
-        .filter(|n| *n > 0)
-        .ok_or_else(|| format!("{s:?}: a size must be positive and fit in memory"))
+    capable::core::text::parse_size(s)
 }
 
 /// A directory to offer as a root: it must exist.

@@ -202,6 +202,43 @@ struct Entry {
     headers: BTreeMap<String, String>,
     #[serde(default)]
     oauth: Option<OAuthEntry>,
+    #[serde(default)]
+    disabled: bool,
+    #[serde(default, rename = "allowTools")]
+    allow_tools: Option<Vec<String>>,
+    #[serde(default, rename = "denyTools")]
+    deny_tools: Vec<String>,
+    #[serde(default)]
+    timeout: Option<Value>,
+    #[serde(default, rename = "outputBudget")]
+    output_budget: Option<Value>,
+}
+
+impl Entry {
+    /// The entry's policy; an error for a `timeout` or `outputBudget` that is neither a
+    /// number nor a duration or size in words.
+    fn policy(&self) -> Result<Option<ServerPolicy>, String> {
+        let timeout = match &self.timeout {
+            None => None,
+            Some(Value::Number(ms)) => ms.as_u64().map(std::time::Duration::from_millis),
+            Some(Value::String(text)) => Some(capable_core::time::parse_duration(text)?),
+            Some(other) => return Err(format!("timeout {other} is not a duration")),
+        };
+        let output_budget = match &self.output_budget {
+            None => None,
+            Some(Value::Number(bytes)) => bytes.as_u64().map(|b| b as usize),
+            Some(Value::String(text)) => Some(capable_core::text::parse_size(text)?),
+            Some(other) => return Err(format!("outputBudget {other} is not a size")),
+        };
+        let policy = ServerPolicy {
+            disabled: self.disabled,
+            allow_tools: self.allow_tools.clone(),
+            deny_tools: self.deny_tools.clone(),
+            timeout,
+            output_budget,
+        };
+        Ok((policy != ServerPolicy::default()).then_some(policy))
+    }
 }
 
 /// The user's config directory (`$XDG_CONFIG_HOME`, else `~/.config`).
@@ -419,6 +456,47 @@ pub struct ConfigFile {
     pub path: String,
     /// Its servers, in the file's order.
     pub servers: Vec<ConfigEntry>,
+    /// What a host that serves them as one (`capable bridge --config`) applies to each,
+    /// by server name: the entries' `disabled`, `allowTools`, `denyTools`, `timeout`
+    /// and `outputBudget` (a server with none of them has none here).
+    pub policies: BTreeMap<String, ServerPolicy>,
+}
+
+/// What a host of many servers applies to one of them, from its config entry:
+///
+/// ```json
+/// {"mcpServers": {"docs": {"command": "docs-server",
+///   "disabled": false, "allowTools": ["search", "read"], "denyTools": ["delete"],
+///   "timeout": "30s", "outputBudget": "256KiB"}}}
+/// ```
+///
+/// `timeout` is a duration (`"30s"`, `"500ms"`) or milliseconds, `outputBudget` a size
+/// (`"64KiB"`) or bytes. An entry's policy that cannot be read makes the entry unusable
+/// (its error says why), as any other mistake in it does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerPolicy {
+    /// The server is not started at all.
+    pub disabled: bool,
+    /// Only these tools are offered (`None`: every tool).
+    pub allow_tools: Option<Vec<String>>,
+    /// These tools are never offered.
+    pub deny_tools: Vec<String>,
+    /// How long one of its requests may take (its own request timeout).
+    pub timeout: Option<std::time::Duration>,
+    /// The most bytes one of its tool results may take: a larger one is cut, with a
+    /// note that says so.
+    pub output_budget: Option<usize>,
+}
+
+impl ServerPolicy {
+    /// Whether the tool `name` is offered under this policy.
+    pub fn offers_tool(&self, name: &str) -> bool {
+        let allowed = self
+            .allow_tools
+            .as_ref()
+            .is_none_or(|allow| allow.iter().any(|a| a == name));
+        allowed && !self.deny_tools.iter().any(|d| d == name)
+    }
 }
 
 /// One server of a [`ConfigFile`].
@@ -445,15 +523,37 @@ impl ConfigFile {
         path: &str,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ConfigFile, ConfigError> {
-        let servers = servers_of(text, path)?
+        let raw = servers_of(text, path)?;
+        let mut policies = BTreeMap::new();
+        let servers = raw
             .iter()
-            .map(|(name, raw)| ConfigEntry {
-                name: name.clone(),
-                target: entry_target(name, raw, path, lookup),
+            .map(|(name, raw)| {
+                let policy = serde_json::from_value::<Entry>(raw.clone())
+                    .map_err(|e| e.to_string())
+                    .and_then(|entry| entry.policy());
+                let target = match policy {
+                    Ok(Some(policy)) => {
+                        policies.insert(name.clone(), policy);
+                        entry_target(name, raw, path, lookup)
+                    }
+                    Ok(None) => entry_target(name, raw, path, lookup),
+                    Err(detail) => {
+                        entry_target(name, raw, path, lookup).and(Err(ConfigError::Unsupported {
+                            path: path.into(),
+                            name: name.clone(),
+                            detail,
+                        }))
+                    }
+                };
+                ConfigEntry {
+                    name: name.clone(),
+                    target,
+                }
             })
             .collect();
         Ok(ConfigFile {
             path: path.into(),
+            policies,
             servers,
         })
     }
@@ -568,5 +668,36 @@ mod tests {
                 .contains("neither `mcpServers` nor `servers`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_servers_policy_is_read_from_its_entry() {
+        let text = r#"{"mcpServers": {
+            "docs": {"command": "d", "allowTools": ["search"], "denyTools": ["drop"],
+                     "timeout": "30s", "outputBudget": "64KiB"},
+            "off": {"command": "o", "disabled": true},
+            "ms": {"url": "http://127.0.0.1:1/mcp", "timeout": 1500, "outputBudget": 100},
+            "plain": {"command": "p"},
+            "bad": {"command": "b", "timeout": "soon"}}}"#;
+        let file = ConfigFile::from_text(text, "f.json", &|_| None).unwrap();
+        let docs = &file.policies["docs"];
+        assert_eq!(
+            docs.allow_tools.as_deref(),
+            Some(&["search".to_owned()][..])
+        );
+        assert_eq!(docs.timeout, Some(std::time::Duration::from_secs(30)));
+        assert_eq!(docs.output_budget, Some(64 * 1024));
+        assert!(
+            docs.offers_tool("search") && !docs.offers_tool("drop") && !docs.offers_tool("other")
+        );
+        assert!(file.policies["off"].disabled);
+        assert_eq!(
+            file.policies["ms"].timeout,
+            Some(std::time::Duration::from_millis(1500))
+        );
+        assert!(!file.policies.contains_key("plain"));
+        let bad = file.servers.iter().find(|e| e.name == "bad").unwrap();
+        assert!(bad.target.is_err(), "{:?}", bad.target);
+        assert!(ServerPolicy::default().offers_tool("anything"));
     }
 }
