@@ -84,6 +84,14 @@ pub(super) fn serve(f: &Arc<Fixture>, request: ClientRequest) {
             Some(found) => f.result(&id, &cacheable(found)),
             None => f.error(&id, codes::INVALID_PARAMS, "Skill not found", Some(json!({"uri": uri()}))),
         },
+        Method::ListTools if f.profile == Profile::BadSchema => f.result(
+            &id,
+            &json!({"tools": [
+                {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
+                {"name": "broken", "inputSchema": {"type": "object", "properties": {"n": {"type": "nonsense"}}}},
+                {"name": "scalar", "inputSchema": {"type": "string"}}
+            ]}),
+        ),
         Method::ListTools if f.profile == Profile::Hostile => f.result(
             &id,
             &json!({"tools": [{

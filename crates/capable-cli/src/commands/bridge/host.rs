@@ -19,7 +19,12 @@ use tokio::sync::mpsc;
 
 use super::audit::Audit;
 use super::forward::unavailable;
-use super::relay::{Relay, Wake};
+use capable::config::ConfigFile;
+use capable::host::HostOptions;
+
+use super::behind::Behind;
+use super::many::Many;
+use super::relay::{Relay, Servers, Wake};
 use super::upstream;
 use crate::commands::Context;
 use crate::flags::ServerArgs;
@@ -34,6 +39,9 @@ pub struct Target {
     pub name: String,
     /// Where violations and notices go.
     pub audit: Arc<Audit>,
+    /// Many servers instead of one: the config, and the servers of it to serve (none:
+    /// all).
+    pub many: Option<(ConfigFile, Vec<String>)>,
 }
 
 /// One host: the greeter, then the relay (see the module documentation).
@@ -96,14 +104,29 @@ impl Host {
         let t = &self.target;
         let (asks_tx, asks) = mpsc::unbounded_channel();
         let options = upstream::options(&t.ctx, hello, &asks_tx);
+        let ask_timeout = t.ctx.options().config.timeouts.progress_cap;
+        if let Some((file, only)) = &t.many {
+            let host = HostOptions {
+                client: options,
+                oauth: Some(t.ctx.host_oauth()),
+                connect_timeout: Some(t.ctx.global.timeout),
+                ..HostOptions::default()
+            };
+            let audit = t.audit.clone();
+            let many = Many::start(file, only, host, audit.clone()).await;
+            let servers = Servers::Many(Box::new(many));
+            let config = servers.declaration();
+            self.relay = Some(Relay::new(servers, config, asks, ask_timeout, audit));
+            return;
+        }
         t.audit.state(&t.name, "starting", serde_json::json!({}));
         match t.ctx.connect_with(&t.server, options.clone()).await {
             Ok(session) => {
-                let ask_timeout = t.ctx.options().config.timeouts.progress_cap;
                 let connect = upstream::connector(&t.ctx, &t.server, options);
                 let audit = t.audit.clone();
-                let relay = Relay::new(&t.name, session, connect, asks, ask_timeout, audit);
-                self.relay = Some(relay);
+                let servers = Servers::One(Behind::new(&t.name, session, connect, audit.clone()));
+                let config = servers.declaration();
+                self.relay = Some(Relay::new(servers, config, asks, ask_timeout, audit));
             }
             Err(e) => {
                 t.audit.state(

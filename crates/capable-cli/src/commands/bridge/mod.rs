@@ -25,13 +25,14 @@ mod behind;
 mod forward;
 mod host;
 mod listen;
+mod many;
 mod relay;
 mod stdio;
 mod upstream;
 
 use std::sync::Arc;
 
-use capable::config::ServerTarget;
+use capable::config::{ConfigFile, ServerTarget};
 
 use crate::commands::Context;
 use crate::exit::CliError;
@@ -46,16 +47,44 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
                 .into(),
         ));
     }
-    // The server's name in the audit: its config name, else its URL (credentials
-    // left out) or its program.
-    let name = match (&ctx.global.server, ctx.target(&args.server)?) {
-        (Some(name), _) => name.clone(),
-        (None, ServerTarget::Http { url, .. }) => {
-            capable::core::http::redact::redact_unparsed(&url)
-        }
-        (None, ServerTarget::Stdio(command)) => command.program,
-    };
     let audit = Arc::new(audit::Audit::open(args.audit_log.as_deref())?);
+    let g = &ctx.global;
+    let one = g.server.is_some() || g.url.is_some() || !args.server.command.is_empty();
+    let (name, many) = match one {
+        // The server's name in the audit: its config name, else its URL (credentials
+        // left out) or its program.
+        true => {
+            let name = match (&g.server, ctx.target(&args.server)?) {
+                (Some(name), _) => name.clone(),
+                (None, ServerTarget::Http { url, .. }) => {
+                    capable::core::http::redact::redact_unparsed(&url)
+                }
+                (None, ServerTarget::Stdio(command)) => command.program,
+            };
+            (name, None)
+        }
+        false => {
+            let mut file = ConfigFile::load(g.config.as_deref())?;
+            for entry in &mut file.servers {
+                match &mut entry.target {
+                    Ok(ServerTarget::Stdio(command)) => command.inherit_env = g.inherit_env,
+                    Ok(target) => crate::secrets::keep_target(target),
+                    Err(_) => {}
+                }
+            }
+            if let Some(unknown) = args
+                .only
+                .iter()
+                .find(|o| !file.servers.iter().any(|e| &e.name == *o))
+            {
+                return Err(CliError::Usage(format!(
+                    "--only {unknown}: {} has no such server",
+                    file.path
+                )));
+            }
+            ("bridge".to_owned(), Some((file, args.only.clone())))
+        }
+    };
     let target = Arc::new(host::Target {
         ctx: Context {
             global: ctx.global.clone(),
@@ -64,6 +93,7 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
         server: args.server.clone(),
         name,
         audit,
+        many,
     });
     match args.listen {
         Some(addr) => listen::serve(target, args, addr).await,

@@ -29,15 +29,14 @@ impl Relay {
     /// What the bridge answers itself instead of passing on (`None`: answered), and the
     /// log level a host request asks for, carried to the server.
     pub(super) fn local(&mut self, request: ClientRequest) -> Option<ClientRequest> {
-        let server = self.behind.session().era();
         if let Some(level) = request.log_level {
             self.follow_log_level(level);
         }
-        match (self.host_era(), server) {
-            (Some(Era::Modern), Era::Legacy) if request.params.mentions("requestState") => {
+        match (self.host_era(), self.servers.era()) {
+            (Some(Era::Modern), _) if request.params.mentions("requestState") => {
                 self.round_answered(request)
             }
-            (Some(Era::Legacy), Era::Modern) => match request.method {
+            (Some(Era::Legacy), Some(Era::Modern)) => match request.method {
                 Method::Subscribe | Method::Unsubscribe => {
                     // Taken into account as it is answered; the listen stream follows.
                     self.engine
@@ -90,21 +89,23 @@ impl Relay {
     /// The server's log level follows what the host asks for: a 2026-07-28 server's
     /// goes in every later request; a legacy server is told when it changes.
     fn follow_log_level(&mut self, level: LogLevel) {
-        let session = self.behind.session().clone();
-        match session.era() {
-            Era::Modern => {
-                let _ = session.set_logging_level(level.as_str()).now_or_never();
+        let changed = self.log_level != Some(level);
+        self.log_level = Some(level);
+        for session in self.servers.sessions() {
+            match session.era() {
+                Era::Modern => {
+                    let _ = session.set_logging_level(level.as_str()).now_or_never();
+                }
+                Era::Legacy if changed && session.check(Method::SetLoggingLevel).is_ok() => {
+                    self.background.push(
+                        async move {
+                            let _ = session.set_logging_level(level.as_str()).await;
+                        }
+                        .boxed(),
+                    );
+                }
+                Era::Legacy => {}
             }
-            Era::Legacy if self.log_level != Some(level) => {
-                self.log_level = Some(level);
-                self.background.push(
-                    async move {
-                        let _ = session.set_logging_level(level.as_str()).await;
-                    }
-                    .boxed(),
-                );
-            }
-            Era::Legacy => {}
         }
     }
 
@@ -165,11 +166,10 @@ impl Relay {
         }
     }
 
-    /// The server's result for host request `id`, as the host's era must get it.
-    pub(super) fn respond(&mut self, id: &RequestId, method: Method, raw: &RawValue) {
-        let across =
-            self.host_era() == Some(Era::Modern) && self.behind.session().era() == Era::Legacy;
-        if across {
+    /// The server's result for host request `id` (in legacy form when `legacy`), as the
+    /// host's era must get it.
+    pub(super) fn respond(&mut self, id: &RequestId, method: Method, raw: &RawValue, legacy: bool) {
+        if legacy && self.host_era() == Some(Era::Modern) {
             if let Cow::Owned(text) = modern_result(method, raw.get()) {
                 if let Ok(modern) = RawValue::from_string(text) {
                     self.engine.respond(id, &modern, &mut self.out);

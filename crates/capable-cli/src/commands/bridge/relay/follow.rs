@@ -1,6 +1,6 @@
 //! The server behind, followed: its notifications (to the host through the engine's
 //! table), what the host wants to hear of (kept open at the server in the server's
-//! era), its events (to the audit) and its restarts.
+//! era), its events (to the audit) and its restarts; or the many servers' events.
 
 use std::collections::BTreeSet;
 
@@ -13,27 +13,98 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
-use super::{Change, Relay};
+use capable::host::{HostEvent, ListKind, ServerState};
+
+use super::{Change, Relay, Servers};
 
 impl Relay {
     pub(super) fn on_behind(&mut self, change: Change) {
-        let name = self.behind.name().to_owned();
+        let Servers::One(behind) = &mut self.servers else {
+            return;
+        };
+        let name = behind.name().to_owned();
         match change {
             Change::Notification(n) => self.notify(&n.kind, &n.params),
             Change::Event(Ok(SessionEvent::Violation(v))) => self.audit.violation(&name, &v),
             Change::Event(Ok(SessionEvent::Notice(n))) => self.audit.server_notice(&name, &n),
-            Change::Event(Ok(SessionEvent::Closed(e))) => self.behind.ended(*e),
+            Change::Event(Ok(SessionEvent::Closed(e))) => behind.ended(*e),
             Change::Event(Ok(_)) | Change::Event(Err(broadcast::error::RecvError::Closed)) => {}
             Change::Event(Err(broadcast::error::RecvError::Lagged(missed))) => {
                 self.audit
                     .record("lagged", json!({"server": name, "missed": missed}));
             }
-            Change::Retry => self.behind.retry(),
+            Change::Retry => behind.retry(),
             Change::Connected(connected) => {
-                if self.behind.connected(*connected).is_some() {
+                if behind.connected(*connected).is_some() {
                     self.restarted();
                 }
             }
+        }
+    }
+
+    /// An event of the many servers behind: their states and lists (the merged view
+    /// changed: the host is told), their violations and notices (to the audit), their
+    /// notifications (to the host, through the engine's table).
+    pub(super) fn on_many(&mut self, event: Result<HostEvent, broadcast::error::RecvError>) {
+        let event = match event {
+            Ok(event) => event,
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                self.audit
+                    .record("lagged", json!({"server": "bridge", "missed": missed}));
+                return self.lists_changed();
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        match event {
+            HostEvent::State { server, state } => {
+                let more = match (&state, state.error()) {
+                    (ServerState::Restarting { attempt, delay, .. }, Some(error)) => json!({
+                        "attempt": attempt, "delayMs": delay.as_millis() as u64,
+                        "error": crate::secrets::scrub(&error.to_string()),
+                    }),
+                    (_, Some(error)) => json!({"error": crate::secrets::scrub(&error.to_string())}),
+                    (_, None) => json!({}),
+                };
+                self.audit.state(&server, state.name(), more);
+                self.lists_changed();
+            }
+            HostEvent::ListChanged { list, .. } => {
+                let changed = match list {
+                    ListKind::Tools => Notification::ToolsListChanged,
+                    ListKind::Resources => Notification::ResourcesListChanged,
+                    ListKind::Prompts => Notification::PromptsListChanged,
+                    _ => return,
+                };
+                let _ = self.engine.notify(&changed, &json!({}), &mut self.out);
+            }
+            HostEvent::ListFailed {
+                server,
+                list,
+                error,
+            } => {
+                let error = crate::secrets::scrub(&error.to_string()).into_owned();
+                self.audit.record(
+                    "list_failed",
+                    json!({"server": server, "list": list.to_string(), "error": error}),
+                );
+            }
+            HostEvent::Violation { server, violation } => self.audit.violation(&server, &violation),
+            HostEvent::Notice { server, notice } => self.audit.server_notice(&server, &notice),
+            HostEvent::Notification {
+                notification: n, ..
+            } if n.kind.list_changed().is_none() => self.notify(&n.kind, &n.params),
+            _ => {}
+        }
+    }
+
+    /// Every list the host was offered may have changed.
+    fn lists_changed(&mut self) {
+        for list in [
+            Notification::ToolsListChanged,
+            Notification::ResourcesListChanged,
+            Notification::PromptsListChanged,
+        ] {
+            let _ = self.engine.notify(&list, &json!({}), &mut self.out);
         }
     }
 
@@ -54,7 +125,7 @@ impl Relay {
                 | Withheld::NoRequest { .. }
                 | Withheld::NotListened { .. },
             ) => {}
-            Err(why) => self.audit.withheld(self.behind.name(), kind.name(), &why),
+            Err(why) => self.audit.withheld(self.servers.name(), kind.name(), &why),
         }
     }
 
@@ -62,10 +133,14 @@ impl Relay {
     /// listen stream (2026-07-28), or subscriptions (legacy, for a 2026-07-28 host; a
     /// legacy host's own subscribe requests reach the server as they are).
     pub(super) fn follow(&mut self, interest: Interest) {
-        match self.behind.session().era() {
-            Era::Modern => self.listen_for(interest),
-            Era::Legacy if self.host_era() == Some(Era::Modern) => self.subscribe_for(interest),
-            Era::Legacy => {}
+        match self.servers.era() {
+            Some(Era::Modern) => self.listen_for(interest),
+            Some(Era::Legacy) if self.host_era() == Some(Era::Modern) => {
+                self.subscribe_for(interest)
+            }
+            // A legacy host's own subscribe requests reach a legacy server; many
+            // servers offer no subscriptions, and tell of their lists by themselves.
+            _ => {}
         }
     }
 
@@ -80,13 +155,17 @@ impl Relay {
             self.opening = None;
             return;
         }
-        let session = self.behind.session().clone();
+        let Some(session) = self.servers.one().cloned() else {
+            return;
+        };
         self.opening = Some(async move { session.listen(&interest).await }.boxed());
     }
 
     fn subscribe_for(&mut self, interest: Interest) {
         let wanted: BTreeSet<String> = interest.resource_subscriptions.into_iter().collect();
-        let session = self.behind.session().clone();
+        let Some(session) = self.servers.one().cloned() else {
+            return;
+        };
         for uri in wanted.difference(&self.subscribed) {
             let (session, uri) = (session.clone(), uri.clone());
             self.background.push(
@@ -134,14 +213,16 @@ impl Relay {
         let error = crate::secrets::scrub(&e.to_string()).into_owned();
         self.audit.record(
             "listen_failed",
-            json!({"server": self.behind.name(), "error": error}),
+            json!({"server": self.servers.name(), "error": error}),
         );
     }
 
     /// The server behind came back: what the host listens for is asked again, and the
     /// host hears that the lists it declared may have changed.
     fn restarted(&mut self) {
-        let session = self.behind.session().clone();
+        let Some(session) = self.servers.one().cloned() else {
+            return;
+        };
         let interest = self.engine.interest();
         self.listening = Interest::default();
         self.subscribed.clear();
@@ -163,18 +244,10 @@ impl Relay {
         if session.capabilities() != &self.engine.config().capabilities {
             self.audit.record(
                 "capabilities_changed",
-                json!({"server": self.behind.name(), "now": session.capabilities(),
+                json!({"server": self.servers.name(), "now": session.capabilities(),
                     "host_has": self.engine.config().capabilities}),
             );
         }
-        for list in [
-            Notification::ToolsListChanged,
-            Notification::ResourcesListChanged,
-            Notification::PromptsListChanged,
-        ] {
-            let _ = self
-                .engine
-                .notify(&list, &Value::Object(Default::default()), &mut self.out);
-        }
+        self.lists_changed();
     }
 }

@@ -1,5 +1,6 @@
-//! One host, relayed to the server behind: the core's server engine faces the host, a
-//! [`Session`] the server; these files carry out what each side's rules decide.
+//! One host, relayed to the server behind — one [`Session`], or a config's servers as
+//! one (`many.rs`): the core's server engine faces the host; these files carry out what
+//! each side's rules decide.
 //!
 //! - A host request the engine lets through (the server declared its method) goes to
 //!   the session (which gates it again, against what was negotiated with the server)
@@ -20,6 +21,7 @@
 //! | `mod.rs` | the relay: exchanges, answers, progress, the next thing to act on |
 //! | `era.rs` | across eras: what the bridge answers itself, questions to the host, results to a 2026-07-28 host |
 //! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
+//! | `servers.rs` | one server or many, as the relay forwards to them |
 //!
 //! Everything happens on one task: the relay's state is owned, never locked; the
 //! host's transport calls [`Relay::receive`] with each message and [`Relay::next`] /
@@ -27,6 +29,9 @@
 
 mod era;
 mod follow;
+mod servers;
+
+pub use servers::Servers;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -39,7 +44,7 @@ use capable::core::server::{
     ClientRequest, Event, Interest, LogLevel, Rounds, ServerConfig, ServerConnection,
 };
 use capable::core::{Era, Method, Outbox};
-use capable::{CachePolicy, Error, ListenEvent, Listener, RequestOptions, Session};
+use capable::{CachePolicy, Error, ListenEvent, Listener, RequestOptions};
 use futures_util::future::{AbortHandle, Abortable, BoxFuture};
 use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, StreamExt};
@@ -47,7 +52,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::audit::Audit;
-use super::behind::{Behind, Change, Connect};
+use super::behind::Change;
 use super::forward::{host_error, upstream_params};
 use super::upstream::Ask;
 
@@ -67,6 +72,8 @@ struct Exchange {
     host: Option<RequestId>,
     method: Method,
     abort: AbortHandle,
+    /// Its answer comes in legacy form (a 2026-07-28 host gets what that era adds).
+    legacy_answer: bool,
 }
 
 /// Something the relay must act on (see [`Relay::next`]).
@@ -77,8 +84,10 @@ pub enum Wake {
     Progress(u64, ProgressParams),
     /// The server asks the host something.
     Ask(Ask),
-    /// Something of the server behind: a notification, an event, a restart.
+    /// Something of the one server behind: a notification, an event, a restart.
     Behind(Change),
+    /// Something of the many servers behind.
+    Many(Result<capable::host::HostEvent, tokio::sync::broadcast::error::RecvError>),
     /// A listen stream at the server was opened (or failed to).
     Opened(Result<Listener, Error>),
     /// Something arrived on the listen stream, or it ended.
@@ -93,7 +102,7 @@ pub enum Wake {
 pub struct Relay {
     engine: Engine,
     out: Outbox,
-    behind: Behind,
+    servers: Servers,
     forwards: FuturesUnordered<Abortable<Forward>>,
     exchanges: HashMap<u64, Exchange>,
     next_exchange: u64,
@@ -117,28 +126,23 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// A relay to `session` (brought back by `connect` when it goes away) for a host
-    /// whose questions come on `asks` (see [`super::upstream::options`]); the host is
-    /// offered exactly what the server declared, in either era, under the server's
-    /// name.
+    /// A relay to `servers` for a host whose questions come on `asks` (see
+    /// [`super::upstream::options`]); the host is offered what `config` declares (see
+    /// [`Servers::declaration`]), in either era.
     pub fn new(
-        name: &str,
-        session: Session,
-        connect: Connect,
+        servers: Servers,
+        config: ServerConfig,
         asks: mpsc::UnboundedReceiver<Ask>,
         ask_timeout: std::time::Duration,
         audit: Arc<Audit>,
     ) -> Relay {
-        let negotiated = session.negotiated();
-        let mut config = ServerConfig::new(negotiated.server_info.clone(), Value::Null);
-        config.capabilities = negotiated.capabilities.clone();
-        config.instructions = negotiated.instructions.clone();
+        let mut config = config;
         config.request_timeout = ask_timeout;
         let (progress_tx, progress_rx) = mpsc::unbounded_channel();
         Relay {
             engine: ServerConnection::new(config),
             out: Outbox::new(),
-            behind: Behind::new(name, session, connect, audit.clone()),
+            servers,
             forwards: FuturesUnordered::new(),
             exchanges: HashMap::new(),
             next_exchange: 0,
@@ -251,20 +255,16 @@ impl Relay {
                 let _ = tx.send((token, p.clone()));
             }) as capable::ProgressCallback
         });
-        let session = self.behind.session().clone();
-        // A 2026-07-28 host answers the server's questions itself and retries.
-        let pass_input_required = self.host_era() == Some(Era::Modern);
-        let exchange = async move {
-            let options = RequestOptions {
-                on_progress,
-                // The host asked: the server answers, whatever the cache holds.
-                cache: CachePolicy::Bypass,
-                pass_input_required,
-                ..RequestOptions::default()
-            };
-            let answer = session.request_payload(method, &params, options).await;
-            (token, answer)
+        let options = RequestOptions {
+            on_progress,
+            // The host asked: the server answers, whatever the cache holds.
+            cache: CachePolicy::Bypass,
+            // A 2026-07-28 host answers the server's questions itself and retries.
+            pass_input_required: self.host_era() == Some(Era::Modern),
+            ..RequestOptions::default()
         };
+        let (answer, legacy_answer) = self.servers.exchange(method, params, options);
+        let exchange = async move { (token, answer.await) };
         let (exchange, abort) = futures_util::future::abortable(exchange.boxed());
         self.exchanges.insert(
             token,
@@ -272,6 +272,7 @@ impl Relay {
                 host: Some(id),
                 method,
                 abort,
+                legacy_answer,
             },
         );
         self.forwards.push(exchange);
@@ -293,7 +294,7 @@ impl Relay {
             Some((token, p)) = self.progress_rx.recv() => Wake::Progress(token, p),
             Some(ask) = self.asks.recv() => Wake::Ask(ask),
             Some(()) = self.background.next(), if !self.background.is_empty() => Wake::Nothing,
-            change = self.behind.next() => Wake::Behind(change),
+            wake = self.servers.next() => wake,
             opened = poll_opening(&mut self.opening) => Wake::Opened(opened),
             listened = recv_listened(&mut self.listener) => Wake::Listened(listened),
             () = sleep_until(timer), if timer.is_some() => Wake::Timer,
@@ -313,6 +314,7 @@ impl Relay {
             Wake::Progress(token, p) => self.progress(token, &p),
             Wake::Ask(ask) => self.ask(ask),
             Wake::Behind(change) => self.on_behind(change),
+            Wake::Many(event) => self.on_many(event),
             Wake::Opened(opened) => self.opened(opened),
             Wake::Listened(listened) => self.listened(listened),
             Wake::Nothing => {}
@@ -348,6 +350,7 @@ impl Relay {
         let Some(Exchange {
             host: Some(id),
             method,
+            legacy_answer,
             ..
         }) = self.exchanges.remove(&token)
         else {
@@ -355,7 +358,7 @@ impl Relay {
         };
         let failed = match answer {
             Ok(payload) => match payload.raw_value() {
-                Ok(raw) => return self.respond(&id, method, raw),
+                Ok(raw) => return self.respond(&id, method, raw, legacy_answer),
                 Err(e) => RpcError {
                     code: codes::INTERNAL_ERROR,
                     message: format!("the server's answer is not valid JSON: {e}"),
@@ -380,9 +383,7 @@ impl Relay {
         drop(self.background);
         drop(self.listener);
         drop(self.opening);
-        if let Ok(session) = Arc::try_unwrap(self.behind.into_session()) {
-            session.close().await;
-        }
+        self.servers.close().await;
     }
 }
 
