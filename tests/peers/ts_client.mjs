@@ -3,7 +3,7 @@
 //   node tests/peers/ts_client.mjs SDK -- CMD ARGS…      the server is a stdio command (the bridge)
 //   node tests/peers/ts_client.mjs SDK --url URL         the server is Streamable HTTP at URL
 // SDK is v1 (the initialize handshake), v2 (its default, legacy) or v2-modern (auto: it probes
-// server/discover first). The host declares elicitation and accepts every question with
+// server/discover first). `--echo NAME` names the tool to call as echo (default `echo`). The host declares elicitation and accepts every question with
 // {"approve": true}. It connects, lists and calls what the server offers, and prints one JSON
 // object: what it saw. PEERS_DIR overrides the .peers folder.
 import path from "node:path";
@@ -19,6 +19,7 @@ const dash = rest.indexOf("--");
 const own = dash === -1 ? rest : rest.slice(0, dash);
 const url = own.includes("--url") ? own[own.indexOf("--url") + 1] : null;
 const command = dash === -1 ? [] : rest.slice(dash + 1);
+const echoTool = own.includes("--echo") ? own[own.indexOf("--echo") + 1] : "echo";
 
 const info = { name: `ts-sdk-${sdk}-host`, version: "1.0.0" };
 const accept = async () => ({ action: "accept", content: { approve: true } });
@@ -61,8 +62,8 @@ try {
   const caps = seen.capabilities || {};
   if (caps.tools) {
     seen.tools = (await client.listTools()).tools.map((t) => t.name);
-    if (seen.tools.includes("echo")) {
-      seen.echo = text(await client.callTool({ name: "echo", arguments: { message: "hi from ts" } }));
+    if (seen.tools.includes(echoTool)) {
+      seen.echo = text(await client.callTool({ name: echoTool, arguments: { message: "hi from ts" } }));
     }
     if (seen.tools.includes("confirm")) {
       seen.confirm = text(await client.callTool({ name: "confirm", arguments: {} }));

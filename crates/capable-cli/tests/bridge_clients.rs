@@ -284,3 +284,46 @@ fn stdio_hosts_in_front_of_http_servers_of_every_kind() {
         .unwrap()
         .starts_with("Acceptance instructions"));
 }
+
+#[test]
+fn real_clients_in_front_of_many_servers_with_colliding_names() {
+    if !peers_wanted(&[EVERYTHING_JS, PYTHON]) {
+        return;
+    }
+    let command = |cmd: Vec<String>| json!({"command": cmd[0], "args": cmd[1..]});
+    let config = json!({"mcpServers": {
+        "everything": command(servers::everything_stdio()),
+        "python": command(servers::python_stdio()),
+        "fixture": command(common::fixture("no-resources")),
+    }});
+    let file = common::TempFile::new("bridge-clients-many.json", &config.to_string());
+    // A legacy host and a 2026-07-28 one, each calling one server's own echo.
+    let (seen, _) = bridge_support::host(
+        "node",
+        &["tests/peers/ts_client.mjs", "v1", "--echo", "python/echo"],
+        &["--config", file.path()],
+    );
+    no_error(&seen);
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    for echo in ["everything/echo", "python/echo", "fixture/echo"] {
+        assert!(tools.contains(&echo), "{echo}: {tools:?}");
+    }
+    assert_eq!(seen["echo"], "hi from ts", "{seen}");
+    let (seen, _) = bridge_support::host(
+        "node",
+        &[
+            "tests/peers/ts_client.mjs",
+            "v2-modern",
+            "--echo",
+            "everything/echo",
+        ],
+        &["--config", file.path()],
+    );
+    assert_eq!(seen["protocolVersion"], "2026-07-28", "{seen}");
+    assert_eq!(seen["echo"], "Echo: hi from ts", "{seen}");
+}
