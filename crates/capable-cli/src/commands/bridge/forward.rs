@@ -3,6 +3,7 @@
 
 use capable::core::jsonrpc::{codes, Payload, RpcError};
 use capable::Error;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::exit::CliError;
@@ -18,10 +19,49 @@ const EXCHANGE_META: [&str; 5] = [
     "progressToken",
 ];
 
+/// A host request's params on their way to the server behind.
+#[derive(Debug)]
+pub enum Forwarded {
+    /// As the host sent them (they have no `_meta`): checked, never decoded.
+    AsSent(Box<RawValue>),
+    /// Less the host's own members of `_meta`.
+    Edited(Map<String, Value>),
+}
+
+impl Forwarded {
+    /// The params as an object, to edit (a name the server knows by another).
+    pub fn into_map(self) -> Map<String, Value> {
+        match self {
+            Forwarded::Edited(map) => map,
+            Forwarded::AsSent(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+        }
+    }
+}
+
+impl serde::Serialize for Forwarded {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Forwarded::AsSent(raw) => raw.serialize(s),
+            Forwarded::Edited(map) => map.serialize(s),
+        }
+    }
+}
+
 /// The params of a host request for the server behind: as the host sent them, less
 /// [`EXCHANGE_META`] (every other `_meta` member goes on: trace context, an
-/// extension's). An error for params that are no object.
-pub fn upstream_params(params: &Payload) -> Result<Map<String, Value>, RpcError> {
+/// extension's). Params without `_meta` (the usual request of a legacy host) go on as
+/// they came, checked but not decoded. An error for params that are no object.
+pub fn upstream_params(params: &Payload) -> Result<Forwarded, RpcError> {
+    if params.is_absent() {
+        return Ok(Forwarded::Edited(Map::new()));
+    }
+    if !params.mentions("_meta") {
+        if let Ok(raw) = params.raw_value() {
+            if raw.get().starts_with('{') {
+                return Ok(Forwarded::AsSent(raw.to_owned()));
+            }
+        }
+    }
     let mut map: Map<String, Value> = match params.decode_or_default::<Option<Map<String, Value>>>()
     {
         Ok(map) => map.unwrap_or_default(),
@@ -41,7 +81,7 @@ pub fn upstream_params(params: &Payload) -> Result<Map<String, Value>, RpcError>
             map.remove("_meta");
         }
     }
-    Ok(map)
+    Ok(Forwarded::Edited(map))
 }
 
 /// Implementation-defined codes (2026-07-28 leaves -32000 … -32019 to implementations;
@@ -108,15 +148,17 @@ mod tests {
             "progressToken": 7,
             "traceparent": "00-abc-def-01"
         }}));
+        let forwarded = |p: &Payload| serde_json::to_value(upstream_params(p).unwrap()).unwrap();
         assert_eq!(
-            Value::Object(upstream_params(&params).unwrap()),
+            forwarded(&params),
             json!({"name": "echo", "arguments": {"m": 1}, "_meta": {"traceparent": "00-abc-def-01"}})
         );
         let only_envelope = payload(json!({"uri": "a://b", "_meta": {"progressToken": "t"}}));
-        assert_eq!(
-            Value::Object(upstream_params(&only_envelope).unwrap()),
-            json!({"uri": "a://b"})
-        );
+        assert_eq!(forwarded(&only_envelope), json!({"uri": "a://b"}));
+        // Without `_meta`: as sent, not decoded.
+        let plain = payload(json!({"uri": "a://b", "x": [1, 2]}));
+        assert!(matches!(upstream_params(&plain), Ok(Forwarded::AsSent(_))));
+        assert_eq!(forwarded(&plain), json!({"uri": "a://b", "x": [1, 2]}));
         assert!(upstream_params(&payload(json!([1]))).is_err());
     }
 

@@ -10,10 +10,11 @@ use capable::core::{Era, Method};
 use capable::{Error, RequestOptions, Session};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::Wake;
 use crate::commands::bridge::behind::Behind;
+use crate::commands::bridge::forward::Forwarded;
 use crate::commands::bridge::many::Many;
 
 /// The server, or servers, behind the bridge.
@@ -51,7 +52,7 @@ impl Servers {
     pub fn exchange(
         &self,
         method: Method,
-        params: Map<String, Value>,
+        params: Forwarded,
         options: RequestOptions,
     ) -> (BoxFuture<'static, Result<Payload, Error>>, bool) {
         match self {
@@ -62,7 +63,7 @@ impl Servers {
                     async move { session.request_payload(method, &params, options).await }.boxed();
                 (answer, legacy)
             }
-            Servers::Many(many) => (many.exchange(method, params, options), true),
+            Servers::Many(many) => (many.exchange(method, params.into_map(), options), true),
         }
     }
 
