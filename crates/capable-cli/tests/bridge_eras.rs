@@ -25,13 +25,6 @@ fn bridge(profile: &str) -> Bridge {
     Bridge::start(&args)
 }
 
-fn upstream_methods(b: &Bridge) -> Vec<String> {
-    b.sent_upstream()
-        .iter()
-        .filter_map(|m| m["method"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// A request of a 2026-07-28 host declaring `capabilities`, with its envelope.
 fn modern(b: &mut Bridge, id: i64, method: &str, mut params: Value, capabilities: Value) -> Value {
     params["_meta"] = Bridge::meta(capabilities);
@@ -79,7 +72,7 @@ fn a_legacy_host_subscribes_and_is_asked_at_a_2026_server() {
             json!({"resourcesListChanged": true, "resourceSubscriptions": [MANUAL]})
         ]
     );
-    assert!(!upstream_methods(&b).contains(&"resources/subscribe".to_owned()));
+    assert_eq!(b.sent_upstream_count("resources/subscribe"), 0);
 
     // The server's input_required round: a request to the host, then the retry.
     b.send(
@@ -98,12 +91,11 @@ fn a_legacy_host_subscribes_and_is_asked_at_a_2026_server() {
         call["result"]["content"][0]["text"],
         r#"confirmed: action=accept content={"approve":true}"#
     );
-    let calls = b
-        .sent_upstream()
-        .into_iter()
-        .filter(|m| m["method"] == "tools/call")
-        .count();
-    assert_eq!(calls, 2, "the call and its retry");
+    assert_eq!(
+        b.sent_upstream_count("tools/call"),
+        2,
+        "the call and its retry"
+    );
 }
 
 #[test]
@@ -145,17 +137,12 @@ fn a_2026_host_listens_and_reads_at_a_legacy_server() {
         update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         4
     );
-    assert!(upstream_methods(&b).contains(&"resources/subscribe".to_owned()));
+    assert_eq!(b.sent_upstream_count("resources/subscribe"), 1);
     // The host ends its stream: the server's subscription ends too.
     b.send(
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}}),
     );
-    b.audit(); // (nothing to wait for but the server)
-    let until = std::time::Instant::now() + bridge_support::ANSWER;
-    while !upstream_methods(&b).contains(&"resources/unsubscribe".to_owned()) {
-        assert!(std::time::Instant::now() < until, "{}", b.stderr_text());
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    b.until_sent_upstream("resources/unsubscribe");
 }
 
 #[test]
@@ -185,12 +172,7 @@ fn a_legacy_servers_question_reaches_a_2026_host_as_an_input_required_round() {
         r#"confirmed: action=accept content={"approve":true}"#
     );
     // One call reached the server; the retry only carried the answer.
-    let calls = b
-        .sent_upstream()
-        .into_iter()
-        .filter(|m| m["method"] == "tools/call")
-        .count();
-    assert_eq!(calls, 1);
+    assert_eq!(b.sent_upstream_count("tools/call"), 1);
 
     // A host that did not declare elicitation is not asked: the server hears so.
     let plain = modern(
@@ -224,17 +206,11 @@ fn a_2026_hosts_log_level_reaches_a_legacy_server_as_set_level() {
     params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
     let call = b.request(2, "tools/call", params);
     assert_valid_result(MODERN, "CallToolResult", &call);
-    let until = std::time::Instant::now() + bridge_support::ANSWER;
-    let set = loop {
-        if let Some(set) = b
-            .sent_upstream()
-            .into_iter()
-            .find(|m| m["method"] == "logging/setLevel")
-        {
-            break set;
-        }
-        assert!(std::time::Instant::now() < until, "{}", b.stderr_text());
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    b.until_sent_upstream("logging/setLevel");
+    let set = b
+        .sent_upstream()
+        .into_iter()
+        .find(|m| m["method"] == "logging/setLevel")
+        .unwrap();
     assert_eq!(set["params"]["level"], "debug");
 }

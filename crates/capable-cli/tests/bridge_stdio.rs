@@ -99,12 +99,11 @@ fn a_server_that_breaks_its_declaration_is_a_violation_once_then_refused_locally
     );
     assert_eq!(second["error"]["code"], -32601, "{second}");
     assert_eq!(second["error"]["data"]["kind"], "capability_not_offered");
-    let subscribes = b
-        .sent_upstream()
-        .iter()
-        .filter(|m| m["method"] == "resources/subscribe")
-        .count();
-    assert_eq!(subscribes, 1, "the second was refused by the bridge");
+    assert_eq!(
+        b.sent_upstream_count("resources/subscribe"),
+        1,
+        "the second was refused by the bridge"
+    );
 }
 
 #[test]

@@ -201,6 +201,28 @@ impl Bridge {
             .collect()
     }
 
+    /// How many messages of `method` the bridge sent the server behind (`--trace`).
+    pub fn sent_upstream_count(&self, method: &str) -> usize {
+        self.sent_upstream()
+            .iter()
+            .filter(|m| m["method"] == method)
+            .count()
+    }
+
+    /// Waits until the bridge sent the server behind a message of `method`.
+    #[track_caller]
+    pub fn until_sent_upstream(&self, method: &str) {
+        let until = Instant::now() + ANSWER;
+        while self.sent_upstream_count(method) == 0 {
+            assert!(
+                Instant::now() < until,
+                "no {method} reached the server\n{}",
+                self.stderr_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The pid of the server behind, from the audit's `ready` line.
     #[track_caller]
     pub fn server_pid(&self) -> u32 {

@@ -93,7 +93,7 @@ impl Behind {
                 self.retry_at = None;
                 Change::Retry
             }
-            connected = connecting(&mut self.connecting) => Change::Connected(Box::new(connected)),
+            connected = take_ready(&mut self.connecting) => Change::Connected(Box::new(connected)),
         }
     }
 
@@ -190,14 +190,14 @@ pub async fn recv<T>(rx: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
     }
 }
 
-async fn connecting(
-    connecting: &mut Option<BoxFuture<'static, Result<Session, CliError>>>,
-) -> Result<Session, CliError> {
-    match connecting {
-        Some(connect) => {
-            let connected = connect.await;
-            *connecting = None;
-            connected
+/// The outcome of the future in `slot`, which is then emptied; pending for ever while
+/// there is none (cancel-safe: the future stays in its slot until it is done).
+pub async fn take_ready<T>(slot: &mut Option<BoxFuture<'static, T>>) -> T {
+    match slot {
+        Some(future) => {
+            let done = future.await;
+            *slot = None;
+            done
         }
         None => std::future::pending().await,
     }

@@ -44,6 +44,18 @@ pub struct Target {
     pub many: Option<(ConfigFile, Vec<String>)>,
 }
 
+impl Target {
+    /// The bridge stopped (`signal`: by one): the audit says so, and the exit follows.
+    pub fn stopped(&self, signal: Option<i32>) -> Result<(), crate::exit::CliError> {
+        self.audit
+            .state(&self.name, "stopped", serde_json::json!({}));
+        match signal {
+            Some(signal) => Err(crate::exit::CliError::Interrupted(signal)),
+            None => Ok(()),
+        }
+    }
+}
+
 /// One host: the greeter, then the relay (see the module documentation).
 pub struct Host {
     target: Arc<Target>,

@@ -364,14 +364,12 @@ impl Many {
         };
         match listed.or_else(templated) {
             Some(server) => Ok((server.clone(), self.session(method, &server)?)),
-            None => Err(Error::Rpc {
+            None => Err(answer_error(
                 method,
-                error: RpcError {
-                    code: codes::INVALID_PARAMS,
-                    message: format!("no server of this bridge offers {uri}"),
-                    data: Some(json!({"uri": uri})),
-                },
-            }),
+                codes::INVALID_PARAMS,
+                format!("no server of this bridge offers {uri}"),
+                Some(json!({"uri": uri})),
+            )),
         }
     }
 
@@ -392,13 +390,14 @@ impl Many {
     }
 
     fn session(&self, method: Method, server: &str) -> Result<Arc<Session>, Error> {
-        self.host.session(server).map_err(|e| Error::Rpc {
-            method,
-            error: RpcError {
-                code: super::forward::code::UNAVAILABLE,
-                message: e.to_string(),
-                data: Some(json!({"server": server})),
-            },
+        self.host.session(server).map_err(|e| {
+            let data = Some(json!({"server": server}));
+            answer_error(
+                method,
+                super::forward::code::UNAVAILABLE,
+                e.to_string(),
+                data,
+            )
         })
     }
 
@@ -410,12 +409,18 @@ impl Many {
 
 /// A request for something no server of the bridge offers.
 fn not_offered(method: Method, why: &str) -> Error {
+    answer_error(method, codes::INVALID_PARAMS, why.to_owned(), None)
+}
+
+/// The JSON-RPC error the bridge answers a request of `method` with, as the error of a
+/// server's answer (the relay passes it on as it is).
+fn answer_error(method: Method, code: i64, message: String, data: Option<Value>) -> Error {
     Error::Rpc {
         method,
         error: RpcError {
-            code: codes::INVALID_PARAMS,
-            message: why.to_owned(),
-            data: None,
+            code,
+            message,
+            data,
         },
     }
 }

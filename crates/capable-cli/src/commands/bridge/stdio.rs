@@ -48,11 +48,5 @@ pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
         }
     };
     host.close().await;
-    target
-        .audit
-        .state(&target.name, "stopped", serde_json::json!({}));
-    match stopped {
-        Some(signal) => Err(CliError::Interrupted(signal)),
-        None => Ok(()),
-    }
+    target.stopped(stopped)
 }

@@ -29,6 +29,8 @@
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 
+use crate::secrets::same;
+
 /// The cookie the token is exchanged for.
 pub const COOKIE: &str = "capable_ui";
 
@@ -70,16 +72,6 @@ pub fn random_secret() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Compares without stopping at the first differing byte, so the time taken says
-/// nothing about how much of a guess was right.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }
 
 impl Gate {

@@ -12,6 +12,8 @@
 
 use axum::http::{header, HeaderMap, StatusCode};
 
+use crate::secrets::same;
+
 /// The listener's rules.
 #[derive(Clone)]
 pub struct Gate {
@@ -68,15 +70,6 @@ impl Gate {
         }
         Ok(())
     }
-}
-
-/// Compares without stopping at the first differing byte.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }
 
 #[cfg(test)]

@@ -146,13 +146,7 @@ pub async fn serve(
         futures_util::future::join_all(tasks),
     )
     .await;
-    target
-        .audit
-        .state(&target.name, "stopped", serde_json::json!({}));
-    match stopped {
-        Some(signal) => Err(CliError::Interrupted(signal)),
-        None => Ok(()),
-    }
+    target.stopped(stopped)
 }
 
 async fn handle(

@@ -52,7 +52,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::audit::Audit;
-use super::behind::Change;
+use super::behind::{take_ready, Change};
 use super::forward::{host_error, upstream_params};
 use super::upstream::Ask;
 
@@ -295,7 +295,7 @@ impl Relay {
             Some(ask) = self.asks.recv() => Wake::Ask(ask),
             Some(()) = self.background.next(), if !self.background.is_empty() => Wake::Nothing,
             wake = self.servers.next() => wake,
-            opened = poll_opening(&mut self.opening) => Wake::Opened(opened),
+            opened = take_ready(&mut self.opening) => Wake::Opened(opened),
             listened = recv_listened(&mut self.listener) => Wake::Listened(listened),
             () = sleep_until(timer), if timer.is_some() => Wake::Timer,
         }
@@ -393,19 +393,6 @@ fn gone(why: &str) -> RpcError {
         code: codes::INTERNAL_ERROR,
         message: why.to_owned(),
         data: None,
-    }
-}
-
-async fn poll_opening(
-    opening: &mut Option<BoxFuture<'static, Result<Listener, Error>>>,
-) -> Result<Listener, Error> {
-    match opening {
-        Some(open) => {
-            let opened = open.await;
-            *opening = None;
-            opened
-        }
-        None => std::future::pending().await,
     }
 }
 
