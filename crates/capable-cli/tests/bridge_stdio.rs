@@ -80,6 +80,21 @@ fn the_host_is_offered_exactly_what_the_server_declared_and_nothing_else_reaches
 }
 
 #[test]
+fn a_line_that_is_no_message_is_answered_as_json_rpc_says_and_the_host_goes_on() {
+    let mut b = bridge(&[], "read-only");
+    b.initialize(V, json!({}));
+    b.send_line("{\"jsonrpc\": \"2.0\", \"id\": 1, \"meth");
+    let not_json = b.next();
+    assert_eq!(not_json["error"]["code"], -32700, "{not_json}");
+    assert!(not_json.get("id").is_none(), "{not_json}");
+    b.send_line(r#"{"jsonrpc": "2.0", "id": 2, "method": 7}"#);
+    assert_eq!(b.answer(2)["error"]["code"], -32600);
+    let read = b.request(3, "resources/read", json!({"uri": "docs://manual/current"}));
+    assert!(read["result"]["contents"].is_array(), "{read}");
+    assert_eq!(b.close(), Some(0));
+}
+
+#[test]
 fn a_server_that_breaks_its_declaration_is_a_violation_once_then_refused_locally() {
     let mut b = bridge(&["--trace"], "lying-subscribe");
     b.initialize(V, json!({}));

@@ -72,6 +72,9 @@ pub enum Outgoing {
         /// Its method.
         method: crate::server::ServerMethod,
     },
+    /// An error answer without an id: the peer's line was no message whose id could be
+    /// read (JSON-RPC's parse error, invalid request).
+    Refused,
 }
 
 /// A request the client wrote.
@@ -369,6 +372,12 @@ impl Outbox {
     pub fn write_error(&mut self, id: &RequestId, error: &RpcError) {
         jsonrpc::write_error(&mut self.bytes, id, error);
         self.wrote(Outgoing::Response { id: id.clone() });
+    }
+
+    /// Answers a line whose id could not be read with `error` ([`jsonrpc::write_refusal`]).
+    pub fn write_refusal(&mut self, error: &RpcError) {
+        jsonrpc::write_refusal(&mut self.bytes, error);
+        self.wrote(Outgoing::Refused);
     }
 }
 

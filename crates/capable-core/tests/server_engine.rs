@@ -688,3 +688,40 @@ fn the_tasks_extension_needs_both_sides() {
         Event::Request(_)
     ));
 }
+
+#[test]
+fn an_unreadable_line_is_answered_by_its_id_when_it_has_one_else_without() {
+    let mut s = Scripted::initialize(V.as_str(), json!({"tools": {}}), json!({}));
+    let Event::Request(call) = s.request(2, "tools/call", json!({"name": "slow"})) else {
+        panic!("not routed")
+    };
+    let unreadable = |s: &mut Scripted, line: &str| {
+        let error = Incoming::parse(line.as_bytes().to_vec()).expect_err(line);
+        assert!(matches!(
+            s.server
+                .handle_unreadable(line.as_bytes(), &error, &mut s.out),
+            Event::Handled
+        ));
+    };
+    unreadable(&mut s, "{\"jsonrpc\": \"2.0\", \"id\": 3, \"meth");
+    let no_json = s.refused(codes::PARSE_ERROR);
+    assert!(no_json.get("id").is_none(), "{no_json}");
+    for line in [
+        "[{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"ping\"}]",
+        "{\"a\": 1}",
+    ] {
+        unreadable(&mut s, line);
+        let refused = s.refused(codes::INVALID_REQUEST);
+        assert!(refused.get("id").is_none(), "{refused}");
+    }
+    unreadable(&mut s, r#"{"jsonrpc": "2.0", "id": 9, "method": 5}"#);
+    assert_eq!(s.refused(codes::INVALID_REQUEST)["id"], 9);
+    // Not answered: a malformed notification, an answer to nothing, and a request by
+    // the id of one in flight (whose own answer is still to come).
+    unreadable(&mut s, r#"{"jsonrpc": "2.0", "method": 5}"#);
+    unreadable(&mut s, r#"{"jsonrpc": "2.0", "id": 40}"#);
+    unreadable(&mut s, r#"{"jsonrpc": "2.0", "id": 2, "method": 5}"#);
+    assert!(s.written().is_empty());
+    assert!(s.server.is_in_flight(&call.id));
+    assert_eq!(s.server.take_notices().len(), 7);
+}

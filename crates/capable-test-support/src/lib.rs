@@ -454,6 +454,10 @@ pub fn assert_recorded(what: &Outgoing, message: &Value) {
             assert_eq!(message["id"], id(sent), "{message}");
             assert_eq!(message["method"], method.as_str(), "{message}");
         }
+        Outgoing::Refused => {
+            assert!(message.get("id").is_none(), "{message}");
+            assert!(message["error"]["code"].is_i64(), "{message}");
+        }
         other => panic!("an unknown record {other:?}"),
     }
 }

@@ -82,8 +82,13 @@ impl Bridge {
 
     /// Writes one message to the bridge.
     pub fn send(&mut self, message: Value) {
+        self.send_line(&message.to_string());
+    }
+
+    /// Writes one line to the bridge, whatever it is.
+    pub fn send_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{message}").expect("write to the bridge");
+        writeln!(stdin, "{line}").expect("write to the bridge");
         stdin.flush().expect("flush");
     }
 

@@ -34,7 +34,8 @@ pub use payload::Payload;
 pub(crate) use write::write_method_request;
 pub(crate) use write::write_name;
 pub use write::{
-    write_error, write_notification, write_request, write_request_with_meta, write_result, Params,
+    write_error, write_notification, write_refusal, write_request, write_request_with_meta,
+    write_result, Params,
 };
 
 /// A request id. MCP forbids `null`; capable issues integers and accepts strings from

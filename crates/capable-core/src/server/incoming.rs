@@ -68,10 +68,26 @@ impl<W> ServerConnection<W> {
         }
     }
 
-    /// A line that is not a usable message (`error` says why). When it answers one of
-    /// the server's requests (a response too malformed to read), that request fails
-    /// at once; anything else is skipped with a notice.
-    pub fn handle_unreadable(&mut self, line: &[u8], error: &FramingError) -> Event<W> {
+    /// A line that is not a usable message (`error` says why), skipped with a notice.
+    /// When it answers one of the server's requests (a response too malformed to
+    /// read), that request fails at once. When it asks something, it is answered as
+    /// JSON-RPC says: `-32600` to a request whose id can be read (unless a request by
+    /// that id is in flight), else without an id, `-32700` when the line is no JSON
+    /// and `-32600` when it is JSON but no message (a batch among them). A malformed
+    /// notification or answer to nothing is not answered.
+    pub fn handle_unreadable(
+        &mut self,
+        line: &[u8],
+        error: &FramingError,
+        out: &mut Outbox,
+    ) -> Event<W> {
+        #[derive(Deserialize)]
+        struct Loose {
+            #[serde(default)]
+            id: Option<RequestId>,
+            #[serde(default)]
+            method: Option<serde::de::IgnoredAny>,
+        }
         if let Some(RequestId::Number(n)) = jsonrpc::answered_id(line) {
             if self.outbound.contains_key(&n) {
                 let unreadable = RpcError {
@@ -85,6 +101,35 @@ impl<W> ServerConnection<W> {
         self.notices.push(ClientNotice::SkippedLine {
             reason: error.to_string(),
         });
+        if self.phase.is_closed() {
+            return Event::Handled;
+        }
+        let invalid = |what: &str| RpcError {
+            code: codes::INVALID_REQUEST,
+            message: format!("{what}: {error}"),
+            data: None,
+        };
+        match serde_json::from_slice::<Loose>(line) {
+            Ok(Loose {
+                id: Some(id),
+                method: Some(_),
+            }) => {
+                if !self.inbound.contains_key(&id) {
+                    out.write_error(&id, &invalid("not a valid request"));
+                }
+            }
+            Ok(Loose {
+                id: None,
+                method: None,
+            }) => out.write_refusal(&invalid("not a JSON-RPC message")),
+            Ok(_) => {}
+            Err(e) if e.is_syntax() || e.is_eof() => out.write_refusal(&RpcError {
+                code: codes::PARSE_ERROR,
+                message: error.to_string(),
+                data: None,
+            }),
+            Err(_) => out.write_refusal(&invalid("not a JSON-RPC message")),
+        }
         Event::Handled
     }
 

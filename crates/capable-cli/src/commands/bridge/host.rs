@@ -86,7 +86,7 @@ impl Host {
             Err(e) => match &mut self.relay {
                 Some(relay) => relay.unreadable(&line, &e),
                 None => {
-                    let _ = self.greeter.handle_unreadable(&line, &e);
+                    let _ = self.greeter.handle_unreadable(&line, &e, &mut self.out);
                     self.audit_greeter();
                 }
             },

@@ -174,7 +174,7 @@ impl Relay {
 
     /// A line from the host that is no usable message.
     pub fn unreadable(&mut self, line: &[u8], error: &FramingError) {
-        let event = self.engine.handle_unreadable(line, error);
+        let event = self.engine.handle_unreadable(line, error, &mut self.out);
         self.on_event(event);
     }
 
