@@ -209,8 +209,10 @@ fn echo(f: &Fixture, id: &RequestId, params: &Value, modern: bool) {
 /// `confirm`: asks the client to confirm, as each era asks — a legacy client with an
 /// `elicitation/create` request (its answer completes the call, see
 /// `Fixture::answer_elicitation`), a 2026-07-28 client with an `input_required` result
-/// whose retry carries the answer.
-fn confirm(f: &Fixture, id: RequestId, params: &Value, modern: bool) {
+/// whose retry carries the answer. With argument `giveUpAfterMs` a legacy client's
+/// question is cancelled (`notifications/cancelled`) unanswered after that long, and
+/// the call says so.
+fn confirm(f: &Arc<Fixture>, id: RequestId, params: &Value, modern: bool) {
     if modern {
         let declared = params
             .pointer("/_meta/io.modelcontextprotocol~1clientCapabilities/elicitation")
@@ -238,11 +240,15 @@ fn confirm(f: &Fixture, id: RequestId, params: &Value, modern: bool) {
             ),
         };
     }
+    let give_up = params
+        .pointer("/arguments/giveUpAfterMs")
+        .and_then(Value::as_u64)
+        .map(Duration::from_millis);
     let asked = f.engine(|s, out| {
         s.request(
             ServerMethod::Elicit,
             &confirm_request(),
-            None,
+            give_up,
             id.clone(),
             Instant::now(),
             out,
@@ -250,7 +256,21 @@ fn confirm(f: &Fixture, id: RequestId, params: &Value, modern: bool) {
         .map_err(|(why, _)| why)
     });
     match asked {
-        (Ok(_), bytes) => f.write(&bytes),
+        (Ok(_), bytes) => {
+            f.write(&bytes);
+            if let Some(after) = give_up {
+                let f = f.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(after);
+                    let (expired, bytes) = f.engine(|s, out| s.handle_timeout(Instant::now(), out));
+                    f.write(&bytes);
+                    let gave_up = json!({"content": [{"type": "text", "text": "no answer in time: the question was withdrawn"}], "isError": true});
+                    for call in expired {
+                        f.result(&call.waiter, &gave_up);
+                    }
+                });
+            }
+        }
         (Err(_), _) => f.result(
             &id,
             &json!({"content": [{"type": "text", "text": "this client cannot be asked for input"}], "isError": true}),

@@ -1,17 +1,29 @@
 //! Legacy server requests (elicitation, sampling, roots), answered by the host's
 //! handlers: one task per request, so a slow answer (a person typing) never blocks
-//! reading.
+//! reading. A request the server cancels (`notifications/cancelled`) has its task
+//! dropped: the handler's future with it, and no answer is sent.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use capable_core::RequestId;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
 
 use super::Driver;
 
-/// A request from the server that the host handles (legacy era), answered by the
-/// host's [`InputHandlers`](crate::input::InputHandlers).
+/// What the reader hands the input task, in the order it read it.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// A request from the server that the host handles (legacy era), answered by the
+    /// host's [`InputHandlers`](crate::input::InputHandlers).
+    Request(Box<ServerRequest>),
+    /// The server cancelled its request by this id.
+    Withdrawn(RequestId),
+}
+
+/// A request from the server for the host's handlers.
 #[derive(Debug)]
 pub(crate) struct ServerRequest {
     pub(crate) id: RequestId,
@@ -21,18 +33,31 @@ pub(crate) struct ServerRequest {
 
 pub(crate) async fn run_input(
     shared: Arc<Driver>,
-    mut requests: mpsc::UnboundedReceiver<Box<ServerRequest>>,
+    mut inputs: mpsc::UnboundedReceiver<Input>,
     handlers: crate::input::InputHandlers,
 ) {
-    while let Some(req) = requests.recv().await {
+    let mut running: HashMap<RequestId, AbortHandle> = HashMap::new();
+    while let Some(input) = inputs.recv().await {
+        running.retain(|_, task| !task.is_finished());
+        let req = match input {
+            Input::Request(req) => req,
+            Input::Withdrawn(id) => {
+                if let Some(task) = running.remove(&id) {
+                    task.abort();
+                }
+                continue;
+            }
+        };
         let shared = shared.clone();
         let handlers = handlers.clone();
-        tokio::spawn(async move {
+        let id = req.id.clone();
+        let task = tokio::spawn(async move {
             let answer = handlers.answer(&req.method, req.params).await;
             shared.write_with(|st| match &answer {
                 Ok(result) => st.conn.respond(&req.id, result, &mut st.out),
                 Err(error) => st.conn.respond_error(&req.id, error, &mut st.out),
             });
         });
+        running.insert(id, task.abort_handle());
     }
 }
