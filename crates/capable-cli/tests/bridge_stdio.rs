@@ -190,6 +190,23 @@ fn the_servers_question_is_put_to_a_host_that_declared_it_and_its_answer_goes_ba
         .to_owned();
     assert_eq!(text, r#"confirmed: action=accept content={"approve":true}"#);
 
+    // A question the server withdraws is withdrawn from the host too.
+    b.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "confirm", "arguments": {"giveUpAfterMs": 100}}}));
+    let ask = b.next();
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(b.answer(2)["result"]["isError"], true);
+    // The call's answer and the cancellation are on their ways at once.
+    let withdrawn = match b.seen.pop() {
+        Some(seen) => seen,
+        None => b.next(),
+    };
+    assert_eq!(
+        withdrawn["method"], "notifications/cancelled",
+        "{withdrawn}"
+    );
+    assert_eq!(withdrawn["params"]["requestId"], ask["id"]);
+
     // A host that did not declare elicitation is never asked.
     let mut b = bridge(&[], "elicit");
     b.initialize(V, json!({}));

@@ -4,6 +4,7 @@
 //! sampling, roots) is put to the host — proposing the host's version first, under the
 //! host's name.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use capable::core::server::{Hello, ServerMethod};
@@ -17,8 +18,19 @@ use super::behind::Connect;
 use crate::commands::Context;
 use crate::flags::ServerArgs;
 
+/// What the server behind does with a question for the host.
+pub enum Asked {
+    /// It asks.
+    Ask(Ask),
+    /// Question `token` ([`Ask::token`]) is over at the server: answered, or given up
+    /// (the server cancelled it, the session ended).
+    Over(u64),
+}
+
 /// A question of the server behind for the host, and where its answer goes.
 pub struct Ask {
+    /// Which question this is, for [`Asked::Over`].
+    pub token: u64,
     /// The server's method.
     pub method: ServerMethod,
     /// Its params, as the server sent them.
@@ -30,7 +42,7 @@ pub struct Ask {
 /// The client options for the server behind a host that said `hello`: the global
 /// flags' (timeouts, limits, `--trace`, `--lenient`), with the host's declaration,
 /// version and identity in place of capable's own.
-pub fn options(ctx: &Context, hello: &Hello, asks: &mpsc::UnboundedSender<Ask>) -> ClientOptions {
+pub fn options(ctx: &Context, hello: &Hello, asks: &mpsc::UnboundedSender<Asked>) -> ClientOptions {
     let mut options = ctx.options();
     let declared = &hello.capabilities;
     let ask = |method| Some(ask_host(asks.clone(), method));
@@ -75,8 +87,17 @@ pub fn connector(ctx: &Context, server: &ServerArgs, options: ClientOptions) -> 
     })
 }
 
-/// A handler that asks the host `method` and waits for its answer.
-fn ask_host(asks: mpsc::UnboundedSender<Ask>, method: ServerMethod) -> Handler {
+/// A handler that asks the host `method` and waits for its answer. However it ends
+/// (answered, or dropped when the server cancels its question), it says so.
+fn ask_host(asks: mpsc::UnboundedSender<Asked>, method: ServerMethod) -> Handler {
+    /// Says [`Asked::Over`] when dropped.
+    struct Over(mpsc::UnboundedSender<Asked>, u64);
+    impl Drop for Over {
+        fn drop(&mut self) {
+            let _ = self.0.send(Asked::Over(self.1));
+        }
+    }
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     Arc::new(move |params| {
         let asks = asks.clone();
         Box::pin(async move {
@@ -86,16 +107,17 @@ fn ask_host(asks: mpsc::UnboundedSender<Ask>, method: ServerMethod) -> Handler {
                 message: "the host is gone".into(),
                 data: None,
             };
-            if asks
-                .send(Ask {
-                    method,
-                    params,
-                    reply,
-                })
-                .is_err()
-            {
+            let token = NEXT.fetch_add(1, Ordering::Relaxed);
+            let ask = Ask {
+                token,
+                method,
+                params,
+                reply,
+            };
+            if asks.send(Asked::Ask(ask)).is_err() {
                 return Err(gone());
             }
+            let _over = Over(asks, token);
             answer.await.unwrap_or_else(|_| Err(gone()))
         })
     })

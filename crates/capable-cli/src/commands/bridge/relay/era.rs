@@ -118,8 +118,23 @@ impl Relay {
         let sent =
             self.engine
                 .request(ask.method, &ask.params, None, ask.reply, now, &mut self.out);
-        if let Err((why, reply)) = sent {
-            let _ = reply.send(Err(cannot_ask(&why)));
+        match sent {
+            Ok(id) => {
+                self.questions.insert(ask.token, id);
+            }
+            Err((why, reply)) => {
+                let _ = reply.send(Err(cannot_ask(&why)));
+            }
+        }
+    }
+
+    /// Question `token` is over at the server: if the host still has it (the server
+    /// cancelled it), the host is told to give it up. A 2026-07-28 host's round just
+    /// ends unused when it answers.
+    pub(super) fn ask_over(&mut self, token: u64) {
+        if let Some(id) = self.questions.remove(&token) {
+            let reason = "the server withdrew its question";
+            let _ = self.engine.cancel(id, reason, &mut self.out);
         }
     }
 

@@ -112,8 +112,8 @@ impl Relay {
     pub(super) fn notify(&mut self, kind: &Notification, params: &Value) {
         match self.engine.notify(kind, params, &mut self.out) {
             Ok(()) => {}
-            // The server's own cancellation of a question it asked the host: the
-            // host's answer will simply not be used.
+            // The server's own cancellation of a question it asked the host: its
+            // handler ends, and the host is told then (see `Relay::ask_over`).
             Err(Withheld::EngineOnly { .. }) if matches!(kind, Notification::Cancelled { .. }) => {}
             // What the session noticed already (an undeclared notification, an update
             // nobody subscribed to), and ordinary filtering (a log line below the level

@@ -10,7 +10,8 @@
 //!   it there too. The server's progress goes to the host under the host's token.
 //! - A question of the server (elicitation, sampling, roots) goes to the host as its
 //!   era asks: a request of the engine's (legacy), or an `input_required` result whose
-//!   retry carries the answer (2026-07-28); gated by what the host declared.
+//!   retry carries the answer (2026-07-28); gated by what the host declared. A legacy
+//!   host's question the server cancels is cancelled at the host too.
 //! - The server's notifications pass the engine's table (only what the server declared,
 //!   only to a host that subscribed or listens); what the host wants to hear of is kept
 //!   open at the server, in the server's era.
@@ -54,7 +55,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::audit::Audit;
 use super::behind::{take_ready, Change};
 use super::forward::{host_error, upstream_params};
-use super::upstream::Ask;
+use super::upstream::{Ask, Asked};
 
 /// Where the host's answer to a question of the server's goes.
 type Reply = oneshot::Sender<Result<Value, RpcError>>;
@@ -84,6 +85,8 @@ pub enum Wake {
     Progress(u64, ProgressParams),
     /// The server asks the host something.
     Ask(Ask),
+    /// A question of the server's is over there (see [`Asked::Over`]).
+    AskOver(u64),
     /// Something of the one server behind: a notification, an event, a restart.
     Behind(Change),
     /// Something of the many servers behind.
@@ -110,8 +113,10 @@ pub struct Relay {
     background: FuturesUnordered<BoxFuture<'static, ()>>,
     progress_tx: mpsc::UnboundedSender<(u64, ProgressParams)>,
     progress_rx: mpsc::UnboundedReceiver<(u64, ProgressParams)>,
-    asks: mpsc::UnboundedReceiver<Ask>,
+    asks: mpsc::UnboundedReceiver<Asked>,
     ask_timeout: std::time::Duration,
+    /// The engine's id of each question put to a legacy host, by its token.
+    questions: HashMap<u64, i64>,
     /// The server's questions a 2026-07-28 host has, as `input_required` rounds.
     rounds: Rounds<Reply>,
     /// The listen stream open at the server (2026-07-28), and the interest it serves.
@@ -132,7 +137,7 @@ impl Relay {
     pub fn new(
         servers: Servers,
         config: ServerConfig,
-        asks: mpsc::UnboundedReceiver<Ask>,
+        asks: mpsc::UnboundedReceiver<Asked>,
         ask_timeout: std::time::Duration,
         audit: Arc<Audit>,
     ) -> Relay {
@@ -151,6 +156,7 @@ impl Relay {
             progress_rx,
             asks,
             ask_timeout,
+            questions: HashMap::new(),
             rounds: Rounds::default(),
             listener: None,
             listening: Interest::default(),
@@ -292,7 +298,10 @@ impl Relay {
                 Err(_) => Wake::Nothing,
             },
             Some((token, p)) = self.progress_rx.recv() => Wake::Progress(token, p),
-            Some(ask) = self.asks.recv() => Wake::Ask(ask),
+            Some(asked) = self.asks.recv() => match asked {
+                Asked::Ask(ask) => Wake::Ask(ask),
+                Asked::Over(token) => Wake::AskOver(token),
+            },
             Some(()) = self.background.next(), if !self.background.is_empty() => Wake::Nothing,
             wake = self.servers.next() => wake,
             opened = take_ready(&mut self.opening) => Wake::Opened(opened),
@@ -313,6 +322,7 @@ impl Relay {
             }
             Wake::Progress(token, p) => self.progress(token, &p),
             Wake::Ask(ask) => self.ask(ask),
+            Wake::AskOver(token) => self.ask_over(token),
             Wake::Behind(change) => self.on_behind(change),
             Wake::Many(event) => self.on_many(event),
             Wake::Opened(opened) => self.opened(opened),
