@@ -80,7 +80,7 @@ fn the_host_is_offered_exactly_what_the_server_declared_and_nothing_else_reaches
 }
 
 #[test]
-fn a_line_that_is_no_message_is_answered_as_json_rpc_says_and_the_host_goes_on() {
+fn unreadable_lines_are_answered_as_json_rpc_says_and_batches_taken_only_in_2025_03_26() {
     let mut b = bridge(&[], "read-only");
     b.initialize(V, json!({}));
     b.send_line("{\"jsonrpc\": \"2.0\", \"id\": 1, \"meth");
@@ -89,8 +89,25 @@ fn a_line_that_is_no_message_is_answered_as_json_rpc_says_and_the_host_goes_on()
     assert!(not_json.get("id").is_none(), "{not_json}");
     b.send_line(r#"{"jsonrpc": "2.0", "id": 2, "method": 7}"#);
     assert_eq!(b.answer(2)["error"]["code"], -32600);
-    let read = b.request(3, "resources/read", json!({"uri": "docs://manual/current"}));
+    // Batches went with 2025-03-26.
+    b.send_line(r#"[{"jsonrpc": "2.0", "id": 3, "method": "ping"}]"#);
+    assert_eq!(b.next()["error"]["code"], -32600);
+    let read = b.request(4, "resources/read", json!({"uri": "docs://manual/current"}));
     assert!(read["result"]["contents"].is_array(), "{read}");
+    assert_eq!(b.close(), Some(0));
+
+    // A 2025-03-26 host may batch: each message is answered.
+    let mut b = bridge(&[], "read-only");
+    b.initialize(ProtocolVersion::V2025_03_26, json!({}));
+    b.send(json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "docs://manual/current"}},
+        {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    ]));
+    let mut answers = [b.next(), b.next()];
+    answers.sort_by_key(|a| a["id"].as_i64());
+    assert!(answers[0]["result"]["contents"].is_array(), "{answers:?}");
+    assert_eq!(answers[1]["result"], json!({}));
     assert_eq!(b.close(), Some(0));
 }
 

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use capable::core::jsonrpc::Incoming;
+use capable::core::jsonrpc::{split_batch, FramingError, Incoming};
 use capable::core::model::Implementation;
 use capable::core::server::{Hello, ServerConfig, ServerConnection};
 use capable::core::Outbox;
@@ -83,13 +83,30 @@ impl Host {
     pub async fn line(&mut self, line: bytes::Bytes) {
         match Incoming::parse(line.clone()) {
             Ok(msg) => self.message(msg).await,
-            Err(e) => match &mut self.relay {
-                Some(relay) => relay.unreadable(&line, &e),
-                None => {
-                    let _ = self.greeter.handle_unreadable(&line, &e, &mut self.out);
-                    self.audit_greeter();
+            // A 2025-03-26 host may send a batch: each of its messages in turn (a
+            // batch in it is unreadable). Each is answered on a line of its own.
+            Err(FramingError::Batch) if self.relay.as_ref().is_some_and(Relay::accepts_batches) => {
+                let Some(items) = split_batch(&line) else {
+                    return self.unreadable(&line, &FramingError::Batch);
+                };
+                for item in items {
+                    match Incoming::parse(item.clone()) {
+                        Ok(msg) => self.message(msg).await,
+                        Err(e) => self.unreadable(&item, &e),
+                    }
                 }
-            },
+            }
+            Err(e) => self.unreadable(&line, &e),
+        }
+    }
+
+    fn unreadable(&mut self, line: &[u8], error: &FramingError) {
+        match &mut self.relay {
+            Some(relay) => relay.unreadable(line, error),
+            None => {
+                let _ = self.greeter.handle_unreadable(line, error, &mut self.out);
+                self.audit_greeter();
+            }
         }
     }
 

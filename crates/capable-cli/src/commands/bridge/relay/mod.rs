@@ -184,6 +184,11 @@ impl Relay {
         self.on_event(event);
     }
 
+    /// Whether the host may send batches (a 2025-03-26 session).
+    pub fn accepts_batches(&self) -> bool {
+        self.engine.accepts_batches()
+    }
+
     /// The era the host speaks, once known.
     fn host_era(&self) -> Option<Era> {
         self.engine.phase().era()
