@@ -288,6 +288,18 @@ fn a_server_that_crashes_mid_call_fails_that_call_and_the_host_is_told_why() {
 }
 
 #[test]
+fn a_server_that_hangs_times_out_for_the_host_and_hears_the_cancellation() {
+    let mut b = bridge(&["--trace", "--timeout", "300ms"], "hang");
+    b.initialize(V, json!({}));
+    let failed = b.request(1, "resources/read", json!({"uri": "docs://manual/current"}));
+    assert_eq!(failed["error"]["data"]["kind"], "timeout", "{failed}");
+    b.until_sent_upstream("notifications/cancelled");
+    // The bridge goes on.
+    assert_eq!(b.request(2, "ping", json!({}))["result"], json!({}));
+    assert_eq!(b.close(), Some(0));
+}
+
+#[test]
 fn a_host_that_leaves_ends_the_bridge_and_its_server() {
     let log = common::TempFile::new("bridge-audit.jsonl", "");
     let mut b = bridge(&["--audit-log", log.path()], "hang");
