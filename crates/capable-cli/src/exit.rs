@@ -41,6 +41,9 @@ pub enum CliError {
     /// A signal stopped the command; the session was closed in order.
     #[error("stopped by signal {0}; the server was shut down")]
     Interrupted(i32),
+    /// A signal stopped a command that talks to no server of its own (`auth`).
+    #[error("stopped by signal {0}")]
+    Stopped(i32),
     /// Nobody reads stdout any more (`| head`): the command stopped quietly.
     #[error("the output was closed")]
     OutputClosed,
@@ -152,9 +155,10 @@ impl CliError {
             CliError::NotOffered(_) => Class::NotOffered,
             CliError::Violations(_) => Class::Violation,
             CliError::Client(e) => Class::of_client(e),
-            CliError::Interrupted(_) | CliError::OutputClosed | CliError::Unhealthy { .. } => {
-                Class::Unexpected
-            }
+            CliError::Interrupted(_)
+            | CliError::Stopped(_)
+            | CliError::OutputClosed
+            | CliError::Unhealthy { .. } => Class::Unexpected,
         }
     }
 
@@ -162,7 +166,9 @@ impl CliError {
     /// output any more.
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::Interrupted(signal) => crate::signals::exit_code(*signal),
+            CliError::Interrupted(signal) | CliError::Stopped(signal) => {
+                crate::signals::exit_code(*signal)
+            }
             CliError::OutputClosed => 0,
             CliError::Unhealthy { code, .. } => *code,
             _ => self.class().code(),
@@ -172,7 +178,7 @@ impl CliError {
     /// A stable machine-readable kind for `--json`.
     pub fn kind(&self) -> &'static str {
         match self {
-            CliError::Interrupted(_) => "interrupted",
+            CliError::Interrupted(_) | CliError::Stopped(_) => "interrupted",
             CliError::OutputClosed => "output_closed",
             CliError::Unhealthy { .. } => "unhealthy",
             _ => self.class().kind(),
@@ -207,7 +213,10 @@ impl CliError {
             Error::Violation(_) => "report it to the server's author with `capable --json` output as evidence".into(),
             Error::ListTooLong { .. } => "raise --max-pages or --max-items if the list is really that long".into(),
             Error::Auth(a) if a.is_authorization_required() => {
-                "log in on a terminal with `capable auth login` and the same --url or --server (or --login paste|headless here)".into()
+                "log in on a terminal with `capable auth login` and the same --url or --server (or --login paste|headless|device here)".into()
+            }
+            Error::Auth(capable::auth::AuthError::InsufficientScope(_)) => {
+                "log in again asking for the scope the server needs: `capable auth login --scope SCOPE` with the same --url or --server (--scope adds to what the server lists)".into()
             }
             Error::Http { status: 401 | 403, .. } => {
                 "`capable auth login` with the same --url or --server stores a token, or pass --header 'Authorization: …'".into()
@@ -276,6 +285,7 @@ mod tests {
     fn authorization_required_has_its_own_code() {
         let required = Error::Auth(capable::auth::AuthError::AuthorizationRequired {
             server: "https://mcp.test/mcp".into(),
+            why: capable::auth::Required::NoToken,
         });
         assert_eq!(code(required.clone()), (8, "authorization_required"));
         assert!(CliError::Client(required)
@@ -284,6 +294,16 @@ mod tests {
             .contains("capable auth login"));
         let failed = Error::Auth(capable::auth::AuthError::Refused("no".into()));
         assert_eq!(code(failed), (8, "authorization_failed"));
+        let scope = Error::Auth(capable::auth::AuthError::InsufficientScope(
+            capable::auth::ScopeRefusal {
+                challenged: vec![],
+                held: vec!["mcp:read".into()],
+                description: Some("Required scope: mcp:write".into()),
+                step_ups: 0,
+            },
+        ));
+        assert_eq!(code(scope.clone()), (8, "authorization_failed"));
+        assert!(CliError::Client(scope).hint().unwrap().contains("--scope"));
     }
 
     #[test]

@@ -96,7 +96,8 @@ pub struct AuthFlags {
     /// How to log in when a server asks for authorization: `auto` (the browser on a
     /// terminal, else fail with "authorization required"), `browser`, `paste` (print
     /// the URL, paste where the browser lands), `headless` (follow the authorization
-    /// redirects without a browser), `never`.
+    /// redirects without a browser), `device` (enter a code on any device: no browser
+    /// or loopback needed here, as over SSH), `never`.
     #[arg(
         long,
         global = true,
@@ -115,6 +116,12 @@ pub struct AuthFlags {
     /// Its secret (prefer a config entry with `${VAR}`: flags show in `ps`).
     #[arg(long, global = true, value_name = "SECRET")]
     pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint: `client_secret_basic`,
+    /// `client_secret_post`, `none` (a pre-registered client's method, or the one a
+    /// dynamic registration asks for; default: a public client, or what the server
+    /// supports).
+    #[arg(long, global = true, value_name = "METHOD", value_parser = ["client_secret_basic", "client_secret_post", "none", "private_key_jwt"])]
+    pub token_endpoint_auth_method: Option<String>,
     /// The HTTPS URL of a client ID metadata document to identify as.
     #[arg(long, global = true, value_name = "URL")]
     pub client_metadata_url: Option<String>,
@@ -122,8 +129,18 @@ pub struct AuthFlags {
     #[arg(long = "scope", global = true, value_name = "SCOPE")]
     pub scopes: Vec<String>,
     /// The loopback port of the login redirect (for clients registered with one).
-    #[arg(long, global = true, value_name = "PORT")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PORT",
+        conflicts_with = "redirect_uri"
+    )]
     pub callback_port: Option<u16>,
+    /// The whole redirect URI of a client registered with a fixed one
+    /// (`http://localhost:8080/oauth/callback`: listened on at that host, port and
+    /// path).
+    #[arg(long, global = true, value_name = "URI")]
+    pub redirect_uri: Option<String>,
 }
 
 /// `--login` values.
@@ -138,6 +155,8 @@ pub enum LoginFlag {
     Paste,
     /// No browser: follow the authorization redirects.
     Headless,
+    /// The device authorization grant: a code to enter on any device.
+    Device,
     /// Never log in.
     Never,
 }

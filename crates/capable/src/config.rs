@@ -11,6 +11,8 @@
 //! {"mcpServers": {"remote": {"url": "https://mcp.example/mcp", "oauth": {
 //!   "clientId": "…", "clientSecret": "${SECRET}", "clientMetadataUrl": "https://app.example/client.json",
 //!   "scopes": ["mcp:read"], "callbackPort": 8976, "issuer": "https://auth.example",
+//!   "redirectUri": "http://localhost:8080/oauth/callback", "tokenEndpointAuthMethod": "client_secret_post",
+//!   "authorizationParams": {"audience": "https://api.example"}, "sendResource": false,
 //!   "grant": "authorization_code | client_credentials | workload_identity | enterprise",
 //!   "privateKeyFile": "key.pem", "assertionFile": "workload.jwt", "dpop": "auto | always | never",
 //!   "idp": {"tokenEndpoint": "…", "clientId": "…", "clientSecret": "…", "idTokenFile": "id.jwt"}}}}}
@@ -54,6 +56,15 @@ pub struct OAuthEntry {
     pub scopes: Vec<String>,
     /// The loopback port of the redirect URI.
     pub callback_port: Option<u16>,
+    /// The whole redirect URI, for a client registered with a fixed one.
+    pub redirect_uri: Option<String>,
+    /// `client_secret_basic`, `client_secret_post`, `none` or `private_key_jwt`.
+    pub token_endpoint_auth_method: Option<String>,
+    /// Extra authorization request parameters (`{"audience": "…"}`).
+    #[serde(default)]
+    pub authorization_params: BTreeMap<String, String>,
+    /// `false` leaves the RFC 8707 `resource` parameter out.
+    pub send_resource: Option<bool>,
     /// The authorization server's issuer (skips the protected resource metadata).
     pub issuer: Option<String>,
     /// `authorization_code` (default), `client_credentials`, `workload_identity`,
@@ -105,6 +116,8 @@ impl OAuthEntry {
             &mut self.client_secret,
             &mut self.client_metadata_url,
             &mut self.issuer,
+            &mut self.redirect_uri,
+            &mut self.token_endpoint_auth_method,
             &mut self.grant,
             &mut self.private_key_pem,
             &mut self.private_key_file,
@@ -116,6 +129,9 @@ impl OAuthEntry {
         }
         for s in &mut self.scopes {
             *s = expand(s)?;
+        }
+        for v in self.authorization_params.values_mut() {
+            *v = expand(v)?;
         }
         if let Some(idp) = self.idp.as_mut() {
             idp.token_endpoint = expand(&idp.token_endpoint)?;
@@ -513,7 +529,7 @@ mod tests {
 
     #[test]
     fn reads_oauth_settings_with_expansion() {
-        let text = r#"{"mcpServers":{"r":{"url":"https://m/mcp","oauth":{"clientId":"c","clientSecret":"${TOKEN}","scopes":["a","b"],"callbackPort":8976,"idp":{"tokenEndpoint":"https://idp/token","clientId":"i","idTokenFile":"${HOME}/id"}}}}}"#;
+        let text = r#"{"mcpServers":{"r":{"url":"https://m/mcp","oauth":{"clientId":"c","clientSecret":"${TOKEN}","scopes":["a","b"],"callbackPort":8976,"redirectUri":"http://localhost:9/cb","tokenEndpointAuthMethod":"client_secret_post","authorizationParams":{"audience":"${HOME}/api"},"sendResource":false,"idp":{"tokenEndpoint":"https://idp/token","clientId":"i","idTokenFile":"${HOME}/id"}}}}}"#;
         let ServerTarget::Http { oauth: Some(o), .. } =
             server_from_text(text, "r", "f", &env).unwrap()
         else {
@@ -522,6 +538,13 @@ mod tests {
         assert_eq!(o.client_secret.as_deref(), Some("t0k"));
         assert_eq!(o.scopes, ["a", "b"]);
         assert_eq!(o.callback_port, Some(8976));
+        assert_eq!(o.redirect_uri.as_deref(), Some("http://localhost:9/cb"));
+        assert_eq!(
+            o.token_endpoint_auth_method.as_deref(),
+            Some("client_secret_post")
+        );
+        assert_eq!(o.authorization_params["audience"], "/home/u/api");
+        assert_eq!(o.send_resource, Some(false));
         assert_eq!(o.idp.unwrap().id_token_file.as_deref(), Some("/home/u/id"));
         let typo = r#"{"mcpServers":{"r":{"url":"https://m/mcp","oauth":{"clientID":"c"}}}}"#;
         assert!(

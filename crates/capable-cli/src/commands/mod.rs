@@ -23,7 +23,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use capable::auth::{
-    CredentialStore, DpopMode, FileStore, Flow, LoginMode, MemoryStore, OAuthClient, OAuthConfig,
+    AuthMethod, CredentialStore, DpopMode, FileStore, Flow, LoginMode, MemoryStore, OAuthClient,
+    OAuthConfig,
 };
 use capable::{ClientOptions, GatePolicy, HttpConfig, ServerCommand, Session, Tap};
 use serde_json::Value;
@@ -180,6 +181,7 @@ impl Context {
             LoginFlag::Browser => LoginMode::Browser,
             LoginFlag::Paste => LoginMode::Paste,
             LoginFlag::Headless => LoginMode::Headless,
+            LoginFlag::Device => LoginMode::Device,
         }
     }
 
@@ -217,6 +219,28 @@ impl Context {
             flags.scopes.clone()
         };
         config.callback_port = flags.callback_port.or(entry.callback_port);
+        config.redirect_uri = flags.redirect_uri.clone().or(entry.redirect_uri);
+        if config.callback_port.is_some() && config.redirect_uri.is_some() {
+            return Err(CliError::Usage(
+                "give the redirect's port (callbackPort, --callback-port) or the whole redirect URI (redirectUri, --redirect-uri), not both".into(),
+            ));
+        }
+        let method = flags
+            .token_endpoint_auth_method
+            .clone()
+            .or(entry.token_endpoint_auth_method);
+        config.client.auth_method = match method.as_deref() {
+            None => None,
+            Some(m) => Some(AuthMethod::parse(m).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "oauth.tokenEndpointAuthMethod must be client_secret_basic, client_secret_post, none or private_key_jwt, not {m:?}"
+                ))
+            })?),
+        };
+        config.authorization_params = entry.authorization_params.into_iter().collect();
+        capable::core::auth::authorize::check_extra_params(&config.authorization_params)
+            .map_err(|e| CliError::Usage(format!("oauth.authorizationParams: {e}")))?;
+        config.send_resource = entry.send_resource.unwrap_or(true);
         config.issuer = entry.issuer;
         config.timeout = self.global.timeout.min(std::time::Duration::from_secs(60));
         config.private_key_pem = read_inline_or_file(

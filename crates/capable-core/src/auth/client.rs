@@ -10,11 +10,20 @@
 //!
 //! A registration belongs to the issuer it was made with ([`Registration::issuer`])
 //! and is never offered to another one: when a server moves to a new authorization
-//! server, the client registers again.
+//! server, the client registers again. It is reused only for the grant it was made
+//! for ([`Registration::grant_types`]) and, for the authorization code, the redirect
+//! URI it names.
 //!
-//! The token endpoint authentication method is the one the registration names when
-//! the server supports it; else `client_secret_basic` with a secret (the RFC 8414
-//! default), `client_secret_post` if only that is offered, `none` without a secret.
+//! A native application is a public client (RFC 8252 §8.4): the registration asks
+//! for `none`, unless the host chose a method. A server may answer with another
+//! method (and a secret), which is then used; one that refuses a public client
+//! outright ([`registration_retry`]) is asked once more for the secret method it
+//! lists.
+//!
+//! The token endpoint authentication method is the host's choice when it made one,
+//! else the one the registration names; else `client_secret_basic` with a secret (the
+//! RFC 8414 default) where the server lists it, `client_secret_post` if only that is
+//! offered, `none` without a secret.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -85,6 +94,14 @@ pub struct Registration {
     /// The redirect URIs it was registered with.
     #[serde(default)]
     pub redirect_uris: Vec<String>,
+    /// The grant types it was registered for (empty: not known, as for a
+    /// registration kept by an older version: the authorization code's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grant_types: Vec<String>,
+    /// The scopes it was registered for (RFC 7591 `scope`; `None`: not limited, or
+    /// not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
     /// How it came about.
     pub source: RegistrationSource,
 }
@@ -100,6 +117,8 @@ impl std::fmt::Debug for Registration {
             )
             .field("auth_method", &self.auth_method)
             .field("redirect_uris", &self.redirect_uris)
+            .field("grant_types", &self.grant_types)
+            .field("scope", &self.scope)
             .field("source", &self.source)
             .finish()
     }
@@ -115,7 +134,31 @@ impl Registration {
         }
         self.redirect_uris.iter().any(|r| r == redirect_uri)
     }
+
+    /// Whether it was registered for every one of `scopes` (some servers refuse a
+    /// client a scope it did not register for).
+    pub fn covers(&self, scopes: &[String]) -> bool {
+        let Some(registered) = &self.scope else {
+            return true;
+        };
+        let registered = super::scope::split(registered);
+        scopes.iter().all(|s| registered.contains(s))
+    }
+
+    /// Whether it was registered for `grant` (one registered before grant types were
+    /// kept is taken to be for the authorization code).
+    pub fn allows_grant(&self, grant: &str) -> bool {
+        if self.grant_types.is_empty() {
+            return grant == AUTHORIZATION_CODE;
+        }
+        self.grant_types.iter().any(|g| g == grant)
+    }
 }
+
+/// The authorization code grant's name.
+pub const AUTHORIZATION_CODE: &str = "authorization_code";
+/// The device authorization grant's name (RFC 8628 §3.4).
+pub const DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 /// What the host says about its client identity.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -124,12 +167,31 @@ pub struct ClientSettings {
     pub client_id: Option<String>,
     /// Its secret.
     pub client_secret: Option<String>,
-    /// A pre-registered client's auth method, when the host knows it.
+    /// The token endpoint auth method, when the host chooses it: a pre-registered
+    /// client's, or the one a dynamic registration asks for.
     pub auth_method: Option<AuthMethod>,
     /// The HTTPS URL of the host's client ID metadata document.
     pub metadata_url: Option<String>,
     /// The name shown to the user at the authorization server.
     pub client_name: String,
+}
+
+/// What a client identity is for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Purpose<'a> {
+    /// The authorization code's redirect URI; none: the device grant.
+    pub redirect_uri: Option<&'a str>,
+    /// The scopes the flow asks for.
+    pub scopes: &'a [String],
+}
+
+impl Purpose<'_> {
+    fn grant(&self) -> &'static str {
+        match self.redirect_uri {
+            Some(_) => AUTHORIZATION_CODE,
+            None => DEVICE_CODE,
+        }
+    }
 }
 
 /// The identity to use, or how to get one.
@@ -149,15 +211,17 @@ pub enum Identity {
 }
 
 /// Chooses the client identity for the authorization server `issuer` (with
-/// `metadata`), redirecting to `redirect_uri`; `stored` is a registration kept from
-/// earlier, used only if it belongs to this issuer and accepts the redirect.
+/// `metadata`), for `purpose`; `stored` is a registration kept from earlier, used
+/// only if it belongs to this issuer, was made for that grant and those scopes, and
+/// accepts the redirect.
 pub fn choose(
     settings: &ClientSettings,
     issuer: &str,
     metadata: &ServerMetadata,
     stored: Option<&Registration>,
-    redirect_uri: Option<&str>,
+    purpose: Purpose<'_>,
 ) -> Identity {
+    let redirect_uri = purpose.redirect_uri;
     if let Some(id) = &settings.client_id {
         let method = settings
             .auth_method
@@ -168,6 +232,8 @@ pub fn choose(
             client_secret: settings.client_secret.clone(),
             auth_method: method,
             redirect_uris: redirect_uri.into_iter().map(str::to_owned).collect(),
+            grant_types: Vec::new(),
+            scope: None,
             source: RegistrationSource::Static,
         });
     }
@@ -178,12 +244,16 @@ pub fn choose(
             client_secret: None,
             auth_method: AuthMethod::None,
             redirect_uris: redirect_uri.into_iter().map(str::to_owned).collect(),
+            grant_types: Vec::new(),
+            scope: None,
             source: RegistrationSource::MetadataDocument,
         });
     }
     if let Some(stored) = stored.filter(|r| {
         r.issuer == issuer
             && r.source == RegistrationSource::Dynamic
+            && r.allows_grant(purpose.grant())
+            && r.covers(purpose.scopes)
             && redirect_uri.is_none_or(|uri| r.accepts_redirect(uri))
     }) {
         return Identity::Ready(stored.clone());
@@ -191,7 +261,7 @@ pub fn choose(
     match &metadata.registration_endpoint {
         Some(endpoint) => Identity::Register {
             endpoint: endpoint.clone(),
-            body: registration_request(settings, metadata, redirect_uri),
+            body: registration_request(settings, metadata, purpose),
         },
         None => Identity::Unavailable(format!(
             "the authorization server {issuer} offers no dynamic client registration{}; pass a pre-registered client id (and secret){}",
@@ -201,35 +271,62 @@ pub fn choose(
     }
 }
 
-/// The RFC 7591 request of a native application (SEP-837: `application_type`), asking
-/// for the method the server supports that needs the least (a public client when it
-/// can).
+/// The RFC 7591 request of a native application (SEP-837: `application_type`): a
+/// public client unless the host chose a method, for the purpose's grant (the
+/// authorization code with its redirect URI, or the device grant without one), with
+/// refresh tokens either way, and for the scopes it asks for and those the server
+/// lists (a server may refuse a client any scope it did not register: the Python
+/// SDK's answers `invalid_scope` otherwise).
 pub fn registration_request(
     settings: &ClientSettings,
     metadata: &ServerMetadata,
-    redirect_uri: Option<&str>,
+    purpose: Purpose<'_>,
 ) -> Value {
-    let method = if metadata.supports_auth_method("none") {
-        AuthMethod::None
-    } else if metadata.supports_auth_method("client_secret_basic") {
-        AuthMethod::ClientSecretBasic
-    } else if metadata.supports_auth_method("client_secret_post") {
-        AuthMethod::ClientSecretPost
-    } else {
-        AuthMethod::None
+    let method = settings.auth_method.unwrap_or(AuthMethod::None);
+    let response_types = match purpose.redirect_uri {
+        Some(_) => vec!["code"],
+        None => vec![],
     };
-    let mut grants = vec!["authorization_code", "refresh_token"];
-    if redirect_uri.is_none() {
-        grants.retain(|g| *g != "authorization_code");
-    }
-    json!({
+    let mut body = json!({
         "client_name": if settings.client_name.is_empty() { "capable" } else { settings.client_name.as_str() },
-        "redirect_uris": redirect_uri.into_iter().collect::<Vec<_>>(),
-        "grant_types": grants,
-        "response_types": ["code"],
+        "redirect_uris": purpose.redirect_uri.into_iter().collect::<Vec<_>>(),
+        "grant_types": [purpose.grant(), "refresh_token"],
+        "response_types": response_types,
         "token_endpoint_auth_method": method.as_str(),
         "application_type": "native",
-    })
+    });
+    let listed = metadata.scopes_supported.clone().unwrap_or_default();
+    let mut scopes = purpose.scopes.to_vec();
+    scopes.extend(listed.into_iter().filter(|s| !purpose.scopes.contains(s)));
+    if let Some(scope) = super::scope::join(&scopes) {
+        body["scope"] = scope.into();
+    }
+    body
+}
+
+/// The request to make after the server refused `request` with `status` and `body`:
+/// a public client's registration refused for its metadata (RFC 7591 §3.2.2
+/// `invalid_client_metadata`) by a server that does not list `none` asks again for
+/// the secret method it lists (`client_secret_basic` first). `None`: the refusal
+/// stands.
+pub fn registration_retry(
+    request: &Value,
+    metadata: &ServerMetadata,
+    status: u16,
+    body: &[u8],
+) -> Option<Value> {
+    let asked = request.get("token_endpoint_auth_method")?.as_str()?;
+    let refused = status == 400
+        && super::token::oauth_error(body).is_some_and(|(e, _)| e == "invalid_client_metadata");
+    if asked != "none" || !refused || metadata.supports_auth_method("none") {
+        return None;
+    }
+    let method = [AuthMethod::ClientSecretBasic, AuthMethod::ClientSecretPost]
+        .into_iter()
+        .find(|m| metadata.supports_auth_method(m.as_str()))?;
+    let mut again = request.clone();
+    again["token_endpoint_auth_method"] = method.as_str().into();
+    Some(again)
 }
 
 /// Why a registration answer cannot be used.
@@ -251,6 +348,10 @@ struct RegistrationAnswer {
     token_endpoint_auth_method: Option<String>,
     #[serde(default)]
     redirect_uris: Option<Vec<String>>,
+    #[serde(default)]
+    grant_types: Option<Vec<String>>,
+    #[serde(default)]
+    scope: Option<String>,
 }
 
 /// The registration from the server's answer to the request `request` (the client
@@ -280,9 +381,9 @@ pub fn registered(
         .and_then(Value::as_str);
     let named = answer.token_endpoint_auth_method.as_deref().or(asked);
     let method = auth_method(metadata, named, answer.client_secret.is_some());
-    let redirect_uris = answer.redirect_uris.unwrap_or_else(|| {
+    let strings = |name: &str| -> Vec<String> {
         request
-            .get("redirect_uris")
+            .get(name)
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
@@ -291,13 +392,22 @@ pub fn registered(
                     .collect()
             })
             .unwrap_or_default()
-    });
+    };
     Ok(Registration {
         issuer: issuer.to_owned(),
         client_id: answer.client_id,
         client_secret: answer.client_secret,
         auth_method: method,
-        redirect_uris,
+        redirect_uris: answer
+            .redirect_uris
+            .unwrap_or_else(|| strings("redirect_uris")),
+        grant_types: answer.grant_types.unwrap_or_else(|| strings("grant_types")),
+        scope: answer.scope.or_else(|| {
+            request
+                .get("scope")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        }),
         source: RegistrationSource::Dynamic,
     })
 }
@@ -330,6 +440,13 @@ pub fn auth_method(metadata: &ServerMetadata, named: Option<&str>, has_secret: b
 mod tests {
     use super::*;
 
+    fn purpose(redirect_uri: Option<&str>) -> Purpose<'_> {
+        Purpose {
+            redirect_uri,
+            scopes: &[],
+        }
+    }
+
     fn meta(methods: &[&str]) -> ServerMetadata {
         ServerMetadata {
             token_endpoint_auth_methods_supported: Some(
@@ -354,12 +471,13 @@ mod tests {
                 "https://as.test",
                 &m,
                 None,
-                Some("http://127.0.0.1:1/cb")
+                purpose(Some("http://127.0.0.1:1/cb"))
             ),
             Identity::Register { .. }
         ));
         m.client_id_metadata_document_supported = Some(true);
-        let Identity::Ready(r) = choose(&settings, "https://as.test", &m, None, None) else {
+        let Identity::Ready(r) = choose(&settings, "https://as.test", &m, None, purpose(None))
+        else {
             panic!()
         };
         assert_eq!(r.client_id, "https://app.test/client.json");
@@ -370,7 +488,7 @@ mod tests {
             "https://as.test",
             &meta(&["client_secret_basic"]),
             None,
-            None,
+            purpose(None),
         ) else {
             panic!()
         };
@@ -388,6 +506,8 @@ mod tests {
             client_secret: None,
             auth_method: AuthMethod::None,
             redirect_uris: vec!["http://127.0.0.1:5/cb".into()],
+            grant_types: vec![],
+            scope: None,
             source: RegistrationSource::Dynamic,
         };
         let m = meta(&["none"]);
@@ -396,7 +516,7 @@ mod tests {
             "https://as1.test",
             &m,
             Some(&stored),
-            Some("http://127.0.0.1:5/cb"),
+            purpose(Some("http://127.0.0.1:5/cb")),
         );
         assert_eq!(same, Identity::Ready(stored.clone()));
         let other = choose(
@@ -404,7 +524,7 @@ mod tests {
             "https://as2.test",
             &m,
             Some(&stored),
-            Some("http://127.0.0.1:5/cb"),
+            purpose(Some("http://127.0.0.1:5/cb")),
         );
         assert!(matches!(other, Identity::Register { .. }));
         let moved = choose(
@@ -412,35 +532,38 @@ mod tests {
             "https://as1.test",
             &m,
             Some(&stored),
-            Some("http://127.0.0.1:6/cb"),
+            purpose(Some("http://127.0.0.1:6/cb")),
         );
         assert!(matches!(moved, Identity::Register { .. }));
     }
 
     #[test]
-    fn the_registration_request_is_a_native_app_with_refresh_tokens() {
+    fn the_registration_request_is_a_public_native_app_with_refresh_tokens() {
         let body = registration_request(
             &ClientSettings::default(),
-            &meta(&["client_secret_post"]),
-            Some("http://127.0.0.1:1/cb"),
+            &meta(&[]),
+            purpose(Some("http://127.0.0.1:1/cb")),
         );
         assert_eq!(body["application_type"], "native");
+        assert_eq!(body["token_endpoint_auth_method"], "none");
         assert_eq!(
             body["grant_types"],
             json!(["authorization_code", "refresh_token"])
         );
-        assert_eq!(body["token_endpoint_auth_method"], "client_secret_post");
+        assert_eq!(body["response_types"], json!(["code"]));
+        // The server answers with its own method and a secret: they are used.
         let r = registered(
             "https://as.test",
             "https://as.test/register",
             &meta(&["client_secret_post"]),
             &body,
             201,
-            br#"{"client_id":"x","client_secret":"y"}"#,
+            br#"{"client_id":"x","client_secret":"y","token_endpoint_auth_method":"client_secret_post"}"#,
         )
         .unwrap();
         assert_eq!(r.auth_method, AuthMethod::ClientSecretPost);
         assert_eq!(r.redirect_uris, ["http://127.0.0.1:1/cb"]);
+        assert!(r.allows_grant(AUTHORIZATION_CODE) && !r.allows_grant(DEVICE_CODE));
         assert!(!format!("{r:?}").contains("\"y\""));
         assert!(registered(
             "i",
@@ -451,6 +574,182 @@ mod tests {
             br#"{"error":"invalid_client_metadata"}"#
         )
         .is_err());
+        // The host's choice is asked for.
+        let chosen = ClientSettings {
+            auth_method: Some(AuthMethod::ClientSecretBasic),
+            ..ClientSettings::default()
+        };
+        assert_eq!(
+            registration_request(&chosen, &meta(&[]), purpose(Some("http://127.0.0.1:1/cb")))
+                ["token_endpoint_auth_method"],
+            "client_secret_basic"
+        );
+        // The device grant's registration names no redirect and no response type.
+        let device = registration_request(&ClientSettings::default(), &meta(&[]), purpose(None));
+        assert_eq!(device["grant_types"], json!([DEVICE_CODE, "refresh_token"]));
+        assert_eq!(device["response_types"], json!([]));
+        assert_eq!(device["redirect_uris"], json!([]));
+    }
+
+    #[test]
+    fn a_server_that_refuses_a_public_client_is_asked_for_the_method_it_lists() {
+        let body = registration_request(
+            &ClientSettings::default(),
+            &meta(&[]),
+            purpose(Some("http://127.0.0.1:1/cb")),
+        );
+        let refused =
+            br#"{"error":"invalid_client_metadata","error_description":"no public clients"}"#;
+        let again =
+            registration_retry(&body, &meta(&["client_secret_post"]), 400, refused).unwrap();
+        assert_eq!(again["token_endpoint_auth_method"], "client_secret_post");
+        assert_eq!(again["redirect_uris"], body["redirect_uris"]);
+        let basic = registration_retry(
+            &body,
+            &meta(&["client_secret_post", "client_secret_basic"]),
+            400,
+            refused,
+        )
+        .unwrap();
+        assert_eq!(basic["token_endpoint_auth_method"], "client_secret_basic");
+        // Not asked again: the server lists `none` (another reason), another error,
+        // a request that was not for a public client, a retry's own refusal.
+        assert!(
+            registration_retry(&body, &meta(&["none", "client_secret_post"]), 400, refused)
+                .is_none()
+        );
+        assert!(registration_retry(
+            &body,
+            &meta(&["client_secret_post"]),
+            400,
+            br#"{"error":"invalid_redirect_uri"}"#
+        )
+        .is_none());
+        assert!(registration_retry(&body, &meta(&["client_secret_post"]), 500, b"").is_none());
+        assert!(registration_retry(&again, &meta(&["client_secret_post"]), 400, refused).is_none());
+    }
+
+    #[test]
+    fn a_registration_names_its_scopes_and_is_reused_only_for_them() {
+        let wanted = vec!["mcp:tools".to_owned()];
+        let mut m = meta(&["none"]);
+        m.scopes_supported = Some(vec!["mcp:tools".into(), "offline_access".into()]);
+        let asks = Purpose {
+            redirect_uri: Some("http://127.0.0.1:5/cb"),
+            scopes: &wanted,
+        };
+        let Identity::Register { body, .. } = choose(
+            &ClientSettings::default(),
+            "https://as.test",
+            &m,
+            None,
+            asks,
+        ) else {
+            panic!("a registration")
+        };
+        assert_eq!(body["scope"], "mcp:tools offline_access");
+        let r = registered(
+            "https://as.test",
+            "e",
+            &m,
+            &body,
+            201,
+            br#"{"client_id":"c"}"#,
+        )
+        .unwrap();
+        assert_eq!(r.scope.as_deref(), Some("mcp:tools offline_access"));
+        assert!(matches!(
+            choose(
+                &ClientSettings::default(),
+                "https://as.test",
+                &m,
+                Some(&r),
+                asks
+            ),
+            Identity::Ready(_)
+        ));
+        // A step-up to a scope it was not registered for registers again.
+        let more = vec!["mcp:tools".to_owned(), "mcp:admin".to_owned()];
+        let step_up = Purpose {
+            scopes: &more,
+            ..asks
+        };
+        assert!(matches!(
+            choose(
+                &ClientSettings::default(),
+                "https://as.test",
+                &m,
+                Some(&r),
+                step_up
+            ),
+            Identity::Register { .. }
+        ));
+        // No scope anywhere: none is registered.
+        let body = registration_request(&ClientSettings::default(), &meta(&[]), purpose(None));
+        assert!(body.get("scope").is_none());
+    }
+
+    #[test]
+    fn a_registration_is_reused_only_for_its_grant() {
+        let device = Registration {
+            issuer: "https://as.test".into(),
+            client_id: "d".into(),
+            client_secret: None,
+            auth_method: AuthMethod::None,
+            redirect_uris: vec![],
+            grant_types: vec![DEVICE_CODE.into(), "refresh_token".into()],
+            scope: None,
+            source: RegistrationSource::Dynamic,
+        };
+        let m = meta(&["none"]);
+        let settings = ClientSettings::default();
+        assert_eq!(
+            choose(
+                &settings,
+                "https://as.test",
+                &m,
+                Some(&device),
+                purpose(None)
+            ),
+            Identity::Ready(device.clone())
+        );
+        assert!(matches!(
+            choose(
+                &settings,
+                "https://as.test",
+                &m,
+                Some(&device),
+                purpose(Some("http://127.0.0.1:5/cb"))
+            ),
+            Identity::Register { .. }
+        ));
+        // One kept before grant types were: the authorization code's.
+        let older = Registration {
+            grant_types: vec![],
+            scope: None,
+            redirect_uris: vec!["http://127.0.0.1:5/cb".into()],
+            ..device
+        };
+        assert!(matches!(
+            choose(
+                &settings,
+                "https://as.test",
+                &m,
+                Some(&older),
+                purpose(Some("http://127.0.0.1:5/cb"))
+            ),
+            Identity::Ready(_)
+        ));
+        assert!(matches!(
+            choose(
+                &settings,
+                "https://as.test",
+                &m,
+                Some(&older),
+                purpose(None)
+            ),
+            Identity::Register { .. }
+        ));
     }
 
     #[test]

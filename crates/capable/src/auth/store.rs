@@ -17,7 +17,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use capable_core::auth::{Registration, Token};
+use capable_core::auth::{AuthMethod, Registration, Token};
 use serde::{Deserialize, Serialize};
 
 /// The key of a stored token.
@@ -47,6 +47,13 @@ pub struct StoredToken {
     /// Where it is refreshed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_endpoint: Option<String>,
+    /// How the client authenticated when it got the token (a refresh does the same;
+    /// a dynamic registration keeps its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_auth: Option<AuthMethod>,
+    /// Where it is revoked at logout (RFC 7009), when the server offers that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revocation_endpoint: Option<String>,
 }
 
 impl std::fmt::Debug for StoredToken {
@@ -364,7 +371,7 @@ fn flock(_file: &std::fs::File) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capable_core::auth::{AuthMethod, RegistrationSource};
+    use capable_core::auth::RegistrationSource;
 
     fn token(resource: &str, issuer: &str, access: &str) -> StoredToken {
         StoredToken {
@@ -385,6 +392,8 @@ mod tests {
             },
             dpop_key: None,
             token_endpoint: None,
+            client_auth: None,
+            revocation_endpoint: None,
         }
     }
 
@@ -420,6 +429,8 @@ mod tests {
             client_secret: Some("s".into()),
             auth_method: AuthMethod::ClientSecretBasic,
             redirect_uris: vec![],
+            grant_types: vec![],
+            scope: None,
             source: RegistrationSource::Dynamic,
         };
         store.put_registration(&reg).unwrap();
