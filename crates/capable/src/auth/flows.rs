@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use capable_core::auth::forgotten::{self, ClientRefusal};
 use capable_core::auth::token::{
-    assertion_claims, issued_token, parse_token_response, revocation_request, token_request,
-    CLIENT_ASSERTION_JWT,
+    assertion_claims, issued_token, parse_token_response, revocation_request, revocation_retry,
+    token_request, CLIENT_ASSERTION_JWT,
 };
 use capable_core::auth::{
     jwt, scope, AuthMethod, AuthNeed, Discovered, Discovery, Grant, Next, Registration,
@@ -349,7 +349,13 @@ impl OAuthClient {
                 notes: Vec::new(),
             };
             let outcome = match self.with_assertion(&d, request, &client) {
-                Ok(request) => self.wire.post_token(&request, None).await.map(|a| a.status),
+                Ok(request) => match self.wire.post_token(&request, None).await {
+                    Ok(answer) => match revocation_retry(&request, answer.status) {
+                        Some(again) => self.wire.post_token(&again, None).await.map(|a| a.status),
+                        None => Ok(answer.status),
+                    },
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
             };
             match outcome {
