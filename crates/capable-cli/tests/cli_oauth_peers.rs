@@ -12,7 +12,7 @@
 mod common;
 
 use common::journey::journey;
-use common::oauth::{browse, free_port, interactive, node, run, Peer, Scratch, NODE22};
+use common::oauth::{at, browse, free_port, interactive, node, run, Peer, Scratch, NODE22};
 use common::peers_wanted;
 
 const OIDC: &str = ".peers/oidc/node_modules/oidc-provider/package.json";
@@ -85,18 +85,7 @@ fn the_device_login_shows_a_code_and_polls_until_it_is_approved() {
         r.stderr
     );
     assert!(r.stderr.contains("Logged in"), "{}", r.stderr);
-    let tools = run(
-        &[
-            "--login",
-            "never",
-            "--token-store",
-            &s,
-            "tools",
-            "--url",
-            &g.mcp,
-        ],
-        &[],
-    );
+    let tools = at("never", &s, &["tools"], &g.mcp);
     tools.expect_code(0);
     assert!(tools.stdout.contains("echo"), "{}", tools.stdout);
     let doc = common::oauth::store_doc(&s);
@@ -111,20 +100,7 @@ fn the_device_login_shows_a_code_and_polls_until_it_is_approved() {
     );
     // The device registration is not the one a browser login needs: that one
     // registers for the authorization code.
-    run(
-        &[
-            "--login",
-            "headless",
-            "--token-store",
-            &s,
-            "auth",
-            "login",
-            "--url",
-            &g.mcp,
-        ],
-        &[],
-    )
-    .expect_code(0);
+    at("headless", &s, &["auth", "login"], &g.mcp).expect_code(0);
     let doc = common::oauth::store_doc(&s);
     assert_eq!(doc["clients"][0]["grant_types"][0], "authorization_code");
 }
@@ -139,19 +115,7 @@ fn status_shows_no_secret_and_token_prints_it_on_request_only() {
     let g = guarded(3600);
     let dir = Scratch::new("status");
     let s = dir.store();
-    let never = run(
-        &[
-            "--login",
-            "never",
-            "--token-store",
-            &s,
-            "auth",
-            "token",
-            "--url",
-            &g.mcp,
-        ],
-        &[],
-    );
+    let never = at("never", &s, &["auth", "token"], &g.mcp);
     never.expect_code(8);
     assert!(
         never
@@ -160,20 +124,7 @@ fn status_shows_no_secret_and_token_prints_it_on_request_only() {
         "{}",
         never.stderr
     );
-    run(
-        &[
-            "--login",
-            "headless",
-            "--token-store",
-            &s,
-            "auth",
-            "login",
-            "--url",
-            &g.mcp,
-        ],
-        &[],
-    )
-    .expect_code(0);
+    at("headless", &s, &["auth", "login"], &g.mcp).expect_code(0);
     let status = run(
         &[
             "--json",
@@ -340,19 +291,7 @@ fn logging_in_to_a_server_that_asks_for_no_authorization() {
     let dir = Scratch::new("open");
     let s = dir.store();
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let r = run(
-        &[
-            "--login",
-            "headless",
-            "--token-store",
-            &s,
-            "auth",
-            "login",
-            "--url",
-            &url,
-        ],
-        &[],
-    );
+    let r = at("headless", &s, &["auth", "login"], &url);
     r.expect_code(0);
     assert!(
         r.stderr.contains("does not ask for authorization"),
@@ -360,4 +299,90 @@ fn logging_in_to_a_server_that_asks_for_no_authorization() {
         r.stderr
     );
     assert!(!std::path::Path::new(&s).exists(), "nothing stored");
+}
+
+/// On a terminal, the browser login also reads a pasted address. The end of that
+/// input (Ctrl-D) ends only the pasting: the browser's redirect still completes the
+/// login. Either way the process exits as soon as it is logged in, without waiting
+/// for the terminal. (`script` gives capable a terminal; `$BROWSER` waits until the
+/// test says go.)
+#[test]
+fn a_browser_login_on_a_terminal_survives_ctrl_d_and_never_waits_for_the_terminal() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    if !wanted() {
+        return;
+    }
+    let g = guarded(3600);
+    let dir = Scratch::new("ctrl-d");
+    let s = dir.store();
+    let go = dir.0.join("go");
+    let browser = dir.0.join("late-browser.sh");
+    std::fs::write(
+        &browser,
+        format!(
+            "#!/bin/sh\nwhile [ ! -e {} ]; do sleep 0.05; done\nexec {} \"$1\"\n",
+            go.display(),
+            dir.browser()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let inner = format!(
+        "{} --login browser --token-store {s} auth login --url {}",
+        common::bin(),
+        g.mcp
+    );
+    for ctrl_d in [false, true] {
+        let _ = std::fs::remove_file(&go);
+        let mut child = Command::new("script")
+            .args(["-qec", &inner, "/dev/null"])
+            .env("BROWSER", &browser)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("script(1), from util-linux");
+        let mut terminal = child.stdin.take().unwrap();
+        let mut shown = BufReader::new(child.stdout.take().unwrap());
+        let mut said = String::new();
+        while !said.contains("If it does not open") {
+            let mut line = String::new();
+            assert!(shown.read_line(&mut line).unwrap() > 0, "it ended: {said}");
+            said.push_str(&line);
+        }
+        if ctrl_d {
+            terminal.write_all(b"\x04").unwrap();
+            terminal.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::fs::write(&go, "").unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = std::io::Read::read_to_string(&mut shown, &mut rest);
+            rest
+        });
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("ctrl_d {ctrl_d}: still running 20 s after the redirect: it waits for the terminal");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let rest = reader.join().unwrap();
+        assert!(status.success(), "ctrl_d {ctrl_d}: {said}{rest}");
+        assert!(rest.contains("Logged in"), "ctrl_d {ctrl_d}: {said}{rest}");
+        drop(terminal);
+    }
+    at("never", &s, &["tools"], &g.mcp).expect_code(0);
 }

@@ -14,8 +14,8 @@
 mod common;
 
 use common::journey::journey;
-use common::oauth::{browse, free_port, interactive, node, run, Peer, Scratch};
-use common::{peers_wanted, Run};
+use common::oauth::{at, browse, free_port, interactive, node, run, says, Peer, Scratch};
+use common::peers_wanted;
 
 const PYTHON: &str = ".peers/venv/bin/python";
 const FASTMCP: &str = ".peers/fastmcp/bin/python";
@@ -37,16 +37,6 @@ fn python(extra: &[&str]) -> Peer {
         format!("http://127.0.0.1:{port}/mcp"),
         format!("http://127.0.0.1:{port}"),
     )
-}
-
-#[track_caller]
-fn says(r: &Run, words: &str) {
-    assert!(
-        r.stderr.contains(words),
-        "`{}` should say {words:?}:\n{}",
-        r.shown,
-        r.stderr
-    );
 }
 
 #[test]
@@ -126,19 +116,7 @@ fn the_python_sdks_login_form_and_a_pre_registered_confidential_client() {
     let dir = Scratch::new("python-form");
     let s = dir.store();
     let mcp = peer.mcp.as_str();
-    let headless = run(
-        &[
-            "--login",
-            "headless",
-            "--token-store",
-            &s,
-            "auth",
-            "login",
-            "--url",
-            mcp,
-        ],
-        &[],
-    );
+    let headless = at("headless", &s, &["auth", "login"], mcp);
     headless.expect_code(8);
     says(&headless, "needs a browser");
     let (pasted, asked) = interactive(
@@ -174,19 +152,7 @@ fn the_python_sdks_login_form_and_a_pre_registered_confidential_client() {
         &env,
     );
     logged.expect_code(0);
-    run(
-        &[
-            "--login",
-            "never",
-            "--token-store",
-            &s,
-            "tools",
-            "--url",
-            mcp,
-        ],
-        &[],
-    )
-    .expect_code(0);
+    at("never", &s, &["tools"], mcp).expect_code(0);
 
     let pre = dir.0.join("pre.json").display().to_string();
     let confidential = |secret: &str| {
@@ -227,21 +193,17 @@ fn the_python_sdks_login_form_and_a_pre_registered_confidential_client() {
     assert_eq!(stored["client_auth"], "client_secret_post");
     // The refresh authenticates as the login did.
     common::oauth::age_token(&pre);
-    let refreshed = run(
+    let refreshed = at(
+        "never",
+        &pre,
         &[
-            "--login",
-            "never",
-            "--token-store",
-            &pre,
             "--client-id",
             "pre-registered",
             "--client-secret",
             "pre-secret-value",
             "tools",
-            "--url",
-            mcp,
         ],
-        &[],
+        mcp,
     );
     refreshed.expect_code(0);
     assert!(
@@ -261,19 +223,7 @@ fn leaving_out_resource_for_a_server_that_rejects_it() {
     let peer = python(&["--reject-resource"]);
     let dir = Scratch::new("python-resource");
     let s = dir.store();
-    let refused = run(
-        &[
-            "--login",
-            "headless",
-            "--token-store",
-            &s,
-            "auth",
-            "login",
-            "--url",
-            &peer.mcp,
-        ],
-        &[],
-    );
+    let refused = at("headless", &s, &["auth", "login"], &peer.mcp);
     refused.expect_code(8);
     says(
         &refused,
@@ -318,19 +268,7 @@ fn extra_authorization_parameters_a_provider_wants() {
     let peer = typescript("3600", Some("audience=https://api.example"));
     let dir = Scratch::new("ts-audience");
     let s = dir.store();
-    let refused = run(
-        &[
-            "--login",
-            "headless",
-            "--token-store",
-            &s,
-            "auth",
-            "login",
-            "--url",
-            &peer.mcp,
-        ],
-        &[],
-    );
+    let refused = at("headless", &s, &["auth", "login"], &peer.mcp);
     refused.expect_code(8);
     says(&refused, "audience must be https://api.example");
     let config = dir.0.join("mcp.json");
@@ -369,19 +307,7 @@ fn extra_authorization_parameters_a_provider_wants() {
     );
     write(r#"{"audience": "https://api.example"}"#);
     login().expect_code(0);
-    run(
-        &[
-            "--login",
-            "never",
-            "--token-store",
-            &s,
-            "tools",
-            "--url",
-            &peer.mcp,
-        ],
-        &[],
-    )
-    .expect_code(0);
+    at("never", &s, &["tools"], &peer.mcp).expect_code(0);
 }
 
 /// `--login device` where the authorization server offers no device authorization:

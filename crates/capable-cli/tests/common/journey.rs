@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use super::oauth::{
     age_token, browse, expire_token, interactive, no_secret, pretend_fresh, revoke_stored, run,
-    secrets, status_with, store_doc, stored_token, Peer, Scratch, T,
+    says, secrets, status_with, store_doc, stored_token, Peer, Scratch, T,
 };
 use super::{bin, collect, now_unix, workspace, Run};
 
@@ -89,16 +89,6 @@ impl User {
             .unwrap()
             .to_owned()
     }
-}
-
-#[track_caller]
-fn says(r: &Run, words: &str) {
-    assert!(
-        r.stderr.contains(words),
-        "`{}` should say {words:?}:\n{}",
-        r.shown,
-        r.stderr
-    );
 }
 
 /// Walks the journey (see the module documentation) against `peer`.

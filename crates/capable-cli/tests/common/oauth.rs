@@ -180,6 +180,25 @@ pub fn run(args: &[&str], env: &[(&str, &str)]) -> Run {
     collect(child, format!("capable {}", args.join(" ")), T)
 }
 
+/// `capable --login LOGIN --token-store STORE ARGS --url URL`.
+pub fn at(login: &str, store: &str, args: &[&str], url: &str) -> Run {
+    let mut all = vec!["--login", login, "--token-store", store];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--url", url]);
+    run(&all, &[])
+}
+
+/// Asserts that `r` said `words` on stderr.
+#[track_caller]
+pub fn says(r: &Run, words: &str) {
+    assert!(
+        r.stderr.contains(words),
+        "`{}` should say {words:?}:\n{}",
+        r.shown,
+        r.stderr
+    );
+}
+
 /// The scripted browser on `url`; `print`: only print where it lands (the paste).
 pub fn browse(url: &str, print: bool) -> String {
     let mut args = vec![workspace()

@@ -36,7 +36,7 @@ use capable_core::auth::authorize::{callback_params, is_redirect_to, validate_ca
 use capable_core::auth::token::oauth_error;
 use capable_core::auth::{CallbackError, Pending};
 use reqwest::Url;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::wire::{Answer, Wire};
@@ -215,12 +215,30 @@ enum Eof {
     Wait,
 }
 
+/// The lines of stdin, read on a thread of their own: a read cannot be cancelled,
+/// and one waiting on a runtime's blocking thread would keep the process from
+/// exiting once the browser's redirect has ended the login (this one ends with it).
+fn stdin_lines() -> tokio::sync::mpsc::UnboundedReceiver<std::io::Result<String>> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::stdin().lock().lines() {
+            let failed = line.is_err();
+            if tx.send(line).is_err() || failed {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 async fn pasted(pending: &Pending, eof: Eof) -> Result<String, AuthError> {
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut lines = stdin_lines();
     loop {
         let line = lines
-            .next_line()
+            .recv()
             .await
+            .transpose()
             .map_err(|e| AuthError::Config(format!("reading the pasted address: {e}")))?;
         let Some(line) = line else {
             return match eof {
