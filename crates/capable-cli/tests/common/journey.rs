@@ -18,8 +18,9 @@
 //!    refresh: each succeeds, the rotating refresh token spent once;
 //! 7. the authorization server restarted, forgetting its clients: the refresh's
 //!    `invalid_client` forgets the registration (exit 8 without a login), and a
-//!    login registers again; restarted once more, `auth login` meets the refusal at
-//!    the authorization endpoint, says so and registers again;
+//!    login registers again; restarted once more, a browser login meets the refusal
+//!    at the authorization endpoint before any browser opens, says so and registers
+//!    again;
 //! 8. `auth logout`: token and registration gone, the token revoked at the server.
 //!
 //! Nothing any run prints holds a token or a client secret.
@@ -228,7 +229,11 @@ pub fn journey(peer: &mut Peer, name: &str) {
     assert_eq!(store_doc(&u.store)["clients"], serde_json::json!([]));
     u.call("headless", "registered-again").expect_code(0);
     peer.restart();
-    let r = u.run("headless", &["auth", "login"]);
+    let r = run(
+        &u.args("browser", &["auth", "login"]),
+        &[("BROWSER", &browser)],
+    );
+    u.check(&r);
     r.expect_code(0);
     says(&r, "no longer knows the client");
     says(&r, "registering again");
