@@ -27,11 +27,13 @@
 //! | `metadata.rs` | the two metadata documents, the `resource` check |
 //! | `discovery.rs` | the discovery order as a state machine |
 //! | `client.rs` | the client identity and the token endpoint auth method |
+//! | `registration.rs` | dynamic client registration: the request, the answer |
 //! | `forgotten.rs` | when a registration the server forgot is made again |
 //! | `scope.rs` | which scopes to ask for, step-up unions |
 //! | `authorize.rs` | PKCE, the authorization URL, the callback's validation |
 //! | `device.rs` | the device authorization grant and its polling (RFC 8628) |
 //! | `token.rs` | token requests (every grant) and answers, expiry |
+//! | `revocation.rs` | revoking tokens at logout (RFC 7009) |
 //! | `jwt.rs` | JWT framing for client assertions and DPoP proofs |
 //!
 //! Randomness (PKCE verifiers, `state`, `jti`) and the clock (token expiry, in
@@ -47,6 +49,8 @@ pub mod forgotten;
 pub mod jwt;
 pub mod metadata;
 pub mod need;
+pub mod registration;
+pub mod revocation;
 pub mod scope;
 pub mod token;
 

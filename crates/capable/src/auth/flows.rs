@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use capable_core::auth::forgotten::{self, ClientRefusal};
+use capable_core::auth::revocation::{revocation_request, revocation_retry};
 use capable_core::auth::token::{
-    assertion_claims, issued_token, parse_token_response, revocation_request, revocation_retry,
-    token_request, CLIENT_ASSERTION_JWT,
+    assertion_claims, issued_token, parse_token_response, token_request, CLIENT_ASSERTION_JWT,
 };
 use capable_core::auth::{
     jwt, scope, AuthMethod, AuthNeed, Discovered, Discovery, Grant, Next, Registration,

@@ -135,7 +135,8 @@ pub type Prompt = Arc<dyn Fn(&str) + Send + Sync>;
 pub struct OAuthConfig {
     /// Pre-registered client id and secret, or a client ID metadata document URL.
     pub client: ClientSettings,
-    /// Scopes to ask for (joined with the server's challenge).
+    /// Scopes to ask for, added to what the server names (its challenge, else its
+    /// protected resource metadata's `scopes_supported`), and to a step-up's union.
     pub scopes: Vec<String>,
     /// Which grant.
     pub flow: Flow,
@@ -279,7 +280,7 @@ pub enum AuthError {
     NoClient(String),
     /// Dynamic registration failed.
     #[error(transparent)]
-    Registration(#[from] capable_core::auth::client::RegistrationError),
+    Registration(#[from] capable_core::auth::registration::RegistrationError),
     /// The authorization answer was refused.
     #[error(transparent)]
     Callback(#[from] capable_core::auth::CallbackError),
