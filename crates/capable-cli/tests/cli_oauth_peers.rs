@@ -270,7 +270,7 @@ fn the_host_commands_use_the_stored_token_and_never_log_in_themselves() {
 }
 
 /// `auth login` against a server that asks for no authorization says so and exits
-/// 0, storing nothing.
+/// 0, storing nothing; against a URL where no MCP server answers, it says that.
 #[test]
 fn logging_in_to_a_server_that_asks_for_no_authorization() {
     if !peers_wanted(&[SDK, NODE22]) {

@@ -351,9 +351,15 @@ impl OAuthClient {
         let mut loaded = self.flow.lock().await;
         *loaded = true;
         let need = match self.probe().await.map_err(|e| self.scrub_error(e))? {
-            Probe::Open if self.config.issuer.is_none() => return Ok(Login::NotRequired),
-            Probe::Open | Probe::Other => None,
             Probe::Needs(need) => Some(need),
+            _ if self.config.issuer.is_some() => None,
+            Probe::Open => return Ok(Login::NotRequired),
+            Probe::Failed(status) => {
+                return Err(AuthError::Refused(format!(
+                    "{} answered HTTP {status} to a request without a token, without asking for authorization: there is nothing to log in to there (is the URL right?)",
+                    self.server
+                )))
+            }
         };
         self.authorize(need.as_ref(), None, None)
             .await
@@ -437,7 +443,8 @@ impl OAuthClient {
     }
 
     /// Asks the server once without a token (an `initialize`) whether it wants
-    /// authorization; a session it opened for that is closed again.
+    /// authorization; a session it opened for that is closed again. A server that
+    /// wants it answers 401 (or 403 for want of scope) before reading the request.
     pub(super) async fn probe(&self) -> Result<Probe, AuthError> {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
@@ -472,8 +479,8 @@ impl OAuthClient {
         {
             return Ok(Probe::Needs(need));
         }
-        if !(200..300).contains(&status) {
-            return Ok(Probe::Other);
+        if matches!(status, 404 | 405 | 500..) {
+            return Ok(Probe::Failed(status));
         }
         if let Some(session) = answer.headers().get("mcp-session-id").cloned() {
             let _ = client
@@ -490,8 +497,9 @@ impl OAuthClient {
 pub(super) enum Probe {
     /// A refusal authorization answers.
     Needs(AuthNeed),
-    /// An answer: the server asks for no authorization.
+    /// An answer, or a refusal of the request itself: the server asks for no
+    /// authorization.
     Open,
-    /// Another failure (the flow goes on without a challenge).
-    Other,
+    /// No MCP server there (404, 405) or a failing one (5xx).
+    Failed(u16),
 }
