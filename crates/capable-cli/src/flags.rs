@@ -404,7 +404,8 @@ pub enum AuthAction {
     /// The stored tokens: issuer, scopes, expiry, where they are kept (all servers
     /// without --url or --server).
     Status,
-    /// Forget every token stored for the server.
+    /// Revoke (where the server offers it) and forget every token stored for the
+    /// server, and the client registration no other token uses.
     Logout,
     /// Print the access token (refreshed if it is about to expire), for scripts.
     Token,
