@@ -196,7 +196,7 @@ impl Purpose<'_> {
 pub enum Identity {
     /// Use this.
     Ready(Registration),
-    /// POST this JSON body to `endpoint`, then hand the answer to [`registered`].
+    /// POST this JSON body to `endpoint`, then hand the answer to [`registered`](super::registration::registered).
     Register {
         /// The registration endpoint.
         endpoint: String,
