@@ -184,8 +184,8 @@ pub struct BenchArgs {
     /// Also time N sequential calls of this tool.
     #[arg(long, value_name = "NAME")]
     pub tool: Option<String>,
-    /// The tool's arguments as a JSON object.
-    #[arg(long, value_name = "JSON", default_value = "{}")]
+    /// The tool's arguments as a JSON object, or `@FILE` to read the object from a file.
+    #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
     pub args: String,
     #[command(flatten)]
     pub server: ServerArgs,
@@ -326,8 +326,8 @@ pub enum ToolsAction {
         /// The tool's name; without a server (no `--`, --url or --server), SERVER/TOOL
         /// names a server of the config and its tool.
         name: String,
-        /// Its arguments as a JSON object.
-        #[arg(long, value_name = "JSON", default_value = "{}")]
+        /// Its arguments as a JSON object, or `@FILE` to read the object from a file.
+        #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
         args: String,
         /// Ask for a task (2025-11-25 servers that allow it for the tool; 2026-07-28
         /// servers decide by themselves): its status is shown as it changes.
@@ -397,8 +397,9 @@ pub enum PromptsAction {
     Get {
         /// The prompt's name.
         name: String,
-        /// Its arguments as a JSON object of strings.
-        #[arg(long, value_name = "JSON", default_value = "{}")]
+        /// Its arguments as a JSON object of strings, or `@FILE` to read the object
+        /// from a file.
+        #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
         args: String,
         #[command(flatten)]
         server: ServerArgs,

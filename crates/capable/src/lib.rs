@@ -44,6 +44,7 @@ mod connect;
 mod driver;
 pub mod error;
 pub mod events;
+pub mod file;
 pub mod host;
 pub mod input;
 pub mod options;
