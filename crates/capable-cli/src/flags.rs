@@ -6,16 +6,26 @@ use std::time::Duration;
 use capable::ProtocolChoice;
 use clap::{Args, Parser, Subcommand};
 
+use crate::colour::ColorFlag;
+
 /// capable: a strict MCP client. It reads a server's capabilities exactly, calls only
 /// what the server declared, and says so when a server breaks its own declaration.
 #[derive(Debug, Parser)]
-#[command(name = "capable", version, about, long_about = None, propagate_version = true)]
+#[command(name = "capable", version = VERSION, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// `capable --version`: the version and the commit it was built from (see build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CAPABLE_COMMIT"),
+    ")"
+);
 
 /// Options every command accepts.
 #[derive(Debug, Args, Clone)]
@@ -86,6 +96,16 @@ pub struct Global {
     /// larger one ends the session with a clear error instead of exhausting memory.
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
     pub max_message: usize,
+    /// When to colour help, errors and log lines: `auto` (on a terminal, unless
+    /// NO_COLOR is set), `always`, `never`.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    pub color: ColorFlag,
     #[command(flatten)]
     pub auth: AuthFlags,
 }
@@ -315,6 +335,20 @@ pub enum Command {
         report: Option<PathBuf>,
         #[command(flatten)]
         server: ServerArgs,
+    },
+    /// Print the completion script for a shell (`capable completions bash`), made
+    /// from these very flags.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages into DIR: capable.1 and one per subcommand
+    /// (capable-tools-call.1, …), made from these very flags.
+    Man {
+        /// Where to write them (created if missing), e.g. ~/.local/share/man/man1.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
     },
 }
 

@@ -11,6 +11,7 @@ pub mod prompts;
 pub mod read;
 pub mod resources;
 pub mod servers;
+pub mod shell;
 pub mod skills;
 pub mod tasks;
 pub mod tools;
