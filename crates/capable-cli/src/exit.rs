@@ -4,7 +4,7 @@
 //! |---|---|
 //! | 0 | ok |
 //! | 1 | unexpected failure |
-//! | 2 | usage (bad flags, unknown server name, bad JSON argument) |
+//! | 2 | usage (bad flags, unknown server name, bad JSON argument, a file refused or unreadable) |
 //! | 3 | transport failure, server crash, or timeout |
 //! | 4 | protocol version refused |
 //! | 5 | capability not offered (refused locally, nothing sent) |
@@ -13,6 +13,7 @@
 //! | 8 | authorization required (no usable token and no way to log in here) or failed |
 //! | 128+N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP; a task in progress is cancelled first) |
 
+use capable::auth::AuthError;
 use capable::core::{Flag, NegotiationError, Refusal};
 use capable::Error;
 
@@ -30,6 +31,17 @@ pub enum CliError {
     /// Bad usage.
     #[error("{0}")]
     Usage(String),
+    /// A file the command was given could not be read, or was refused for what it is
+    /// (a FIFO, a device, a directory, a symlink loop, too large): `what` says which
+    /// file it was (`--args`, `oauth.privateKeyFile`).
+    #[error("{what}: {error}")]
+    File {
+        /// Which file, in the user's words.
+        what: String,
+        /// Why.
+        #[source]
+        error: capable::file::FileError,
+    },
     /// Not offered by the server, in words that say what to pass instead (nothing
     /// was sent).
     #[error("{0}")]
@@ -58,8 +70,8 @@ pub enum CliError {
     },
 }
 
-impl From<capable::auth::AuthError> for CliError {
-    fn from(e: capable::auth::AuthError) -> Self {
+impl From<AuthError> for CliError {
+    fn from(e: AuthError) -> Self {
         CliError::Client(Error::Auth(e))
     }
 }
@@ -105,6 +117,8 @@ impl Class {
             Error::Timeout { .. } | Error::TaskTimedOut { .. } => Class::Timeout,
             Error::TaskFailed { .. } | Error::TaskCancelled { .. } => Class::Rpc,
             Error::ServerExited { .. } => Class::ServerExited,
+            // A token store capable will not read is the user's to mend, like a flag.
+            Error::Auth(AuthError::StoreRefused(_)) => Class::Usage,
             Error::Auth(a) if a.is_authorization_required() => Class::AuthRequired,
             Error::Auth(_) => Class::AuthFailed,
             Error::InvalidOptions(_) => Class::Usage,
@@ -149,9 +163,21 @@ impl Class {
 }
 
 impl CliError {
+    /// A failure of the credential store: a refused file as the library reports it
+    /// (the message names the file), anything else with the store's name.
+    pub fn store(store: &dyn capable::auth::CredentialStore, e: std::io::Error) -> CliError {
+        match capable::file::Refused::within(&e) {
+            Some(refused) => CliError::File {
+                what: "the token store".into(),
+                error: capable::file::FileError::Refused(refused.clone()),
+            },
+            None => CliError::Usage(format!("the token store {}: {e}", store.describe())),
+        }
+    }
+
     fn class(&self) -> Class {
         match self {
-            CliError::Usage(_) | CliError::Config(_) => Class::Usage,
+            CliError::Usage(_) | CliError::Config(_) | CliError::File { .. } => Class::Usage,
             CliError::NotOffered(_) => Class::NotOffered,
             CliError::Violations(_) => Class::Violation,
             CliError::Client(e) => Class::of_client(e),
@@ -304,6 +330,15 @@ mod tests {
         ));
         assert_eq!(code(scope.clone()), (8, "authorization_failed"));
         assert!(CliError::Client(scope).hint().unwrap().contains("--scope"));
+        // A token store refused for what it is is the user's to mend: a usage error.
+        let store = Error::Auth(capable::auth::AuthError::StoreRefused(
+            capable::file::Refused {
+                path: "credentials.json".into(),
+                kind: capable::file::FileKind::Credentials,
+                reason: capable::file::Reason::OpenToOthers { mode: 0o644 },
+            },
+        ));
+        assert_eq!(code(store), (2, "usage"));
     }
 
     #[test]

@@ -6,16 +6,26 @@ use std::time::Duration;
 use capable::ProtocolChoice;
 use clap::{Args, Parser, Subcommand};
 
+use crate::colour::ColorFlag;
+
 /// capable: a strict MCP client. It reads a server's capabilities exactly, calls only
 /// what the server declared, and says so when a server breaks its own declaration.
 #[derive(Debug, Parser)]
-#[command(name = "capable", version, about, long_about = None, propagate_version = true)]
+#[command(name = "capable", version = VERSION, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// `capable --version`: the version and the commit it was built from (see build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CAPABLE_COMMIT"),
+    ")"
+);
 
 /// Options every command accepts.
 #[derive(Debug, Args, Clone)]
@@ -86,6 +96,16 @@ pub struct Global {
     /// larger one ends the session with a clear error instead of exhausting memory.
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
     pub max_message: usize,
+    /// When to colour help, errors and log lines: `auto` (on a terminal, unless
+    /// NO_COLOR is set), `always`, `never`.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    pub color: ColorFlag,
     #[command(flatten)]
     pub auth: AuthFlags,
 }
@@ -203,8 +223,8 @@ pub struct BenchArgs {
     /// Also time N sequential calls of this tool.
     #[arg(long, value_name = "NAME")]
     pub tool: Option<String>,
-    /// The tool's arguments as a JSON object.
-    #[arg(long, value_name = "JSON", default_value = "{}")]
+    /// The tool's arguments as a JSON object, or `@FILE` to read the object from a file.
+    #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
     pub args: String,
     #[command(flatten)]
     pub server: ServerArgs,
@@ -335,6 +355,20 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Print the completion script for a shell (`capable completions bash`), made
+    /// from these very flags.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages into DIR: capable.1 and one per subcommand
+    /// (capable-tools-call.1, …), made from these very flags.
+    Man {
+        /// Where to write them (created if missing), e.g. ~/.local/share/man/man1.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -345,8 +379,8 @@ pub enum ToolsAction {
         /// The tool's name; without a server (no `--`, --url or --server), SERVER/TOOL
         /// names a server of the config and its tool.
         name: String,
-        /// Its arguments as a JSON object.
-        #[arg(long, value_name = "JSON", default_value = "{}")]
+        /// Its arguments as a JSON object, or `@FILE` to read the object from a file.
+        #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
         args: String,
         /// Ask for a task (2025-11-25 servers that allow it for the tool; 2026-07-28
         /// servers decide by themselves): its status is shown as it changes.
@@ -417,8 +451,9 @@ pub enum PromptsAction {
     Get {
         /// The prompt's name.
         name: String,
-        /// Its arguments as a JSON object of strings.
-        #[arg(long, value_name = "JSON", default_value = "{}")]
+        /// Its arguments as a JSON object of strings, or `@FILE` to read the object
+        /// from a file.
+        #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
         args: String,
         #[command(flatten)]
         server: ServerArgs,

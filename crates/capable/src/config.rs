@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 
 use capable::ServerCommand;
 
+use crate::file::{self, FileError, FileKind};
+
 /// A configured server: a stdio command or an HTTP endpoint.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerTarget {
@@ -160,6 +162,10 @@ pub enum ConfigError {
         /// Where it looked.
         looked: Vec<String>,
     },
+    /// The file is not one capable reads (a FIFO, a device, a directory, a symlink
+    /// loop, larger than a config may be): nothing of it was read.
+    #[error("cannot read the config {0}")]
+    Refused(file::Refused),
     /// The file could not be read or parsed.
     #[error("cannot read {path}: {detail}")]
     Unreadable {
@@ -247,13 +253,14 @@ pub fn find_server(name: &str, file: Option<&Path>) -> Result<ServerTarget, Conf
 }
 
 /// The config file to read: `file`, or the first of [`default_locations`] that
-/// exists. Its text and its path as shown in errors.
+/// exists (whatever it is: a FIFO or a directory there is refused, not passed over).
+/// Its text and its path as shown in errors.
 fn read(file: Option<&Path>) -> Result<(String, String), ConfigError> {
     let path = match file {
         Some(p) => p.to_path_buf(),
         None => {
             let candidates = default_locations();
-            match candidates.iter().find(|p| p.is_file()) {
+            match candidates.iter().find(|p| p.symlink_metadata().is_ok()) {
                 Some(p) => p.clone(),
                 None => {
                     return Err(ConfigError::NoFile {
@@ -264,9 +271,12 @@ fn read(file: Option<&Path>) -> Result<(String, String), ConfigError> {
         }
     };
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Unreadable {
-        path: shown.clone(),
-        detail: e.to_string(),
+    let text = file::read_to_string(&path, FileKind::Config).map_err(|e| match e {
+        FileError::Refused(refused) => ConfigError::Refused(refused),
+        FileError::Io { source, .. } => ConfigError::Unreadable {
+            path: shown.clone(),
+            detail: source.to_string(),
+        },
     })?;
     Ok((text, shown))
 }

@@ -102,9 +102,7 @@ fn status(ctx: &Context) -> Result<(), CliError> {
 }
 
 fn all(store: &dyn CredentialStore) -> Result<Vec<TokenInfo>, CliError> {
-    let tokens = store
-        .all_tokens()
-        .map_err(|e| CliError::Usage(format!("the token store {}: {e}", store.describe())))?;
+    let tokens = store.all_tokens().map_err(|e| CliError::store(store, e))?;
     Ok(tokens
         .into_iter()
         .map(|t| TokenInfo {

@@ -11,6 +11,7 @@ pub mod prompts;
 pub mod read;
 pub mod resources;
 pub mod servers;
+pub mod shell;
 pub mod skills;
 pub mod tasks;
 pub mod tools;
@@ -19,13 +20,14 @@ pub mod ui;
 pub mod watch;
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
 use capable::auth::{
     AuthMethod, CredentialStore, DpopMode, FileStore, Flow, LoginMode, MemoryStore, OAuthClient,
     OAuthConfig,
 };
+use capable::file::FileKind;
 use capable::{ClientOptions, GatePolicy, HttpConfig, ServerCommand, Session, Tap};
 use serde_json::Value;
 
@@ -332,9 +334,9 @@ fn read_inline_or_file(
 ) -> Result<Option<String>, CliError> {
     match (inline, file) {
         (Some(v), _) => Ok(Some(v)),
-        (None, Some(path)) => std::fs::read_to_string(PathBuf::from(path))
-            .map(Some)
-            .map_err(|e| CliError::Usage(format!("oauth.{what} {path}: {e}"))),
+        (None, Some(path)) => {
+            read_file(Path::new(path), FileKind::Secret, &format!("oauth.{what}")).map(Some)
+        }
         (None, None) => Ok(None),
     }
 }
@@ -353,8 +355,25 @@ fn reqwest_url(url: &str) -> Result<capable::transport::http::Url, CliError> {
     }
 }
 
-/// Parses a `--args` JSON object.
+/// Reads a file the user named, as text, within its kind's bounds
+/// ([`capable::file`]); `what` names it in errors (`--args`, `oauth.privateKeyFile`).
+pub fn read_file(path: &Path, kind: FileKind, what: &str) -> Result<String, CliError> {
+    capable::file::read_to_string(path, kind).map_err(|error| CliError::File {
+        what: what.to_owned(),
+        error,
+    })
+}
+
+/// Parses a `--args` JSON object, given inline or as `@FILE`.
 pub fn parse_args(text: &str) -> Result<serde_json::Map<String, Value>, CliError> {
+    let read;
+    let text = match text.strip_prefix('@') {
+        Some(path) => {
+            read = read_file(Path::new(path), FileKind::Arguments, "--args")?;
+            &read
+        }
+        None => text,
+    };
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(CliError::Usage(format!(

@@ -95,6 +95,9 @@ impl std::fmt::Debug for OAuthClient {
 }
 
 pub(super) fn store_error(store: &dyn super::CredentialStore, e: std::io::Error) -> AuthError {
+    if let Some(refused) = crate::file::Refused::within(&e) {
+        return AuthError::StoreRefused(refused.clone());
+    }
     AuthError::Store {
         store: store.describe(),
         detail: e.to_string(),

@@ -318,6 +318,10 @@ pub enum AuthError {
     /// The configuration cannot work.
     #[error("{0}")]
     Config(String),
+    /// The credential store's file was refused for what it is (not a regular file, too
+    /// large, open to others): nothing was read from it or written to it.
+    #[error(transparent)]
+    StoreRefused(crate::file::Refused),
     /// The credential store failed.
     #[error("the credential store {store}: {detail}")]
     Store {

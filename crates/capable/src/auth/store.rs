@@ -8,7 +8,9 @@
 //! nothing past the process.
 //!
 //! [`FileStore`] is one JSON file, mode 0600 in a 0700 directory, written atomically
-//! (a temporary file in the same directory, synced, then renamed over the old one).
+//! (a temporary file in the same directory, synced, then renamed over the old one),
+//! read as a [`FileKind::Credentials`](crate::file::FileKind::Credentials): a store
+//! that is not a regular file, is too large, or that others may open is refused.
 //! [`CredentialStore::lock`] takes an exclusive `flock` on a sibling lock file, held
 //! across reload → refresh → save, so two processes never both spend a rotating
 //! refresh token.
@@ -217,7 +219,7 @@ impl FileStore {
     }
 
     fn read(&self) -> io::Result<Document> {
-        match std::fs::read(&self.path) {
+        match crate::file::read(&self.path, crate::file::FileKind::Credentials) {
             Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Document::default()),
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 io::Error::new(
@@ -225,8 +227,8 @@ impl FileStore {
                     format!("{} is not a credential file: {e}", self.path.display()),
                 )
             }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Document::default()),
-            Err(e) => Err(e),
+            Err(e) if e.is_not_found() => Ok(Document::default()),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -324,6 +326,8 @@ impl CredentialStore for FileStore {
         self.update(|d| d.remove_registration(issuer))
     }
     fn lock(&self) -> io::Result<StoreLock> {
+        // A store that would be refused gets no lock file beside it either.
+        crate::file::check(&self.path, crate::file::FileKind::Credentials)?;
         let dir = self
             .path
             .parent()
