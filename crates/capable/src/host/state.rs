@@ -10,7 +10,7 @@ use capable_core::time::humanize;
 use capable_core::{Era, ProtocolVersion};
 
 use crate::config::ConfigError;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 
 /// Why a server is not running (or stopped running).
 #[derive(Clone, Debug, thiserror::Error)]
@@ -39,6 +39,15 @@ impl ServerError {
         match self {
             ServerError::Config(_) | ServerError::InvalidName { .. } => Failure::Config,
             ServerError::Session(e) => e.failure(),
+        }
+    }
+
+    /// What kind of failure this is: a broken config entry or name is a usage error,
+    /// a connection's failure is its client error's kind.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ServerError::Config(_) | ServerError::InvalidName { .. } => ErrorKind::Usage,
+            ServerError::Session(e) => e.kind(),
         }
     }
 
