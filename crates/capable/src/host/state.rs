@@ -73,7 +73,8 @@ impl ServerError {
 ///
 /// a failure a restart cannot cure ─► Refused    (version, violation, config, 401/403)
 /// the bounded restarts used up      ─► Failed
-/// the host shut it down             ─► Stopped  (from any state)
+/// shut down, or disconnected        ─► Stopped  (from any state)
+/// reconnected by hand               ─► Starting (from any state but a broken entry)
 /// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -106,7 +107,9 @@ pub enum ServerState {
         /// The last failure.
         error: ServerError,
     },
-    /// Shut down by the host.
+    /// Shut down by the host, or disconnected ([`Host::disconnect`]).
+    ///
+    /// [`Host::disconnect`]: crate::host::Host::disconnect
     Stopped,
 }
 
