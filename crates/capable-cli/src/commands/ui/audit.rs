@@ -23,6 +23,6 @@ pub async fn run(
     audit_options.ack_wait = servers.timeout().min(std::time::Duration::from_secs(5));
     let report = audit::run(&session, &recorder, &audit_options).await;
     session.close().await;
-    let markdown = crate::secrets::scrub(&crate::commands::audit::markdown(&report)).into_owned();
+    let markdown = crate::secrets::scrub(&report.markdown()).into_owned();
     Ok((report, markdown))
 }

@@ -294,7 +294,7 @@ impl Entry {
         let Ok(session) = conn.host.session(name) else {
             return v;
         };
-        v["inspect"] = super::super::inspect::report(&session);
+        v["inspect"] = session.description();
         v["matrix"] = matrix(session.capabilities());
         let tools: Vec<_> = conn.host.tools().into_iter().map(|t| t.tool).collect();
         let resources: Vec<_> = conn

@@ -155,7 +155,7 @@ async fn follow(
             event = watch.next() => event,
         };
         match event {
-            Ok(event) => publish(crate::commands::watch::event_json(&uri, &event)),
+            Ok(event) => publish(capable::watch::event_json(&uri, &event)),
             Err(e) => {
                 publish(json!({"event": "end", "uri": uri, "error": e.to_string()}));
                 let _ = watch.close().await;
