@@ -1,14 +1,4 @@
-//! What kind of failure an [`Error`] is, decided from its type alone (never from its
-//! words): one place that a command line turns into an exit code and a web page into a
-//! `kind` string, so the two always agree.
-//!
-//! ```
-//! use capable::{Error, ErrorKind};
-//!
-//! let e = Error::InvalidOptions("a roots handler without roots".into());
-//! assert_eq!(e.kind(), ErrorKind::Usage);
-//! assert_eq!((e.kind().as_str(), e.kind().exit_code()), ("usage", 2));
-//! ```
+//! What kind of failure an [`Error`] is.
 
 use std::fmt;
 
@@ -16,7 +6,17 @@ use capable_core::NegotiationError;
 
 use super::Error;
 
-/// The kind of a failure (see the [module](self)).
+/// What kind of failure an [`Error`] is ([`Error::kind`]), decided from its type alone
+/// (never from its words): one place that a command line turns into an exit code and a
+/// web page into a `kind` string, so the two always agree.
+///
+/// ```
+/// use capable::{Error, ErrorKind};
+///
+/// let e = Error::InvalidOptions("a roots handler without roots".into());
+/// assert_eq!(e.kind(), ErrorKind::Usage);
+/// assert_eq!((e.kind().as_str(), e.kind().exit_code()), ("usage", 2));
+/// ```
 ///
 /// | kind | [`as_str`](ErrorKind::as_str) | [`exit_code`](ErrorKind::exit_code) |
 /// |---|---|---|
