@@ -3,6 +3,7 @@
 //! can send exactly the `Host`, `Origin` and `Cookie` it means to.
 #![allow(dead_code)]
 
+pub mod page;
 pub mod webdriver;
 
 use std::io::{BufRead, BufReader, Read, Write};
