@@ -68,6 +68,7 @@ pub mod connection;
 pub mod extensions;
 pub mod gating;
 pub mod http;
+pub mod input_kind;
 pub mod input_rounds;
 mod json;
 pub mod jsonrpc;

@@ -170,11 +170,14 @@ pub enum Event<W> {
         /// The server's reason (empty when it gave none).
         reason: String,
     },
-    /// A server request the host handles (elicitation, sampling, roots); answer it with
-    /// [`Connection::respond`] or [`Connection::respond_error`].
+    /// A server request the host handles (elicitation, sampling, roots), of a kind
+    /// the client declared ([`InputKind::check`](crate::input_kind::InputKind::check));
+    /// answer it with [`Connection::respond`] or [`Connection::respond_error`].
     ServerRequest {
         /// The server's id.
         id: RequestId,
+        /// What it asks for.
+        kind: crate::input_kind::InputKind,
         /// Its method.
         method: String,
         /// Its params.
