@@ -20,7 +20,6 @@ pub async fn list(State(app): State<Arc<AppState>>) -> Reply {
 /// `POST /api/connect {server}`: connects it again (its session, if any, closed
 /// first; its watches stopped).
 pub async fn connect(State(app): State<Arc<AppState>>, Command(c): Command<OnServer>) -> Answer {
-    app.servers.entry(&c.server)?;
     app.watches.stop_server(&c.server).await;
     app.servers.reconnect(&c.server).await?;
     Ok(Reply(json!({"server": c.server, "state": "starting"})))
@@ -29,7 +28,6 @@ pub async fn connect(State(app): State<Arc<AppState>>, Command(c): Command<OnSer
 /// `POST /api/disconnect {server}`: its watches stopped, its session closed (its
 /// process group with it).
 pub async fn disconnect(State(app): State<Arc<AppState>>, Command(c): Command<OnServer>) -> Answer {
-    app.servers.entry(&c.server)?;
     app.watches.stop_server(&c.server).await;
     app.servers.disconnect(&c.server).await?;
     Ok(Reply(json!({"server": c.server, "state": "disconnected"})))
