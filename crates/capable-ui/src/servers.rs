@@ -202,28 +202,21 @@ impl Servers {
         };
         v["inspect"] = session.description();
         v["matrix"] = matrix(session.capabilities());
-        let ours = |server: &str| server == name;
-        let tools: Vec<_> = self
-            .host
-            .tools()
-            .into_iter()
-            .filter(|t| ours(&t.server))
-            .map(|t| t.tool)
-            .collect();
         let resources: Vec<_> = self
             .host
             .resources()
             .into_iter()
-            .filter(|r| ours(&r.server))
+            .filter(|r| r.server == *name)
             .map(|r| r.resource)
             .collect();
         let prompts: Vec<_> = self
             .host
             .prompts()
             .into_iter()
-            .filter(|p| ours(&p.server))
+            .filter(|p| p.server == *name)
             .map(|p| p.prompt)
             .collect();
+        let tools = self.tools(name);
         v["tools"] = json!(tools);
         v["resources"] = json!(resources);
         v["prompts"] = json!(prompts);

@@ -39,12 +39,7 @@ async fn a_server_that_crashes_after_it_was_ready_is_restarted_with_its_lists_ba
         "{}",
         status.state
     );
-    within(LIMIT, host.shutdown()).await;
-    assert_eq!(
-        processes_marked(&mark),
-        Vec::<u32>::new(),
-        "processes left behind"
-    );
+    shut_down_leaving_nothing(&host, &[&mark]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -80,12 +75,7 @@ async fn a_servers_stderr_reaches_the_host_live_with_its_secrets_scrubbed() {
     assert_eq!(&*line, "capable fixture: echo hello ***");
     let tail = host.session("tools").unwrap().stderr_tail();
     assert!(tail.ends_with("capable fixture: echo hello ***"), "{tail}");
-    within(LIMIT, host.shutdown()).await;
-    assert_eq!(
-        processes_marked(&mark),
-        Vec::<u32>::new(),
-        "processes left behind"
-    );
+    shut_down_leaving_nothing(&host, &[&mark]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -176,7 +166,7 @@ async fn one_server_is_disconnected_and_reconnected_by_hand_while_the_others_go_
         ServerState::Refused { .. }
     ));
 
-    within(LIMIT, host.shutdown()).await;
+    shut_down_leaving_nothing(&host, &[&mark_a, &mark_b]).await;
     assert!(matches!(
         host.reconnect("a").await,
         Err(HostError::ShutDown)
@@ -185,7 +175,4 @@ async fn one_server_is_disconnected_and_reconnected_by_hand_while_the_others_go_
         host.server("a").unwrap().state,
         ServerState::Stopped
     ));
-    for mark in [&mark_a, &mark_b] {
-        assert_eq!(processes_marked(mark), Vec::<u32>::new(), "left behind");
-    }
 }

@@ -57,12 +57,7 @@ async fn list_changed_from_one_server_refreshes_only_its_tools() {
         ["b/echo", "b/grow"]
     );
     assert_eq!(host.server("a").unwrap().tools, Some(3));
-    within(LIMIT, host.shutdown()).await;
-    assert_eq!(
-        processes_marked(&mark),
-        Vec::<u32>::new(),
-        "processes left behind"
-    );
+    shut_down_leaving_nothing(&host, &[&mark]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -88,6 +88,18 @@ fn marker(test: &str) -> String {
     format!("{test}-{}", std::process::id())
 }
 
+/// Shuts `host` down, then checks that no process of any of `marks` is left.
+async fn shut_down_leaving_nothing(host: &Host, marks: &[&str]) {
+    within(LIMIT, host.shutdown()).await;
+    for mark in marks {
+        assert_eq!(
+            processes_marked(mark),
+            Vec::<u32>::new(),
+            "processes left behind"
+        );
+    }
+}
+
 fn fixture(profile: &str, extra: &[&str], mark: &str) -> Value {
     let command = common::fixture_with(profile, extra);
     json!({"command": command.program, "args": command.args, "env": {"CAPABLE_HOST_TEST": mark}})
@@ -95,16 +107,7 @@ fn fixture(profile: &str, extra: &[&str], mark: &str) -> Value {
 
 /// The processes whose environment carries `mark` (zombies have none left).
 fn processes_marked(mark: &str) -> Vec<u32> {
-    let needle = format!("CAPABLE_HOST_TEST={mark}");
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
-        })
-        .collect()
+    capable_test_support::processes_with_env("CAPABLE_HOST_TEST", mark)
 }
 
 fn options() -> HostOptions {
