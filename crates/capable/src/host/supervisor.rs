@@ -479,17 +479,7 @@ async fn listen(session: &Session) -> Option<Listener> {
     if session.era() != Era::Modern {
         return None;
     }
-    let declared = |list: ListKind| {
-        session
-            .capabilities()
-            .has_flag(list.capability(), Flag::ListChanged)
-    };
-    let filter = ListenFilter {
-        tools_list_changed: declared(ListKind::Tools),
-        prompts_list_changed: declared(ListKind::Prompts),
-        resources_list_changed: declared(ListKind::Resources),
-        resource_subscriptions: Vec::new(),
-    };
+    let filter = ListenFilter::list_changes(session.capabilities());
     if filter == ListenFilter::default() {
         return None;
     }
