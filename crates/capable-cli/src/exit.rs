@@ -15,7 +15,7 @@
 
 use capable::auth::AuthError;
 use capable::core::{Flag, NegotiationError, Refusal};
-use capable::Error;
+use capable::{Error, ErrorKind};
 
 use capable::config::ConfigError;
 
@@ -76,92 +76,6 @@ impl From<AuthError> for CliError {
     }
 }
 
-/// What kind of failure a [`CliError`] is: one place decides both the exit code and
-/// the `--json` kind, from the error's type alone (never from its words).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Class {
-    Usage,
-    Unexpected,
-    Transport,
-    Timeout,
-    ServerExited,
-    VersionRefused,
-    NotOffered,
-    Violation,
-    Rpc,
-    AuthRequired,
-    AuthFailed,
-}
-
-impl Class {
-    fn of_client(e: &Error) -> Class {
-        match e {
-            Error::Refused(_) => Class::NotOffered,
-            Error::Negotiation(n) => match n {
-                NegotiationError::UnsupportedVersion { .. }
-                | NegotiationError::NoCommonVersion { .. }
-                | NegotiationError::VersionRefused { .. }
-                | NegotiationError::EraUnavailable { .. } => Class::VersionRefused,
-                NegotiationError::MalformedAnswer { .. } => Class::Violation,
-                NegotiationError::Timeout { .. } => Class::Timeout,
-                NegotiationError::InitializeRefused(_)
-                | NegotiationError::MissingClientCapability { .. } => Class::Rpc,
-                _ => Class::Unexpected,
-            },
-            Error::Rpc { .. } => Class::Rpc,
-            Error::Violation(_)
-            | Error::Skill(_)
-            | Error::MalformedResult { .. }
-            | Error::TooManyInputRounds { .. }
-            | Error::InputUnanswered { .. } => Class::Violation,
-            Error::Timeout { .. } | Error::TaskTimedOut { .. } => Class::Timeout,
-            Error::TaskFailed { .. } | Error::TaskCancelled { .. } => Class::Rpc,
-            Error::ServerExited { .. } => Class::ServerExited,
-            // A token store capable will not read is the user's to mend, like a flag.
-            Error::Auth(AuthError::StoreRefused(_)) => Class::Usage,
-            Error::Auth(a) if a.is_authorization_required() => Class::AuthRequired,
-            Error::Auth(_) => Class::AuthFailed,
-            Error::InvalidOptions(_) => Class::Usage,
-            Error::ListTooLong { .. } => Class::Unexpected,
-            Error::Http { .. }
-            | Error::ListenEnded { .. }
-            | Error::Transport(_)
-            | Error::Spawn(_)
-            | Error::Closed => Class::Transport,
-            _ => Class::Unexpected,
-        }
-    }
-
-    fn code(self) -> i32 {
-        match self {
-            Class::Usage => 2,
-            Class::Unexpected => 1,
-            Class::Transport | Class::Timeout | Class::ServerExited => 3,
-            Class::VersionRefused => 4,
-            Class::NotOffered => 5,
-            Class::Violation => 6,
-            Class::Rpc => 7,
-            Class::AuthRequired | Class::AuthFailed => 8,
-        }
-    }
-
-    fn kind(self) -> &'static str {
-        match self {
-            Class::Usage => "usage",
-            Class::Unexpected => "unexpected",
-            Class::Transport => "transport",
-            Class::Timeout => "timeout",
-            Class::ServerExited => "server_exited",
-            Class::VersionRefused => "protocol_version_refused",
-            Class::NotOffered => "capability_not_offered",
-            Class::Violation => "contract_violation",
-            Class::Rpc => "rpc_error",
-            Class::AuthRequired => "authorization_required",
-            Class::AuthFailed => "authorization_failed",
-        }
-    }
-}
-
 impl CliError {
     /// A failure of the credential store: a refused file as the library reports it
     /// (the message names the file), anything else with the store's name.
@@ -175,16 +89,19 @@ impl CliError {
         }
     }
 
-    fn class(&self) -> Class {
+    /// What kind of failure it is: the library's [`ErrorKind`] of a client error, the
+    /// kind each of the CLI's own failures amounts to. One place decides both the exit
+    /// code and the `--json` kind, from the error's type alone (never from its words).
+    pub fn error_kind(&self) -> ErrorKind {
         match self {
-            CliError::Usage(_) | CliError::Config(_) | CliError::File { .. } => Class::Usage,
-            CliError::NotOffered(_) => Class::NotOffered,
-            CliError::Violations(_) => Class::Violation,
-            CliError::Client(e) => Class::of_client(e),
+            CliError::Usage(_) | CliError::Config(_) | CliError::File { .. } => ErrorKind::Usage,
+            CliError::NotOffered(_) => ErrorKind::NotOffered,
+            CliError::Violations(_) => ErrorKind::Violation,
+            CliError::Client(e) => e.kind(),
             CliError::Interrupted(_)
             | CliError::Stopped(_)
             | CliError::OutputClosed
-            | CliError::Unhealthy { .. } => Class::Unexpected,
+            | CliError::Unhealthy { .. } => ErrorKind::Unexpected,
         }
     }
 
@@ -197,7 +114,7 @@ impl CliError {
             }
             CliError::OutputClosed => 0,
             CliError::Unhealthy { code, .. } => *code,
-            _ => self.class().code(),
+            _ => self.error_kind().exit_code(),
         }
     }
 
@@ -207,7 +124,7 @@ impl CliError {
             CliError::Interrupted(_) | CliError::Stopped(_) => "interrupted",
             CliError::OutputClosed => "output_closed",
             CliError::Unhealthy { .. } => "unhealthy",
-            _ => self.class().kind(),
+            _ => self.error_kind().as_str(),
         }
     }
 
@@ -254,72 +171,33 @@ impl CliError {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
-    use capable::core::{Method, RpcError};
-    use capable::ProtocolVersion;
+    use capable::core::Method;
 
     use super::*;
 
-    fn code(e: Error) -> (i32, &'static str) {
-        let e = CliError::Client(e);
-        (e.exit_code(), e.kind())
-    }
-
-    fn rpc(code: i64, message: &str) -> RpcError {
-        RpcError {
-            code,
-            message: message.into(),
-            data: None,
-        }
+    #[test]
+    fn a_client_error_has_the_library_kind_and_its_exit_code() {
+        let e = CliError::Client(Error::Refused(Refusal::MarkedBroken {
+            method: Method::Subscribe,
+        }));
+        assert_eq!((e.exit_code(), e.kind()), (5, "capability_not_offered"));
+        let usage = CliError::Usage("no".into());
+        assert_eq!((usage.exit_code(), usage.kind()), (2, "usage"));
+        assert_eq!(CliError::OutputClosed.exit_code(), 0);
+        let stopped = CliError::Interrupted(libc::SIGINT);
+        assert_eq!((stopped.exit_code(), stopped.kind()), (130, "interrupted"));
     }
 
     #[test]
-    fn an_http_failure_is_a_transport_failure_never_a_json_rpc_error() {
-        for status in [401, 403, 500, 502] {
-            let e = Error::Http {
-                url: "https://mcp.test/mcp".into(),
-                status,
-                body: "no".into(),
-            };
-            assert_eq!(code(e), (3, "transport"), "HTTP {status}");
-        }
-        let rpc_error = Error::Rpc {
-            method: Method::ListTools,
-            error: rpc(-32603, "boom"),
-        };
-        assert_eq!(code(rpc_error), (7, "rpc_error"));
-    }
-
-    #[test]
-    fn a_version_refusal_is_told_by_its_type_not_its_words() {
-        let typed = Error::Negotiation(NegotiationError::VersionRefused {
-            proposed: ProtocolVersion::V2025_11_25,
-            server: vec!["2024-11-05".into()],
-            error: Box::new(rpc(-32602, "no")),
-        });
-        assert_eq!(code(typed), (4, "protocol_version_refused"));
-        // A refusal that only talks about versions is a plain refusal.
-        let words = Error::Negotiation(NegotiationError::InitializeRefused(rpc(
-            -32602,
-            "unsupported protocol version",
-        )));
-        assert_eq!(code(words), (7, "rpc_error"));
-    }
-
-    #[test]
-    fn authorization_required_has_its_own_code() {
+    fn authorization_required_says_how_to_log_in() {
         let required = Error::Auth(capable::auth::AuthError::AuthorizationRequired {
             server: "https://mcp.test/mcp".into(),
             why: capable::auth::Required::NoToken,
         });
-        assert_eq!(code(required.clone()), (8, "authorization_required"));
         assert!(CliError::Client(required)
             .hint()
             .unwrap()
             .contains("capable auth login"));
-        let failed = Error::Auth(capable::auth::AuthError::Refused("no".into()));
-        assert_eq!(code(failed), (8, "authorization_failed"));
         let scope = Error::Auth(capable::auth::AuthError::InsufficientScope(
             capable::auth::ScopeRefusal {
                 challenged: vec![],
@@ -328,40 +206,6 @@ mod tests {
                 step_ups: 0,
             },
         ));
-        assert_eq!(code(scope.clone()), (8, "authorization_failed"));
         assert!(CliError::Client(scope).hint().unwrap().contains("--scope"));
-        // A token store refused for what it is is the user's to mend: a usage error.
-        let store = Error::Auth(capable::auth::AuthError::StoreRefused(
-            capable::file::Refused {
-                path: "credentials.json".into(),
-                kind: capable::file::FileKind::Credentials,
-                reason: capable::file::Reason::OpenToOthers { mode: 0o644 },
-            },
-        ));
-        assert_eq!(code(store), (2, "usage"));
-    }
-
-    #[test]
-    fn timeouts_crashes_and_local_refusals_have_their_own_codes() {
-        let handshake = Error::Negotiation(NegotiationError::Timeout {
-            method: Method::Initialize,
-            after: Duration::from_secs(1),
-        });
-        assert_eq!(code(handshake), (3, "timeout"));
-        let request = Error::Timeout {
-            method: Method::ReadResource,
-            after: Duration::from_secs(1),
-        };
-        assert_eq!(code(request), (3, "timeout"));
-        let exited = Error::ServerExited {
-            status: None,
-            stderr: String::new(),
-        };
-        assert_eq!(code(exited), (3, "server_exited"));
-        let refused = Error::Refused(Refusal::MarkedBroken {
-            method: Method::Subscribe,
-        });
-        assert_eq!(code(refused), (5, "capability_not_offered"));
-        assert_eq!(code(Error::InvalidOptions("x".into())), (2, "usage"));
     }
 }

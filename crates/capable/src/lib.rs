@@ -64,7 +64,7 @@ pub use capable_core::{
     Violation,
 };
 pub use connect::{connect, connect_http, connect_stdio};
-pub use error::Error;
+pub use error::{Error, ErrorKind};
 pub use events::{ServerNotification, SessionEvent};
 pub use input::{ElicitationPolicy, InputHandlers, Root};
 pub use options::ClientOptions;

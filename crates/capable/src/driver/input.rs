@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use capable_core::input_kind::InputKind;
 use capable_core::RequestId;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -15,6 +16,7 @@ use super::Driver;
 #[derive(Debug)]
 pub(crate) struct ServerRequest {
     pub(crate) id: RequestId,
+    pub(crate) kind: InputKind,
     pub(crate) method: String,
     pub(crate) params: Value,
 }
@@ -28,7 +30,7 @@ pub(crate) async fn run_input(
         let shared = shared.clone();
         let handlers = handlers.clone();
         tokio::spawn(async move {
-            let answer = handlers.answer(&req.method, req.params).await;
+            let answer = handlers.answer(req.kind, &req.method, req.params).await;
             shared.write_with(|st| match &answer {
                 Ok(result) => st.conn.respond(&req.id, result, &mut st.out),
                 Err(error) => st.conn.respond_error(&req.id, error, &mut st.out),

@@ -286,9 +286,20 @@ fn dispatch(
                 shared.dropped_notification();
             }
         }
-        Event::ServerRequest { id, method, params } => {
+        Event::ServerRequest {
+            id,
+            kind,
+            method,
+            params,
+        } => {
             let params = listen::params_of(&params);
-            let _ = requests.send(Box::new(ServerRequest { id, method, params }));
+            let request = ServerRequest {
+                id,
+                kind,
+                method,
+                params,
+            };
+            let _ = requests.send(Box::new(request));
         }
         _ => {}
     }

@@ -8,7 +8,11 @@
 //! Real processes: waits are bounded and assert states and order, never sleep for a
 //! result.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod lifecycle;
+mod lists;
+
 use capable_test_support::http_peer;
 
 use std::collections::BTreeMap;
@@ -84,6 +88,18 @@ fn marker(test: &str) -> String {
     format!("{test}-{}", std::process::id())
 }
 
+/// Shuts `host` down, then checks that no process of any of `marks` is left.
+async fn shut_down_leaving_nothing(host: &Host, marks: &[&str]) {
+    within(LIMIT, host.shutdown()).await;
+    for mark in marks {
+        assert_eq!(
+            processes_marked(mark),
+            Vec::<u32>::new(),
+            "processes left behind"
+        );
+    }
+}
+
 fn fixture(profile: &str, extra: &[&str], mark: &str) -> Value {
     let command = common::fixture_with(profile, extra);
     json!({"command": command.program, "args": command.args, "env": {"CAPABLE_HOST_TEST": mark}})
@@ -91,16 +107,7 @@ fn fixture(profile: &str, extra: &[&str], mark: &str) -> Value {
 
 /// The processes whose environment carries `mark` (zombies have none left).
 fn processes_marked(mark: &str) -> Vec<u32> {
-    let needle = format!("CAPABLE_HOST_TEST={mark}");
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
-        })
-        .collect()
+    capable_test_support::processes_with_env("CAPABLE_HOST_TEST", mark)
 }
 
 fn options() -> HostOptions {
@@ -373,235 +380,6 @@ async fn a_mixed_config_settles_each_server_with_its_state_and_reason() {
         .servers()
         .iter()
         .all(|s| matches!(s.state, ServerState::Stopped)));
-    assert_eq!(
-        processes_marked(&mark),
-        Vec::<u32>::new(),
-        "processes left behind"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn list_changed_from_one_server_refreshes_only_its_tools() {
-    let mark = marker("changed");
-    let config = json!({"mcpServers": {
-        "a": fixture("tools-changed", &[], &mark),
-        "b": fixture("tools-changed", &[], &mark),
-        "docs": fixture("read-only", &[], &mark),
-    }});
-    let file = ConfigFile::from_text(&config.to_string(), "changed.json", &|_| None).unwrap();
-    let host = Host::from_config(&file, options());
-    within(LIMIT, host.settled()).await;
-    let before_b: Vec<String> = host
-        .tools()
-        .into_iter()
-        .filter(|t| t.server == "b")
-        .map(|t| t.name)
-        .collect();
-    assert_eq!(before_b, ["b/echo", "b/grow"]);
-
-    let mut events = host.events();
-    let grown = host.call_tool("a/grow", None).await.unwrap();
-    assert_eq!(grown.content[0]["text"], "added grown-1");
-    // The refresh of a's tools, then the notification that caused it: nothing of b's.
-    let mut seen = Vec::new();
-    within(LIMIT, async {
-        loop {
-            let event = events.recv().await.unwrap();
-            let done = matches!(&event, HostEvent::Notification { server, notification }
-                if server == "a" && notification.method == "notifications/tools/list_changed");
-            seen.push(event);
-            if done {
-                break;
-            }
-        }
-    })
-    .await;
-    let changes: Vec<(String, ListKind)> = seen
-        .iter()
-        .filter_map(|e| match e {
-            HostEvent::ListChanged { server, list } => Some((server.clone(), *list)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(changes, [("a".to_owned(), ListKind::Tools)]);
-    let tools: Vec<String> = host.tools().into_iter().map(|t| t.name).collect();
-    assert!(tools.contains(&"a/grown-1".to_owned()), "{tools:?}");
-    assert_eq!(
-        tools
-            .iter()
-            .filter(|t| t.starts_with("b/"))
-            .collect::<Vec<_>>(),
-        ["b/echo", "b/grow"]
-    );
-    assert_eq!(host.server("a").unwrap().tools, Some(3));
-    within(LIMIT, host.shutdown()).await;
-    assert_eq!(
-        processes_marked(&mark),
-        Vec::<u32>::new(),
-        "processes left behind"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_crashes_after_it_was_ready_is_restarted_with_its_lists_back() {
-    let mark = marker("restart");
-    let config = json!({"mcpServers": {
-        "crashy": fixture("crash-soon", &["--update-interval", "3s"], &mark),
-    }});
-    let file = ConfigFile::from_text(&config.to_string(), "restart.json", &|_| None).unwrap();
-    let mut opts = options();
-    opts.restart.max_attempts = 1;
-    let host = Host::new(opts);
-    let events = Recorded::start(&host);
-    host.add_entry(&file.servers[0]).unwrap();
-    let failed = |all: &[HostEvent]| {
-        states_of(all, "crashy")
-            .iter()
-            .any(|s| matches!(s, ServerState::Failed { .. }))
-    };
-    let recorded = within(LIMIT, events.until(failed)).await;
-    // Up, down (its tools leave the merged view), up again with its tools, down for good.
-    assert_eq!(
-        names(&states_of(&recorded, "crashy")),
-        ["starting", "ready", "restarting", "ready", "failed"]
-    );
-    let tool_changes = recorded
-        .iter()
-        .filter(|e| matches!(e, HostEvent::ListChanged { server, list: ListKind::Tools } if server == "crashy"))
-        .count();
-    assert_eq!(tool_changes, 4, "listed, dropped, listed, dropped");
-    assert!(host.tools().is_empty());
-    let status = host.server("crashy").unwrap();
-    assert_eq!(status.restarts, 1);
-    assert!(
-        matches!(status.state, ServerState::Failed { attempts: 1, .. }),
-        "{}",
-        status.state
-    );
-    within(LIMIT, host.shutdown()).await;
-    assert_eq!(
-        processes_marked(&mark),
-        Vec::<u32>::new(),
-        "processes left behind"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_modern_servers_list_changed_on_its_listen_stream_refreshes_its_tools() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
-    use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
-
-    type Stream = Arc<Mutex<Option<(Value, UnboundedSender<String>)>>>;
-    let stream: Stream = Arc::default();
-    let changed = Arc::new(AtomicBool::new(false));
-    let peer = Peer::start("/mcp", {
-        let (stream, changed) = (stream.clone(), changed.clone());
-        move |s| match s.rpc_method() {
-            Some("server/discover") => Reply::Json(200, vec![], result(&id(s), json!({
-                "resultType": "complete", "supportedVersions": ["2026-07-28"],
-                "capabilities": {"tools": {"listChanged": true}},
-                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-peer", "version": "2"}}
-            }))),
-            Some("tools/list") => {
-                let mut tools = vec![json!({"name": "deploy", "inputSchema": {"type": "object"}})];
-                if changed.load(Ordering::SeqCst) {
-                    tools.push(json!({"name": "rollback", "inputSchema": {"type": "object"}}));
-                }
-                Reply::Json(200, vec![], result(&id(s), json!({"resultType": "complete", "tools": tools})))
-            }
-            Some("subscriptions/listen") => {
-                let (tx, rx) = unbounded_channel();
-                let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-                    "params": {"notifications": s.body.as_ref().unwrap()["params"]["notifications"],
-                        "_meta": {"io.modelcontextprotocol/subscriptionId": id(s)}}});
-                tx.send(http_peer::event(None, &ack)).unwrap();
-                *stream.lock().unwrap() = Some((id(s), tx));
-                Reply::Stream(rx)
-            }
-            _ => Reply::Json(200, vec![], result(&id(s), json!({"resultType": "complete", "content": []}))),
-        }
-    })
-    .await;
-    let config = json!({"mcpServers": {"cloud": {"type": "http", "url": peer.url}}});
-    let file = ConfigFile::from_text(&config.to_string(), "modern.json", &|_| None).unwrap();
-    let host = Host::from_config(&file, options());
-    within(LIMIT, host.settled()).await;
-    assert_eq!(host.server("cloud").unwrap().era, Some(Era::Modern));
-    let tools = || host.tools().into_iter().map(|t| t.name).collect::<Vec<_>>();
-    assert_eq!(tools(), ["cloud/deploy"]);
-
-    // The host listens for what the server declared: tools.listChanged.
-    let listen = within(LIMIT, async {
-        loop {
-            if let Some(open) = stream.lock().unwrap().clone() {
-                return open;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    let sent = peer.posts("subscriptions/listen");
-    assert_eq!(
-        sent[0].body.as_ref().unwrap()["params"]["notifications"],
-        json!({"toolsListChanged": true})
-    );
-    let mut events = host.events();
-    changed.store(true, Ordering::SeqCst);
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": listen.0}}});
-    listen.1.send(http_peer::event(None, &note)).unwrap();
-    within(LIMIT, async {
-        loop {
-            if let HostEvent::ListChanged {
-                server,
-                list: ListKind::Tools,
-            } = events.recv().await.unwrap()
-            {
-                assert_eq!(server, "cloud");
-                return;
-            }
-        }
-    })
-    .await;
-    assert_eq!(tools(), ["cloud/deploy", "cloud/rollback"]);
-    within(LIMIT, host.shutdown()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_servers_stderr_reaches_the_host_live_with_its_secrets_scrubbed() {
-    let mark = marker("stderr");
-    let secret = "stderr-test-secret-0123456789";
-    let mut tools = fixture("no-resources", &[], &mark);
-    tools["env"]["API_TOKEN"] = json!(secret);
-    let config = json!({"mcpServers": {
-        "tools": tools,
-        "docs": fixture("read-only", &[], &mark),
-    }});
-    let file = ConfigFile::from_text(&config.to_string(), "stderr.json", &|_| None).unwrap();
-    let host = Host::from_config(&file, options());
-    within(LIMIT, host.settled()).await;
-    let mut events = host.events();
-    let arguments = json!({"message": format!("hello {secret}")});
-    let called = host
-        .call_tool("tools/echo", arguments.as_object())
-        .await
-        .unwrap();
-    assert_eq!(called.content[0]["text"], format!("hello {secret}"));
-    // The line the fixture wrote while answering, as a host event of its server.
-    let line = within(LIMIT, async {
-        loop {
-            if let HostEvent::Stderr { server, line } = events.recv().await.unwrap() {
-                assert_eq!(server, "tools", "only the server that wrote it");
-                return line;
-            }
-        }
-    })
-    .await;
-    assert_eq!(&*line, "capable fixture: echo hello ***");
-    let tail = host.session("tools").unwrap().stderr_tail();
-    assert!(tail.ends_with("capable fixture: echo hello ***"), "{tail}");
-    within(LIMIT, host.shutdown()).await;
     assert_eq!(
         processes_marked(&mark),
         Vec::<u32>::new(),

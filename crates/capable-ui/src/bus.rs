@@ -1,6 +1,6 @@
 //! The page's one live stream: every event (a message on the wire, a state change, a
 //! watch's revision, a violation, progress) numbered, kept in a bounded ring, and sent
-//! as Server-Sent Events on `GET /api/events`.
+//! as Server-Sent Events on `GET /api/events` (`handlers/events.rs`).
 //!
 //! Each event has a monotonically increasing `id:`. A browser that loses the stream
 //! reconnects with `Last-Event-ID` and gets what it missed from the ring (what fell
@@ -10,26 +10,20 @@
 //! through the ring.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use axum::response::sse::{Event, KeepAlive, Sse};
+use capable::core::secrets::Secrets;
 use futures_util::stream::{self, Stream};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
-
-/// How many events the ring keeps for replay.
-pub const RING: usize = 4096;
-/// The most bytes of event data the ring keeps (the oldest go first).
-pub const RING_BYTES: usize = 32 << 20;
 
 /// One numbered event: its SSE `event:` name and JSON data.
 #[derive(Clone, Debug)]
 pub struct Numbered {
     /// The `id:`.
     pub id: u64,
-    /// The `event:` (`msg`, `state`, `watch`, `progress`, `notice`).
+    /// The `event:`: `msg` (a message on the wire), `state`, `lists`, `violation`,
+    /// `notice`, `stderr` (of a server), `watch`, `progress`, `task`, `elicit`.
     pub kind: &'static str,
     /// The `data:`.
     pub data: Arc<str>,
@@ -48,11 +42,13 @@ pub struct Bus {
     live: broadcast::Sender<Numbered>,
     capacity: usize,
     max_bytes: usize,
+    secrets: Arc<Secrets>,
 }
 
 impl Bus {
-    /// A bus that keeps the last `capacity` events, at most `max_bytes` of them.
-    pub fn new(capacity: usize, max_bytes: usize) -> Bus {
+    /// A bus that keeps the last `capacity` events, at most `max_bytes` of them, each
+    /// without `secrets`.
+    pub fn new(capacity: usize, max_bytes: usize, secrets: Secrets) -> Bus {
         Bus {
             ring: Arc::new(Mutex::new(Ring {
                 next: 1,
@@ -62,6 +58,7 @@ impl Bus {
             live: broadcast::channel(256).0,
             capacity: capacity.max(1),
             max_bytes,
+            secrets: Arc::new(secrets),
         }
     }
 
@@ -71,7 +68,7 @@ impl Bus {
         if let Value::Object(map) = &mut data {
             map.entry("at").or_insert_with(|| json!(now()));
         }
-        let text = crate::secrets::scrub(&data.to_string()).into_owned();
+        let text = self.secrets.scrub(&data.to_string()).into_owned();
         let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         let event = Numbered {
             id: ring.next,
@@ -136,26 +133,6 @@ pub fn now() -> String {
     capable::core::time::rfc3339(std::time::SystemTime::now())
 }
 
-/// `GET /api/events`: the stream, resumed after `Last-Event-ID` when the browser sends
-/// one.
-pub async fn handler(
-    axum::extract::State(bus): axum::extract::State<Bus>,
-    headers: axum::http::HeaderMap,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let after = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    let events = futures_util::StreamExt::map(bus.follow(after), |e| {
-        Ok(Event::default()
-            .id(e.id.to_string())
-            .event(e.kind)
-            .data(&*e.data))
-    });
-    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,7 +140,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_follower_resumes_after_the_last_event_it_saw() {
-        let bus = Bus::new(3, 1 << 20);
+        let bus = Bus::new(3, 1 << 20, Secrets::default());
         for n in 0..5 {
             bus.publish("msg", json!({ "n": n }));
         }
@@ -180,7 +157,7 @@ mod tests {
 
     #[test]
     fn the_ring_is_bounded_by_bytes_too() {
-        let bus = Bus::new(100, 1000);
+        let bus = Bus::new(100, 1000, Secrets::default());
         for _ in 0..10 {
             bus.publish("msg", json!({ "text": "x".repeat(300) }));
         }

@@ -12,13 +12,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable::{Session, WatchPolicy};
+use capable::core::{Flag, Refusal};
+use capable::{Error, Session, WatchPolicy};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::events::Bus;
-use crate::exit::CliError;
+use crate::bus::Bus;
+use crate::error::ApiError;
 
 struct Running {
     server: String,
@@ -51,7 +52,7 @@ impl Watches {
         session: Arc<Session>,
         uri: String,
         poll: Option<Duration>,
-    ) -> Result<u64, CliError> {
+    ) -> Result<u64, ApiError> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (started_tx, started) = oneshot::channel();
         let (stop, stopped) = oneshot::channel();
@@ -68,7 +69,7 @@ impl Watches {
         match started.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(CliError::Usage("the watch ended before it started".into())),
+            Err(_) => return Err(ApiError::usage("the watch ended before it started")),
         }
         self.lock().insert(
             id,
@@ -131,13 +132,13 @@ async fn follow(
     session: Arc<Session>,
     uri: String,
     policy: WatchPolicy,
-    started: oneshot::Sender<Result<(), CliError>>,
+    started: oneshot::Sender<Result<(), ApiError>>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let mut watch = match session.watch(&uri, policy) {
         Ok(w) => w,
         Err(e) => {
-            let _ = started.send(Err(crate::commands::watch::refused(&session, e)));
+            let _ = started.send(Err(refused(&session, e)));
             return;
         }
     };
@@ -155,7 +156,7 @@ async fn follow(
             event = watch.next() => event,
         };
         match event {
-            Ok(event) => publish(crate::commands::watch::event_json(&uri, &event)),
+            Ok(event) => publish(capable::watch::event_json(&uri, &event)),
             Err(e) => {
                 publish(json!({"event": "end", "uri": uri, "error": e.to_string()}));
                 let _ = watch.close().await;
@@ -171,4 +172,27 @@ async fn follow(
         }
     }
     publish(v);
+}
+
+/// A refused watch, in words that say what the server declared and what to set
+/// instead (nothing was sent).
+fn refused(session: &Session, e: Error) -> ApiError {
+    match e {
+        Error::Refused(Refusal::FlagNotDeclared {
+            flag: Flag::Subscribe,
+            declared,
+            method,
+            ..
+        }) => ApiError::not_offered(format!(
+            "cannot watch without a poll interval: the server declared `\"resources\": {declared}` \
+             (no `subscribe`), so there is no {method} to follow; set a poll interval to re-read \
+             on a schedule (nothing was sent)"
+        )),
+        Error::Refused(Refusal::MarkedBroken { method }) => ApiError::not_offered(format!(
+            "{method} was refused by {} earlier in this session although declared; \
+             set a poll interval to re-read on a schedule",
+            session.server_info()
+        )),
+        e => ApiError::from(e),
+    }
 }

@@ -1,7 +1,8 @@
 //! Every way a client operation can fail, each saying what was expected and what came,
 //! and keeping its cause: a refusal keeps the gate's [`Refusal`], a failed spawn its
 //! [`std::io::Error`], a crash the server's [`ExitStatus`], an HTTP failure its status
-//! and body. Match on the variant, never on the message.
+//! and body. Match on the variant, never on the message; [`Error::kind`] sorts them into
+//! the few kinds a program acts on ([`ErrorKind`]: an exit code, a JSON `kind`).
 
 use std::process::ExitStatus;
 use std::sync::Arc;
@@ -13,6 +14,9 @@ use capable_core::{Method, NegotiationError, Refusal, RpcError, Violation};
 use crate::auth::AuthError;
 use crate::transport::stdio::SpawnError;
 use crate::transport::TransportError;
+
+mod kind;
+pub use kind::ErrorKind;
 
 /// A failed client operation.
 #[derive(Clone, Debug, thiserror::Error)]

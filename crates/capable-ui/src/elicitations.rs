@@ -14,7 +14,7 @@ use capable::input::Handler;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use super::events::Bus;
+use crate::bus::Bus;
 
 /// How long a request waits for the person before it is cancelled.
 pub const PATIENCE: Duration = Duration::from_secs(600);
@@ -107,7 +107,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_answer_from_the_page_reaches_the_waiting_request() {
-        let bus = Bus::new(16, 1 << 20);
+        let bus = Bus::new(16, 1 << 20, Default::default());
         let e = Elicitations::new(bus.clone());
         let handler = e.handler("s".into());
         let asked = tokio::spawn(handler(json!({"message": "ok?"})));

@@ -1,5 +1,5 @@
-//! MCP Apps: a tool that names a `ui://` resource in `_meta.ui.resourceUri` gets its
-//! view rendered in the page, in a sandboxed iframe.
+//! MCP Apps views: a tool that names a `ui://` resource in `_meta.ui.resourceUri` gets
+//! its view rendered in the page, in a sandboxed iframe (`handlers/apps.rs`).
 //!
 //! `POST /api/app {server, uri}` reads the resource (through the gating table, like
 //! any read), keeps its HTML under a random id, and the page frames `GET /app/ID`.
@@ -15,39 +15,45 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderValue, Response, StatusCode};
-use base64::Engine;
-use serde_json::{json, Value};
-
-use super::api::{client, ok, usage, with_session, Shared};
+use serde_json::Value;
 
 /// How many views are kept to be framed (the oldest go first).
 const KEPT: usize = 32;
-/// The largest view served.
-const MAX_HTML: usize = 4 << 20;
 
 /// One view, ready to be framed.
-struct View {
-    id: String,
-    html: String,
-    csp: String,
+#[derive(Clone)]
+pub struct View {
+    /// Its random id, the path it is framed under (`/app/ID`).
+    pub id: String,
+    /// The document.
+    pub html: String,
+    /// Its Content-Security-Policy ([`policy`]).
+    pub csp: String,
 }
 
 /// The views read so far.
 #[derive(Default)]
-pub struct Apps {
+pub struct Views {
     views: Mutex<VecDeque<View>>,
 }
 
-impl Apps {
-    fn keep(&self, view: View) {
-        let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
+impl Views {
+    /// Keeps `view` to be framed.
+    pub fn keep(&self, view: View) {
+        let mut views = self.lock();
         if views.len() == KEPT {
             views.pop_front();
         }
         views.push_back(view);
+    }
+
+    /// View `id`, if it is still kept.
+    pub fn get(&self, id: &str) -> Option<View> {
+        self.lock().iter().find(|v| v.id == id).cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<View>> {
+        self.views.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -77,7 +83,7 @@ fn sources(csp: &Value, key: &str) -> String {
 
 /// The view's policy: inline script and style (an app is one HTML document), the
 /// declared domains only, and a sandbox with scripts and nothing else.
-fn policy(meta_csp: &Value) -> String {
+pub fn policy(meta_csp: &Value) -> String {
     let resources = sources(meta_csp, "resourceDomains");
     let connect = sources(meta_csp, "connectDomains");
     format!(
@@ -90,85 +96,10 @@ fn policy(meta_csp: &Value) -> String {
     .replace("connect-src;", "connect-src 'none';")
 }
 
-/// `POST /api/app {server, uri}`: the view read and kept; `{id, uri, csp}`.
-pub async fn read(State(app): Shared, bytes: Bytes) -> Response<Body> {
-    with_session(&app, &bytes, async |c, session| {
-        let uri = match c.str("uri") {
-            Ok(u) if u.starts_with("ui://") => u.to_owned(),
-            Ok(u) => return usage(format!("{u:?} is not a ui:// resource")),
-            Err(m) => return usage(m),
-        };
-        let read = match session.read_resource(&uri).await {
-            Ok(r) => r,
-            Err(e) => return client(e),
-        };
-        let Some(content) = read.contents.first() else {
-            return usage(format!("{uri} has no contents"));
-        };
-        let html = match (&content.text, &content.blob) {
-            (Some(text), _) => text.to_string(),
-            (None, Some(blob)) => match base64::engine::general_purpose::STANDARD.decode(blob) {
-                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                Err(_) => return usage(format!("{uri}: its blob is not base64")),
-            },
-            (None, None) => return usage(format!("{uri} is empty")),
-        };
-        let html_mime = content
-            .mime_type
-            .as_deref()
-            .is_some_and(|m| m.starts_with("text/html"));
-        if !html_mime || html.len() > MAX_HTML {
-            return usage(format!(
-                "{uri} is not an HTML view of at most {MAX_HTML} bytes"
-            ));
-        }
-        let meta_csp = content
-            .meta
-            .as_ref()
-            .and_then(|m| m.pointer("/ui/csp"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        let id = match super::security::random_secret() {
-            Ok(id) => id,
-            Err(e) => return usage(format!("no random id for the view: {e}")),
-        };
-        let csp = policy(&meta_csp);
-        app.apps.keep(View {
-            id: id.clone(),
-            html,
-            csp: csp.clone(),
-        });
-        ok(json!({"id": id, "uri": uri, "csp": csp}))
-    })
-    .await
-}
-
-/// `GET /app/ID`: the view, under its own policy (framed by the page only).
-pub async fn frame(State(app): Shared, Path(id): Path<String>) -> Response<Body> {
-    let views = app.apps.views.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(view) = views.iter().find(|v| v.id == id) else {
-        let mut r = Response::new(Body::from("no such view\n"));
-        *r.status_mut() = StatusCode::NOT_FOUND;
-        return r;
-    };
-    let mut response = Response::new(Body::from(view.html.clone()));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    if let Ok(csp) = HeaderValue::from_str(&view.csp) {
-        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
-    }
-    headers.insert(
-        header::X_FRAME_OPTIONS,
-        HeaderValue::from_static("SAMEORIGIN"),
-    );
-    response
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
