@@ -114,7 +114,8 @@ pub struct Global {
 #[derive(Debug, Args, Clone, Default)]
 pub struct AuthFlags {
     /// How to log in when a server asks for authorization: `auto` (the browser on a
-    /// terminal, else fail with "authorization required"), `browser`, `paste` (print
+    /// terminal; over SSH with no display or `$BROWSER`, the device grant, else the
+    /// paste login; without a terminal, fail with "authorization required"), `browser`, `paste` (print
     /// the URL, paste where the browser lands), `headless` (follow the authorization
     /// redirects without a browser), `device` (enter a code on any device: no browser
     /// or loopback needed here, as over SSH), `never`.
@@ -166,7 +167,7 @@ pub struct AuthFlags {
 /// `--login` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LoginFlag {
-    /// The browser on a terminal, else none.
+    /// The browser on a terminal (the device grant over SSH with no display), else none.
     #[default]
     Auto,
     /// A loopback listener and the system browser.
