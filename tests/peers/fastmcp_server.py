@@ -1,4 +1,4 @@
-"""A FastMCP server (PyPI `fastmcp==4.1.6`, its own venv from `.ci/install-peers`), used
+"""A FastMCP server (PyPI `fastmcp==4.2.3`, its own venv from `.ci/install-peers`), used
 as a real interop peer in both eras:
 
     .peers/fastmcp/bin/python tests/peers/fastmcp_server.py             # stdio

@@ -8,7 +8,9 @@
 //
 // Both bind 127.0.0.1. The login needs no person: the interaction pages approve at once
 // (account `mcp-user`, every scope asked for), so a client — or a scripted browser —
-// that follows the redirects with their cookies reaches the redirect URI.
+// that follows the redirects with their cookies reaches the redirect URI. The device
+// authorization grant (RFC 8628) is on, its polling interval one second; its code is
+// confirmed on the provider's own page (a form a scripted browser submits).
 import http from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -36,6 +38,7 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: false },
     registration: { enabled: true },
     revocation: { enabled: true },
+    deviceFlow: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => mcpUrl,
@@ -55,6 +58,8 @@ const provider = new Provider(issuer, {
   findAccount: async (ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
 });
 provider.proxy = false;
+// A one-second polling interval keeps the device login quick (the default is five).
+provider.on("device_authorization.success", (ctx, body) => { body.interval = 1; });
 
 const callback = provider.callback();
 http

@@ -13,16 +13,22 @@
 //! URL) and of the extra headers sent (`--header`, a config's `headers`), so a
 //! `private` result is never served to another credential. `--no-cache` neither
 //! reads nor writes; `--refresh` ignores what is kept and keeps the new answer. A
-//! cache that cannot be read or written is no cache: never an error.
+//! cache that cannot be read or written is no cache: never an error — unless the file
+//! is not what capable writes there (a FIFO, a device, a directory, a symlink loop,
+//! larger than a [`FileKind::Cache`] may be, which capable never keeps): that is
+//! refused like any such file (exit 2), and `--no-cache` goes around it.
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use capable::core::model::Tool;
+use capable::file::{FileError, FileKind};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use capable::config::ServerTarget;
+
+use crate::exit::CliError;
 
 /// How a command uses the cache (from `--no-cache` and `--refresh`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,15 +130,30 @@ impl ServerCache {
         self.dir.as_ref().map(|d| d.join(name))
     }
 
-    /// The kept tool list, if it is still fresh.
-    pub fn fresh_tools(&self) -> Option<Vec<Tool>> {
-        if self.mode != Use::Normal {
-            return None;
-        }
-        let text = std::fs::read(self.file("tools.json")?).ok()?;
-        let kept: KeptTools = serde_json::from_slice(&text).ok()?;
-        let until = kept.stored_at_ms.checked_add(kept.ttl_ms)?;
-        (now_ms() < until).then_some(kept.tools)
+    /// The kept tool list, if it is still fresh; an error only when the file is
+    /// refused for what it is.
+    pub fn fresh_tools(&self) -> Result<Option<Vec<Tool>>, CliError> {
+        let Some(path) = self.file("tools.json").filter(|_| self.mode == Use::Normal) else {
+            return Ok(None);
+        };
+        let text = match capable::file::read(&path, FileKind::Cache) {
+            Ok(text) => text,
+            Err(error @ FileError::Refused(_)) => {
+                return Err(CliError::File {
+                    what: "the tool cache (--no-cache skips it)".into(),
+                    error,
+                })
+            }
+            Err(_) => return Ok(None),
+        };
+        let Ok(kept) = serde_json::from_slice::<KeptTools>(&text) else {
+            return Ok(None);
+        };
+        let fresh = kept
+            .stored_at_ms
+            .checked_add(kept.ttl_ms)
+            .is_some_and(|until| now_ms() < until);
+        Ok(fresh.then_some(kept.tools))
     }
 
     /// Keeps a tool list that stays fresh for `ttl` (nothing is kept without one).
@@ -149,9 +170,13 @@ impl ServerCache {
             cache_scope: scope.to_owned(),
             tools: tools.to_vec(),
         };
+        // Never more than a later read would accept.
         let Ok(text) = serde_json::to_vec(&kept) else {
             return;
         };
+        if text.len() as u64 > FileKind::Cache.limit() {
+            return;
+        }
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }

@@ -6,16 +6,26 @@ use std::time::Duration;
 use capable::ProtocolChoice;
 use clap::{Args, Parser, Subcommand};
 
+use crate::colour::ColorFlag;
+
 /// capable: a strict MCP client. It reads a server's capabilities exactly, calls only
 /// what the server declared, and says so when a server breaks its own declaration.
 #[derive(Debug, Parser)]
-#[command(name = "capable", version, about, long_about = None, propagate_version = true)]
+#[command(name = "capable", version = VERSION, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// `capable --version`: the version and the commit it was built from (see build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CAPABLE_COMMIT"),
+    ")"
+);
 
 /// Options every command accepts.
 #[derive(Debug, Args, Clone)]
@@ -86,6 +96,16 @@ pub struct Global {
     /// larger one ends the session with a clear error instead of exhausting memory.
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
     pub max_message: usize,
+    /// When to colour help, errors and log lines: `auto` (on a terminal, unless
+    /// NO_COLOR is set), `always`, `never`.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    pub color: ColorFlag,
     #[command(flatten)]
     pub auth: AuthFlags,
 }
@@ -94,9 +114,11 @@ pub struct Global {
 #[derive(Debug, Args, Clone, Default)]
 pub struct AuthFlags {
     /// How to log in when a server asks for authorization: `auto` (the browser on a
-    /// terminal, else fail with "authorization required"), `browser`, `paste` (print
+    /// terminal; over SSH with no display or `$BROWSER`, the device grant, else the
+    /// paste login; without a terminal, fail with "authorization required"), `browser`, `paste` (print
     /// the URL, paste where the browser lands), `headless` (follow the authorization
-    /// redirects without a browser), `never`.
+    /// redirects without a browser), `device` (enter a code on any device: no browser
+    /// or loopback needed here, as over SSH), `never`.
     #[arg(
         long,
         global = true,
@@ -115,6 +137,12 @@ pub struct AuthFlags {
     /// Its secret (prefer a config entry with `${VAR}`: flags show in `ps`).
     #[arg(long, global = true, value_name = "SECRET")]
     pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint: `client_secret_basic`,
+    /// `client_secret_post`, `none` (a pre-registered client's method, or the one a
+    /// dynamic registration asks for; default: a public client, or what the server
+    /// supports).
+    #[arg(long, global = true, value_name = "METHOD", value_parser = ["client_secret_basic", "client_secret_post", "none", "private_key_jwt"])]
+    pub token_endpoint_auth_method: Option<String>,
     /// The HTTPS URL of a client ID metadata document to identify as.
     #[arg(long, global = true, value_name = "URL")]
     pub client_metadata_url: Option<String>,
@@ -122,14 +150,24 @@ pub struct AuthFlags {
     #[arg(long = "scope", global = true, value_name = "SCOPE")]
     pub scopes: Vec<String>,
     /// The loopback port of the login redirect (for clients registered with one).
-    #[arg(long, global = true, value_name = "PORT")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PORT",
+        conflicts_with = "redirect_uri"
+    )]
     pub callback_port: Option<u16>,
+    /// The whole redirect URI of a client registered with a fixed one
+    /// (`http://localhost:8080/oauth/callback`: listened on at that host, port and
+    /// path).
+    #[arg(long, global = true, value_name = "URI")]
+    pub redirect_uri: Option<String>,
 }
 
 /// `--login` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LoginFlag {
-    /// The browser on a terminal, else none.
+    /// The browser on a terminal (the device grant over SSH with no display), else none.
     #[default]
     Auto,
     /// A loopback listener and the system browser.
@@ -138,6 +176,8 @@ pub enum LoginFlag {
     Paste,
     /// No browser: follow the authorization redirects.
     Headless,
+    /// The device authorization grant: a code to enter on any device.
+    Device,
     /// Never log in.
     Never,
 }
@@ -184,8 +224,8 @@ pub struct BenchArgs {
     /// Also time N sequential calls of this tool.
     #[arg(long, value_name = "NAME")]
     pub tool: Option<String>,
-    /// The tool's arguments as a JSON object.
-    #[arg(long, value_name = "JSON", default_value = "{}")]
+    /// The tool's arguments as a JSON object, or `@FILE` to read the object from a file.
+    #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
     pub args: String,
     #[command(flatten)]
     pub server: ServerArgs,
@@ -352,6 +392,20 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Print the completion script for a shell (`capable completions bash`), made
+    /// from these very flags.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages into DIR: capable.1 and one per subcommand
+    /// (capable-tools-call.1, …), made from these very flags.
+    Man {
+        /// Where to write them (created if missing), e.g. ~/.local/share/man/man1.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -362,8 +416,8 @@ pub enum ToolsAction {
         /// The tool's name; without a server (no `--`, --url or --server), SERVER/TOOL
         /// names a server of the config and its tool.
         name: String,
-        /// Its arguments as a JSON object.
-        #[arg(long, value_name = "JSON", default_value = "{}")]
+        /// Its arguments as a JSON object, or `@FILE` to read the object from a file.
+        #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
         args: String,
         /// Ask for a task (2025-11-25 servers that allow it for the tool; 2026-07-28
         /// servers decide by themselves): its status is shown as it changes.
@@ -421,7 +475,8 @@ pub enum AuthAction {
     /// The stored tokens: issuer, scopes, expiry, where they are kept (all servers
     /// without --url or --server).
     Status,
-    /// Forget every token stored for the server.
+    /// Revoke (where the server offers it) and forget every token stored for the
+    /// server, and the client registration no other token uses.
     Logout,
     /// Print the access token (refreshed if it is about to expire), for scripts.
     Token,
@@ -433,8 +488,9 @@ pub enum PromptsAction {
     Get {
         /// The prompt's name.
         name: String,
-        /// Its arguments as a JSON object of strings.
-        #[arg(long, value_name = "JSON", default_value = "{}")]
+        /// Its arguments as a JSON object of strings, or `@FILE` to read the object
+        /// from a file.
+        #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
         args: String,
         #[command(flatten)]
         server: ServerArgs,

@@ -1,5 +1,6 @@
 //! The `capable` command line. Thin: flags, then one command module, then output.
 
+mod colour;
 mod commands;
 mod disk_cache;
 mod elicit;
@@ -9,14 +10,15 @@ mod output;
 mod secrets;
 mod signals;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
+use colour::ColorFlag;
 use commands::Context;
 use exit::CliError;
 use flags::{Cli, Command, PromptsAction, SkillsAction, TasksAction, ToolsAction};
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -26,7 +28,7 @@ fn main() {
             std::process::exit(code);
         }
     };
-    init_logging();
+    init_logging(cli.global.color);
     secrets::keep(|s| {
         for (_, value) in &cli.global.headers {
             s.add_header_value(value);
@@ -38,9 +40,19 @@ fn main() {
             s.add(secret);
         }
     });
-    if let Command::Fixture(args) = &cli.command {
-        // The fixture is a plain blocking stdio server: no runtime needed.
-        std::process::exit(capable_fixture::serve(args));
+    // Neither the fixture (a plain blocking stdio server) nor the shell's files need
+    // the runtime.
+    let offline = match &cli.command {
+        Command::Fixture(args) => std::process::exit(capable_fixture::serve(args)),
+        Command::Completions { shell } => Some(commands::shell::completions(*shell)),
+        Command::Man { dir } => Some(commands::shell::man(dir)),
+        _ => None,
+    };
+    if let Some(result) = offline {
+        if let Err(e) = &result {
+            report(e, cli.global.json);
+        }
+        std::process::exit(result.map_or_else(|e| e.exit_code(), |()| 0));
     }
     let json = cli.global.json;
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -155,8 +167,20 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
         Command::Audit { report, server } => {
             commands::audit::run(&ctx, report.as_deref(), &server).await
         }
-        Command::Fixture(_) => unreachable!("handled before the runtime starts"),
+        Command::Fixture(_) | Command::Completions { .. } | Command::Man { .. } => {
+            unreachable!("handled before the runtime starts")
+        }
     }
+}
+
+/// The command line, parsed with clap's help and errors coloured as `--color` and
+/// NO_COLOR say (see [`colour`]).
+fn parse() -> Result<Cli, clap::Error> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut cmd = Cli::command().color(ColorFlag::from_args(&args).for_clap());
+    cmd.try_get_matches_from_mut(args)
+        .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches))
+        .map_err(|e| e.format(&mut cmd))
 }
 
 /// The server command may follow the inner subcommand (`tools call echo -- cmd`).
@@ -213,15 +237,14 @@ fn refused_without_value(e: &clap::Error) -> bool {
     true
 }
 
-fn init_logging() {
+fn init_logging(colour: ColorFlag) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("CAPABLE_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(secrets::log_writer)
-        // Colours for a person at a terminal only, never into a file or a pipe.
-        .with_ansi(std::io::stderr().is_terminal())
+        // By default colours for a person at a terminal only, never into a file or a pipe.
+        .with_ansi(colour.stderr())
         .with_target(false)
         .without_time()
         .try_init();

@@ -21,6 +21,12 @@ pub fn keep(add: impl FnOnce(&mut Secrets)) {
     add(&mut kept);
 }
 
+/// Every secret kept so far (for a part of capable that scrubs on its own, such as
+/// the web inspector's answers).
+pub fn kept() -> Secrets {
+    KEPT.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 /// Keeps the secrets of a server entry (or of `--url`).
 pub fn keep_target(target: &ServerTarget) {
     keep(|s| match target {
@@ -111,6 +117,7 @@ impl Drop for LogWriter {
 pub fn log_writer() -> LogWriter {
     LogWriter(Vec::new())
 }
+
 /// Whether a secret given is the secret kept, compared without stopping at the first
 /// differing byte, so the time taken says nothing about how much of a guess was right.
 pub fn same(given: &str, kept: &str) -> bool {

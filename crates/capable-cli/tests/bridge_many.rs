@@ -13,7 +13,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bridge_support::Bridge;
-use capable_core::ProtocolVersion;
+use capable::core::ProtocolVersion;
 use capable_test_support::assert_valid_result;
 use serde_json::{json, Value};
 

@@ -1,58 +1,40 @@
-//! `capable auth login --url …` against a real authorization server guarding a real MCP
-//! server (`tests/peers/oidc_guarded.mjs`: oidc-provider, an OpenID Certified server,
-//! and a TypeScript SDK server that accepts only its tokens), in all three login
-//! modes: headless, paste (a scripted stdin), browser (`BROWSER` is a script that
-//! follows the URL as a browser would). Then the stored token is used, and refreshed
-//! without the user noticing. Everything binds 127.0.0.1; servers are stopped by PID.
+//! `capable` against a real authorization server guarding a real MCP server
+//! (`tests/peers/oidc_guarded.mjs`: oidc-provider, an OpenID Certified server, and a
+//! TypeScript SDK server that accepts only its tokens): the whole journey of
+//! `common/journey.rs` (its interaction pages make the person's browser go through
+//! them, so the browser and paste logins ask), the device login (RFC 8628), what
+//! `auth status` and `auth token` show, and the host commands using the stored token.
+//! Everything binds 127.0.0.1; servers are stopped by PID.
 //!
 //! Without `.peers` these tests fail, saying how to install them; set
 //! `CAPABLE_SKIP_PEERS=1` to skip them instead.
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use common::journey::journey;
+use common::oauth::{at, browse, free_port, interactive, node, run, Peer, Scratch, NODE22};
+use common::peers_wanted;
 
-use common::servers::{guarded, Guarded, NODE22, OIDC};
-use common::{bin, capable, peers_wanted, workspace};
-
-const T: Duration = Duration::from_secs(60);
+const OIDC: &str = ".peers/oidc/node_modules/oidc-provider/package.json";
 const SDK: &str = ".peers/npm/node_modules/@modelcontextprotocol/sdk/package.json";
 
-fn node() -> String {
-    common::servers::path(NODE22)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("capable-oidc-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn store(dir: &Path) -> String {
-    dir.join("credentials.json").display().to_string()
-}
-
-/// The stored token works: the tools are listed with no login possible.
-#[track_caller]
-fn uses_the_token(g: &Guarded, store: &str) {
-    let r = capable(
-        &[
-            "--login",
-            "never",
-            "--token-store",
-            store,
-            "tools",
-            "--url",
-            &g.mcp,
+/// oidc-provider and the MCP server it guards; access tokens live `ttl` seconds.
+fn guarded(ttl: u64) -> Peer {
+    let (as_port, mcp_port) = (free_port(), free_port());
+    let mut peer = Peer::start(
+        vec![
+            node(),
+            "tests/peers/oidc_guarded.mjs".into(),
+            as_port.to_string(),
+            mcp_port.to_string(),
+            ttl.to_string(),
         ],
-        T,
+        vec![as_port, mcp_port],
+        format!("http://127.0.0.1:{mcp_port}/mcp"),
+        format!("http://127.0.0.1:{as_port}"),
     );
-    r.expect_code(0);
-    assert!(r.stdout.contains("echo"), "{}", r.stdout);
+    peer.asks = true;
+    peer
 }
 
 fn wanted() -> bool {
@@ -60,43 +42,154 @@ fn wanted() -> bool {
 }
 
 #[test]
-fn headless_login_then_status_token_and_logout() {
+fn oidc_provider_through_a_whole_journey() {
+    if !wanted() {
+        return;
+    }
+    let mut peer = guarded(3);
+    journey(&mut peer, "oidc");
+}
+
+/// `--login device`: the code shown, the person confirming it on the provider's own
+/// pages (the scripted browser on the URL printed), the token polled for; then used.
+#[test]
+fn the_device_login_shows_a_code_and_polls_until_it_is_approved() {
     if !wanted() {
         return;
     }
     let g = guarded(3600);
-    let dir = scratch("headless");
-    let s = store(&dir);
-    // Without a token and without a way to log in: authorization required, exit 8.
-    let refused = capable(&["--token-store", &s, "tools", "--url", &g.mcp], T);
-    refused.expect_code(8);
+    let dir = Scratch::new("device");
+    let s = dir.store();
+    let args = [
+        "--login",
+        "device",
+        "--token-store",
+        &s,
+        "auth",
+        "login",
+        "--url",
+        &g.mcp,
+    ];
+    let (r, asked) = interactive(&args, "To authorize capable", |url| {
+        assert!(
+            url.contains("/device") && url.contains("user_code="),
+            "{url}"
+        );
+        browse(url, false)
+    });
+    assert!(asked, "a device login always asks: {}", r.stderr);
+    r.expect_code(0);
     assert!(
-        refused.stderr.contains("requires authorization"),
+        r.stderr.contains("check that it shows the code"),
         "{}",
-        refused.stderr
+        r.stderr
     );
-    assert!(
-        refused.stderr.contains("capable auth login"),
-        "{}",
-        refused.stderr
+    assert!(r.stderr.contains("Logged in"), "{}", r.stderr);
+    let tools = at("never", &s, &["tools"], &g.mcp);
+    tools.expect_code(0);
+    assert!(tools.stdout.contains("echo"), "{}", tools.stdout);
+    let doc = common::oauth::store_doc(&s);
+    let client = &doc["clients"][0];
+    assert_eq!(
+        client["grant_types"],
+        serde_json::json!([
+            "urn:ietf:params:oauth:grant-type:device_code",
+            "refresh_token"
+        ]),
+        "registered for the device grant"
     );
+    // The device registration is not the one a browser login needs: that one
+    // registers for the authorization code.
+    at("headless", &s, &["auth", "login"], &g.mcp).expect_code(0);
+    let doc = common::oauth::store_doc(&s);
+    assert_eq!(doc["clients"][0]["grant_types"][0], "authorization_code");
+}
 
-    capable(
-        &[
-            "--login",
-            "headless",
-            "--token-store",
-            &s,
-            "auth",
-            "login",
-            "--url",
-            &g.mcp,
-        ],
-        T,
-    )
-    .expect_code(0);
-    uses_the_token(&g, &s);
-    let status = capable(
+/// `--login auto` on a terminal reached over SSH with no display and no `$BROWSER`
+/// (a browser here could not be seen, and the person's browser cannot reach this
+/// machine's loopback): the device grant, where the server offers it, with no flag.
+/// (`script` gives capable a terminal.)
+#[test]
+fn over_ssh_without_a_display_the_automatic_login_is_the_device_grant() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    if !wanted() {
+        return;
+    }
+    let g = guarded(3600);
+    let dir = Scratch::new("ssh");
+    let s = dir.store();
+    let inner = format!(
+        "{} --token-store {s} auth login --url {}",
+        common::bin(),
+        g.mcp
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .env("SSH_CONNECTION", "127.0.0.1 52114 127.0.0.1 22")
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("BROWSER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script(1), from util-linux");
+    let mut shown = BufReader::new(child.stdout.take().unwrap());
+    let mut said = String::new();
+    let url = loop {
+        let mut line = String::new();
+        assert!(shown.read_line(&mut line).unwrap() > 0, "it ended: {said}");
+        said.push_str(&line);
+        if said.contains("If it does not open") {
+            let _ = child.kill();
+            panic!("a browser login, which nobody here could finish: {said}");
+        }
+        if let Some(u) = line.trim().strip_prefix("http") {
+            if said.contains("To authorize capable") {
+                break format!("http{u}");
+            }
+        }
+    };
+    assert!(
+        url.contains("/device") && url.contains("user_code="),
+        "the device grant's page, with its code: {said}"
+    );
+    browse(&url, false);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut shown, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{said}{rest}");
+    assert!(rest.contains("Logged in"), "{said}{rest}");
+    let doc = common::oauth::store_doc(&s);
+    assert_eq!(
+        doc["clients"][0]["grant_types"][0], "urn:ietf:params:oauth:grant-type:device_code",
+        "registered for the device grant"
+    );
+    at("never", &s, &["tools"], &g.mcp).expect_code(0);
+}
+
+/// What `auth status` shows (no secret), that `auth token` prints the token on
+/// request and nothing else ever does, and the store's file mode.
+#[test]
+fn status_shows_no_secret_and_token_prints_it_on_request_only() {
+    if !wanted() {
+        return;
+    }
+    let g = guarded(3600);
+    let dir = Scratch::new("status");
+    let s = dir.store();
+    let never = at("never", &s, &["auth", "token"], &g.mcp);
+    never.expect_code(8);
+    assert!(
+        never
+            .stderr
+            .contains(&format!("no token is stored for {}", g.mcp)),
+        "{}",
+        never.stderr
+    );
+    at("headless", &s, &["auth", "login"], &g.mcp).expect_code(0);
+    let status = run(
         &[
             "--json",
             "--token-store",
@@ -106,32 +199,31 @@ fn headless_login_then_status_token_and_logout() {
             "--url",
             &g.mcp,
         ],
-        T,
-    )
-    .expect_code(0)
-    .json();
+        &[],
+    );
+    status.expect_code(0);
+    let status = status.json();
     let token = &status["tokens"][0];
     assert_eq!(token["issuer"], g.issuer.as_str());
     assert_eq!(token["resource"], g.mcp.as_str());
     assert_eq!(token["scope"], "mcp:tools");
     assert_eq!(token["refreshable"], true);
-    assert!(
-        !status.to_string().contains("access_token"),
-        "status shows no secret: {status}"
-    );
+    assert!(!status.to_string().contains("access_token"), "{status}");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&s).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let printed = capable(&["--token-store", &s, "auth", "token", "--url", &g.mcp], T);
+    let printed = run(
+        &["--token-store", &s, "auth", "token", "--url", &g.mcp],
+        &[],
+    );
     printed.expect_code(0);
     let token = printed.stdout.trim().to_owned();
     assert!(token.len() > 20);
-    // Nothing else ever prints it: not --trace, not --json, not an error.
-    let traced = capable(
-        &[
+    for args in [
+        vec![
             "--trace",
             "--json",
             "--token-store",
@@ -140,11 +232,7 @@ fn headless_login_then_status_token_and_logout() {
             "--url",
             &g.mcp,
         ],
-        T,
-    );
-    traced.expect_code(0);
-    let failing = capable(
-        &[
+        vec![
             "--trace",
             "--json",
             "--token-store",
@@ -155,153 +243,14 @@ fn headless_login_then_status_token_and_logout() {
             "--url",
             &g.mcp,
         ],
-        T,
-    );
-    for out in [
-        &traced.stdout,
-        &traced.stderr,
-        &failing.stdout,
-        &failing.stderr,
     ] {
-        assert!(!out.contains(&token), "the token leaked: {out}");
+        let r = run(&args, &[]);
+        assert!(
+            !r.stdout.contains(&token) && !r.stderr.contains(&token),
+            "{} leaked it",
+            r.shown
+        );
     }
-    let file = std::fs::read_to_string(&s).unwrap();
-    assert!(
-        file.contains(&token),
-        "the store is the one place it is kept"
-    );
-    capable(&["--token-store", &s, "auth", "logout", "--url", &g.mcp], T).expect_code(0);
-    let after = capable(&["--json", "--token-store", &s, "auth", "status"], T)
-        .expect_code(0)
-        .json();
-    assert_eq!(after["tokens"], serde_json::json!([]));
-    capable(&["--token-store", &s, "tools", "--url", &g.mcp], T).expect_code(8);
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn paste_login_reads_the_redirect_address_from_stdin() {
-    if !wanted() {
-        return;
-    }
-    let g = guarded(3600);
-    let dir = scratch("paste");
-    let s = store(&dir);
-    let mut child = Command::new(bin())
-        .args([
-            "--login",
-            "paste",
-            "--token-store",
-            &s,
-            "auth",
-            "login",
-            "--url",
-            &g.mcp,
-        ])
-        .current_dir(workspace())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut url = String::new();
-    let mut line = String::new();
-    while stderr.read_line(&mut line).unwrap() > 0 {
-        if let Some(u) = line.trim().strip_prefix(&format!("{}/auth?", g.issuer)) {
-            url = format!("{}/auth?{u}", g.issuer);
-        }
-        if line.contains("paste the address") {
-            break;
-        }
-        line.clear();
-    }
-    assert!(!url.is_empty(), "no authorization URL was printed");
-    // The person: open the URL in a browser, copy where it lands.
-    let landed = Command::new(node())
-        .args(["tests/peers/oidc_browser.mjs", "--print", &url])
-        .current_dir(workspace())
-        .output()
-        .unwrap();
-    assert!(
-        landed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&landed.stderr)
-    );
-    let address = String::from_utf8(landed.stdout).unwrap();
-    assert!(
-        address.contains("code=") && address.contains("iss="),
-        "{address}"
-    );
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(address.as_bytes())
-        .unwrap();
-    let status = child.wait().unwrap();
-    let mut rest = String::new();
-    let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
-    assert!(status.success(), "paste login failed: {rest}");
-    assert!(rest.contains("Logged in"), "{rest}");
-    uses_the_token(&g, &s);
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// `capable auth login` through the system browser ($BROWSER, as webbrowser finds
-/// it), a script that follows the redirects and consents. Returns the login's stderr.
-fn browser_login(g: &Guarded, dir: &Path, s: &str) -> String {
-    let browser = dir.join("browser.sh");
-    std::fs::write(
-        &browser,
-        format!(
-            "#!/bin/sh\nexec {} {} \"$1\"\n",
-            node(),
-            workspace().join("tests/peers/oidc_browser.mjs").display()
-        ),
-    )
-    .unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let out = Command::new(bin())
-        .args([
-            "--login",
-            "browser",
-            "--token-store",
-            s,
-            "auth",
-            "login",
-            "--url",
-            &g.mcp,
-        ])
-        .current_dir(workspace())
-        .env("BROWSER", &browser)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "browser login failed: {stderr}");
-    stderr
-}
-
-#[test]
-fn browser_login_receives_the_redirect_on_the_loopback_listener() {
-    if !wanted() {
-        return;
-    }
-    let g = guarded(3600);
-    let dir = scratch("browser");
-    let s = store(&dir);
-    let stderr = browser_login(&g, &dir, &s);
-    assert!(
-        stderr.contains("If it does not open, visit"),
-        "the URL is printed too: {stderr}"
-    );
-    uses_the_token(&g, &s);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A host of many servers (`capable servers`, `tools --all`) reaches an OAuth-guarded
@@ -313,9 +262,9 @@ fn the_host_commands_use_the_stored_token_and_never_log_in_themselves() {
         return;
     }
     let g = guarded(3600);
-    let dir = scratch("host");
-    let s = store(&dir);
-    let config = dir.join("mcp.json");
+    let dir = Scratch::new("host");
+    let s = dir.store();
+    let config = dir.0.join("mcp.json");
     std::fs::write(
         &config,
         format!(
@@ -326,7 +275,7 @@ fn the_host_commands_use_the_stored_token_and_never_log_in_themselves() {
     .unwrap();
     let config = config.display().to_string();
     let servers = |login: &str| {
-        capable(
+        run(
             &[
                 "--json",
                 "--login",
@@ -337,7 +286,7 @@ fn the_host_commands_use_the_stored_token_and_never_log_in_themselves() {
                 "--config",
                 &config,
             ],
-            T,
+            &[],
         )
     };
     // No token yet, and even with --login browser the host does not log in: refused
@@ -347,13 +296,27 @@ fn the_host_commands_use_the_stored_token_and_never_log_in_themselves() {
     let row = &before.json()[0];
     assert_eq!(row["state"], "refused", "{row}");
     assert_eq!(row["error"]["kind"], "authorization_required", "{row}");
-    browser_login(&g, &dir, &s);
+    let browser = dir.browser();
+    run(
+        &[
+            "--login",
+            "browser",
+            "--token-store",
+            &s,
+            "auth",
+            "login",
+            "--url",
+            &g.mcp,
+        ],
+        &[("BROWSER", &browser)],
+    )
+    .expect_code(0);
     let after = servers("never");
     after.expect_code(0);
     let row = &after.json()[0];
     assert_eq!(row["state"], "ready", "{row}");
     assert!(row["tools"].as_u64().is_some_and(|n| n >= 1), "{row}");
-    let all = capable(
+    let all = run(
         &[
             "--login",
             "never",
@@ -364,121 +327,126 @@ fn the_host_commands_use_the_stored_token_and_never_log_in_themselves() {
             "--config",
             &config,
         ],
-        T,
+        &[],
     );
     all.expect_code(0);
     assert!(all.stdout.contains("guarded/echo"), "{}", all.stdout);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Makes the stored token one received an hour ago that expires in 20 s: due for a
-/// refresh. (A token just received is never refreshed at once, however short-lived.)
-fn age_token(store: &str) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(store).unwrap()).unwrap();
-    for t in doc["tokens"].as_array_mut().expect("stored tokens") {
-        t["token"]["received_at"] = (now - 3600).into();
-        t["token"]["expires_at"] = (now + 20).into();
-    }
-    std::fs::write(store, doc.to_string()).unwrap();
-}
-
+/// `auth login` against a server that asks for no authorization says so and exits
+/// 0, storing nothing; against a URL where no MCP server answers, it says that.
 #[test]
-fn a_stored_token_about_to_expire_is_refreshed_without_the_user_noticing() {
-    if !wanted() {
+fn logging_in_to_a_server_that_asks_for_no_authorization() {
+    if !peers_wanted(&[SDK, NODE22]) {
         return;
     }
-    let g = guarded(30);
-    let dir = scratch("refresh");
-    let s = store(&dir);
-    capable(
-        &[
-            "--login",
-            "headless",
-            "--token-store",
-            &s,
-            "auth",
-            "login",
-            "--url",
-            &g.mcp,
+    let port = free_port();
+    let _open = Peer::start(
+        vec![
+            node(),
+            "tests/peers/ts_server.mjs".into(),
+            "--http".into(),
+            port.to_string(),
         ],
-        T,
-    )
-    .expect_code(0);
-    age_token(&s);
-    let first = std::fs::read_to_string(&s).unwrap();
-    uses_the_token(&g, &s);
-    uses_the_token(&g, &s);
-    let later = std::fs::read_to_string(&s).unwrap();
-    assert_ne!(first, later, "the token was refreshed and stored again");
-    let doc: serde_json::Value = serde_json::from_str(&later).unwrap();
-    assert_eq!(
-        doc["tokens"].as_array().unwrap().len(),
-        1,
-        "one token per (resource, issuer)"
+        vec![port],
+        String::new(),
+        String::new(),
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new("open");
+    let s = dir.store();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let r = at("headless", &s, &["auth", "login"], &url);
+    r.expect_code(0);
+    assert!(
+        r.stderr.contains("does not ask for authorization"),
+        "{}",
+        r.stderr
+    );
+    assert!(!std::path::Path::new(&s).exists(), "nothing stored");
 }
 
+/// On a terminal, the browser login also reads a pasted address. The end of that
+/// input (Ctrl-D) ends only the pasting: the browser's redirect still completes the
+/// login. Either way the process exits as soon as it is logged in, without waiting
+/// for the terminal. (`script` gives capable a terminal; `$BROWSER` waits until the
+/// test says go.)
 #[test]
-fn two_processes_refreshing_at_once_spend_the_rotating_refresh_token_once() {
+fn a_browser_login_on_a_terminal_survives_ctrl_d_and_never_waits_for_the_terminal() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
     if !wanted() {
         return;
     }
-    // oidc-provider rotates refresh tokens and revokes the grant when a spent one is
-    // presented again: both processes succeed only if the second takes the first's.
-    let g = guarded(30);
-    let dir = scratch("two-processes");
-    let s = store(&dir);
-    capable(
-        &[
-            "--login",
-            "headless",
-            "--token-store",
-            &s,
-            "auth",
-            "login",
-            "--url",
-            &g.mcp,
-        ],
-        T,
+    let g = guarded(3600);
+    let dir = Scratch::new("ctrl-d");
+    let s = dir.store();
+    let go = dir.0.join("go");
+    let browser = dir.0.join("late-browser.sh");
+    std::fs::write(
+        &browser,
+        format!(
+            "#!/bin/sh\nwhile [ ! -e {} ]; do sleep 0.05; done\nexec {} \"$1\"\n",
+            go.display(),
+            dir.browser()
+        ),
     )
-    .expect_code(0);
-    age_token(&s);
-    let spawn = || {
-        Command::new(bin())
-            .args([
-                "--login",
-                "never",
-                "--token-store",
-                &s,
-                "auth",
-                "token",
-                "--url",
-                &g.mcp,
-            ])
-            .current_dir(workspace())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let (a, b) = (spawn(), spawn());
-    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-    for out in [&a, &b] {
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(!String::from_utf8_lossy(&out.stderr).contains("refreshing the token failed"));
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    assert_eq!(a.stdout, b.stdout, "both use the one refreshed token");
-    uses_the_token(&g, &s);
-    let _ = std::fs::remove_dir_all(&dir);
+    let inner = format!(
+        "{} --login browser --token-store {s} auth login --url {}",
+        common::bin(),
+        g.mcp
+    );
+    for ctrl_d in [false, true] {
+        let _ = std::fs::remove_file(&go);
+        let mut child = Command::new("script")
+            .args(["-qec", &inner, "/dev/null"])
+            .env("BROWSER", &browser)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("script(1), from util-linux");
+        let mut terminal = child.stdin.take().unwrap();
+        let mut shown = BufReader::new(child.stdout.take().unwrap());
+        let mut said = String::new();
+        while !said.contains("If it does not open") {
+            let mut line = String::new();
+            assert!(shown.read_line(&mut line).unwrap() > 0, "it ended: {said}");
+            said.push_str(&line);
+        }
+        if ctrl_d {
+            terminal.write_all(b"\x04").unwrap();
+            terminal.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::fs::write(&go, "").unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = std::io::Read::read_to_string(&mut shown, &mut rest);
+            rest
+        });
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("ctrl_d {ctrl_d}: still running 20 s after the redirect: it waits for the terminal");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let rest = reader.join().unwrap();
+        assert!(status.success(), "ctrl_d {ctrl_d}: {said}{rest}");
+        assert!(rest.contains("Logged in"), "ctrl_d {ctrl_d}: {said}{rest}");
+        drop(terminal);
+    }
+    at("never", &s, &["tools"], &g.mcp).expect_code(0);
 }

@@ -19,16 +19,7 @@ fn fixture(profile: &str, mark: &str) -> Value {
 
 /// The processes whose environment carries `mark`.
 fn processes_marked(mark: &str) -> Vec<u32> {
-    let needle = format!("CAPABLE_SERVERS_TEST={mark}");
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
-        })
-        .collect()
+    capable_test_support::processes_with_env("CAPABLE_SERVERS_TEST", mark)
 }
 
 fn config(name: &str, servers: Value) -> TempFile {

@@ -4,47 +4,16 @@
 //! is written under the target directory (`ui-shots/`).
 //!
 //! Without chromium and chromedriver installed the test says so and passes, unless
-//! `CAPABLE_REQUIRE_BROWSER=1` (CI sets it after installing them). The real-server
-//! test needs server-everything from `.ci/install-peers` (`CAPABLE_SKIP_PEERS=1`
-//! skips it).
+//! `CAPABLE_REQUIRE_BROWSER=1` (CI sets it after installing them). A real server in
+//! the browser is `ui_browser_peers.rs`.
 
 mod ui_support;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ui_support::webdriver::{Browser, Driver};
+use ui_support::page::{call_then_cancel, driver, open, shots, WAIT};
+use ui_support::webdriver::Browser;
 use ui_support::Ui;
-
-const WAIT: Duration = Duration::from_secs(15);
-
-fn shots() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ui-shots")
-}
-
-fn driver() -> Option<Driver> {
-    let driver = Driver::start();
-    if driver.is_none() {
-        assert!(
-            std::env::var_os("CAPABLE_REQUIRE_BROWSER").is_none(),
-            "CAPABLE_REQUIRE_BROWSER is set but chromium or chromedriver is missing"
-        );
-        eprintln!("skipped: chromium and chromedriver are not installed (apt-get install chromium chromium-driver)");
-    }
-    driver
-}
-
-/// Selects a server in the list and one of its tabs.
-fn open(b: &Browser<'_>, server: &str, tab: &str) {
-    b.click(&format!("[data-testid=server][data-name='{server}']"));
-    b.wait_until(
-        "the server is selected and ready",
-        &format!("const h = document.querySelector('[data-testid=server-head] h2'); return h && h.textContent === '{server}' && document.querySelector('[data-testid=state]').textContent === 'ready'"),
-        WAIT,
-    );
-    b.click(&format!("[data-testid=tab-{tab}]"));
-    b.wait_for(&format!("[data-testid=panel-{tab}]"), WAIT);
-}
 
 #[test]
 fn the_inspector_in_a_real_browser() {
@@ -477,21 +446,6 @@ fn the_inspector_in_a_real_browser() {
 /// The form generator on a schema with every kind of field it covers: the values
 /// typed, selected and added come back as the JSON the schema asks for; a decimal in
 /// an integer field and a missing required field are caught before sending.
-/// Calls the open tool again, waits until `running` (a script) says the call is under
-/// way, cancels it: the result says so, and the message log shows `sent` going out.
-fn call_then_cancel(b: &Browser<'_>, what: &str, running: &str, sent: &str) {
-    b.click("[data-testid=tool-form] [data-testid=call]");
-    b.wait_until(what, running, WAIT);
-    b.click("[data-testid=tool-form] [data-testid=cancel]");
-    let cancelled = b.text("[data-testid=call-result]", WAIT);
-    assert!(cancelled.contains("Cancelled"), "{cancelled}");
-    b.click("[data-testid=tab-log]");
-    b.wait_for(
-        &format!("[data-testid=log-row][data-dir=sent][data-method='{sent}']"),
-        WAIT,
-    );
-}
-
 fn form_of_every_kind(b: &Browser<'_>) {
     let schema = serde_json::json!({
         "type": "object",
@@ -556,102 +510,4 @@ fn form_of_every_kind(b: &Browser<'_>) {
         "document.getElementById('lab').remove()",
         serde_json::json!([]),
     );
-}
-
-const EVERYTHING_JS: &str =
-    ".peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-
-/// Whether the real-peer test runs: the peers are installed, or `CAPABLE_SKIP_PEERS=1`.
-fn everything() -> Option<String> {
-    if std::env::var("CAPABLE_SKIP_PEERS").is_ok_and(|v| v == "1") {
-        eprintln!("CAPABLE_SKIP_PEERS=1: skipping a real-peer test");
-        return None;
-    }
-    let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(EVERYTHING_JS);
-    assert!(
-        js.exists(),
-        "{} is missing: run `.ci/install-peers` (or set CAPABLE_SKIP_PEERS=1)",
-        js.display()
-    );
-    Some(js.canonicalize().unwrap().display().to_string())
-}
-
-#[test]
-fn a_real_server_in_a_real_browser() {
-    let Some(js) = everything() else { return };
-    let Some(driver) = driver() else { return };
-    let ui = Ui::start(&["--", "node", &js, "stdio"]);
-    let b = driver.browser(1280, 1000);
-    b.goto(&ui.url());
-    open(&b, "node", "overview");
-    let info = b.text("[data-testid=server-name]", WAIT);
-    assert!(info.contains("everything"), "{info}");
-
-    // A resource template: its variable filled in, the URI expanded, the resource read.
-    b.click("[data-testid=tab-resources]");
-    let template =
-        "[data-testid=template][data-template='demo://resource/dynamic/text/{resourceId}']";
-    b.type_into(&format!("{template} input[name=resourceId]"), "7");
-    b.click(&format!("{template} [data-testid=read]"));
-    let read = b.text("[data-testid=read-result]", WAIT);
-    assert!(read.contains("demo://resource/dynamic/text/7"), "{read}");
-    b.wait_for("[data-testid=read-result] [data-testid=revision]", WAIT);
-
-    // A form from a real schema: two numbers, sent as numbers.
-    b.click("[data-testid=tab-tools]");
-    b.click("[data-testid=tool][data-name=get-sum]");
-    b.type_into("[data-testid=tool-form] input[name=a]", "2");
-    b.type_into("[data-testid=tool-form] input[name=b]", "3.5");
-    b.click("[data-testid=tool-form] [data-testid=call]");
-    let sum = b.text("[data-testid=call-result] [data-testid=content-text]", WAIT);
-    assert!(sum.contains("5.5"), "{sum}");
-
-    // An enum as a select; the structured output beside its schema check.
-    b.click("[data-testid=tool][data-name=get-structured-content]");
-    b.click("[data-testid=tool-form] select[name=location] option[value='1']");
-    b.click("[data-testid=tool-form] [data-testid=call]");
-    b.wait_for("[data-testid=call-result] [data-testid=structured]", WAIT);
-    let check = b.text(
-        "[data-testid=call-result] [data-testid=output-check] h4",
-        WAIT,
-    );
-    assert_eq!(check, "structuredContent matches the outputSchema");
-    b.screenshot(&shots().join("everything-structured.png"));
-
-    // A call run as a task: its statuses as they change, then its result; another
-    // one cancelled with `tasks/cancel`.
-    b.click("[data-testid=tool][data-name=simulate-research-query]");
-    b.type_into("[data-testid=tool-form] input[name=topic]", "rust");
-    b.click("[data-testid=tool-form] [data-testid=as-task]");
-    b.click("[data-testid=tool-form] [data-testid=call]");
-    b.wait_until(
-        "a task status",
-        "const s = document.querySelector('[data-testid=task-status]'); return s && / working/.test(s.textContent)",
-        WAIT,
-    );
-    let report = b.text(
-        "[data-testid=call-result] [data-testid=content-text]",
-        Duration::from_secs(60),
-    );
-    assert!(report.contains("Research Report: rust"), "{report}");
-    let last = b.text("[data-testid=task-status]", WAIT);
-    assert!(last.contains(" completed"), "{last}");
-    call_then_cancel(
-        &b,
-        "the second task working",
-        "const s = document.querySelector('[data-testid=task-status]'); return s && / working/.test(s.textContent)",
-        "tasks/cancel",
-    );
-
-    // The audit of a server that keeps its contract.
-    b.click("[data-testid=tab-audit]");
-    b.click("[data-testid=run-audit]");
-    let verdict = b.text(
-        "[data-testid=audit-result] [data-testid=audit-verdict]",
-        Duration::from_secs(60),
-    );
-    assert_eq!(verdict, "No contract violation.");
-    b.screenshot(&shots().join("everything-audit.png"));
 }

@@ -9,7 +9,7 @@ mod ui_support;
 use std::time::Duration;
 
 use serde_json::json;
-use ui_support::{alive, bin, children, Ui};
+use ui_support::{alive, bin, children, fixture_entry, Ui};
 
 fn read_only() -> Ui {
     Ui::start(&["--", bin(), "fixture", "--profile", "read-only"])
@@ -260,6 +260,33 @@ fn the_api_answers_with_the_json_the_cli_prints() {
     );
     assert_eq!(watch.status, 409, "{watch:?}");
     assert_eq!(watch.json()["error"]["kind"], "capability_not_offered");
+}
+
+#[test]
+fn a_secret_given_at_start_never_reaches_the_page() {
+    let secret = "ui-test-secret-0123456789";
+    let mut tools = fixture_entry(&["--profile", "no-resources"]);
+    tools["env"] = json!({"API_TOKEN": secret});
+    let ui = Ui::with_config(&json!({"mcpServers": {"tools": tools}}));
+    let cookie = ui.cookie();
+    ui.settled(&cookie, Duration::from_secs(10));
+    // The server says it back: the page gets `***` in its place.
+    let message = format!("hello {secret}");
+    let call = ui.post(
+        &cookie,
+        "/api/call",
+        &json!({"server": "tools", "tool": "echo", "arguments": {"message": message}}),
+    );
+    assert_eq!(call.status, 200, "{call:?}");
+    assert!(!call.body.contains(secret), "{}", call.body);
+    assert_eq!(call.json()["result"]["content"][0]["text"], "hello ***");
+    let servers = ui.request(
+        "GET",
+        "/api/servers",
+        &[("Host", &ui.host()), ("Cookie", &cookie)],
+        "",
+    );
+    assert!(!servers.body.contains(secret), "{}", servers.body);
 }
 
 #[test]

@@ -306,6 +306,22 @@ pub struct ListenFilter {
     pub resource_subscriptions: Vec<String>,
 }
 
+impl ListenFilter {
+    /// The filter for every list change `caps` declares (`tools`, `prompts`,
+    /// `resources` with `listChanged`) and nothing else: what a host that keeps those
+    /// lists listens to, and only what the check below allows. Empty (the default)
+    /// when nothing is declared: then there is no stream to open.
+    pub fn list_changes(caps: &ServerCapabilities) -> ListenFilter {
+        let declared = |c: Capability| caps.has_flag(c, Flag::ListChanged);
+        ListenFilter {
+            tools_list_changed: declared(Capability::Tools),
+            prompts_list_changed: declared(Capability::Prompts),
+            resources_list_changed: declared(Capability::Resources),
+            resource_subscriptions: Vec::new(),
+        }
+    }
+}
+
 /// Checks each filter field of a `subscriptions/listen` request against its flag:
 /// `toolsListChanged` ← `tools.listChanged`, `promptsListChanged` ←
 /// `prompts.listChanged`, `resourcesListChanged` ← `resources.listChanged`,
@@ -455,6 +471,25 @@ mod tests {
             ..Default::default()
         };
         assert!(check_listen(&tools, M, &c).is_err());
+    }
+
+    #[test]
+    fn a_hosts_listen_filter_asks_for_each_declared_list_change_and_passes_the_check() {
+        let c = caps(json!({
+            "tools": {"listChanged": true}, "prompts": {}, "resources": {"listChanged": true, "subscribe": true}
+        }));
+        let filter = ListenFilter::list_changes(&c);
+        assert_eq!(
+            filter,
+            ListenFilter {
+                tools_list_changed: true,
+                resources_list_changed: true,
+                ..Default::default()
+            }
+        );
+        assert!(check_listen(&filter, M, &c).is_ok());
+        let quiet = caps(json!({"tools": {}, "prompts": {"listChanged": false}}));
+        assert_eq!(ListenFilter::list_changes(&quiet), ListenFilter::default());
     }
 
     #[test]

@@ -39,6 +39,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::input_kind::InputKind;
 use crate::jsonrpc::Payload;
 use crate::method::Method;
 use crate::model::JsonObject;
@@ -84,6 +85,8 @@ pub struct Question {
     /// What the server asks for (`elicitation/create`, `sampling/createMessage`,
     /// `roots/list`; empty when it named none).
     pub method: String,
+    /// The same, read ([`InputKind::Other`] for a method no client handles).
+    pub kind: InputKind,
     /// Its params (`null` when absent).
     pub params: Value,
 }
@@ -92,14 +95,19 @@ pub struct Question {
 pub fn questions(requests: &JsonObject) -> Vec<Question> {
     requests
         .iter()
-        .map(|(key, request)| Question {
-            key: key.clone(),
-            method: request
+        .map(|(key, request)| {
+            let method = request
                 .get("method")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
-                .to_owned(),
-            params: request.get("params").cloned().unwrap_or(Value::Null),
+                .to_owned();
+            let params = request.get("params").cloned().unwrap_or(Value::Null);
+            Question {
+                key: key.clone(),
+                kind: InputKind::of(&method, &params),
+                method,
+                params,
+            }
         })
         .collect()
 }

@@ -68,6 +68,7 @@ pub mod connection;
 pub mod extensions;
 pub mod gating;
 pub mod http;
+pub mod input_kind;
 pub mod input_rounds;
 mod json;
 pub mod jsonrpc;
@@ -93,7 +94,8 @@ pub mod watch;
 pub use capabilities::{Capability, ClientCapabilities, Declared, Flag, ServerCapabilities};
 pub use config::{ClientConfig, GatePolicy, ProtocolChoice, Timeouts};
 pub use connection::{
-    Answered, Connection, Event, Listened, NotSent, ResponseError, TimedOut, Timeout, Timing,
+    Answered, Connection, Event, Listened, LogLevel, NotSent, ResponseError, TimedOut, Timeout,
+    Timing,
 };
 pub use extensions::Extension;
 pub use gating::{ListenFilter, Refusal, Requirement};

@@ -9,8 +9,8 @@ mod common;
 
 use capable_core::Outbox;
 use capable_core::{
-    Capability, ClientCapabilities, Flag, GatePolicy, ListenFilter, Method, ProtocolChoice,
-    Refusal, Timing,
+    Capability, ClientCapabilities, Flag, GatePolicy, ListenFilter, LogLevel, Method,
+    ProtocolChoice, Refusal, Timing,
 };
 use capable_test_support::{config, modern_connection, t0, take};
 use common::{everything, legacy, modern, refusal_of, refuse, send, Conn, MODERN, V};
@@ -115,6 +115,36 @@ fn modern_progress_and_log_level_join_the_envelope() {
     assert!(line["params"]["_meta"]
         .get("io.modelcontextprotocol/logLevel")
         .is_none());
+}
+
+#[test]
+fn a_log_level_is_a_request_in_the_legacy_era_and_part_of_the_envelope_in_the_modern() {
+    let mut old = legacy(json!({"logging": {}}));
+    assert_eq!(old.ask_log_level("debug"), Ok(LogLevel::Send));
+    let mut conn = modern(json!({"logging": {}, "tools": {}}));
+    assert_eq!(conn.ask_log_level("error"), Ok(LogLevel::InMeta));
+    let (_, line) = send(&mut conn, Method::ListTools, json!({}), "w");
+    assert_eq!(
+        line["params"]["_meta"]["io.modelcontextprotocol/logLevel"],
+        "error"
+    );
+    // Not declared: refused under the strict gate, kept under the lenient one.
+    let mut silent = modern(json!({"tools": {}}));
+    assert!(matches!(
+        silent.ask_log_level("error"),
+        Err(Refusal::CapabilityNotDeclared {
+            method: Method::SetLoggingLevel,
+            ..
+        })
+    ));
+    let (_, line) = send(&mut silent, Method::ListTools, json!({}), "w");
+    assert!(line["params"]["_meta"]
+        .get("io.modelcontextprotocol/logLevel")
+        .is_none());
+    let mut cfg = config(ProtocolChoice::Auto);
+    cfg.gate_policy = GatePolicy::Lenient;
+    let mut lenient: Conn = modern_connection(cfg, json!({"tools": {}}));
+    assert_eq!(lenient.ask_log_level("error"), Ok(LogLevel::InMeta));
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod common;
 
 use std::collections::HashSet;
 
+use capable_core::input_kind::InputKind;
 use capable_core::Outbox;
 use capable_core::{
     ClientCapabilities, Event, Method, Notice, ProtocolChoice, RequestId, ResponseError, Timing,
@@ -318,6 +319,38 @@ fn routing_server_requests_the_host_declared_are_handed_to_the_host() {
         &mut out,
     );
     assert_eq!(take(V, &mut out).len(), 2);
+}
+
+#[test]
+fn routing_a_url_mode_elicitation_to_a_form_only_host_is_refused_as_invalid_params() {
+    let mut cfg = config(ProtocolChoice::Legacy);
+    cfg.capabilities.elicitation_form = true;
+    let mut conn: Conn = legacy_connection(cfg, V, json!({}));
+    let (written, notices) = handled(
+        &mut conn,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "elicitation/create",
+               "params": {"mode": "url", "url": "https://idp.test/consent", "message": "Consent?"}}),
+    );
+    assert_eq!(written.len(), 1, "answered by the connection, not the host");
+    assert_eq!(written[0]["error"]["code"], -32602);
+    assert!(
+        notices.is_empty(),
+        "a declared method, asked in the wrong mode"
+    );
+    // Form mode reaches the host, as what it is.
+    let mut out = Outbox::new();
+    let event = feed(
+        &mut conn,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "elicitation/create", "params": {"message": "Name?"}}),
+        &mut out,
+    );
+    assert!(matches!(
+        event,
+        Event::ServerRequest {
+            kind: InputKind::Elicitation { url: false },
+            ..
+        }
+    ));
 }
 
 #[test]

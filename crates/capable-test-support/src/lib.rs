@@ -625,3 +625,19 @@ pub fn own_status_kib(field: &str) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// The processes whose environment has `var=value` (Linux, from `/proc`; a zombie has
+/// no environment left, so it does not count): a test marks the servers it starts
+/// with a variable of its own, then finds them — or checks none is left behind.
+pub fn processes_with_env(var: &str, value: &str) -> Vec<u32> {
+    let needle = format!("{var}={value}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
+        })
+        .collect()
+}

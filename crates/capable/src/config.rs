@@ -11,6 +11,8 @@
 //! {"mcpServers": {"remote": {"url": "https://mcp.example/mcp", "oauth": {
 //!   "clientId": "…", "clientSecret": "${SECRET}", "clientMetadataUrl": "https://app.example/client.json",
 //!   "scopes": ["mcp:read"], "callbackPort": 8976, "issuer": "https://auth.example",
+//!   "redirectUri": "http://localhost:8080/oauth/callback", "tokenEndpointAuthMethod": "client_secret_post",
+//!   "authorizationParams": {"audience": "https://api.example"}, "sendResource": false,
 //!   "grant": "authorization_code | client_credentials | workload_identity | enterprise",
 //!   "privateKeyFile": "key.pem", "assertionFile": "workload.jwt", "dpop": "auto | always | never",
 //!   "idp": {"tokenEndpoint": "…", "clientId": "…", "clientSecret": "…", "idTokenFile": "id.jwt"}}}}}
@@ -22,6 +24,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use capable::ServerCommand;
+
+use crate::file::{self, FileError, FileKind};
 
 /// A configured server: a stdio command or an HTTP endpoint.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,6 +58,15 @@ pub struct OAuthEntry {
     pub scopes: Vec<String>,
     /// The loopback port of the redirect URI.
     pub callback_port: Option<u16>,
+    /// The whole redirect URI, for a client registered with a fixed one.
+    pub redirect_uri: Option<String>,
+    /// `client_secret_basic`, `client_secret_post`, `none` or `private_key_jwt`.
+    pub token_endpoint_auth_method: Option<String>,
+    /// Extra authorization request parameters (`{"audience": "…"}`).
+    #[serde(default)]
+    pub authorization_params: BTreeMap<String, String>,
+    /// `false` leaves the RFC 8707 `resource` parameter out.
+    pub send_resource: Option<bool>,
     /// The authorization server's issuer (skips the protected resource metadata).
     pub issuer: Option<String>,
     /// `authorization_code` (default), `client_credentials`, `workload_identity`,
@@ -105,6 +118,8 @@ impl OAuthEntry {
             &mut self.client_secret,
             &mut self.client_metadata_url,
             &mut self.issuer,
+            &mut self.redirect_uri,
+            &mut self.token_endpoint_auth_method,
             &mut self.grant,
             &mut self.private_key_pem,
             &mut self.private_key_file,
@@ -116,6 +131,9 @@ impl OAuthEntry {
         }
         for s in &mut self.scopes {
             *s = expand(s)?;
+        }
+        for v in self.authorization_params.values_mut() {
+            *v = expand(v)?;
         }
         if let Some(idp) = self.idp.as_mut() {
             idp.token_endpoint = expand(&idp.token_endpoint)?;
@@ -144,6 +162,10 @@ pub enum ConfigError {
         /// Where it looked.
         looked: Vec<String>,
     },
+    /// The file is not one capable reads (a FIFO, a device, a directory, a symlink
+    /// loop, larger than a config may be): nothing of it was read.
+    #[error("cannot read the config {0}")]
+    Refused(file::Refused),
     /// The file could not be read or parsed.
     #[error("cannot read {path}: {detail}")]
     Unreadable {
@@ -268,13 +290,14 @@ pub fn find_server(name: &str, file: Option<&Path>) -> Result<ServerTarget, Conf
 }
 
 /// The config file to read: `file`, or the first of [`default_locations`] that
-/// exists. Its text and its path as shown in errors.
+/// exists (whatever it is: a FIFO or a directory there is refused, not passed over).
+/// Its text and its path as shown in errors.
 fn read(file: Option<&Path>) -> Result<(String, String), ConfigError> {
     let path = match file {
         Some(p) => p.to_path_buf(),
         None => {
             let candidates = default_locations();
-            match candidates.iter().find(|p| p.is_file()) {
+            match candidates.iter().find(|p| p.symlink_metadata().is_ok()) {
                 Some(p) => p.clone(),
                 None => {
                     return Err(ConfigError::NoFile {
@@ -285,9 +308,12 @@ fn read(file: Option<&Path>) -> Result<(String, String), ConfigError> {
         }
     };
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Unreadable {
-        path: shown.clone(),
-        detail: e.to_string(),
+    let text = file::read_to_string(&path, FileKind::Config).map_err(|e| match e {
+        FileError::Refused(refused) => ConfigError::Refused(refused),
+        FileError::Io { source, .. } => ConfigError::Unreadable {
+            path: shown.clone(),
+            detail: source.to_string(),
+        },
     })?;
     Ok((text, shown))
 }
@@ -613,7 +639,7 @@ mod tests {
 
     #[test]
     fn reads_oauth_settings_with_expansion() {
-        let text = r#"{"mcpServers":{"r":{"url":"https://m/mcp","oauth":{"clientId":"c","clientSecret":"${TOKEN}","scopes":["a","b"],"callbackPort":8976,"idp":{"tokenEndpoint":"https://idp/token","clientId":"i","idTokenFile":"${HOME}/id"}}}}}"#;
+        let text = r#"{"mcpServers":{"r":{"url":"https://m/mcp","oauth":{"clientId":"c","clientSecret":"${TOKEN}","scopes":["a","b"],"callbackPort":8976,"redirectUri":"http://localhost:9/cb","tokenEndpointAuthMethod":"client_secret_post","authorizationParams":{"audience":"${HOME}/api"},"sendResource":false,"idp":{"tokenEndpoint":"https://idp/token","clientId":"i","idTokenFile":"${HOME}/id"}}}}}"#;
         let ServerTarget::Http { oauth: Some(o), .. } =
             server_from_text(text, "r", "f", &env).unwrap()
         else {
@@ -622,6 +648,13 @@ mod tests {
         assert_eq!(o.client_secret.as_deref(), Some("t0k"));
         assert_eq!(o.scopes, ["a", "b"]);
         assert_eq!(o.callback_port, Some(8976));
+        assert_eq!(o.redirect_uri.as_deref(), Some("http://localhost:9/cb"));
+        assert_eq!(
+            o.token_endpoint_auth_method.as_deref(),
+            Some("client_secret_post")
+        );
+        assert_eq!(o.authorization_params["audience"], "/home/u/api");
+        assert_eq!(o.send_resource, Some(false));
         assert_eq!(o.idp.unwrap().id_token_file.as_deref(), Some("/home/u/id"));
         let typo = r#"{"mcpServers":{"r":{"url":"https://m/mcp","oauth":{"clientID":"c"}}}}"#;
         assert!(

@@ -15,6 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use capable_core::input_kind::InputKind;
 use capable_core::{ClientCapabilities, RpcError};
 use serde_json::{json, Map, Value};
 
@@ -124,36 +125,28 @@ impl InputHandlers {
         })
     }
 
-    /// Answers one input request (`method`, `params`) with the installed handler.
-    pub async fn answer(&self, method: &str, params: Value) -> Result<Value, RpcError> {
-        let missing = || RpcError {
-            code: capable_core::jsonrpc::codes::METHOD_NOT_FOUND,
-            message: format!("the client has no handler for {method}"),
-            data: None,
-        };
-        match method {
-            "elicitation/create" => {
-                let url_mode = params.get("mode").and_then(Value::as_str) == Some("url");
-                if url_mode && !self.elicitation_url {
-                    return Err(RpcError {
-                        code: capable_core::jsonrpc::codes::INVALID_PARAMS,
-                        message: "the client did not declare URL-mode elicitation".into(),
-                        data: None,
-                    });
-                }
-                let h = self.elicitation.as_ref().ok_or_else(missing)?;
-                h(params).await
-            }
-            "sampling/createMessage" => {
-                let h = self.sampling.as_ref().ok_or_else(missing)?;
-                h(params).await
-            }
-            "roots/list" => match (&self.list_roots, &self.roots) {
-                (Some(h), _) => h(params).await,
-                (None, Some(roots)) => Ok(json!({ "roots": roots })),
-                (None, None) => Err(missing()),
-            },
-            _ => Err(missing()),
+    /// Answers one input request (`method`, `params`, read as `kind`) with the installed
+    /// handler. Whether the host may be asked at all is the core's rule
+    /// ([`InputKind::check`]) over what these handlers declare.
+    pub async fn answer(
+        &self,
+        kind: InputKind,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, RpcError> {
+        kind.check(method, &self.capabilities())?;
+        let (elicit, sample) = (&self.elicitation, &self.sampling);
+        match (kind, elicit, sample, &self.list_roots, &self.roots) {
+            (InputKind::Elicitation { .. }, Some(h), ..) => h(params).await,
+            (InputKind::Sampling, _, Some(h), ..) => h(params).await,
+            (InputKind::Roots, _, _, Some(h), _) => h(params).await,
+            (InputKind::Roots, _, _, None, Some(roots)) => Ok(json!({ "roots": roots })),
+            // Declared means handled: the check above let nothing else through.
+            _ => Err(RpcError {
+                code: capable_core::jsonrpc::codes::METHOD_NOT_FOUND,
+                message: format!("the client has no handler for {method}"),
+                data: None,
+            }),
         }
     }
 }
@@ -204,7 +197,10 @@ mod tests {
             ..Default::default()
         };
         assert!(h.capabilities().roots);
-        let answer = h.answer("roots/list", json!({})).await.unwrap();
+        let answer = h
+            .answer(InputKind::Roots, "roots/list", json!({}))
+            .await
+            .unwrap();
         assert_eq!(answer["roots"][0]["uri"], "file:///asked");
     }
 

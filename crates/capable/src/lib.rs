@@ -32,7 +32,7 @@ extern crate self as capable;
 
 /// The README's examples, compiled as doctests: the first code a host author copies
 /// must build.
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
@@ -44,6 +44,7 @@ mod connect;
 mod driver;
 pub mod error;
 pub mod events;
+pub mod file;
 pub mod host;
 pub mod input;
 pub mod options;
@@ -63,7 +64,7 @@ pub use capable_core::{
     Violation,
 };
 pub use connect::{connect, connect_http, connect_stdio};
-pub use error::Error;
+pub use error::{Error, ErrorKind};
 pub use events::{ServerNotification, SessionEvent};
 pub use input::{ElicitationPolicy, InputHandlers, Root};
 pub use options::ClientOptions;

@@ -18,6 +18,7 @@
 //! sent again in the session.
 
 use capable_core::watch::{WatchAction, WatchEnd, Watcher};
+use serde_json::{json, Value};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::broadcast::Receiver;
 use tokio::time::Instant;
@@ -212,5 +213,48 @@ impl Watch<'_> {
             Err(RecvError::Closed) => return Err(Error::Closed),
         }
         Ok(())
+    }
+}
+
+/// A watch event as one JSON object (`capable watch --json` prints one a line):
+/// `{"event": "mode", "mode", "uri", "reason", "intervalMs"?}`,
+/// `{"event": "revision", "uri", "revision", "readAt", "contents", "ttlMs"?}`, or
+/// `{"event": "violation", …}` with the [`Violation`](capable_core::Violation)'s
+/// evidence beside it.
+pub fn event_json(uri: &str, event: &WatchEvent) -> Value {
+    match event {
+        WatchEvent::Mode {
+            mode,
+            reason,
+            interval,
+        } => {
+            let mut v =
+                json!({"event": "mode", "mode": mode.as_str(), "uri": uri, "reason": reason});
+            if let Some(i) = interval {
+                v["intervalMs"] = json!(i.as_millis() as u64);
+            }
+            v
+        }
+        WatchEvent::Revision(read) => {
+            let mut v = json!({
+                "event": "revision",
+                "uri": read.uri,
+                "revision": read.revision().as_str(),
+                "readAt": read.read_at_rfc3339(),
+                "contents": read.contents,
+            });
+            if let Some(ttl) = read.ttl_ms {
+                v["ttlMs"] = json!(ttl);
+            }
+            v
+        }
+        WatchEvent::Violation(v) => {
+            let mut line = serde_json::Map::new();
+            line.insert("event".into(), "violation".into());
+            if let Ok(Value::Object(evidence)) = serde_json::to_value(v) {
+                line.extend(evidence);
+            }
+            Value::Object(line)
+        }
     }
 }

@@ -34,6 +34,8 @@ struct World {
     expires_in: u64,
     /// `tools/call` needs this scope.
     call_scope: Option<String>,
+    /// Its 403 names no scope, only a description (the Python SDK's shape).
+    silent_scope: bool,
     /// Echo secrets in error bodies (the redaction test).
     hostile: bool,
     /// Accept no token at all (the redaction test).
@@ -190,7 +192,13 @@ fn handle(world: &Shared, s: &Seen) -> Reply {
                 ),
                 ("POST", Some("tools/call")) => match &w.call_scope {
                     Some(needed) if !scope.split(' ').any(|s| s == needed) => {
-                        let extra = format!(r#", error="insufficient_scope", scope="{needed}""#);
+                        let extra = if w.silent_scope {
+                            format!(
+                                r#", error="insufficient_scope", error_description="Required scope: {needed}""#
+                            )
+                        } else {
+                            format!(r#", error="insufficient_scope", scope="{needed}""#)
+                        };
                         challenge(&w, 403, &extra)
                     }
                     _ => reply_json(
@@ -474,6 +482,47 @@ async fn step_up_while_the_stream_is_open_asks_for_the_union_and_replays_once() 
         "the union of scopes"
     );
     assert_eq!(peer.posts("tools/call").len(), 2);
+}
+
+/// A 403 that names no scope (the Python SDK's): with the scope configured, the
+/// stored token steps up to the union of its scopes and the configured ones; without,
+/// the refusal stands, quoting the server and saying what the token holds.
+#[tokio::test]
+async fn a_refusal_naming_no_scope_steps_up_to_the_configured_scopes() {
+    let (peer, w) = world(|w| {
+        w.call_scope = Some("write".into());
+        w.silent_scope = true;
+    })
+    .await;
+    let store: Arc<dyn capable::auth::CredentialStore> = Arc::new(MemoryStore::new());
+    let session = connect(&peer, oauth(&peer, store.clone()), None)
+        .await
+        .unwrap();
+    let refused = session.call_tool("t", None).await.unwrap_err();
+    let words = refused.to_string();
+    assert!(words.contains("Required scope: write"), "{words}");
+    assert!(
+        words.contains("names no scope") && words.contains("holds mcp"),
+        "{words}"
+    );
+    assert!(
+        matches!(
+            refused,
+            Error::Auth(capable::auth::AuthError::InsufficientScope(_))
+        ),
+        "{refused:?}"
+    );
+    session.close().await;
+    // The next run, with the scope configured, uses the stored token and steps up.
+    let mut config = OAuthConfig::new(store);
+    config.mode = LoginMode::Headless;
+    config.scopes = vec!["write".into()];
+    let client = Arc::new(OAuthClient::new(peer.url.parse().unwrap(), config).unwrap());
+    let session = connect(&peer, client, None).await.unwrap();
+    let called = session.call_tool("t", None).await.unwrap();
+    assert_eq!(called.content[0]["text"], "ok");
+    session.close().await;
+    assert_eq!(w.lock().unwrap().authorizations, ["mcp", "mcp write"]);
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
-//! `capable auth login|status|logout|token` for `--url` or `--server`.
+//! `capable auth login|status|logout|token` for `--url` or `--server`. A signal
+//! stops any of them where it is (a login waiting for the user included), with the
+//! signal's exit code.
 
-use capable::auth::{CredentialStore, TokenInfo};
+use capable::auth::{CredentialStore, Login, TokenInfo};
 
 use super::Context;
 use crate::exit::CliError;
@@ -8,11 +10,17 @@ use crate::flags::AuthAction;
 use crate::output::{self, Table};
 
 pub async fn run(ctx: &Context, action: &AuthAction) -> Result<(), CliError> {
-    match action {
-        AuthAction::Login => login(ctx).await,
-        AuthAction::Status => status(ctx),
-        AuthAction::Logout => logout(ctx).await,
-        AuthAction::Token => token(ctx).await,
+    let work = async {
+        match action {
+            AuthAction::Login => login(ctx).await,
+            AuthAction::Status => status(ctx),
+            AuthAction::Logout => logout(ctx).await,
+            AuthAction::Token => token(ctx).await,
+        }
+    };
+    tokio::select! {
+        done = work => done,
+        signal = ctx.signals.received() => Err(CliError::Stopped(signal)),
     }
 }
 
@@ -23,7 +31,23 @@ fn named(ctx: &Context) -> bool {
 async fn login(ctx: &Context) -> Result<(), CliError> {
     let (url, entry) = ctx.http_target()?;
     let oauth = ctx.oauth(&url, entry.as_ref(), ctx.login_mode(true))?;
-    let info = oauth.login().await?;
+    let server = capable::core::http::redact::redact(&url);
+    let info = match oauth.login().await? {
+        Login::Authorized(info) => info,
+        Login::NotRequired => {
+            if ctx.global.json {
+                output::json(
+                    &serde_json::json!({"server": server, "authorization": "not_required"}),
+                )?;
+            } else {
+                output::eprint_line(&format!(
+                    "{server} does not ask for authorization: nothing to log in to"
+                ));
+            }
+            return Ok(());
+        }
+        _ => return Err(CliError::Usage("the login came to an unknown end".into())),
+    };
     if ctx.global.json {
         output::json(&info)?;
     } else {
@@ -31,8 +55,7 @@ async fn login(ctx: &Context) -> Result<(), CliError> {
             "Logged in to {} (issuer {}{}, {}); stored in {}",
             capable::core::http::redact::redact_text(&info.server),
             info.issuer,
-            info.scope
-                .as_deref()
+            scopes(&info)
                 .map(|s| format!(", scopes {s}"))
                 .unwrap_or_default(),
             expiry(&info),
@@ -40,6 +63,11 @@ async fn login(ctx: &Context) -> Result<(), CliError> {
         ));
     }
     Ok(())
+}
+
+/// The granted scopes, when there are any.
+fn scopes(info: &TokenInfo) -> Option<&str> {
+    info.scope.as_deref().filter(|s| !s.trim().is_empty())
 }
 
 fn status(ctx: &Context) -> Result<(), CliError> {
@@ -64,7 +92,7 @@ fn status(ctx: &Context) -> Result<(), CliError> {
         t.row(vec![
             capable::core::http::redact::redact_text(&i.server),
             i.issuer.clone(),
-            i.scope.clone().unwrap_or_else(|| "-".into()),
+            scopes(i).unwrap_or("-").to_owned(),
             expiry(i),
             if i.refreshable { "yes" } else { "no" }.into(),
         ]);
@@ -74,9 +102,7 @@ fn status(ctx: &Context) -> Result<(), CliError> {
 }
 
 fn all(store: &dyn CredentialStore) -> Result<Vec<TokenInfo>, CliError> {
-    let tokens = store
-        .all_tokens()
-        .map_err(|e| CliError::Usage(format!("the token store {}: {e}", store.describe())))?;
+    let tokens = store.all_tokens().map_err(|e| CliError::store(store, e))?;
     Ok(tokens
         .into_iter()
         .map(|t| TokenInfo {

@@ -1,7 +1,6 @@
 //! `capable inspect`: what the server declares, and what a host may therefore call.
 
 use capable::{Capability, Flag, Session};
-use serde_json::json;
 
 use super::{with_session, Context};
 use crate::exit::CliError;
@@ -12,26 +11,13 @@ pub async fn run(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
     let session = ctx.connect(args).await?;
     with_session(ctx, session, async |s: &Session| {
         if ctx.global.json {
-            output::json(&report(s))?;
+            output::json(&s.description())?;
         } else {
             output::print(&human(s))?;
         }
         Ok(())
     })
     .await
-}
-
-/// The `--json` report.
-pub fn report(s: &Session) -> serde_json::Value {
-    json!({
-        "era": s.era().as_str(),
-        "protocolVersion": s.protocol_version(),
-        "serverInfo": s.server_info(),
-        "capabilities": s.capabilities(),
-        "extensions": s.capabilities().extensions().cloned().unwrap_or_default(),
-        "actions": s.actions(),
-        "instructions": s.instructions(),
-    })
 }
 
 /// The server's extensions for people: each by identifier, with what capable makes

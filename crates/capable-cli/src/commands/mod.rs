@@ -12,6 +12,7 @@ pub mod prompts;
 pub mod read;
 pub mod resources;
 pub mod servers;
+pub mod shell;
 pub mod skills;
 pub mod tasks;
 pub mod tools;
@@ -20,12 +21,14 @@ pub mod ui;
 pub mod watch;
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
 use capable::auth::{
-    CredentialStore, DpopMode, FileStore, Flow, LoginMode, MemoryStore, OAuthClient, OAuthConfig,
+    AuthMethod, CredentialStore, DpopMode, FileStore, Flow, LoginMode, MemoryStore, OAuthClient,
+    OAuthConfig,
 };
+use capable::file::FileKind;
 use capable::{ClientOptions, GatePolicy, HttpConfig, ServerCommand, Session, Tap};
 use serde_json::Value;
 
@@ -170,17 +173,22 @@ impl Context {
         }
     }
 
-    /// How to log in: `--login`, where `auto` is the browser on a terminal and
-    /// nothing elsewhere (`explicit`: the user ran `capable auth login`).
+    /// How to log in: `--login`, where `auto` is the browser on a terminal, the device
+    /// grant on a remote terminal with no browser of its own, and nothing elsewhere
+    /// (`explicit`: the user ran `capable auth login`).
     pub fn login_mode(&self, explicit: bool) -> LoginMode {
         let terminal =
             std::io::stderr().is_terminal() && (explicit || std::io::stdin().is_terminal());
         match self.global.auth.login {
+            LoginFlag::Auto if terminal && remote_without_browser(&|k| std::env::var_os(k)) => {
+                LoginMode::Device
+            }
             LoginFlag::Auto if terminal => LoginMode::Browser,
             LoginFlag::Auto | LoginFlag::Never => LoginMode::Never,
             LoginFlag::Browser => LoginMode::Browser,
             LoginFlag::Paste => LoginMode::Paste,
             LoginFlag::Headless => LoginMode::Headless,
+            LoginFlag::Device => LoginMode::Device,
         }
     }
 
@@ -218,6 +226,28 @@ impl Context {
             flags.scopes.clone()
         };
         config.callback_port = flags.callback_port.or(entry.callback_port);
+        config.redirect_uri = flags.redirect_uri.clone().or(entry.redirect_uri);
+        if config.callback_port.is_some() && config.redirect_uri.is_some() {
+            return Err(CliError::Usage(
+                "give the redirect's port (callbackPort, --callback-port) or the whole redirect URI (redirectUri, --redirect-uri), not both".into(),
+            ));
+        }
+        let method = flags
+            .token_endpoint_auth_method
+            .clone()
+            .or(entry.token_endpoint_auth_method);
+        config.client.auth_method = match method.as_deref() {
+            None => None,
+            Some(m) => Some(AuthMethod::parse(m).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "oauth.tokenEndpointAuthMethod must be client_secret_basic, client_secret_post, none or private_key_jwt, not {m:?}"
+                ))
+            })?),
+        };
+        config.authorization_params = entry.authorization_params.into_iter().collect();
+        capable::core::auth::authorize::check_extra_params(&config.authorization_params)
+            .map_err(|e| CliError::Usage(format!("oauth.authorizationParams: {e}")))?;
+        config.send_resource = entry.send_resource.unwrap_or(true);
         config.issuer = entry.issuer;
         config.timeout = self.global.timeout.min(std::time::Duration::from_secs(60));
         config.private_key_pem = read_inline_or_file(
@@ -309,9 +339,9 @@ fn read_inline_or_file(
 ) -> Result<Option<String>, CliError> {
     match (inline, file) {
         (Some(v), _) => Ok(Some(v)),
-        (None, Some(path)) => std::fs::read_to_string(PathBuf::from(path))
-            .map(Some)
-            .map_err(|e| CliError::Usage(format!("oauth.{what} {path}: {e}"))),
+        (None, Some(path)) => {
+            read_file(Path::new(path), FileKind::Secret, &format!("oauth.{what}")).map(Some)
+        }
         (None, None) => Ok(None),
     }
 }
@@ -330,8 +360,25 @@ fn reqwest_url(url: &str) -> Result<capable::transport::http::Url, CliError> {
     }
 }
 
-/// Parses a `--args` JSON object.
+/// Reads a file the user named, as text, within its kind's bounds
+/// ([`capable::file`]); `what` names it in errors (`--args`, `oauth.privateKeyFile`).
+pub fn read_file(path: &Path, kind: FileKind, what: &str) -> Result<String, CliError> {
+    capable::file::read_to_string(path, kind).map_err(|error| CliError::File {
+        what: what.to_owned(),
+        error,
+    })
+}
+
+/// Parses a `--args` JSON object, given inline or as `@FILE`.
 pub fn parse_args(text: &str) -> Result<serde_json::Map<String, Value>, CliError> {
+    let read;
+    let text = match text.strip_prefix('@') {
+        Some(path) => {
+            read = read_file(Path::new(path), FileKind::Arguments, "--args")?;
+            &read
+        }
+        None => text,
+    };
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(CliError::Usage(format!(
@@ -354,4 +401,46 @@ pub async fn with_session<T>(
     };
     session.close().await;
     result
+}
+
+/// Whether this is a remote login (SSH) with no display of its own: no X or Wayland
+/// forwarding and no `$BROWSER`. A browser opened here could not be seen, and the
+/// person's browser, on their own machine, cannot reach this machine's loopback
+/// redirect; the device grant needs neither (the login falls back to pasting the
+/// address where the authorization server offers no device grant).
+fn remote_without_browser(env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> bool {
+    let set = |k: &str| env(k).is_some_and(|v| !v.is_empty());
+    (set("SSH_CONNECTION") || set("SSH_TTY"))
+        && !set("DISPLAY")
+        && !set("WAYLAND_DISPLAY")
+        && !set("BROWSER")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remote_without_browser;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<std::ffi::OsString> + 'a {
+        move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.into())
+    }
+
+    #[test]
+    fn a_remote_terminal_without_a_display_or_browser_logs_in_by_device() {
+        let ssh = ("SSH_CONNECTION", "10.0.0.2 52114 10.0.0.1 22");
+        assert!(remote_without_browser(&env(&[ssh])));
+        assert!(remote_without_browser(&env(&[("SSH_TTY", "/dev/pts/3")])));
+        // Forwarded X or Wayland, or a browser named by the user: the browser login.
+        assert!(!remote_without_browser(&env(&[
+            ssh,
+            ("DISPLAY", "localhost:10.0")
+        ])));
+        assert!(!remote_without_browser(&env(&[
+            ssh,
+            ("WAYLAND_DISPLAY", "wayland-0")
+        ])));
+        assert!(!remote_without_browser(&env(&[ssh, ("BROWSER", "w3m")])));
+        // Not remote at all, or set but empty.
+        assert!(!remote_without_browser(&env(&[])));
+        assert!(!remote_without_browser(&env(&[("SSH_CONNECTION", "")])));
+    }
 }

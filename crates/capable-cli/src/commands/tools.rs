@@ -96,7 +96,7 @@ pub struct Call<'a> {
 pub async fn call(ctx: &Context, call: Call<'_>, args: &ServerArgs) -> Result<(), CliError> {
     let arguments = parse_args(call.arguments)?;
     let cache = ctx.cache(args)?;
-    let known = cache.fresh_tools();
+    let known = cache.fresh_tools()?;
     // The command handles tasks (it polls them, Ctrl-C cancels them): it says so.
     let mut options = ctx.options().with_tasks();
     if let Some(tools) = &known {

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use capable::core::restart::{Decision, GiveUpReason, RestartPolicy, Restarts};
 use capable::core::{Flag, Refusal};
-use capable::{Error, ResourceRead, Session, Violation, WatchEvent, WatchPolicy};
-use serde_json::{json, Value};
+use capable::{Error, ResourceRead, Session, WatchEvent, WatchPolicy};
+use serde_json::json;
 
 use super::Context;
 use crate::exit::CliError;
@@ -220,7 +220,7 @@ pub fn refused(session: &Session, e: Error) -> CliError {
 
 fn print_event(json: bool, uri: &str, event: &WatchEvent) -> Result<(), CliError> {
     if json {
-        return output::json_line(&event_json(uri, event));
+        return output::json_line(&capable::watch::event_json(uri, event));
     }
     match event {
         WatchEvent::Mode { mode, reason, .. } => {
@@ -235,50 +235,6 @@ fn print_event(json: bool, uri: &str, event: &WatchEvent) -> Result<(), CliError
         }
     }
     Ok(())
-}
-
-/// A watch event as `capable watch --json` prints it (the inspector's too).
-pub fn event_json(uri: &str, event: &WatchEvent) -> Value {
-    match event {
-        WatchEvent::Mode {
-            mode,
-            reason,
-            interval,
-        } => {
-            let mut v =
-                json!({"event": "mode", "mode": mode.as_str(), "uri": uri, "reason": reason});
-            if let Some(i) = interval {
-                v["intervalMs"] = json!(i.as_millis() as u64);
-            }
-            v
-        }
-        WatchEvent::Revision(read) => revision_json(read),
-        WatchEvent::Violation(v) => violation_json(v),
-    }
-}
-
-fn revision_json(read: &ResourceRead) -> Value {
-    let mut v = json!({
-        "event": "revision",
-        "uri": read.uri,
-        "revision": read.revision().as_str(),
-        "readAt": read.read_at_rfc3339(),
-        "contents": read.contents,
-    });
-    if let Some(ttl) = read.ttl_ms {
-        v["ttlMs"] = json!(ttl);
-    }
-    v
-}
-
-/// A violation event: `{"event": "violation"}` and the evidence.
-pub fn violation_json(v: &Violation) -> Value {
-    let mut line = serde_json::Map::new();
-    line.insert("event".into(), "violation".into());
-    if let Value::Object(evidence) = output::violation(v) {
-        line.extend(evidence);
-    }
-    Value::Object(line)
 }
 
 fn human_revision(read: &ResourceRead) -> String {

@@ -4,11 +4,13 @@
 //! Each test file uses a different subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod journey;
+pub mod oauth;
 pub mod servers;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -170,8 +172,7 @@ pub fn run_cached(
     deadline: Duration,
 ) -> Run {
     let shown = format!("capable {}", args.join(" "));
-    let started = Instant::now();
-    let mut child = Command::new(program)
+    let child = Command::new(program)
         .args(args)
         .current_dir(dir)
         .env("XDG_CACHE_HOME", &cache.0)
@@ -181,6 +182,14 @@ pub fn run_cached(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+    collect(child, shown, deadline)
+}
+
+/// Waits for a started child (stdout and stderr piped) to exit within `deadline`
+/// from now, and collects what it printed; a child still running then is killed by
+/// its PID and fails the test.
+pub fn collect(mut child: Child, shown: String, deadline: Duration) -> Run {
+    let started = Instant::now();
     let pid = child.id();
     let stdout = drain(child.stdout.take().expect("stdout"));
     let stderr = drain(child.stderr.take().expect("stderr"));

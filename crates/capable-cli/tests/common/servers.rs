@@ -1,10 +1,11 @@
 //! Real MCP servers for the end-to-end tests: each on 127.0.0.1 (server-everything
 //! forced there by a preloaded script; it has no host option), stopped by its PID.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub use super::oauth::free_port;
 use super::workspace;
 
 /// server-everything's entry point, relative to the workspace.
@@ -33,15 +34,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A port nothing listens on now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Starts `program ARGS` (env `env`) and waits until it listens on `port`.
@@ -131,59 +123,4 @@ pub fn fastmcp() -> Server {
         &[],
         port,
     )
-}
-
-/// oidc-provider and the TypeScript SDK server it guards (`tests/peers/oidc_guarded.mjs`,
-/// on Node 22); access tokens live `ttl` seconds. Killed by its PID when dropped.
-pub struct Guarded {
-    child: Child,
-    /// The MCP endpoint.
-    pub mcp: String,
-    /// The authorization server.
-    pub issuer: String,
-}
-
-impl Drop for Guarded {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Node 22, relative to the workspace.
-pub const NODE22: &str = ".peers/node22/node_modules/.bin/node";
-/// oidc-provider's package, relative to the workspace.
-pub const OIDC: &str = ".peers/oidc/node_modules/oidc-provider/package.json";
-
-/// Starts the guarded pair (see [`Guarded`]).
-pub fn guarded(ttl: u64) -> Guarded {
-    let (as_port, mcp_port) = (free_port(), free_port());
-    let child = Command::new(path(NODE22))
-        .args([
-            "tests/peers/oidc_guarded.mjs",
-            &as_port.to_string(),
-            &mcp_port.to_string(),
-            &ttl.to_string(),
-        ])
-        .current_dir(workspace())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start node");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    for port in [as_port, mcp_port] {
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the guarded servers did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    Guarded {
-        child,
-        mcp: format!("http://127.0.0.1:{mcp_port}/mcp"),
-        issuer: format!("http://127.0.0.1:{as_port}"),
-    }
 }

@@ -3,6 +3,7 @@
 //! can send exactly the `Host`, `Origin` and `Cookie` it means to.
 #![allow(dead_code)]
 
+pub mod page;
 pub mod webdriver;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -13,6 +14,15 @@ use std::time::{Duration, Instant};
 /// The `capable` binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_capable")
+}
+
+/// A config entry that starts `capable fixture ARGS`, by name, found on the PATH
+/// [`Ui`] sets: the page (and its screenshots) shows `capable fixture …`, as a user's
+/// config would say.
+pub fn fixture_entry(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["fixture".to_owned()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    serde_json::json!({"command": "capable", "args": all})
 }
 
 /// A running `capable ui`.
@@ -35,22 +45,16 @@ impl Ui {
     pub fn with_fixtures(servers: &[(&str, &[&str])]) -> Ui {
         let mut entries = serde_json::Map::new();
         for (name, args) in servers {
-            let mut all = vec!["fixture".to_owned()];
-            all.extend(args.iter().map(|a| a.to_string()));
-            // By name, found on the PATH below: the page (and its screenshots) shows
-            // `capable fixture …`, as a user's config would say.
-            entries.insert(
-                (*name).to_owned(),
-                serde_json::json!({"command": "capable", "args": all}),
-            );
+            entries.insert((*name).to_owned(), fixture_entry(args));
         }
+        Ui::with_config(&serde_json::json!({ "mcpServers": entries }))
+    }
+
+    /// `capable ui --no-open --config FILE` over this config.
+    pub fn with_config(config: &serde_json::Value) -> Ui {
         let dir = tempdir::Dir::new("ui-config");
         let path = dir.path().join("mcp.json");
-        std::fs::write(
-            &path,
-            serde_json::json!({"mcpServers": entries}).to_string(),
-        )
-        .unwrap();
+        std::fs::write(&path, config.to_string()).unwrap();
         let path = path.to_string_lossy().into_owned();
         Ui::start_in(&["--config", &path], Some(dir))
     }

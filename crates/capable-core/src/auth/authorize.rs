@@ -76,13 +76,47 @@ impl std::fmt::Debug for Pending {
     }
 }
 
-/// The authorization URL for `pending`.
+/// The parameters the flow sets itself, which extra parameters may not name.
+pub const RESERVED: &[&str] = &[
+    "response_type",
+    "client_id",
+    "redirect_uri",
+    "code_challenge",
+    "code_challenge_method",
+    "state",
+    "resource",
+    "scope",
+];
+
+/// Checks the host's extra authorization request parameters (a provider's own:
+/// Auth0's `audience`, Google's `access_type=offline` and `prompt=consent`): none may
+/// name a parameter the flow sets itself (scopes and the resource have their own
+/// settings).
+pub fn check_extra_params(params: &[(String, String)]) -> Result<(), String> {
+    match params.iter().find(|(n, _)| RESERVED.contains(&n.as_str())) {
+        Some((name, _)) => Err(format!(
+            "the authorization parameter {name:?} is set by the flow itself and cannot be given{}",
+            match name.as_str() {
+                "scope" => " (use the scopes setting)",
+                "resource" =>
+                    " (the resource comes from the server's metadata; it can only be left out)",
+                _ => "",
+            }
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The authorization URL for `pending`: the flow's parameters, `resource` unless the
+/// host leaves it out (`None`), and the host's `extra` parameters after them.
 pub fn authorization_url(
     endpoint: &str,
     client_id: &str,
-    resource: &str,
+    resource: Option<&str>,
     pending: &Pending,
+    extra: &[(String, String)],
 ) -> Result<Url, String> {
+    check_extra_params(extra)?;
     let mut url = Url::parse(endpoint)
         .map_err(|e| format!("the authorization endpoint {endpoint:?} is not a URL: {e}"))?;
     {
@@ -93,9 +127,14 @@ pub fn authorization_url(
         q.append_pair("code_challenge", &pending.pkce.challenge);
         q.append_pair("code_challenge_method", "S256");
         q.append_pair("state", &pending.state);
-        q.append_pair("resource", resource);
+        if let Some(resource) = resource {
+            q.append_pair("resource", resource);
+        }
         if let Some(scope) = pending.scope.as_deref().filter(|s| !s.is_empty()) {
             q.append_pair("scope", scope);
+        }
+        for (name, value) in extra {
+            q.append_pair(name, value);
         }
     }
     Ok(url)
@@ -234,11 +273,16 @@ mod tests {
 
     #[test]
     fn the_url_carries_pkce_state_resource_and_scope() {
+        let extra = vec![
+            ("audience".to_owned(), "https://api.test".to_owned()),
+            ("prompt".to_owned(), "consent".to_owned()),
+        ];
         let url = authorization_url(
             "https://as.test/authorize?x=1",
             "cid",
-            "https://mcp.test/mcp",
+            Some("https://mcp.test/mcp"),
             &pending(false),
+            &extra,
         )
         .unwrap();
         let q: Vec<(String, String)> = url
@@ -251,10 +295,19 @@ mod tests {
         assert_eq!(get("resource"), Some("https://mcp.test/mcp"));
         assert_eq!(get("scope"), Some("a b"));
         assert_eq!(get("state"), Some("st"));
+        assert_eq!(get("audience"), Some("https://api.test"));
+        assert_eq!(get("prompt"), Some("consent"));
         let mut none = pending(false);
         none.scope = None;
-        let url = authorization_url("https://as.test/authorize", "cid", "r", &none).unwrap();
-        assert!(!url.as_str().contains("scope="));
+        let url = authorization_url("https://as.test/authorize", "cid", None, &none, &[]).unwrap();
+        assert!(!url.as_str().contains("scope=") && !url.as_str().contains("resource="));
+        // The flow's own parameters cannot be given again.
+        for name in ["state", "redirect_uri", "scope", "resource"] {
+            let bad = vec![(name.to_owned(), "x".to_owned())];
+            let e = authorization_url("https://as.test/authorize", "cid", None, &none, &bad)
+                .unwrap_err();
+            assert!(e.contains(name), "{e}");
+        }
     }
 
     #[test]

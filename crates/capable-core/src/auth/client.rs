@@ -10,14 +10,19 @@
 //!
 //! A registration belongs to the issuer it was made with ([`Registration::issuer`])
 //! and is never offered to another one: when a server moves to a new authorization
-//! server, the client registers again.
+//! server, the client registers again. It is reused only for the grant it was made
+//! for ([`Registration::grant_types`]) and, for the authorization code, the redirect
+//! URI it names.
 //!
-//! The token endpoint authentication method is the one the registration names when
-//! the server supports it; else `client_secret_basic` with a secret (the RFC 8414
-//! default), `client_secret_post` if only that is offered, `none` without a secret.
+//! A dynamic registration's request and answer are [`registration`](super::registration)'s.
+//!
+//! The token endpoint authentication method is the host's choice when it made one,
+//! else the one the registration names; else `client_secret_basic` with a secret (the
+//! RFC 8414 default) where the server lists it, `client_secret_post` if only that is
+//! offered, `none` without a secret.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::metadata::ServerMetadata;
 
@@ -85,6 +90,14 @@ pub struct Registration {
     /// The redirect URIs it was registered with.
     #[serde(default)]
     pub redirect_uris: Vec<String>,
+    /// The grant types it was registered for (empty: not known, as for a
+    /// registration kept by an older version: the authorization code's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grant_types: Vec<String>,
+    /// The scopes it was registered for (RFC 7591 `scope`; `None`: not limited, or
+    /// not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
     /// How it came about.
     pub source: RegistrationSource,
 }
@@ -100,6 +113,8 @@ impl std::fmt::Debug for Registration {
             )
             .field("auth_method", &self.auth_method)
             .field("redirect_uris", &self.redirect_uris)
+            .field("grant_types", &self.grant_types)
+            .field("scope", &self.scope)
             .field("source", &self.source)
             .finish()
     }
@@ -115,7 +130,31 @@ impl Registration {
         }
         self.redirect_uris.iter().any(|r| r == redirect_uri)
     }
+
+    /// Whether it was registered for every one of `scopes` (some servers refuse a
+    /// client a scope it did not register for).
+    pub fn covers(&self, scopes: &[String]) -> bool {
+        let Some(registered) = &self.scope else {
+            return true;
+        };
+        let registered = super::scope::split(registered);
+        scopes.iter().all(|s| registered.contains(s))
+    }
+
+    /// Whether it was registered for `grant` (one registered before grant types were
+    /// kept is taken to be for the authorization code).
+    pub fn allows_grant(&self, grant: &str) -> bool {
+        if self.grant_types.is_empty() {
+            return grant == AUTHORIZATION_CODE;
+        }
+        self.grant_types.iter().any(|g| g == grant)
+    }
 }
+
+/// The authorization code grant's name.
+pub const AUTHORIZATION_CODE: &str = "authorization_code";
+/// The device authorization grant's name (RFC 8628 §3.4).
+pub const DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 /// What the host says about its client identity.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -124,7 +163,8 @@ pub struct ClientSettings {
     pub client_id: Option<String>,
     /// Its secret.
     pub client_secret: Option<String>,
-    /// A pre-registered client's auth method, when the host knows it.
+    /// The token endpoint auth method, when the host chooses it: a pre-registered
+    /// client's, or the one a dynamic registration asks for.
     pub auth_method: Option<AuthMethod>,
     /// The HTTPS URL of the host's client ID metadata document.
     pub metadata_url: Option<String>,
@@ -132,12 +172,31 @@ pub struct ClientSettings {
     pub client_name: String,
 }
 
+/// What a client identity is for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Purpose<'a> {
+    /// The authorization code's redirect URI; none: the device grant.
+    pub redirect_uri: Option<&'a str>,
+    /// The scopes the flow asks for.
+    pub scopes: &'a [String],
+}
+
+impl Purpose<'_> {
+    /// The grant it is for.
+    pub fn grant(&self) -> &'static str {
+        match self.redirect_uri {
+            Some(_) => AUTHORIZATION_CODE,
+            None => DEVICE_CODE,
+        }
+    }
+}
+
 /// The identity to use, or how to get one.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Identity {
     /// Use this.
     Ready(Registration),
-    /// POST this JSON body to `endpoint`, then hand the answer to [`registered`].
+    /// POST this JSON body to `endpoint`, then hand the answer to [`registered`](super::registration::registered).
     Register {
         /// The registration endpoint.
         endpoint: String,
@@ -149,15 +208,17 @@ pub enum Identity {
 }
 
 /// Chooses the client identity for the authorization server `issuer` (with
-/// `metadata`), redirecting to `redirect_uri`; `stored` is a registration kept from
-/// earlier, used only if it belongs to this issuer and accepts the redirect.
+/// `metadata`), for `purpose`; `stored` is a registration kept from earlier, used
+/// only if it belongs to this issuer, was made for that grant and those scopes, and
+/// accepts the redirect.
 pub fn choose(
     settings: &ClientSettings,
     issuer: &str,
     metadata: &ServerMetadata,
     stored: Option<&Registration>,
-    redirect_uri: Option<&str>,
+    purpose: Purpose<'_>,
 ) -> Identity {
+    let redirect_uri = purpose.redirect_uri;
     if let Some(id) = &settings.client_id {
         let method = settings
             .auth_method
@@ -168,6 +229,8 @@ pub fn choose(
             client_secret: settings.client_secret.clone(),
             auth_method: method,
             redirect_uris: redirect_uri.into_iter().map(str::to_owned).collect(),
+            grant_types: Vec::new(),
+            scope: None,
             source: RegistrationSource::Static,
         });
     }
@@ -178,12 +241,16 @@ pub fn choose(
             client_secret: None,
             auth_method: AuthMethod::None,
             redirect_uris: redirect_uri.into_iter().map(str::to_owned).collect(),
+            grant_types: Vec::new(),
+            scope: None,
             source: RegistrationSource::MetadataDocument,
         });
     }
     if let Some(stored) = stored.filter(|r| {
         r.issuer == issuer
             && r.source == RegistrationSource::Dynamic
+            && r.allows_grant(purpose.grant())
+            && r.covers(purpose.scopes)
             && redirect_uri.is_none_or(|uri| r.accepts_redirect(uri))
     }) {
         return Identity::Ready(stored.clone());
@@ -191,7 +258,7 @@ pub fn choose(
     match &metadata.registration_endpoint {
         Some(endpoint) => Identity::Register {
             endpoint: endpoint.clone(),
-            body: registration_request(settings, metadata, redirect_uri),
+            body: super::registration::registration_request(settings, metadata, purpose),
         },
         None => Identity::Unavailable(format!(
             "the authorization server {issuer} offers no dynamic client registration{}; pass a pre-registered client id (and secret){}",
@@ -199,107 +266,6 @@ pub fn choose(
             if metadata.supports_cimd() { ", or a client metadata document URL" } else { "" },
         )),
     }
-}
-
-/// The RFC 7591 request of a native application (SEP-837: `application_type`), asking
-/// for the method the server supports that needs the least (a public client when it
-/// can).
-pub fn registration_request(
-    settings: &ClientSettings,
-    metadata: &ServerMetadata,
-    redirect_uri: Option<&str>,
-) -> Value {
-    let method = if metadata.supports_auth_method("none") {
-        AuthMethod::None
-    } else if metadata.supports_auth_method("client_secret_basic") {
-        AuthMethod::ClientSecretBasic
-    } else if metadata.supports_auth_method("client_secret_post") {
-        AuthMethod::ClientSecretPost
-    } else {
-        AuthMethod::None
-    };
-    let mut grants = vec!["authorization_code", "refresh_token"];
-    if redirect_uri.is_none() {
-        grants.retain(|g| *g != "authorization_code");
-    }
-    json!({
-        "client_name": if settings.client_name.is_empty() { "capable" } else { settings.client_name.as_str() },
-        "redirect_uris": redirect_uri.into_iter().collect::<Vec<_>>(),
-        "grant_types": grants,
-        "response_types": ["code"],
-        "token_endpoint_auth_method": method.as_str(),
-        "application_type": "native",
-    })
-}
-
-/// Why a registration answer cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("dynamic client registration at {endpoint} failed: {detail}")]
-pub struct RegistrationError {
-    /// The endpoint.
-    pub endpoint: String,
-    /// What was wrong.
-    pub detail: String,
-}
-
-#[derive(Deserialize)]
-struct RegistrationAnswer {
-    client_id: String,
-    #[serde(default)]
-    client_secret: Option<String>,
-    #[serde(default)]
-    token_endpoint_auth_method: Option<String>,
-    #[serde(default)]
-    redirect_uris: Option<Vec<String>>,
-}
-
-/// The registration from the server's answer to the request `request` (the client
-/// secret and auth method are kept: a refresh needs them).
-pub fn registered(
-    issuer: &str,
-    endpoint: &str,
-    metadata: &ServerMetadata,
-    request: &Value,
-    status: u16,
-    body: &[u8],
-) -> Result<Registration, RegistrationError> {
-    let fail = |detail: String| RegistrationError {
-        endpoint: endpoint.to_owned(),
-        detail,
-    };
-    if !(200..300).contains(&status) {
-        return Err(fail(format!(
-            "HTTP {status}{}",
-            super::token::error_summary(body)
-        )));
-    }
-    let answer: RegistrationAnswer = serde_json::from_slice(body)
-        .map_err(|e| fail(format!("the answer is not a registration: {e}")))?;
-    let asked = request
-        .get("token_endpoint_auth_method")
-        .and_then(Value::as_str);
-    let named = answer.token_endpoint_auth_method.as_deref().or(asked);
-    let method = auth_method(metadata, named, answer.client_secret.is_some());
-    let redirect_uris = answer.redirect_uris.unwrap_or_else(|| {
-        request
-            .get("redirect_uris")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
-    });
-    Ok(Registration {
-        issuer: issuer.to_owned(),
-        client_id: answer.client_id,
-        client_secret: answer.client_secret,
-        auth_method: method,
-        redirect_uris,
-        source: RegistrationSource::Dynamic,
-    })
 }
 
 /// The token endpoint auth method: the registration's when the server supports it,
@@ -330,6 +296,13 @@ pub fn auth_method(metadata: &ServerMetadata, named: Option<&str>, has_secret: b
 mod tests {
     use super::*;
 
+    fn purpose(redirect_uri: Option<&str>) -> Purpose<'_> {
+        Purpose {
+            redirect_uri,
+            scopes: &[],
+        }
+    }
+
     fn meta(methods: &[&str]) -> ServerMetadata {
         ServerMetadata {
             token_endpoint_auth_methods_supported: Some(
@@ -354,12 +327,13 @@ mod tests {
                 "https://as.test",
                 &m,
                 None,
-                Some("http://127.0.0.1:1/cb")
+                purpose(Some("http://127.0.0.1:1/cb"))
             ),
             Identity::Register { .. }
         ));
         m.client_id_metadata_document_supported = Some(true);
-        let Identity::Ready(r) = choose(&settings, "https://as.test", &m, None, None) else {
+        let Identity::Ready(r) = choose(&settings, "https://as.test", &m, None, purpose(None))
+        else {
             panic!()
         };
         assert_eq!(r.client_id, "https://app.test/client.json");
@@ -370,7 +344,7 @@ mod tests {
             "https://as.test",
             &meta(&["client_secret_basic"]),
             None,
-            None,
+            purpose(None),
         ) else {
             panic!()
         };
@@ -388,6 +362,8 @@ mod tests {
             client_secret: None,
             auth_method: AuthMethod::None,
             redirect_uris: vec!["http://127.0.0.1:5/cb".into()],
+            grant_types: vec![],
+            scope: None,
             source: RegistrationSource::Dynamic,
         };
         let m = meta(&["none"]);
@@ -396,7 +372,7 @@ mod tests {
             "https://as1.test",
             &m,
             Some(&stored),
-            Some("http://127.0.0.1:5/cb"),
+            purpose(Some("http://127.0.0.1:5/cb")),
         );
         assert_eq!(same, Identity::Ready(stored.clone()));
         let other = choose(
@@ -404,7 +380,7 @@ mod tests {
             "https://as2.test",
             &m,
             Some(&stored),
-            Some("http://127.0.0.1:5/cb"),
+            purpose(Some("http://127.0.0.1:5/cb")),
         );
         assert!(matches!(other, Identity::Register { .. }));
         let moved = choose(
@@ -412,45 +388,72 @@ mod tests {
             "https://as1.test",
             &m,
             Some(&stored),
-            Some("http://127.0.0.1:6/cb"),
+            purpose(Some("http://127.0.0.1:6/cb")),
         );
         assert!(matches!(moved, Identity::Register { .. }));
     }
 
     #[test]
-    fn the_registration_request_is_a_native_app_with_refresh_tokens() {
-        let body = registration_request(
-            &ClientSettings::default(),
-            &meta(&["client_secret_post"]),
-            Some("http://127.0.0.1:1/cb"),
-        );
-        assert_eq!(body["application_type"], "native");
+    fn a_registration_is_reused_only_for_its_grant() {
+        let device = Registration {
+            issuer: "https://as.test".into(),
+            client_id: "d".into(),
+            client_secret: None,
+            auth_method: AuthMethod::None,
+            redirect_uris: vec![],
+            grant_types: vec![DEVICE_CODE.into(), "refresh_token".into()],
+            scope: None,
+            source: RegistrationSource::Dynamic,
+        };
+        let m = meta(&["none"]);
+        let settings = ClientSettings::default();
         assert_eq!(
-            body["grant_types"],
-            json!(["authorization_code", "refresh_token"])
+            choose(
+                &settings,
+                "https://as.test",
+                &m,
+                Some(&device),
+                purpose(None)
+            ),
+            Identity::Ready(device.clone())
         );
-        assert_eq!(body["token_endpoint_auth_method"], "client_secret_post");
-        let r = registered(
-            "https://as.test",
-            "https://as.test/register",
-            &meta(&["client_secret_post"]),
-            &body,
-            201,
-            br#"{"client_id":"x","client_secret":"y"}"#,
-        )
-        .unwrap();
-        assert_eq!(r.auth_method, AuthMethod::ClientSecretPost);
-        assert_eq!(r.redirect_uris, ["http://127.0.0.1:1/cb"]);
-        assert!(!format!("{r:?}").contains("\"y\""));
-        assert!(registered(
-            "i",
-            "e",
-            &meta(&[]),
-            &body,
-            400,
-            br#"{"error":"invalid_client_metadata"}"#
-        )
-        .is_err());
+        assert!(matches!(
+            choose(
+                &settings,
+                "https://as.test",
+                &m,
+                Some(&device),
+                purpose(Some("http://127.0.0.1:5/cb"))
+            ),
+            Identity::Register { .. }
+        ));
+        // One kept before grant types were: the authorization code's.
+        let older = Registration {
+            grant_types: vec![],
+            scope: None,
+            redirect_uris: vec!["http://127.0.0.1:5/cb".into()],
+            ..device
+        };
+        assert!(matches!(
+            choose(
+                &settings,
+                "https://as.test",
+                &m,
+                Some(&older),
+                purpose(Some("http://127.0.0.1:5/cb"))
+            ),
+            Identity::Ready(_)
+        ));
+        assert!(matches!(
+            choose(
+                &settings,
+                "https://as.test",
+                &m,
+                Some(&older),
+                purpose(None)
+            ),
+            Identity::Register { .. }
+        ));
     }
 
     #[test]

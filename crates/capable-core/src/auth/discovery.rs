@@ -19,8 +19,10 @@
 //! 4. **2025-03-26 fallback**, when there is no resource metadata at all: the MCP
 //!    server's origin is the authorization server; its metadata at the origin's
 //!    well-known URL is used even when its `issuer` differs (that revision had no
-//!    such rule; a note says so), and without metadata the default endpoints
-//!    `/authorize`, `/token` and `/register` at the origin.
+//!    such rule; a note says so, except for the origin written with its root slash,
+//!    `http://host/`, which the SDKs' servers send and which names the same server),
+//!    and without metadata the default endpoints `/authorize`, `/token` and
+//!    `/register` at the origin.
 
 use url::Url;
 
@@ -289,6 +291,11 @@ impl Discovery {
                         Some(found) if found == issuer => {
                             return self.done(prm, issuer, metadata, source(legacy));
                         }
+                        Some(found) if legacy && found.strip_suffix('/') == Some(&issuer) => {
+                            // The origin with its root slash: the same server.
+                            let recorded = found.to_owned();
+                            return self.done(prm, recorded, metadata, source(legacy));
+                        }
                         Some(found) if legacy => {
                             self.notes.push(format!(
                                 "the authorization server metadata at {asked} names the issuer {found:?}, not {issuer:?}; accepted on the 2025-03-26 fallback, which had no such rule"
@@ -450,6 +457,53 @@ mod tests {
 
     fn u(s: &str) -> Url {
         Url::parse(s).unwrap()
+    }
+
+    /// Runs discovery against `answers` (URL → body; any other URL is a 404).
+    fn discover(server: &str, answers: &[(&str, &str)]) -> Next {
+        let mut d = Discovery::new(u(server), None);
+        loop {
+            match d.step() {
+                Next::Fetch(url) => match answers.iter().find(|(a, _)| *a == url.as_str()) {
+                    Some((_, body)) => d.on_response(200, body.as_bytes()),
+                    None => d.on_response(404, b""),
+                },
+                done => return done,
+            }
+        }
+    }
+
+    #[test]
+    fn the_legacy_fallback_takes_the_origin_with_its_root_slash_without_a_note() {
+        let slash = r#"{"issuer":"http://127.0.0.1:9/","authorization_endpoint":"http://127.0.0.1:9/authorize","token_endpoint":"http://127.0.0.1:9/token"}"#;
+        let Next::Done(found) = discover(
+            "http://127.0.0.1:9/mcp",
+            &[(
+                "http://127.0.0.1:9/.well-known/oauth-authorization-server",
+                slash,
+            )],
+        ) else {
+            panic!("discovery failed")
+        };
+        assert_eq!(found.issuer, "http://127.0.0.1:9/");
+        assert_eq!(found.source, MetadataSource::LegacyOrigin);
+        assert!(
+            found.notes.iter().all(|n| !n.contains("names the issuer")),
+            "{:?}",
+            found.notes
+        );
+        // Another issuer is still accepted on that path, with a note.
+        let other = slash.replace("http://127.0.0.1:9/\"", "http://127.0.0.1:9/oauth\"");
+        let Next::Done(found) = discover(
+            "http://127.0.0.1:9/mcp",
+            &[(
+                "http://127.0.0.1:9/.well-known/oauth-authorization-server",
+                &other,
+            )],
+        ) else {
+            panic!("discovery failed")
+        };
+        assert!(found.notes.iter().any(|n| n.contains("names the issuer")));
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub struct ServerMetadata {
     /// Token revocation (RFC 7009).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revocation_endpoint: Option<String>,
+    /// The device authorization grant (RFC 8628).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_authorization_endpoint: Option<String>,
     /// The scopes it issues.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scopes_supported: Option<Vec<String>>,

@@ -10,9 +10,12 @@
 //!    checks what comes back: the protected resource's `resource`, the authorization
 //!    server's `issuer` ([`discovery`]).
 //! 3. [`client::choose`] picks the client identity: pre-registered, a client ID
-//!    metadata document, or a dynamic registration.
+//!    metadata document, or a dynamic registration — made again once when the
+//!    server has forgotten it ([`forgotten`]).
 //! 4. [`authorize`] builds the authorization URL (PKCE S256, `state`, `resource`, the
-//!    scopes of [`scope::initial`]) and validates the answer (`state`, RFC 9207 `iss`).
+//!    scopes of [`scope::initial`]) and validates the answer (`state`, RFC 9207 `iss`);
+//!    or, with no browser at hand, [`device`] asks for a code the user enters
+//!    elsewhere and polls for the token.
 //! 5. [`token`] builds the token request for the grant and client authentication, and
 //!    reads the answer into a [`Token`] that knows when to be refreshed.
 //! 6. The HTTP policy replays the held request, once ([`need::Rounds`]).
@@ -24,9 +27,13 @@
 //! | `metadata.rs` | the two metadata documents, the `resource` check |
 //! | `discovery.rs` | the discovery order as a state machine |
 //! | `client.rs` | the client identity and the token endpoint auth method |
+//! | `registration.rs` | dynamic client registration: the request, the answer |
+//! | `forgotten.rs` | when a registration the server forgot is made again |
 //! | `scope.rs` | which scopes to ask for, step-up unions |
 //! | `authorize.rs` | PKCE, the authorization URL, the callback's validation |
+//! | `device.rs` | the device authorization grant and its polling (RFC 8628) |
 //! | `token.rs` | token requests (every grant) and answers, expiry |
+//! | `revocation.rs` | revoking tokens at logout (RFC 7009) |
 //! | `jwt.rs` | JWT framing for client assertions and DPoP proofs |
 //!
 //! Randomness (PKCE verifiers, `state`, `jti`) and the clock (token expiry, in
@@ -36,10 +43,14 @@
 pub mod authorize;
 pub mod challenge;
 pub mod client;
+pub mod device;
 pub mod discovery;
+pub mod forgotten;
 pub mod jwt;
 pub mod metadata;
 pub mod need;
+pub mod registration;
+pub mod revocation;
 pub mod scope;
 pub mod token;
 
@@ -48,5 +59,5 @@ pub use challenge::Challenge;
 pub use client::{AuthMethod, ClientSettings, Identity, Registration, RegistrationSource};
 pub use discovery::{Discovered, Discovery, DiscoveryError, MetadataSource, Next};
 pub use metadata::{ResourceMetadata, ServerMetadata};
-pub use need::{AuthNeed, NeedKind, Remedy, Rounds};
+pub use need::{AuthNeed, NeedKind, Remedy, Rounds, ScopeRefusal};
 pub use token::{Grant, Token, TokenError, TokenRequest};

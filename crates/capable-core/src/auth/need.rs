@@ -16,7 +16,9 @@
 //!
 //! [`remedy`] is what the shell's authorization layer does about a need, given the
 //! token it holds: retry with a newer token another request already got, use the
-//! server's nonce, refresh, authorize, step up to the union of scopes, or give up.
+//! server's nonce, refresh, authorize, step up to the union of scopes, or give up —
+//! for want of scope with a [`ScopeRefusal`] that says what the token holds and what
+//! the server said.
 
 use super::challenge::{oauth_challenges, Challenge};
 use super::scope;
@@ -70,6 +72,14 @@ impl AuthNeed {
     /// The first challenge's `error`.
     pub fn error(&self) -> Option<&str> {
         self.challenges.iter().find_map(Challenge::error)
+    }
+
+    /// The first challenge's `error_description`.
+    pub fn description(&self) -> Option<&str> {
+        self.challenges
+            .iter()
+            .find_map(|c| c.param("error_description"))
+            .filter(|d| !d.is_empty())
     }
 
     /// Whether the server asked for DPoP (a `DPoP` challenge).
@@ -146,17 +156,65 @@ pub enum Remedy {
         /// The union.
         scopes: Vec<String>,
     },
+    /// A 403 `insufficient_scope` no step-up can answer: the refusal stands.
+    ScopeExhausted(ScopeRefusal),
     /// Nothing to do: the refusal stands.
     GiveUp(String),
 }
 
+/// A refusal for want of scope that no step-up answers, in words that say what the
+/// token holds and what the server said.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.words())]
+pub struct ScopeRefusal {
+    /// The scopes the challenge names (often none).
+    pub challenged: Vec<String>,
+    /// The scopes the token was asked for and granted.
+    pub held: Vec<String>,
+    /// The challenge's `error_description`.
+    pub description: Option<String>,
+    /// The step-up authorizations already made.
+    pub step_ups: u32,
+}
+
+impl ScopeRefusal {
+    fn words(&self) -> String {
+        let said = self
+            .description
+            .as_ref()
+            .map(|d| format!(" ({d:?})"))
+            .unwrap_or_default();
+        let held = if self.held.is_empty() {
+            "no scope".to_owned()
+        } else {
+            self.held.join(" ")
+        };
+        if self.step_ups >= scope::MAX_STEP_UPS {
+            return format!(
+                "the server still refuses for insufficient scope{said} after {} step-up authorizations; the token holds {held}",
+                self.step_ups
+            );
+        }
+        let named = if self.challenged.is_empty() {
+            "names no scope".to_owned()
+        } else {
+            format!("asks for {}", self.challenged.join(" "))
+        };
+        format!(
+            "the server refuses the token for insufficient scope{said} and {named}; the token holds {held}, so there is nothing more to ask for unless the scope it needs is given"
+        )
+    }
+}
+
 /// The remedy for `need`, given the token held now (`current`), whether the refused
-/// request carried that very token, and how many step-ups this session already made.
+/// request carried that very token, how many step-ups this session already made, and
+/// the scopes the host configured.
 pub fn remedy(
     need: &AuthNeed,
     current: Option<&Token>,
     sent_current: bool,
     step_ups: u32,
+    configured: &[String],
 ) -> Remedy {
     if !sent_current && current.is_some() && need.kind != NeedKind::DpopNonce {
         return Remedy::Retry;
@@ -174,21 +232,15 @@ pub fn remedy(
         },
         NeedKind::InsufficientScope => {
             let challenged = need.scopes();
-            let prior = current.map(Token::scopes).unwrap_or_default();
-            match scope::step_up(&prior, &challenged) {
-                _ if step_ups >= scope::MAX_STEP_UPS => Remedy::GiveUp(format!(
-                    "the server still wants more scope ({}) after {step_ups} step-up authorizations",
-                    challenged.join(" ")
-                )),
-                Some(scopes) => Remedy::StepUp { scopes },
-                None => Remedy::GiveUp(format!(
-                    "the server refuses for insufficient scope{}, which the token already asked for",
-                    if challenged.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", challenged.join(" "))
-                    }
-                )),
+            let held = current.map(Token::scopes).unwrap_or_default();
+            match scope::step_up(&held, configured, &challenged) {
+                Some(scopes) if step_ups < scope::MAX_STEP_UPS => Remedy::StepUp { scopes },
+                _ => Remedy::ScopeExhausted(ScopeRefusal {
+                    challenged,
+                    held,
+                    description: need.description().map(str::to_owned),
+                    step_ups,
+                }),
             }
         }
     }
@@ -259,23 +311,23 @@ mod tests {
         let h = |s: &str| vec![s.to_owned()];
         let unauthorized = classify(401, &h(r#"Bearer scope="a""#), None, "u").unwrap();
         assert_eq!(
-            remedy(&unauthorized, None, false, 0),
+            remedy(&unauthorized, None, false, 0, &[]),
             Remedy::Authorize {
                 scopes: vec!["a".into()]
             }
         );
         assert_eq!(
-            remedy(&unauthorized, Some(&token("a", true)), true, 0),
+            remedy(&unauthorized, Some(&token("a", true)), true, 0, &[]),
             Remedy::Refresh
         );
         assert_eq!(
-            remedy(&unauthorized, Some(&token("a", false)), true, 0),
+            remedy(&unauthorized, Some(&token("a", false)), true, 0, &[]),
             Remedy::Authorize {
                 scopes: vec!["a".into()]
             }
         );
         assert_eq!(
-            remedy(&unauthorized, Some(&token("a", false)), false, 0),
+            remedy(&unauthorized, Some(&token("a", false)), false, 0, &[]),
             Remedy::Retry
         );
         let more = classify(
@@ -286,18 +338,56 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            remedy(&more, Some(&token("a", false)), true, 0),
+            remedy(&more, Some(&token("a", false)), true, 0, &[]),
             Remedy::StepUp {
                 scopes: vec!["a".into(), "w".into()]
             }
         );
         assert!(matches!(
-            remedy(&more, Some(&token("a w", false)), true, 0),
-            Remedy::GiveUp(_)
+            remedy(&more, Some(&token("a w", false)), true, 0, &[]),
+            Remedy::ScopeExhausted(_)
         ));
-        assert!(matches!(
-            remedy(&more, Some(&token("a", false)), true, 2),
-            Remedy::GiveUp(_)
-        ));
+        let Remedy::ScopeExhausted(limit) = remedy(&more, Some(&token("a", false)), true, 2, &[])
+        else {
+            panic!("a third step-up")
+        };
+        assert!(limit.to_string().contains("after 2 step-up"), "{limit}");
+    }
+
+    #[test]
+    fn a_refusal_naming_no_scope_steps_up_to_the_configured_scopes_or_says_why_not() {
+        let h = |s: &str| vec![s.to_owned()];
+        // The Python SDK's 403: a description, no scope.
+        let python = classify(
+            403,
+            &h(r#"Bearer error="insufficient_scope", error_description="Required scope: mcp:write""#),
+            None,
+            "u",
+        )
+        .unwrap();
+        assert_eq!(
+            remedy(
+                &python,
+                Some(&token("mcp:read", true)),
+                true,
+                0,
+                &["mcp:write".into()]
+            ),
+            Remedy::StepUp {
+                scopes: vec!["mcp:read".into(), "mcp:write".into()]
+            }
+        );
+        let Remedy::ScopeExhausted(why) =
+            remedy(&python, Some(&token("mcp:read", true)), true, 0, &[])
+        else {
+            panic!("nothing new to ask for")
+        };
+        let words = why.to_string();
+        assert!(words.contains("Required scope: mcp:write"), "{words}");
+        assert!(
+            words.contains("names no scope") && words.contains("holds mcp:read"),
+            "{words}"
+        );
+        assert!(!words.contains("already asked"), "{words}");
     }
 }

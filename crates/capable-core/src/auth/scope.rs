@@ -1,16 +1,19 @@
 //! Which scopes to ask for.
 //!
-//! - **First authorization**: the scopes the host configured, joined with the
-//!   challenge's; else the challenge's `scope` (authoritative; no relation to
-//!   `scopes_supported` is assumed); else the PRM's `scopes_supported`; else none, and
-//!   the `scope` parameter is omitted (the server's defaults apply). Never the
-//!   authorization server's own list.
+//! - **First authorization**: the challenge's `scope` (authoritative; no relation to
+//!   `scopes_supported` is assumed); else the PRM's `scopes_supported`; and the scopes
+//!   the host configured added to either (they add, never replace: a token without
+//!   what the server needs is refused on every request). Nothing at all: the `scope`
+//!   parameter is omitted (the server's defaults apply). Never the authorization
+//!   server's own list.
 //! - `offline_access` is added only when the authorization server lists it (SEP-2207)
 //!   and other scopes are asked for: alone it could narrow the grant to nothing useful.
-//! - **Step-up** (403 `insufficient_scope`): the union of what was asked before and
-//!   what the challenge names (SEP-2350), in order, without duplicates; no step-up
-//!   when the challenge asks for nothing new ([`step_up`] returns `None`), so a server
-//!   that keeps refusing cannot loop the client through authorizations.
+//! - **Step-up** (403 `insufficient_scope`): the union of what was asked before, what
+//!   the host configured and what the challenge names (SEP-2350), in order, without
+//!   duplicates — a challenge that names no scope (the Python SDK's) still steps up
+//!   to the configured scopes the token lacks; no step-up when that asks for nothing
+//!   new ([`step_up`] returns `None`), so a server that keeps refusing cannot loop the
+//!   client through authorizations.
 
 use super::metadata::{ResourceMetadata, ServerMetadata};
 
@@ -44,15 +47,14 @@ pub fn initial(
     resource: Option<&ResourceMetadata>,
     server: &ServerMetadata,
 ) -> Vec<String> {
-    let mut scopes = if !configured.is_empty() {
-        union(configured, challenged)
-    } else if !challenged.is_empty() {
+    let named = if !challenged.is_empty() {
         challenged.to_vec()
     } else {
         resource
             .and_then(|r| r.scopes_supported.clone())
             .unwrap_or_default()
     };
+    let mut scopes = union(&named, configured);
     with_offline_access(&mut scopes, server);
     scopes
 }
@@ -65,13 +67,15 @@ pub fn with_offline_access(scopes: &mut Vec<String>, server: &ServerMetadata) {
     }
 }
 
-/// The scopes of a step-up: `prior ∪ challenged`, or `None` when the challenge names
-/// nothing that was not asked for already.
-pub fn step_up(prior: &[String], challenged: &[String]) -> Option<Vec<String>> {
-    if challenged.is_empty() || challenged.iter().all(|s| prior.contains(s)) {
-        return None;
-    }
-    Some(union(prior, challenged))
+/// The scopes of a step-up: `prior ∪ configured ∪ challenged`, or `None` when that
+/// adds nothing to what was asked for already.
+pub fn step_up(
+    prior: &[String],
+    configured: &[String],
+    challenged: &[String],
+) -> Option<Vec<String>> {
+    let wanted = union(&union(prior, configured), challenged);
+    (wanted.len() > prior.len()).then_some(wanted)
 }
 
 #[cfg(test)]
@@ -103,8 +107,14 @@ mod tests {
         assert!(initial(&[], &[], None, &server).is_empty());
         assert_eq!(
             initial(&v(&["x"]), &v(&["y", "x"]), Some(&prm), &server),
-            v(&["x", "y"])
+            v(&["y", "x"])
         );
+        // Configured scopes add to the resource's list, never replace it.
+        assert_eq!(
+            initial(&v(&["mcp:write"]), &[], Some(&prm), &server),
+            v(&["mcp:basic", "mcp:read", "mcp:write"])
+        );
+        assert_eq!(initial(&v(&["x"]), &[], None, &server), v(&["x"]));
     }
 
     #[test]
@@ -127,10 +137,17 @@ mod tests {
     #[test]
     fn step_up_is_the_union_and_never_a_loop() {
         assert_eq!(
-            step_up(&v(&["mcp:basic"]), &v(&["mcp:write"])),
+            step_up(&v(&["mcp:basic"]), &[], &v(&["mcp:write"])),
             Some(v(&["mcp:basic", "mcp:write"]))
         );
-        assert_eq!(step_up(&v(&["mcp:admin"]), &v(&["mcp:admin"])), None);
-        assert_eq!(step_up(&v(&["a"]), &[]), None);
+        assert_eq!(step_up(&v(&["mcp:admin"]), &[], &v(&["mcp:admin"])), None);
+        assert_eq!(step_up(&v(&["a"]), &[], &[]), None);
+        // A challenge naming no scope steps up to the configured scopes the token lacks.
+        assert_eq!(step_up(&v(&["a"]), &v(&["b"]), &[]), Some(v(&["a", "b"])));
+        assert_eq!(step_up(&v(&["a", "b"]), &v(&["b"]), &[]), None);
+        assert_eq!(
+            step_up(&v(&["a"]), &v(&["c"]), &v(&["b"])),
+            Some(v(&["a", "c", "b"]))
+        );
     }
 }

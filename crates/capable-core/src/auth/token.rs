@@ -1,11 +1,16 @@
 //! Token requests and answers.
 //!
 //! A [`TokenRequest`] is a form POST to the token endpoint: the grant's parameters,
-//! `resource` (RFC 8707; on every grant, the server may ignore it), and the client's
-//! authentication as its method says — Basic with the form-encoded id and secret and
-//! no `client_id` in the body; `client_id` and `client_secret` in the body; `client_id`
-//! alone; or a signed assertion (`private_key_jwt`, which the shell signs from
-//! [`assertion_claims`]).
+//! `resource` (RFC 8707; on every grant, the server may ignore it, and the host may
+//! leave it out for a server that rejects it), and the client's authentication as its
+//! method says — Basic with the form-encoded id and secret; `client_secret` in the
+//! body; nothing more; or a signed assertion (`private_key_jwt`, which the shell signs
+//! from [`assertion_claims`]).
+//!
+//! `client_id` is in the body whatever the method, Basic included: RFC 6749 §3.2.1
+//! lets a client name itself there, the official SDKs' clients do, and the Python
+//! SDK's authorization server (FastMCP's too) reads the client from the form and
+//! refuses a request without it (`invalid_client`, "Missing client_id").
 //!
 //! A [`Token`] remembers when it expires as wall-clock seconds, so another process
 //! reading it from the store knows too. It is refreshed a minute before it expires
@@ -52,6 +57,11 @@ pub enum Grant {
     },
     /// The client's own credentials.
     ClientCredentials,
+    /// A device code the user approved (RFC 8628 §3.4).
+    DeviceCode {
+        /// The device code.
+        device_code: String,
+    },
     /// A JWT assertion (RFC 7523): workload identity, or an ID-JAG.
     JwtBearer {
         /// The assertion.
@@ -72,6 +82,7 @@ impl std::fmt::Debug for Grant {
             Grant::AuthorizationCode { .. } => "AuthorizationCode([redacted])",
             Grant::RefreshToken { .. } => "RefreshToken([redacted])",
             Grant::ClientCredentials => "ClientCredentials",
+            Grant::DeviceCode { .. } => "DeviceCode([redacted])",
             Grant::JwtBearer { .. } => "JwtBearer([redacted])",
             Grant::IdJagExchange { .. } => "IdJagExchange([redacted])",
         })
@@ -135,6 +146,10 @@ pub fn token_request(
             push("refresh_token", refresh_token);
         }
         Grant::ClientCredentials => push("grant_type", "client_credentials"),
+        Grant::DeviceCode { device_code } => {
+            push("grant_type", super::client::DEVICE_CODE);
+            push("device_code", device_code);
+        }
         Grant::JwtBearer { assertion } => {
             push("grant_type", JWT_BEARER);
             push("assertion", assertion);
@@ -155,27 +170,33 @@ pub fn token_request(
             push("scope", scope);
         }
     }
+    authenticated(endpoint, form, client)
+}
+
+/// A form to POST to `endpoint` with `client`'s authentication added as its method
+/// says (see the module documentation): the token request's, the device
+/// authorization request's, the revocation request's.
+pub fn authenticated(
+    endpoint: &str,
+    mut form: Vec<(String, String)>,
+    client: Option<&Registration>,
+) -> TokenRequest {
     let mut basic = None;
     let mut needs_assertion = false;
     if let Some(client) = client {
+        form.push(("client_id".into(), client.client_id.clone()));
         match client.auth_method {
             AuthMethod::ClientSecretBasic => {
                 let secret = client.client_secret.as_deref().unwrap_or("");
                 let pair = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
                 basic = Some(format!("Basic {}", STANDARD.encode(pair)));
             }
-            AuthMethod::ClientSecretPost => {
-                form.push(("client_id".into(), client.client_id.clone()));
-                form.push((
-                    "client_secret".into(),
-                    client.client_secret.clone().unwrap_or_default(),
-                ));
-            }
-            AuthMethod::None => form.push(("client_id".into(), client.client_id.clone())),
-            AuthMethod::PrivateKeyJwt => {
-                form.push(("client_id".into(), client.client_id.clone()));
-                needs_assertion = true;
-            }
+            AuthMethod::ClientSecretPost => form.push((
+                "client_secret".into(),
+                client.client_secret.clone().unwrap_or_default(),
+            )),
+            AuthMethod::None => {}
+            AuthMethod::PrivateKeyJwt => needs_assertion = true,
         }
     }
     TokenRequest {
@@ -322,21 +343,28 @@ struct Answer {
     error_description: Option<String>,
 }
 
-/// ` (error: description)` from an OAuth error body, never the body itself (it
-/// could echo a secret).
-pub fn error_summary(body: &[u8]) -> String {
+/// The `error` and `error_description` of an OAuth error body (RFC 6749 §5.2), if it
+/// is one.
+pub fn oauth_error(body: &[u8]) -> Option<(String, Option<String>)> {
     match serde_json::from_slice::<Answer>(body) {
         Ok(Answer {
             error: Some(e),
             error_description,
             ..
-        }) => format!(
+        }) => Some((e, error_description)),
+        _ => None,
+    }
+}
+
+/// ` (error: description)` from an OAuth error body, never the body itself (it
+/// could echo a secret).
+pub fn error_summary(body: &[u8]) -> String {
+    match oauth_error(body) {
+        Some((e, description)) => format!(
             ": {e}{}",
-            error_description
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default()
+            description.map(|d| format!(" ({d})")).unwrap_or_default()
         ),
-        _ => String::new(),
+        None => String::new(),
     }
 }
 
@@ -382,7 +410,10 @@ pub fn parse_token_response(
                 refresh_token: refresh_token
                     .or_else(|| previous.and_then(|p| p.refresh_token.clone())),
                 expires_at: expires_in.map(|s| now.saturating_add(s)),
-                scope: scope.or_else(|| requested.map(str::to_owned)),
+                // An empty `scope` says nothing (RFC 6749 §5.1: omitted means as asked).
+                scope: scope
+                    .filter(|s| !s.trim().is_empty())
+                    .or_else(|| requested.map(str::to_owned)),
                 requested_scope: requested
                     .map(str::to_owned)
                     .or_else(|| previous.and_then(|p| p.requested_scope.clone())),
@@ -418,6 +449,8 @@ mod tests {
             client_secret: Some("s/2".into()),
             auth_method: method,
             redirect_uris: vec![],
+            grant_types: vec![],
+            scope: None,
             source: RegistrationSource::Static,
         }
     }
@@ -444,7 +477,7 @@ mod tests {
             basic.basic.as_deref(),
             Some(format!("Basic {}", STANDARD.encode("id%3A1:s%2F2")).as_str())
         );
-        assert!(!names(&basic).contains(&"client_id"));
+        // Basic, and the client named in the body too (the Python SDK's server needs it).
         assert_eq!(
             names(&basic),
             [
@@ -452,9 +485,11 @@ mod tests {
                 "code",
                 "code_verifier",
                 "redirect_uri",
-                "resource"
+                "resource",
+                "client_id"
             ]
         );
+        assert!(!names(&basic).contains(&"client_secret"));
         let post = token_request(
             "u",
             &code,
@@ -463,6 +498,20 @@ mod tests {
             None,
         );
         assert!(names(&post).contains(&"client_secret") && post.basic.is_none());
+        assert!(names(&post).contains(&"client_id") && !names(&post).contains(&"resource"));
+        let refresh = token_request(
+            "u",
+            &Grant::RefreshToken {
+                refresh_token: "r".into(),
+            },
+            Some(&client(AuthMethod::ClientSecretBasic)),
+            Some("https://mcp.test/mcp"),
+            None,
+        );
+        assert_eq!(
+            names(&refresh),
+            ["grant_type", "refresh_token", "resource", "client_id"]
+        );
         let none = token_request("u", &code, Some(&client(AuthMethod::None)), None, None);
         assert!(names(&none).contains(&"client_id") && !names(&none).contains(&"client_secret"));
         let jwt = token_request(
@@ -532,5 +581,26 @@ mod tests {
             error_summary(br#"{"error":"x","refresh_token":"secret"}"#),
             ": x"
         );
+        // An empty granted scope is what was asked for, not a scope named "".
+        let empty = parse_token_response(
+            "u",
+            200,
+            br#"{"access_token":"a","token_type":"Bearer","scope":""}"#,
+            0,
+            Some("mcp:tools"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(empty.scope.as_deref(), Some("mcp:tools"));
+        let nothing = parse_token_response(
+            "u",
+            200,
+            br#"{"access_token":"a","token_type":"Bearer","scope":" "}"#,
+            0,
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(nothing.scope, None);
     }
 }

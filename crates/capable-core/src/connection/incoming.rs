@@ -5,6 +5,9 @@
 
 use bytes::Bytes;
 
+use serde_json::Value;
+
+use crate::input_kind::InputKind;
 use crate::jsonrpc::{self, codes, FramingError, Incoming, Payload, RequestId, RpcError};
 use crate::method::Method;
 use crate::model::{self, Empty, ProgressParams};
@@ -252,20 +255,10 @@ impl<W> Connection<W> {
         params: Payload,
         out: &mut Outbox,
     ) -> Event<W> {
-        let caps = &self.config.capabilities;
-        let handled = match method.as_str() {
-            "ping" if self.negotiated.era() == Era::Legacy => {
-                out.write_result(&id, &Empty {});
-                return Event::Handled;
-            }
-            "roots/list" => caps.roots,
-            "sampling/createMessage" => caps.sampling,
-            "elicitation/create" => {
-                self.negotiated.version.has_elicitation()
-                    && (caps.elicitation_form || caps.elicitation_url)
-            }
-            _ => false,
-        };
+        if method == "ping" && self.negotiated.era() == Era::Legacy {
+            out.write_result(&id, &Empty {});
+            return Event::Handled;
+        }
         if self.negotiated.era() == Era::Modern {
             // 2026-07-28: servers send no requests and clients send no responses;
             // input arrives as `input_required` results instead.
@@ -273,18 +266,34 @@ impl<W> Connection<W> {
                 .push(Notice::UnsupportedServerRequest { method });
             return Event::Handled;
         }
-        if handled {
-            return Event::ServerRequest { id, method, params };
-        }
-        let error = RpcError {
-            code: codes::METHOD_NOT_FOUND,
-            message: format!("capable does not handle {method}"),
-            data: None,
+        // Only an elicitation's params matter here (its mode); the host reads them all.
+        let head = if method == "elicitation/create" {
+            params.decode_or_default::<Value>().unwrap_or_default()
+        } else {
+            Value::Null
         };
-        out.write_error(&id, &error);
-        self.notices
-            .push(Notice::UnsupportedServerRequest { method });
-        Event::Handled
+        let kind = match InputKind::of(&method, &head) {
+            InputKind::Elicitation { .. } if !self.negotiated.version.has_elicitation() => {
+                InputKind::Other
+            }
+            kind => kind,
+        };
+        match kind.check(&method, &self.config.capabilities) {
+            Ok(()) => Event::ServerRequest {
+                id,
+                kind,
+                method,
+                params,
+            },
+            Err(error) => {
+                out.write_error(&id, &error);
+                if error.code == codes::METHOD_NOT_FOUND {
+                    self.notices
+                        .push(Notice::UnsupportedServerRequest { method });
+                }
+                Event::Handled
+            }
+        }
     }
 
     fn on_notification(&mut self, method: String, params: Payload, now: Now) -> Event<W> {

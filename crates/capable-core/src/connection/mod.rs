@@ -170,11 +170,14 @@ pub enum Event<W> {
         /// The server's reason (empty when it gave none).
         reason: String,
     },
-    /// A server request the host handles (elicitation, sampling, roots); answer it with
-    /// [`Connection::respond`] or [`Connection::respond_error`].
+    /// A server request the host handles (elicitation, sampling, roots), of a kind
+    /// the client declared ([`InputKind::check`](crate::input_kind::InputKind::check));
+    /// answer it with [`Connection::respond`] or [`Connection::respond_error`].
     ServerRequest {
         /// The server's id.
         id: RequestId,
+        /// What it asks for.
+        kind: crate::input_kind::InputKind,
         /// Its method.
         method: String,
         /// Its params.
@@ -183,6 +186,15 @@ pub enum Event<W> {
     /// Nothing for the host: answered internally (a `ping`), dropped with a notice, or
     /// arrived after the connection closed.
     Handled,
+}
+
+/// How a log level is asked for ([`Connection::ask_log_level`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Legacy: send `logging/setLevel` with the level now.
+    Send,
+    /// Modern: kept; every later request carries it in its `_meta`.
+    InMeta,
 }
 
 /// A request answered with a result ([`Connection::handle_result`]).
@@ -388,6 +400,29 @@ impl<W> Connection<W> {
     /// the 2026-07-28 way of `logging/setLevel`.
     pub fn set_modern_log_level(&mut self, level: Option<String>) {
         self.log_level = level;
+    }
+
+    /// Asks for the server's log messages at `level` and above, each era its way:
+    /// legacy servers get a `logging/setLevel` request, which the caller sends
+    /// ([`LogLevel::Send`]; it passes the gating table like any request); in 2026-07-28,
+    /// where that method is gone, the level is kept and travels in every later
+    /// request's `_meta` ([`LogLevel::InMeta`]) — refused, like the request would be,
+    /// when the server did not declare `logging` and the gate is strict.
+    pub fn ask_log_level(&mut self, level: &str) -> Result<LogLevel, Refusal> {
+        if self.negotiated.era() == Era::Legacy {
+            return Ok(LogLevel::Send);
+        }
+        let declared = self
+            .capabilities()
+            .has(crate::capabilities::Capability::Logging);
+        if !declared && self.config.gate_policy == GatePolicy::Strict {
+            return Err(Refusal::CapabilityNotDeclared {
+                method: Method::SetLoggingLevel,
+                capability: crate::capabilities::Capability::Logging,
+            });
+        }
+        self.log_level = Some(level.to_owned());
+        Ok(LogLevel::InMeta)
     }
 
     /// The URIs of the legacy subscriptions in force (recorded when a

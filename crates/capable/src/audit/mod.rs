@@ -59,6 +59,7 @@
 mod completions;
 mod lifecycle;
 mod logging;
+mod markdown;
 mod probe;
 mod prompts;
 mod recorder;

@@ -13,19 +13,19 @@ use serde_json::{json, Value};
 fn schema_text(version: ProtocolVersion) -> &'static str {
     match version {
         ProtocolVersion::V2024_11_05 => {
-            include_str!("../../../../schemas/2024-11-05/schema.json")
+            include_str!("../../schemas/2024-11-05/schema.json")
         }
         ProtocolVersion::V2025_03_26 => {
-            include_str!("../../../../schemas/2025-03-26/schema.json")
+            include_str!("../../schemas/2025-03-26/schema.json")
         }
         ProtocolVersion::V2025_06_18 => {
-            include_str!("../../../../schemas/2025-06-18/schema.json")
+            include_str!("../../schemas/2025-06-18/schema.json")
         }
         ProtocolVersion::V2025_11_25 => {
-            include_str!("../../../../schemas/2025-11-25/schema.json")
+            include_str!("../../schemas/2025-11-25/schema.json")
         }
         ProtocolVersion::V2026_07_28 => {
-            include_str!("../../../../schemas/2026-07-28/schema.json")
+            include_str!("../../schemas/2026-07-28/schema.json")
         }
     }
 }

@@ -7,6 +7,12 @@
 //! the core's [`remedy`]). Flows are serialised by one lock, so requests that meet a
 //! 401 together cause one authorization; the others notice the newer token and replay.
 //! Refreshing holds the store's lock across reload → refresh → save.
+//!
+//! Where the flow needs the user and the host said never to ask
+//! ([`LoginMode::Never`](super::LoginMode::Never)), a refusal ends at once with
+//! [`AuthError::AuthorizationRequired`], saying why no token could be used: none is
+//! stored, or the stored one was refused and could not be refreshed, or the server
+//! wants more scope.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,10 +22,21 @@ use capable_core::auth::{jwt, AuthNeed, Remedy};
 use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use reqwest::Url;
 
+use super::flows::Refreshed;
 use super::keys::{now_unix, random_id, SigningKey};
 use super::store::StoredToken;
 use super::wire::Wire;
-use super::{AuthError, OAuthConfig};
+use super::{AuthError, Flow, LoginMode, OAuthConfig, Required};
+
+/// What `capable auth login` came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Login {
+    /// A token was obtained and stored.
+    Authorized(TokenInfo),
+    /// The server answered without asking for authorization: nothing to log in to.
+    NotRequired,
+}
 
 /// A stored token as `status` shows it (no secret).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -78,6 +95,9 @@ impl std::fmt::Debug for OAuthClient {
 }
 
 pub(super) fn store_error(store: &dyn super::CredentialStore, e: std::io::Error) -> AuthError {
+    if let Some(refused) = crate::file::Refused::within(&e) {
+        return AuthError::StoreRefused(refused.clone());
+    }
     AuthError::Store {
         store: store.describe(),
         detail: e.to_string(),
@@ -236,9 +256,25 @@ impl OAuthClient {
             .current()
             .filter(|c| c.stored.token.needs_refresh(now_unix()))
         {
-            if let Err(e) = self.refresh(&current).await {
-                tracing::warn!("refreshing the token failed: {}", self.scrub_error(e));
+            match self.refresh(&current).await {
+                Ok(Refreshed::Yes) => {}
+                Ok(Refreshed::Spent(why)) => {
+                    tracing::warn!("refreshing the token failed: {}", self.scrub(&why))
+                }
+                Err(e) => tracing::warn!("refreshing the token failed: {}", self.scrub_error(e)),
             }
+        }
+    }
+
+    /// Whether getting a token needs the user, who may not be asked here.
+    fn may_not_ask(&self) -> bool {
+        self.config.flow == Flow::AuthorizationCode && self.config.mode == LoginMode::Never
+    }
+
+    fn required(&self, why: Required) -> AuthError {
+        AuthError::AuthorizationRequired {
+            server: self.server.to_string(),
+            why,
         }
     }
 
@@ -266,12 +302,8 @@ impl OAuthClient {
         let current = self.current();
         let sent_current = current.as_ref().is_none_or(|c| c.generation == sent);
         let token = current.as_ref().map(|c| &c.stored.token);
-        match remedy(
-            need,
-            token,
-            sent_current,
-            self.step_ups.load(Ordering::Relaxed),
-        ) {
+        let step_ups = self.step_ups.load(Ordering::Relaxed);
+        match remedy(need, token, sent_current, step_ups, &self.config.scopes) {
             Remedy::Retry => Ok(()),
             Remedy::UseNonce(nonce) => {
                 *self.rs_nonce.lock().unwrap_or_else(|e| e.into_inner()) = Some(nonce);
@@ -280,33 +312,65 @@ impl OAuthClient {
             Remedy::Refresh => {
                 let current = current.expect("a refresh needs a token");
                 let discovered = self.discover(Some(need)).await?;
-                if discovered.issuer == current.stored.key.issuer && self.refresh(&current).await? {
-                    return Ok(());
+                let why = if discovered.issuer == current.stored.key.issuer {
+                    match self.refresh(&current).await? {
+                        Refreshed::Yes => return Ok(()),
+                        Refreshed::Spent(why) => Some(why),
+                    }
+                } else {
+                    Some(format!(
+                        "the server now trusts the authorization server {}",
+                        discovered.issuer
+                    ))
+                };
+                if self.may_not_ask() {
+                    return Err(self.required(Required::Refused(why)));
                 }
                 self.authorize(Some(need), Some(discovered), None).await
             }
+            Remedy::Authorize { .. } if self.may_not_ask() => Err(self.required(match token {
+                Some(_) => Required::Refused(Some("there is no refresh token".into())),
+                None => Required::NoToken,
+            })),
             Remedy::Authorize { .. } => self.authorize(Some(need), None, None).await,
+            Remedy::StepUp { scopes } if self.may_not_ask() => {
+                Err(self.required(Required::MoreScope(scopes)))
+            }
             Remedy::StepUp { scopes } => {
                 self.step_ups.fetch_add(1, Ordering::Relaxed);
                 self.authorize(Some(need), None, Some(scopes)).await
             }
+            Remedy::ScopeExhausted(why) => Err(AuthError::InsufficientScope(why)),
             Remedy::GiveUp(why) => Err(AuthError::Refused(why)),
         }
     }
 
     /// Authorizes now, whatever is stored (`capable auth login`): the server is asked
-    /// once without a token for its challenge, then discovery and the flow.
-    pub async fn login(&self) -> Result<TokenInfo, AuthError> {
+    /// once without a token for its challenge, then discovery and the flow. A server
+    /// that answers without asking for authorization has nothing to log in to
+    /// ([`Login::NotRequired`]), unless the host named the authorization server
+    /// itself.
+    pub async fn login(&self) -> Result<Login, AuthError> {
         let mut loaded = self.flow.lock().await;
         *loaded = true;
-        let need = self.probe().await;
+        let need = match self.probe().await.map_err(|e| self.scrub_error(e))? {
+            Probe::Needs(need) => Some(need),
+            _ if self.config.issuer.is_some() => None,
+            Probe::Open => return Ok(Login::NotRequired),
+            Probe::Failed(status) => {
+                return Err(AuthError::Refused(format!(
+                    "{} answered HTTP {status} to a request without a token, without asking for authorization: there is nothing to log in to there (is the URL right?)",
+                    self.server
+                )))
+            }
+        };
         self.authorize(need.as_ref(), None, None)
             .await
             .map_err(|e| self.scrub_error(e))?;
         let current = self
             .current()
             .ok_or_else(|| AuthError::Refused("no token was obtained".into()))?;
-        Ok(self.info(&current.stored))
+        Ok(Login::Authorized(self.info(&current.stored)))
     }
 
     /// The stored token, refreshed if it is about to expire (`capable auth token`).
@@ -316,9 +380,8 @@ impl OAuthClient {
             Some(c) if !c.stored.token.expired(now_unix()) => {
                 Ok(c.stored.token.access_token.clone())
             }
-            _ => Err(AuthError::AuthorizationRequired {
-                server: self.server.to_string(),
-            }),
+            Some(_) => Err(self.required(Required::Refused(Some("it has expired".into())))),
+            None => Err(self.required(Required::NotStored)),
         }
     }
 
@@ -331,19 +394,29 @@ impl OAuthClient {
         Ok(tokens.iter().map(|t| self.info(t)).collect())
     }
 
-    /// Removes every token stored for the server (revoking refresh tokens where the
-    /// authorization server offers revocation is left to its expiry); how many.
+    /// Logs out of the server: every token stored for it is revoked where the
+    /// authorization server offers revocation (RFC 7009; a failure is only logged:
+    /// the token is forgotten either way) and removed, and so is the dynamic client
+    /// registration no other stored token uses. How many tokens were removed.
     pub async fn logout(&self) -> Result<usize, AuthError> {
         let _flow = self.flow.lock().await;
         let store = self.config.store.clone();
         let _lock = self.store_lock().await?;
-        let tokens = store
-            .tokens_for(self.server.as_str())
-            .map_err(|e| store_error(store.as_ref(), e))?;
+        let fail = |e| store_error(store.as_ref(), e);
+        let tokens = store.tokens_for(self.server.as_str()).map_err(fail)?;
         for t in &tokens {
-            store
-                .remove_token(&t.key)
-                .map_err(|e| store_error(store.as_ref(), e))?;
+            self.revoke(t).await;
+            store.remove_token(&t.key).map_err(fail)?;
+        }
+        let remaining = store.all_tokens().map_err(fail)?;
+        for t in &tokens {
+            let kept = store.registration(&t.key.issuer).map_err(fail)?;
+            let in_use = remaining
+                .iter()
+                .any(|r| r.key.issuer == t.key.issuer && r.client_id == t.client_id);
+            if kept.is_some_and(|k| k.client_id == t.client_id) && !in_use {
+                store.remove_registration(&t.key.issuer).map_err(fail)?;
+            }
         }
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None;
         Ok(tokens.len())
@@ -372,34 +445,64 @@ impl OAuthClient {
         .map_err(|e| AuthError::Config(format!("the store lock task failed: {e}")))?
     }
 
-    /// The server's challenge to a request without a token (an `initialize`).
-    pub(super) async fn probe(&self) -> Option<AuthNeed> {
+    /// Asks the server once without a token (an `initialize`) whether it wants
+    /// authorization; a session it opened for that is closed again. A server that
+    /// wants it answers 401 (or 403 for want of scope) before reading the request.
+    pub(super) async fn probe(&self) -> Result<Probe, AuthError> {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "capable", "version": env!("CARGO_PKG_VERSION")}}});
-        let answer = reqwest::Client::builder()
+        let unreachable = |e: reqwest::Error| AuthError::Unreachable {
+            what: "asking the server whether it wants authorization".into(),
+            url: self.server.to_string(),
+            detail: crate::transport::chain_of(&e),
+        };
+        let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(self.config.timeout)
             .build()
-            .ok()?
+            .map_err(unreachable)?;
+        let answer = client
             .post(self.server.clone())
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
             .body(body.to_string())
             .send()
             .await
-            .ok()?;
+            .map_err(unreachable)?;
+        let status = answer.status().as_u16();
         let challenges: Vec<String> = answer
             .headers()
             .get_all(reqwest::header::WWW_AUTHENTICATE)
             .iter()
             .filter_map(|v| v.to_str().ok().map(str::to_owned))
             .collect();
-        capable_core::auth::need::classify(
-            answer.status().as_u16(),
-            &challenges,
-            None,
-            self.server.as_str(),
-        )
+        if let Some(need) =
+            capable_core::auth::need::classify(status, &challenges, None, self.server.as_str())
+        {
+            return Ok(Probe::Needs(need));
+        }
+        if matches!(status, 404 | 405 | 500..) {
+            return Ok(Probe::Failed(status));
+        }
+        if let Some(session) = answer.headers().get("mcp-session-id").cloned() {
+            let _ = client
+                .delete(self.server.clone())
+                .header("mcp-session-id", session)
+                .send()
+                .await;
+        }
+        Ok(Probe::Open)
     }
+}
+
+/// What a request without a token met.
+pub(super) enum Probe {
+    /// A refusal authorization answers.
+    Needs(AuthNeed),
+    /// An answer, or a refusal of the request itself: the server asks for no
+    /// authorization.
+    Open,
+    /// No MCP server there (404, 405) or a failing one (5xx).
+    Failed(u16),
 }

@@ -1,25 +1,33 @@
-//! The flows behind [`OAuthClient`]: discovery, the grants (authorization code,
-//! client credentials, workload identity, enterprise-managed), the token request with
-//! its client authentication and DPoP proof, and refresh under the store's lock.
+//! The flows behind [`OAuthClient`]: discovery, the grants that need no user (client
+//! credentials, workload identity, enterprise-managed; the user's are in
+//! `login.rs`), the token request with its client authentication and DPoP proof,
+//! refresh under the store's lock, and revocation at logout.
 
 use std::sync::Arc;
 
-use capable_core::auth::authorize::{authorization_url, state_from_random};
-use capable_core::auth::client::{choose, registered};
+use capable_core::auth::forgotten::{self, ClientRefusal};
+use capable_core::auth::revocation::{revocation_request, revocation_retry};
 use capable_core::auth::token::{
     assertion_claims, issued_token, parse_token_response, token_request, CLIENT_ASSERTION_JWT,
 };
 use capable_core::auth::{
-    jwt, scope, AuthMethod, AuthNeed, Discovered, Discovery, Grant, Identity, Next, Pending, Pkce,
-    Registration, RegistrationSource, Token, TokenError, TokenRequest,
+    jwt, scope, AuthMethod, AuthNeed, Discovered, Discovery, Grant, Next, Registration,
+    RegistrationSource, Token, TokenError, TokenRequest,
 };
-use reqwest::Url;
 
 use super::client::{store_error, Current, OAuthClient};
-use super::keys::{now_unix, random, random_id, SigningKey};
+use super::keys::{now_unix, random_id, SigningKey};
 use super::store::{CredentialKey, StoredToken};
 use super::wire::endpoint;
-use super::{code, AuthError, DpopMode, Flow, LoginMode};
+use super::{AuthError, DpopMode, Flow};
+
+/// What a refresh came to.
+pub(super) enum Refreshed {
+    /// A newer token is at hand (refreshed, or another process's).
+    Yes,
+    /// No refresh is possible any more (why, in words): a login is needed.
+    Spent(String),
+}
 
 impl OAuthClient {
     pub(super) async fn discover(&self, need: Option<&AuthNeed>) -> Result<Discovered, AuthError> {
@@ -65,6 +73,11 @@ impl OAuthClient {
         }
     }
 
+    /// The `resource` to send (RFC 8707), unless the host leaves it out.
+    pub(super) fn resource<'a>(&self, d: &'a Discovered) -> Option<&'a str> {
+        self.config.send_resource.then_some(d.resource.as_str())
+    }
+
     pub(super) async fn authorize(
         &self,
         need: Option<&AuthNeed>,
@@ -98,7 +111,7 @@ impl OAuthClient {
         let (token, client) = match &self.config.flow {
             Flow::AuthorizationCode => {
                 scope::with_offline_access(&mut scopes, &d.metadata);
-                self.code_flow(&d, &token_endpoint, &scopes, key.as_deref())
+                self.user_flow(&d, &token_endpoint, &scopes, key.as_deref())
                     .await?
             }
             flow => {
@@ -118,7 +131,7 @@ impl OAuthClient {
                     &token_endpoint,
                     &grant,
                     Some(&client),
-                    Some(&d.resource),
+                    self.resource(&d),
                     scope.as_deref(),
                 );
                 let token = self
@@ -137,6 +150,9 @@ impl OAuthClient {
             token,
             dpop_key: key.map(|k| k.to_stored()),
             token_endpoint: Some(token_endpoint),
+            client_auth: (client.source != RegistrationSource::Dynamic)
+                .then_some(client.auth_method),
+            revocation_endpoint: d.metadata.revocation_endpoint.clone(),
         };
         self.save(stored)
     }
@@ -175,48 +191,57 @@ impl OAuthClient {
             client_secret: settings.client_secret.clone(),
             auth_method,
             redirect_uris: Vec::new(),
+            grant_types: Vec::new(),
+            scope: None,
             source: RegistrationSource::Static,
         })
     }
 
-    /// The client that got `stored`, for refreshing it.
+    /// The client that got `stored`, for refreshing and revoking it: the
+    /// pre-registered one authenticating as it did then, the kept registration, or
+    /// a public client of that id.
     pub(super) fn client_of(&self, stored: &StoredToken) -> Registration {
         let settings = &self.config.client;
+        let client = |secret: Option<String>, auth_method, source| Registration {
+            issuer: stored.key.issuer.clone(),
+            client_id: stored.client_id.clone(),
+            client_secret: secret,
+            auth_method,
+            redirect_uris: Vec::new(),
+            grant_types: Vec::new(),
+            scope: None,
+            source,
+        };
         if settings.client_id.as_deref() == Some(stored.client_id.as_str()) {
-            let metadata = Default::default();
-            let method = settings.auth_method.unwrap_or_else(|| {
-                capable_core::auth::client::auth_method(
-                    &metadata,
-                    None,
-                    settings.client_secret.is_some(),
-                )
-            });
-            return Registration {
-                issuer: stored.key.issuer.clone(),
-                client_id: stored.client_id.clone(),
-                client_secret: settings.client_secret.clone(),
-                auth_method: method,
-                redirect_uris: Vec::new(),
-                source: RegistrationSource::Static,
-            };
+            let has_secret = settings.client_secret.is_some();
+            let method = stored
+                .client_auth
+                .or(settings.auth_method)
+                .unwrap_or_else(|| {
+                    capable_core::auth::client::auth_method(&Default::default(), None, has_secret)
+                });
+            return client(
+                settings.client_secret.clone(),
+                method,
+                RegistrationSource::Static,
+            );
         }
         let store = self.config.store.as_ref();
         match store.registration(&stored.key.issuer) {
             Ok(Some(r)) if r.client_id == stored.client_id => r,
-            _ => Registration {
-                issuer: stored.key.issuer.clone(),
-                client_id: stored.client_id.clone(),
-                client_secret: None,
-                auth_method: AuthMethod::None,
-                redirect_uris: Vec::new(),
-                source: RegistrationSource::MetadataDocument,
-            },
+            _ => client(
+                None,
+                stored.client_auth.unwrap_or(AuthMethod::None),
+                RegistrationSource::MetadataDocument,
+            ),
         }
     }
 
     /// Refreshes `current` under the store's lock: a newer token another process
-    /// stored is taken as is. `false` when the refresh token is spent.
-    pub(super) async fn refresh(&self, current: &Current) -> Result<bool, AuthError> {
+    /// stored is taken as is. A refresh token the server refuses (spent, revoked) is
+    /// dropped; so is a registration it no longer knows, which the next
+    /// authorization makes again.
+    pub(super) async fn refresh(&self, current: &Current) -> Result<Refreshed, AuthError> {
         let _lock = self.store_lock().await?;
         let store = self.config.store.as_ref();
         let latest = store
@@ -228,13 +253,13 @@ impl OAuthClient {
             && !latest.token.expired(now)
         {
             self.set_current(latest)?;
-            return Ok(true);
+            return Ok(Refreshed::Yes);
         }
         let (Some(refresh_token), Some(endpoint)) = (
             latest.token.refresh_token.clone(),
             latest.token_endpoint.clone(),
         ) else {
-            return Ok(false);
+            return Ok(Refreshed::Spent("there is no refresh token".into()));
         };
         let client = self.client_of(&latest);
         self.remember_secret(client.client_secret.as_deref());
@@ -243,13 +268,11 @@ impl OAuthClient {
             None => None,
         };
         let grant = Grant::RefreshToken { refresh_token };
-        let request = token_request(
-            &endpoint,
-            &grant,
-            Some(&client),
-            Some(&latest.key.resource),
-            None,
-        );
+        let resource = self
+            .config
+            .send_resource
+            .then_some(latest.key.resource.as_str());
+        let request = token_request(&endpoint, &grant, Some(&client), resource, None);
         let d = Discovered {
             resource: latest.key.resource.clone(),
             resource_metadata: None,
@@ -258,7 +281,7 @@ impl OAuthClient {
             source: capable_core::auth::MetadataSource::Configured,
             notes: Vec::new(),
         };
-        match self
+        let refused = match self
             .request_token(
                 &d,
                 request,
@@ -272,19 +295,104 @@ impl OAuthClient {
             Ok(token) => {
                 let stored = StoredToken { token, ..latest };
                 self.save(stored)?;
-                Ok(true)
+                return Ok(Refreshed::Yes);
             }
-            Err(AuthError::Token(e))
-                if matches!(e.code(), Some("invalid_grant" | "invalid_token")) =>
-            {
-                // Spent or revoked: forget it, so the next run authorizes at once.
-                let mut spent = latest;
-                spent.token.refresh_token = None;
-                store.put_token(&spent).map_err(|e| store_error(store, e))?;
-                Ok(false)
-            }
-            Err(e) => Err(e),
+            Err(AuthError::Token(e @ TokenError::Refused { .. })) => e,
+            Err(e) => return Err(e),
+        };
+        let code = refused.code().unwrap_or("");
+        let forgotten = forgotten::renew(&client, false, ClientRefusal::Token(code));
+        if !forgotten && !matches!(code, "invalid_grant" | "invalid_token") {
+            return Err(AuthError::Token(refused));
         }
+        // Spent, revoked, or its client forgotten: forget it, so the next run
+        // authorizes at once.
+        let mut spent = latest;
+        spent.token.refresh_token = None;
+        store.put_token(&spent).map_err(|e| store_error(store, e))?;
+        if forgotten {
+            store
+                .remove_registration(&spent.key.issuer)
+                .map_err(|e| store_error(store, e))?;
+            return Ok(Refreshed::Spent(format!(
+                "the authorization server no longer knows the client {}: {refused}",
+                client.client_id
+            )));
+        }
+        Ok(Refreshed::Spent(format!(
+            "the refresh token was refused: {refused}"
+        )))
+    }
+
+    /// Revokes a stored token's refresh token and access token where its
+    /// authorization server offers revocation; a failure is only logged.
+    pub(super) async fn revoke(&self, stored: &StoredToken) {
+        let Some(endpoint) = &stored.revocation_endpoint else {
+            return;
+        };
+        let client = self.client_of(stored);
+        self.remember_secret(client.client_secret.as_deref());
+        let token = &stored.token;
+        let tokens = [
+            (token.refresh_token.as_deref(), "refresh_token"),
+            (Some(token.access_token.as_str()), "access_token"),
+        ];
+        for (value, hint) in tokens {
+            let Some(value) = value else { continue };
+            let request = revocation_request(endpoint, value, hint, &client);
+            let d = Discovered {
+                resource: stored.key.resource.clone(),
+                resource_metadata: None,
+                issuer: stored.key.issuer.clone(),
+                metadata: Default::default(),
+                source: capable_core::auth::MetadataSource::Configured,
+                notes: Vec::new(),
+            };
+            let outcome = match self.with_assertion(&d, request, &client) {
+                Ok(request) => match self.wire.post_token(&request, None).await {
+                    Ok(answer) => match revocation_retry(&request, answer.status) {
+                        Some(again) => self.wire.post_token(&again, None).await.map(|a| a.status),
+                        None => Ok(answer.status),
+                    },
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            };
+            match outcome {
+                Ok(200..=299) => {}
+                Ok(status) => tracing::warn!(
+                    "revoking the {hint} at {endpoint}: HTTP {status}; it is forgotten anyway"
+                ),
+                Err(e) => tracing::warn!(
+                    "revoking the {hint}: {}; it is forgotten anyway",
+                    self.scrub_error(e)
+                ),
+            }
+        }
+    }
+
+    /// `request` with its `private_key_jwt` client assertion signed, when it needs one.
+    pub(super) fn with_assertion(
+        &self,
+        d: &Discovered,
+        mut request: TokenRequest,
+        client: &Registration,
+    ) -> Result<TokenRequest, AuthError> {
+        if request.needs_assertion {
+            let pem =
+                self.config.private_key_pem.as_deref().ok_or_else(|| {
+                    AuthError::Config("private_key_jwt needs a private key".into())
+                })?;
+            let key = SigningKey::from_pem(pem)?;
+            let claims = assertion_claims(&client.client_id, &d.issuer, now_unix(), &random_id());
+            let assertion = key.sign(&jwt::es256_header("JWT"), &claims)?;
+            request
+                .form
+                .push(("client_assertion_type".into(), CLIENT_ASSERTION_JWT.into()));
+            request.form.push(("client_assertion".into(), assertion));
+            request.needs_assertion = false;
+        }
+        Ok(request)
     }
 
     /// POSTs a token request (signing the client assertion, adding a DPoP proof and
@@ -301,20 +409,7 @@ impl OAuthClient {
         let url = endpoint("the token endpoint", &request.url)?;
         let mut nonce: Option<String> = None;
         for attempt in 0..2 {
-            let mut request = request.clone();
-            if request.needs_assertion {
-                let pem = self.config.private_key_pem.as_deref().ok_or_else(|| {
-                    AuthError::Config("private_key_jwt needs a private key".into())
-                })?;
-                let key = SigningKey::from_pem(pem)?;
-                let claims =
-                    assertion_claims(&client.client_id, &d.issuer, now_unix(), &random_id());
-                let assertion = key.sign(&jwt::es256_header("JWT"), &claims)?;
-                request
-                    .form
-                    .push(("client_assertion_type".into(), CLIENT_ASSERTION_JWT.into()));
-                request.form.push(("client_assertion".into(), assertion));
-            }
+            let request = self.with_assertion(d, request.clone(), client)?;
             let proof = match dpop {
                 Some(key) => {
                     let (h, c) = jwt::dpop_proof(
@@ -380,6 +475,8 @@ impl OAuthClient {
                 AuthMethod::None
             },
             redirect_uris: Vec::new(),
+            grant_types: Vec::new(),
+            scope: None,
             source: RegistrationSource::Static,
         };
         let grant = Grant::IdJagExchange {
@@ -391,7 +488,7 @@ impl OAuthClient {
             idp_token_endpoint,
             &grant,
             Some(&idp),
-            Some(&d.resource),
+            self.resource(d),
             scope.as_deref(),
         );
         endpoint("the identity provider's token endpoint", idp_token_endpoint)?;
@@ -401,111 +498,5 @@ impl OAuthClient {
             answer.status,
             &answer.body,
         )?)
-    }
-
-    /// The authorization code flow: identity, the user's authorization, the code.
-    pub(super) async fn code_flow(
-        &self,
-        d: &Discovered,
-        token_endpoint: &str,
-        scopes: &[String],
-        dpop: Option<&SigningKey>,
-    ) -> Result<(Token, Registration), AuthError> {
-        let mode = self.config.mode;
-        if mode == LoginMode::Never {
-            return Err(AuthError::AuthorizationRequired {
-                server: self.server.to_string(),
-            });
-        }
-        if !d.metadata.supports_s256() {
-            return Err(AuthError::NoPkce {
-                issuer: d.issuer.clone(),
-            });
-        }
-        let authorize_at = d.metadata.authorization_endpoint.clone().ok_or_else(|| {
-            AuthError::Config(format!(
-                "the authorization server {} names no authorization endpoint",
-                d.issuer
-            ))
-        })?;
-        endpoint("the authorization endpoint", &authorize_at)?;
-        let store = self.config.store.as_ref();
-        let kept = store
-            .registration(&d.issuer)
-            .map_err(|e| store_error(store, e))?;
-        let kept_port = kept
-            .as_ref()
-            .and_then(|r| r.redirect_uris.first())
-            .and_then(|u| Url::parse(u).ok())
-            .and_then(|u| u.port());
-        let redirect = match self.config.callback_port {
-            Some(port) => code::redirect(mode, Some(port)).await?,
-            None => match code::redirect(mode, kept_port).await {
-                Ok(r) => r,
-                Err(_) => code::redirect(mode, None).await?,
-            },
-        };
-        let client = match choose(
-            &self.config.client,
-            &d.issuer,
-            &d.metadata,
-            kept.as_ref(),
-            Some(&redirect.uri),
-        ) {
-            Identity::Ready(r) => r,
-            Identity::Unavailable(why) => return Err(AuthError::NoClient(why)),
-            Identity::Register { endpoint: at, body } => {
-                let answer = self.wire.post_json(&at, &body).await?;
-                let r = registered(
-                    &d.issuer,
-                    &at,
-                    &d.metadata,
-                    &body,
-                    answer.status,
-                    &answer.body,
-                )?;
-                store
-                    .put_registration(&r)
-                    .map_err(|e| store_error(store, e))?;
-                r
-            }
-        };
-        let pending = Pending {
-            state: state_from_random(random()),
-            pkce: Pkce::from_random(random()),
-            issuer: d.issuer.clone(),
-            iss_required: d.metadata.iss_required(),
-            redirect_uri: redirect.uri.clone(),
-            scope: scope::join(scopes),
-        };
-        let url = authorization_url(&authorize_at, &client.client_id, &d.resource, &pending)
-            .map_err(AuthError::Config)?;
-        let say = |m: &str| self.say(m);
-        let code = code::obtain(
-            mode,
-            redirect,
-            &url,
-            &pending,
-            &self.wire,
-            &say,
-            self.config.login_timeout,
-        )
-        .await?;
-        let grant = Grant::AuthorizationCode {
-            code,
-            verifier: pending.pkce.verifier.clone(),
-            redirect_uri: pending.redirect_uri.clone(),
-        };
-        let request = token_request(
-            token_endpoint,
-            &grant,
-            Some(&client),
-            Some(&d.resource),
-            None,
-        );
-        let token = self
-            .request_token(d, request, &client, dpop, pending.scope.as_deref(), None)
-            .await?;
-        Ok((token, client))
     }
 }

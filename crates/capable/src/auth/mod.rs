@@ -30,6 +30,7 @@
 //! | `mod.rs` | configuration, errors |
 //! | `client.rs` | [`OAuthClient`]: its state, what a connection and a host ask of it |
 //! | `flows.rs` | discovery, the grants, token requests, refresh |
+//! | `login.rs` | the grants a user approves: the code flow, the device flow |
 //! | `code.rs` | the three ways to get an authorization code |
 //! | `store.rs` | [`CredentialStore`], [`FileStore`], [`MemoryStore`] |
 //! | `wire.rs` | the authorization server's HTTP calls |
@@ -43,14 +44,15 @@ mod client;
 mod code;
 mod flows;
 mod keys;
+mod login;
 pub mod store;
 mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use capable_core::auth::{AuthMethod, ClientSettings};
-pub use client::{OAuthClient, TokenInfo};
+pub use capable_core::auth::{AuthMethod, ClientSettings, ScopeRefusal};
+pub use client::{Login, OAuthClient, TokenInfo};
 pub use store::{CredentialKey, CredentialStore, FileStore, MemoryStore, StoredToken};
 
 /// How an authorization code is obtained when one is needed.
@@ -62,6 +64,11 @@ pub enum LoginMode {
     Paste,
     /// Fetch the authorization URL without a browser, following its redirects.
     Headless,
+    /// The device authorization grant (RFC 8628): print a code the user enters on
+    /// any device, and poll for the token (no browser here, no loopback listener).
+    /// Used where the authorization server advertises a
+    /// `device_authorization_endpoint`; elsewhere the paste login stands in.
+    Device,
     /// Never ask: without a usable token, fail with
     /// [`AuthError::AuthorizationRequired`].
     Never,
@@ -128,7 +135,8 @@ pub type Prompt = Arc<dyn Fn(&str) + Send + Sync>;
 pub struct OAuthConfig {
     /// Pre-registered client id and secret, or a client ID metadata document URL.
     pub client: ClientSettings,
-    /// Scopes to ask for (joined with the server's challenge).
+    /// Scopes to ask for, added to what the server names (its challenge, else its
+    /// protected resource metadata's `scopes_supported`), and to a step-up's union.
     pub scopes: Vec<String>,
     /// Which grant.
     pub flow: Flow,
@@ -139,6 +147,17 @@ pub struct OAuthConfig {
     /// The loopback port of the redirect URI (default: the one the client was
     /// registered with, else any free port).
     pub callback_port: Option<u16>,
+    /// The whole redirect URI, for a client registered with a fixed one
+    /// (`http://localhost:8080/oauth/callback`): a loopback `http` URI is listened
+    /// on at its host, port and path; any other is only pasted back.
+    pub redirect_uri: Option<String>,
+    /// Extra parameters of the authorization request a provider wants (Auth0's
+    /// `audience`, Google's `access_type=offline` and `prompt=consent`). The flow's
+    /// own parameters cannot be given ([`capable_core::auth::authorize::RESERVED`]).
+    pub authorization_params: Vec<(String, String)>,
+    /// Whether to send the RFC 8707 `resource` parameter (default: yes, as MCP
+    /// requires); off for an authorization server that rejects it.
+    pub send_resource: bool,
     /// DPoP.
     pub dpop: DpopMode,
     /// The authorization server's issuer, when the host knows better than discovery.
@@ -166,6 +185,9 @@ impl OAuthConfig {
             private_key_pem: None,
             mode: LoginMode::Browser,
             callback_port: None,
+            redirect_uri: None,
+            authorization_params: Vec::new(),
+            send_resource: true,
             dpop: DpopMode::Auto,
             issuer: None,
             store,
@@ -185,23 +207,64 @@ impl std::fmt::Debug for OAuthConfig {
             .field("flow", &self.flow)
             .field("mode", &self.mode)
             .field("callback_port", &self.callback_port)
+            .field("redirect_uri", &self.redirect_uri)
+            .field(
+                "authorization_params",
+                &self
+                    .authorization_params
+                    .iter()
+                    .map(|(n, _)| n)
+                    .collect::<Vec<_>>(),
+            )
+            .field("send_resource", &self.send_resource)
             .field("dpop", &self.dpop)
             .field("store", &self.store.describe())
             .finish_non_exhaustive()
     }
 }
 
+/// Why no usable token is at hand (see [`AuthError::AuthorizationRequired`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Required {
+    /// The server asked for authorization, and no token is stored for it.
+    NoToken,
+    /// The token was asked for without contacting the server, and none is stored.
+    NotStored,
+    /// The stored token was refused or has expired, and it could not be refreshed
+    /// (why, when the authorization server said).
+    Refused(Option<String>),
+    /// The server wants a token with these scopes.
+    MoreScope(Vec<String>),
+}
+
 /// Why authorization failed. No variant carries a secret.
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuthError {
-    /// The server needs authorization and no login is possible here.
-    #[error(
-        "{server} requires authorization, and there is no stored token and no way to log in here"
-    )]
+    /// The server needs authorization, no usable token is at hand, and no login is
+    /// possible here.
+    #[error("{}", required_words(server, why))]
     AuthorizationRequired {
         /// The MCP server.
         server: String,
+        /// Why no token can be used.
+        why: Required,
+    },
+    /// A 403 `insufficient_scope` no step-up can answer.
+    #[error(transparent)]
+    InsufficientScope(#[from] ScopeRefusal),
+    /// The authorization endpoint refused the request itself (no redirect back).
+    #[error("the authorization endpoint {url} refused the request (HTTP {status}){}", refusal_words(error.as_deref(), description.as_deref()))]
+    AuthorizeRefused {
+        /// The endpoint (without the request's query).
+        url: String,
+        /// Its status.
+        status: u16,
+        /// The OAuth `error` of its answer, when it gave one.
+        error: Option<String>,
+        /// The `error_description`.
+        description: Option<String>,
     },
     /// Discovery failed.
     #[error(transparent)]
@@ -217,7 +280,7 @@ pub enum AuthError {
     NoClient(String),
     /// Dynamic registration failed.
     #[error(transparent)]
-    Registration(#[from] capable_core::auth::client::RegistrationError),
+    Registration(#[from] capable_core::auth::registration::RegistrationError),
     /// The authorization answer was refused.
     #[error(transparent)]
     Callback(#[from] capable_core::auth::CallbackError),
@@ -242,19 +305,23 @@ pub enum AuthError {
         /// The status there.
         status: u16,
     },
-    /// The user did not authorize in time.
+    /// The user did not authorize in time (or the device code expired first).
     #[error("no authorization within {}", capable_core::time::humanize(*after))]
     TimedOut {
         /// How long it waited.
         after: Duration,
     },
-    /// The server's refusal stands (a step-up that would ask for nothing new, too
-    /// many step-ups).
+    /// The server's refusal stands (a DPoP nonce it never gives, no token after a
+    /// flow that should have given one).
     #[error("{0}")]
     Refused(String),
     /// The configuration cannot work.
     #[error("{0}")]
     Config(String),
+    /// The credential store's file was refused for what it is (not a regular file, too
+    /// large, open to others): nothing was read from it or written to it.
+    #[error(transparent)]
+    StoreRefused(crate::file::Refused),
     /// The credential store failed.
     #[error("the credential store {store}: {detail}")]
     Store {
@@ -263,6 +330,34 @@ pub enum AuthError {
         /// Why.
         detail: String,
     },
+}
+
+fn required_words(server: &str, why: &Required) -> String {
+    match why {
+        Required::NoToken => {
+            format!("{server} requires authorization, and no token is stored for it")
+        }
+        Required::NotStored => format!("no token is stored for {server}"),
+        Required::Refused(detail) => format!(
+            "{server} refused the stored token, and it could not be refreshed{}",
+            detail
+                .as_ref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        ),
+        Required::MoreScope(scopes) => format!(
+            "{server} wants a token with more scope ({}), which takes a new authorization",
+            scopes.join(" ")
+        ),
+    }
+}
+
+fn refusal_words(error: Option<&str>, description: Option<&str>) -> String {
+    match (error, description) {
+        (Some(e), Some(d)) => format!(": {e} ({d})"),
+        (Some(e), None) => format!(": {e}"),
+        (None, _) => String::new(),
+    }
 }
 
 impl AuthError {
@@ -305,6 +400,28 @@ impl AuthError {
             AuthError::Headless { url, status } => AuthError::Headless {
                 url: scrub(&url),
                 status,
+            },
+            AuthError::AuthorizeRefused {
+                url,
+                status,
+                error,
+                description,
+            } => AuthError::AuthorizeRefused {
+                url: scrub(&url),
+                status,
+                error: error.map(|e| scrub(&e)),
+                description: description.map(|d| scrub(&d)),
+            },
+            AuthError::InsufficientScope(mut r) => {
+                r.description = r.description.map(|d| scrub(&d));
+                AuthError::InsufficientScope(r)
+            }
+            AuthError::AuthorizationRequired {
+                server,
+                why: Required::Refused(detail),
+            } => AuthError::AuthorizationRequired {
+                server,
+                why: Required::Refused(detail.map(|d| scrub(&d))),
             },
             AuthError::Refused(s) => AuthError::Refused(scrub(&s)),
             AuthError::Config(s) => AuthError::Config(scrub(&s)),

@@ -8,7 +8,9 @@
 //! nothing past the process.
 //!
 //! [`FileStore`] is one JSON file, mode 0600 in a 0700 directory, written atomically
-//! (a temporary file in the same directory, synced, then renamed over the old one).
+//! (a temporary file in the same directory, synced, then renamed over the old one),
+//! read as a [`FileKind::Credentials`](crate::file::FileKind::Credentials): a store
+//! that is not a regular file, is too large, or that others may open is refused.
 //! [`CredentialStore::lock`] takes an exclusive `flock` on a sibling lock file, held
 //! across reload → refresh → save, so two processes never both spend a rotating
 //! refresh token.
@@ -17,7 +19,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use capable_core::auth::{Registration, Token};
+use capable_core::auth::{AuthMethod, Registration, Token};
 use serde::{Deserialize, Serialize};
 
 /// The key of a stored token.
@@ -47,6 +49,13 @@ pub struct StoredToken {
     /// Where it is refreshed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_endpoint: Option<String>,
+    /// How the client authenticated when it got the token (a refresh does the same;
+    /// a dynamic registration keeps its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_auth: Option<AuthMethod>,
+    /// Where it is revoked at logout (RFC 7009), when the server offers that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revocation_endpoint: Option<String>,
 }
 
 impl std::fmt::Debug for StoredToken {
@@ -210,7 +219,7 @@ impl FileStore {
     }
 
     fn read(&self) -> io::Result<Document> {
-        match std::fs::read(&self.path) {
+        match crate::file::read(&self.path, crate::file::FileKind::Credentials) {
             Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Document::default()),
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 io::Error::new(
@@ -218,8 +227,8 @@ impl FileStore {
                     format!("{} is not a credential file: {e}", self.path.display()),
                 )
             }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Document::default()),
-            Err(e) => Err(e),
+            Err(e) if e.is_not_found() => Ok(Document::default()),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -317,6 +326,8 @@ impl CredentialStore for FileStore {
         self.update(|d| d.remove_registration(issuer))
     }
     fn lock(&self) -> io::Result<StoreLock> {
+        // A store that would be refused gets no lock file beside it either.
+        crate::file::check(&self.path, crate::file::FileKind::Credentials)?;
         let dir = self
             .path
             .parent()
@@ -364,7 +375,7 @@ fn flock(_file: &std::fs::File) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capable_core::auth::{AuthMethod, RegistrationSource};
+    use capable_core::auth::RegistrationSource;
 
     fn token(resource: &str, issuer: &str, access: &str) -> StoredToken {
         StoredToken {
@@ -385,6 +396,8 @@ mod tests {
             },
             dpop_key: None,
             token_endpoint: None,
+            client_auth: None,
+            revocation_endpoint: None,
         }
     }
 
@@ -420,6 +433,8 @@ mod tests {
             client_secret: Some("s".into()),
             auth_method: AuthMethod::ClientSecretBasic,
             redirect_uris: vec![],
+            grant_types: vec![],
+            scope: None,
             source: RegistrationSource::Dynamic,
         };
         store.put_registration(&reg).unwrap();

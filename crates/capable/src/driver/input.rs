@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use capable_core::input_kind::InputKind;
 use capable_core::RequestId;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -27,6 +28,7 @@ pub(crate) enum Input {
 #[derive(Debug)]
 pub(crate) struct ServerRequest {
     pub(crate) id: RequestId,
+    pub(crate) kind: InputKind,
     pub(crate) method: String,
     pub(crate) params: Value,
 }
@@ -52,7 +54,7 @@ pub(crate) async fn run_input(
         let handlers = handlers.clone();
         let id = req.id.clone();
         let task = tokio::spawn(async move {
-            let answer = handlers.answer(&req.method, req.params).await;
+            let answer = handlers.answer(req.kind, &req.method, req.params).await;
             shared.write_with(|st| match &answer {
                 Ok(result) => st.conn.respond(&req.id, result, &mut st.out),
                 Err(error) => st.conn.respond_error(&req.id, error, &mut st.out),

@@ -293,13 +293,20 @@ fn dispatch(
                 shared.dropped_notification();
             }
         }
-        Event::ServerRequest { id, method, params } => {
+        Event::ServerRequest {
+            id,
+            kind,
+            method,
+            params,
+        } => {
             let params = listen::params_of(&params);
-            let _ = requests.send(Input::Request(Box::new(ServerRequest {
+            let request = ServerRequest {
                 id,
+                kind,
                 method,
                 params,
-            })));
+            };
+            let _ = requests.send(Input::Request(Box::new(request)));
         }
         _ => {}
     }

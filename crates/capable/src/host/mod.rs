@@ -20,6 +20,8 @@
 //!   server that is not ready fails the call at once with a typed
 //!   [`HostError::NotReady`] that carries its state.
 //! - **One stream of events** ([`HostEvent`]).
+//! - **One server at a time, by hand**: [`Host::disconnect`] closes one server's
+//!   session (`Stopped`), [`Host::reconnect`] starts it afresh — the others go on.
 //! - **Clean shutdown**: every session closed concurrently, each server's process
 //!   group with it, the whole bounded by [`HostOptions::shutdown_timeout`].
 //!
@@ -50,8 +52,9 @@
 //!
 //! | file | concern |
 //! |---|---|
+//! | `options.rs` | [`HostOptions`], [`OAuthProvider`] |
 //! | `state.rs` | [`ServerState`], [`ServerError`], [`ServerStatus`] |
-//! | `supervisor.rs` | one task per server: connect, read lists, follow, restart |
+//! | `supervisor.rs` | one task per server: connect, read lists, follow, restart; stopped and started again by hand |
 //! | `catalog.rs` | the naming rule and the merged view |
 //! | `events.rs` | [`HostEvent`] |
 //! | `failure.rs` | what each client error means for restarting |
@@ -59,145 +62,31 @@
 pub mod catalog;
 mod events;
 mod failure;
+mod options;
 mod state;
 mod supervisor;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capable_core::model::{CallToolResult, GetPromptResult, JsonObject};
 use capable_core::restart::RestartPolicy;
 use tokio::sync::{broadcast, watch};
-use tokio::task::JoinHandle;
 
-use crate::auth::OAuthClient;
-use crate::config::{ConfigEntry, ConfigFile, OAuthEntry, ServerTarget};
+use crate::config::{ConfigEntry, ConfigFile, ServerTarget};
 use crate::error::Error;
 use crate::options::ClientOptions;
 use crate::read::ResourceRead;
 use crate::session::Session;
-use crate::transport::http::{HttpConfig, Url};
 
 pub use catalog::{qualify, split, HostPrompt, HostResource, HostTool, ListKind};
 pub use events::HostEvent;
+pub use options::{HostOptions, OAuthProvider};
 pub use state::{ServerError, ServerState, ServerStatus};
 
 pub use supervisor::connect;
 use supervisor::Server;
-
-/// How a host runs its servers.
-#[derive(Clone, Debug)]
-pub struct HostOptions {
-    /// The client options of every server (see [`Host::add_with`] for one server's
-    /// own). Its request timeout also bounds each handshake.
-    pub client: ClientOptions,
-    /// When to restart a server that went down (default: 5 times in a row, from
-    /// 500 ms doubling to 30 s, reset after a minute up). [`RestartPolicy::never`] for
-    /// a one-shot check.
-    pub restart: RestartPolicy,
-    /// The most one connection attempt (spawn or HTTP connect, and the handshake) may
-    /// take. Default: the client's probe and request timeouts together (the stages of
-    /// the handshake), and a second. Keep the probe timeout well below it, or a legacy
-    /// server that ignores the probe has no time left to answer `initialize`.
-    pub connect_timeout: Option<Duration>,
-    /// The most [`Host::shutdown`] waits for every server to be shut down, after which
-    /// what is left is killed. Default 10 s.
-    pub shutdown_timeout: Duration,
-    /// How many events an observer may fall behind before it loses the oldest.
-    /// Default 1024.
-    pub event_capacity: usize,
-    /// Drives the restart delays' jitter (each server's from this and its name).
-    /// Default: from the time the options were made, so hosts started together do
-    /// not retry together; fix it to replay a run exactly.
-    pub seed: u64,
-    /// How HTTP servers are authorized (default: not at all — only the headers of
-    /// their entries). Not asked for a server whose headers carry an `Authorization`
-    /// of their own.
-    pub oauth: Option<OAuthProvider>,
-}
-
-/// The OAuth client of each HTTP server of a host: called with the server's URL and
-/// its config entry's `oauth` object at every connection (a restart included), it
-/// answers the client to authorize with, or `None` for none. A host that shares one
-/// credential store with `capable auth login` reaches the servers the user logged in
-/// to; a host without a terminal gives its clients a mode that never prompts.
-///
-/// ```
-/// use std::sync::Arc;
-/// use capable::auth::{LoginMode, MemoryStore, OAuthClient, OAuthConfig};
-/// use capable::host::{HostOptions, OAuthProvider};
-///
-/// let store = Arc::new(MemoryStore::new());
-/// let oauth = OAuthProvider::new(move |url, _entry| {
-///     let mut config = OAuthConfig::new(store.clone());
-///     config.mode = LoginMode::Never; // stored and refreshed tokens only
-///     Ok(Some(Arc::new(OAuthClient::new(url.clone(), config)?)))
-/// });
-/// let options = HostOptions { oauth: Some(oauth), ..HostOptions::default() };
-/// # drop(options);
-/// ```
-#[derive(Clone)]
-pub struct OAuthProvider(Arc<OAuthFn>);
-
-type OAuthFn =
-    dyn Fn(&Url, Option<&OAuthEntry>) -> Result<Option<Arc<OAuthClient>>, Error> + Send + Sync;
-
-impl OAuthProvider {
-    /// A provider from a function of the server's URL and its entry's `oauth` object.
-    pub fn new(
-        f: impl Fn(&Url, Option<&OAuthEntry>) -> Result<Option<Arc<OAuthClient>>, Error>
-            + Send
-            + Sync
-            + 'static,
-    ) -> OAuthProvider {
-        OAuthProvider(Arc::new(f))
-    }
-
-    /// The client for one server.
-    pub fn client(
-        &self,
-        url: &Url,
-        entry: Option<&OAuthEntry>,
-    ) -> Result<Option<Arc<OAuthClient>>, Error> {
-        (self.0)(url, entry)
-    }
-
-    /// Puts the OAuth client of `config`'s server on it — unless its headers carry an
-    /// `Authorization` of their own: a host that passes one manages it itself.
-    pub fn authorize(
-        &self,
-        config: &mut HttpConfig,
-        entry: Option<&OAuthEntry>,
-    ) -> Result<(), Error> {
-        if !config.has_own_authorization() {
-            config.oauth = self.client(&config.url, entry)?;
-        }
-        Ok(())
-    }
-}
-
-impl std::fmt::Debug for OAuthProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("OAuthProvider(..)")
-    }
-}
-
-impl Default for HostOptions {
-    fn default() -> Self {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        HostOptions {
-            client: ClientOptions::default(),
-            restart: RestartPolicy::default(),
-            connect_timeout: None,
-            shutdown_timeout: Duration::from_secs(10),
-            event_capacity: 1024,
-            seed,
-            oauth: None,
-        }
-    }
-}
 
 /// Why a host operation failed.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -239,6 +128,9 @@ pub enum HostError {
         /// Its state, with the reason.
         state: Box<ServerState>,
     },
+    /// The host is shut down: no server starts again.
+    #[error("the host is shut down")]
+    ShutDown,
     /// The server's session failed the operation (refused by its gating table,
     /// answered with an error, …).
     #[error("{server}: {error}")]
@@ -285,8 +177,8 @@ pub struct Host {
     shared: Arc<Shared>,
     options: HostOptions,
     servers: Mutex<Vec<Arc<Server>>>,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
-    stop: watch::Sender<bool>,
+    /// Set by [`Host::shutdown`]: no server starts again.
+    closed: AtomicBool,
 }
 
 impl Host {
@@ -304,8 +196,7 @@ impl Host {
             shared: Arc::new(shared),
             options,
             servers: Mutex::new(Vec::new()),
-            tasks: Mutex::new(Vec::new()),
-            stop: watch::channel(false).0,
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -328,14 +219,14 @@ impl Host {
             Ok(target) => match self.add(&entry.name, target.clone()) {
                 Err(HostError::InvalidName { name, why }) => {
                     let error = ServerError::InvalidName { name, why };
-                    self.insert(&entry.name, ServerState::Refused { error })
+                    self.insert(&entry.name, ServerState::Refused { error }, None)
                         .map(drop)
                 }
                 other => other,
             },
             Err(e) => {
                 let error = ServerError::Config(e.clone());
-                self.insert(&entry.name, ServerState::Refused { error })
+                self.insert(&entry.name, ServerState::Refused { error }, None)
                     .map(drop)
             }
         }
@@ -357,35 +248,93 @@ impl Host {
             name: name.to_owned(),
             why,
         })?;
-        let server = self.insert(name, ServerState::Starting)?;
-        self.shared.emit(HostEvent::State {
-            server: name.to_owned(),
-            state: ServerState::Starting,
-        });
-        let task = tokio::spawn(supervisor::supervise(
-            self.shared.clone(),
-            server,
-            target,
-            options,
-            self.stop.subscribe(),
-        ));
-        self.tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(task);
+        let server = self.insert(name, ServerState::Starting, Some((target, options)))?;
+        self.start(&server);
         Ok(())
     }
 
-    fn insert(&self, name: &str, state: ServerState) -> Result<Arc<Server>, HostError> {
+    fn insert(
+        &self,
+        name: &str,
+        state: ServerState,
+        spec: Option<(ServerTarget, ClientOptions)>,
+    ) -> Result<Arc<Server>, HostError> {
         let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
         if servers.iter().any(|s| s.name == name) {
             return Err(HostError::DuplicateServer {
                 name: name.to_owned(),
             });
         }
-        let server = Arc::new(Server::new(name, state));
+        let server = Arc::new(Server::new(name, state, spec));
         servers.push(server.clone());
         Ok(server)
+    }
+
+    /// Starts the task that connects `server` and keeps it up: `Starting`, or
+    /// `Stopped` at once when the host is shut down.
+    fn start(&self, server: &Arc<Server>) {
+        if self.closed.load(Ordering::Acquire) {
+            server.set_state(&self.shared, ServerState::Stopped);
+            return;
+        }
+        server.set_state(&self.shared, ServerState::Starting);
+        server.start(&self.shared);
+    }
+
+    fn find(&self, name: &str) -> Result<Arc<Server>, HostError> {
+        let servers = self.all();
+        match servers.iter().find(|s| s.name == name) {
+            Some(server) => Ok(server.clone()),
+            None => Err(HostError::UnknownServer {
+                name: name.to_owned(),
+                known: servers.iter().map(|s| s.name.clone()).collect(),
+            }),
+        }
+    }
+
+    /// Connects server `name` again, as when it was added: its session (if any) is
+    /// closed in order, its process group with it, then it starts afresh — `Starting`,
+    /// with its restart count begun anew (a reconnect by hand is not a restart of the
+    /// policy's). Also brings back a server that was disconnected, failed or refused
+    /// after connecting. A config entry that could not be used stays refused
+    /// ([`HostError::NotReady`] with its reason); after [`Host::shutdown`] nothing
+    /// starts ([`HostError::ShutDown`]).
+    pub async fn reconnect(&self, name: &str) -> Result<(), HostError> {
+        let server = self.find(name)?;
+        let _one_at_a_time = server.op.lock().await;
+        if !server.has_target() {
+            return Err(HostError::NotReady {
+                server: name.to_owned(),
+                state: Box::new(server.slot().status.state.clone()),
+            });
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(HostError::ShutDown);
+        }
+        server
+            .stop(&self.shared, self.options.shutdown_timeout)
+            .await;
+        self.start(&server);
+        Ok(())
+    }
+
+    /// Disconnects server `name`: its session closed in order (its process group with
+    /// it, bounded by [`HostOptions::shutdown_timeout`]), its lists out of the merged
+    /// view, its state `Stopped` until [`Host::reconnect`]. A config entry that could
+    /// not be used has nothing to disconnect and stays refused.
+    pub async fn disconnect(&self, name: &str) -> Result<(), HostError> {
+        let server = self.find(name)?;
+        let _one_at_a_time = server.op.lock().await;
+        if !server.has_target() {
+            return Ok(());
+        }
+        server
+            .stop(&self.shared, self.options.shutdown_timeout)
+            .await;
+        if !matches!(server.slot().status.state, ServerState::Stopped) {
+            server.set_state(&self.shared, ServerState::Stopped);
+        }
+        Ok(())
     }
 
     fn all(&self) -> Vec<Arc<Server>> {
@@ -432,13 +381,7 @@ impl Host {
     /// The ready session of server `name`, for anything beyond the host's own calls
     /// (reads with options, subscriptions, tasks). It passes the same gating table.
     pub fn session(&self, name: &str) -> Result<Arc<Session>, HostError> {
-        let servers = self.all();
-        let Some(server) = servers.iter().find(|s| s.name == name) else {
-            return Err(HostError::UnknownServer {
-                name: name.to_owned(),
-                known: servers.iter().map(|s| s.name.clone()).collect(),
-            });
-        };
+        let server = self.find(name)?;
         let slot = server.slot();
         match &slot.session {
             Some(session) if slot.status.state.is_ready() => Ok(session.clone()),
@@ -535,32 +478,25 @@ impl Host {
     /// [`HostOptions::shutdown_timeout`] what is left is aborted, which kills it.
     /// Every server ends `Stopped`.
     pub async fn shutdown(&self) {
-        let _ = self.stop.send(true);
-        let tasks: Vec<JoinHandle<()>> =
-            std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()));
-        let aborts: Vec<_> = tasks.iter().map(JoinHandle::abort_handle).collect();
-        let all = futures_util::future::join_all(tasks);
-        if tokio::time::timeout(self.options.shutdown_timeout, all)
-            .await
-            .is_err()
-        {
-            for abort in aborts {
-                abort.abort();
-            }
-        }
-        for server in self.all() {
-            // An aborted task left its session here: dropped, it kills the server.
-            drop(server.slot().session.take());
+        self.closed.store(true, Ordering::Release);
+        let servers = self.all();
+        let timeout = self.options.shutdown_timeout;
+        let stops = servers.iter().map(|server| async move {
+            let _one_at_a_time = server.op.lock().await;
+            server.stop(&self.shared, timeout).await;
             if !matches!(server.slot().status.state, ServerState::Stopped) {
                 server.set_state(&self.shared, ServerState::Stopped);
             }
-        }
+        });
+        futures_util::future::join_all(stops).await;
     }
 }
 
 impl Drop for Host {
     fn drop(&mut self) {
-        let _ = self.stop.send(true);
+        for server in self.all() {
+            server.tell_stop();
+        }
     }
 }
 

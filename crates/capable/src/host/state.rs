@@ -10,7 +10,7 @@ use capable_core::time::humanize;
 use capable_core::{Era, ProtocolVersion};
 
 use crate::config::ConfigError;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 
 /// Why a server is not running (or stopped running).
 #[derive(Clone, Debug, thiserror::Error)]
@@ -42,6 +42,15 @@ impl ServerError {
         }
     }
 
+    /// What kind of failure this is: a broken config entry or name is a usage error,
+    /// a connection's failure is its client error's kind.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ServerError::Config(_) | ServerError::InvalidName { .. } => ErrorKind::Usage,
+            ServerError::Session(e) => e.kind(),
+        }
+    }
+
     /// The client's error, when the failure came from a connection.
     pub fn session_error(&self) -> Option<&Error> {
         match self {
@@ -64,7 +73,8 @@ impl ServerError {
 ///
 /// a failure a restart cannot cure ─► Refused    (version, violation, config, 401/403)
 /// the bounded restarts used up      ─► Failed
-/// the host shut it down             ─► Stopped  (from any state)
+/// shut down, or disconnected        ─► Stopped  (from any state)
+/// reconnected by hand               ─► Starting (from any state but a broken entry)
 /// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -97,7 +107,9 @@ pub enum ServerState {
         /// The last failure.
         error: ServerError,
     },
-    /// Shut down by the host.
+    /// Shut down by the host, or disconnected ([`Host::disconnect`]).
+    ///
+    /// [`Host::disconnect`]: crate::host::Host::disconnect
     Stopped,
 }
 

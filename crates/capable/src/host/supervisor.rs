@@ -14,6 +14,7 @@ use std::time::Duration;
 use capable_core::restart::{Decision, GiveUpReason, Restarts};
 use capable_core::{Era, Flag, ListenFilter, Method, NegotiationError};
 use tokio::sync::{broadcast, mpsc, watch};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::catalog::{self, Fetched, ListKind, Lists};
@@ -29,6 +30,20 @@ use crate::transport::http::{HttpConfig, Url};
 pub(super) struct Server {
     pub(super) name: String,
     pub(super) slot: Mutex<Slot>,
+    /// What to connect to, and with which options; `None` for a config entry that
+    /// could not be used (it never runs).
+    spec: Option<(ServerTarget, ClientOptions)>,
+    /// Its task, while one runs.
+    run: Mutex<Option<Run>>,
+    /// Held by whoever stops or starts the task (a reconnect, a disconnect, the
+    /// shutdown), so they run one at a time.
+    pub(super) op: tokio::sync::Mutex<()>,
+}
+
+/// A running server task, and how to tell it to stop.
+struct Run {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
 }
 
 /// What the host knows of a server right now.
@@ -40,7 +55,11 @@ pub(super) struct Slot {
 }
 
 impl Server {
-    pub(super) fn new(name: &str, state: ServerState) -> Server {
+    pub(super) fn new(
+        name: &str,
+        state: ServerState,
+        spec: Option<(ServerTarget, ClientOptions)>,
+    ) -> Server {
         let mut status = ServerStatus::new(name);
         status.state = state;
         Server {
@@ -50,6 +69,61 @@ impl Server {
                 lists: Lists::default(),
                 session: None,
             }),
+            spec,
+            run: Mutex::new(None),
+            op: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Whether it has a target to connect to.
+    pub(super) fn has_target(&self) -> bool {
+        self.spec.is_some()
+    }
+
+    /// Starts its task (the caller holds [`Server::op`] or just made the server).
+    pub(super) fn start(self: &Arc<Self>, host: &Arc<Shared>) {
+        let Some((target, options)) = self.spec.clone() else {
+            return;
+        };
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(supervise(
+            host.clone(),
+            self.clone(),
+            target,
+            options,
+            stopped,
+        ));
+        let old = self
+            .run
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(Run { stop, task });
+        debug_assert!(old.is_none(), "a server runs one task at a time");
+    }
+
+    /// Tells its task to stop, without waiting (a host being dropped).
+    pub(super) fn tell_stop(&self) {
+        if let Some(run) = self.run.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            let _ = run.stop.send(true);
+        }
+    }
+
+    /// Stops its task and waits for it: the session closed in order, or after
+    /// `timeout` the task aborted and the session dropped, which kills the server.
+    /// Either way it is out of the merged view afterwards.
+    pub(super) async fn stop(&self, host: &Shared, timeout: Duration) {
+        let run = self.run.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(Run { stop, mut task }) = run else {
+            return;
+        };
+        let _ = stop.send(true);
+        if tokio::time::timeout(timeout, &mut task).await.is_err() {
+            task.abort();
+            let _ = task.await;
+        }
+        // An aborted task left its session here.
+        if self.slot().session.is_some() {
+            self.went_down(host);
         }
     }
 
@@ -405,17 +479,7 @@ async fn listen(session: &Session) -> Option<Listener> {
     if session.era() != Era::Modern {
         return None;
     }
-    let declared = |list: ListKind| {
-        session
-            .capabilities()
-            .has_flag(list.capability(), Flag::ListChanged)
-    };
-    let filter = ListenFilter {
-        tools_list_changed: declared(ListKind::Tools),
-        prompts_list_changed: declared(ListKind::Prompts),
-        resources_list_changed: declared(ListKind::Resources),
-        resource_subscriptions: Vec::new(),
-    };
+    let filter = ListenFilter::list_changes(session.capabilities());
     if filter == ListenFilter::default() {
         return None;
     }

@@ -81,7 +81,7 @@ impl Session {
             let answer = self
                 .options
                 .handlers
-                .answer(&question.method, question.params)
+                .answer(question.kind, &question.method, question.params)
                 .await
                 .map_err(|error| Error::InputUnanswered {
                     method,

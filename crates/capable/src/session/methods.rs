@@ -10,7 +10,7 @@ use capable_core::model::{
     GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult, Resource,
     ResourceTemplate, SetLevelParams, Tool, UriParams,
 };
-use capable_core::{Capability, Era, GatePolicy, Method, Refusal};
+use capable_core::{LogLevel, Method};
 
 use crate::error::Error;
 use crate::read::ResourceRead;
@@ -335,16 +335,8 @@ impl Session {
     /// level travels in every later request's `_meta`
     /// (`io.modelcontextprotocol/logLevel`); nothing is sent now.
     pub async fn set_logging_level(&self, level: &str) -> Result<(), Error> {
-        if self.era() == Era::Modern {
-            let mut st = self.shared.lock();
-            let declared = st.conn.capabilities().has(Capability::Logging);
-            if !declared && st.conn.config().gate_policy == GatePolicy::Strict {
-                return Err(Error::Refused(Refusal::CapabilityNotDeclared {
-                    method: Method::SetLoggingLevel,
-                    capability: Capability::Logging,
-                }));
-            }
-            st.conn.set_modern_log_level(Some(level.to_owned()));
+        let asked = self.shared.lock().conn.ask_log_level(level);
+        if asked.map_err(Error::Refused)? == LogLevel::InMeta {
             return Ok(());
         }
         let _: serde_json::Value = self

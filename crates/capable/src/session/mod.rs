@@ -106,6 +106,23 @@ impl Session {
         self.negotiated.instructions.as_deref()
     }
 
+    /// What the server declared and what a host may therefore call, as one JSON object
+    /// (`capable inspect --json` prints it): `era`, `protocolVersion`, `serverInfo`,
+    /// `capabilities` exactly as declared, their `extensions`, the `actions` of the
+    /// gating table and the `instructions`.
+    pub fn description(&self) -> serde_json::Value {
+        let capabilities = self.capabilities();
+        serde_json::json!({
+            "era": self.era().as_str(),
+            "protocolVersion": self.protocol_version(),
+            "serverInfo": self.server_info(),
+            "capabilities": capabilities,
+            "extensions": capabilities.extensions().cloned().unwrap_or_default(),
+            "actions": self.actions(),
+            "instructions": self.instructions(),
+        })
+    }
+
     /// The methods the host may call (derived from the gating table; methods the
     /// server refused despite declaring them are left out).
     pub fn actions(&self) -> Vec<Method> {

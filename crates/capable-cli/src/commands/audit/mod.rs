@@ -15,7 +15,6 @@ use crate::exit::CliError;
 use crate::flags::ServerArgs;
 use crate::output;
 use report::human;
-pub(crate) use report::markdown;
 
 pub async fn run(ctx: &Context, report: Option<&Path>, args: &ServerArgs) -> Result<(), CliError> {
     let recorder = Recorder::new();
@@ -34,7 +33,7 @@ pub async fn run(ctx: &Context, report: Option<&Path>, args: &ServerArgs) -> Res
         output::print(&human(&verdict))?;
     }
     if let Some(path) = report {
-        let text = markdown(&verdict);
+        let text = verdict.markdown();
         std::fs::write(path, crate::secrets::scrub(&text).as_bytes()).map_err(|e| {
             CliError::Usage(format!(
                 "cannot write the report to {}: {e}",

@@ -2,7 +2,7 @@
 //! server should get them, and the server's failure as the host should get it.
 
 use capable::core::jsonrpc::{codes, Payload, RpcError};
-use capable::Error;
+use capable::{Error, ErrorKind};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -105,7 +105,7 @@ pub fn host_error(e: &Error) -> RpcError {
         Error::Refused(_) | Error::Violation(_) => RpcError {
             code: codes::METHOD_NOT_FOUND,
             message: e.to_string(),
-            data: Some(json!({"kind": CliError::Client(e.clone()).kind()})),
+            data: Some(json!({"kind": e.kind().as_str()})),
         },
         other => unavailable(&CliError::Client(other.clone())),
     }
@@ -114,10 +114,9 @@ pub fn host_error(e: &Error) -> RpcError {
 /// The error every request gets while the server behind cannot be reached
 /// (`why`, with the hint of what to do).
 pub fn unavailable(why: &CliError) -> RpcError {
-    let kind = why.kind();
-    let code = match kind {
-        "authorization_required" | "authorization_failed" => code::AUTHORIZATION_REQUIRED,
-        "contract_violation" | "rpc_error" => codes::INTERNAL_ERROR,
+    let code = match why.error_kind() {
+        ErrorKind::AuthRequired | ErrorKind::AuthFailed => code::AUTHORIZATION_REQUIRED,
+        ErrorKind::Violation | ErrorKind::Rpc => codes::INTERNAL_ERROR,
         _ => code::UNAVAILABLE,
     };
     let mut message = crate::secrets::scrub(&why.to_string()).into_owned();
@@ -128,7 +127,7 @@ pub fn unavailable(why: &CliError) -> RpcError {
     RpcError {
         code,
         message,
-        data: Some(json!({"kind": kind})),
+        data: Some(json!({"kind": why.kind()})),
     }
 }
 

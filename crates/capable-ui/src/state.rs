@@ -1,0 +1,68 @@
+//! What every handler shares: the servers, the event bus, and the things in flight
+//! (tool calls, watches, MCP Apps views, requests for input).
+//!
+//! One [`AppState`] per run, behind an `Arc`; a handler takes it with axum's extractor,
+//! `State(app): State<Arc<AppState>>`. A new area of the page adds its part here and a
+//! file under `handlers/`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use capable::core::secrets::Secrets;
+
+use crate::bus::Bus;
+use crate::calls::Calls;
+use crate::elicitations::Elicitations;
+use crate::options::UiOptions;
+use crate::servers::Servers;
+use crate::views::Views;
+use crate::watches::Watches;
+
+/// How many events the bus keeps for a page that reconnects or reloads.
+const RING: usize = 4096;
+/// The most bytes of event data it keeps (the oldest go first).
+const RING_BYTES: usize = 32 << 20;
+
+/// The state of one run of the inspector.
+pub struct AppState {
+    /// The servers given at start, in one host.
+    pub(crate) servers: Arc<Servers>,
+    /// The event stream of the page.
+    pub(crate) bus: Bus,
+    /// Open watches.
+    pub(crate) watches: Watches,
+    /// Tool calls in flight.
+    pub(crate) calls: Calls,
+    /// MCP Apps views, ready to be framed.
+    pub(crate) views: Views,
+    /// A server's requests for input, waiting for the page's answer.
+    pub(crate) elicitations: Elicitations,
+    /// What is cut out of every answer.
+    pub(crate) secrets: Secrets,
+    /// The run's connection bound.
+    pub(crate) timeout: Duration,
+}
+
+impl AppState {
+    /// The state of a run, its servers connecting.
+    pub(crate) fn start(options: UiOptions, secrets: Secrets) -> Arc<AppState> {
+        let bus = Bus::new(RING, RING_BYTES, secrets.clone());
+        let elicitations = Elicitations::new(bus.clone());
+        let servers = Servers::start(&options, bus.clone(), elicitations.clone());
+        Arc::new(AppState {
+            servers,
+            watches: Watches::new(bus.clone()),
+            calls: Calls::new(bus.clone()),
+            views: Views::default(),
+            elicitations,
+            bus,
+            secrets,
+            timeout: options.timeout,
+        })
+    }
+
+    /// Disconnects every server.
+    pub(crate) async fn shutdown(&self) {
+        self.servers.shutdown().await;
+    }
+}
