@@ -98,6 +98,16 @@ mod tests {
     }
 
     #[test]
+    fn sizes_are_read_as_people_write_them() {
+        assert_eq!(parse_size("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("512kib").unwrap(), 512 << 10);
+        assert_eq!(parse_size("1000").unwrap(), 1000);
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("5 parsecs").is_err());
+    }
+
+    #[test]
     fn escape_sequences_are_spelled_out_and_plain_text_is_untouched() {
         let fake = "\u{1b}]0;pwned\u{7}\u{1b}[2J\rall checks passed";
         let shown = printable(fake, true);
