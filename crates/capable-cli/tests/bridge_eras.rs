@@ -128,15 +128,7 @@ fn a_2026_host_listens_and_reads_at_a_legacy_server() {
     b.send(json!({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen", "params": listen}));
     let ack = b.next();
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-    let update = b.next();
-    assert_eq!(
-        update["method"], "notifications/resources/updated",
-        "{update}"
-    );
-    assert_eq!(
-        update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-        4
-    );
+    bridge_support::assert_listened_update(&b.next(), 4);
     assert_eq!(b.sent_upstream_count("resources/subscribe"), 1);
     // The host ends its stream: the server's subscription ends too.
     b.send(

@@ -254,15 +254,7 @@ fn a_modern_host_lists_and_listens_at_a_modern_server() {
         ack["params"]["notifications"],
         json!({"resourceSubscriptions": ["docs://manual/current"]})
     );
-    let update = b.next();
-    assert_eq!(
-        update["method"], "notifications/resources/updated",
-        "{update}"
-    );
-    assert_eq!(
-        update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-        3
-    );
+    bridge_support::assert_listened_update(&b.next(), 3);
     // A request without the envelope is refused by the bridge.
     let bare = b.request(4, "resources/list", json!({}));
     assert_eq!(bare["error"]["code"], -32602);

@@ -262,6 +262,20 @@ impl Drop for Bridge {
     }
 }
 
+/// Asserts that `update` is `notifications/resources/updated` on the listen stream
+/// of request `stream`.
+#[track_caller]
+pub fn assert_listened_update(update: &Value, stream: i64) {
+    assert_eq!(
+        update["method"], "notifications/resources/updated",
+        "{update}"
+    );
+    assert_eq!(
+        update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], stream,
+        "{update}"
+    );
+}
+
 /// Whether process `pid` is gone (or a zombie nobody reaped yet).
 pub fn gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

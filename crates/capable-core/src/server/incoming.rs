@@ -81,13 +81,6 @@ impl<W> ServerConnection<W> {
         error: &FramingError,
         out: &mut Outbox,
     ) -> Event<W> {
-        #[derive(Deserialize)]
-        struct Loose {
-            #[serde(default)]
-            id: Option<RequestId>,
-            #[serde(default)]
-            method: Option<serde::de::IgnoredAny>,
-        }
         if let Some(RequestId::Number(n)) = jsonrpc::answered_id(line) {
             if self.outbound.contains_key(&n) {
                 let unreadable = RpcError {
@@ -109,19 +102,13 @@ impl<W> ServerConnection<W> {
             message: format!("{what}: {error}"),
             data: None,
         };
-        match serde_json::from_slice::<Loose>(line) {
-            Ok(Loose {
-                id: Some(id),
-                method: Some(_),
-            }) => {
+        match jsonrpc::loose_shape(line) {
+            Ok((Some(id), true)) => {
                 if !self.inbound.contains_key(&id) {
                     out.write_error(&id, &invalid("not a valid request"));
                 }
             }
-            Ok(Loose {
-                id: None,
-                method: None,
-            }) => out.write_refusal(&invalid("not a JSON-RPC message")),
+            Ok((None, false)) => out.write_refusal(&invalid("not a JSON-RPC message")),
             Ok(_) => {}
             Err(e) if e.is_syntax() || e.is_eof() => out.write_refusal(&RpcError {
                 code: codes::PARSE_ERROR,
