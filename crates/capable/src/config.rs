@@ -319,7 +319,25 @@ pub fn server_from_text(
             known: servers.keys().cloned().collect(),
         });
     };
-    entry_target(name, raw, path, lookup)
+    entry_with_policy(name, raw, path, lookup).map(|(target, _)| target)
+}
+
+/// One entry of a config document and the policy it sets: an entry whose policy
+/// fields are malformed is as broken as one without `command` or `url`, whether the
+/// whole file is read or the entry is looked up by name.
+fn entry_with_policy(
+    name: &str,
+    raw: &Value,
+    path: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(ServerTarget, Option<ServerPolicy>), ConfigError> {
+    let target = entry_target(name, raw, path, lookup)?;
+    let policy = policy::read(raw).map_err(|detail| ConfigError::Unsupported {
+        path: path.into(),
+        name: name.into(),
+        detail,
+    })?;
+    Ok((target, policy))
 }
 
 /// One entry of a config document as a server to start or reach.
@@ -329,6 +347,14 @@ fn entry_target(
     path: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ServerTarget, ConfigError> {
+    // An entry is an object: serde would read a struct from an array too, field by
+    // field, and `["node"]` would start `node`.
+    if !raw.is_object() {
+        return Err(ConfigError::Unreadable {
+            path: path.into(),
+            detail: format!("server {name:?}: an entry is an object, not {raw}"),
+        });
+    }
     let entry: Entry =
         serde_json::from_value(raw.clone()).map_err(|e| ConfigError::Unreadable {
             path: path.into(),
@@ -484,16 +510,11 @@ impl ConfigFile {
         let servers = raw
             .iter()
             .map(|(name, raw)| {
-                let target = entry_target(name, raw, path, lookup).and_then(|target| {
-                    let unsupported = |detail| ConfigError::Unsupported {
-                        path: path.into(),
-                        name: name.clone(),
-                        detail,
-                    };
-                    if let Some(policy) = policy::read(raw).map_err(unsupported)? {
+                let target = entry_with_policy(name, raw, path, lookup).map(|(target, policy)| {
+                    if let Some(policy) = policy {
                         policies.insert(name.clone(), policy);
                     }
-                    Ok(target)
+                    target
                 });
                 ConfigEntry {
                     name: name.clone(),
@@ -531,6 +552,16 @@ mod tests {
         assert_eq!(cmd.program, "node");
         assert_eq!(cmd.args, ["/home/u/srv.js", "--port=7"]);
         assert_eq!(cmd.env["API_TOKEN"], "t0k");
+    }
+
+    #[test]
+    fn an_entry_that_is_no_object_is_refused_both_ways() {
+        let text = r#"{"mcpServers":{"a":["node","x.js"],"b":{"command":"node"}}}"#;
+        let one = server_from_text(text, "a", "f.json", &env).unwrap_err();
+        assert!(one.to_string().contains("an entry is an object"), "{one}");
+        let file = ConfigFile::from_text(text, "f.json", &env).unwrap();
+        assert_eq!(file.servers[0].target.as_ref().err(), Some(&one));
+        assert!(file.servers[1].target.is_ok());
     }
 
     #[test]
