@@ -291,6 +291,24 @@ fn the_inspector_in_a_real_browser() {
         "return document.getElementById('status').textContent === 'again: Sunny in Oslo'",
         WAIT,
     );
+    // MCP Apps' visibility: a tool for the model alone is refused to the view, before
+    // anything is sent; a tool for apps alone is the view's to call.
+    b.click("#modelonly");
+    let refused = b.wait_until(
+        "the model-only tool refused to the view",
+        "const t = document.getElementById('called').textContent; return t.startsWith('purge-cache: error') && t",
+        WAIT,
+    );
+    assert!(
+        refused.as_str().unwrap().contains("not visible to apps"),
+        "{refused}"
+    );
+    b.click("#apponly");
+    b.wait_until(
+        "the app-only tool called by the view",
+        "return document.getElementById('called').textContent === 'refresh-view: refreshed'",
+        WAIT,
+    );
     // Links: a script URL is refused at once; a web link is offered in the page, and
     // opened only when the person says so.
     b.click("#badlink");
@@ -339,6 +357,28 @@ fn the_inspector_in_a_real_browser() {
     );
     b.leave_frame();
     b.screenshot(&shots().join("app.png"));
+    // The app-only tool is not in the tool list; nothing named purge-cache went out,
+    // refresh-view did.
+    assert_eq!(
+        b.all("[data-testid=tool]").len(),
+        2,
+        "weather and purge-cache, not refresh-view"
+    );
+    assert!(b
+        .all("[data-testid=tool][data-name=refresh-view]")
+        .is_empty());
+    let hidden = b.text("[data-testid=app-only-tools]", WAIT);
+    assert!(hidden.contains("refresh-view"), "{hidden}");
+    b.click("[data-testid=tab-log]");
+    let calls = b.wait_until(
+        "the view's calls in the message log",
+        "const r = [...document.querySelectorAll('[data-testid=log-row][data-dir=sent][data-method=\"tools/call\"] pre')].map(p => p.textContent); return r.some(t => t.includes('refresh-view')) && r",
+        WAIT,
+    );
+    assert!(
+        !calls.to_string().contains("purge-cache"),
+        "the refused call was never sent: {calls}"
+    );
 
     // Skills: a faithful one loads verified, with its file; a tampered one is refused.
     open(&b, "skills", "skills");

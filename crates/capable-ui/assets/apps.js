@@ -2,10 +2,11 @@
 // origin: it cannot reach the inspector's cookie or API), under the policy capable
 // made from the resource's declared domains. The host side of the bridge is here:
 // JSON-RPC over postMessage — `ui/initialize`, then the tool's input and result as
-// notifications; the view may call `tools/call` and `resources/read` on its own
-// server (through the same gating table), log, ask for its height, and ask to open a
-// web link — which the person sees and opens or declines in the page, never the view
-// by itself. Every bridge message is listed under the view.
+// notifications; the view may call `tools/call` (of a tool visible to apps) and
+// `resources/read` on its own server (through the same gating table), log, ask for
+// its height, and ask to open a web link — which the person sees and opens or
+// declines in the page, never the view by itself. Every bridge message is listed
+// under the view.
 
 import { h, fill, post, errorText } from './dom.js';
 
@@ -17,6 +18,11 @@ function webLink(url) {
     const u = new URL(String(url));
     return (u.protocol === 'http:' || u.protocol === 'https:') ? u.href : null;
   } catch (_) { return null; }
+}
+
+/** A JSON-RPC error for the view from a failed command: refused here (-32600), or failed on the way (-32603). */
+function failed(c) {
+  return { error: { code: c.status === 403 || c.status === 409 ? -32600 : -32603, message: errorText(c) } };
 }
 
 /** Mounts the view of `tool` after a call with `args` that gave `result`. */
@@ -53,14 +59,16 @@ export async function mountApp(server, tool, args, result, box) {
         send({ jsonrpc: '2.0', method: 'ui/notifications/tool-input', params: { arguments: args } });
         send({ jsonrpc: '2.0', method: 'ui/notifications/tool-result', params: result });
         return;
+      // The view's own calls go with its id: capable sends them to the view's server
+      // only, and refuses a tool whose visibility leaves apps out (nothing is sent).
       case 'tools/call': {
-        const c = await post('/api/call', { server, tool: p.name, arguments: p.arguments || {} });
-        answer(m.id, c.ok ? { result: c.body.result } : { error: { code: -32603, message: errorText(c) } });
+        const c = await post('/api/app/call', { view: r.body.id, name: p.name, arguments: p.arguments || {} });
+        answer(m.id, c.ok ? { result: c.body } : failed(c));
         return;
       }
       case 'resources/read': {
-        const c = await post('/api/read', { server, uri: p.uri });
-        answer(m.id, c.ok ? { result: { contents: c.body.contents } } : { error: { code: -32603, message: errorText(c) } });
+        const c = await post('/api/app/read', { view: r.body.id, uri: p.uri });
+        answer(m.id, c.ok ? { result: { contents: c.body.contents } } : failed(c));
         return;
       }
       case 'ui/open-link': {

@@ -141,7 +141,11 @@ function picker(s, key, items, label, view) {
 }
 
 export function toolsPanel(s) {
-  return picker(s, 'tools', s.tools || [], 'tool', toolView);
+  const el = picker(s, 'tools', s.tools || [], 'tool', toolView);
+  const hidden = s.appOnlyTools || [];
+  if (!el.appOnly) { el.appOnly = h('p', { class: 'muted', 'data-testid': 'app-only-tools' }); el.prepend(el.appOnly); }
+  fill(el.appOnly, hidden.length ? 'Visible only to apps (their views call them), not listed: ' + hidden.join(', ') : '');
+  return el;
 }
 
 function promptView(server, prompt) {

@@ -13,6 +13,7 @@
 //! | `POST /api/prompt` | prompts |
 //! | `POST /api/elicit` | an answer to a server's request for input |
 //! | `POST /api/app`, `GET /app/{id}` | MCP Apps views |
+//! | `POST /api/app/call`, `/api/app/read` | a view's own calls, on its server |
 //! | `POST /api/skills`, `/api/skill` | skills |
 //! | `POST /api/audit` | the audit |
 
@@ -55,6 +56,8 @@ pub fn router(state: Arc<AppState>, gate: Gate) -> Router {
         .route("/api/elicit", post(elicit::answer))
         .route("/api/app", post(apps::read))
         .route("/app/{id}", get(apps::frame))
+        .route("/api/app/call", post(apps::call))
+        .route("/api/app/read", post(apps::read_for_view))
         .route("/api/skills", post(skills::list))
         .route("/api/skill", post(skills::show))
         .route("/api/audit", post(audit::run))

@@ -216,8 +216,12 @@ impl Servers {
             .filter(|p| p.server == *name)
             .map(|p| p.prompt)
             .collect();
-        let tools = self.tools(name);
+        // MCP Apps: a tool visible only to apps stays out of the list (its view calls
+        // it); the page names it apart.
+        let (app_only, tools): (Vec<_>, Vec<_>) =
+            self.tools(name).into_iter().partition(|t| t.is_app_only());
         v["tools"] = json!(tools);
+        v["appOnlyTools"] = app_only.iter().map(|t| json!(t.name)).collect();
         v["resources"] = json!(resources);
         v["prompts"] = json!(prompts);
         v["templates"] = self
