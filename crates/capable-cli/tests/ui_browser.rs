@@ -52,6 +52,60 @@ fn the_inspector_in_a_real_browser() {
         "return document.querySelector('[data-testid=live]').textContent === 'live'",
         WAIT,
     );
+    // The browser sends the inspector's cookie to any web server on 127.0.0.1 it
+    // visits (cookies ignore ports); replayed, it gets none of the API: that needs the
+    // page's secret, which only the page's own script sends.
+    let other = ui_support::OtherServer::start();
+    b.goto(&format!("http://127.0.0.1:{}/", other.port));
+    let heard = other.next_request();
+    let cookie = heard
+        .iter()
+        .find(|(n, _)| n == "cookie")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    assert!(
+        cookie.contains(&format!("capable_ui_{}=", ui.port)),
+        "the browser gave another port the cookie: {heard:?}"
+    );
+    let host = ui.host();
+    let replayed = [
+        ui.request(
+            "GET",
+            "/api/servers",
+            &[("Host", &host), ("Cookie", &cookie)],
+            "",
+        ),
+        ui.request(
+            "POST",
+            "/api/call",
+            &[
+                ("Host", &host),
+                ("Cookie", &cookie),
+                ("Origin", &ui.base),
+                ("Content-Type", "application/json"),
+            ],
+            r#"{"server":"tools","tool":"echo","arguments":{"message":"replayed"}}"#,
+        ),
+    ];
+    for answer in replayed {
+        let said = answer.body.chars().take(200).collect::<String>();
+        assert_eq!(answer.status, 401, "a replayed cookie: {said}");
+    }
+    let events = ui_support::http_status(
+        ("127.0.0.1", ui.port),
+        "GET",
+        "/api/events",
+        &[("Host", &host), ("Cookie", &cookie)],
+    );
+    assert_eq!(events, 401, "a replayed cookie on the event stream");
+    // Back in the same tab, the page goes on with its secret.
+    b.goto(&format!("{}/", ui.base));
+    b.wait_until(
+        "the event stream is live again",
+        "return document.querySelector('[data-testid=live]').textContent === 'live'",
+        WAIT,
+    );
+
     // Everything the page does from here on is watched for CSP violations.
     b.execute(
         "window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI)); return true",
@@ -438,7 +492,7 @@ fn the_inspector_in_a_real_browser() {
     // shows up there, with no refresh by hand.
     open(&b, "tools", "stderr");
     b.execute(
-        "fetch('/api/call', {method: 'POST', credentials: 'same-origin', headers: {'content-type': 'application/json'}, body: JSON.stringify({server: 'tools', tool: 'echo', arguments: {message: 'a live stderr line'}, call: 'stderr-live', task: false})}); return true",
+        "import('/dom.js').then(m => m.post('/api/call', {server: 'tools', tool: 'echo', arguments: {message: 'a live stderr line'}, call: 'stderr-live', task: false})); return true",
         serde_json::json!([]),
     );
     b.wait_until(

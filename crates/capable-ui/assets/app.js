@@ -2,7 +2,8 @@
 // `capable inspect --json` per server) and one event stream (/api/events); commands
 // go up as JSON POSTs. Plain modules, no build step, nothing fetched from elsewhere.
 
-import { h, fill, badge, post, errorText } from './dom.js';
+import { h, fill, badge, get, post, errorText, startSession } from './dom.js';
+import { follow } from './stream.js';
 import { overview } from './overview.js';
 import { resourcesPanel, watchEvent } from './resources.js';
 import { toolsPanel, promptsPanel, progressEvent, taskEvent } from './tools.js';
@@ -50,8 +51,8 @@ export async function refresh() {
     do {
       again = false;
       try {
-        const r = await fetch('/api/servers', { credentials: 'same-origin' });
-        if (r.ok) app.servers = await r.json();
+        const r = await get('/api/servers');
+        if (r.ok) app.servers = r.body;
       } catch (_) { /* the stream's state shows it */ }
       render();
     } while (again);
@@ -174,28 +175,24 @@ async function command(path, server) {
   refresh();
 }
 
-/** The event stream; the browser resumes it with Last-Event-ID by itself. */
-function follow() {
+/** The event stream: each kind of event to the panel that shows it. */
+function listen() {
   const live = document.getElementById('live');
-  const es = new EventSource('/api/events');
-  es.onopen = () => { live.textContent = 'live'; live.className = 'live on'; };
-  es.onerror = () => { live.textContent = 'reconnecting…'; live.className = 'live'; };
-  const parse = (e) => { try { return JSON.parse(e.data); } catch (_) { return null; } };
-  es.addEventListener('msg', (e) => { const d = parse(e); if (d) logEvent(d); });
-  es.addEventListener('watch', (e) => { const d = parse(e); if (d) watchEvent(d); });
-  es.addEventListener('progress', (e) => { const d = parse(e); if (d) progressEvent(d); });
-  es.addEventListener('task', (e) => { const d = parse(e); if (d) taskEvent(d); });
-  es.addEventListener('elicit', (e) => { const d = parse(e); if (d) elicitEvent(d); });
-  // A server's stderr is followed while its panel is shown (each line re-reads the
-  // tail, coalesced); another panel reads it when it is opened.
-  es.addEventListener('stderr', (e) => {
-    const d = parse(e);
-    if (d && d.server === app.selected && app.tab === 'stderr') refresh();
-  });
-  for (const kind of ['state', 'lists', 'violation', 'notice']) {
-    es.addEventListener(kind, () => refresh());
-  }
+  const changed = () => refresh();
+  follow({
+    msg: logEvent, watch: watchEvent, progress: progressEvent, task: taskEvent, elicit: elicitEvent,
+    // A server's stderr is followed while its panel is shown (each line re-reads the
+    // tail, coalesced); another panel reads it when it is opened.
+    stderr: (d) => { if (d.server === app.selected && app.tab === 'stderr') refresh(); },
+    state: changed, lists: changed, violation: changed, notice: changed,
+  }, (text, on) => { live.textContent = text; live.className = on ? 'live on' : 'live'; });
 }
 
-follow();
-refresh();
+if (await startSession()) {
+  listen();
+  refresh();
+} else {
+  document.getElementById('live').textContent = 'no session';
+  fill(document.getElementById('main'), h('p', { class: 'reason', 'data-testid': 'no-session' },
+    'This tab has no session with capable ui: open the URL it printed (with its token).'));
+}

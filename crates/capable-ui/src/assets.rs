@@ -22,6 +22,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ),
     ("/app.js", include_str!("../assets/app.js"), JS),
     ("/dom.js", include_str!("../assets/dom.js"), JS),
+    ("/stream.js", include_str!("../assets/stream.js"), JS),
     ("/form.js", include_str!("../assets/form.js"), JS),
     ("/overview.js", include_str!("../assets/overview.js"), JS),
     ("/resources.js", include_str!("../assets/resources.js"), JS),
