@@ -5,7 +5,7 @@
 import { h, fill, badge, get, post, errorText, startSession } from './dom.js';
 import { follow } from './stream.js';
 import { overview } from './overview.js';
-import { resourcesPanel, watchEvent } from './resources.js';
+import { resourcesPanel, watchEvent, watchRead } from './resources.js';
 import { toolsPanel, promptsPanel, progressEvent, taskEvent } from './tools.js';
 import { tasksPanel } from './tasks.js';
 import { skillsPanel } from './skills.js';
@@ -180,7 +180,7 @@ function listen() {
   const live = document.getElementById('live');
   const changed = () => refresh();
   follow({
-    msg: logEvent, watch: watchEvent, progress: progressEvent, task: taskEvent, elicit: elicitEvent,
+    msg: (d) => { logEvent(d); watchRead(d); }, watch: watchEvent, progress: progressEvent, task: taskEvent, elicit: elicitEvent,
     // A server's stderr is followed while its panel is shown (each line re-reads the
     // tail, coalesced); another panel reads it when it is opened.
     stderr: (d) => { if (d.server === app.selected && app.tab === 'stderr') refresh(); },

@@ -50,7 +50,7 @@ function variables(template) {
 }
 
 /** The contents of a read: text as text, images previewed, other bytes described. */
-function contents(list) {
+export function contents(list) {
   return (list || []).map((c) => {
     const mime = c.mimeType || '';
     if (typeof c.text === 'string') return h('pre', { 'data-testid': 'text' }, c.text);
@@ -71,7 +71,8 @@ function readCard(read) {
     contents(read.contents));
 }
 
-async function read(server, uri, out) {
+/** Reads `uri` on `server` into `out`: its contents, revision and read time, or why not. */
+export async function read(server, uri, out) {
   fill(out, h('p', { class: 'muted' }, 'Reading ' + uri + '…'));
   const r = await post('/api/read', { server, uri });
   fill(out, r.ok ? readCard(r.body) : h('p', { class: 'errors', 'data-testid': 'error' }, errorText(r)));
@@ -81,13 +82,47 @@ function card(id, server, uri) {
   let c = cards.get(id);
   if (c) return c;
   const list = h('div', { class: 'list' });
+  const alive = h('span', { class: 'alive', 'data-testid': 'watch-alive', hidden: true });
   const stop = h('button', { type: 'button', 'data-testid': 'unwatch', onclick: () => post('/api/unwatch', { server, watch: id }) }, 'Stop');
   const el = h('div', { class: 'card', 'data-testid': 'watch-card', 'data-watch': id, 'data-uri': uri },
-    h('div', { class: 'row' }, h('h4', {}, 'Watching ' + uri), h('span', { class: 'grow' }), stop), list);
-  c = { el, list, stop, revisions: 0 };
+    h('div', { class: 'row' }, h('h4', {}, 'Watching ' + uri), alive, h('span', { class: 'grow' }), stop), list);
+  c = { el, list, stop, alive, server, uri, revisions: 0, poll: null };
   cards.set(id, c);
   watchBox(server).prepend(el);
   return c;
+}
+
+/**
+ * A polling watch shows that it still runs: each `resources/read` of its resource
+ * that goes out on its server (seen in the message log's stream) counts, with the
+ * time of the last; when none went out for three intervals, it says so.
+ */
+function showAlive(c) {
+  const p = c.poll;
+  if (!p) return;
+  const ago = p.last ? Date.now() - p.last : null;
+  const late = ago !== null && ago > 3 * p.interval + 1000;
+  c.alive.hidden = false;
+  c.alive.className = 'alive' + (late ? ' late' : ' on');
+  c.alive.dataset.reads = String(p.reads);
+  c.alive.textContent = 'polling every ' + p.interval + ' ms · ' +
+    (p.reads ? 'read ' + p.reads + (p.reads === 1 ? ' time' : ' times') + ', last ' + clock(new Date(p.last).toISOString()) : 'no read yet') +
+    (late ? ' · no read for ' + Math.round(ago / 1000) + ' s' : '');
+}
+
+setInterval(() => { for (const c of cards.values()) if (c.poll) showAlive(c); }, 1000);
+
+/** A `msg` event from the stream: a read of a polled resource counts for its watches. */
+export function watchRead(d) {
+  const m = d.message || {};
+  if (d.dir !== 'sent' || d.method !== 'resources/read' || d.tag || !m.params) return;
+  for (const c of cards.values()) {
+    if (c.poll && c.server === d.server && c.uri === m.params.uri) {
+      c.poll.reads += 1;
+      c.poll.last = Date.parse(d.at) || Date.now();
+      showAlive(c);
+    }
+  }
 }
 
 /** A `watch` event from the stream. */
@@ -98,6 +133,9 @@ export function watchEvent(event) {
     case 'mode':
       c.list.appendChild(h('div', { class: 'modeline', 'data-testid': 'mode-line', 'data-mode': d.mode },
         h('strong', {}, d.mode), d.intervalMs ? ' every ' + d.intervalMs + ' ms' : '', ' — ', d.reason || ''));
+      c.poll = d.mode === 'poll' ? { interval: d.intervalMs || 0, reads: 0, last: null } : null;
+      c.alive.hidden = !c.poll;
+      showAlive(c);
       break;
     case 'revision':
       c.revisions += 1;
@@ -110,6 +148,8 @@ export function watchEvent(event) {
       c.list.appendChild(violationCard(d, h('p', {}, 'The method is not sent again in this session; the watch falls back as the next mode says.')));
       break;
     case 'end':
+      c.poll = null;
+      c.alive.hidden = true;
       c.stop.disabled = true;
       c.list.appendChild(h('p', { class: d.error ? 'errors' : 'muted', 'data-testid': 'watch-end' }, d.error ? 'ended: ' + d.error : 'stopped'));
       break;

@@ -232,11 +232,14 @@ impl Servers {
             .cloned()
             .unwrap_or(json!([]));
         v["violations"] = json!(session.violations());
-        v["notices"] = session
+        // How the connection was made (a fallback the protocol expects) is said beside
+        // the era; only what went wrong is a notice.
+        let (how, notices): (Vec<_>, Vec<_>) = session
             .notices()
-            .iter()
-            .map(|n| json!(n.to_string()))
-            .collect();
+            .into_iter()
+            .partition(|n| n.is_informational());
+        v["connection"] = how.iter().map(|n| json!(n.to_string())).collect();
+        v["notices"] = notices.iter().map(|n| json!(n.to_string())).collect();
         v["stderr"] = json!(session.stderr_tail());
         v
     }

@@ -14,6 +14,7 @@ mod common;
 #[path = "../ui_support/mod.rs"]
 mod ui_support;
 
+mod edges;
 mod everything;
 mod panels;
 mod security;
@@ -42,6 +43,7 @@ const FIXTURES: &[(&str, &[&str])] = &[
     ),
     ("skills", &["--profile", "skills"]),
     ("weather", &["--profile", "app"]),
+    ("grow", &["--profile", "tools-changed"]),
 ];
 
 #[test]
@@ -72,6 +74,12 @@ fn the_inspector_in_a_real_browser() {
     panels::apps(b);
     security::view_calls_only_what_apps_may(b);
     panels::skills_log_audit_stderr(b);
+    edges::app_view_in_dark_mode(b);
+    edges::a_list_change_keeps_the_open_form(b);
+    edges::elicitation_titles(b);
+    edges::a_polling_watch_shows_it_runs(b);
+    edges::the_overview_fits_600_px(b);
+    edges::a_legacy_fallback_is_no_warning(b);
     if peers {
         everything::panels(b);
     }

@@ -1,14 +1,14 @@
 //! The `app` profile: a tool that comes with an MCP Apps view. `weather` answers a
-//! city's sky (text and structured content) and names `ui://weather/view` in its
-//! `_meta.ui.resourceUri`; that resource is an HTML page (`text/html;profile=mcp-app`)
-//! that speaks the host↔app bridge: `ui/initialize` (it takes the host's theme and
-//! style variables, and follows their changes), then it shows the tool input and
-//! result the host sends, and its buttons call tools through the host: `weather`
-//! again, `refresh-view` (`visibility: ["app"]`, for the view alone) and
-//! `purge-cache` (`visibility: ["model"]`, which no host may let a view call). Two
-//! more ask the host to open a link (`ui/open-link`): one to a web page on
-//! 127.0.0.1, one to a `javascript:` URL no host should open; one logs a line far
-//! wider than any page.
+//! city's sky (text, a `resource_link` to the view, structured content) and names
+//! `ui://weather/view` in its `_meta.ui.resourceUri`; that resource is an HTML page
+//! (`text/html;profile=mcp-app`) that speaks the host↔app bridge: `ui/initialize`
+//! (it takes the host's theme and style variables, and follows their changes), then
+//! it shows the tool input and result the host sends, and its buttons call tools
+//! through the host: `weather` again, `refresh-view` (`visibility: ["app"]`, for the
+//! view alone) and `purge-cache` (`visibility: ["model"]`, which no host may let a
+//! view call). Two more ask the host to open a link (`ui/open-link`): one to a web
+//! page on 127.0.0.1, one to a `javascript:` URL no host should open; one logs a
+//! line far wider than any page.
 
 use std::sync::Arc;
 
@@ -24,7 +24,8 @@ pub const VIEW: &str = "ui://weather/view";
 const HTML: &str = r#"<!doctype html>
 <html><head><meta charset="utf-8"><title>weather</title>
 <style>
-body { background: var(--color-background-primary, Canvas); color: var(--color-text-primary, CanvasText); margin: 8px; }
+/* No background of its own: the host's canvas shows through, in the theme it gave. */
+body { color: var(--color-text-primary, CanvasText); font-family: var(--font-sans, sans-serif); margin: 8px; }
 </style></head>
 <body>
 <h1 id="title">Weather</h1>
@@ -142,7 +143,12 @@ pub(super) fn handle(f: &Arc<Fixture>, id: &RequestId, method: &str, params: &Va
             f.result(
                 id,
                 &json!({
-                    "content": [{"type": "text", "text": format!("Sunny in {city}")}],
+                    "content": [
+                        {"type": "text", "text": format!("Sunny in {city}")},
+                        {"type": "resource_link", "uri": VIEW, "name": "weather-view",
+                         "title": "The weather view", "mimeType": "text/html;profile=mcp-app",
+                         "description": "The view that shows this result."}
+                    ],
                     "structuredContent": {"city": city, "sky": "sunny"}
                 }),
             );
