@@ -225,7 +225,7 @@ pub struct ClientCapabilities {
     /// `io.modelcontextprotocol/tasks` is declared only on modern requests: the
     /// 2025-11-25 way to ask for a task is per request.
     pub extensions: std::collections::BTreeMap<String, Value>,
-    /// The host answers `roots/list`.
+    /// The host answers `roots/list` (and, legacy, says when its roots change).
     pub roots: bool,
     /// The host answers `sampling/createMessage`.
     pub sampling: bool,
@@ -246,8 +246,14 @@ impl ClientCapabilities {
     pub fn to_value(&self, version: crate::ProtocolVersion) -> Value {
         let mut map = Map::new();
         if self.roots {
-            // capable does not send `notifications/roots/list_changed`.
-            map.insert("roots".into(), Value::Object(Map::new()));
+            // Legacy: the shell sends `notifications/roots/list_changed` whenever the
+            // host changes its roots. 2026-07-28 removed the notification: a server asks
+            // for the roots with each request that needs them.
+            let mut roots = Map::new();
+            if version.era() == crate::Era::Legacy {
+                roots.insert("listChanged".into(), Value::Bool(true));
+            }
+            map.insert("roots".into(), Value::Object(roots));
         }
         if self.sampling {
             map.insert("sampling".into(), Value::Object(Map::new()));
@@ -355,6 +361,20 @@ mod tests {
         assert_eq!(
             elicit.to_value(V::V2025_11_25),
             json!({"elicitation": {"form": {}}})
+        );
+        let roots = ClientCapabilities {
+            roots: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            roots.to_value(V::V2025_11_25),
+            json!({"roots": {"listChanged": true}}),
+            "legacy: changes are told"
+        );
+        assert_eq!(
+            roots.to_value(V::V2026_07_28),
+            json!({"roots": {}}),
+            "modern: there is no such notification"
         );
     }
 

@@ -1,6 +1,7 @@
 //! Legacy server requests (elicitation, sampling, roots), answered by the host's
 //! handlers: one task per request, so a slow answer (a person typing) never blocks
-//! reading.
+//! reading. The same task tells a legacy server when the host changes its roots
+//! (`notifications/roots/list_changed`), for as long as the session reads.
 
 use std::sync::Arc;
 
@@ -21,20 +22,52 @@ pub(crate) struct ServerRequest {
     pub(crate) params: Value,
 }
 
+/// Answers the server's requests until the reader ends; with `tell_roots` (a legacy
+/// session given changeable roots), each change of the roots is a
+/// `notifications/roots/list_changed`.
 pub(crate) async fn run_input(
     shared: Arc<Driver>,
     mut requests: mpsc::UnboundedReceiver<Box<ServerRequest>>,
     handlers: crate::input::InputHandlers,
+    tell_roots: bool,
 ) {
-    while let Some(req) = requests.recv().await {
-        let shared = shared.clone();
-        let handlers = handlers.clone();
-        tokio::spawn(async move {
-            let answer = handlers.answer(req.kind, &req.method, req.params).await;
-            shared.write_with(|st| match &answer {
-                Ok(result) => st.conn.respond(&req.id, result, &mut st.out),
-                Err(error) => st.conn.respond_error(&req.id, error, &mut st.out),
-            });
-        });
+    let mut roots = handlers
+        .roots
+        .as_ref()
+        .filter(|_| tell_roots)
+        .map(|r| r.changes());
+    loop {
+        let changed = async {
+            match roots.as_mut() {
+                Some(changes) => changes.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            req = requests.recv() => {
+                let Some(req) = req else { return };
+                let shared = shared.clone();
+                let handlers = handlers.clone();
+                tokio::spawn(async move {
+                    let answer = handlers.answer(req.kind, &req.method, req.params).await;
+                    shared.write_with(|st| match &answer {
+                        Ok(result) => st.conn.respond(&req.id, result, &mut st.out),
+                        Err(error) => st.conn.respond_error(&req.id, error, &mut st.out),
+                    });
+                });
+            }
+            still = changed => {
+                if !still {
+                    roots = None;
+                    continue;
+                }
+                shared.write_with(|st| {
+                    if st.closed.is_none() {
+                        st.out
+                            .write_notification::<Value>("notifications/roots/list_changed", None);
+                    }
+                });
+            }
+        }
     }
 }
