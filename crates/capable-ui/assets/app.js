@@ -2,7 +2,7 @@
 // `capable inspect --json` per server) and one event stream (/api/events); commands
 // go up as JSON POSTs. Plain modules, no build step, nothing fetched from elsewhere.
 
-import { h, fill, badge, get, post, errorText, startSession } from './dom.js';
+import { h, fill, badge, get, post, errorText, startSession, timeoutField } from './dom.js';
 import { follow } from './stream.js';
 import { overview } from './overview.js';
 import { resourcesPanel, watchEvent, watchRead } from './resources.js';
@@ -11,10 +11,15 @@ import { tasksPanel } from './tasks.js';
 import { skillsPanel } from './skills.js';
 import { auditPanel, logPanel, logEvent, stderrPanel } from './monitor.js';
 import { elicitEvent } from './elicit.js';
+import { sampleEvent } from './sampling.js';
+import { serverHead, loginEvent } from './head.js';
+import { rootsPanel } from './roots.js';
+import { historyPanel, historyEvent } from './history.js';
 
 const TABS = [
   ['overview', 'Overview'], ['resources', 'Resources'], ['tools', 'Tools'], ['prompts', 'Prompts'],
-  ['tasks', 'Tasks'], ['skills', 'Skills'], ['audit', 'Audit'], ['log', 'Messages'], ['stderr', 'Stderr'],
+  ['tasks', 'Tasks'], ['skills', 'Skills'], ['roots', 'Roots'], ['audit', 'Audit'], ['history', 'History'],
+  ['log', 'Messages'], ['stderr', 'Stderr'],
 ];
 
 /** The whole page's state. */
@@ -100,19 +105,7 @@ function renderMain() {
   const main = document.getElementById('main');
   const s = current();
   if (!s) { main.head = null; fill(main, h('p', { class: 'muted' }, 'No servers.')); return; }
-  const info = s.inspect ? s.inspect.serverInfo : null;
-  const head = h('div', { class: 'card', 'data-testid': 'server-head' },
-    h('div', { class: 'row' },
-      h('h2', {}, s.name),
-      badge(s.state, s.state, { 'data-testid': 'state' }),
-      s.inspect ? badge(s.inspect.era + ' · ' + s.inspect.protocolVersion, 'era', { 'data-testid': 'version' }) : null,
-      info ? h('span', { class: 'muted' }, info.name + ' ' + info.version) : null,
-      h('span', { class: 'grow' }),
-      h('button', { type: 'button', 'data-testid': 'connect', onclick: () => command('/api/connect', s.name) },
-        s.state === 'disconnected' ? 'Connect' : 'Reconnect'),
-      h('button', { type: 'button', 'data-testid': 'disconnect', disabled: s.state === 'disconnected', onclick: () => command('/api/disconnect', s.name) }, 'Disconnect')),
-    h('div', { class: 'muted mono' }, s.target),
-    s.reason ? h('div', { class: 'reason', 'data-testid': 'reason' }, s.reason) : null);
+  const head = serverHead(s, command);
   const tabs = h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Server views', onkeydown: tabKeys },
     TABS.map(([id, label]) => h('button', {
       type: 'button', role: 'tab', 'data-testid': 'tab-' + id, 'data-tab': id,
@@ -162,8 +155,10 @@ function tabContent(s) {
     case 'prompts': return promptsPanel(s);
     case 'tasks': return panel(s.name, 'tasks', (el) => tasksPanel(el, s.name));
     case 'skills': return panel(s.name, 'skills', (el) => skillsPanel(el, s.name));
+    case 'roots': return panel(s.name, 'roots', (el) => rootsPanel(el, s.name));
     case 'audit': return panel(s.name, 'audit', (el) => auditPanel(el, s.name));
-    case 'log': return panel(s.name, 'log', (el) => logPanel(el, s.name));
+    case 'history': return panel(s.name, 'history', (el) => historyPanel(el, s.name));
+    case 'log': return panel(s.name, 'log', (el) => logPanel(el, s.name, () => app.servers.find((x) => x.name === s.name)));
     case 'stderr': return stderrPanel(s, refresh);
   }
   return h('div', {});
@@ -180,7 +175,8 @@ function listen() {
   const live = document.getElementById('live');
   const changed = () => refresh();
   follow({
-    msg: (d) => { logEvent(d); watchRead(d); }, watch: watchEvent, progress: progressEvent, task: taskEvent, elicit: elicitEvent,
+    msg: (d) => { logEvent(d); watchRead(d); }, watch: watchEvent, progress: progressEvent, task: taskEvent,
+    elicit: elicitEvent, sample: sampleEvent, history: historyEvent, login: (d) => { loginEvent(d); refresh(); },
     // A server's stderr is followed while its panel is shown (each line re-reads the
     // tail, coalesced); another panel reads it when it is opened.
     stderr: (d) => { if (d.server === app.selected && app.tab === 'stderr') refresh(); },
@@ -188,6 +184,7 @@ function listen() {
   }, (text, on) => { live.textContent = text; live.className = on ? 'live on' : 'live'; });
 }
 
+timeoutField(document.getElementById('timeout'));
 if (await startSession()) {
   listen();
   refresh();

@@ -59,9 +59,28 @@ export async function startSession() {
   return !!secret;
 }
 
-/** The headers every API call carries: the page's secret, and `extra`. */
+/** Where this tab keeps the timeout the person set (seconds; none: the run's). */
+const TIMEOUT = 'capable-ui-timeout';
+
+/** The timeout field in the header: kept for the tab, sent with every call. */
+export function timeoutField(input) {
+  input.value = sessionStorage.getItem(TIMEOUT) || '';
+  input.addEventListener('change', () => {
+    const s = Number(input.value);
+    if (input.value.trim() !== '' && s > 0) sessionStorage.setItem(TIMEOUT, String(s));
+    else { sessionStorage.removeItem(TIMEOUT); input.value = ''; }
+  });
+}
+
+/**
+ * The headers every API call carries: the page's secret, the timeout the person set
+ * (`X-Capable-Timeout`, in ms: past it the request is cancelled), and `extra`.
+ */
 export function apiHeaders(extra) {
-  return Object.assign({ 'X-Capable-Page': secret || '' }, extra || {});
+  const headers = { 'X-Capable-Page': secret || '' };
+  const s = Number(sessionStorage.getItem(TIMEOUT));
+  if (s > 0) headers['X-Capable-Timeout'] = String(Math.round(s * 1000));
+  return Object.assign(headers, extra || {});
 }
 
 async function answer(r) {

@@ -1,11 +1,15 @@
 // Resources and templates: Read (the text or a preview by MIME type, the revision,
 // the read time) and Watch (the mode and why, each revision as it arrives; a contract
-// violation with both messages, then the fallback's mode) — the lines of
-// `capable watch --json`, as they come over the event stream.
+// violation with both messages, then the fallback's mode; any two revisions compared
+// line by line) — the lines of `capable watch --json`, as they come over the event
+// stream. A template's variables are completed as they are typed, where the server
+// allows completion/complete.
 
 import { h, fill, post, errorText, clock } from './dom.js';
 import { panel } from './app.js';
 import { violationCard } from './overview.js';
+import { completes } from './complete.js';
+import { textOf, diffView } from './diff.js';
 
 /** Open watches' cards, by watch id (an event may come before the POST's answer). */
 const cards = new Map();
@@ -83,13 +87,37 @@ function card(id, server, uri) {
   if (c) return c;
   const list = h('div', { class: 'list' });
   const alive = h('span', { class: 'alive', 'data-testid': 'watch-alive', hidden: true });
+  const diff = h('div', {});
   const stop = h('button', { type: 'button', 'data-testid': 'unwatch', onclick: () => post('/api/unwatch', { server, watch: id }) }, 'Stop');
   const el = h('div', { class: 'card', 'data-testid': 'watch-card', 'data-watch': id, 'data-uri': uri },
-    h('div', { class: 'row' }, h('h4', {}, 'Watching ' + uri), alive, h('span', { class: 'grow' }), stop), list);
-  c = { el, list, stop, alive, server, uri, revisions: 0, poll: null };
+    h('div', { class: 'row' }, h('h4', {}, 'Watching ' + uri), alive, h('span', { class: 'grow' }), stop),
+    h('p', { class: 'muted' }, 'Tick two revisions to see what changed between them.'), diff, list);
+  c = { el, list, stop, alive, diff, server, uri, revisions: 0, poll: null, kept: [], picked: [] };
   cards.set(id, c);
   watchBox(server).prepend(el);
   return c;
+}
+
+/** How many revisions of each watch are kept to compare. */
+const KEPT_REVISIONS = 200;
+
+/** Shows the diff of revisions `a` and `b` (by number) of card `c`, on top of its list. */
+function showDiff(c, a, b) {
+  const [older, newer] = [Math.min(a, b), Math.max(a, b)].map((n) => c.kept.find((r) => r.n === n));
+  if (!older || !newer) { fill(c.diff, h('p', { class: 'muted' }, 'That revision is no longer kept.')); return; }
+  fill(c.diff, diffView(older, newer), h('button', { type: 'button', onclick: () => fill(c.diff) }, 'Close the diff'));
+}
+
+/** Two revisions picked (their boxes ticked): their diff. */
+function compare(c, rev, on) {
+  c.picked = c.picked.filter((n) => n !== rev.n);
+  if (on) c.picked.push(rev.n);
+  if (c.picked.length > 2) {
+    const dropped = c.picked.shift();
+    const box = c.list.querySelector('[data-testid=watch-revision][data-n="' + dropped + '"] [data-testid=pick-revision]');
+    if (box) box.checked = false;
+  }
+  if (c.picked.length === 2) showDiff(c, c.picked[0], c.picked[1]);
 }
 
 /**
@@ -137,13 +165,19 @@ export function watchEvent(event) {
       c.alive.hidden = !c.poll;
       showAlive(c);
       break;
-    case 'revision':
+    case 'revision': {
       c.revisions += 1;
+      const rev = { n: c.revisions, revision: d.revision, text: textOf(d.contents) };
+      c.kept.push(rev);
+      if (c.kept.length > KEPT_REVISIONS) c.kept.shift();
+      const pick = h('input', { type: 'checkbox', 'data-testid': 'pick-revision', 'aria-label': 'compare revision ' + rev.n, onchange: () => compare(c, rev, pick.checked) });
       c.list.appendChild(h('div', { class: 'item', 'data-testid': 'watch-revision', 'data-n': c.revisions },
-        h('span', { class: 'muted mono' }, '#' + c.revisions + ' ' + clock(d.readAt)),
+        h('label', { class: 'muted mono' }, pick, ' #' + c.revisions + ' ' + clock(d.readAt)),
         h('code', {}, d.revision),
+        c.revisions > 1 ? h('button', { type: 'button', 'data-testid': 'diff-previous', onclick: () => showDiff(c, rev.n - 1, rev.n) }, 'diff with #' + (rev.n - 1)) : null,
         h('div', { class: 'grow' }, contents(d.contents))));
       break;
+    }
     case 'violation':
       c.list.appendChild(violationCard(d, h('p', {}, 'The method is not sent again in this session; the watch falls back as the next mode says.')));
       break;
@@ -174,6 +208,11 @@ export function resourcesPanel(s) {
       h('div', { class: 'row muted' }, h('label', {}, 'When the server offers no subscription, or breaks it, re-read every ', root.poll, ' ms (0: never).')),
       root.list, root.out, h('h3', {}, 'Watches'), watchBox(s.name));
   });
+  // Drawn again only when the lists changed: a template being filled in keeps what
+  // was typed across live updates.
+  const listed = JSON.stringify([!!s.inspect, s.matrix, s.resources, s.templates]);
+  if (el.listed === listed) return el;
+  el.listed = listed;
   const rows = (s.resources || []).map((r) => h('div', { class: 'item', 'data-testid': 'resource', 'data-uri': r.uri },
     h('span', { class: 'grow' }, h('span', { class: 'name' }, r.title || r.name || ''), ' ', h('code', {}, r.uri),
       r.mimeType ? h('span', { class: 'muted' }, ' ' + r.mimeType) : null,
@@ -186,7 +225,9 @@ export function resourcesPanel(s) {
       inputs[v] = h('input', { type: 'text', name: v, 'aria-label': v, placeholder: v });
       return h('label', {}, v + ' ', inputs[v]);
     });
-    const uri = () => expand(t.uriTemplate || '', Object.fromEntries(Object.entries(inputs).map(([k, i]) => [k, i.value])));
+    const values = () => Object.fromEntries(Object.entries(inputs).map(([k, i]) => [k, i.value]));
+    const uri = () => expand(t.uriTemplate || '', values());
+    for (const [v, input] of Object.entries(inputs)) completes(s, input, { type: 'ref/resource', uri: t.uriTemplate }, v, values);
     return h('div', { class: 'item', 'data-testid': 'template', 'data-template': t.uriTemplate },
       h('span', { class: 'grow' }, h('span', { class: 'name' }, t.title || t.name || ''), ' ', h('code', {}, t.uriTemplate),
         t.description ? h('div', { class: 'muted' }, t.description) : null),

@@ -8,6 +8,7 @@ import { panel } from './app.js';
 import { schemaForm } from './form.js';
 import { mountApp } from './apps.js';
 import { contents, read } from './resources.js';
+import { completes } from './complete.js';
 
 /** Progress bars of calls in flight, by call id. */
 const bars = new Map();
@@ -88,7 +89,8 @@ function resultCard(body, server) {
     h('details', {}, h('summary', {}, 'raw result'), json(r)));
 }
 
-function toolView(server, tool) {
+function toolView(s, tool) {
+  const server = s.name;
   let schema = tool.inputSchema;
   const form = schemaForm(schema);
   const out = h('div', {});
@@ -158,7 +160,7 @@ function picker(s, key, items, label, view) {
     el.picked = { name: t.name, json: JSON.stringify(t) };
     fill(el.note);
     mark();
-    fill(el.view, view(s.name, t));
+    fill(el.view, view(s, t));
   };
   const mark = () => {
     for (const b of el.nav.querySelectorAll('button')) b.setAttribute('aria-pressed', String(!!el.picked && b.dataset.name === el.picked.name));
@@ -184,7 +186,8 @@ export function toolsPanel(s) {
   return el;
 }
 
-function promptView(server, prompt) {
+function promptView(s, prompt) {
+  const server = s.name;
   const args = prompt.arguments || [];
   const schema = {
     type: 'object',
@@ -192,6 +195,12 @@ function promptView(server, prompt) {
     required: args.filter((a) => a.required).map((a) => a.name),
   };
   const form = schemaForm(schema);
+  // Each argument completed as it is typed, the others as context.
+  const field = (name) => form.el.querySelector('input[name="' + CSS.escape(name) + '"]');
+  const given = () => Object.fromEntries(args.map((a) => [a.name, field(a.name) ? field(a.name).value : '']));
+  for (const a of args) {
+    if (field(a.name)) completes(s, field(a.name), { type: 'ref/prompt', name: prompt.name }, a.name, given);
+  }
   const out = h('div', {});
   const submit = async (e) => {
     e.preventDefault();

@@ -36,21 +36,28 @@
 //! | `security.rs` | the gate before every route: `Host`, `Origin`, the token and its cookie |
 //! | `bus.rs` | the numbered, resumable event stream behind `GET /api/events` |
 //! | `servers.rs` | the one [`Host`](capable::host::Host) of every server, its events onto the bus, the message-log tap |
-//! | `calls.rs`, `watches.rs`, `views.rs`, `elicitations.rs` | tool calls in flight, open watches, MCP Apps views, requests for input |
+//! | `calls.rs`, `watches.rs`, `views.rs`, `asks.rs` | tool calls in flight, open watches, MCP Apps views, what servers ask of the person (forms, sampling) |
 //! | `schema_check.rs` | a tool's arguments against its `inputSchema`, before sending |
+//! | `history.rs` | every command that reached a server, with its timing (recorded around the handlers) |
+//! | `logins.rs` | OAuth logins started from the page, their redirect received here |
+//! | `export.rs`, `report.rs` | a server as an `mcpServers` entry and a command; a session as one HTML report |
 //! | `assets.rs`, `assets/` | the page: HTML, CSS and plain JavaScript modules, embedded, no build step |
 
 use std::future::Future;
 use std::sync::Arc;
 
+mod asks;
 mod assets;
 mod bus;
 mod calls;
-mod elicitations;
 mod error;
+mod export;
 mod extract;
 mod handlers;
+mod history;
+mod logins;
 mod options;
+mod report;
 mod router;
 mod schema_check;
 mod security;
@@ -103,7 +110,7 @@ impl Ui {
         let gate = security::Gate::new(bound).map_err(UiError::Random)?;
         let mut secrets = options.secrets.clone();
         secrets.add(gate.token());
-        let state = state::AppState::start(options, secrets);
+        let state = state::AppState::start(options, secrets, bound);
         Ok(Ui {
             listener,
             gate,

@@ -30,6 +30,10 @@
 //! 4. A command (`POST`) must be `Content-Type: application/json`, which a
 //!    cross-origin form cannot send without a CORS preflight either.
 //!
+//! One route answers without either: `GET /callback`, where an authorization server
+//! sends the browser back after an OAuth login started from the page — only the
+//! `state` of a login in progress gets anything there (see `logins.rs`).
+//!
 //! Every answer carries a strict Content-Security-Policy (`default-src 'self'`,
 //! no framing), `nosniff`, `no-referrer` and `no-store`.
 
@@ -162,6 +166,12 @@ impl Gate {
             if given.is_some_and(|t| same(t, &self.token)) {
                 return Verdict::Exchange;
             }
+        }
+        if method == Method::GET && path == crate::logins::CALLBACK {
+            // An authorization server's redirect: a navigation from another site, with
+            // neither the cookie nor the page's secret; only the `state` of a login in
+            // progress gets anything there (`logins.rs`).
+            return Verdict::Pass;
         }
         let bearer = self.bearer(headers);
         if !bearer && !self.has_cookie(headers) {
@@ -516,6 +526,25 @@ mod tests {
             g.check(&Method::GET, "/api/servers", "", &newest),
             Verdict::Refuse(Refusal::NoPageSecret),
             "the oldest secrets go"
+        );
+    }
+
+    #[test]
+    fn the_oauth_callback_needs_no_credential_but_a_loopback_host() {
+        let g = gate();
+        let bare = headers(&[("host", "127.0.0.1:4000")]);
+        assert_eq!(
+            g.check(&Method::GET, "/callback", "code=c&state=s", &bare),
+            Verdict::Pass
+        );
+        assert_eq!(
+            g.check(&Method::POST, "/callback", "", &bare),
+            Verdict::Refuse(Refusal::Unauthenticated)
+        );
+        let rebound = headers(&[("host", "evil.example:4000")]);
+        assert_eq!(
+            g.check(&Method::GET, "/callback", "", &rebound),
+            Verdict::Refuse(Refusal::Host)
         );
     }
 

@@ -14,8 +14,10 @@ mod common;
 #[path = "../ui_support/mod.rs"]
 mod ui_support;
 
+mod beyond;
 mod edges;
 mod everything;
+mod inspector;
 mod panels;
 mod security;
 
@@ -44,6 +46,15 @@ const FIXTURES: &[(&str, &[&str])] = &[
     ("skills", &["--profile", "skills"]),
     ("weather", &["--profile", "app"]),
     ("grow", &["--profile", "tools-changed"]),
+    ("hang", &["--profile", "hang"]),
+];
+
+/// The OAuth peer: oidc-provider guarding a TypeScript SDK server
+/// (`tests/peers/oidc_guarded.mjs`).
+const OIDC: &[&str] = &[
+    ".peers/oidc/node_modules/oidc-provider/package.json",
+    ".peers/npm/node_modules/@modelcontextprotocol/sdk/package.json",
+    common::oauth::NODE22,
 ];
 
 #[test]
@@ -54,16 +65,21 @@ fn the_inspector_in_a_real_browser() {
     for (name, args) in FIXTURES {
         servers.insert((*name).to_owned(), fixture_entry(args));
     }
-    let peers = common::peers_wanted(&[everything::JS]);
-    if peers {
-        let js = common::workspace().join(everything::JS);
+    let peers = common::peers_wanted(&[everything::JS]) && common::peers_wanted(OIDC);
+    // Started before the inspector, so that it finds the authorization server up.
+    let guarded = peers.then(inspector::guarded);
+    if let Some(g) = &guarded {
+        // From the workspace, so that the page (and its screenshots) names the script
+        // as the peers install it.
+        let cwd = common::workspace();
         servers.insert(
             "everything".into(),
-            json!({"command": "node", "args": [js, "stdio"]}),
+            json!({"command": "node", "args": [everything::JS, "stdio"], "cwd": cwd}),
         );
+        servers.insert("guarded".into(), json!({"url": g.mcp}));
     }
     let count = servers.len();
-    let ui = Ui::with_config(&json!({ "mcpServers": Value::Object(servers) }));
+    let ui = Ui::with_config_and(&json!({ "mcpServers": Value::Object(servers) }), &[]);
     let browser = driver.browser(1280, 1000);
     let b = &browser;
 
@@ -80,8 +96,19 @@ fn the_inspector_in_a_real_browser() {
     edges::a_polling_watch_shows_it_runs(b);
     edges::the_overview_fits_600_px(b);
     edges::a_legacy_fallback_is_no_warning(b);
+    inspector::history_and_replay(b);
+    inspector::a_request_past_its_timeout_is_cancelled(b);
+    inspector::export_as_an_entry_and_a_command(b);
+    inspector::no_completion_or_log_level_where_none_is_declared(b);
+    beyond::a_diff_between_two_revisions(b);
+    beyond::a_report_of_the_session(b, &ui);
     if peers {
         everything::panels(b);
+        inspector::sampling_answered_in_the_page(b);
+        inspector::roots_edited_in_the_page(b);
+        inspector::completions_as_you_type(b);
+        inspector::the_log_level(b);
+        inspector::an_oauth_login_from_the_page(b, &ui);
     }
     panels::nothing_from_elsewhere(b);
     panels::narrow_dark(b);

@@ -2,7 +2,7 @@
 //! local port gets nothing of the API) and MCP Apps' visibility (a view may not call
 //! a tool meant for the model alone).
 
-use crate::ui_support::page::WAIT;
+use crate::ui_support::page::{watch_csp, WAIT};
 use crate::ui_support::webdriver::Browser;
 use crate::ui_support::{http_status, OtherServer, Ui};
 
@@ -78,10 +78,7 @@ pub fn page_and_cookie_replay(b: &Browser<'_>, ui: &Ui) {
     );
 
     // Everything the page does from here on is watched for CSP violations.
-    b.execute(
-        "window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI)); return true",
-        serde_json::json!([]),
-    );
+    watch_csp(b);
     let page = b.execute(
         "return document.documentElement.outerHTML",
         serde_json::json!([]),

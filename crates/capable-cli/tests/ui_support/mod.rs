@@ -54,11 +54,21 @@ impl Ui {
 
     /// `capable ui --no-open --config FILE` over this config.
     pub fn with_config(config: &serde_json::Value) -> Ui {
+        Ui::with_config_and(config, &[])
+    }
+
+    /// `capable ui --no-open --config FILE ARGS` over this config (the token store of
+    /// the run is in the config's directory).
+    pub fn with_config_and(config: &serde_json::Value, args: &[&str]) -> Ui {
         let dir = tempdir::Dir::new("ui-config");
         let path = dir.path().join("mcp.json");
         std::fs::write(&path, config.to_string()).unwrap();
         let path = path.to_string_lossy().into_owned();
-        Ui::start_in(&["--config", &path], Some(dir))
+        let store = dir.path().join("credentials.json");
+        let store = store.to_string_lossy().into_owned();
+        let mut all = vec!["--config", &path, "--token-store", &store];
+        all.extend_from_slice(args);
+        Ui::start_in(&all, Some(dir))
     }
 
     fn start_in(args: &[&str], config: Option<tempdir::Dir>) -> Ui {
@@ -97,6 +107,15 @@ impl Ui {
             page: std::sync::OnceLock::new(),
             _config: config,
         }
+    }
+
+    /// The token store of a run over a config ([`Ui::with_config_and`]).
+    pub fn token_store(&self) -> String {
+        let dir = self._config.as_ref().expect("a run over a config");
+        dir.path()
+            .join("credentials.json")
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// The PID of the inspector.

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
-use crate::extract::{Answer, Command, Reply};
+use crate::extract::{Answer, Command, Deadline, Reply};
 use crate::security::random_secret;
 use crate::state::AppState;
 use crate::views::{policy, View};
@@ -117,7 +117,11 @@ pub struct ViewCall {
 /// tool whose `visibility` leaves apps out (`["model"]`), and of a tool of another
 /// server — so a tool the server did not list is refused too (its visibility is
 /// unknown). Refused: `403`, nothing sent.
-pub async fn call(State(app): State<Arc<AppState>>, Command(c): Command<ViewCall>) -> Answer {
+pub async fn call(
+    State(app): State<Arc<AppState>>,
+    deadline: Deadline,
+    Command(c): Command<ViewCall>,
+) -> Answer {
     let view = view(&app, &c.view)?;
     let session = app.servers.session(&view.server)?;
     let tool = app
@@ -140,7 +144,9 @@ pub async fn call(State(app): State<Arc<AppState>>, Command(c): Command<ViewCall
         return Err(ApiError::not_offered(format!("{why}; nothing was sent"))
             .with_status(StatusCode::FORBIDDEN));
     }
-    let result = session.call_tool(&c.name, c.arguments.as_ref()).await?;
+    let result = deadline
+        .run(session.call_tool(&c.name, c.arguments.as_ref()))
+        .await?;
     Ok(Reply(json!(result)))
 }
 
@@ -155,9 +161,12 @@ pub struct ViewRead {
 /// (through its gating table, like any read); `capable read --json`'s answer.
 pub async fn read_for_view(
     State(app): State<Arc<AppState>>,
+    deadline: Deadline,
     Command(c): Command<ViewRead>,
 ) -> Answer {
     let view = view(&app, &c.view)?;
     let session = app.servers.session(&view.server)?;
-    Ok(Reply(json!(session.read_resource(&c.uri).await?)))
+    Ok(Reply(json!(
+        deadline.run(session.read_resource(&c.uri)).await?
+    )))
 }
