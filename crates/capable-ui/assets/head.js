@@ -33,7 +33,7 @@ async function login(server) {
 /** A `login` event from the stream: how a login started here ended. */
 export function loginEvent(d) {
   const e = extra(d.server);
-  const words = d.state === 'done' ? 'Logged in; the token is stored. Connecting again…'
+  const words = d.state === 'done' ? 'Logged in; the token is stored, and the server connects with it.'
     : d.state === 'not_required' ? 'The server asks for no authorization.'
       : 'The login failed: ' + (d.reason || '');
   fill(e.login, h('p', { class: d.state === 'failed' ? 'errors' : 'ok', 'data-testid': 'login-state' }, words));

@@ -2,10 +2,12 @@
 //!
 //! capable's local web inspector: a host of the servers given at start, shown in one
 //! page on `127.0.0.1` — each server's state, era, version, capability matrix and
-//! allowed actions, its resources (read, watch), tools (a form from the input schema,
-//! progress, tasks, cancel, an MCP Apps view), prompts, requests for input, skills,
-//! the audit, every message on the wire and the server's stderr — live, over one event
-//! stream. `capable ui` is this crate behind a command line.
+//! allowed actions, its resources (read, watch, two revisions diffed), tools (a form
+//! from the input schema, progress, tasks, cancel, an MCP Apps view), prompts (with
+//! completions), what it asks of the person (forms, sampling), its roots, skills, an
+//! OAuth login, the history of calls (with replay), the audit, every message on the
+//! wire and the server's stderr — live, over one event stream; and a session's report
+//! as one HTML file. `capable ui` is this crate behind a command line.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), capable_ui::UiError> {

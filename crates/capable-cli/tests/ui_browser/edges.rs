@@ -34,6 +34,7 @@ pub fn app_view_in_dark_mode(b: &Browser<'_>) {
     b.leave_frame();
     let dark = b.brightness("[data-testid=app-frame]");
     assert!(dark < 80.0, "the frame is dark in dark mode: {dark}");
+    b.scroll_to("[data-testid=call-result]");
     b.screenshot(&shots().join("app-dark.png"));
     b.prefer_dark(false);
     b.enter_frame("[data-testid=app-frame]");
@@ -70,6 +71,7 @@ pub fn app_view_in_dark_mode(b: &Browser<'_>) {
     );
     assert!(init.to_string().contains("appInfo"), "{init}");
     assert!(fits(b), "a long logged line does not widen the page");
+    b.scroll_to("[data-testid=app]");
     b.screenshot(&shots().join("app-messages.png"));
 }
 

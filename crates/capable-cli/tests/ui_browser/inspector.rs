@@ -200,6 +200,9 @@ pub fn the_log_level(b: &Browser<'_>) {
     );
     let line = b.text("[data-testid=server-log]", WAIT);
     assert!(line.contains("Roots updated"), "{line}");
+    b.type_into("[data-testid=log-method]", "notifications/message");
+    b.screenshot(&shots().join("messages.png"));
+    b.type_into("[data-testid=log-method]", "");
 }
 
 /// A server refused for want of authorization, logged in to from the page: the
@@ -218,8 +221,9 @@ pub fn an_oauth_login_from_the_page(b: &Browser<'_>, ui: &Ui) {
         "const s = document.querySelector('[data-testid=server][data-name=guarded] [data-testid=server-state]'); return s && s.textContent === 'ready'",
         WAIT,
     );
+    open(b, "guarded", "overview");
     b.screenshot(&shots().join("login.png"));
-    open(b, "guarded", "tools");
+    b.click("[data-testid=tab-tools]");
     b.wait_for("[data-testid=tool][data-name=echo]", WAIT);
     let url = b
         .execute(

@@ -57,6 +57,13 @@ const OIDC: &[&str] = &[
     common::oauth::NODE22,
 ];
 
+/// Runs one step, saying how long it took (the run's time is CI's).
+fn step(name: &str, run: impl FnOnce()) {
+    let started = Instant::now();
+    run();
+    eprintln!("{name}: {:?}", started.elapsed());
+}
+
 #[test]
 fn the_inspector_in_a_real_browser() {
     let Some(driver) = driver() else { return };
@@ -82,36 +89,80 @@ fn the_inspector_in_a_real_browser() {
     let ui = Ui::with_config_and(&json!({ "mcpServers": Value::Object(servers) }), &[]);
     let browser = driver.browser(1280, 1000);
     let b = &browser;
+    eprintln!("started: {:?}", started.elapsed());
 
-    security::page_and_cookie_replay(b, &ui);
-    panels::servers_and_overview(b, count);
-    panels::resources_and_watches(b);
-    panels::tools(b);
-    panels::apps(b);
-    security::view_calls_only_what_apps_may(b);
-    panels::skills_log_audit_stderr(b);
-    edges::app_view_in_dark_mode(b);
-    edges::a_list_change_keeps_the_open_form(b);
-    edges::elicitation_titles(b);
-    edges::a_polling_watch_shows_it_runs(b);
-    edges::the_overview_fits_600_px(b);
-    edges::a_legacy_fallback_is_no_warning(b);
-    inspector::history_and_replay(b);
-    inspector::a_request_past_its_timeout_is_cancelled(b);
-    inspector::export_as_an_entry_and_a_command(b);
-    inspector::no_completion_or_log_level_where_none_is_declared(b);
-    beyond::a_diff_between_two_revisions(b);
-    beyond::a_report_of_the_session(b, &ui);
+    step("security::page_and_cookie_replay", || {
+        security::page_and_cookie_replay(b, &ui)
+    });
+    step("panels::servers_and_overview", || {
+        panels::servers_and_overview(b, count)
+    });
+    step("panels::resources_and_watches", || {
+        panels::resources_and_watches(b)
+    });
+    step("panels::tools", || panels::tools(b));
+    step("panels::apps", || panels::apps(b));
+    step("security::view_calls_only_what_apps_may", || {
+        security::view_calls_only_what_apps_may(b)
+    });
+    step("panels::skills_log_audit_stderr", || {
+        panels::skills_log_audit_stderr(b)
+    });
+    step("edges::app_view_in_dark_mode", || {
+        edges::app_view_in_dark_mode(b)
+    });
+    step("edges::a_list_change_keeps_the_open_form", || {
+        edges::a_list_change_keeps_the_open_form(b)
+    });
+    step("edges::elicitation_titles", || edges::elicitation_titles(b));
+    step("edges::a_polling_watch_shows_it_runs", || {
+        edges::a_polling_watch_shows_it_runs(b)
+    });
+    step("edges::the_overview_fits_600_px", || {
+        edges::the_overview_fits_600_px(b)
+    });
+    step("edges::a_legacy_fallback_is_no_warning", || {
+        edges::a_legacy_fallback_is_no_warning(b)
+    });
+    step("inspector::history_and_replay", || {
+        inspector::history_and_replay(b)
+    });
+    step("inspector::a_request_past_its_timeout_is_cancelled", || {
+        inspector::a_request_past_its_timeout_is_cancelled(b)
+    });
+    step("inspector::export_as_an_entry_and_a_command", || {
+        inspector::export_as_an_entry_and_a_command(b)
+    });
+    step(
+        "inspector::no_completion_or_log_level_where_none_is_declared",
+        || inspector::no_completion_or_log_level_where_none_is_declared(b),
+    );
+    step("beyond::a_diff_between_two_revisions", || {
+        beyond::a_diff_between_two_revisions(b)
+    });
+    step("beyond::a_report_of_the_session", || {
+        beyond::a_report_of_the_session(b, &ui)
+    });
     if peers {
-        everything::panels(b);
-        inspector::sampling_answered_in_the_page(b);
-        inspector::roots_edited_in_the_page(b);
-        inspector::completions_as_you_type(b);
-        inspector::the_log_level(b);
-        inspector::an_oauth_login_from_the_page(b, &ui);
+        step("everything::panels", || everything::panels(b));
+        step("inspector::sampling_answered_in_the_page", || {
+            inspector::sampling_answered_in_the_page(b)
+        });
+        step("inspector::roots_edited_in_the_page", || {
+            inspector::roots_edited_in_the_page(b)
+        });
+        step("inspector::completions_as_you_type", || {
+            inspector::completions_as_you_type(b)
+        });
+        step("inspector::the_log_level", || inspector::the_log_level(b));
+        step("inspector::an_oauth_login_from_the_page", || {
+            inspector::an_oauth_login_from_the_page(b, &ui)
+        });
     }
-    panels::nothing_from_elsewhere(b);
-    panels::narrow_dark(b);
+    step("panels::nothing_from_elsewhere", || {
+        panels::nothing_from_elsewhere(b)
+    });
+    step("panels::narrow_dark", || panels::narrow_dark(b));
 
     eprintln!(
         "browser steps took {:?}; screenshots in {}",

@@ -356,6 +356,17 @@ impl Browser<'_> {
         }
     }
 
+    /// Scrolls the element matching `css` to the top of the window (for a screenshot
+    /// that shows it).
+    #[track_caller]
+    pub fn scroll_to(&self, css: &str) {
+        self.wait_for(css, WAIT);
+        self.execute(
+            "document.querySelector(arguments[0]).scrollIntoView({block: 'start'}); return true",
+            json!([css]),
+        );
+    }
+
     /// Resizes the window (its outer size).
     pub fn resize(&self, width: u32, height: u32) {
         self.cmd(
