@@ -1,7 +1,9 @@
 //! One client in its own process: handshakes, then sequential and pipelined reads (or,
 //! with `--calls`, tool calls).
 //! Prints one JSON line: `{client, handshake_ms, seq_read_rps, pipelined_read_rps,
-//! errors, peak_rss_kib}`.
+//! errors, peak_rss_kib}`, with `--latency` the median of the sequential reads
+//! (`seq_p50_us`), and for a stdio server the resident set of its process once it is
+//! up and idle (`server_rss_kib`).
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
@@ -18,6 +20,10 @@ pub(crate) struct Figures {
     pub seq: Duration,
     pub pipelined: Duration,
     pub errors: u64,
+    /// With `--latency`: each sequential read's time.
+    pub latencies: Vec<Duration>,
+    /// The stdio server's resident set once it is up and idle.
+    pub server_rss_kib: Option<u64>,
 }
 
 pub fn main(args: &[String]) -> i32 {
@@ -59,18 +65,24 @@ pub fn main(args: &[String]) -> i32 {
     let mut hs = f.handshakes.clone();
     hs.sort();
     let rps = |d: Duration| settings.n as f64 / d.as_secs_f64();
-    println!(
-        "{}",
-        serde_json::json!({
-            "client": kind,
-            "handshake_ms": hs[hs.len() / 2].as_secs_f64() * 1e3,
-            "first_handshake_ms": f.handshakes[0].as_secs_f64() * 1e3,
-            "seq_read_rps": rps(f.seq),
-            "pipelined_read_rps": rps(f.pipelined),
-            "errors": f.errors,
-            "peak_rss_kib": capable_test_support::own_status_kib("VmHWM"),
-        })
-    );
+    let mut line = serde_json::json!({
+        "client": kind,
+        "handshake_ms": hs[hs.len() / 2].as_secs_f64() * 1e3,
+        "first_handshake_ms": f.handshakes[0].as_secs_f64() * 1e3,
+        "seq_read_rps": rps(f.seq),
+        "pipelined_read_rps": rps(f.pipelined),
+        "errors": f.errors,
+        "peak_rss_kib": capable_test_support::own_status_kib("VmHWM"),
+    });
+    let mut latencies = f.latencies;
+    latencies.sort();
+    if let Some(p50) = latencies.get(latencies.len() / 2) {
+        line["seq_p50_us"] = serde_json::json!(p50.as_secs_f64() * 1e6);
+    }
+    if let Some(rss) = f.server_rss_kib {
+        line["server_rss_kib"] = serde_json::json!(rss);
+    }
+    println!("{line}");
     0
 }
 
@@ -158,9 +170,20 @@ where
         read().await;
     }
     let t = Instant::now();
-    for _ in 0..s.n {
-        if !read().await {
-            f.errors += 1;
+    if s.latency {
+        f.latencies.reserve(s.n);
+        for _ in 0..s.n {
+            let one = Instant::now();
+            if !read().await {
+                f.errors += 1;
+            }
+            f.latencies.push(one.elapsed());
+        }
+    } else {
+        for _ in 0..s.n {
+            if !read().await {
+                f.errors += 1;
+            }
         }
     }
     f.seq = t.elapsed();
@@ -207,7 +230,7 @@ where
 
 async fn capable(s: Settings) -> Result<Figures, String> {
     use capable::{ClientOptions, ServerCommand, StdioTransport};
-    let mut command = ServerCommand::new(s.server.clone(), Vec::<String>::new());
+    let mut command = ServerCommand::new(s.server.clone(), s.server_args.clone());
     // capable starts a server with a clean environment: its CPU is passed on by name.
     if let Ok(cpu) = std::env::var(crate::placement::SERVER_CPU) {
         command.env.insert(crate::placement::SERVER_CPU.into(), cpu);
@@ -226,6 +249,7 @@ async fn capable(s: Settings) -> Result<Figures, String> {
     };
     let mut f = handshakes(&s, connect, close).await?;
     let session = connect().await?;
+    f.server_rss_kib = session.server_process_id().and_then(process_rss_kib);
     reads(&s, &mut f, || async {
         match s.calls {
             true => session.call_tool("echo", None).await.is_ok(),
@@ -235,6 +259,15 @@ async fn capable(s: Settings) -> Result<Figures, String> {
     .await;
     close(session).await;
     Ok(f)
+}
+
+/// Process `pid`'s resident set now (`VmRSS`), in KiB.
+fn process_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 // ---------------------------------------------------------------------------------

@@ -52,6 +52,9 @@ fn main() {
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub server: String,
+    /// The server command's arguments (`--server-arg`, repeated): a server behind a
+    /// bridge is `capable` with `bridge -- SERVER`.
+    pub server_args: Vec<String>,
     pub n: usize,
     pub c: usize,
     pub warmup: usize,
@@ -76,12 +79,16 @@ pub struct Settings {
     /// The async clients' runtime: current-thread (0, the default) or multi-thread
     /// with this many workers, as a host's `#[tokio::main]` runs.
     pub threads: usize,
+    /// Time each sequential read too, for its median latency (`seq_p50_us`); off by
+    /// default, so that the throughput loops stay as they are.
+    pub latency: bool,
 }
 
 impl Settings {
     pub fn parse(args: &[String]) -> Result<Settings, String> {
         let mut s = Settings {
             server: default_server(),
+            server_args: Vec::new(),
             n: 20_000,
             c: 32,
             warmup: 1_000,
@@ -99,6 +106,7 @@ impl Settings {
             reads: 10,
             calls: false,
             threads: 0,
+            latency: false,
         };
         let (mut server_set, mut clients_set) = (false, false);
         let mut it = args.iter();
@@ -132,6 +140,8 @@ impl Settings {
                 "--reads" => s.reads = number(value(a)?, a)?,
                 "--url" => s.url = Some(value(a)?),
                 "--calls" => s.calls = true,
+                "--server-arg" => s.server_args.push(value(a)?),
+                "--latency" => s.latency = true,
                 "--threads" => s.threads = number(value(a)?, a)?,
                 "--json" => s.json = true,
                 "--guard" => s.guard = true,
@@ -177,6 +187,12 @@ impl Settings {
         if self.calls {
             args.push("--calls".into());
         }
+        for arg in &self.server_args {
+            args.extend(["--server-arg".into(), arg.clone()]);
+        }
+        if self.latency {
+            args.push("--latency".into());
+        }
         if self.threads > 0 {
             args.extend(["--threads".into(), self.threads.to_string()]);
         }
@@ -187,7 +203,7 @@ impl Settings {
 const USAGE: &str =
     "usage: capable-bench [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
 [--clients raw,tokio-pipe,capable,rmcp] [--placement split|shared|free] [--server PATH] \
-[--calls] [--threads T] [--json] [--guard]
+[--calls] [--threads T] [--json] [--guard] [--server-arg ARG]… [--latency]
        capable-bench --http [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
 [--clients raw,raw-hyper,capable,rmcp,rmcp-pooled] [--placement split|shared|free] [--server PATH] \
 [--threads T] [--json] [--guard]

@@ -35,6 +35,7 @@ pub fn handlers(global: &Global) -> InputHandlers {
         elicitation_url: false,
         sampling: None,
         roots,
+        list_roots: None,
     }
 }
 

@@ -94,7 +94,7 @@ pub struct Global {
     pub refresh: bool,
     /// The largest message accepted from a server (`64MiB`, `512KiB`, bytes); a
     /// larger one ends the session with a clear error instead of exhausting memory.
-    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
+    #[arg(long, global = true, value_name = "SIZE", value_parser = capable::core::text::parse_size, default_value = "64MiB")]
     pub max_message: usize,
     /// When to colour help, errors and log lines: `auto` (on a terminal, unless
     /// NO_COLOR is set), `always`, `never`.
@@ -114,7 +114,8 @@ pub struct Global {
 #[derive(Debug, Args, Clone, Default)]
 pub struct AuthFlags {
     /// How to log in when a server asks for authorization: `auto` (the browser on a
-    /// terminal, else fail with "authorization required"), `browser`, `paste` (print
+    /// terminal; over SSH with no display or `$BROWSER`, the device grant, else the
+    /// paste login; without a terminal, fail with "authorization required"), `browser`, `paste` (print
     /// the URL, paste where the browser lands), `headless` (follow the authorization
     /// redirects without a browser), `device` (enter a code on any device: no browser
     /// or loopback needed here, as over SSH), `never`.
@@ -166,7 +167,7 @@ pub struct AuthFlags {
 /// `--login` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LoginFlag {
-    /// The browser on a terminal, else none.
+    /// The browser on a terminal (the device grant over SSH with no display), else none.
     #[default]
     Auto,
     /// A loopback listener and the system browser.
@@ -243,6 +244,36 @@ pub struct UiArgs {
     pub server: ServerArgs,
 }
 
+/// `capable bridge`: how to face the host.
+#[derive(Debug, Args, Clone)]
+pub struct BridgeArgs {
+    /// Serve Streamable HTTP on this address (both eras) instead of stdio.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// With --listen: the bearer token every request must carry (`Authorization:
+    /// Bearer TOKEN`); from the environment is better than a flag others see in `ps`.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "CAPABLE_BRIDGE_TOKEN",
+        hide_env_values = true
+    )]
+    pub listen_token: Option<String>,
+    /// With --listen: accept an address that is not loopback (then give a
+    /// --listen-token too).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Many servers (a config): only these (comma-separated names).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Append every violation and notice to FILE too, as JSON lines (they always go
+    /// to stderr).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show what a server declares: version, capabilities, and the methods a host may call.
@@ -306,6 +337,12 @@ pub enum Command {
     Servers,
     /// Run the built-in stdio MCP server (the embedded default the demo runs against).
     Fixture(capable_fixture::Args),
+    /// Serve a server (or every server of a config) to a host as one MCP server, on
+    /// stdio or Streamable HTTP: `--url URL` (OAuth from `capable auth`), `--server
+    /// NAME`, `-- CMD`, or `--config FILE [--only a,b]`. What the host sees is exactly
+    /// what the server declared; every request passes the gating table; violations
+    /// and notices go to stderr as JSON lines.
+    Bridge(BridgeArgs),
     /// Walk the scenario "open the current acceptance instructions" through every fixture profile.
     Demo,
     /// Follow a resource: print each new revision with its read time. Uses the server's
@@ -460,30 +497,6 @@ pub enum PromptsAction {
     },
 }
 
-/// `64MiB`, `512KiB`, `1GiB`, `2MB`, or a number of bytes.
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let n: usize = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (try 64MiB, 512KiB or a number of bytes)"))?;
-    let factor: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        other => {
-            return Err(format!(
-                "{s:?}: unknown unit {other:?} (use KiB, MiB or GiB)"
-            ))
-        }
-    };
-    n.checked_mul(factor)
-        .filter(|n| *n > 0)
-        .ok_or_else(|| format!("{s:?}: a size must be positive and fit in memory"))
-}
-
 /// A directory to offer as a root: it must exist.
 fn parse_root(s: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(s);
@@ -521,16 +534,6 @@ fn parse_protocol(s: &str) -> Result<ProtocolChoice, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_read_as_people_write_them() {
-        assert_eq!(parse_size("64MiB").unwrap(), 64 << 20);
-        assert_eq!(parse_size("512kib").unwrap(), 512 << 10);
-        assert_eq!(parse_size("1000").unwrap(), 1000);
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("5 parsecs").is_err());
-    }
 
     #[test]
     fn the_command_line_parses() {

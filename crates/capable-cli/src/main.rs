@@ -162,6 +162,7 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
             commands::watch::run(&ctx, &uri, args, &server).await
         }
         Command::Ui(args) => commands::ui::run(&ctx, &args).await,
+        Command::Bridge(args) => commands::bridge::run(&ctx, &args).await,
         Command::Auth { action } => commands::auth::run(&ctx, &action).await,
         Command::Audit { report, server } => {
             commands::audit::run(&ctx, report.as_deref(), &server).await

@@ -8,108 +8,14 @@
 
 mod common;
 
-use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{capable, peers_wanted, revision, workspace};
+use common::servers::{everything, free_port, python, ts, EVERYTHING_JS};
+use common::{capable, peers_wanted, revision};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(30);
-
-/// A server process on a loopback port, killed by its PID when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start(program: &str, args: &[&str], env: &[(&str, String)], port: u16) -> Server {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(workspace())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
-    let server = Server { child, port };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{program} did not listen on 127.0.0.1:{port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server
-}
-
-const EVERYTHING_JS: &str =
-    ".peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-
-/// server-everything in `mode` (`streamableHttp` or `sse`), forced onto 127.0.0.1 by a
-/// preloaded script (it has no host option of its own).
-fn everything(mode: &str) -> Server {
-    let port = free_port();
-    let preload = format!(
-        "--require {}",
-        workspace().join("tests/peers/loopback.cjs").display()
-    );
-    let js = workspace().join(EVERYTHING_JS).display().to_string();
-    start(
-        "node",
-        &[&js, mode],
-        &[("PORT", port.to_string()), ("NODE_OPTIONS", preload)],
-        port,
-    )
-}
-
-fn python() -> Server {
-    let port = free_port();
-    let py = workspace()
-        .join(".peers/venv/bin/python")
-        .display()
-        .to_string();
-    start(
-        &py,
-        &["tests/peers/python_server.py", "--http", &port.to_string()],
-        &[],
-        port,
-    )
-}
-
-fn ts() -> Server {
-    let port = free_port();
-    start(
-        "node",
-        &["tests/peers/ts_server.mjs", "--http", &port.to_string()],
-        &[],
-        port,
-    )
-}
-
-fn url(s: &Server, path: &str) -> String {
-    format!("http://127.0.0.1:{}{path}", s.port)
-}
 
 fn run(args: &[&str]) -> common::Run {
     capable(args, T)
@@ -121,7 +27,7 @@ fn everything_over_streamable_http() {
         return;
     }
     let s = everything("streamableHttp");
-    let u = url(&s, "/mcp");
+    let u = s.url("/mcp");
     let inspect = run(&["inspect", "--json", "--url", &u])
         .expect_code(0)
         .json();
@@ -172,7 +78,7 @@ fn everything_over_legacy_http_sse_is_found_from_its_sse_url() {
         return;
     }
     let s = everything("sse");
-    let u = url(&s, "/sse");
+    let u = s.url("/sse");
     let inspect = run(&["inspect", "--json", "--url", &u])
         .expect_code(0)
         .json();
@@ -204,7 +110,7 @@ fn python_sdk_over_http_in_both_eras() {
         return;
     }
     let s = python();
-    let u = url(&s, "/mcp");
+    let u = s.url("/mcp");
     let modern = run(&["inspect", "--json", "--url", &u])
         .expect_code(0)
         .json();
@@ -266,7 +172,7 @@ fn typescript_sdk_over_http_with_sessions() {
         return;
     }
     let s = ts();
-    let u = url(&s, "/mcp");
+    let u = s.url("/mcp");
     let inspect = run(&["inspect", "--json", "--url", &u])
         .expect_code(0)
         .json();
@@ -315,7 +221,7 @@ fn a_watch_over_http_listen_sees_an_update_made_by_another_client() {
         return;
     }
     let s = python();
-    let u = url(&s, "/mcp");
+    let u = s.url("/mcp");
     let watch = Command::new(common::bin())
         .args([
             "watch",
@@ -374,8 +280,8 @@ fn servers_checks_a_modern_and_a_legacy_http_server_next_to_a_stdio_one() {
     }
     let (py, ts) = (python(), ts());
     let config = serde_json::json!({"mcpServers": {
-        "py": {"type": "http", "url": url(&py, "/mcp")},
-        "ts": {"type": "http", "url": url(&ts, "/mcp")},
+        "py": {"type": "http", "url": py.url("/mcp")},
+        "ts": {"type": "http", "url": ts.url("/mcp")},
         "fx": {"command": common::bin(), "args": ["fixture", "--profile", "read-only"]},
     }});
     let file = common::TempFile::new("http-servers.json", &config.to_string());

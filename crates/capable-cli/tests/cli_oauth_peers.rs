@@ -105,6 +105,70 @@ fn the_device_login_shows_a_code_and_polls_until_it_is_approved() {
     assert_eq!(doc["clients"][0]["grant_types"][0], "authorization_code");
 }
 
+/// `--login auto` on a terminal reached over SSH with no display and no `$BROWSER`
+/// (a browser here could not be seen, and the person's browser cannot reach this
+/// machine's loopback): the device grant, where the server offers it, with no flag.
+/// (`script` gives capable a terminal.)
+#[test]
+fn over_ssh_without_a_display_the_automatic_login_is_the_device_grant() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    if !wanted() {
+        return;
+    }
+    let g = guarded(3600);
+    let dir = Scratch::new("ssh");
+    let s = dir.store();
+    let inner = format!(
+        "{} --token-store {s} auth login --url {}",
+        common::bin(),
+        g.mcp
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .env("SSH_CONNECTION", "127.0.0.1 52114 127.0.0.1 22")
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("BROWSER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script(1), from util-linux");
+    let mut shown = BufReader::new(child.stdout.take().unwrap());
+    let mut said = String::new();
+    let url = loop {
+        let mut line = String::new();
+        assert!(shown.read_line(&mut line).unwrap() > 0, "it ended: {said}");
+        said.push_str(&line);
+        if said.contains("If it does not open") {
+            let _ = child.kill();
+            panic!("a browser login, which nobody here could finish: {said}");
+        }
+        if let Some(u) = line.trim().strip_prefix("http") {
+            if said.contains("To authorize capable") {
+                break format!("http{u}");
+            }
+        }
+    };
+    assert!(
+        url.contains("/device") && url.contains("user_code="),
+        "the device grant's page, with its code: {said}"
+    );
+    browse(&url, false);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut shown, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{said}{rest}");
+    assert!(rest.contains("Logged in"), "{said}{rest}");
+    let doc = common::oauth::store_doc(&s);
+    assert_eq!(
+        doc["clients"][0]["grant_types"][0], "urn:ietf:params:oauth:grant-type:device_code",
+        "registered for the device grant"
+    );
+    at("never", &s, &["tools"], &g.mcp).expect_code(0);
+}
+
 /// What `auth status` shows (no secret), that `auth token` prints the token on
 /// request and nothing else ever does, and the store's file mode.
 #[test]

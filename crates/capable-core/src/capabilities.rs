@@ -201,6 +201,22 @@ impl ServerCapabilities {
         crate::extensions::LegacyTasks::read(self.raw.get("tasks"))
     }
 
+    /// What a server that declared this says to a client of `version`: the object as
+    /// declared, less the keys that version does not define — `completions` before
+    /// 2025-03-26 (the method is there, unannounced), the core `tasks` outside
+    /// 2025-11-25 (2026-07-28 moved them to an extension). Everything else is kept as
+    /// sent, `experimental` and `extensions` included.
+    pub fn for_version(&self, version: crate::ProtocolVersion) -> Value {
+        let mut raw = self.raw.clone();
+        if !version.has_completions_flag() {
+            raw.remove("completions");
+        }
+        if !version.has_core_tasks() {
+            raw.remove("tasks");
+        }
+        Value::Object(raw)
+    }
+
     /// Keys the server declared that are not standard capabilities
     /// (`experimental`, `extensions`, `tasks`, and anything unknown).
     pub fn other_keys(&self) -> impl Iterator<Item = &str> {
@@ -225,8 +241,12 @@ pub struct ClientCapabilities {
     /// `io.modelcontextprotocol/tasks` is declared only on modern requests: the
     /// 2025-11-25 way to ask for a task is per request.
     pub extensions: std::collections::BTreeMap<String, Value>,
-    /// The host answers `roots/list` (and, legacy, says when its roots change).
+    /// The host answers `roots/list`.
     pub roots: bool,
+    /// The host tells the server when its roots change
+    /// (`notifications/roots/list_changed`, legacy only: declared as
+    /// `roots.listChanged`).
+    pub roots_list_changed: bool,
     /// The host answers `sampling/createMessage`.
     pub sampling: bool,
     /// The host answers form-mode elicitation.
@@ -241,16 +261,45 @@ impl ClientCapabilities {
         self.extensions.contains_key(extension.id())
     }
 
+    /// Reads what a client declared (a server's view: `initialize`'s `capabilities`, a
+    /// 2026-07-28 request's `io.modelcontextprotocol/clientCapabilities`), by key
+    /// presence: `roots`, `sampling`, `elicitation` (an object with neither `form` nor
+    /// `url` declares form mode, as before 2025-11-25 and by 2025-11-25's own rule),
+    /// `extensions`. Anything that is not an object declares nothing.
+    pub fn from_value(value: &Value) -> ClientCapabilities {
+        let Some(map) = value.as_object() else {
+            return ClientCapabilities::default();
+        };
+        let elicitation = map.get("elicitation");
+        let mode = |m: &str| elicitation.and_then(|e| e.get(m)).is_some();
+        let (form, url) = (mode("form"), mode("url"));
+        ClientCapabilities {
+            extensions: map
+                .get("extensions")
+                .and_then(Value::as_object)
+                .map(|e| e.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default(),
+            roots: map.contains_key("roots"),
+            roots_list_changed: map
+                .get("roots")
+                .and_then(|r| r.get("listChanged"))
+                .and_then(Value::as_bool)
+                == Some(true),
+            sampling: map.contains_key("sampling"),
+            elicitation_form: elicitation.is_some() && (form || !url),
+            elicitation_url: url,
+        }
+    }
+
     /// The object to send for `version`: a capability a revision does not define is
     /// left out, and nothing is declared that the host does not handle.
     pub fn to_value(&self, version: crate::ProtocolVersion) -> Value {
         let mut map = Map::new();
         if self.roots {
-            // Legacy: the shell sends `notifications/roots/list_changed` whenever the
-            // host changes its roots. 2026-07-28 removed the notification: a server asks
-            // for the roots with each request that needs them.
+            // 2026-07-28 removed `notifications/roots/list_changed`: a server asks for
+            // the roots with each request that needs them.
             let mut roots = Map::new();
-            if version.era() == crate::Era::Legacy {
+            if self.roots_list_changed && version.era() == crate::Era::Legacy {
                 roots.insert("listChanged".into(), Value::Bool(true));
             }
             map.insert("roots".into(), Value::Object(roots));
@@ -341,6 +390,27 @@ mod tests {
     }
 
     #[test]
+    fn a_version_is_told_only_what_it_defines() {
+        use crate::ProtocolVersion as V;
+        let c = caps(
+            json!({"tools": {}, "completions": {}, "tasks": {"list": {}},
+            "extensions": {"io.modelcontextprotocol/skills": {}}}),
+        );
+        assert_eq!(
+            c.for_version(V::V2024_11_05),
+            json!({"tools": {}, "extensions": {"io.modelcontextprotocol/skills": {}}})
+        );
+        assert_eq!(
+            c.for_version(V::V2025_11_25),
+            serde_json::to_value(&c).unwrap()
+        );
+        assert_eq!(
+            c.for_version(V::V2026_07_28),
+            json!({"tools": {}, "completions": {}, "extensions": {"io.modelcontextprotocol/skills": {}}})
+        );
+    }
+
+    #[test]
     fn a_null_value_is_still_a_present_key() {
         // Presence is by key; a server that writes `null` declared the key.
         let c = caps(json!({"logging": null}));
@@ -364,6 +434,7 @@ mod tests {
         );
         let roots = ClientCapabilities {
             roots: true,
+            roots_list_changed: true,
             ..Default::default()
         };
         assert_eq!(
@@ -372,9 +443,39 @@ mod tests {
             "legacy: changes are told"
         );
         assert_eq!(
+            ClientCapabilities::from_value(&roots.to_value(V::V2025_11_25)),
+            roots,
+            "read back as declared"
+        );
+        let untold = ClientCapabilities {
+            roots: true,
+            ..Default::default()
+        };
+        assert_eq!(untold.to_value(V::V2025_11_25), json!({"roots": {}}));
+        assert_eq!(
             roots.to_value(V::V2026_07_28),
             json!({"roots": {}}),
             "modern: there is no such notification"
+        );
+    }
+
+    #[test]
+    fn a_clients_declaration_is_read_by_key_and_mode() {
+        let read = |v: Value| ClientCapabilities::from_value(&v);
+        assert_eq!(read(json!({})), ClientCapabilities::default());
+        assert_eq!(read(json!(null)), ClientCapabilities::default());
+        let c = read(json!({"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}}));
+        assert!(c.roots && c.sampling && c.elicitation_form && !c.elicitation_url);
+        let url = read(json!({"elicitation": {"url": {}}}));
+        assert!(!url.elicitation_form && url.elicitation_url);
+        let both = read(json!({"elicitation": {"form": {}, "url": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}}));
+        assert!(both.elicitation_form && both.elicitation_url);
+        assert!(both.has_extension(crate::extensions::Extension::Tasks));
+        // What capable declares reads back as itself.
+        assert_eq!(
+            read(both.to_value(crate::ProtocolVersion::V2026_07_28)),
+            both
         );
     }
 

@@ -18,13 +18,17 @@ pub enum ProtocolChoice {
     Modern,
     /// Exactly this version and no other.
     Exact(ProtocolVersion),
+    /// Any version, proposing this one first in its era: what a bridge asks of the
+    /// server behind it when its own client proposed that version (the era hint still
+    /// orders the handshake, as under [`ProtocolChoice::Auto`]).
+    Prefer(ProtocolVersion),
 }
 
 impl ProtocolChoice {
     /// Whether `version` is acceptable under this choice.
     pub fn accepts(self, version: ProtocolVersion) -> bool {
         match self {
-            ProtocolChoice::Auto => true,
+            ProtocolChoice::Auto | ProtocolChoice::Prefer(_) => true,
             ProtocolChoice::Legacy => version.era() == Era::Legacy,
             ProtocolChoice::Modern => version.era() == Era::Modern,
             ProtocolChoice::Exact(v) => v == version,
@@ -43,7 +47,10 @@ impl ProtocolChoice {
     pub fn legacy_proposal(self) -> Option<ProtocolVersion> {
         match self {
             ProtocolChoice::Auto | ProtocolChoice::Legacy => Some(ProtocolVersion::LATEST_LEGACY),
-            ProtocolChoice::Exact(v) if v.era() == Era::Legacy => Some(v),
+            ProtocolChoice::Exact(v) | ProtocolChoice::Prefer(v) if v.era() == Era::Legacy => {
+                Some(v)
+            }
+            ProtocolChoice::Prefer(_) => Some(ProtocolVersion::LATEST_LEGACY),
             _ => None,
         }
     }
@@ -52,7 +59,10 @@ impl ProtocolChoice {
     pub fn modern_proposal(self) -> Option<ProtocolVersion> {
         match self {
             ProtocolChoice::Auto | ProtocolChoice::Modern => Some(ProtocolVersion::LATEST_MODERN),
-            ProtocolChoice::Exact(v) if v.era() == Era::Modern => Some(v),
+            ProtocolChoice::Exact(v) | ProtocolChoice::Prefer(v) if v.era() == Era::Modern => {
+                Some(v)
+            }
+            ProtocolChoice::Prefer(_) => Some(ProtocolVersion::LATEST_MODERN),
             _ => None,
         }
     }

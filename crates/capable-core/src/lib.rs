@@ -81,6 +81,7 @@ pub mod outbox;
 pub mod restart;
 pub mod revision;
 pub mod secrets;
+pub mod server;
 pub mod skills;
 pub mod task_call;
 pub mod task_wait;

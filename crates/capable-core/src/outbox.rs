@@ -50,11 +50,31 @@ pub enum Outgoing {
         /// Its method.
         method: String,
     },
-    /// An answer (a result or an error) to the server's request `id`.
+    /// An answer (a result or an error) to the peer's request `id`.
     Response {
-        /// The server's id.
+        /// The peer's id.
         id: RequestId,
     },
+    /// A server's notification that belongs to the client's request `request`:
+    /// progress of it, a log line while it runs, an item of the `subscriptions/listen`
+    /// stream it opened.
+    Related {
+        /// Its method.
+        method: String,
+        /// The client request it belongs to.
+        request: RequestId,
+    },
+    /// A server's own request to its client (legacy `ping`, `roots/list`,
+    /// `sampling/createMessage`, `elicitation/create`).
+    ServerRequest {
+        /// Its id.
+        id: RequestId,
+        /// Its method.
+        method: crate::server::ServerMethod,
+    },
+    /// An error answer without an id: the peer's line was no message whose id could be
+    /// read (JSON-RPC's parse error, invalid request).
+    Refused,
 }
 
 /// A request the client wrote.
@@ -315,6 +335,33 @@ impl Outbox {
         });
     }
 
+    /// Writes a server's notification `method` that belongs to the client's request
+    /// `request` (see [`Outgoing::Related`]).
+    pub fn write_related<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+        request: &RequestId,
+    ) {
+        jsonrpc::write_notification(&mut self.bytes, method, params);
+        self.wrote(Outgoing::Related {
+            method: method.to_owned(),
+            request: request.clone(),
+        });
+    }
+
+    /// Writes a server's request `id` to its client.
+    pub fn write_server_request<P: Params + ?Sized>(
+        &mut self,
+        id: i64,
+        method: crate::server::ServerMethod,
+        params: &P,
+    ) {
+        let id = RequestId::Number(id);
+        jsonrpc::write_request(&mut self.bytes, &id, method.as_str(), params);
+        self.wrote(Outgoing::ServerRequest { id, method });
+    }
+
     /// Answers server request `id` with `result`.
     pub fn write_result<R: Serialize + ?Sized>(&mut self, id: &RequestId, result: &R) {
         jsonrpc::write_result(&mut self.bytes, id, result);
@@ -325,6 +372,12 @@ impl Outbox {
     pub fn write_error(&mut self, id: &RequestId, error: &RpcError) {
         jsonrpc::write_error(&mut self.bytes, id, error);
         self.wrote(Outgoing::Response { id: id.clone() });
+    }
+
+    /// Answers a line whose id could not be read with `error` ([`jsonrpc::write_refusal`]).
+    pub fn write_refusal(&mut self, error: &RpcError) {
+        jsonrpc::write_refusal(&mut self.bytes, error);
+        self.wrote(Outgoing::Refused);
     }
 }
 

@@ -55,6 +55,36 @@ pub fn size(bytes: usize) -> String {
     format!("{bytes} bytes")
 }
 
+/// Reads a size as people write it: `64MiB`, `512KiB`, `1GiB`, or a number of bytes
+/// (`k`, `kb`, `m`, … are taken too). It must be positive and fit in memory.
+///
+/// ```
+/// assert_eq!(capable_core::text::parse_size("64KiB"), Ok(64 * 1024));
+/// assert!(capable_core::text::parse_size("0").is_err());
+/// ```
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: usize = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (try 64MiB, 512KiB or a number of bytes)"))?;
+    let factor: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => {
+            return Err(format!(
+                "{s:?}: unknown unit {other:?} (use KiB, MiB or GiB)"
+            ))
+        }
+    };
+    n.checked_mul(factor)
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{s:?}: a size must be positive and fit in memory"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +95,16 @@ mod tests {
         assert_eq!(size(1536 << 10), "1.5 MiB");
         assert_eq!(size(900), "900 bytes");
         assert_eq!(size(2 << 30), "2 GiB");
+    }
+
+    #[test]
+    fn sizes_are_read_as_people_write_them() {
+        assert_eq!(parse_size("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("512kib").unwrap(), 512 << 10);
+        assert_eq!(parse_size("1000").unwrap(), 1000);
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("5 parsecs").is_err());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use capable_core::{
     Era, Negotiating, NegotiationError, Notice, ProtocolChoice, ProtocolVersion, RpcError,
 };
 use capable_test_support::{config, incoming, initialize_result, t0, take};
-use common::{error_answer, failed, ready, start, waiting, LATEST_LEGACY, LEGACY};
+use common::{error_answer, failed, ready, start, waiting, LATEST_LEGACY, LEGACY, MODERN};
 use serde_json::json;
 
 #[test]
@@ -319,6 +319,23 @@ fn legacy_exact_2025_06_18_proposes_it_and_refuses_2025_03_26() {
     let established = ready(n.handle(incoming(answer), t0(), &mut out));
     assert_eq!(established.negotiated.version, exact);
     assert_eq!(take(exact, &mut out).len(), 1);
+}
+
+#[test]
+fn a_preferred_version_is_proposed_first_and_any_other_accepted() {
+    let preferred = ProtocolVersion::V2025_06_18;
+    let mut cfg = config(ProtocolChoice::Prefer(preferred));
+    cfg.era_hint = Some(capable_core::Era::Legacy);
+    let mut out = Outbox::new();
+    let n = Negotiating::start(cfg, t0(), &mut out);
+    let first = take(preferred, &mut out).remove(0);
+    assert_eq!(first["params"]["protocolVersion"], "2025-06-18");
+    let answer = initialize_result(&first["id"], "2025-11-25", json!({}));
+    let established = ready(n.handle(incoming(answer), t0(), &mut out));
+    assert_eq!(established.negotiated.version, ProtocolVersion::V2025_11_25);
+    // Without the hint it probes the modern era first, as Auto does.
+    let (_, first) = start(ProtocolChoice::Prefer(preferred), MODERN);
+    assert_eq!(first["method"], "server/discover");
 }
 
 #[test]

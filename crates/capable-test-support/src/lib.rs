@@ -9,8 +9,11 @@
 //! tests can use it. With the `http-peer` feature it also has `http_peer`, a scripted
 //! HTTP server on tokio that the tests of `capable` and the CLI share.
 
+mod from_server;
 #[cfg(feature = "http-peer")]
 pub mod http_peer;
+
+pub use from_server::{assert_valid_from_server, take_from_server};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -48,6 +51,10 @@ struct Revision {
     client_result: (String, Validator),
     /// `JSONRPCError` (≤ 2025-06-18) or `JSONRPCErrorResponse` (2025-11-25+).
     error: (String, Validator),
+    /// `JSONRPCRequest` ∧ `ServerRequest` (empty in 2026-07-28, which has none).
+    server_request: Vec<(String, Validator)>,
+    /// `JSONRPCNotification` ∧ `ServerNotification`.
+    server_notification: Vec<(String, Validator)>,
 }
 
 /// Validates client→server messages against the official schema of a protocol revision.
@@ -130,7 +137,13 @@ impl Revision {
         } else {
             "JSONRPCError"
         };
+        let server_request = match has_def(&document, defs_key, "ServerRequest") {
+            true => vec![named("JSONRPCRequest"), named("ServerRequest")],
+            false => Vec::new(),
+        };
         Revision {
+            server_request,
+            server_notification: vec![named("JSONRPCNotification"), named("ServerNotification")],
             request: vec![named("JSONRPCRequest"), named("ClientRequest")],
             notification: vec![named("JSONRPCNotification"), named("ClientNotification")],
             result_envelope: named(result_envelope),
@@ -362,6 +375,18 @@ pub fn assert_recorded(what: &Outgoing, message: &Value) {
         Outgoing::Response { id: answered } => {
             assert_eq!(message["id"], id(answered), "{message}");
             assert!(message.get("method").is_none(), "{message}");
+        }
+        Outgoing::Related { method, .. } => {
+            assert_eq!(message["method"], method.as_str(), "{message}");
+            assert!(message.get("id").is_none(), "{message}");
+        }
+        Outgoing::ServerRequest { id: sent, method } => {
+            assert_eq!(message["id"], id(sent), "{message}");
+            assert_eq!(message["method"], method.as_str(), "{message}");
+        }
+        Outgoing::Refused => {
+            assert!(message.get("id").is_none(), "{message}");
+            assert!(message["error"]["code"].is_i64(), "{message}");
         }
         other => panic!("an unknown record {other:?}"),
     }

@@ -27,6 +27,10 @@ use capable::ServerCommand;
 
 use crate::file::{self, FileError, FileKind};
 
+mod policy;
+
+pub use policy::ServerPolicy;
+
 /// A configured server: a stdio command or an HTTP endpoint.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerTarget {
@@ -445,6 +449,10 @@ pub struct ConfigFile {
     pub path: String,
     /// Its servers, in the file's order.
     pub servers: Vec<ConfigEntry>,
+    /// What a host that serves them as one (`capable bridge --config`) applies to each,
+    /// by server name: the entries' `disabled`, `allowTools`, `denyTools`, `timeout`
+    /// and `outputBudget` (a server with none of them has none here).
+    pub policies: BTreeMap<String, ServerPolicy>,
 }
 
 /// One server of a [`ConfigFile`].
@@ -471,15 +479,31 @@ impl ConfigFile {
         path: &str,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ConfigFile, ConfigError> {
-        let servers = servers_of(text, path)?
+        let raw = servers_of(text, path)?;
+        let mut policies = BTreeMap::new();
+        let servers = raw
             .iter()
-            .map(|(name, raw)| ConfigEntry {
-                name: name.clone(),
-                target: entry_target(name, raw, path, lookup),
+            .map(|(name, raw)| {
+                let target = entry_target(name, raw, path, lookup).and_then(|target| {
+                    let unsupported = |detail| ConfigError::Unsupported {
+                        path: path.into(),
+                        name: name.clone(),
+                        detail,
+                    };
+                    if let Some(policy) = policy::read(raw).map_err(unsupported)? {
+                        policies.insert(name.clone(), policy);
+                    }
+                    Ok(target)
+                });
+                ConfigEntry {
+                    name: name.clone(),
+                    target,
+                }
             })
             .collect();
         Ok(ConfigFile {
             path: path.into(),
+            policies,
             servers,
         })
     }

@@ -64,6 +64,9 @@ pub struct InputHandlers {
     /// The roots to give for `roots/list` (`file://` URIs with names), which the host
     /// may change while connected.
     pub roots: Option<Roots>,
+    /// Answers `roots/list` by asking someone (a bridge asks its own client); takes
+    /// the place of [`InputHandlers::roots`] when both are set.
+    pub list_roots: Option<Handler>,
 }
 
 /// The roots a host exposes, shared by every session it gave them to; a change
@@ -133,6 +136,7 @@ impl std::fmt::Debug for InputHandlers {
             .field("elicitation_url", &self.elicitation_url)
             .field("sampling", &self.sampling.is_some())
             .field("roots", &self.roots)
+            .field("list_roots", &self.list_roots.is_some())
             .finish()
     }
 }
@@ -152,7 +156,10 @@ impl InputHandlers {
     /// The client capabilities these handlers declare.
     pub fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
-            roots: self.roots.is_some(),
+            roots: self.roots.is_some() || self.list_roots.is_some(),
+            // capable tells the server of a change of its own roots; roots asked of
+            // someone else are theirs to tell.
+            roots_list_changed: self.roots.is_some() && self.list_roots.is_none(),
             sampling: self.sampling.is_some(),
             elicitation_form: self.elicitation.is_some(),
             elicitation_url: self.elicitation.is_some() && self.elicitation_url,
@@ -186,10 +193,12 @@ impl InputHandlers {
         params: Value,
     ) -> Result<Value, RpcError> {
         kind.check(method, &self.capabilities())?;
-        match (kind, &self.elicitation, &self.sampling, &self.roots) {
-            (InputKind::Elicitation { .. }, Some(h), _, _) => h(params).await,
-            (InputKind::Sampling, _, Some(h), _) => h(params).await,
-            (InputKind::Roots, _, _, Some(roots)) => Ok(json!({ "roots": roots.get() })),
+        let (elicit, sample) = (&self.elicitation, &self.sampling);
+        match (kind, elicit, sample, &self.list_roots, &self.roots) {
+            (InputKind::Elicitation { .. }, Some(h), ..) => h(params).await,
+            (InputKind::Sampling, _, Some(h), ..) => h(params).await,
+            (InputKind::Roots, _, _, Some(h), _) => h(params).await,
+            (InputKind::Roots, _, _, None, Some(roots)) => Ok(json!({ "roots": roots.get() })),
             // Declared means handled: the check above let nothing else through.
             _ => Err(RpcError {
                 code: capable_core::jsonrpc::codes::METHOD_NOT_FOUND,
@@ -231,6 +240,29 @@ mod tests {
         };
         let caps = h.capabilities();
         assert!(caps.elicitation_form && !caps.elicitation_url && !caps.sampling && !caps.roots);
+    }
+
+    #[tokio::test]
+    async fn roots_asked_of_someone_are_declared_and_answered_by_them() {
+        let h = InputHandlers {
+            roots: Some(
+                vec![Root {
+                    uri: "file:///kept".into(),
+                    name: None,
+                }]
+                .into(),
+            ),
+            list_roots: Some(Arc::new(|_| {
+                Box::pin(async { Ok(json!({"roots": [{"uri": "file:///asked"}]})) })
+            })),
+            ..Default::default()
+        };
+        assert!(h.capabilities().roots && !h.capabilities().roots_list_changed);
+        let answer = h
+            .answer(InputKind::Roots, "roots/list", json!({}))
+            .await
+            .unwrap();
+        assert_eq!(answer["roots"][0]["uri"], "file:///asked");
     }
 
     #[test]

@@ -24,6 +24,17 @@ fn accept_defaults() -> InputHandlers {
     }
 }
 
+/// A session with `server` whose elicitation handler accepts the defaults, and its wire.
+async fn accepting(server: &capable::ServerCommand) -> (Session, Wire) {
+    let wire = Wire::default();
+    let options = ClientOptions {
+        handlers: accept_defaults(),
+        ..wire.options()
+    };
+    let session = connect_stdio(server, options).await.expect("connect");
+    (session, wire)
+}
+
 fn envelope(request: &Value) -> &Value {
     &request["params"]["_meta"]
 }
@@ -133,14 +144,7 @@ async fn a_modern_result_with_an_unknown_result_type_is_an_error() {
 #[tokio::test]
 async fn an_input_required_result_is_answered_by_the_handler_and_retried_with_a_new_id() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let options = ClientOptions {
-            handlers: accept_defaults(),
-            ..wire.options()
-        };
-        let session = connect_stdio(&fixture("modern"), options)
-            .await
-            .expect("connect");
+        let (session, wire) = accepting(&fixture("modern")).await;
         common::assert_era(&session, Era::Modern, &wire);
         let result = session.call_tool("confirm", None).await.expect("confirm");
         let text = result.content[0]["text"].as_str().unwrap_or_default();
@@ -188,6 +192,27 @@ async fn an_input_required_result_is_answered_by_the_handler_and_retried_with_a_
 }
 
 #[tokio::test]
+async fn an_input_required_result_passed_on_comes_back_as_it_was_and_is_not_answered() {
+    within(LIMIT, async {
+        let (session, wire) = accepting(&fixture("modern")).await;
+        let options = capable::RequestOptions {
+            pass_input_required: true,
+            ..Default::default()
+        };
+        let params = json!({"name": "confirm"});
+        let answer: Value = session
+            .request(capable::Method::CallTool, &params, options)
+            .await
+            .expect("the input_required result itself");
+        assert_eq!(answer["resultType"], "input_required");
+        assert_eq!(answer["requestState"], "confirm-1");
+        session.close().await;
+        assert_eq!(wire.sent_requests("tools/call").len(), 1, "no retry");
+    })
+    .await
+}
+
+#[tokio::test]
 async fn without_an_elicitation_handler_none_is_declared_and_the_servers_refusal_names_it() {
     within(LIMIT, async {
         let (session, wire) = common::connect_wire(&fixture("modern")).await;
@@ -221,14 +246,7 @@ async fn without_an_elicitation_handler_none_is_declared_and_the_servers_refusal
 #[tokio::test]
 async fn the_same_elicitation_handler_answers_a_legacy_servers_request() {
     within(LIMIT, async {
-        let wire = Wire::default();
-        let options = ClientOptions {
-            handlers: accept_defaults(),
-            ..wire.options()
-        };
-        let session = connect_stdio(&fixture("elicit"), options)
-            .await
-            .expect("connect");
+        let (session, wire) = accepting(&fixture("elicit")).await;
         common::assert_era(&session, Era::Legacy, &wire);
         let result = session.call_tool("confirm", None).await.expect("confirm");
         assert_eq!(

@@ -145,6 +145,72 @@ async fn the_answer_to_a_legacy_elicitation_request_is_a_schema_valid_client_res
 }
 
 #[tokio::test]
+async fn a_question_the_server_cancels_is_never_answered_and_its_handler_is_dropped() {
+    /// Set when the handler's future is dropped.
+    struct Dropped(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    within(LIMIT, async {
+        let wire = Wire::default();
+        let dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = dropped.clone();
+        let options = ClientOptions {
+            handlers: InputHandlers {
+                // A person who never answers.
+                elicitation: Some(std::sync::Arc::new(move |_| {
+                    let guard = Dropped(flag.clone());
+                    Box::pin(async move {
+                        let _guard = guard;
+                        std::future::pending().await
+                    })
+                })),
+                ..Default::default()
+            },
+            ..wire.options()
+        };
+        let session = connect_stdio(&fixture("elicit"), options)
+            .await
+            .expect("connect");
+        let result = session
+            .call_tool("confirm", Some(&args(json!({"giveUpAfterMs": 100}))))
+            .await
+            .expect("confirm");
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        let asked = wire
+            .received()
+            .into_iter()
+            .find(|m| m["method"] == "elicitation/create")
+            .expect("the server asked");
+        let cancelled = wire
+            .received()
+            .into_iter()
+            .find(|m| m["method"] == "notifications/cancelled")
+            .expect("the server gave up");
+        assert_eq!(cancelled["params"]["requestId"], asked["id"]);
+        // The handler goes with the question, and the question is never answered.
+        for _ in 0..100 {
+            if dropped.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
+        session.ping().await.expect("the session goes on");
+        session.close().await;
+        let answers = wire.sent();
+        let answer = answers
+            .iter()
+            .find(|m| m["id"] == asked["id"] && m.get("method").is_none());
+        assert!(answer.is_none(), "{answer:?}");
+        wire.assert_schema_valid(ProtocolVersion::V2025_11_25);
+    })
+    .await
+}
+
+#[tokio::test]
 async fn a_session_with_server_everything_sends_only_schema_valid_messages() {
     let Some(server) = real_peer(RealPeer::Everything) else {
         return;

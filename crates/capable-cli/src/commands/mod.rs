@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod auth;
 pub mod bench;
+pub mod bridge;
 pub mod config_host;
 pub mod demo;
 pub mod inspect;
@@ -172,12 +173,16 @@ impl Context {
         }
     }
 
-    /// How to log in: `--login`, where `auto` is the browser on a terminal and
-    /// nothing elsewhere (`explicit`: the user ran `capable auth login`).
+    /// How to log in: `--login`, where `auto` is the browser on a terminal, the device
+    /// grant on a remote terminal with no browser of its own, and nothing elsewhere
+    /// (`explicit`: the user ran `capable auth login`).
     pub fn login_mode(&self, explicit: bool) -> LoginMode {
         let terminal =
             std::io::stderr().is_terminal() && (explicit || std::io::stdin().is_terminal());
         match self.global.auth.login {
+            LoginFlag::Auto if terminal && remote_without_browser(&|k| std::env::var_os(k)) => {
+                LoginMode::Device
+            }
             LoginFlag::Auto if terminal => LoginMode::Browser,
             LoginFlag::Auto | LoginFlag::Never => LoginMode::Never,
             LoginFlag::Browser => LoginMode::Browser,
@@ -396,4 +401,46 @@ pub async fn with_session<T>(
     };
     session.close().await;
     result
+}
+
+/// Whether this is a remote login (SSH) with no display of its own: no X or Wayland
+/// forwarding and no `$BROWSER`. A browser opened here could not be seen, and the
+/// person's browser, on their own machine, cannot reach this machine's loopback
+/// redirect; the device grant needs neither (the login falls back to pasting the
+/// address where the authorization server offers no device grant).
+fn remote_without_browser(env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> bool {
+    let set = |k: &str| env(k).is_some_and(|v| !v.is_empty());
+    (set("SSH_CONNECTION") || set("SSH_TTY"))
+        && !set("DISPLAY")
+        && !set("WAYLAND_DISPLAY")
+        && !set("BROWSER")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remote_without_browser;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<std::ffi::OsString> + 'a {
+        move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.into())
+    }
+
+    #[test]
+    fn a_remote_terminal_without_a_display_or_browser_logs_in_by_device() {
+        let ssh = ("SSH_CONNECTION", "10.0.0.2 52114 10.0.0.1 22");
+        assert!(remote_without_browser(&env(&[ssh])));
+        assert!(remote_without_browser(&env(&[("SSH_TTY", "/dev/pts/3")])));
+        // Forwarded X or Wayland, or a browser named by the user: the browser login.
+        assert!(!remote_without_browser(&env(&[
+            ssh,
+            ("DISPLAY", "localhost:10.0")
+        ])));
+        assert!(!remote_without_browser(&env(&[
+            ssh,
+            ("WAYLAND_DISPLAY", "wayland-0")
+        ])));
+        assert!(!remote_without_browser(&env(&[ssh, ("BROWSER", "w3m")])));
+        // Not remote at all, or set but empty.
+        assert!(!remote_without_browser(&env(&[])));
+        assert!(!remote_without_browser(&env(&[("SSH_CONNECTION", "")])));
+    }
 }

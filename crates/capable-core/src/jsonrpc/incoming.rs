@@ -232,6 +232,18 @@ impl Incoming {
 /// request it seems to answer, when it names one (a response that is malformed,
 /// truncated or nested too deeply to parse).
 pub fn answered_id(line: &[u8]) -> Option<RequestId> {
+    match loose_shape(line) {
+        Ok((id, false)) => id,
+        Ok(_) => None,
+        Err(_) => leading_id(line).map(RequestId::Number),
+    }
+}
+
+/// What a line that is not a usable message still says of itself, read loosely: its
+/// id, when one can be read, and whether it names a method (asks something). An error
+/// when it is no JSON object with such an id (the error says whether it is JSON at
+/// all).
+pub fn loose_shape(line: &[u8]) -> Result<(Option<RequestId>, bool), serde_json::Error> {
     #[derive(Deserialize)]
     struct Loose {
         #[serde(default)]
@@ -239,11 +251,7 @@ pub fn answered_id(line: &[u8]) -> Option<RequestId> {
         #[serde(default)]
         method: Option<serde::de::IgnoredAny>,
     }
-    match serde_json::from_slice::<Loose>(line) {
-        Ok(Loose { id, method: None }) => id,
-        Ok(_) => None,
-        Err(_) => leading_id(line).map(RequestId::Number),
-    }
+    serde_json::from_slice::<Loose>(line).map(|l| (l.id, l.method.is_some()))
 }
 
 /// The messages of a JSON-RPC batch (a JSON array), each a slice of the line; `None`

@@ -29,12 +29,13 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use crate::json::result_by_shape;
 pub use budget::{count_values, value_budget, within_value_budget};
-pub use incoming::{answered_id, split_batch, FramingError, Incoming};
+pub use incoming::{answered_id, loose_shape, split_batch, FramingError, Incoming};
 pub use payload::Payload;
 pub(crate) use write::write_method_request;
 pub(crate) use write::write_name;
 pub use write::{
-    write_error, write_notification, write_request, write_request_with_meta, write_result, Params,
+    write_error, write_notification, write_refusal, write_request, write_request_with_meta,
+    write_result, Params,
 };
 
 /// A request id. MCP forbids `null`; capable issues integers and accepts strings from

@@ -5,6 +5,8 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use super::incoming::{FramingError, Incoming, Shape};
 use crate::json::has_control_byte;
@@ -124,6 +126,32 @@ impl Payload {
             }
         }
         serde_json::from_slice(&self.line[exact_result_range(&self.line)?])
+    }
+
+    /// The payload as one JSON value, checked but not decoded: what a relay passes on
+    /// as it came (a bridge's answer to its own client). A payload read off its shape
+    /// is checked with the same rules as [`Payload::decode`] (UTF-8, no raw control
+    /// byte, one value and then only the envelope's closing brace), else the whole
+    /// message is parsed for its exact place; one parsed whole is checked again, as
+    /// serde_json checks any `RawValue`.
+    pub fn raw_value(&self) -> Result<&RawValue, serde_json::Error> {
+        let raw = &self.line[self.range.clone()];
+        if self.found == Found::ByShape
+            && !has_control_byte(raw)
+            && simdutf8::basic::from_utf8(raw).is_ok()
+        {
+            let mut de = serde_json::Deserializer::from_slice(raw);
+            if let Ok(value) = <&RawValue>::deserialize(&mut de) {
+                if de.end().is_ok() {
+                    return Ok(value);
+                }
+            }
+        }
+        let range = match self.found {
+            Found::ByParse => self.range.clone(),
+            Found::ByShape => exact_result_range(&self.line)?,
+        };
+        serde_json::from_slice(&self.line[range])
     }
 
     /// The result's `resultType` (2026-07-28; `None` when absent), decoded alone. A

@@ -357,3 +357,29 @@ fn a_result_type_is_read_off_the_members_or_judged_by_serde() {
     assert_eq!(rt(r#"{"resultType":7}"#), None);
     assert_eq!(rt(r#"{"resultType":"complete""#), None);
 }
+
+#[test]
+fn a_raw_value_is_exactly_the_result_or_refused_as_the_decode_would() {
+    let raw = |line: &str| match parse(line).unwrap() {
+        Incoming::Result { result, .. } => result.raw_value().map(|v| v.get().to_owned()),
+        other => panic!("{other:?}"),
+    };
+    // Read off its shape: the value alone, without what closes the envelope.
+    assert_eq!(
+        raw("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":[1,\"}\"]} }\r\n").unwrap(),
+        r#"{"a":[1,"}"]}"#
+    );
+    // Members after the result: the whole line is parsed for its place.
+    assert_eq!(
+        raw(r#"{"jsonrpc":"2.0","id":1,"result":{"a":1},"x":2}"#).unwrap(),
+        r#"{"a":1}"#
+    );
+    // Parsed whole (another layout): exactly the value.
+    assert_eq!(
+        raw(r#"{"id":1,"jsonrpc":"2.0","result":[true]}"#).unwrap(),
+        "[true]"
+    );
+    // What the decode refuses is refused: a raw control byte in a string.
+    let bad = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":\"x\u{1}y\"}}";
+    assert!(raw(bad).is_err());
+}

@@ -204,6 +204,15 @@ pub fn write_error(out: &mut Vec<u8>, id: &RequestId, error: &RpcError) {
     out.extend_from_slice(b"}\n");
 }
 
+/// Writes an error answer without an id, for a line whose id could not be read. JSON-RPC
+/// would give it id `null`, which no MCP schema accepts; 2025-11-25 and later make the
+/// id of an error optional for this.
+pub fn write_refusal(out: &mut Vec<u8>, error: &RpcError) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"error\":");
+    write_json(out, error);
+    out.extend_from_slice(b"}\n");
+}
+
 /// Writes a request id: an integer two digits at a time, a string through serde_json.
 ///
 /// The digits are written at the end of the first half of an array twice their

@@ -145,7 +145,8 @@ pub enum AfterFailure {
 impl Negotiating {
     /// Starts negotiating at `now`: writes the first message to `out` — `server/discover`
     /// when the modern era is allowed, else `initialize`; with
-    /// [`ClientConfig::era_hint`] `Some(Era::Legacy)` under [`ProtocolChoice::Auto`],
+    /// [`ClientConfig::era_hint`] `Some(Era::Legacy)` under [`ProtocolChoice::Auto`]
+    /// (or [`ProtocolChoice::Prefer`]),
     /// `initialize`.
     pub fn start(config: ClientConfig, now: Instant, out: &mut Outbox) -> Negotiating {
         let mut n = Negotiating {
@@ -162,8 +163,10 @@ impl Negotiating {
             notices: Vec::new(),
             early_notifications: Vec::new(),
         };
-        let legacy_first =
-            n.config.protocol == ProtocolChoice::Auto && n.config.era_hint == Some(Era::Legacy);
+        let legacy_first = matches!(
+            n.config.protocol,
+            ProtocolChoice::Auto | ProtocolChoice::Prefer(_)
+        ) && n.config.era_hint == Some(Era::Legacy);
         match n.config.protocol.modern_proposal() {
             Some(version) if !legacy_first => n.send_discover(version, false, None, now, out),
             _ => {

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod server;
 
 use capable_core::Outbox;
 use capable_core::{

@@ -463,9 +463,15 @@ impl OAuthClient {
     /// authorization; a session it opened for that is closed again. A server that
     /// wants it answers 401 (or 403 for want of scope) before reading the request.
     pub(super) async fn probe(&self) -> Result<Probe, AuthError> {
-        let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "capable", "version": env!("CARGO_PKG_VERSION")}}});
+        // The core's own first handshake request: a legacy `initialize`, which every
+        // server of either era reads before it would answer anything else.
+        let mut out = capable_core::Outbox::new();
+        let config = capable_core::ClientConfig {
+            era_hint: Some(capable_core::Era::Legacy),
+            ..capable_core::ClientConfig::default()
+        };
+        capable_core::Negotiating::start(config, std::time::Instant::now(), &mut out);
+        let body = out.messages().next().map(|(_, line)| line.to_vec());
         let unreachable = |e: reqwest::Error| AuthError::Unreachable {
             what: "asking the server whether it wants authorization".into(),
             url: self.server.to_string(),
@@ -480,7 +486,7 @@ impl OAuthClient {
             .post(self.server.clone())
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
-            .body(body.to_string())
+            .body(body.unwrap_or_default())
             .send()
             .await
             .map_err(unreachable)?;

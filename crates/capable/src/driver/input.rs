@@ -1,19 +1,32 @@
 //! Legacy server requests (elicitation, sampling, roots), answered by the host's
 //! handlers: one task per request, so a slow answer (a person typing) never blocks
-//! reading. The same task tells a legacy server when the host changes its roots
-//! (`notifications/roots/list_changed`), for as long as the session reads.
+//! reading. A request the server cancels (`notifications/cancelled`) has its task
+//! dropped: the handler's future with it, and no answer is sent. The same task tells
+//! a legacy server when the host changes its roots (`notifications/roots/list_changed`),
+//! for as long as the session reads.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use capable_core::input_kind::InputKind;
 use capable_core::RequestId;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
 
 use super::Driver;
 
-/// A request from the server that the host handles (legacy era), answered by the
-/// host's [`InputHandlers`](crate::input::InputHandlers).
+/// What the reader hands the input task, in the order it read it.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// A request from the server that the host handles (legacy era), answered by the
+    /// host's [`InputHandlers`](crate::input::InputHandlers).
+    Request(Box<ServerRequest>),
+    /// The server cancelled its request by this id.
+    Withdrawn(RequestId),
+}
+
+/// A request from the server for the host's handlers.
 #[derive(Debug)]
 pub(crate) struct ServerRequest {
     pub(crate) id: RequestId,
@@ -27,10 +40,11 @@ pub(crate) struct ServerRequest {
 /// `notifications/roots/list_changed`.
 pub(crate) async fn run_input(
     shared: Arc<Driver>,
-    mut requests: mpsc::UnboundedReceiver<Box<ServerRequest>>,
+    mut inputs: mpsc::UnboundedReceiver<Input>,
     handlers: crate::input::InputHandlers,
     tell_roots: bool,
 ) {
+    let mut running: HashMap<RequestId, AbortHandle> = HashMap::new();
     let mut roots = handlers
         .roots
         .as_ref()
@@ -43,19 +57,8 @@ pub(crate) async fn run_input(
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
-            req = requests.recv() => {
-                let Some(req) = req else { return };
-                let shared = shared.clone();
-                let handlers = handlers.clone();
-                tokio::spawn(async move {
-                    let answer = handlers.answer(req.kind, &req.method, req.params).await;
-                    shared.write_with(|st| match &answer {
-                        Ok(result) => st.conn.respond(&req.id, result, &mut st.out),
-                        Err(error) => st.conn.respond_error(&req.id, error, &mut st.out),
-                    });
-                });
-            }
+        let input = tokio::select! {
+            input = inputs.recv() => input,
             still = changed => {
                 if !still {
                     roots = None;
@@ -67,7 +70,30 @@ pub(crate) async fn run_input(
                             .write_notification::<Value>("notifications/roots/list_changed", None);
                     }
                 });
+                continue;
             }
-        }
+        };
+        let Some(input) = input else { return };
+        running.retain(|_, task| !task.is_finished());
+        let req = match input {
+            Input::Request(req) => req,
+            Input::Withdrawn(id) => {
+                if let Some(task) = running.remove(&id) {
+                    task.abort();
+                }
+                continue;
+            }
+        };
+        let shared = shared.clone();
+        let handlers = handlers.clone();
+        let id = req.id.clone();
+        let task = tokio::spawn(async move {
+            let answer = handlers.answer(req.kind, &req.method, req.params).await;
+            shared.write_with(|st| match &answer {
+                Ok(result) => st.conn.respond(&req.id, result, &mut st.out),
+                Err(error) => st.conn.respond_error(&req.id, error, &mut st.out),
+            });
+        });
+        running.insert(id, task.abort_handle());
     }
 }

@@ -48,7 +48,7 @@ use crate::tap::Tap;
 use crate::transport::shortcut::{Bypass, Work, BYPASS_MAX};
 use crate::transport::Peer;
 
-pub(crate) use input::{run_input, ServerRequest};
+pub(crate) use input::{run_input, Input, ServerRequest};
 pub(crate) use outcome::{wake_all, Answer, Driven, Outcome, Slots, Waiter};
 pub(crate) use reader::{cut_off, ended, run_reader};
 pub(crate) use timer::run_timer;

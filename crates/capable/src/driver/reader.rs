@@ -20,7 +20,7 @@ use crate::events::ServerNotification;
 use crate::transport::shortcut::{Inlet, Sealed};
 use crate::transport::{Inbound, MessageSource, Peer, TransportError};
 
-use super::{listen, Answer, Driver, ServerRequest};
+use super::{listen, Answer, Driver, Input, ServerRequest};
 
 /// How long a server whose pipe ended may take to exit before the client stops waiting
 /// for its exit status.
@@ -43,7 +43,7 @@ pub(crate) async fn run_reader<S: MessageSource>(
     shared: Arc<Driver>,
     mut source: S,
     notifications: mpsc::Sender<ServerNotification>,
-    requests: mpsc::UnboundedSender<Box<ServerRequest>>,
+    requests: mpsc::UnboundedSender<Input>,
 ) {
     let to = Senders {
         notifications,
@@ -80,7 +80,7 @@ pub(crate) async fn run_reader<S: MessageSource>(
 #[derive(Clone)]
 pub(crate) struct Senders {
     notifications: mpsc::Sender<ServerNotification>,
-    requests: mpsc::UnboundedSender<Box<ServerRequest>>,
+    requests: mpsc::UnboundedSender<Input>,
 }
 
 /// Whether more is wanted after an item.
@@ -168,7 +168,7 @@ fn on_line(
     shared: &Driver,
     line: bytes::Bytes,
     notifications: &mpsc::Sender<ServerNotification>,
-    requests: &mpsc::UnboundedSender<Box<ServerRequest>>,
+    requests: &mpsc::UnboundedSender<Input>,
 ) {
     // A result in the usual layout (nearly every message) goes straight to its
     // caller, the line moved into it rather than shared with what follows here.
@@ -200,7 +200,7 @@ fn dispatch(
     line: bytes::Bytes,
     parsed: Result<Incoming, FramingError>,
     notifications: &mpsc::Sender<ServerNotification>,
-    requests: &mpsc::UnboundedSender<Box<ServerRequest>>,
+    requests: &mpsc::UnboundedSender<Input>,
 ) {
     let parsed = match parsed {
         Ok(Incoming::Result { id, result }) => return answer(shared, &id, result),
@@ -279,8 +279,15 @@ fn dispatch(
                 method,
                 params,
             };
-            if let Notification::ResourceUpdated { uri } = &notification.kind {
-                shared.events.resource_updated(uri.clone());
+            match &notification.kind {
+                Notification::ResourceUpdated { uri } => {
+                    shared.events.resource_updated(uri.clone())
+                }
+                // The server gave up a request of its own: its handler is dropped.
+                Notification::Cancelled { request_id, .. } => {
+                    let _ = requests.send(Input::Withdrawn(request_id.clone()));
+                }
+                _ => {}
             }
             if notifications.try_send(notification).is_err() {
                 shared.dropped_notification();
@@ -299,7 +306,7 @@ fn dispatch(
                 method,
                 params,
             };
-            let _ = requests.send(Box::new(request));
+            let _ = requests.send(Input::Request(Box::new(request)));
         }
         _ => {}
     }

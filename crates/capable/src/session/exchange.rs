@@ -33,6 +33,11 @@ pub struct RequestOptions {
     /// `ttlMs` (lists, reads, discover): serve a fresh one (the default), refresh it,
     /// or bypass it. See [`capable_core::cache`].
     pub cache: CachePolicy,
+    /// 2026-07-28: hand a result back as it came — an `input_required` one included,
+    /// whatever its `resultType` — instead of answering the server's questions with
+    /// the session's handlers and retrying: for a caller that answers them itself (a
+    /// bridge, whose own client retries with the answers).
+    pub pass_input_required: bool,
 }
 
 /// Cancels a request if its future is dropped before the answer came, and gives its
@@ -133,7 +138,7 @@ impl Session {
         let answer = self
             .exchange_keyed(method, params, &mut options, key)
             .await?;
-        if self.era() == capable_core::Era::Legacy {
+        if self.era() == capable_core::Era::Legacy || options.pass_input_required {
             return Ok(answer);
         }
         self.complete_input(method, params, answer, &mut options)

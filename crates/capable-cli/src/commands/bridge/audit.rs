@@ -1,0 +1,113 @@
+//! What the bridge saw that the host did not: every contract violation of the server
+//! behind, every notice (of the server, or of the host), every notification withheld
+//! and every change of the server's state, as one JSON line each — on stderr always
+//! (a host shows a server's stderr in its log), and in `--audit-log FILE` too.
+//!
+//! ```text
+//! {"time":"2026-…Z","event":"violation","server":"docs","method":"resources/subscribe",…}
+//! {"time":"2026-…Z","event":"notice","side":"server","server":"docs","notice":"server sent … without declaring …"}
+//! {"time":"2026-…Z","event":"withheld","server":"docs","method":"notifications/tools/list_changed","why":"…"}
+//! {"time":"2026-…Z","event":"state","server":"docs","state":"ready","era":"legacy","protocolVersion":"2025-11-25"}
+//! ```
+//!
+//! Lines are scrubbed of every secret capable was given, as every output is.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+use capable::core::server::ClientNotice;
+use capable::core::{Notice, Violation};
+use serde_json::{json, Map, Value};
+
+use crate::exit::CliError;
+
+/// Where audit lines go.
+pub struct Audit {
+    file: Option<Mutex<std::fs::File>>,
+}
+
+impl Audit {
+    /// Lines to stderr, and appended to `path` when given (created if missing).
+    pub fn open(path: Option<&Path>) -> Result<Audit, CliError> {
+        let file = match path {
+            Some(path) => Some(Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| CliError::Usage(format!("--audit-log {}: {e}", path.display())))?,
+            )),
+            None => None,
+        };
+        Ok(Audit { file })
+    }
+
+    /// Writes one line: `event` and `members`, stamped with the time.
+    pub fn record(&self, event: &str, members: Value) {
+        let mut line = Map::new();
+        line.insert(
+            "time".into(),
+            capable::core::time::rfc3339(std::time::SystemTime::now()).into(),
+        );
+        line.insert("event".into(), event.into());
+        if let Value::Object(members) = members {
+            line.extend(members);
+        }
+        let text = serde_json::to_string(&Value::Object(line)).unwrap_or_default();
+        let mut text = crate::secrets::scrub(&text).into_owned();
+        text.push('\n');
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        if let Some(file) = &self.file {
+            let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = file.write_all(text.as_bytes()).and_then(|()| file.flush());
+        }
+    }
+
+    /// A contract violation of server `server`, with its evidence.
+    pub fn violation(&self, server: &str, v: &Violation) {
+        let mut members = match crate::output::violation(v) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        members.insert("server".into(), server.into());
+        self.record("violation", Value::Object(members));
+    }
+
+    /// A notice of the session with server `server`.
+    pub fn server_notice(&self, server: &str, notice: &Notice) {
+        let level = match notice.is_informational() {
+            true => "info",
+            false => "warning",
+        };
+        self.record(
+            "notice",
+            json!({"side": "server", "server": server, "level": level, "notice": notice.to_string()}),
+        );
+    }
+
+    /// A notice of the host's side (a request the bridge refused, a line it skipped).
+    pub fn host_notice(&self, notice: &ClientNotice) {
+        self.record(
+            "notice",
+            json!({"side": "host", "level": "warning", "notice": notice.to_string()}),
+        );
+    }
+
+    /// A notification of server `server` the host was not given, and why.
+    pub fn withheld(&self, server: &str, method: &str, why: &dyn std::fmt::Display) {
+        self.record(
+            "withheld",
+            json!({"server": server, "method": method, "why": why.to_string()}),
+        );
+    }
+
+    /// Server `server` entered `state` (`members` say more).
+    pub fn state(&self, server: &str, state: &str, members: Value) {
+        let mut line = json!({"server": server, "state": state});
+        if let (Value::Object(line), Value::Object(more)) = (&mut line, members) {
+            line.extend(more);
+        }
+        self.record("state", line);
+    }
+}

@@ -1,0 +1,183 @@
+//! One host request on its way to the server behind, and back: its params as the
+//! server should get them, and the server's failure as the host should get it.
+
+use capable::core::jsonrpc::{codes, Payload, RpcError};
+use capable::{Error, ErrorKind};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use crate::exit::CliError;
+
+/// The `_meta` members that belong to the host's own exchange with the bridge, not to
+/// the request: the 2026-07-28 envelope and the progress token (the bridge asks the
+/// server for progress with a token of its own, and sends the server's envelope).
+const EXCHANGE_META: [&str; 5] = [
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/logLevel",
+    "progressToken",
+];
+
+/// A host request's params on their way to the server behind.
+#[derive(Debug)]
+pub enum Forwarded {
+    /// As the host sent them (they have no `_meta`): checked, never decoded.
+    AsSent(Box<RawValue>),
+    /// Less the host's own members of `_meta`.
+    Edited(Map<String, Value>),
+}
+
+impl Forwarded {
+    /// The params as an object, to edit (a name the server knows by another).
+    pub fn into_map(self) -> Map<String, Value> {
+        match self {
+            Forwarded::Edited(map) => map,
+            Forwarded::AsSent(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+        }
+    }
+}
+
+impl serde::Serialize for Forwarded {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Forwarded::AsSent(raw) => raw.serialize(s),
+            Forwarded::Edited(map) => map.serialize(s),
+        }
+    }
+}
+
+/// The params of a host request for the server behind: as the host sent them, less
+/// [`EXCHANGE_META`] (every other `_meta` member goes on: trace context, an
+/// extension's). Params without `_meta` (the usual request of a legacy host) go on as
+/// they came, checked but not decoded. An error for params that are no object.
+pub fn upstream_params(params: &Payload) -> Result<Forwarded, RpcError> {
+    if params.is_absent() {
+        return Ok(Forwarded::Edited(Map::new()));
+    }
+    if !params.mentions("_meta") {
+        if let Ok(raw) = params.raw_value() {
+            if raw.get().starts_with('{') {
+                return Ok(Forwarded::AsSent(raw.to_owned()));
+            }
+        }
+    }
+    let mut map: Map<String, Value> = match params.decode_or_default::<Option<Map<String, Value>>>()
+    {
+        Ok(map) => map.unwrap_or_default(),
+        Err(e) => {
+            return Err(RpcError {
+                code: codes::INVALID_PARAMS,
+                message: format!("params is not an object: {e}"),
+                data: None,
+            })
+        }
+    };
+    if let Some(Value::Object(meta)) = map.get_mut("_meta") {
+        for key in EXCHANGE_META {
+            meta.remove(key);
+        }
+        if meta.is_empty() {
+            map.remove("_meta");
+        }
+    }
+    Ok(Forwarded::Edited(map))
+}
+
+/// Implementation-defined codes (2026-07-28 leaves -32000 … -32019 to implementations;
+/// -32002, legacy resource-not-found, is avoided).
+pub mod code {
+    /// The server behind is unreachable, or not up (starting, restarting, given up).
+    pub const UNAVAILABLE: i64 = -32001;
+    /// The server behind needs authorization the bridge cannot get here.
+    pub const AUTHORIZATION_REQUIRED: i64 = -32010;
+}
+
+/// How a failure reaches the host: the server's own JSON-RPC error exactly as it came;
+/// a local refusal or a contract violation as method-not-found (the host asked for
+/// something the server does not, in fact, offer); anything else (a timeout, a crash,
+/// a broken connection, authorization) as an error that says what happened and what to
+/// do, with `data.kind` the same word `capable --json` uses.
+pub fn host_error(e: &Error) -> RpcError {
+    match e {
+        Error::Rpc { error, .. } => error.clone(),
+        Error::InputUnanswered { error, .. } => (**error).clone(),
+        Error::Refused(_) | Error::Violation(_) => RpcError {
+            code: codes::METHOD_NOT_FOUND,
+            message: e.to_string(),
+            data: Some(json!({"kind": e.kind().as_str()})),
+        },
+        other => unavailable(&CliError::Client(other.clone())),
+    }
+}
+
+/// The error every request gets while the server behind cannot be reached
+/// (`why`, with the hint of what to do).
+pub fn unavailable(why: &CliError) -> RpcError {
+    let code = match why.error_kind() {
+        ErrorKind::AuthRequired | ErrorKind::AuthFailed => code::AUTHORIZATION_REQUIRED,
+        ErrorKind::Violation | ErrorKind::Rpc => codes::INTERNAL_ERROR,
+        _ => code::UNAVAILABLE,
+    };
+    let mut message = crate::secrets::scrub(&why.to_string()).into_owned();
+    if let Some(hint) = why.hint() {
+        message.push_str("; ");
+        message.push_str(&hint);
+    }
+    RpcError {
+        code,
+        message,
+        data: Some(json!({"kind": why.kind()})),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload(v: Value) -> Payload {
+        Payload::from_json(v.to_string().into_bytes())
+    }
+
+    #[test]
+    fn the_hosts_envelope_and_token_stay_and_the_rest_goes_on() {
+        let params = payload(json!({"name": "echo", "arguments": {"m": 1}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "progressToken": 7,
+            "traceparent": "00-abc-def-01"
+        }}));
+        let forwarded = |p: &Payload| serde_json::to_value(upstream_params(p).unwrap()).unwrap();
+        assert_eq!(
+            forwarded(&params),
+            json!({"name": "echo", "arguments": {"m": 1}, "_meta": {"traceparent": "00-abc-def-01"}})
+        );
+        let only_envelope = payload(json!({"uri": "a://b", "_meta": {"progressToken": "t"}}));
+        assert_eq!(forwarded(&only_envelope), json!({"uri": "a://b"}));
+        // Without `_meta`: as sent, not decoded.
+        let plain = payload(json!({"uri": "a://b", "x": [1, 2]}));
+        assert!(matches!(upstream_params(&plain), Ok(Forwarded::AsSent(_))));
+        assert_eq!(forwarded(&plain), json!({"uri": "a://b", "x": [1, 2]}));
+        assert!(upstream_params(&payload(json!([1]))).is_err());
+    }
+
+    #[test]
+    fn the_servers_own_error_goes_back_as_it_came() {
+        let error = RpcError {
+            code: -32602,
+            message: "Unknown tool".into(),
+            data: Some(json!({"tool": "x"})),
+        };
+        let e = Error::Rpc {
+            method: capable::Method::CallTool,
+            error: error.clone(),
+        };
+        assert_eq!(host_error(&e), error);
+        let timeout = host_error(&Error::Timeout {
+            method: capable::Method::CallTool,
+            after: std::time::Duration::from_secs(60),
+        });
+        assert_eq!(timeout.code, code::UNAVAILABLE);
+        assert_eq!(timeout.data, Some(json!({"kind": "timeout"})));
+    }
+}

@@ -1,0 +1,209 @@
+//! One host's side of the bridge, whatever carries its messages (stdio, or one session
+//! of the HTTP listener): a greeter until the host says who it is, then the relay to
+//! the server behind.
+//!
+//! Until the host says who it is (`initialize`, or a 2026-07-28 request's envelope)
+//! there is no server behind yet: the greeter — the engine with nothing declared —
+//! answers a `ping` and refuses anything else. The first word of the host's connects
+//! the server behind, declaring what the host declared; should that fail (the server
+//! does not start, authorization is needed and cannot be had here), that request is
+//! answered with an error that says why and what to do, and the next one tries again.
+
+use std::sync::Arc;
+
+use capable::core::jsonrpc::{split_batch, FramingError, Incoming};
+use capable::core::model::Implementation;
+use capable::core::server::{Hello, ServerConfig, ServerConnection};
+use capable::core::Outbox;
+use tokio::sync::mpsc;
+
+use super::audit::Audit;
+use super::forward::unavailable;
+use capable::config::ConfigFile;
+use capable::host::HostOptions;
+
+use super::behind::Behind;
+use super::many::Many;
+use super::relay::{Relay, Servers, Wake};
+use super::upstream;
+use crate::commands::Context;
+use crate::flags::ServerArgs;
+
+/// The server behind, as every host of the bridge reaches it.
+pub struct Target {
+    /// The flags.
+    pub ctx: Context,
+    /// The server command after `--`, if any.
+    pub server: ServerArgs,
+    /// The server's name in the audit.
+    pub name: String,
+    /// Where violations and notices go.
+    pub audit: Arc<Audit>,
+    /// Many servers instead of one: the config, and the servers of it to serve (none:
+    /// all).
+    pub many: Option<(ConfigFile, Vec<String>)>,
+}
+
+impl Target {
+    /// The bridge stopped (`signal`: by one): the audit says so, and the exit follows.
+    pub fn stopped(&self, signal: Option<i32>) -> Result<(), crate::exit::CliError> {
+        self.audit
+            .state(&self.name, "stopped", serde_json::json!({}));
+        match signal {
+            Some(signal) => Err(crate::exit::CliError::Interrupted(signal)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One host: the greeter, then the relay (see the module documentation).
+pub struct Host {
+    target: Arc<Target>,
+    greeter: ServerConnection<()>,
+    out: Outbox,
+    relay: Option<Relay>,
+}
+
+impl Host {
+    /// A host that has not spoken yet.
+    pub fn new(target: Arc<Target>) -> Host {
+        let greeter = ServerConfig::new(
+            Implementation::new("capable-bridge", env!("CARGO_PKG_VERSION")),
+            serde_json::json!({}),
+        );
+        Host {
+            target,
+            greeter: ServerConnection::new(greeter),
+            out: Outbox::new(),
+            relay: None,
+        }
+    }
+
+    /// One line from the host.
+    pub async fn line(&mut self, line: bytes::Bytes) {
+        match Incoming::parse(line.clone()) {
+            Ok(msg) => self.message(msg).await,
+            // A 2025-03-26 host may send a batch: each of its messages in turn (a
+            // batch in it is unreadable). Each is answered on a line of its own.
+            Err(FramingError::Batch) if self.relay.as_ref().is_some_and(Relay::accepts_batches) => {
+                let Some(items) = split_batch(&line) else {
+                    return self.unreadable(&line, &FramingError::Batch);
+                };
+                for item in items {
+                    match Incoming::parse(item.clone()) {
+                        Ok(msg) => self.message(msg).await,
+                        Err(e) => self.unreadable(&item, &e),
+                    }
+                }
+            }
+            Err(e) => self.unreadable(&line, &e),
+        }
+    }
+
+    fn unreadable(&mut self, line: &[u8], error: &FramingError) {
+        match &mut self.relay {
+            Some(relay) => relay.unreadable(line, error),
+            None => {
+                let _ = self.greeter.handle_unreadable(line, error, &mut self.out);
+                self.audit_greeter();
+            }
+        }
+    }
+
+    /// One message from the host.
+    pub async fn message(&mut self, msg: Incoming) {
+        if self.relay.is_none() {
+            match Hello::read(&msg) {
+                Some(hello) => self.connect(&hello, &msg).await,
+                None => {
+                    let _ = self.greeter.handle(msg, &mut self.out);
+                    self.audit_greeter();
+                    return;
+                }
+            }
+        }
+        if let Some(relay) = &mut self.relay {
+            relay.receive(msg);
+        }
+    }
+
+    /// Connects the server behind for a host that said `hello` in `msg`; on failure
+    /// `msg` is answered with why.
+    async fn connect(&mut self, hello: &Hello, msg: &Incoming) {
+        let t = &self.target;
+        let (asks_tx, asks) = mpsc::unbounded_channel();
+        let options = upstream::options(&t.ctx, hello, &asks_tx);
+        let ask_timeout = t.ctx.options().config.timeouts.progress_cap;
+        if let Some((file, only)) = &t.many {
+            let host = HostOptions {
+                client: options,
+                oauth: Some(t.ctx.host_oauth()),
+                connect_timeout: Some(t.ctx.global.timeout),
+                ..HostOptions::default()
+            };
+            let audit = t.audit.clone();
+            let many = Many::start(file, only, host, audit.clone()).await;
+            let servers = Servers::Many(Box::new(many));
+            let config = servers.declaration();
+            self.relay = Some(Relay::new(servers, config, asks, ask_timeout, audit));
+            return;
+        }
+        t.audit.state(&t.name, "starting", serde_json::json!({}));
+        match t.ctx.connect_with(&t.server, options.clone()).await {
+            Ok(session) => {
+                let connect = upstream::connector(&t.ctx, &t.server, options);
+                let audit = t.audit.clone();
+                let servers = Servers::One(Behind::new(&t.name, session, connect, audit.clone()));
+                let config = servers.declaration();
+                self.relay = Some(Relay::new(servers, config, asks, ask_timeout, audit));
+            }
+            Err(e) => {
+                t.audit.state(
+                    &t.name,
+                    "failed",
+                    serde_json::json!({"kind": e.kind(), "error": e.to_string()}),
+                );
+                if let Incoming::Request { id, .. } = msg {
+                    self.out.write_error(id, &unavailable(&e));
+                }
+            }
+        }
+    }
+
+    fn audit_greeter(&mut self) {
+        for notice in self.greeter.take_notices() {
+            self.target.audit.host_notice(&notice);
+        }
+    }
+
+    /// The relay's next wake-up; pending for ever before there is a relay.
+    pub async fn next(&mut self) -> Wake {
+        match &mut self.relay {
+            Some(relay) => relay.next().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Acts on `wake`.
+    pub fn on(&mut self, wake: Wake) {
+        if let Some(relay) = &mut self.relay {
+            relay.on(wake);
+        }
+    }
+
+    /// What was written for the host since the last call, in order.
+    pub fn take_output(&mut self) -> [Outbox; 2] {
+        let relay = match &mut self.relay {
+            Some(relay) => relay.take_output(),
+            None => Outbox::new(),
+        };
+        [std::mem::take(&mut self.out), relay]
+    }
+
+    /// Ends the host's side: the relay closes, the server behind is shut down.
+    pub async fn close(mut self) {
+        if let Some(relay) = self.relay.take() {
+            relay.close().await;
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! `capable bridge --listen ADDR:PORT`: the bridge as a Streamable HTTP server for its
+//! host, both eras at `/mcp`, instead of stdio.
+//!
+//! | the host | the listener |
+//! |---|---|
+//! | POSTs `initialize` without `Mcp-Session-Id` | a new legacy session (its own server behind), its id in `Mcp-Session-Id` |
+//! | POSTs with `Mcp-Session-Id` | that session's (an unknown id: `404`, so the host starts anew) |
+//! | POSTs anything else without a session | the 2026-07-28 host's (stateless; one server behind for all of it) |
+//! | a request | its answer: JSON when it is all there is, else an SSE stream (progress first) that the answer ends |
+//! | a notification or an answer | `202` |
+//! | `GET` with a session | the standalone SSE stream; with `Last-Event-ID`, the stream it names with what it missed |
+//! | `DELETE` with a session | the session ends, and its server behind |
+//! | `GET`, `DELETE` without one | `405` (2026-07-28 has neither) |
+//!
+//! A 2026-07-28 request's JSON-RPC error gets the HTTP status that revision gives it
+//! (`400` for a missing envelope or an unsupported version, `404` for an unknown
+//! method); a 2026-07-28 host that closes a request's stream cancels the request.
+//! Every request passes the gate first (`gate.rs`: `Host`, `Origin`, the token).
+
+mod gate;
+mod session;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::Router;
+use capable::core::jsonrpc::{codes, Incoming};
+use capable::core::server::streams::StreamEvent;
+use futures_util::stream::{self, Stream, StreamExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use self::gate::Gate;
+use self::session::{Command, Kind, Posted};
+use super::host::Target;
+use crate::exit::CliError;
+use crate::flags::BridgeArgs;
+
+/// The most legacy sessions at once.
+const MAX_SESSIONS: usize = 64;
+
+/// What every request of the listener shares.
+struct Listener {
+    target: Arc<Target>,
+    gate: Gate,
+    sessions: Mutex<HashMap<String, mpsc::UnboundedSender<Command>>>,
+    modern: Mutex<Option<mpsc::UnboundedSender<Command>>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Listener {
+    fn spawn(&self, kind: Kind) -> mpsc::UnboundedSender<Command> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(session::run(self.target.clone(), kind, rx));
+        self.tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(task);
+        tx
+    }
+
+    fn modern(&self) -> mpsc::UnboundedSender<Command> {
+        let mut modern = self.modern.lock().unwrap_or_else(|e| e.into_inner());
+        modern
+            .get_or_insert_with(|| self.spawn(Kind::Modern))
+            .clone()
+    }
+}
+
+/// Serves the target's server on `addr` until a signal comes.
+pub async fn serve(
+    target: Arc<Target>,
+    args: &BridgeArgs,
+    addr: SocketAddr,
+) -> Result<(), CliError> {
+    let loopback = addr.ip().is_loopback();
+    if !loopback && !args.allow_remote {
+        return Err(CliError::Usage(format!(
+            "--listen {addr} is not a loopback address: pass --allow-remote (and --listen-token) to serve other machines"
+        )));
+    }
+    if !loopback && args.listen_token.is_none() {
+        return Err(CliError::Usage("--allow-remote needs --listen-token: the listener must not be open to anyone who can reach it".into()));
+    }
+    if let Some(token) = &args.listen_token {
+        crate::secrets::keep(|s| s.add(token));
+    }
+    let socket = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| CliError::Usage(format!("cannot listen on {addr}: {e}")))?;
+    let port = socket
+        .local_addr()
+        .map_err(|e| CliError::Usage(format!("cannot read the bound port: {e}")))?
+        .port();
+    let shown = match addr {
+        SocketAddr::V6(a) => format!("http://[{}]:{port}/mcp", a.ip()),
+        SocketAddr::V4(a) => format!("http://{}:{port}/mcp", a.ip()),
+    };
+    target
+        .audit
+        .record("listening", serde_json::json!({"url": shown}));
+    let listener = Arc::new(Listener {
+        target: target.clone(),
+        gate: Gate {
+            loopback_port: loopback.then_some(port),
+            token: args.listen_token.clone(),
+        },
+        sessions: Mutex::new(HashMap::new()),
+        modern: Mutex::new(None),
+        tasks: Mutex::new(Vec::new()),
+    });
+    let router = Router::new()
+        .route("/mcp", any(handle))
+        .with_state(listener.clone())
+        .layer(DefaultBodyLimit::max(target.ctx.global.max_message));
+    let signals = target.ctx.signals.clone();
+    let stopped = tokio::select! {
+        served = axum::serve(socket, router) => served
+            .map(|()| None)
+            .map_err(|e| CliError::Usage(format!("the listener stopped: {e}")))?,
+        signal = signals.received() => Some(signal),
+    };
+    // Every session's task ends as its commands do, shutting its server down.
+    listener
+        .sessions
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
+    listener
+        .modern
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    let tasks = std::mem::take(&mut *listener.tasks.lock().unwrap_or_else(|e| e.into_inner()));
+    let _ = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures_util::future::join_all(tasks),
+    )
+    .await;
+    target.stopped(stopped)
+}
+
+async fn handle(
+    State(listener): State<Arc<Listener>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err((status, why)) = listener.gate.check(&headers) {
+        return (status, why).into_response();
+    }
+    let session = headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let found = session.as_ref().map(|id| {
+        let sessions = listener.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.get(id).cloned()
+    });
+    match (method, session, found) {
+        (_, Some(_), Some(None)) => (
+            StatusCode::NOT_FOUND,
+            "no such session: start a new one with initialize",
+        )
+            .into_response(),
+        (Method::POST, session, found) => {
+            post(&listener, session, found.flatten(), &headers, body).await
+        }
+        (Method::GET, Some(_), Some(Some(tx))) => get(tx, &headers).await,
+        (Method::DELETE, Some(id), Some(Some(_))) => {
+            listener
+                .sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            StatusCode::OK.into_response()
+        }
+        _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
+    }
+}
+
+async fn post(
+    listener: &Listener,
+    session: Option<String>,
+    found: Option<mpsc::UnboundedSender<Command>>,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Response {
+    let message = match Incoming::parse(body) {
+        Ok(message) => message,
+        Err(e) => {
+            let error = serde_json::json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": codes::PARSE_ERROR, "message": e.to_string()}});
+            let json = [(header::CONTENT_TYPE, "application/json")];
+            return (StatusCode::BAD_REQUEST, json, error.to_string()).into_response();
+        }
+    };
+    let initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
+    let (tx, kind, new_session) = match (session, found) {
+        (Some(_), Some(tx)) => (tx, Kind::Legacy, None),
+        (None, _) if initialize => {
+            let mut sessions = listener.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            if sessions.len() >= MAX_SESSIONS {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many sessions: DELETE one first",
+                )
+                    .into_response();
+            }
+            let id = session_id();
+            let tx = listener.spawn(Kind::Legacy);
+            sessions.insert(id.clone(), tx.clone());
+            (tx, Kind::Legacy, Some(id))
+        }
+        _ => (listener.modern(), Kind::Modern, None),
+    };
+    let (reply, posted) = oneshot::channel();
+    if tx.send(Command::Post { message, reply }).is_err() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
+    }
+    let mut response = match posted.await {
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response(),
+        Ok(Posted::Accepted) => StatusCode::ACCEPTED.into_response(),
+        Ok(Posted::Stream { stream, events }) => answer(tx, kind, stream, events, headers).await,
+    };
+    if let Some(id) = new_session.and_then(|id| HeaderValue::from_str(&id).ok()) {
+        response.headers_mut().insert("mcp-session-id", id);
+    }
+    response
+}
+
+/// A request's answer: JSON when the answer is all there is, else an SSE stream.
+async fn answer(
+    tx: mpsc::UnboundedSender<Command>,
+    kind: Kind,
+    stream: u64,
+    mut events: mpsc::UnboundedReceiver<StreamEvent>,
+    headers: &HeaderMap,
+) -> Response {
+    let mut gone = Gone {
+        tx,
+        stream,
+        armed: true,
+    };
+    let Some(first) = events.recv().await else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
+    };
+    let sse = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    if first.ends || !sse {
+        // A host that takes only JSON gets the answer alone.
+        let mut last = first;
+        while !last.ends {
+            match events.recv().await {
+                Some(next) => last = next,
+                None => {
+                    return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response()
+                }
+            }
+        }
+        gone.disarm();
+        let status = match kind {
+            Kind::Modern => modern_status(&last.data),
+            Kind::Legacy => StatusCode::OK,
+        };
+        return (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            last.data,
+        )
+            .into_response();
+    }
+    let ends = first.ends;
+    let rest = stream::unfold(
+        (events, gone, ends),
+        |(mut events, mut gone, ended)| async move {
+            if ended {
+                gone.disarm();
+                return None;
+            }
+            let event = events.recv().await?;
+            let ends = event.ends;
+            Some((event, (events, gone, ends)))
+        },
+    );
+    sse_response(stream::once(async move { first }).chain(rest))
+}
+
+/// The host's `GET`: the standalone stream, or the one it comes back to.
+async fn get(tx: mpsc::UnboundedSender<Command>, headers: &HeaderMap) -> Response {
+    let last_event_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (reply, events) = oneshot::channel();
+    if tx
+        .send(Command::Get {
+            last_event_id,
+            reply,
+        })
+        .is_err()
+    {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
+    }
+    match events.await {
+        Ok(Some(events)) => {
+            let events = stream::unfold(events, |mut events| async move {
+                let event = events.recv().await?;
+                Some((event, events))
+            });
+            sse_response(events)
+        }
+        Ok(None) => (StatusCode::BAD_REQUEST, "unknown Last-Event-ID").into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response(),
+    }
+}
+
+fn sse_response(events: impl Stream<Item = StreamEvent> + Send + 'static) -> Response {
+    let events = events.map(|e| {
+        Ok::<_, Infallible>(
+            Event::default()
+                .id(e.id)
+                .data(String::from_utf8_lossy(&e.data)),
+        )
+    });
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response();
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// The HTTP status 2026-07-28 gives a JSON-RPC error answer.
+fn modern_status(answer: &[u8]) -> StatusCode {
+    if !answer.windows(8).any(|w| w == b"\"error\":") {
+        return StatusCode::OK;
+    }
+    let code = serde_json::from_slice::<serde_json::Value>(answer)
+        .ok()
+        .and_then(|v| v.pointer("/error/code")?.as_i64());
+    match code {
+        Some(codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            codes::INVALID_PARAMS
+            | codes::HEADER_MISMATCH
+            | codes::MISSING_CLIENT_CAPABILITY
+            | codes::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Tells a host's task that nobody reads a stream any more, when dropped before the
+/// stream ended.
+struct Gone {
+    tx: mpsc::UnboundedSender<Command>,
+    stream: u64,
+    armed: bool,
+}
+
+impl Gone {
+    /// The stream ended as it should: nothing to tell.
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.tx.send(Command::Gone {
+                stream: self.stream,
+            });
+        }
+    }
+}
+
+/// A fresh session id: 16 random bytes, hex (visible ASCII, as the specification asks).
+fn session_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness: a unique id is still needed.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = nanos.to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,141 @@
+//! One host of the HTTP listener, on a task of its own: a legacy session (its
+//! `Mcp-Session-Id`), or the 2026-07-28 host, which has none. The task owns the host's
+//! side of the bridge ([`Host`]) and the core's [`Streams`]: each message written for
+//! the host goes on the stream the core names — the POST that carried its request, or
+//! the standalone `GET` — and is kept for a legacy client that comes back with
+//! `Last-Event-ID`. A 2026-07-28 client that closes its POST's stream cancels the
+//! request; a legacy one does not (its answer waits to be resumed).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use capable::core::jsonrpc::{Incoming, Payload, RequestId};
+use capable::core::server::streams::{StreamEvent, Streams, STANDALONE};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::commands::bridge::host::{Host, Target};
+
+/// How many events a legacy session keeps for resumption, and at most how many bytes.
+const KEEP: usize = 1024;
+const KEEP_BYTES: usize = 16 << 20;
+
+/// Which kind of host a task serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A legacy session: streams are kept for resumption; a closed stream is no
+    /// cancellation.
+    Legacy,
+    /// The 2026-07-28 host: nothing kept; a closed stream cancels its request.
+    Modern,
+}
+
+/// What the HTTP side asks of a host's task.
+pub enum Command {
+    /// A message the host POSTed.
+    Post {
+        message: Incoming,
+        reply: oneshot::Sender<Posted>,
+    },
+    /// The host's `GET`: the standalone stream, or (with `Last-Event-ID`) the stream it
+    /// comes back to, with what it missed.
+    Get {
+        last_event_id: Option<String>,
+        reply: oneshot::Sender<Option<mpsc::UnboundedReceiver<StreamEvent>>>,
+    },
+    /// Nobody reads `stream` any more (the host closed it).
+    Gone { stream: u64 },
+}
+
+/// What became of a POSTed message.
+pub enum Posted {
+    /// A notification or an answer: taken.
+    Accepted,
+    /// A request: its stream, the events of which come on `events`.
+    Stream {
+        stream: u64,
+        events: mpsc::UnboundedReceiver<StreamEvent>,
+    },
+}
+
+/// Serves one host until its commands end (the session is deleted, the listener
+/// stops); then the server behind is shut down.
+pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedReceiver<Command>) {
+    let mut host = Host::new(target);
+    let mut streams = match kind {
+        Kind::Legacy => Streams::new(KEEP, KEEP_BYTES),
+        Kind::Modern => Streams::new(0, 0),
+    };
+    let mut readers: HashMap<u64, mpsc::UnboundedSender<StreamEvent>> = HashMap::new();
+    let mut requests: HashMap<u64, RequestId> = HashMap::new();
+    loop {
+        tokio::select! {
+            command = commands.recv() => match command {
+                None => break,
+                Some(Command::Post { message, reply }) => {
+                    if let Incoming::Request { id, .. } = &message {
+                        let stream = streams.open(id.clone());
+                        let (tx, events) = mpsc::unbounded_channel();
+                        readers.insert(stream, tx);
+                        requests.insert(stream, id.clone());
+                        let _ = reply.send(Posted::Stream { stream, events });
+                    } else {
+                        let _ = reply.send(Posted::Accepted);
+                    }
+                    host.message(message).await;
+                }
+                Some(Command::Get { last_event_id, reply }) => {
+                    let (tx, events) = mpsc::unbounded_channel();
+                    let stream = match last_event_id.as_deref().and_then(|l| streams.resume(l)) {
+                        Some((stream, missed)) => {
+                            for event in missed {
+                                let _ = tx.send(event);
+                            }
+                            stream
+                        }
+                        None if last_event_id.is_some() => {
+                            let _ = reply.send(None);
+                            continue;
+                        }
+                        None => STANDALONE,
+                    };
+                    readers.insert(stream, tx);
+                    let _ = reply.send(Some(events));
+                }
+                Some(Command::Gone { stream }) => {
+                    readers.remove(&stream);
+                    if let (Kind::Modern, Some(id)) = (kind, requests.remove(&stream)) {
+                        if streams.is_open(stream) {
+                            streams.forget(&id);
+                            host.message(cancelled(&id)).await;
+                        }
+                    }
+                }
+            },
+            wake = host.next() => host.on(wake),
+        }
+        for out in host.take_output() {
+            for event in streams.route(&out) {
+                let (stream, ends) = (event.stream, event.ends);
+                if let Some(reader) = readers.get(&stream) {
+                    if reader.send(event).is_err() {
+                        readers.remove(&stream);
+                    }
+                }
+                if ends {
+                    readers.remove(&stream);
+                    requests.remove(&stream);
+                }
+            }
+        }
+    }
+    host.close().await;
+}
+
+/// `notifications/cancelled` for request `id`, as if the host had sent it.
+fn cancelled(id: &RequestId) -> Incoming {
+    let params = serde_json::json!({"requestId": id, "reason": "the client closed the stream"});
+    Incoming::Notification {
+        method: "notifications/cancelled".into(),
+        params: Payload::from_json(params.to_string().into_bytes()),
+    }
+}

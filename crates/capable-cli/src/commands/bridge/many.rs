@@ -1,0 +1,459 @@
+//! Many servers as one: `capable bridge --config FILE [--only a,b]` serves the library's
+//! [`Host`] — every server of the config, started, kept alive and restarted by it — as
+//! one server.
+//!
+//! | the host asks | the bridge |
+//! |---|---|
+//! | `tools/list`, `prompts/list` | the merged list, each under `server/name` (two servers' `echo` are `a/echo` and `b/echo`), less the tools a server's `allowTools`/`denyTools` keep back and those whose input schema is no schema (each dropped with a notice) |
+//! | `resources/list` | every server's resources, URIs as they are (a URI two servers list is the first's, with a notice) |
+//! | `resources/templates/list` | every ready server's templates, asked of each |
+//! | `tools/call`, `prompts/get` | the owning server, under the name it knows; a tool result over the server's `outputBudget` is cut, with a note |
+//! | `resources/read`, `completion/complete` | the server that listed the URI (or whose template it fits), or the prompt's |
+//! | `logging/setLevel` | every server |
+//!
+//! What the bridge declares is what the servers behind can do together: a list when
+//! one of them has it, always with `listChanged` (servers come, go and change their
+//! lists, and the host is told); no `subscribe`. Each server's `timeout` is its own
+//! request timeout; `disabled: true` servers are not started.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use capable::config::{ConfigFile, ServerPolicy};
+use capable::core::jsonrpc::{codes, Payload, RpcError};
+use capable::core::model::ResourceTemplate;
+use capable::core::Method;
+use capable::host::{split, Host, HostEvent, HostOptions};
+use capable::{Capability, ClientOptions, Error, RequestOptions, Session};
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use serde_json::{json, Map, Value};
+use tokio::sync::broadcast;
+
+use super::audit::Audit;
+
+/// The servers of a config, as one (see the module documentation).
+pub struct Many {
+    host: Arc<Host>,
+    events: broadcast::Receiver<HostEvent>,
+    policies: BTreeMap<String, ServerPolicy>,
+    audit: Arc<Audit>,
+    /// Template prefixes, by server, as last listed (to route reads of URIs made from
+    /// them).
+    templates: Arc<Mutex<Vec<(String, String)>>>,
+    /// What was already said to be dropped (a notice once per tool or URI).
+    noticed: Mutex<HashSet<String>>,
+}
+
+impl Many {
+    /// Starts the servers of `file` (those of `only`, when given) with `options` (each
+    /// with its own timeout), waits until they settled, and serves them.
+    pub async fn start(
+        file: &ConfigFile,
+        only: &[String],
+        options: HostOptions,
+        audit: Arc<Audit>,
+    ) -> Many {
+        let host = Host::new(options.clone());
+        for entry in &file.servers {
+            if !only.is_empty() && !only.contains(&entry.name) {
+                continue;
+            }
+            let policy = file.policies.get(&entry.name).cloned().unwrap_or_default();
+            if policy.disabled {
+                audit.state(&entry.name, "disabled", json!({}));
+                continue;
+            }
+            let added = match (&entry.target, policy.timeout) {
+                (Ok(target), Some(timeout)) => {
+                    let client: ClientOptions =
+                        options.client.clone().with_request_timeout(timeout);
+                    host.add_with(&entry.name, target.clone(), client)
+                }
+                _ => host.add_entry(entry),
+            };
+            if let Err(e) = added {
+                audit.state(&entry.name, "refused", json!({"error": e.to_string()}));
+            }
+        }
+        host.settled().await;
+        // What happened while they started is the state the host is offered; only what
+        // comes after is news.
+        let events = host.events();
+        for status in host.servers() {
+            let more = match status.state.error() {
+                Some(e) => json!({"error": crate::secrets::scrub(&e.to_string())}),
+                None => json!({}),
+            };
+            audit.state(&status.name, status.state.name(), more);
+        }
+        Many {
+            host: Arc::new(host),
+            events,
+            policies: file.policies.clone(),
+            audit,
+            templates: Arc::new(Mutex::new(Vec::new())),
+            noticed: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// What the servers can do together (see the module documentation), and their
+    /// instructions, each under its server's name.
+    pub fn declaration(&self) -> (Value, Option<String>) {
+        let mut caps = Map::new();
+        let mut instructions = Vec::new();
+        for status in self.host.servers() {
+            let Ok(session) = self.host.session(&status.name) else {
+                continue;
+            };
+            let declared = session.capabilities();
+            for (capability, list) in [
+                (Capability::Tools, true),
+                (Capability::Resources, true),
+                (Capability::Prompts, true),
+                (Capability::Logging, false),
+                (Capability::Completions, false),
+            ] {
+                if declared.has(capability) {
+                    let value = match list {
+                        true => json!({"listChanged": true}),
+                        false => json!({}),
+                    };
+                    caps.insert(capability.key().into(), value);
+                }
+            }
+            if let Some(text) = session.instructions() {
+                instructions.push(format!("{}: {text}", status.name));
+            }
+        }
+        let instructions = (!instructions.is_empty()).then(|| instructions.join("\n"));
+        (Value::Object(caps), instructions)
+    }
+
+    /// The next event of the servers.
+    pub async fn next(&mut self) -> Result<HostEvent, broadcast::error::RecvError> {
+        self.events.recv().await
+    }
+
+    /// Every ready server's session.
+    pub fn sessions(&self) -> Vec<Arc<Session>> {
+        self.host
+            .servers()
+            .iter()
+            .filter_map(|s| self.host.session(&s.name).ok())
+            .collect()
+    }
+
+    /// One host request on its way (see the module documentation): its answer, as a
+    /// legacy result (the relay adds what a 2026-07-28 host must get).
+    pub fn exchange(
+        &self,
+        method: Method,
+        mut params: Map<String, Value>,
+        options: RequestOptions,
+    ) -> BoxFuture<'static, Result<Payload, Error>> {
+        let answered = |result: Value| {
+            let payload = Payload::from_json(result.to_string().into_bytes());
+            futures_util::future::ready(Ok(payload)).boxed()
+        };
+        match method {
+            Method::ListTools => return answered(self.tools()),
+            Method::ListResources => return answered(self.resources()),
+            Method::ListPrompts => return answered(self.prompts()),
+            Method::ListResourceTemplates => return self.all_templates(),
+            Method::SetLoggingLevel => {
+                let level = params
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .unwrap_or("info")
+                    .to_owned();
+                let sessions = self.sessions();
+                return async move {
+                    for session in sessions {
+                        if session.check(Method::SetLoggingLevel).is_ok() {
+                            let _ = session.set_logging_level(&level).await;
+                        }
+                    }
+                    Ok(Payload::from_json(b"{}".to_vec()))
+                }
+                .boxed();
+            }
+            _ => {}
+        }
+        let routed = match method {
+            Method::CallTool | Method::GetPrompt => self.by_name(method, &mut params, "name"),
+            Method::Complete => self.completion(&mut params),
+            _ => params
+                .get("uri")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .map_or_else(
+                    || Err(not_offered(method, "no uri")),
+                    |uri| self.by_uri(method, &uri),
+                ),
+        };
+        let (server, session) = match routed {
+            Ok(routed) => routed,
+            Err(e) => return futures_util::future::ready(Err(e)).boxed(),
+        };
+        let budget = (method == Method::CallTool)
+            .then(|| self.policies.get(&server).and_then(|p| p.output_budget))
+            .flatten();
+        async move {
+            let answer = session.request_payload(method, &params, options).await?;
+            Ok(match budget {
+                Some(budget) if answer.json().len() > budget => cut(answer.json(), budget, &server),
+                _ => answer,
+            })
+        }
+        .boxed()
+    }
+
+    fn policy(&self, server: &str) -> ServerPolicy {
+        self.policies.get(server).cloned().unwrap_or_default()
+    }
+
+    /// A notice, once for each `key`.
+    fn notice_once(&self, key: String, server: &str, notice: &str) {
+        if self
+            .noticed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key)
+        {
+            self.audit.record(
+                "notice",
+                json!({"side": "server", "server": server, "level": "warning", "notice": notice}),
+            );
+        }
+    }
+
+    fn tools(&self) -> Value {
+        let mut tools = Vec::new();
+        for t in self.host.tools() {
+            if !self.policy(&t.server).offers_tool(&t.tool.name) {
+                continue;
+            }
+            let schema = t.tool.input_schema_value();
+            let usable = schema.get("type").and_then(Value::as_str) == Some("object")
+                && capable::compile_schema(&schema).is_ok();
+            if !usable {
+                let notice = format!(
+                    "dropped tool {:?}: its inputSchema is not a usable JSON Schema of an object",
+                    t.tool.name
+                );
+                self.notice_once(format!("tool {}", t.name), &t.server, &notice);
+                continue;
+            }
+            let mut tool = serde_json::to_value(&t.tool).unwrap_or(Value::Null);
+            tool["name"] = json!(t.name);
+            tools.push(tool);
+        }
+        json!({"tools": tools})
+    }
+
+    fn resources(&self) -> Value {
+        let mut seen = HashSet::new();
+        let mut resources = Vec::new();
+        for r in self.host.resources() {
+            if !seen.insert(r.resource.uri.clone()) {
+                let notice = format!(
+                    "dropped resource {:?}: another server lists it first",
+                    r.resource.uri
+                );
+                self.notice_once(format!("resource {}", r.name), &r.server, &notice);
+                continue;
+            }
+            let mut resource = serde_json::to_value(&r.resource).unwrap_or(Value::Null);
+            resource["name"] = json!(capable::host::qualify(&r.server, &r.resource.name));
+            resources.push(resource);
+        }
+        json!({"resources": resources})
+    }
+
+    fn prompts(&self) -> Value {
+        let prompts: Vec<Value> = self
+            .host
+            .prompts()
+            .into_iter()
+            .map(|p| {
+                let mut prompt = serde_json::to_value(&p.prompt).unwrap_or(Value::Null);
+                prompt["name"] = json!(p.name);
+                prompt
+            })
+            .collect();
+        json!({"prompts": prompts})
+    }
+
+    /// Every ready server's templates, asked of each; their prefixes kept to route
+    /// reads.
+    fn all_templates(&self) -> BoxFuture<'static, Result<Payload, Error>> {
+        let servers: Vec<(String, Arc<Session>)> = self
+            .host
+            .servers()
+            .into_iter()
+            .filter_map(|s| Some((s.name.clone(), self.host.session(&s.name).ok()?)))
+            .collect();
+        let kept = self.templates.clone();
+        async move {
+            let mut all: Vec<ResourceTemplate> = Vec::new();
+            let mut prefixes = Vec::new();
+            for (name, session) in servers {
+                if session.check(Method::ListResourceTemplates).is_err() {
+                    continue;
+                }
+                if let Ok(templates) = session.list_resource_templates().await {
+                    for t in templates {
+                        let prefix = t.uri_template.split('{').next().unwrap_or("").to_owned();
+                        prefixes.push((prefix, name.clone()));
+                        all.push(t);
+                    }
+                }
+            }
+            *kept.lock().unwrap_or_else(|e| e.into_inner()) = prefixes;
+            let result = json!({"resourceTemplates": all});
+            Ok(Payload::from_json(result.to_string().into_bytes()))
+        }
+        .boxed()
+    }
+
+    /// The server a `server/name` member names; the member becomes the name it knows.
+    fn by_name(
+        &self,
+        method: Method,
+        params: &mut Map<String, Value>,
+        member: &str,
+    ) -> Result<(String, Arc<Session>), Error> {
+        let qualified = params
+            .get(member)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let Some((server, name)) = split(&qualified) else {
+            return Err(not_offered(
+                method,
+                &format!("{qualified:?} names no server: names are SERVER/NAME"),
+            ));
+        };
+        if method == Method::CallTool && !self.policy(server).offers_tool(name) {
+            return Err(not_offered(
+                method,
+                &format!("{qualified:?} is not offered by this bridge"),
+            ));
+        }
+        let session = self.session(method, server)?;
+        params.insert(member.into(), json!(name));
+        Ok((server.to_owned(), session))
+    }
+
+    /// The server that listed `uri`, or whose template it fits (the longest prefix).
+    fn by_uri(&self, method: Method, uri: &str) -> Result<(String, Arc<Session>), Error> {
+        let listed = self
+            .host
+            .resources()
+            .into_iter()
+            .find(|r| r.resource.uri == uri)
+            .map(|r| r.server);
+        let templated = || {
+            let templates = self.templates.lock().unwrap_or_else(|e| e.into_inner());
+            templates
+                .iter()
+                .filter(|(prefix, _)| !prefix.is_empty() && uri.starts_with(prefix.as_str()))
+                .max_by_key(|(prefix, _)| prefix.len())
+                .map(|(_, server)| server.clone())
+        };
+        match listed.or_else(templated) {
+            Some(server) => Ok((server.clone(), self.session(method, &server)?)),
+            None => Err(answer_error(
+                method,
+                codes::INVALID_PARAMS,
+                format!("no server of this bridge offers {uri}"),
+                Some(json!({"uri": uri})),
+            )),
+        }
+    }
+
+    /// `completion/complete`: routed by its reference (a `server/prompt`, or a URI).
+    fn completion(&self, params: &mut Map<String, Value>) -> Result<(String, Arc<Session>), Error> {
+        let method = Method::Complete;
+        let Some(Value::Object(reference)) = params.get_mut("ref") else {
+            return Err(not_offered(method, "no ref"));
+        };
+        if let Some(uri) = reference
+            .get("uri")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        {
+            return self.by_uri(method, &uri);
+        }
+        self.by_name(method, reference, "name")
+    }
+
+    fn session(&self, method: Method, server: &str) -> Result<Arc<Session>, Error> {
+        self.host.session(server).map_err(|e| {
+            let data = Some(json!({"server": server}));
+            answer_error(
+                method,
+                super::forward::code::UNAVAILABLE,
+                e.to_string(),
+                data,
+            )
+        })
+    }
+
+    /// Stops every server.
+    pub async fn shutdown(&self) {
+        self.host.shutdown().await;
+    }
+}
+
+/// A request for something no server of the bridge offers.
+fn not_offered(method: Method, why: &str) -> Error {
+    answer_error(method, codes::INVALID_PARAMS, why.to_owned(), None)
+}
+
+/// The JSON-RPC error the bridge answers a request of `method` with, as the error of a
+/// server's answer (the relay passes it on as it is).
+fn answer_error(method: Method, code: i64, message: String, data: Option<Value>) -> Error {
+    Error::Rpc {
+        method,
+        error: RpcError {
+            code,
+            message,
+            data,
+        },
+    }
+}
+
+/// A tool result over its server's budget, cut: its text kept up to the budget, its
+/// structured content left out, and a note that says so.
+fn cut(result: &str, budget: usize, server: &str) -> Payload {
+    let parsed: Value = serde_json::from_str(result).unwrap_or(Value::Null);
+    let mut text = String::new();
+    for block in parsed
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(t) = block.get("text").and_then(Value::as_str) {
+            text.push_str(t);
+        }
+    }
+    let mut end = budget.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    let note = format!(
+        "[capable bridge: the result was cut to {} of its {}: the outputBudget of server {server:?}]",
+        capable::core::text::size(budget),
+        capable::core::text::size(result.len()),
+    );
+    let mut cut =
+        json!({"content": [{"type": "text", "text": text}, {"type": "text", "text": note}]});
+    if parsed.get("isError") == Some(&Value::Bool(true)) {
+        cut["isError"] = json!(true);
+    }
+    Payload::from_json(cut.to_string().into_bytes())
+}

@@ -1,0 +1,206 @@
+//! Across eras: a legacy host in front of a 2026-07-28 server, and the other way round.
+//! What maps is mapped, by the core's rules; what does not was never declared to the
+//! host (the engine tells each version only what it defines), so it is refused there.
+//!
+//! | the host | the server | the bridge |
+//! |---|---|---|
+//! | legacy `resources/subscribe`, `unsubscribe` | 2026-07-28 | answers them, and keeps a `subscriptions/listen` open for the URIs (`follow.rs`) |
+//! | legacy `logging/setLevel` | 2026-07-28 | answers it; the level goes in every later request's `_meta` |
+//! | 2026-07-28 `subscriptions/listen` | legacy | subscribes and unsubscribes the URIs the streams ask for (`follow.rs`) |
+//! | 2026-07-28 `_meta` log level | legacy | `logging/setLevel` when it changes |
+//! | legacy, asked a question | 2026-07-28 `input_required` | the session asks the host (a request of the engine's) and retries |
+//! | 2026-07-28, asked a question | legacy `elicitation/create`, … | an `input_required` result for the host's waiting request; its retry answers ([`Rounds`]) |
+//! | 2026-07-28, answered | legacy | `resultType`, and a list's or read's caching hints, added ([`modern_result`]) |
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use capable::core::jsonrpc::{codes, RequestId, RpcError};
+use capable::core::server::{client_allows, modern_result, ClientRequest, LogLevel};
+use capable::core::{Era, Method};
+use futures_util::FutureExt;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::Relay;
+use crate::commands::bridge::upstream::Ask;
+
+impl Relay {
+    /// What the bridge answers itself instead of passing on (`None`: answered), and the
+    /// log level a host request asks for, carried to the server.
+    pub(super) fn local(&mut self, request: ClientRequest) -> Option<ClientRequest> {
+        if let Some(level) = request.log_level {
+            self.follow_log_level(level);
+        }
+        match (self.host_era(), self.servers.era()) {
+            (Some(Era::Modern), _) if request.params.mentions("requestState") => {
+                self.round_answered(request)
+            }
+            (Some(Era::Legacy), Some(Era::Modern)) => match request.method {
+                Method::Subscribe | Method::Unsubscribe => {
+                    // Taken into account as it is answered; the listen stream follows.
+                    self.engine
+                        .respond(&request.id, &serde_json::json!({}), &mut self.out);
+                    self.follow(self.engine.interest());
+                    None
+                }
+                Method::SetLoggingLevel => {
+                    let level = request
+                        .params
+                        .decode::<Value>()
+                        .ok()
+                        .and_then(|p| p.get("level")?.as_str()?.parse::<LogLevel>().ok());
+                    if let Some(level) = level {
+                        self.follow_log_level(level);
+                    }
+                    self.engine
+                        .respond(&request.id, &serde_json::json!({}), &mut self.out);
+                    None
+                }
+                _ => Some(request),
+            },
+            _ => Some(request),
+        }
+    }
+
+    /// A 2026-07-28 host's retry that carries the answer to a legacy server's question
+    /// (`None`: taken), or a request to pass on.
+    fn round_answered(&mut self, request: ClientRequest) -> Option<ClientRequest> {
+        let params: Value = request.params.decode().unwrap_or_default();
+        let Some(answered) = self.rounds.answer(&params) else {
+            return Some(request);
+        };
+        let _ = answered.reply.send(answered.response);
+        match self.exchanges.get_mut(&answered.exchange) {
+            // The exchange goes on, under the retry's id.
+            Some(exchange) => exchange.host = Some(request.id),
+            None => {
+                let over = RpcError {
+                    code: codes::INVALID_PARAMS,
+                    message: "the request this retry carries on is over".into(),
+                    data: None,
+                };
+                self.engine.respond_error(&request.id, &over, &mut self.out);
+            }
+        }
+        None
+    }
+
+    /// The server's log level follows what the host asks for: a 2026-07-28 server's
+    /// goes in every later request; a legacy server is told when it changes.
+    fn follow_log_level(&mut self, level: LogLevel) {
+        let changed = self.log_level != Some(level);
+        self.log_level = Some(level);
+        for session in self.servers.sessions() {
+            match session.era() {
+                Era::Modern => {
+                    let _ = session.set_logging_level(level.as_str()).now_or_never();
+                }
+                Era::Legacy if changed && session.check(Method::SetLoggingLevel).is_ok() => {
+                    self.background.push(
+                        async move {
+                            let _ = session.set_logging_level(level.as_str()).await;
+                        }
+                        .boxed(),
+                    );
+                }
+                Era::Legacy => {}
+            }
+        }
+    }
+
+    /// A question of the server's, put to the host as its era asks.
+    pub(super) fn ask(&mut self, ask: Ask) {
+        if self.host_era() == Some(Era::Modern) {
+            return self.ask_in_a_round(ask);
+        }
+        let now = Instant::now();
+        let sent =
+            self.engine
+                .request(ask.method, &ask.params, None, ask.reply, now, &mut self.out);
+        match sent {
+            Ok(id) => {
+                self.questions.insert(ask.token, id);
+            }
+            Err((why, reply)) => {
+                let _ = reply.send(Err(cannot_ask(&why)));
+            }
+        }
+    }
+
+    /// Question `token` is over at the server: if the host still has it (the server
+    /// cancelled it), the host is told to give it up. A 2026-07-28 host's round just
+    /// ends unused when it answers.
+    pub(super) fn ask_over(&mut self, token: u64) {
+        if let Some(id) = self.questions.remove(&token) {
+            let reason = "the server withdrew its question";
+            let _ = self.engine.cancel(id, reason, &mut self.out);
+        }
+    }
+
+    /// A legacy server's question to a 2026-07-28 host: the answer to the host's
+    /// oldest request waiting on the server that may take one (a call, a prompt, a
+    /// read), as an `input_required` round.
+    fn ask_in_a_round(&mut self, ask: Ask) {
+        let waiting = self
+            .exchanges
+            .iter()
+            .filter(|(token, e)| {
+                e.host.is_some()
+                    && matches!(
+                        e.method,
+                        Method::CallTool | Method::GetPrompt | Method::ReadResource
+                    )
+                    && !self.rounds.is_waiting(**token)
+            })
+            .map(|(token, _)| *token)
+            .min();
+        let url_mode = ask.params.get("mode").and_then(Value::as_str) == Some("url");
+        let allowed = match (
+            self.engine.phase().version(),
+            self.engine.phase().capabilities(),
+        ) {
+            (Some(version), Some(caps)) => client_allows(ask.method, version, caps, url_mode),
+            _ => Ok(()),
+        };
+        if let Err(why) = allowed {
+            let _ = ask.reply.send(Err(cannot_ask(&why)));
+            return;
+        }
+        let Some(token) = waiting else {
+            let why = "no request of the host's waits on the server: it cannot be asked now";
+            let _ = ask.reply.send(Err(cannot_ask(&why)));
+            return;
+        };
+        let deadline = capable::core::time::deadline(Instant::now(), self.ask_timeout);
+        let result = self
+            .rounds
+            .ask(token, ask.method, ask.params, ask.reply, deadline);
+        if let Some(id) = self.exchanges.get_mut(&token).and_then(|e| e.host.take()) {
+            self.engine.respond(&id, &result, &mut self.out);
+        }
+    }
+
+    /// The server's result for host request `id` (in legacy form when `legacy`), as the
+    /// host's era must get it.
+    pub(super) fn respond(&mut self, id: &RequestId, method: Method, raw: &RawValue, legacy: bool) {
+        if legacy && self.host_era() == Some(Era::Modern) {
+            if let Cow::Owned(text) = modern_result(method, raw.get()) {
+                if let Ok(modern) = RawValue::from_string(text) {
+                    self.engine.respond(id, &modern, &mut self.out);
+                    return;
+                }
+            }
+        }
+        self.engine.respond(id, raw, &mut self.out);
+    }
+}
+
+/// The error a question of the server's gets when the host may not be asked it.
+fn cannot_ask(why: &dyn std::fmt::Display) -> RpcError {
+    RpcError {
+        code: codes::METHOD_NOT_FOUND,
+        message: format!("the host cannot be asked: {why}"),
+        data: None,
+    }
+}

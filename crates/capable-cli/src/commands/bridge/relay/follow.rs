@@ -1,0 +1,253 @@
+//! The server behind, followed: its notifications (to the host through the engine's
+//! table), what the host wants to hear of (kept open at the server in the server's
+//! era), its events (to the audit) and its restarts; or the many servers' events.
+
+use std::collections::BTreeSet;
+
+use capable::core::notification::Notification;
+use capable::core::server::{Interest, Withheld};
+use capable::core::Era;
+use capable::events::SessionEvent;
+use capable::{Error, ListenEvent, Listener};
+use futures_util::FutureExt;
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use capable::host::{HostEvent, ListKind, ServerState};
+
+use super::{Change, Relay, Servers};
+
+impl Relay {
+    pub(super) fn on_behind(&mut self, change: Change) {
+        let Servers::One(behind) = &mut self.servers else {
+            return;
+        };
+        let name = behind.name().to_owned();
+        match change {
+            Change::Notification(n) => self.notify(&n.kind, &n.params),
+            Change::Event(Ok(SessionEvent::Violation(v))) => self.audit.violation(&name, &v),
+            Change::Event(Ok(SessionEvent::Notice(n))) => self.audit.server_notice(&name, &n),
+            Change::Event(Ok(SessionEvent::Closed(e))) => behind.ended(*e),
+            Change::Event(Ok(_)) | Change::Event(Err(broadcast::error::RecvError::Closed)) => {}
+            Change::Event(Err(broadcast::error::RecvError::Lagged(missed))) => {
+                self.audit
+                    .record("lagged", json!({"server": name, "missed": missed}));
+            }
+            Change::Retry => behind.retry(),
+            Change::Connected(connected) => {
+                if behind.connected(*connected).is_some() {
+                    self.restarted();
+                }
+            }
+        }
+    }
+
+    /// An event of the many servers behind: their states and lists (the merged view
+    /// changed: the host is told), their violations and notices (to the audit), their
+    /// notifications (to the host, through the engine's table).
+    pub(super) fn on_many(&mut self, event: Result<HostEvent, broadcast::error::RecvError>) {
+        let event = match event {
+            Ok(event) => event,
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                self.audit
+                    .record("lagged", json!({"server": "bridge", "missed": missed}));
+                return self.lists_changed();
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        match event {
+            HostEvent::State { server, state } => {
+                let more = match (&state, state.error()) {
+                    (ServerState::Restarting { attempt, delay, .. }, Some(error)) => json!({
+                        "attempt": attempt, "delayMs": delay.as_millis() as u64,
+                        "error": crate::secrets::scrub(&error.to_string()),
+                    }),
+                    (_, Some(error)) => json!({"error": crate::secrets::scrub(&error.to_string())}),
+                    (_, None) => json!({}),
+                };
+                self.audit.state(&server, state.name(), more);
+                self.lists_changed();
+            }
+            HostEvent::ListChanged { list, .. } => {
+                let changed = match list {
+                    ListKind::Tools => Notification::ToolsListChanged,
+                    ListKind::Resources => Notification::ResourcesListChanged,
+                    ListKind::Prompts => Notification::PromptsListChanged,
+                    _ => return,
+                };
+                let _ = self.engine.notify(&changed, &json!({}), &mut self.out);
+            }
+            HostEvent::ListFailed {
+                server,
+                list,
+                error,
+            } => {
+                let error = crate::secrets::scrub(&error.to_string()).into_owned();
+                self.audit.record(
+                    "list_failed",
+                    json!({"server": server, "list": list.to_string(), "error": error}),
+                );
+            }
+            HostEvent::Violation { server, violation } => self.audit.violation(&server, &violation),
+            HostEvent::Notice { server, notice } => self.audit.server_notice(&server, &notice),
+            HostEvent::Notification {
+                notification: n, ..
+            } if n.kind.list_changed().is_none() => self.notify(&n.kind, &n.params),
+            _ => {}
+        }
+    }
+
+    /// Every list the host was offered may have changed.
+    fn lists_changed(&mut self) {
+        for list in [
+            Notification::ToolsListChanged,
+            Notification::ResourcesListChanged,
+            Notification::PromptsListChanged,
+        ] {
+            let _ = self.engine.notify(&list, &json!({}), &mut self.out);
+        }
+    }
+
+    /// A notification of the server's, to the host if the engine's table lets it go.
+    pub(super) fn notify(&mut self, kind: &Notification, params: &Value) {
+        match self.engine.notify(kind, params, &mut self.out) {
+            Ok(()) => {}
+            // The server's own cancellation of a question it asked the host: its
+            // handler ends, and the host is told then (see `Relay::ask_over`).
+            Err(Withheld::EngineOnly { .. }) if matches!(kind, Notification::Cancelled { .. }) => {}
+            // What the session noticed already (an undeclared notification, an update
+            // nobody subscribed to), and ordinary filtering (a log line below the level
+            // asked for, nothing listening): not worth a second line.
+            Err(
+                Withheld::NotDeclared { .. }
+                | Withheld::NotSubscribed { .. }
+                | Withheld::BelowLevel { .. }
+                | Withheld::NoRequest { .. }
+                | Withheld::NotListened { .. },
+            ) => {}
+            Err(why) => self.audit.withheld(self.servers.name(), kind.name(), &why),
+        }
+    }
+
+    /// Keeps what the host wants to hear of open at the server, in the server's era: a
+    /// listen stream (2026-07-28), or subscriptions (legacy, for a 2026-07-28 host; a
+    /// legacy host's own subscribe requests reach the server as they are).
+    pub(super) fn follow(&mut self, interest: Interest) {
+        match self.servers.era() {
+            Some(Era::Modern) => self.listen_for(interest),
+            Some(Era::Legacy) if self.host_era() == Some(Era::Modern) => {
+                self.subscribe_for(interest)
+            }
+            // A legacy host's own subscribe requests reach a legacy server; many
+            // servers offer no subscriptions, and tell of their lists by themselves.
+            _ => {}
+        }
+    }
+
+    fn listen_for(&mut self, interest: Interest) {
+        if interest == self.listening {
+            return;
+        }
+        self.listening = interest.clone();
+        // The new stream replaces the old one once it is open.
+        self.listener = None;
+        if interest == Interest::default() {
+            self.opening = None;
+            return;
+        }
+        let Some(session) = self.servers.one().cloned() else {
+            return;
+        };
+        self.opening = Some(async move { session.listen(&interest).await }.boxed());
+    }
+
+    fn subscribe_for(&mut self, interest: Interest) {
+        let wanted: BTreeSet<String> = interest.resource_subscriptions.into_iter().collect();
+        let Some(session) = self.servers.one().cloned() else {
+            return;
+        };
+        for uri in wanted.difference(&self.subscribed) {
+            let (session, uri) = (session.clone(), uri.clone());
+            self.background.push(
+                async move {
+                    let _ = session.subscribe(&uri).await;
+                }
+                .boxed(),
+            );
+        }
+        for uri in self.subscribed.difference(&wanted) {
+            let (session, uri) = (session.clone(), uri.clone());
+            self.background.push(
+                async move {
+                    let _ = session.unsubscribe(&uri).await;
+                }
+                .boxed(),
+            );
+        }
+        self.subscribed = wanted;
+    }
+
+    pub(super) fn opened(&mut self, opened: Result<Listener, Error>) {
+        match opened {
+            Ok(listener) => self.listener = Some(listener),
+            Err(e) => self.listen_failed(&e),
+        }
+    }
+
+    pub(super) fn listened(&mut self, listened: Result<Option<ListenEvent>, Error>) {
+        match listened {
+            Ok(Some(ListenEvent::Notification(n))) => self.notify(&n.kind, &n.params),
+            Ok(Some(ListenEvent::Acknowledged(_))) => {}
+            ended => {
+                self.listener = None;
+                if let Err(e) = ended {
+                    self.listen_failed(&e);
+                }
+                // Opened again on the next change of interest.
+                self.listening = Interest::default();
+            }
+        }
+    }
+
+    fn listen_failed(&self, e: &Error) {
+        let error = crate::secrets::scrub(&e.to_string()).into_owned();
+        self.audit.record(
+            "listen_failed",
+            json!({"server": self.servers.name(), "error": error}),
+        );
+    }
+
+    /// The server behind came back: what the host listens for is asked again, and the
+    /// host hears that the lists it declared may have changed.
+    fn restarted(&mut self) {
+        let Some(session) = self.servers.one().cloned() else {
+            return;
+        };
+        let interest = self.engine.interest();
+        self.listening = Interest::default();
+        self.subscribed.clear();
+        self.log_level = None;
+        match (session.era(), self.host_era()) {
+            (Era::Legacy, Some(Era::Legacy)) => {
+                for uri in interest.resource_subscriptions {
+                    let session = session.clone();
+                    self.background.push(
+                        async move {
+                            let _ = session.subscribe(&uri).await;
+                        }
+                        .boxed(),
+                    );
+                }
+            }
+            _ => self.follow(interest),
+        }
+        if session.capabilities() != &self.engine.config().capabilities {
+            self.audit.record(
+                "capabilities_changed",
+                json!({"server": self.servers.name(), "now": session.capabilities(),
+                    "host_has": self.engine.config().capabilities}),
+            );
+        }
+        self.lists_changed();
+    }
+}

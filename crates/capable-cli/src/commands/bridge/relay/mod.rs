@@ -1,0 +1,427 @@
+//! One host, relayed to the server behind — one [`Session`], or a config's servers as
+//! one (`many.rs`): the core's server engine faces the host; these files carry out what
+//! each side's rules decide.
+//!
+//! - A host request the engine lets through (the server declared its method) goes to
+//!   the session (which gates it again, against what was negotiated with the server)
+//!   with its params less the host's own envelope; its answer goes back under the
+//!   host's id, as it came (checked, not decoded), or as the error it was.
+//! - The host cancels a request: its exchange with the server is dropped, which cancels
+//!   it there too. The server's progress goes to the host under the host's token.
+//! - A question of the server (elicitation, sampling, roots) goes to the host as its
+//!   era asks: a request of the engine's (legacy), or an `input_required` result whose
+//!   retry carries the answer (2026-07-28); gated by what the host declared. A legacy
+//!   host's question the server cancels is cancelled at the host too.
+//! - The server's notifications pass the engine's table (only what the server declared,
+//!   only to a host that subscribed or listens); what the host wants to hear of is kept
+//!   open at the server, in the server's era.
+//! - Violations, notices and what was withheld go to the audit.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `mod.rs` | the relay: exchanges, answers, progress, the next thing to act on |
+//! | `era.rs` | across eras: what the bridge answers itself, questions to the host, results to a 2026-07-28 host |
+//! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
+//! | `servers.rs` | one server or many, as the relay forwards to them |
+//!
+//! Everything happens on one task: the relay's state is owned, never locked; the
+//! host's transport calls [`Relay::receive`] with each message and [`Relay::next`] /
+//! [`Relay::on`] for everything else, and writes [`Relay::take_output`] in one write.
+
+mod era;
+mod follow;
+mod servers;
+
+pub use servers::Servers;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use capable::core::jsonrpc::FramingError;
+use capable::core::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
+use capable::core::model::ProgressParams;
+use capable::core::server::{
+    ClientRequest, Event, Interest, LogLevel, Rounds, ServerConfig, ServerConnection,
+};
+use capable::core::{Era, Method, Outbox};
+use capable::{CachePolicy, Error, ListenEvent, Listener, RequestOptions};
+use futures_util::future::{AbortHandle, Abortable, BoxFuture};
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::audit::Audit;
+use super::behind::{take_ready, Change};
+use super::forward::{host_error, upstream_params};
+use super::upstream::{Ask, Asked};
+
+/// Where the host's answer to a question of the server's goes.
+type Reply = oneshot::Sender<Result<Value, RpcError>>;
+
+/// The engine facing the host; the waiter of each question put to the host is where
+/// its answer goes.
+type Engine = ServerConnection<Reply>;
+
+/// A host request on its way: its exchange, and the server's answer.
+type Forward = BoxFuture<'static, (u64, Result<Payload, Error>)>;
+
+/// One host request at the server. Its host id changes when a 2026-07-28 host's retry
+/// carries it on (see `era.rs`); `None` while the host has the server's question.
+struct Exchange {
+    host: Option<RequestId>,
+    method: Method,
+    abort: AbortHandle,
+    /// Its answer comes in legacy form (a 2026-07-28 host gets what that era adds).
+    legacy_answer: bool,
+}
+
+/// Something the relay must act on (see [`Relay::next`]).
+pub enum Wake {
+    /// The server answered an exchange (or it failed).
+    Forwarded(u64, Result<Payload, Error>),
+    /// Progress of an exchange.
+    Progress(u64, ProgressParams),
+    /// The server asks the host something.
+    Ask(Ask),
+    /// A question of the server's is over there (see [`Asked::Over`]).
+    AskOver(u64),
+    /// Something of the one server behind: a notification, an event, a restart.
+    Behind(Change),
+    /// Something of the many servers behind.
+    Many(Result<capable::host::HostEvent, tokio::sync::broadcast::error::RecvError>),
+    /// A listen stream at the server was opened (or failed to).
+    Opened(Result<Listener, Error>),
+    /// Something arrived on the listen stream, or it ended.
+    Listened(Result<Option<ListenEvent>, Error>),
+    /// A question put to the host may have timed out.
+    Timer,
+    /// Nothing to do (an exchange the host cancelled ended).
+    Nothing,
+}
+
+/// One host and the server behind it. See the module documentation.
+pub struct Relay {
+    engine: Engine,
+    out: Outbox,
+    servers: Servers,
+    forwards: FuturesUnordered<Abortable<Forward>>,
+    exchanges: HashMap<u64, Exchange>,
+    next_exchange: u64,
+    /// What the relay asks the server of its own (subscriptions, log levels).
+    background: FuturesUnordered<BoxFuture<'static, ()>>,
+    progress_tx: mpsc::UnboundedSender<(u64, ProgressParams)>,
+    progress_rx: mpsc::UnboundedReceiver<(u64, ProgressParams)>,
+    asks: mpsc::UnboundedReceiver<Asked>,
+    ask_timeout: std::time::Duration,
+    /// The engine's id of each question put to a legacy host, by its token.
+    questions: HashMap<u64, i64>,
+    /// The server's questions a 2026-07-28 host has, as `input_required` rounds.
+    rounds: Rounds<Reply>,
+    /// The listen stream open at the server (2026-07-28), and the interest it serves.
+    listener: Option<Listener>,
+    listening: Interest,
+    opening: Option<BoxFuture<'static, Result<Listener, Error>>>,
+    /// The URIs a legacy server was asked to send updates of for a 2026-07-28 host.
+    subscribed: BTreeSet<String>,
+    /// The log level a legacy server was last asked for, for a 2026-07-28 host.
+    log_level: Option<LogLevel>,
+    audit: Arc<Audit>,
+}
+
+impl Relay {
+    /// A relay to `servers` for a host whose questions come on `asks` (see
+    /// [`super::upstream::options`]); the host is offered what `config` declares (see
+    /// [`Servers::declaration`]), in either era.
+    pub fn new(
+        servers: Servers,
+        config: ServerConfig,
+        asks: mpsc::UnboundedReceiver<Asked>,
+        ask_timeout: std::time::Duration,
+        audit: Arc<Audit>,
+    ) -> Relay {
+        let mut config = config;
+        config.request_timeout = ask_timeout;
+        let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+        Relay {
+            engine: ServerConnection::new(config),
+            out: Outbox::new(),
+            servers,
+            forwards: FuturesUnordered::new(),
+            exchanges: HashMap::new(),
+            next_exchange: 0,
+            background: FuturesUnordered::new(),
+            progress_tx,
+            progress_rx,
+            asks,
+            ask_timeout,
+            questions: HashMap::new(),
+            rounds: Rounds::default(),
+            listener: None,
+            listening: Interest::default(),
+            opening: None,
+            subscribed: BTreeSet::new(),
+            log_level: None,
+            audit,
+        }
+    }
+
+    /// What was written for the host since the last call (one write's worth).
+    pub fn take_output(&mut self) -> Outbox {
+        std::mem::take(&mut self.out)
+    }
+
+    /// One message from the host.
+    pub fn receive(&mut self, msg: Incoming) {
+        let event = self.engine.handle(msg, &mut self.out);
+        self.on_event(event);
+    }
+
+    /// A line from the host that is no usable message.
+    pub fn unreadable(&mut self, line: &[u8], error: &FramingError) {
+        let event = self.engine.handle_unreadable(line, error, &mut self.out);
+        self.on_event(event);
+    }
+
+    /// Whether the host may send batches (a 2025-03-26 session).
+    pub fn accepts_batches(&self) -> bool {
+        self.engine.accepts_batches()
+    }
+
+    /// The era the host speaks, once known.
+    fn host_era(&self) -> Option<Era> {
+        self.engine.phase().era()
+    }
+
+    fn on_event(&mut self, event: Event<Reply>) {
+        match event {
+            Event::Request(request) => {
+                if let Some(request) = self.local(request) {
+                    self.forward(request);
+                }
+            }
+            Event::Cancelled { id, .. } => self.cancelled(&id),
+            Event::Response {
+                waiter, outcome, ..
+            } => {
+                let answer = outcome.and_then(|p| {
+                    p.decode::<Value>().map_err(|e| RpcError {
+                        code: codes::PARSE_ERROR,
+                        message: format!("the host's answer is not JSON: {e}"),
+                        data: None,
+                    })
+                });
+                let _ = waiter.send(answer);
+            }
+            // A legacy host hears of every list change the server declares.
+            Event::Initialized => self.follow(self.engine.interest()),
+            Event::Interest(interest) => self.follow(interest),
+            Event::Notification { .. } | Event::Handled => {}
+        }
+        for notice in self.engine.take_notices() {
+            self.audit.host_notice(&notice);
+        }
+    }
+
+    /// The host cancelled request `id`: its exchange is dropped (cancelled at the
+    /// server), and any question of it the host had is given up.
+    fn cancelled(&mut self, id: &RequestId) {
+        let found = self
+            .exchanges
+            .iter()
+            .find(|(_, e)| e.host.as_ref() == Some(id))
+            .map(|(token, _)| *token);
+        if let Some(token) = found {
+            if let Some(exchange) = self.exchanges.remove(&token) {
+                exchange.abort.abort();
+            }
+            for reply in self.rounds.give_up(token) {
+                let _ = reply.send(Err(gone("the host cancelled the request")));
+            }
+        }
+    }
+
+    /// Sends a host request on to the server, as a new exchange.
+    fn forward(&mut self, request: ClientRequest) {
+        let ClientRequest {
+            id,
+            method,
+            params,
+            wants_progress,
+            ..
+        } = request;
+        let params = match upstream_params(&params) {
+            Ok(params) => params,
+            Err(e) => {
+                self.engine.respond_error(&id, &e, &mut self.out);
+                return;
+            }
+        };
+        let token = self.next_exchange;
+        self.next_exchange += 1;
+        let on_progress = wants_progress.then(|| {
+            let tx = self.progress_tx.clone();
+            Box::new(move |p: &ProgressParams| {
+                let _ = tx.send((token, p.clone()));
+            }) as capable::ProgressCallback
+        });
+        let options = RequestOptions {
+            on_progress,
+            // The host asked: the server answers, whatever the cache holds.
+            cache: CachePolicy::Bypass,
+            // A 2026-07-28 host answers the server's questions itself and retries.
+            pass_input_required: self.host_era() == Some(Era::Modern),
+            ..RequestOptions::default()
+        };
+        let (answer, legacy_answer) = self.servers.exchange(method, params, options);
+        let exchange = async move { (token, answer.await) };
+        let (exchange, abort) = futures_util::future::abortable(exchange.boxed());
+        self.exchanges.insert(
+            token,
+            Exchange {
+                host: Some(id),
+                method,
+                abort,
+                legacy_answer,
+            },
+        );
+        self.forwards.push(exchange);
+    }
+
+    /// The next thing to act on. Cancel-safe: nothing is lost when another branch of
+    /// the caller's `select!` wins.
+    pub async fn next(&mut self) -> Wake {
+        let timer = match (self.engine.poll_timeout(), self.rounds.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        tokio::select! {
+            Some(done) = self.forwards.next(), if !self.forwards.is_empty() => match done {
+                Ok((token, answer)) => Wake::Forwarded(token, answer),
+                // Cancelled by the host: nothing to answer.
+                Err(_) => Wake::Nothing,
+            },
+            Some((token, p)) = self.progress_rx.recv() => Wake::Progress(token, p),
+            Some(asked) = self.asks.recv() => match asked {
+                Asked::Ask(ask) => Wake::Ask(ask),
+                Asked::Over(token) => Wake::AskOver(token),
+            },
+            Some(()) = self.background.next(), if !self.background.is_empty() => Wake::Nothing,
+            wake = self.servers.next() => wake,
+            opened = take_ready(&mut self.opening) => Wake::Opened(opened),
+            listened = recv_listened(&mut self.listener) => Wake::Listened(listened),
+            () = sleep_until(timer), if timer.is_some() => Wake::Timer,
+        }
+    }
+
+    /// Acts on `wake`.
+    pub fn on(&mut self, wake: Wake) {
+        match wake {
+            Wake::Forwarded(token, answer) => {
+                // Progress the exchange reported on its way to the answer goes first.
+                while let Ok((token, p)) = self.progress_rx.try_recv() {
+                    self.progress(token, &p);
+                }
+                self.answer(token, answer)
+            }
+            Wake::Progress(token, p) => self.progress(token, &p),
+            Wake::Ask(ask) => self.ask(ask),
+            Wake::AskOver(token) => self.ask_over(token),
+            Wake::Behind(change) => self.on_behind(change),
+            Wake::Many(event) => self.on_many(event),
+            Wake::Opened(opened) => self.opened(opened),
+            Wake::Listened(listened) => self.listened(listened),
+            Wake::Nothing => {}
+            Wake::Timer => {
+                let now = Instant::now();
+                for expired in self.engine.handle_timeout(now, &mut self.out) {
+                    let message = format!("the host did not answer {} in time", expired.method);
+                    let _ = expired.waiter.send(Err(gone(&message)));
+                }
+                for reply in self.rounds.handle_timeout(now) {
+                    let _ = reply.send(Err(gone(
+                        "the host did not come back with an answer in time",
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Progress of exchange `token`, under its host request's token: after the answer
+    /// (or while the host has a question of it) it is dropped.
+    fn progress(&mut self, token: u64, p: &ProgressParams) {
+        let Some(id) = self.exchanges.get(&token).and_then(|e| e.host.clone()) else {
+            return;
+        };
+        let message = p.message.as_deref();
+        let _ = self
+            .engine
+            .progress(&id, p.progress, p.total, message, &mut self.out);
+    }
+
+    /// The server's answer to exchange `token`, as its host request gets it.
+    fn answer(&mut self, token: u64, answer: Result<Payload, Error>) {
+        let Some(Exchange {
+            host: Some(id),
+            method,
+            legacy_answer,
+            ..
+        }) = self.exchanges.remove(&token)
+        else {
+            return;
+        };
+        let failed = match answer {
+            Ok(payload) => match payload.raw_value() {
+                Ok(raw) => return self.respond(&id, method, raw, legacy_answer),
+                Err(e) => RpcError {
+                    code: codes::INTERNAL_ERROR,
+                    message: format!("the server's answer is not valid JSON: {e}"),
+                    data: None,
+                },
+            },
+            Err(e) => host_error(&e),
+        };
+        self.engine.respond_error(&id, &failed, &mut self.out);
+    }
+
+    /// Ends the relay: every exchange in flight is dropped (and cancelled at the
+    /// server), every question to the host fails, and the server is shut down in order.
+    pub async fn close(mut self) {
+        for (_, exchange) in self.exchanges.drain() {
+            exchange.abort.abort();
+        }
+        for waiter in self.engine.close().into_iter().chain(self.rounds.drain()) {
+            let _ = waiter.send(Err(gone("the host is gone")));
+        }
+        drop(self.forwards);
+        drop(self.background);
+        drop(self.listener);
+        drop(self.opening);
+        self.servers.close().await;
+    }
+}
+
+/// The error a question of the server's gets when the host does not answer it.
+fn gone(why: &str) -> RpcError {
+    RpcError {
+        code: codes::INTERNAL_ERROR,
+        message: why.to_owned(),
+        data: None,
+    }
+}
+
+async fn recv_listened(listener: &mut Option<Listener>) -> Result<Option<ListenEvent>, Error> {
+    match listener {
+        Some(l) => l.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps until `at`; pending for ever without it.
+pub(super) async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,121 @@
+//! What the relay forwards to: the one server behind (kept up by its restarts), or a
+//! config's servers as one (`many.rs`).
+
+use std::sync::Arc;
+
+use capable::core::jsonrpc::Payload;
+use capable::core::model::Implementation;
+use capable::core::server::ServerConfig;
+use capable::core::{Era, Method};
+use capable::{Error, RequestOptions, Session};
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use serde_json::Value;
+
+use super::Wake;
+use crate::commands::bridge::behind::Behind;
+use crate::commands::bridge::forward::Forwarded;
+use crate::commands::bridge::many::Many;
+
+/// The server, or servers, behind the bridge.
+pub enum Servers {
+    /// One server.
+    One(Behind),
+    /// Many servers, as one.
+    Many(Box<Many>),
+}
+
+impl Servers {
+    /// What the host is offered: the one server's declaration, name and instructions,
+    /// as it declared them; or what the servers can do together.
+    pub fn declaration(&self) -> ServerConfig {
+        match self {
+            Servers::One(one) => {
+                let negotiated = one.session().negotiated();
+                let mut config = ServerConfig::new(negotiated.server_info.clone(), Value::Null);
+                config.capabilities = negotiated.capabilities.clone();
+                config.instructions = negotiated.instructions.clone();
+                config
+            }
+            Servers::Many(many) => {
+                let (capabilities, instructions) = many.declaration();
+                let info = Implementation::new("capable-bridge", env!("CARGO_PKG_VERSION"));
+                let mut config = ServerConfig::new(info, capabilities);
+                config.instructions = instructions;
+                config
+            }
+        }
+    }
+
+    /// One host request on its way to the server: its answer, and whether it comes in
+    /// legacy form (what a 2026-07-28 host gets is added then).
+    pub fn exchange(
+        &self,
+        method: Method,
+        params: Forwarded,
+        options: RequestOptions,
+    ) -> (BoxFuture<'static, Result<Payload, Error>>, bool) {
+        match self {
+            Servers::One(one) => {
+                let session = one.session().clone();
+                let legacy = session.era() == Era::Legacy;
+                let answer =
+                    async move { session.request_payload(method, &params, options).await }.boxed();
+                (answer, legacy)
+            }
+            Servers::Many(many) => (many.exchange(method, params.into_map(), options), true),
+        }
+    }
+
+    /// The era of the one server behind (`None` for many).
+    pub fn era(&self) -> Option<Era> {
+        match self {
+            Servers::One(one) => Some(one.session().era()),
+            Servers::Many(_) => None,
+        }
+    }
+
+    /// The one server's session (`None` for many).
+    pub fn one(&self) -> Option<&Arc<Session>> {
+        match self {
+            Servers::One(one) => Some(one.session()),
+            Servers::Many(_) => None,
+        }
+    }
+
+    /// Every session behind that is up.
+    pub fn sessions(&self) -> Vec<Arc<Session>> {
+        match self {
+            Servers::One(one) => vec![one.session().clone()],
+            Servers::Many(many) => many.sessions(),
+        }
+    }
+
+    /// The name in the audit of what is behind.
+    pub fn name(&self) -> &str {
+        match self {
+            Servers::One(one) => one.name(),
+            Servers::Many(_) => "bridge",
+        }
+    }
+
+    /// The next thing of the servers to act on (cancel-safe).
+    pub async fn next(&mut self) -> Wake {
+        match self {
+            Servers::One(one) => Wake::Behind(one.next().await),
+            Servers::Many(many) => Wake::Many(many.next().await),
+        }
+    }
+
+    /// Shuts what is behind down, in order.
+    pub async fn close(self) {
+        match self {
+            Servers::One(one) => {
+                if let Ok(session) = Arc::try_unwrap(one.into_session()) {
+                    session.close().await;
+                }
+            }
+            Servers::Many(many) => many.shutdown().await,
+        }
+    }
+}

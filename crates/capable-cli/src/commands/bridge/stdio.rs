@@ -1,0 +1,52 @@
+//! The host on stdio: the bridge is the host's stdio server. One task reads the host's
+//! lines, acts on whatever the relay has to act on, and writes everything written for
+//! the host since the last write in one write.
+//!
+//! The host closing its end ends the bridge in order (exit 0): what is in flight is
+//! cancelled at the server, which is then shut down (its whole process group).
+
+use std::sync::Arc;
+
+use capable::transport::stdio::LineSource;
+use tokio::io::AsyncWriteExt;
+
+use super::host::{Host, Target};
+use crate::exit::CliError;
+
+/// Serves the target's server to the host on stdin/stdout, until the host closes its
+/// end or a signal comes.
+pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
+    let signals = target.ctx.signals.clone();
+    let mut lines = LineSource::new(tokio::io::stdin(), target.ctx.global.max_message);
+    let mut stdout = tokio::io::stdout();
+    let mut host = Host::new(target.clone());
+    let stopped = loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => host.line(line).await,
+                Ok(None) => break None,
+                Err(e) => {
+                    target.audit.record("host_failed", serde_json::json!({"error": e.to_string()}));
+                    break None;
+                }
+            },
+            wake = host.next() => host.on(wake),
+            signal = signals.received() => break Some(signal),
+        }
+        let [first, second] = host.take_output();
+        let mut bytes = first.bytes().to_vec();
+        bytes.extend_from_slice(second.bytes());
+        if !bytes.is_empty()
+            && stdout
+                .write_all(&bytes)
+                .await
+                .and(stdout.flush().await)
+                .is_err()
+        {
+            // The host stopped reading: it is gone.
+            break None;
+        }
+    };
+    host.close().await;
+    target.stopped(stopped)
+}

@@ -1,0 +1,124 @@
+//! The server behind the bridge, reached as the host would reach it: connected when the
+//! host first says who it is, so that the bridge declares to the server exactly what
+//! the host declared to the bridge — each question the server may ask (elicitation,
+//! sampling, roots) is put to the host — proposing the host's version first, under the
+//! host's name.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use capable::core::server::{Hello, ServerMethod};
+use capable::core::RpcError;
+use capable::input::{Handler, InputHandlers};
+use capable::{ClientOptions, ProtocolChoice};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::behind::Connect;
+use crate::commands::Context;
+use crate::flags::ServerArgs;
+
+/// What the server behind does with a question for the host.
+pub enum Asked {
+    /// It asks.
+    Ask(Ask),
+    /// Question `token` ([`Ask::token`]) is over at the server: answered, or given up
+    /// (the server cancelled it, the session ended).
+    Over(u64),
+}
+
+/// A question of the server behind for the host, and where its answer goes.
+pub struct Ask {
+    /// Which question this is, for [`Asked::Over`].
+    pub token: u64,
+    /// The server's method.
+    pub method: ServerMethod,
+    /// Its params, as the server sent them.
+    pub params: Value,
+    /// The host's answer (or why there is none).
+    pub reply: oneshot::Sender<Result<Value, RpcError>>,
+}
+
+/// The client options for the server behind a host that said `hello`: the global
+/// flags' (timeouts, limits, `--trace`, `--lenient`), with the host's declaration,
+/// version and identity in place of capable's own.
+pub fn options(ctx: &Context, hello: &Hello, asks: &mpsc::UnboundedSender<Asked>) -> ClientOptions {
+    let mut options = ctx.options();
+    let declared = &hello.capabilities;
+    let ask = |method| Some(ask_host(asks.clone(), method));
+    options.handlers = InputHandlers {
+        elicitation: (declared.elicitation_form || declared.elicitation_url)
+            .then(|| ask(ServerMethod::Elicit))
+            .flatten(),
+        elicitation_url: declared.elicitation_url,
+        sampling: declared
+            .sampling
+            .then(|| ask(ServerMethod::CreateMessage))
+            .flatten(),
+        roots: None,
+        list_roots: declared
+            .roots
+            .then(|| ask(ServerMethod::ListRoots))
+            .flatten(),
+    };
+    options.extensions = declared.extensions.clone();
+    if ctx.global.protocol == ProtocolChoice::Auto {
+        if let Some(version) = hello.version {
+            options.config.protocol = ProtocolChoice::Prefer(version);
+        }
+        options.config.era_hint = Some(hello.era);
+    }
+    if let Some(info) = &hello.client_info {
+        options.config.client_info = info.clone();
+    }
+    options
+}
+
+/// How the server behind is connected again (after a crash): as the first time.
+pub fn connector(ctx: &Context, server: &ServerArgs, options: ClientOptions) -> Connect {
+    let ctx = Arc::new(Context {
+        global: ctx.global.clone(),
+        signals: ctx.signals.clone(),
+    });
+    let server = server.clone();
+    Arc::new(move || {
+        let (ctx, server, options) = (ctx.clone(), server.clone(), options.clone());
+        Box::pin(async move { ctx.connect_with(&server, options).await })
+    })
+}
+
+/// A handler that asks the host `method` and waits for its answer. However it ends
+/// (answered, or dropped when the server cancels its question), it says so.
+fn ask_host(asks: mpsc::UnboundedSender<Asked>, method: ServerMethod) -> Handler {
+    /// Says [`Asked::Over`] when dropped.
+    struct Over(mpsc::UnboundedSender<Asked>, u64);
+    impl Drop for Over {
+        fn drop(&mut self) {
+            let _ = self.0.send(Asked::Over(self.1));
+        }
+    }
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    Arc::new(move |params| {
+        let asks = asks.clone();
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let gone = || RpcError {
+                code: capable::core::jsonrpc::codes::INTERNAL_ERROR,
+                message: "the host is gone".into(),
+                data: None,
+            };
+            let token = NEXT.fetch_add(1, Ordering::Relaxed);
+            let ask = Ask {
+                token,
+                method,
+                params,
+                reply,
+            };
+            if asks.send(Asked::Ask(ask)).is_err() {
+                return Err(gone());
+            }
+            let _over = Over(asks, token);
+            answer.await.unwrap_or_else(|_| Err(gone()))
+        })
+    })
+}

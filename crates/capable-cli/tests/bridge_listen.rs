@@ -1,0 +1,375 @@
+//! `capable bridge --listen 127.0.0.1:0`: the bridge as a Streamable HTTP server for
+//! its host. The gate (`Host`, `Origin`, the bearer token); legacy sessions
+//! (`Mcp-Session-Id`, the standalone stream, resumption with `Last-Event-ID`, DELETE
+//! ending the session and its server); the 2026-07-28 host without a session (its
+//! errors' HTTP statuses, a closed stream cancelling its request); and real clients
+//! over it: the TypeScript SDK's (v1, legacy; v2, 2026-07-28), the Python SDK's, and
+//! capable's own.
+
+#[path = "bridge_support/mod.rs"]
+mod bridge_support;
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bridge_support::{client, wait_gone, Bridge};
+use serde_json::{json, Value};
+
+/// `capable bridge --listen 127.0.0.1:0 [FLAGS] -- capable fixture --profile P`, and
+/// the port it listens on.
+fn listening(flags: &[&str], profile: &str) -> (Bridge, u16) {
+    let server = common::fixture(profile);
+    let mut args = vec!["--listen", "127.0.0.1:0"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend(server.iter().map(String::as_str));
+    let b = Bridge::start(&args);
+    let url = b.audit_until(|l| l["event"] == "listening")["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    (b, port)
+}
+
+/// One HTTP exchange, as it came back.
+struct Http {
+    status: u16,
+    headers: Vec<(String, String)>,
+    /// The body (for SSE, what arrived before the reader stopped).
+    body: String,
+}
+
+impl Http {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    /// The `data:` of each SSE event, as JSON.
+    fn events(&self) -> Vec<Value> {
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|d| !d.is_empty())
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+}
+
+/// `METHOD /mcp` with `headers` and `body`; reads the whole answer (a stream: until
+/// `stop` says it has what it wants, then hangs up).
+fn http(
+    port: u16,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    stop: impl Fn(&str) -> bool,
+) -> Http {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut request = format!(
+        "{method} /mcp HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (n, v) in headers {
+        request.push_str(&format!("{n}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    s.write_all(request.as_bytes()).unwrap();
+    let mut reader = BufReader::new(s);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).unwrap();
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (n, v) = line.split_once(':').unwrap();
+        headers.push((n.trim().to_owned(), v.trim().to_owned()));
+    }
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let mut body = String::new();
+    if chunked {
+        // Read chunk by chunk, so that a stream can be left when it has what is wanted.
+        loop {
+            let mut size = String::new();
+            if reader.read_line(&mut size).unwrap_or(0) == 0 {
+                break;
+            }
+            let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if size == 0 {
+                break;
+            }
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk).unwrap();
+            body.push_str(&String::from_utf8_lossy(&chunk[..size]));
+            if stop(&body) {
+                break;
+            }
+        }
+    } else {
+        let _ = reader.read_to_string(&mut body);
+    }
+    Http {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn post(port: u16, headers: &[(&str, &str)], message: Value) -> Http {
+    let mut all = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    all.extend_from_slice(headers);
+    http(port, "POST", &all, &message.to_string(), |_| false)
+}
+
+fn initialize(port: u16) -> String {
+    let answer = post(
+        port,
+        &[],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}}),
+    );
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let session = answer
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    assert_eq!(answer.json()["result"]["protocolVersion"], "2025-11-25");
+    let s = [("Mcp-Session-Id", session.as_str())];
+    assert_eq!(
+        post(
+            port,
+            &s,
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        .status,
+        202
+    );
+    session
+}
+
+#[test]
+fn the_gate_turns_away_other_hosts_other_origins_and_a_missing_token() {
+    let (_b, port) = listening(&["--listen-token", "s3cret"], "read-only");
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let status = |headers: &[(&str, &str)]| http(port, "POST", headers, &ping, |_| false).status;
+    let token = ("Authorization", "Bearer s3cret");
+    assert_eq!(status(&[("Host", "evil.example:80"), token]), 421);
+    assert_eq!(status(&[("Origin", "http://evil.example"), token]), 403);
+    assert_eq!(status(&[]), 401);
+    assert_eq!(status(&[("Authorization", "Bearer wrong")]), 401);
+    assert_eq!(
+        status(&[
+            ("Origin", "http://localhost:6274"),
+            token,
+            ("Content-Type", "application/json")
+        ]),
+        200
+    );
+    // A non-loopback address needs --allow-remote, and then a token.
+    let refused = common::capable(
+        &["bridge", "--listen", "0.0.0.0:0", "--", "true"],
+        Duration::from_secs(20),
+    );
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("--allow-remote"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+fn a_legacy_session_streams_resumes_and_ends_with_its_server() {
+    let (b, port) = listening(&[], "slow-progress");
+    let session = initialize(port);
+    let s = ("Mcp-Session-Id", session.as_str());
+    let pid = b.server_pid();
+    // Unknown sessions, and GET or DELETE without one.
+    assert_eq!(
+        post(
+            port,
+            &[("Mcp-Session-Id", "nope")],
+            json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        )
+        .status,
+        404
+    );
+    assert_eq!(http(port, "GET", &[], "", |_| false).status, 405);
+    // A slow call with progress: the host hangs up after the first event, and comes back
+    // with Last-Event-ID for the rest.
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": "resumed"}, "_meta": {"progressToken": 3}}});
+    let first = http(
+        port,
+        "POST",
+        &[
+            s,
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        &call.to_string(),
+        |body| body.contains("\n\n"),
+    );
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("content-type"), Some("text/event-stream"));
+    let last_id = first
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .expect("an event id")
+        .to_owned();
+    assert_eq!(first.events()[0]["params"]["progress"], 1);
+    let rest = http(
+        port,
+        "GET",
+        &[
+            s,
+            ("Accept", "text/event-stream"),
+            ("Last-Event-ID", &last_id),
+        ],
+        "",
+        |body| body.contains("\"result\""),
+    );
+    assert_eq!(rest.status, 200);
+    let events = rest.events();
+    let answer = events.last().unwrap();
+    assert_eq!(answer["id"], 3, "{events:?}");
+    assert_eq!(answer["result"]["content"][0]["text"], "resumed");
+    assert!(events[..events.len() - 1]
+        .iter()
+        .all(|e| e["method"] == "notifications/progress"));
+    // DELETE ends the session, and the server behind it.
+    assert_eq!(http(port, "DELETE", &[s], "", |_| false).status, 200);
+    wait_gone(pid);
+    assert_eq!(
+        post(
+            port,
+            &[s],
+            json!({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+        )
+        .status,
+        404
+    );
+}
+
+#[test]
+fn a_2026_host_without_a_session_gets_its_statuses_and_cancels_by_closing() {
+    // A legacy server behind: the bridge speaks 2026-07-28 to the host all the same.
+    let (b, port) = listening(&["--trace"], "slow-progress");
+    let meta = Bridge::meta(json!({}));
+    let discover = post(
+        port,
+        &[],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+    );
+    assert_eq!(discover.status, 200);
+    assert!(
+        discover.header("mcp-session-id").is_none(),
+        "no sessions in 2026-07-28"
+    );
+    assert_eq!(
+        discover.json()["result"]["supportedVersions"],
+        json!(["2026-07-28"])
+    );
+    let bare = post(
+        port,
+        &[],
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    assert_eq!(
+        (bare.status, bare.json()["error"]["code"].clone()),
+        (400, json!(-32602))
+    );
+    let unknown = post(
+        port,
+        &[],
+        json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/list", "params": {"_meta": meta}}),
+    );
+    assert_eq!(
+        (unknown.status, unknown.json()["error"]["code"].clone()),
+        (404, json!(-32601))
+    );
+    let old = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {}}}});
+    assert_eq!(post(port, &[], old).status, 400);
+    assert_eq!(
+        http(port, "GET", &[("Accept", "text/event-stream")], "", |_| {
+            false
+        })
+        .status,
+        405
+    );
+    let _ = b;
+}
+
+#[test]
+fn real_clients_over_the_listener_in_both_eras() {
+    if !common::peers_wanted(&[
+        common::servers::PYTHON,
+        ".peers/client-v2/node_modules/@modelcontextprotocol/client/package.json",
+    ]) {
+        return;
+    }
+    let (b, port) = listening(&[], "elicit");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    // A legacy session: the server's question reaches the host on its standalone stream.
+    let (seen, _) = client("node", &["tests/peers/ts_client.mjs", "v1", "--url", &url]);
+    assert_eq!(
+        seen["confirm"], r#"confirmed: action=accept content={"approve":true}"#,
+        "{seen}"
+    );
+    // 2026-07-28 hosts, without a session: the question comes as an input_required round.
+    let (seen, _) = client(
+        "node",
+        &["tests/peers/ts_client.mjs", "v2-modern", "--url", &url],
+    );
+    assert_eq!(seen["protocolVersion"], "2026-07-28", "{seen}");
+    assert_eq!(
+        seen["confirm"], r#"confirmed: action=accept content={"approve":true}"#,
+        "{seen}"
+    );
+    let python = common::servers::path(common::servers::PYTHON);
+    let (seen, _) = client(
+        &python,
+        &["tests/peers/py_client.py", "auto", "--url", &url],
+    );
+    assert_eq!(seen["echo"], "hi from python", "{seen}");
+    // capable itself, as the client.
+    let tools = common::capable(&["tools", "--url", &url], Duration::from_secs(30));
+    tools.expect_code(0);
+    assert!(tools.stdout.contains("confirm"), "{}", tools.stdout);
+    let _ = b;
+}

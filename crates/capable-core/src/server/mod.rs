@@ -1,0 +1,376 @@
+//! The server side, sans-IO: the mirror of the client's [`Connection`].
+//!
+//! A [`ServerConnection`] is what a server (the fixture, the bridge's face to its host)
+//! keeps about one client, and every rule of what it answers and what it may send:
+//!
+//! - **Negotiation in both eras.** A legacy `initialize` is answered by the engine
+//!   (the client's version when the server offers it, else its latest, or a refusal
+//!   that names the versions it speaks); a 2026-07-28 request must carry the `_meta`
+//!   envelope (its version one the server offers, else `-32022` with the list; its
+//!   client capabilities, else `-32602`), and `server/discover` is answered by the
+//!   engine.
+//! - **The gating table, from the server's side.** A request for a method the server
+//!   did not declare is answered `-32601` before the application sees it; only what
+//!   passes reaches it, as an [`Event::Request`].
+//! - **What the server may send.** Notifications pass the same table the other way
+//!   ([`ServerConnection::notify`]): a `list_changed` only when declared, an update
+//!   only for a subscribed URI (or a listen stream that asked), progress only for a
+//!   request that asked, a log line only at a level the client wants. Requests to the
+//!   client ([`ServerConnection::request`]) only for what it declared, legacy only.
+//! - **Ids both ways.** The client's requests in flight by their id (a late answer
+//!   to a cancelled one writes nothing); the server's own by a fresh integer id, each
+//!   with a waiter `W` of the application's and a deadline
+//!   ([`ServerConnection::poll_timeout`], [`ServerConnection::handle_timeout`]).
+//! - **Cancellation both ways.** The client's `notifications/cancelled` is an
+//!   [`Event::Cancelled`] (or ends a listen stream); the server's own requests are
+//!   cancelled with [`ServerConnection::cancel`] or by their deadline.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `phase.rs` | the client's stages as types: fresh, initializing, legacy, modern, closed |
+//! | `negotiate.rs` | `initialize`, `server/discover`, the modern envelope |
+//! | `incoming.rs` | every client message: requests gated and routed, notifications, answers |
+//! | `notify.rs` | what the server may send, and where: progress, lists, updates, logs |
+//! | `listen.rs` | the client's interest: legacy subscriptions, modern listen streams |
+//! | `requests.rs` | the server's own requests: the client's gate, ids, deadlines |
+//! | `rounds.rs` | a relayed legacy server's questions to a 2026-07-28 client, as `input_required` rounds |
+//! | `era.rs` | a relayed legacy server's result as a 2026-07-28 client must get it |
+//! | `streams.rs` | over Streamable HTTP: which stream each message goes on, events kept for resumption |
+//!
+//! ```
+//! use capable_core::server::{Event, ServerConfig, ServerConnection};
+//! use capable_core::{Incoming, Outbox};
+//! use capable_core::model::Implementation;
+//! use serde_json::json;
+//!
+//! let config = ServerConfig::new(Implementation::new("docs", "1.0"), json!({"resources": {}}));
+//! let mut server = ServerConnection::<()>::new(config);
+//! let mut out = Outbox::new();
+//! let message = |v: serde_json::Value| Incoming::parse(v.to_string().into_bytes()).unwrap();
+//!
+//! // The engine answers `initialize` with the client's version.
+//! server.handle(message(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+//!     "protocolVersion": "2025-06-18", "capabilities": {},
+//!     "clientInfo": {"name": "host", "version": "1"}}})), &mut out);
+//! assert!(String::from_utf8_lossy(&out).contains(r#""protocolVersion":"2025-06-18""#));
+//! out.clear();
+//!
+//! // A read is the application's to answer…
+//! let read = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "docs://a"}});
+//! let Event::Request(request) = server.handle(message(read), &mut out) else { panic!() };
+//! server.respond(&request.id, &json!({"contents": []}), &mut out);
+//! // …a call of a tool the server never declared is not: -32601, and no event.
+//! let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x"}});
+//! assert!(matches!(server.handle(message(call), &mut out), Event::Handled));
+//! assert!(String::from_utf8_lossy(&out).contains("-32601"));
+//! ```
+//!
+//! [`Connection`]: crate::Connection
+
+mod era;
+mod incoming;
+mod listen;
+mod negotiate;
+mod notify;
+mod phase;
+mod requests;
+mod rounds;
+pub mod streams;
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::capabilities::ServerCapabilities;
+use crate::config::ProtocolChoice;
+use crate::connection::IdMap;
+use crate::jsonrpc::{Payload, RequestId, RpcError};
+use crate::method::Method;
+use crate::model::Implementation;
+use crate::outbox::Outbox;
+use crate::version::ProtocolVersion;
+
+pub use era::modern_result;
+pub use listen::Interest;
+pub use negotiate::{choose_version, Hello};
+pub use notify::{LogLevel, Withheld};
+pub use phase::{LegacyClient, ModernClient, Phase};
+pub use requests::{client_allows, Expired, NotAllowed, ServerMethod};
+pub use rounds::{Answered, Rounds};
+
+/// What a server says about itself, and how long it waits.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Who the server says it is (`serverInfo`).
+    pub server_info: Implementation,
+    /// What it declares: the gating table reads it for every request it accepts and
+    /// every notification it sends.
+    pub capabilities: ServerCapabilities,
+    /// Its `instructions`.
+    pub instructions: Option<String>,
+    /// Which versions it speaks (both eras by default).
+    pub protocol: ProtocolChoice,
+    /// How long a request of its own may go unanswered. Default 60 s.
+    pub request_timeout: Duration,
+    /// How long its `server/discover` answer stays fresh (`ttlMs`). Default 0.
+    pub discover_ttl: Duration,
+}
+
+impl ServerConfig {
+    /// A server named `server_info` that declares `capabilities` (a JSON object, kept
+    /// exactly), speaking both eras.
+    pub fn new(server_info: Implementation, capabilities: Value) -> ServerConfig {
+        ServerConfig {
+            server_info,
+            capabilities: ServerCapabilities::from_value(capabilities),
+            instructions: None,
+            protocol: ProtocolChoice::Auto,
+            request_timeout: Duration::from_secs(60),
+            discover_ttl: Duration::ZERO,
+        }
+    }
+}
+
+/// A client request for the application to answer ([`ServerConnection::respond`],
+/// [`ServerConnection::respond_error`]). It passed the gate: the server declared its
+/// method, in the version it came under.
+#[derive(Debug)]
+pub struct ClientRequest {
+    /// The client's id.
+    pub id: RequestId,
+    /// Its method.
+    pub method: Method,
+    /// Its params as sent (the `_meta` envelope included).
+    pub params: Payload,
+    /// The version it came under: the negotiated one (legacy), its own (modern).
+    pub version: ProtocolVersion,
+    /// Whether it asked for progress (`_meta.progressToken`): see
+    /// [`ServerConnection::progress`].
+    pub wants_progress: bool,
+    /// The log level it asks for (2026-07-28 `io.modelcontextprotocol/logLevel`).
+    pub log_level: Option<LogLevel>,
+}
+
+/// What one client message means for the application.
+#[derive(Debug)]
+pub enum Event<W> {
+    /// A request to answer.
+    Request(ClientRequest),
+    /// The client cancelled its request `id` (never to be answered now: a late answer
+    /// writes nothing).
+    Cancelled {
+        /// The request.
+        id: RequestId,
+        /// Its reason, when it gave one.
+        reason: Option<String>,
+    },
+    /// The answer to one of the server's own requests, with its waiter.
+    Response {
+        /// The server's id.
+        id: i64,
+        /// Its method.
+        method: ServerMethod,
+        /// The waiter given to [`ServerConnection::request`].
+        waiter: W,
+        /// The result, or the client's error.
+        outcome: Result<Payload, RpcError>,
+    },
+    /// `notifications/initialized`: the legacy session is fully up.
+    Initialized,
+    /// What the client wants to hear of changed (a listen stream opened or closed):
+    /// the union of it now.
+    Interest(Interest),
+    /// Any other client notification (`notifications/roots/list_changed`, an
+    /// extension's), as sent.
+    Notification {
+        /// Its method.
+        method: String,
+        /// Its params.
+        params: Payload,
+    },
+    /// Nothing for the application: answered by the engine, refused, or noted.
+    Handled,
+}
+
+/// Something the client did that the server tolerated (or refused), worth a log line.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientNotice {
+    /// A line that is not a usable JSON-RPC message.
+    #[error("skipped a line from the client that is not a JSON-RPC message: {reason}")]
+    SkippedLine {
+        /// Why.
+        reason: String,
+    },
+    /// An answer to no request of the server's in flight (a late one, or an unknown
+    /// id).
+    #[error("dropped the client's answer to request {id}, which is not in flight")]
+    UnknownResponse {
+        /// The id it carried.
+        id: RequestId,
+    },
+    /// A request refused before the application saw it, and why.
+    #[error("refused the client's {method} ({code}): {message}")]
+    Refused {
+        /// Its method, as sent.
+        method: String,
+        /// The error code written.
+        code: i64,
+        /// The error message written.
+        message: String,
+    },
+}
+
+/// The client's request in flight, as far as the engine keeps it.
+#[derive(Debug)]
+struct Inbound {
+    method: Method,
+    /// Its `_meta.progressToken`, as sent.
+    progress_token: Option<Value>,
+    /// Modern: the log level it asked for.
+    log_level: Option<LogLevel>,
+    /// The URI of a legacy (un)subscribe, the level of `logging/setLevel`: what its
+    /// success changes.
+    target: Option<String>,
+}
+
+/// One client, from the server's side. See the module documentation.
+pub struct ServerConnection<W> {
+    config: ServerConfig,
+    phase: Phase,
+    /// The client's requests the application is answering.
+    inbound: HashMap<RequestId, Inbound>,
+    /// The server's own requests in flight.
+    outbound: IdMap<requests::Outbound<W>>,
+    next_id: i64,
+    /// Modern: the listen streams open.
+    listens: Vec<listen::Listen>,
+    /// Legacy: the URIs subscribed to.
+    subscriptions: BTreeSet<String>,
+    /// Legacy: the level `logging/setLevel` asked for.
+    log_level: Option<LogLevel>,
+    notices: Vec<ClientNotice>,
+    /// No deadline of the server's requests is earlier (see `requests.rs`).
+    timer_at: Option<Instant>,
+}
+
+impl<W> std::fmt::Debug for ServerConnection<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConnection")
+            .field("server", &self.config.server_info)
+            .field("phase", &self.phase)
+            .field("inbound", &self.inbound.len())
+            .field("outbound", &self.outbound.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W> ServerConnection<W> {
+    /// A server for one client, before its first message.
+    pub fn new(config: ServerConfig) -> ServerConnection<W> {
+        ServerConnection {
+            config,
+            phase: Phase::Fresh,
+            inbound: HashMap::new(),
+            outbound: IdMap::default(),
+            next_id: 0,
+            listens: Vec::new(),
+            subscriptions: BTreeSet::new(),
+            log_level: None,
+            notices: Vec::new(),
+            timer_at: None,
+        }
+    }
+
+    /// What the server says about itself.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// Where the client stands.
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    /// How many of the client's requests the application has yet to answer.
+    pub fn in_flight(&self) -> usize {
+        self.inbound.len()
+    }
+
+    /// Whether the client's request `id` is still to be answered (not answered, not
+    /// cancelled).
+    pub fn is_in_flight(&self, id: &RequestId) -> bool {
+        self.inbound.contains_key(id)
+    }
+
+    /// What the engine noted so far (drained).
+    pub fn take_notices(&mut self) -> Vec<ClientNotice> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// Answers the client's request `id` with `result`. Nothing is written for a
+    /// request that is not in flight (answered already, cancelled, never sent);
+    /// returns whether it was. A legacy `resources/subscribe` answered takes effect
+    /// here (its updates may go out from now on), as does `resources/unsubscribe`
+    /// and `logging/setLevel`.
+    pub fn respond<R: Serialize + ?Sized>(
+        &mut self,
+        id: &RequestId,
+        result: &R,
+        out: &mut Outbox,
+    ) -> bool {
+        let Some(inbound) = self.take_inbound(id) else {
+            return false;
+        };
+        self.on_success(inbound);
+        out.write_result(id, result);
+        true
+    }
+
+    /// Answers the client's request `id` with `error` (see [`ServerConnection::respond`]).
+    pub fn respond_error(&mut self, id: &RequestId, error: &RpcError, out: &mut Outbox) -> bool {
+        if self.take_inbound(id).is_none() {
+            return false;
+        }
+        out.write_error(id, error);
+        true
+    }
+
+    fn take_inbound(&mut self, id: &RequestId) -> Option<Inbound> {
+        if self.phase.is_closed() {
+            return None;
+        }
+        self.inbound.remove(id)
+    }
+
+    /// Closes: nothing is routed or written from now on. Returns the waiter of every
+    /// request of the server's still in flight.
+    pub fn close(&mut self) -> Vec<W> {
+        self.phase = Phase::Closed;
+        self.timer_at = None;
+        self.inbound.clear();
+        self.listens.clear();
+        self.outbound.drain().map(|(_, o)| o.waiter).collect()
+    }
+
+    /// Writes an error for request `id` the engine refused, and notes it.
+    fn refuse(&mut self, id: &RequestId, method: &str, error: RpcError, out: &mut Outbox) {
+        self.notices.push(ClientNotice::Refused {
+            method: method.to_owned(),
+            code: error.code,
+            message: error.message.clone(),
+        });
+        out.write_error(id, &error);
+    }
+}
+
+/// A JSON-RPC error with no data.
+fn error(code: i64, message: impl Into<String>) -> RpcError {
+    RpcError {
+        code,
+        message: message.into(),
+        data: None,
+    }
+}
