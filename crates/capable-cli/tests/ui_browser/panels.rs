@@ -39,22 +39,6 @@ pub fn servers_and_overview(b: &Browser<'_>, count: usize) {
     let actions = b.text("[data-testid=actions]", WAIT);
     assert!(actions.contains("resources/subscribe"), "{actions}");
     b.screenshot(&shots().join("overview.png"));
-
-    // Overview: the matrix exactly as declared and the allowed actions.
-    open(b, "live", "overview");
-    // The tabs answer the arrow keys, and the focus follows.
-    b.type_into_keys("[data-testid=tab-overview]", "\u{E014}");
-    b.wait_until(
-        "the next tab is selected and focused",
-        "const t = document.activeElement; return t && t.dataset.tab === 'resources' && t.getAttribute('aria-selected') === 'true'",
-        WAIT,
-    );
-    b.click("[data-testid=tab-overview]");
-    let row = b.text("[data-testid=matrix] tr[data-capability=resources]", WAIT);
-    assert!(row.contains("yes"), "{row}");
-    let actions = b.text("[data-testid=actions]", WAIT);
-    assert!(actions.contains("resources/subscribe"), "{actions}");
-    b.screenshot(&shots().join("overview.png"));
 }
 
 /// Read, watch (subscribe, listen, a violation then the fallback), disconnect and
