@@ -35,7 +35,7 @@
 //! | `extract.rs` | a command's typed JSON body (`Command<T>`) and a JSON answer (`Reply`) |
 //! | `error.rs` | `ApiError`: every failure as `{"error": {kind, message, exitCode}}` with its status |
 //! | `handlers/` | one file per area of the page; handlers use the state, never each other |
-//! | `security.rs` | the gate before every route: `Host`, `Origin`, the token and its cookie |
+//! | `security.rs` | the gate before every route: `Host`, `Origin`, the token, its cookie and the page's secret |
 //! | `bus.rs` | the numbered, resumable event stream behind `GET /api/events` |
 //! | `servers.rs` | the one [`Host`](capable::host::Host) of every server, its events onto the bus, the message-log tap |
 //! | `calls.rs`, `watches.rs`, `views.rs`, `asks.rs` | tool calls in flight, open watches, MCP Apps views, what servers ask of the person (forms, sampling) |

@@ -14,6 +14,8 @@
 use std::sync::{Arc, Mutex};
 
 use capable::auth::{AuthError, HostRedirect};
+
+use crate::security::same;
 use tokio::sync::oneshot;
 
 /// The path the authorization server sends the browser back to.
@@ -91,7 +93,13 @@ impl Logins {
             return Arrival::Unknown;
         };
         let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(at) = waiting.iter().position(|(s, _)| *s == state) else {
+        // Every waiting state compared in full: the time says nothing of a guess.
+        let at =
+            waiting.iter().enumerate().fold(
+                None,
+                |found, (i, (s, _))| if same(s, &state) { Some(i) } else { found },
+            );
+        let Some(at) = at else {
             return Arrival::Unknown;
         };
         let (_, answer) = waiting.remove(at);

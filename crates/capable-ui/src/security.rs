@@ -101,7 +101,7 @@ pub fn random_secret() -> Result<String, getrandom::Error> {
 
 /// Compares without stopping at the first differing byte, so the time taken says
 /// nothing about how much of a guess was right.
-fn same(a: &str, b: &str) -> bool {
+pub fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
         && a.bytes()
             .zip(b.bytes())
