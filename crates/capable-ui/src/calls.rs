@@ -68,7 +68,7 @@ impl Calls {
     /// Calls tool `name` on `server` as call `id` (as a task when `as_task` and the
     /// tool allows it), its progress and task statuses onto the bus, until it ends or
     /// is cancelled; within `timeout` when given (each progress notification restarts
-    /// it, up to the session's cap).
+    /// it, up to the session's cap; a task gets as long to finish, then `tasks/cancel`).
     #[allow(clippy::too_many_arguments)]
     pub async fn run(
         &self,
@@ -112,7 +112,8 @@ impl Calls {
                 on_status: Some(Box::new(move |t: &Task| {
                     publish_task(&bus, &server, &call, t)
                 })),
-                deadline: None,
+                // The page's timeout bounds the wait for the task too (then `tasks/cancel`).
+                deadline: timeout,
             };
             s.await_task(*task, wait).await
         });
