@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use capable::input::{Handler, InputHandlers};
-use capable::{ElicitationPolicy, Root};
+use capable::{ElicitationPolicy, Root, Roots};
 use serde_json::{json, Map, Value};
 
 use crate::flags::{ElicitationFlag, Global};
@@ -28,7 +28,8 @@ pub fn handlers(global: &Global) -> InputHandlers {
         }
         None => None,
     };
-    let roots = (!global.roots.is_empty()).then(|| global.roots.iter().map(|p| root(p)).collect());
+    let roots = (!global.roots.is_empty())
+        .then(|| Roots::new(global.roots.iter().map(|p| root(p)).collect()));
     InputHandlers {
         elicitation,
         elicitation_url: false,

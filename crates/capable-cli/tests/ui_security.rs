@@ -1,8 +1,10 @@
 //! `capable ui` over plain HTTP (no browser): who may talk to the inspector. The token
-//! is exchanged once for an HttpOnly SameSite=Strict cookie and never appears in the
-//! page; without the cookie (or the token as a Bearer) nothing answers; a foreign
-//! `Host` (DNS rebinding) or a foreign `Origin` is refused even with the cookie; and no
-//! command can start a server that was not given at start.
+//! serves the page with an HttpOnly SameSite=Strict cookie and is traded by the page
+//! for a secret of its own; the token never appears in the page; without the cookie
+//! (or the token as a Bearer) nothing answers, and the API needs the page's secret
+//! too (a replayed cookie alone gets nothing); a foreign `Host` (DNS rebinding) or a
+//! foreign `Origin` is refused even with both; and no command can start a server that
+//! was not given at start.
 
 mod ui_support;
 
@@ -16,7 +18,7 @@ fn read_only() -> Ui {
 }
 
 #[test]
-fn the_token_becomes_an_http_only_cookie_and_leaves_the_url() {
+fn the_token_serves_the_page_with_an_http_only_cookie_and_never_appears_in_it() {
     let ui = read_only();
     let first = ui.request(
         "GET",
@@ -24,13 +26,16 @@ fn the_token_becomes_an_http_only_cookie_and_leaves_the_url() {
         &[("Host", &ui.host())],
         "",
     );
-    assert_eq!(first.status, 303);
-    assert_eq!(
-        first.header("location"),
-        Some("/"),
-        "the token leaves the address bar"
+    assert_eq!(first.status, 200);
+    assert!(
+        !first.body.contains(&ui.token),
+        "the page never carries the token"
     );
     let cookie = first.header("set-cookie").unwrap();
+    assert!(
+        cookie.starts_with(&format!("capable_ui_{}=", ui.port)),
+        "named for its port: {cookie}"
+    );
     for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(cookie.contains(attr), "{cookie}");
     }
@@ -46,8 +51,8 @@ fn the_token_becomes_an_http_only_cookie_and_leaves_the_url() {
     );
     assert_eq!(page.status, 200);
     assert!(
-        !page.body.contains(&ui.token),
-        "the page never carries the token"
+        page.header("set-cookie").is_none(),
+        "set once, by the token"
     );
     let csp = page.header("content-security-policy").unwrap();
     assert!(
@@ -56,6 +61,61 @@ fn the_token_becomes_an_http_only_cookie_and_leaves_the_url() {
     );
     assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
     assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
+}
+
+#[test]
+fn the_api_needs_the_pages_secret_a_cookie_alone_is_not_enough() {
+    let ui = read_only();
+    let cookie = ui.cookie();
+    let host = ui.host();
+    // The cookie alone — what any web server on 127.0.0.1 the browser visits receives
+    // (cookies ignore ports) — gets the page's files and nothing of the API.
+    let a = ui.request(
+        "GET",
+        "/app.js",
+        &[("Host", &host), ("Cookie", &cookie)],
+        "",
+    );
+    assert_eq!(a.status, 200);
+    for path in ["/api/servers", "/api/events"] {
+        let a = ui.request("GET", path, &[("Host", &host), ("Cookie", &cookie)], "");
+        assert_eq!(a.status, 401, "{path}: {a:?}");
+        assert!(a.body.contains("secret"), "{a:?}");
+    }
+    let replayed = ui.request(
+        "POST",
+        "/api/read",
+        &[
+            ("Host", &host),
+            ("Cookie", &cookie),
+            ("X-Capable-Page", "0000"),
+            ("Content-Type", "application/json"),
+        ],
+        r#"{"server":"capable","uri":"docs://manual/current"}"#,
+    );
+    assert_eq!(replayed.status, 401, "a guessed secret: {replayed:?}");
+    // Nor does the cookie (with or without a page's secret) make a page: only the token.
+    let made = ui.request(
+        "POST",
+        "/api/session",
+        &[
+            ("Host", &host),
+            ("Cookie", &cookie),
+            ("X-Capable-Page", ui.page()),
+            ("Content-Type", "application/json"),
+        ],
+        "{}",
+    );
+    assert_eq!(made.status, 401, "{made:?}");
+    // The secret without the cookie is not enough either.
+    let alone = ui.request(
+        "GET",
+        "/api/servers",
+        &[("Host", &host), ("X-Capable-Page", ui.page())],
+        "",
+    );
+    assert_eq!(alone.status, 401);
+    assert_eq!(ui.api_get(&cookie, "/api/servers").status, 200);
 }
 
 #[test]
@@ -68,12 +128,8 @@ fn without_the_cookie_or_the_token_nothing_answers() {
     }
     let wrong = ui.request("GET", "/?token=0000", &[("Host", &host)], "");
     assert_eq!(wrong.status, 401, "a wrong token is refused");
-    let forged = ui.request(
-        "GET",
-        "/api/servers",
-        &[("Host", &host), ("Cookie", "capable_ui=guess")],
-        "",
-    );
+    let guess = format!("capable_ui_{}=guess", ui.port);
+    let forged = ui.request("GET", "/", &[("Host", &host), ("Cookie", &guess)], "");
     assert_eq!(forged.status, 401);
     let command = ui.request(
         "POST",
@@ -122,7 +178,11 @@ fn a_foreign_host_is_refused_even_with_the_cookie() {
         let a = ui.request(
             "GET",
             "/api/servers",
-            &[("Host", &host), ("Cookie", &cookie)],
+            &[
+                ("Host", &host),
+                ("Cookie", &cookie),
+                ("X-Capable-Page", ui.page()),
+            ],
             "",
         );
         assert_eq!(a.status, 200, "Host {host}");
@@ -143,6 +203,7 @@ fn a_foreign_origin_is_refused_even_with_the_cookie() {
                 ("Host", &host),
                 ("Origin", origin),
                 ("Cookie", &cookie),
+                ("X-Capable-Page", ui.page()),
                 ("Content-Type", "application/json"),
             ],
             r#"{"server":"capable","uri":"docs://manual/current"}"#,
@@ -151,7 +212,12 @@ fn a_foreign_origin_is_refused_even_with_the_cookie() {
         let a = ui.request(
             "GET",
             "/api/events",
-            &[("Host", &host), ("Origin", origin), ("Cookie", &cookie)],
+            &[
+                ("Host", &host),
+                ("Origin", origin),
+                ("Cookie", &cookie),
+                ("X-Capable-Page", ui.page()),
+            ],
             "",
         );
         assert_eq!(a.status, 403);
@@ -164,6 +230,7 @@ fn a_foreign_origin_is_refused_even_with_the_cookie() {
             ("Host", &host),
             ("Origin", &same),
             ("Cookie", &cookie),
+            ("X-Capable-Page", ui.page()),
             ("Content-Type", "application/json"),
         ],
         r#"{"server":"capable","uri":"docs://manual/current"}"#,
@@ -177,6 +244,7 @@ fn a_foreign_origin_is_refused_even_with_the_cookie() {
         &[
             ("Host", &host),
             ("Cookie", &cookie),
+            ("X-Capable-Page", ui.page()),
             ("Content-Type", "text/plain"),
         ],
         r#"{"server":"capable","uri":"docs://manual/current"}"#,
@@ -280,12 +348,7 @@ fn a_secret_given_at_start_never_reaches_the_page() {
     assert_eq!(call.status, 200, "{call:?}");
     assert!(!call.body.contains(secret), "{}", call.body);
     assert_eq!(call.json()["result"]["content"][0]["text"], "hello ***");
-    let servers = ui.request(
-        "GET",
-        "/api/servers",
-        &[("Host", &ui.host()), ("Cookie", &cookie)],
-        "",
-    );
+    let servers = ui.api_get(&cookie, "/api/servers");
     assert!(!servers.body.contains(secret), "{}", servers.body);
 }
 

@@ -243,6 +243,10 @@ pub struct ClientCapabilities {
     pub extensions: std::collections::BTreeMap<String, Value>,
     /// The host answers `roots/list`.
     pub roots: bool,
+    /// The host tells the server when its roots change
+    /// (`notifications/roots/list_changed`, legacy only: declared as
+    /// `roots.listChanged`).
+    pub roots_list_changed: bool,
     /// The host answers `sampling/createMessage`.
     pub sampling: bool,
     /// The host answers form-mode elicitation.
@@ -276,6 +280,11 @@ impl ClientCapabilities {
                 .map(|e| e.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
                 .unwrap_or_default(),
             roots: map.contains_key("roots"),
+            roots_list_changed: map
+                .get("roots")
+                .and_then(|r| r.get("listChanged"))
+                .and_then(Value::as_bool)
+                == Some(true),
             sampling: map.contains_key("sampling"),
             elicitation_form: elicitation.is_some() && (form || !url),
             elicitation_url: url,
@@ -287,8 +296,13 @@ impl ClientCapabilities {
     pub fn to_value(&self, version: crate::ProtocolVersion) -> Value {
         let mut map = Map::new();
         if self.roots {
-            // capable does not send `notifications/roots/list_changed`.
-            map.insert("roots".into(), Value::Object(Map::new()));
+            // 2026-07-28 removed `notifications/roots/list_changed`: a server asks for
+            // the roots with each request that needs them.
+            let mut roots = Map::new();
+            if self.roots_list_changed && version.era() == crate::Era::Legacy {
+                roots.insert("listChanged".into(), Value::Bool(true));
+            }
+            map.insert("roots".into(), Value::Object(roots));
         }
         if self.sampling {
             map.insert("sampling".into(), Value::Object(Map::new()));
@@ -417,6 +431,31 @@ mod tests {
         assert_eq!(
             elicit.to_value(V::V2025_11_25),
             json!({"elicitation": {"form": {}}})
+        );
+        let roots = ClientCapabilities {
+            roots: true,
+            roots_list_changed: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            roots.to_value(V::V2025_11_25),
+            json!({"roots": {"listChanged": true}}),
+            "legacy: changes are told"
+        );
+        assert_eq!(
+            ClientCapabilities::from_value(&roots.to_value(V::V2025_11_25)),
+            roots,
+            "read back as declared"
+        );
+        let untold = ClientCapabilities {
+            roots: true,
+            ..Default::default()
+        };
+        assert_eq!(untold.to_value(V::V2025_11_25), json!({"roots": {}}));
+        assert_eq!(
+            roots.to_value(V::V2026_07_28),
+            json!({"roots": {}}),
+            "modern: there is no such notification"
         );
     }
 

@@ -103,6 +103,12 @@ impl ProtocolVersion {
         self >= ProtocolVersion::V2025_11_25
     }
 
+    /// Whether `completion/complete` may carry the other arguments already given
+    /// (`context.arguments`, 2025-06-18 and later).
+    pub fn has_completion_context(self) -> bool {
+        self >= ProtocolVersion::V2025_06_18
+    }
+
     /// Whether `ServerCapabilities.completions` exists. In 2024-11-05 the
     /// `completion/complete` method exists but no flag announces it.
     pub fn has_completions_flag(self) -> bool {

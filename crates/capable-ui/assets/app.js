@@ -2,18 +2,24 @@
 // `capable inspect --json` per server) and one event stream (/api/events); commands
 // go up as JSON POSTs. Plain modules, no build step, nothing fetched from elsewhere.
 
-import { h, fill, badge, post, errorText } from './dom.js';
+import { h, fill, badge, get, post, errorText, startSession, timeoutField } from './dom.js';
+import { follow } from './stream.js';
 import { overview } from './overview.js';
-import { resourcesPanel, watchEvent } from './resources.js';
+import { resourcesPanel, watchEvent, watchRead } from './resources.js';
 import { toolsPanel, promptsPanel, progressEvent, taskEvent } from './tools.js';
 import { tasksPanel } from './tasks.js';
 import { skillsPanel } from './skills.js';
 import { auditPanel, logPanel, logEvent, stderrPanel } from './monitor.js';
 import { elicitEvent } from './elicit.js';
+import { sampleEvent } from './sampling.js';
+import { serverHead, loginEvent } from './head.js';
+import { rootsPanel } from './roots.js';
+import { historyPanel, historyEvent } from './history.js';
 
 const TABS = [
   ['overview', 'Overview'], ['resources', 'Resources'], ['tools', 'Tools'], ['prompts', 'Prompts'],
-  ['tasks', 'Tasks'], ['skills', 'Skills'], ['audit', 'Audit'], ['log', 'Messages'], ['stderr', 'Stderr'],
+  ['tasks', 'Tasks'], ['skills', 'Skills'], ['roots', 'Roots'], ['audit', 'Audit'], ['history', 'History'],
+  ['log', 'Messages'], ['stderr', 'Stderr'],
 ];
 
 /** The whole page's state. */
@@ -50,8 +56,8 @@ export async function refresh() {
     do {
       again = false;
       try {
-        const r = await fetch('/api/servers', { credentials: 'same-origin' });
-        if (r.ok) app.servers = await r.json();
+        const r = await get('/api/servers');
+        if (r.ok) app.servers = r.body;
       } catch (_) { /* the stream's state shows it */ }
       render();
     } while (again);
@@ -99,19 +105,7 @@ function renderMain() {
   const main = document.getElementById('main');
   const s = current();
   if (!s) { main.head = null; fill(main, h('p', { class: 'muted' }, 'No servers.')); return; }
-  const info = s.inspect ? s.inspect.serverInfo : null;
-  const head = h('div', { class: 'card', 'data-testid': 'server-head' },
-    h('div', { class: 'row' },
-      h('h2', {}, s.name),
-      badge(s.state, s.state, { 'data-testid': 'state' }),
-      s.inspect ? badge(s.inspect.era + ' · ' + s.inspect.protocolVersion, 'era', { 'data-testid': 'version' }) : null,
-      info ? h('span', { class: 'muted' }, info.name + ' ' + info.version) : null,
-      h('span', { class: 'grow' }),
-      h('button', { type: 'button', 'data-testid': 'connect', onclick: () => command('/api/connect', s.name) },
-        s.state === 'disconnected' ? 'Connect' : 'Reconnect'),
-      h('button', { type: 'button', 'data-testid': 'disconnect', disabled: s.state === 'disconnected', onclick: () => command('/api/disconnect', s.name) }, 'Disconnect')),
-    h('div', { class: 'muted mono' }, s.target),
-    s.reason ? h('div', { class: 'reason', 'data-testid': 'reason' }, s.reason) : null);
+  const head = serverHead(s, command);
   const tabs = h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Server views', onkeydown: tabKeys },
     TABS.map(([id, label]) => h('button', {
       type: 'button', role: 'tab', 'data-testid': 'tab-' + id, 'data-tab': id,
@@ -161,8 +155,10 @@ function tabContent(s) {
     case 'prompts': return promptsPanel(s);
     case 'tasks': return panel(s.name, 'tasks', (el) => tasksPanel(el, s.name));
     case 'skills': return panel(s.name, 'skills', (el) => skillsPanel(el, s.name));
+    case 'roots': return panel(s.name, 'roots', (el) => rootsPanel(el, s.name));
     case 'audit': return panel(s.name, 'audit', (el) => auditPanel(el, s.name));
-    case 'log': return panel(s.name, 'log', (el) => logPanel(el, s.name));
+    case 'history': return panel(s.name, 'history', (el) => historyPanel(el, s.name));
+    case 'log': return panel(s.name, 'log', (el) => logPanel(el, s.name, () => app.servers.find((x) => x.name === s.name)));
     case 'stderr': return stderrPanel(s, refresh);
   }
   return h('div', {});
@@ -174,28 +170,26 @@ async function command(path, server) {
   refresh();
 }
 
-/** The event stream; the browser resumes it with Last-Event-ID by itself. */
-function follow() {
+/** The event stream: each kind of event to the panel that shows it. */
+function listen() {
   const live = document.getElementById('live');
-  const es = new EventSource('/api/events');
-  es.onopen = () => { live.textContent = 'live'; live.className = 'live on'; };
-  es.onerror = () => { live.textContent = 'reconnecting…'; live.className = 'live'; };
-  const parse = (e) => { try { return JSON.parse(e.data); } catch (_) { return null; } };
-  es.addEventListener('msg', (e) => { const d = parse(e); if (d) logEvent(d); });
-  es.addEventListener('watch', (e) => { const d = parse(e); if (d) watchEvent(d); });
-  es.addEventListener('progress', (e) => { const d = parse(e); if (d) progressEvent(d); });
-  es.addEventListener('task', (e) => { const d = parse(e); if (d) taskEvent(d); });
-  es.addEventListener('elicit', (e) => { const d = parse(e); if (d) elicitEvent(d); });
-  // A server's stderr is followed while its panel is shown (each line re-reads the
-  // tail, coalesced); another panel reads it when it is opened.
-  es.addEventListener('stderr', (e) => {
-    const d = parse(e);
-    if (d && d.server === app.selected && app.tab === 'stderr') refresh();
-  });
-  for (const kind of ['state', 'lists', 'violation', 'notice']) {
-    es.addEventListener(kind, () => refresh());
-  }
+  const changed = () => refresh();
+  follow({
+    msg: (d) => { logEvent(d); watchRead(d); }, watch: watchEvent, progress: progressEvent, task: taskEvent,
+    elicit: elicitEvent, sample: sampleEvent, history: historyEvent, login: (d) => { loginEvent(d); refresh(); },
+    // A server's stderr is followed while its panel is shown (each line re-reads the
+    // tail, coalesced); another panel reads it when it is opened.
+    stderr: (d) => { if (d.server === app.selected && app.tab === 'stderr') refresh(); },
+    state: changed, lists: changed, violation: changed, notice: changed,
+  }, (text, on) => { live.textContent = text; live.className = on ? 'live on' : 'live'; });
 }
 
-follow();
-refresh();
+timeoutField(document.getElementById('timeout'));
+if (await startSession()) {
+  listen();
+  refresh();
+} else {
+  document.getElementById('live').textContent = 'no session';
+  fill(document.getElementById('main'), h('p', { class: 'reason', 'data-testid': 'no-session' },
+    'This tab has no session with capable ui: open the URL it printed (with its token).'));
+}

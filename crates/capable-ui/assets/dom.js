@@ -34,17 +34,74 @@ export function badge(text, kind, attrs) {
   return h('span', Object.assign({ class: 'badge ' + (kind || text) }, attrs || {}), text);
 }
 
-/** POST a command; resolves to {ok, status, body}. */
-export async function post(path, body) {
-  const r = await fetch(path, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify(body),
-    credentials: 'same-origin',
+/** Where this tab keeps its secret (its own tab only; never in the DOM or a URL). */
+const KEPT = 'capable-ui-page';
+let secret = null;
+
+/**
+ * This page's secret: on the first load the printed token is taken out of the
+ * address bar and traded for it (the token goes no further than this request);
+ * a reload finds it in the tab's sessionStorage. False when there is none.
+ */
+export async function startSession() {
+  const token = new URLSearchParams(location.search).get('token');
+  if (token !== null) {
+    history.replaceState(null, '', '/');
+    try {
+      const r = await fetch('/api/session', {
+        method: 'POST', body: '{}', credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + token },
+      });
+      if (r.ok) sessionStorage.setItem(KEPT, (await r.json()).page);
+    } catch (_) { /* said below: no secret */ }
+  }
+  secret = sessionStorage.getItem(KEPT);
+  return !!secret;
+}
+
+/** Where this tab keeps the timeout the person set (seconds; none: the run's). */
+const TIMEOUT = 'capable-ui-timeout';
+
+/** The timeout field in the header: kept for the tab, sent with every call. */
+export function timeoutField(input) {
+  input.value = sessionStorage.getItem(TIMEOUT) || '';
+  input.addEventListener('change', () => {
+    const s = Number(input.value);
+    if (input.value.trim() !== '' && s > 0) sessionStorage.setItem(TIMEOUT, String(s));
+    else { sessionStorage.removeItem(TIMEOUT); input.value = ''; }
   });
+}
+
+/**
+ * The headers every API call carries: the page's secret, the timeout the person set
+ * (`X-Capable-Timeout`, in ms: past it the request is cancelled), and `extra`.
+ */
+export function apiHeaders(extra) {
+  const headers = { 'X-Capable-Page': secret || '' };
+  const s = Number(sessionStorage.getItem(TIMEOUT));
+  if (s > 0) headers['X-Capable-Timeout'] = String(Math.round(s * 1000));
+  return Object.assign(headers, extra || {});
+}
+
+async function answer(r) {
   let parsed = null;
   try { parsed = await r.json(); } catch (_) { parsed = null; }
   return { ok: r.ok, status: r.status, body: parsed };
+}
+
+/** GET an API path; resolves to {ok, status, body}. */
+export async function get(path) {
+  return answer(await fetch(path, { headers: apiHeaders(), credentials: 'same-origin' }));
+}
+
+/** POST a command; resolves to {ok, status, body}. */
+export async function post(path, body) {
+  return answer(await fetch(path, {
+    method: 'POST',
+    headers: apiHeaders({ 'Content-Type': 'application/json' }),
+    body: JSON.stringify(body),
+    credentials: 'same-origin',
+  }));
 }
 
 /** The words of an error answer (the CLI's `{"error": {...}}`). */

@@ -9,7 +9,7 @@ import { schemaForm } from './form.js';
 const waiting = new Map();
 
 function box() {
-  return document.getElementById('elicit');
+  return document.getElementById('asks');
 }
 
 function cardFor(d) {

@@ -2,9 +2,10 @@
 //
 // The subset made into fields: an object's properties (required marked, defaults
 // filled in), strings, numbers and integers (sent as JSON numbers), booleans, enums
-// and oneOf-of-const (a select), arrays of those (repeatable rows), nested objects
-// (a fieldset), and `anyOf/oneOf: [X, {type: "null"}]` or `type: [X, "null"]` (X
-// with a "null" box). Anything else — $ref, allOf, a root union, arrays of objects —
+// (labelled by `enumNames` where given) and oneOf/anyOf of titled constants (a
+// select), arrays of those choices (a checkbox each), arrays of other primitives
+// (repeatable rows), nested objects (a fieldset), and `anyOf/oneOf: [X, {type:
+// "null"}]` or `type: [X, "null"]` (X with a "null" box). Anything else — $ref, allOf, a root union, arrays of objects —
 // is a JSON editor for that field, or for the whole form. In the JSON editor the text
 // is the truth: it is parsed when the form is sent, never rewritten while typed.
 
@@ -33,11 +34,22 @@ function unwrapNull(s) {
   return { schema: s, nullable: false };
 }
 
-/** The options of a select: enum values, or oneOf constants. */
+/**
+ * The options of a choice: `enum` values (labelled by the legacy `enumNames` when it
+ * names each one), or the constants of a `oneOf` or `anyOf` (labelled by their
+ * `title`s, as elicitation's titled single and multiple selects give them).
+ */
 function choices(s) {
-  if (Array.isArray(s.enum)) return s.enum.map((v) => ({ value: v, label: String(v) }));
-  if (Array.isArray(s.oneOf) && s.oneOf.length && s.oneOf.every((o) => o && 'const' in o)) {
-    return s.oneOf.map((o) => ({ value: o.const, label: o.title ? o.title + ' (' + o.const + ')' : String(o.const) }));
+  if (!s || typeof s !== 'object') return null;
+  if (Array.isArray(s.enum)) {
+    const names = Array.isArray(s.enumNames) && s.enumNames.length === s.enum.length ? s.enumNames : null;
+    return s.enum.map((v, i) => ({ value: v, label: names ? String(names[i]) : String(v) }));
+  }
+  for (const key of ['oneOf', 'anyOf']) {
+    const alts = s[key];
+    if (Array.isArray(alts) && alts.length && alts.every((o) => o && typeof o === 'object' && 'const' in o)) {
+      return alts.map((o) => ({ value: o.const, label: o.title ? String(o.title) : String(o.const) }));
+    }
   }
   return null;
 }
@@ -115,12 +127,30 @@ function fieldFor(s, path, initial) {
       if (typeof initial === 'boolean') select.value = String(initial);
       return { el: select, read: () => (select.value === '' ? { set: false } : { set: true, value: select.value === 'true' }) };
     }
-    case 'array':
-      return arrayField(s, path, initial);
+    case 'array': {
+      const many = choices(unwrapNull(s.items || {}).schema);
+      return many ? multiField(many, path, initial) : arrayField(s, path, initial);
+    }
     case 'object':
       return objectField(s, path, initial);
   }
   return jsonField(path, initial);
+}
+
+/** An array of choices (a multiple select): a checkbox per option, in their order. */
+function multiField(opts, path, initial) {
+  const chosen = Array.isArray(initial) ? initial.map((v) => JSON.stringify(v)) : [];
+  const boxes = opts.map((o, i) => h('input', {
+    type: 'checkbox', name: path, value: String(i), checked: chosen.includes(JSON.stringify(o.value)),
+  }));
+  return {
+    el: h('div', { class: 'row choices', role: 'group', 'aria-label': path },
+      opts.map((o, i) => h('label', {}, boxes[i], ' ' + o.label))),
+    read: () => {
+      const value = opts.filter((_, i) => boxes[i].checked).map((o) => o.value);
+      return { set: value.length > 0, value };
+    },
+  };
 }
 
 function arrayField(s, path, initial) {

@@ -1,6 +1,7 @@
 // What happened: the audit (capable::audit, on a session of its own) with its
 // evidence and its Markdown report; every message sent and received, filterable by
-// method and direction, each copyable as JSON; the server's stderr.
+// method and direction, each copyable as JSON, the server's log messages shown by
+// level (and its level set, where it declared logging); the server's stderr.
 
 import { h, fill, json, post, errorText, download, clock, badge } from './dom.js';
 
@@ -42,17 +43,48 @@ function matches(view, row) {
   return (dir === 'all' || dir === row.dir) && (!q || row.method.toLowerCase().includes(q));
 }
 
+/** A server's log message (`notifications/message`): its level, logger and data. */
+function logLine(m) {
+  const p = m.params || {};
+  const data = typeof p.data === 'string' ? p.data : JSON.stringify(p.data);
+  return h('div', { class: 'logline', 'data-testid': 'server-log', 'data-level': p.level || '' },
+    badge(p.level || '?', /error|critical|alert|emergency/.test(p.level) ? 'failed' : p.level === 'warning' ? 'starting' : 'no'),
+    p.logger ? h('span', { class: 'muted' }, ' ' + p.logger + ': ') : ' ', data);
+}
+
 function rowEl(row) {
   const copy = h('button', { type: 'button', 'aria-label': 'copy as JSON', onclick: () => navigator.clipboard && navigator.clipboard.writeText(JSON.stringify(row.message)) }, 'copy');
   return h('div', { class: 'msg ' + row.dir, 'data-testid': 'log-row', 'data-dir': row.dir, 'data-method': row.method },
     h('span', { class: 'muted mono' }, clock(row.at)),
     h('span', { class: 'dir', title: row.dir }, row.dir === 'sent' ? '→' : '←'),
     h('span', { class: 'mono' }, row.method || (row.message.error ? 'error' : ''), row.tag ? ' [' + row.tag + ']' : ''),
-    h('pre', {}, JSON.stringify(row.message)),
+    h('div', {}, row.method === 'notifications/message' ? logLine(row.message) : null, h('pre', {}, JSON.stringify(row.message))),
     copy);
 }
 
-export function logPanel(el, server) {
+const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+/**
+ * The server's log level, where it declared `logging` (else nothing is offered, and
+ * nothing can be sent): `logging/setLevel`, or in 2026-07-28 the level each later
+ * request carries.
+ */
+function levelControl(server, now) {
+  const s = now();
+  const logging = s && (s.matrix || []).find((m) => m.capability === 'logging');
+  if (!logging || !logging.present) return h('span', { class: 'muted', 'data-testid': 'no-logging' }, 'no logging declared');
+  const said = h('span', { class: 'muted', 'data-testid': 'log-level-set' });
+  const select = h('select', { 'aria-label': 'server log level', 'data-testid': 'log-level' },
+    h('option', { value: '' }, 'log level…'), LEVELS.map((l) => h('option', { value: l }, l)));
+  select.addEventListener('change', async () => {
+    if (!select.value) return;
+    const r = await post('/api/log-level', { server, level: select.value });
+    said.textContent = r.ok ? 'asked for ' + r.body.level + ' and above' : errorText(r);
+  });
+  return h('span', { class: 'row' }, select, said);
+}
+
+export function logPanel(el, server, now) {
   const l = logOf(server);
   const method = h('input', { type: 'search', placeholder: 'method contains…', 'aria-label': 'filter by method', 'data-testid': 'log-method' });
   const dir = h('select', { 'aria-label': 'direction', 'data-testid': 'log-dir' },
@@ -67,7 +99,7 @@ export function logPanel(el, server) {
   method.addEventListener('input', redraw);
   dir.addEventListener('change', redraw);
   const copyAll = h('button', { type: 'button', onclick: () => navigator.clipboard && navigator.clipboard.writeText(JSON.stringify(l.rows.filter((r) => matches(view, r)).map((r) => r.message), null, 2)) }, 'copy shown as JSON');
-  el.append(h('div', { class: 'row' }, method, dir, copyAll, count), list);
+  el.append(h('div', { class: 'row' }, method, dir, copyAll, count, h('span', { class: 'grow' }), levelControl(server, now)), list);
   l.view = view;
   redraw();
 }

@@ -41,13 +41,15 @@ export function overview(s) {
         info.title ? h('tr', {}, h('th', {}, 'title'), h('td', {}, info.title)) : null,
         h('tr', {}, h('th', {}, 'era'), h('td', { 'data-testid': 'era' }, i.era)),
         h('tr', {}, h('th', {}, 'protocol'), h('td', { 'data-testid': 'protocol' }, i.protocolVersion)),
+        (s.connection || []).length ? h('tr', {}, h('th', {}, 'connected'),
+          h('td', { class: 'muted', 'data-testid': 'connection' }, s.connection.join('; '))) : null,
         s.handshakeMs !== undefined ? h('tr', {}, h('th', {}, 'handshake'), h('td', {}, s.handshakeMs + ' ms')) : null))),
     h('div', { class: 'card' },
       h('h3', {}, 'Capabilities as declared'),
-      h('table', { 'data-testid': 'matrix' },
+      h('div', { class: 'scroll-x' }, h('table', { 'data-testid': 'matrix' },
         h('thead', {}, h('tr', {}, h('th', {}, 'capability'), h('th', {}, 'present'), h('th', {}, 'subscribe'), h('th', {}, 'listChanged'))),
         h('tbody', {}, (s.matrix || []).map((m) => h('tr', { 'data-capability': m.capability },
-          h('td', {}, m.capability), yesNo(m.present), yesNo(m.subscribe), yesNo(m.listChanged))))),
+          h('td', {}, m.capability), yesNo(m.present), yesNo(m.subscribe), yesNo(m.listChanged)))))),
       h('details', { 'data-testid': 'raw-capabilities' }, h('summary', {}, 'raw JSON'), json(i.capabilities),
         Object.keys(i.extensions || {}).length ? [h('h3', {}, 'extensions'), json(i.extensions)] : null))));
   out.appendChild(h('div', { class: 'card' },
@@ -60,7 +62,7 @@ export function overview(s) {
   }
   for (const v of s.violations || []) out.appendChild(violationCard(v));
   if ((s.notices || []).length) {
-    out.appendChild(h('div', { class: 'card' }, h('h3', {}, 'Notices'),
+    out.appendChild(h('div', { class: 'card warning', 'data-testid': 'notices' }, h('h3', {}, 'Notices'),
       h('ul', {}, s.notices.map((n) => h('li', {}, n)))));
   }
   if ((s.listErrors || []).length) {

@@ -7,6 +7,8 @@ import { h, fill, json, post, errorText } from './dom.js';
 import { panel } from './app.js';
 import { schemaForm } from './form.js';
 import { mountApp } from './apps.js';
+import { contents, read } from './resources.js';
+import { completes } from './complete.js';
 
 /** Progress bars of calls in flight, by call id. */
 const bars = new Map();
@@ -35,17 +37,35 @@ export function progressEvent(d) {
   bar.text.textContent = (p.progress ?? '') + (p.total ? ' / ' + p.total : '') + (p.message ? ' — ' + p.message : '');
 }
 
-function content(items) {
+/**
+ * A result's content: text as text, an image previewed, a `resource_link` as the
+ * resource it names (read on the server when asked), an embedded resource as its
+ * contents; anything else as its JSON.
+ */
+function content(items, server) {
   return (items || []).map((c) => {
     if (c.type === 'text') return h('pre', { 'data-testid': 'content-text' }, c.text);
     if (c.type === 'image' && /^image\/(png|jpeg|gif|webp)$/.test(c.mimeType || '')) {
       return h('img', { class: 'preview', alt: 'image result', src: 'data:' + c.mimeType + ';base64,' + c.data });
     }
+    if (c.type === 'resource_link' && typeof c.uri === 'string') {
+      const out = h('div', {});
+      return h('div', { class: 'card link', 'data-testid': 'resource-link', 'data-uri': c.uri },
+        h('div', { class: 'row' }, h('span', {}, '↗'), h('strong', {}, c.title || c.name || ''), h('code', {}, c.uri),
+          c.mimeType ? h('span', { class: 'muted' }, c.mimeType) : null, h('span', { class: 'grow' }),
+          h('button', { type: 'button', 'data-testid': 'read-link', onclick: () => read(server, c.uri, out) }, 'Read')),
+        c.description ? h('div', { class: 'muted' }, c.description) : null, out);
+    }
+    if (c.type === 'resource' && c.resource && typeof c.resource.uri === 'string') {
+      return h('div', { class: 'card', 'data-testid': 'embedded-resource' },
+        h('div', { class: 'row' }, h('code', {}, c.resource.uri), c.resource.mimeType ? h('span', { class: 'muted' }, c.resource.mimeType) : null),
+        contents([c.resource]));
+    }
     return json(c);
   });
 }
 
-function resultCard(body) {
+function resultCard(body, server) {
   if (body.cancelled) {
     return h('div', { class: 'card', 'data-testid': 'call-result' },
       body.task ? 'Cancelled (tasks/cancel for task ' + body.task + ').' : 'Cancelled (notifications/cancelled was sent).');
@@ -63,13 +83,14 @@ function resultCard(body) {
   }
   return h('div', { class: 'card', 'data-testid': 'call-result' },
     h('div', { class: 'row' }, h('h4', {}, 'Result'), r.isError ? h('span', { class: 'badge failed' }, 'isError') : null),
-    content(r.content),
+    content(r.content, server),
     r.structuredContent !== undefined ? h('div', { class: 'grid2' },
       h('div', {}, h('h3', {}, 'structuredContent'), json(r.structuredContent, { 'data-testid': 'structured' })), verdict) : verdict,
     h('details', {}, h('summary', {}, 'raw result'), json(r)));
 }
 
-function toolView(server, tool) {
+function toolView(s, tool) {
+  const server = s.name;
   let schema = tool.inputSchema;
   const form = schemaForm(schema);
   const out = h('div', {});
@@ -101,7 +122,7 @@ function toolView(server, tool) {
     const task = status.textContent ? status : null;
     if (r.ok) {
       const view = h('div', {});
-      fill(out, task, resultCard(r.body), seen, view);
+      fill(out, task, resultCard(r.body, server), seen, view);
       if (r.body.result) mountApp(server, tool, args.value, r.body.result, view);
     } else if (r.body && r.body.invalid) {
       fill(out, h('div', { class: 'errors', 'data-testid': 'form-errors' }, errorText(r),
@@ -117,34 +138,56 @@ function toolView(server, tool) {
     out);
 }
 
+/**
+ * A list of named items (tools, prompts) with the view of the one picked. A new list
+ * from the server (a list change) redraws the buttons only: the open view — what was
+ * typed, the last result — stays; if its item changed or went away, a note says so.
+ */
 function picker(s, key, items, label, view) {
   const el = panel(s.name, key, (root) => {
     root.nav = h('div', { class: 'row', role: 'list' });
+    root.note = h('div', {});
     root.view = h('div', {});
-    root.append(root.nav, root.view);
+    root.append(root.nav, root.note, root.view);
   });
   const capability = (s.matrix || []).find((m) => m.capability === key);
   if (!s.inspect) { fill(el.nav, h('p', { class: 'muted' }, 'Not connected.')); return el; }
   if (capability && !capability.present) { fill(el.nav, h('p', { class: 'muted' }, 'The server declared no ' + key + '.')); return el; }
-  const names = items.map((t) => t.name).join('\u0000');
-  if (el.names === names) return el; // the same list: keep what the user typed
-  el.names = names;
+  const listed = JSON.stringify(items);
+  if (el.listed === listed) return el; // the same list: nothing to redraw
+  el.listed = listed;
   const pick = (t) => {
-    for (const b of el.nav.querySelectorAll('button')) b.setAttribute('aria-pressed', String(b.dataset.name === t.name));
-    fill(el.view, view(s.name, t));
+    el.picked = { name: t.name, json: JSON.stringify(t) };
+    fill(el.note);
+    mark();
+    fill(el.view, view(s, t));
+  };
+  const mark = () => {
+    for (const b of el.nav.querySelectorAll('button')) b.setAttribute('aria-pressed', String(!!el.picked && b.dataset.name === el.picked.name));
   };
   fill(el.nav, items.length ? items.map((t) => h('button', {
     type: 'button', 'data-testid': label, 'data-name': t.name, 'aria-pressed': 'false', onclick: () => pick(t),
   }, t.name)) : h('p', { class: 'muted' }, 'None listed.'));
-  fill(el.view);
+  mark();
+  if (el.picked) {
+    const now = items.find((t) => t.name === el.picked.name);
+    const again = now ? h('button', { type: 'button', 'data-testid': 'reload-view', onclick: () => pick(now) }, 'Use the new definition') : null;
+    fill(el.note, !now ? h('p', { class: 'notice', 'data-testid': 'picked-gone' }, 'The server no longer lists ' + el.picked.name + '; its form and last result stay below.')
+      : JSON.stringify(now) !== el.picked.json ? h('p', { class: 'notice row', 'data-testid': 'picked-changed' }, 'The server changed ' + el.picked.name + '\'s definition. ', again) : null);
+  }
   return el;
 }
 
 export function toolsPanel(s) {
-  return picker(s, 'tools', s.tools || [], 'tool', toolView);
+  const el = picker(s, 'tools', s.tools || [], 'tool', toolView);
+  const hidden = s.appOnlyTools || [];
+  if (!el.appOnly) { el.appOnly = h('p', { class: 'muted', 'data-testid': 'app-only-tools' }); el.prepend(el.appOnly); }
+  fill(el.appOnly, hidden.length ? 'Visible only to apps (their views call them), not listed: ' + hidden.join(', ') : '');
+  return el;
 }
 
-function promptView(server, prompt) {
+function promptView(s, prompt) {
+  const server = s.name;
   const args = prompt.arguments || [];
   const schema = {
     type: 'object',
@@ -152,6 +195,12 @@ function promptView(server, prompt) {
     required: args.filter((a) => a.required).map((a) => a.name),
   };
   const form = schemaForm(schema);
+  // Each argument completed as it is typed, the others as context.
+  const field = (name) => form.el.querySelector('input[name="' + CSS.escape(name) + '"]');
+  const given = () => Object.fromEntries(args.map((a) => [a.name, field(a.name) ? field(a.name).value : '']));
+  for (const a of args) {
+    if (field(a.name)) completes(s, field(a.name), { type: 'ref/prompt', name: prompt.name }, a.name, given);
+  }
   const out = h('div', {});
   const submit = async (e) => {
     e.preventDefault();

@@ -22,6 +22,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ),
     ("/app.js", include_str!("../assets/app.js"), JS),
     ("/dom.js", include_str!("../assets/dom.js"), JS),
+    ("/stream.js", include_str!("../assets/stream.js"), JS),
     ("/form.js", include_str!("../assets/form.js"), JS),
     ("/overview.js", include_str!("../assets/overview.js"), JS),
     ("/resources.js", include_str!("../assets/resources.js"), JS),
@@ -31,6 +32,12 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("/tasks.js", include_str!("../assets/tasks.js"), JS),
     ("/skills.js", include_str!("../assets/skills.js"), JS),
     ("/apps.js", include_str!("../assets/apps.js"), JS),
+    ("/head.js", include_str!("../assets/head.js"), JS),
+    ("/sampling.js", include_str!("../assets/sampling.js"), JS),
+    ("/roots.js", include_str!("../assets/roots.js"), JS),
+    ("/history.js", include_str!("../assets/history.js"), JS),
+    ("/complete.js", include_str!("../assets/complete.js"), JS),
+    ("/diff.js", include_str!("../assets/diff.js"), JS),
 ];
 
 /// A route for every file of the page.

@@ -67,7 +67,9 @@ impl Calls {
 
     /// Calls tool `name` on `server` as call `id` (as a task when `as_task` and the
     /// tool allows it), its progress and task statuses onto the bus, until it ends or
-    /// is cancelled.
+    /// is cancelled; within `timeout` when given (each progress notification restarts
+    /// it, up to the session's cap; a task gets as long to finish, then `tasks/cancel`).
+    #[allow(clippy::too_many_arguments)]
     pub async fn run(
         &self,
         server: &str,
@@ -76,6 +78,7 @@ impl Calls {
         name: String,
         arguments: Option<JsonObject>,
         as_task: bool,
+        timeout: Option<std::time::Duration>,
     ) -> Result<Ended, Error> {
         let on_progress: capable::ProgressCallback = {
             let (bus, server, id) = (self.bus.clone(), server.to_owned(), id.to_owned());
@@ -88,6 +91,7 @@ impl Calls {
         };
         let options = RequestOptions {
             on_progress: Some(on_progress),
+            timeout,
             ..RequestOptions::default()
         };
         let (s, bus, running) = (session.clone(), self.bus.clone(), self.running.clone());
@@ -108,7 +112,8 @@ impl Calls {
                 on_status: Some(Box::new(move |t: &Task| {
                     publish_task(&bus, &server, &call, t)
                 })),
-                deadline: None,
+                // The page's timeout bounds the wait for the task too (then `tasks/cancel`).
+                deadline: timeout,
             };
             s.await_task(*task, wait).await
         });

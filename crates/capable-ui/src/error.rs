@@ -49,6 +49,19 @@ impl ApiError {
         ApiError::new(StatusCode::CONFLICT, ErrorKind::NotOffered, message)
     }
 
+    /// No answer within the page's timeout (`504`, `timeout`): the request was
+    /// dropped, which told the server (`notifications/cancelled`).
+    pub fn timed_out(limit: std::time::Duration) -> ApiError {
+        ApiError::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            ErrorKind::Timeout,
+            format!(
+                "no answer within {} ms (the page's timeout); the request was cancelled",
+                limit.as_millis()
+            ),
+        )
+    }
+
     /// The same error with another status.
     pub fn with_status(mut self, status: StatusCode) -> ApiError {
         self.status = status;

@@ -3,11 +3,16 @@
 //! Every command is a `POST` with a JSON body (the gate has checked its content type);
 //! [`Command<T>`] reads it into the handler's own `Deserialize` type, or answers
 //! `400 usage` saying what is wrong with it — a handler never sees a body it did not
-//! describe. [`Reply`] is a JSON answer; the router cuts the run's secrets out of
-//! every one on the way out.
+//! describe. [`Deadline`] is the page's per-request timeout (`X-Capable-Timeout`),
+//! for the commands that send a server a request. [`Reply`] is a JSON answer; the
+//! router cuts the run's secrets out of every one on the way out.
+
+use std::future::Future;
+use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
@@ -38,6 +43,50 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Command<T> {
         serde_json::from_slice(&bytes)
             .map(Command)
             .map_err(|e| ApiError::usage(format!("the command is not what it should be: {e}")))
+    }
+}
+
+/// The header that carries the page's timeout, in milliseconds.
+pub const TIMEOUT_HEADER: &str = "x-capable-timeout";
+/// The longest timeout the page may ask for (a day).
+const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How long the page waits for a server's answer to this command (`None`: the run's
+/// request timeout, the session's own).
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline(pub Option<Duration>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Deadline {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let Some(value) = parts.headers.get(TIMEOUT_HEADER) else {
+            return Ok(Deadline(None));
+        };
+        let ms = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|ms| *ms > 0)
+            .ok_or_else(|| ApiError::usage("X-Capable-Timeout is a number of milliseconds"))?;
+        Ok(Deadline(Some(Duration::from_millis(ms).min(MAX_TIMEOUT))))
+    }
+}
+
+impl Deadline {
+    /// Waits for `request` at most this long; past it the request is dropped (which
+    /// sends the server `notifications/cancelled`) and the answer is `504 timeout`.
+    pub async fn run<T>(
+        self,
+        request: impl Future<Output = Result<T, capable::Error>>,
+    ) -> Result<T, ApiError> {
+        match self.0 {
+            None => Ok(request.await?),
+            Some(limit) => match tokio::time::timeout(limit, request).await {
+                Ok(answer) => Ok(answer?),
+                Err(_) => Err(ApiError::timed_out(limit)),
+            },
+        }
     }
 }
 

@@ -2,10 +2,12 @@
 //!
 //! capable's local web inspector: a host of the servers given at start, shown in one
 //! page on `127.0.0.1` — each server's state, era, version, capability matrix and
-//! allowed actions, its resources (read, watch), tools (a form from the input schema,
-//! progress, tasks, cancel, an MCP Apps view), prompts, requests for input, skills,
-//! the audit, every message on the wire and the server's stderr — live, over one event
-//! stream. `capable ui` is this crate behind a command line.
+//! allowed actions, its resources (read, watch, two revisions diffed), tools (a form
+//! from the input schema, progress, tasks, cancel, an MCP Apps view), prompts (with
+//! completions), what it asks of the person (forms, sampling), its roots, skills, an
+//! OAuth login, the history of calls (with replay), the audit, every message on the
+//! wire and the server's stderr — live, over one event stream; and a session's report
+//! as one HTML file. `capable ui` is this crate behind a command line.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), capable_ui::UiError> {
@@ -33,24 +35,31 @@
 //! | `extract.rs` | a command's typed JSON body (`Command<T>`) and a JSON answer (`Reply`) |
 //! | `error.rs` | `ApiError`: every failure as `{"error": {kind, message, exitCode}}` with its status |
 //! | `handlers/` | one file per area of the page; handlers use the state, never each other |
-//! | `security.rs` | the gate before every route: `Host`, `Origin`, the token and its cookie |
+//! | `security.rs` | the gate before every route: `Host`, `Origin`, the token, its cookie and the page's secret |
 //! | `bus.rs` | the numbered, resumable event stream behind `GET /api/events` |
 //! | `servers.rs` | the one [`Host`](capable::host::Host) of every server, its events onto the bus, the message-log tap |
-//! | `calls.rs`, `watches.rs`, `views.rs`, `elicitations.rs` | tool calls in flight, open watches, MCP Apps views, requests for input |
+//! | `calls.rs`, `watches.rs`, `views.rs`, `asks.rs` | tool calls in flight, open watches, MCP Apps views, what servers ask of the person (forms, sampling) |
 //! | `schema_check.rs` | a tool's arguments against its `inputSchema`, before sending |
+//! | `history.rs` | every command that reached a server, with its timing (recorded around the handlers) |
+//! | `logins.rs` | OAuth logins started from the page, their redirect received here |
+//! | `export.rs`, `report.rs` | a server as an `mcpServers` entry and a command; a session as one HTML report |
 //! | `assets.rs`, `assets/` | the page: HTML, CSS and plain JavaScript modules, embedded, no build step |
 
 use std::future::Future;
 use std::sync::Arc;
 
+mod asks;
 mod assets;
 mod bus;
 mod calls;
-mod elicitations;
 mod error;
+mod export;
 mod extract;
 mod handlers;
+mod history;
+mod logins;
 mod options;
+mod report;
 mod router;
 mod schema_check;
 mod security;
@@ -103,7 +112,7 @@ impl Ui {
         let gate = security::Gate::new(bound).map_err(UiError::Random)?;
         let mut secrets = options.secrets.clone();
         secrets.add(gate.token());
-        let state = state::AppState::start(options, secrets);
+        let state = state::AppState::start(options, secrets, bound);
         Ok(Ui {
             listener,
             gate,

@@ -1,4 +1,5 @@
-//! Every route in one table, behind the gate (`security.rs`), every JSON answer with the
+//! Every route in one table, behind the gate (`security.rs`), every command that
+//! reaches a server recorded in the history (`history.rs`), every JSON answer with the
 //! run's secrets cut out.
 //!
 //! | route | handler |
@@ -6,13 +7,18 @@
 //! | `GET /`, `/app.css`, `/*.js` | the page (`assets.rs`) |
 //! | `GET /api/events` | the live stream |
 //! | `GET /api/servers` | every server's state, declarations and lists |
-//! | `POST /api/connect`, `/api/disconnect`, `/api/ping` | one server |
+//! | `POST /api/session` | a page's secret, for the token (answered by the gate) |
+//! | `POST /api/connect`, `/api/disconnect`, `/api/ping`, `/api/export` | one server |
+//! | `POST /api/roots`, `/api/log-level` | a server's roots, its log level |
+//! | `POST /api/login`, `GET /callback` | an OAuth login from the page, and its redirect |
+//! | `GET /api/history`, `POST /api/report` | the calls made, with their timing; a session's HTML report |
 //! | `POST /api/read`, `/api/watch`, `/api/unwatch` | resources |
 //! | `POST /api/call`, `/api/cancel` | tool calls |
 //! | `POST /api/tasks`, `/api/task` | tasks |
-//! | `POST /api/prompt` | prompts |
-//! | `POST /api/elicit` | an answer to a server's request for input |
+//! | `POST /api/prompt`, `/api/complete` | prompts; completions of an argument |
+//! | `POST /api/elicit`, `/api/sample` | the person's answer to a form, to a sampling request |
 //! | `POST /api/app`, `GET /app/{id}` | MCP Apps views |
+//! | `POST /api/app/call`, `/api/app/read` | a view's own calls, on its server |
 //! | `POST /api/skills`, `/api/skill` | skills |
 //! | `POST /api/audit` | the audit |
 
@@ -27,7 +33,8 @@ use axum::routing::{get, post};
 use axum::Router;
 
 use crate::handlers::{
-    apps, audit, elicit, events, prompts, resources, servers, skills, tasks, tools,
+    apps, asks, audit, events, logging, login, prompts, report, resources, roots, servers, skills,
+    tasks, tools,
 };
 use crate::security::{self, Gate};
 use crate::state::AppState;
@@ -44,6 +51,13 @@ pub fn router(state: Arc<AppState>, gate: Gate) -> Router {
         .route("/api/connect", post(servers::connect))
         .route("/api/disconnect", post(servers::disconnect))
         .route("/api/ping", post(servers::ping))
+        .route("/api/export", post(servers::export))
+        .route("/api/roots", post(roots::roots))
+        .route("/api/log-level", post(logging::set_level))
+        .route("/api/login", post(login::start))
+        .route(crate::logins::CALLBACK, get(login::callback))
+        .route("/api/history", get(report::history))
+        .route("/api/report", post(report::report))
         .route("/api/read", post(resources::read))
         .route("/api/watch", post(resources::watch))
         .route("/api/unwatch", post(resources::unwatch))
@@ -52,15 +66,23 @@ pub fn router(state: Arc<AppState>, gate: Gate) -> Router {
         .route("/api/tasks", post(tasks::list))
         .route("/api/task", post(tasks::one))
         .route("/api/prompt", post(prompts::get))
-        .route("/api/elicit", post(elicit::answer))
+        .route("/api/complete", post(prompts::complete))
+        .route("/api/elicit", post(asks::elicit))
+        .route("/api/sample", post(asks::sample))
         .route("/api/app", post(apps::read))
         .route("/app/{id}", get(apps::frame))
+        .route("/api/app/call", post(apps::call))
+        .route("/api/app/read", post(apps::read_for_view))
         .route("/api/skills", post(skills::list))
         .route("/api/skill", post(skills::show))
         .route("/api/audit", post(audit::run))
         .merge(crate::assets::routes())
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
         .layer(middleware::from_fn_with_state(state.clone(), scrub))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::history::middleware,
+        ))
         .layer(middleware::from_fn_with_state(gate, security::middleware))
         .with_state(state)
 }

@@ -1,5 +1,5 @@
-//! Who may talk to the inspector: only the browser the user opened with the printed
-//! URL, only under a loopback name, only from the inspector's own page.
+//! Who may talk to the inspector: only the page the user opened with the printed
+//! URL, only under a loopback name, only from the inspector's own origin.
 //!
 //! A local web server is reachable by every page the user's browser opens, and a
 //! server that starts processes is worth attacking (the MCP Inspector's
@@ -13,31 +13,54 @@
 //! 2. **`Origin`**, when the browser sends one, must be the same loopback origin,
 //!    else `403`. A request without `Origin` is not let through on that account
 //!    alone: it still needs step 3.
-//! 3. **The token.** The URL printed at start carries 32 random bytes
-//!    (`/?token=…`). The first load exchanges it for an `HttpOnly; SameSite=Strict`
-//!    cookie and redirects to `/` without it, so the token leaves the address bar and
-//!    the history, and is never in the page (scripts cannot read the cookie). Every
-//!    other request needs that cookie, or `Authorization: Bearer TOKEN` for scripts;
-//!    without either: `401`.
+//! 3. **The token and the page's secret.** The URL printed at start carries 32 random
+//!    bytes (`/?token=…`). Loading it serves the page with an `HttpOnly;
+//!    SameSite=Strict` cookie; the page's script takes the token out of the address
+//!    bar at once and trades it (`POST /api/session`, the token as
+//!    `Authorization: Bearer`) for a secret of its own, which it keeps in its tab's
+//!    `sessionStorage` — never in the DOM, never in a URL — and sends as the
+//!    `X-Capable-Page` header with every call of the API. The page and its files
+//!    need the cookie; **every `/api/` route needs the cookie and the page's secret**
+//!    (or the token as `Authorization: Bearer`, for scripts). Cookies ignore ports:
+//!    the browser sends this one to every web server on 127.0.0.1, so one that
+//!    replays it gets the page's files and nothing else (`401`). The secret is a
+//!    header only a script of this origin can add, and a page of another port is
+//!    another origin: it can neither read the secret nor send the header here
+//!    without a CORS preflight this server never grants.
 //! 4. A command (`POST`) must be `Content-Type: application/json`, which a
-//!    cross-origin form cannot send without a CORS preflight this server never
-//!    grants.
+//!    cross-origin form cannot send without a CORS preflight either.
+//!
+//! One route answers without either: `GET /callback`, where an authorization server
+//! sends the browser back after an OAuth login started from the page — only the
+//! `state` of a login in progress gets anything there (see `logins.rs`).
 //!
 //! Every answer carries a strict Content-Security-Policy (`default-src 'self'`,
 //! no framing), `nosniff`, `no-referrer` and `no-store`.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 
-/// The cookie the token is exchanged for.
-pub const COOKIE: &str = "capable_ui";
+/// The cookie the page is served with is `capable_ui_PORT`: cookies ignore ports, so
+/// two inspectors open in one browser would otherwise overwrite each other's.
+const COOKIE: &str = "capable_ui";
+/// The header that carries a page's secret.
+pub const PAGE_HEADER: &str = "x-capable-page";
+/// Where a page trades the token for its secret.
+pub const SESSION_PATH: &str = "/api/session";
+/// How many pages' secrets are kept (the oldest go first: a tab that old opens the
+/// printed URL again).
+const PAGES: usize = 64;
 
-/// The secrets of one run: the printed token and the cookie it is exchanged for.
+/// The secrets of one run: the printed token, the cookie, and each page's secret.
 #[derive(Clone)]
 pub struct Gate {
     port: u16,
     token: String,
     cookie: String,
+    pages: Arc<Mutex<VecDeque<String>>>,
 }
 
 /// Why a request was turned away.
@@ -50,6 +73,8 @@ pub enum Refusal {
     Origin,
     /// Neither the cookie nor the token.
     Unauthenticated,
+    /// An API call with the cookie but without the page's secret (a replayed cookie).
+    NoPageSecret,
     /// A command that is not JSON.
     NotJson,
 }
@@ -59,8 +84,10 @@ pub enum Refusal {
 pub enum Verdict {
     /// Go on to the route.
     Pass,
-    /// The right token on the page's URL: set the cookie and go to `/`.
+    /// The right token on the page's URL: serve the page with the cookie.
     Exchange,
+    /// The token as a Bearer on `POST /api/session`: a new page's secret.
+    NewPage,
     /// Refused.
     Refuse(Refusal),
 }
@@ -74,7 +101,7 @@ pub fn random_secret() -> Result<String, getrandom::Error> {
 
 /// Compares without stopping at the first differing byte, so the time taken says
 /// nothing about how much of a guess was right.
-fn same(a: &str, b: &str) -> bool {
+pub fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
         && a.bytes()
             .zip(b.bytes())
@@ -89,6 +116,7 @@ impl Gate {
             port,
             token: random_secret()?,
             cookie: random_secret()?,
+            pages: Arc::default(),
         })
     }
 
@@ -139,7 +167,14 @@ impl Gate {
                 return Verdict::Exchange;
             }
         }
-        if !self.authenticated(headers) {
+        if method == Method::GET && path == crate::logins::CALLBACK {
+            // An authorization server's redirect: a navigation from another site, with
+            // neither the cookie nor the page's secret; only the `state` of a login in
+            // progress gets anything there (`logins.rs`).
+            return Verdict::Pass;
+        }
+        let bearer = self.bearer(headers);
+        if !bearer && !self.has_cookie(headers) {
             return Verdict::Refuse(Refusal::Unauthenticated);
         }
         if method == Method::POST {
@@ -151,39 +186,86 @@ impl Gate {
                 return Verdict::Refuse(Refusal::NotJson);
             }
         }
+        if path == SESSION_PATH {
+            // Only the token makes a page: a cookie, even with a page's secret, never.
+            return match (method == Method::POST, bearer) {
+                (true, true) => Verdict::NewPage,
+                _ => Verdict::Refuse(Refusal::Unauthenticated),
+            };
+        }
+        if path.starts_with("/api/") && !bearer && !self.has_page_secret(headers) {
+            return Verdict::Refuse(Refusal::NoPageSecret);
+        }
         Verdict::Pass
     }
 
-    fn authenticated(&self, headers: &HeaderMap) -> bool {
-        let cookie = headers
+    fn bearer(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|t| same(t.trim(), &self.token))
+    }
+
+    fn has_cookie(&self, headers: &HeaderMap) -> bool {
+        headers
             .get_all(header::COOKIE)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
             .filter_map(|c| c.trim().split_once('='))
-            .any(|(k, v)| k == COOKIE && same(v, &self.cookie));
-        let bearer = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| same(t.trim(), &self.token));
-        cookie || bearer
+            .any(|(k, v)| k == self.cookie_name() && same(v, &self.cookie))
     }
 
-    /// The answer to a first load with the token: the cookie, and `/` without it.
-    pub fn exchange(&self) -> Response<Body> {
+    fn cookie_name(&self) -> String {
+        format!("{COOKIE}_{}", self.port)
+    }
+
+    fn has_page_secret(&self, headers: &HeaderMap) -> bool {
+        let Some(given) = headers.get(PAGE_HEADER).and_then(|v| v.to_str().ok()) else {
+            return false;
+        };
+        let pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+        // Every kept secret is compared in full: the time says nothing of which.
+        pages.iter().fold(false, |found, p| same(given, p) | found)
+    }
+
+    /// A new page's secret, kept among the last [`PAGES`]; `{"page": SECRET}`.
+    pub fn new_page(&self) -> Response<Body> {
+        let secret = match random_secret() {
+            Ok(s) => s,
+            Err(_) => {
+                let mut response = Response::new(Body::from("no random numbers\n"));
+                *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+                return response;
+            }
+        };
+        {
+            let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+            if pages.len() == PAGES {
+                pages.pop_front();
+            }
+            pages.push_back(secret.clone());
+        }
+        let mut response = Response::new(Body::from(format!("{{\"page\":\"{secret}\"}}")));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+
+    /// The cookie the page is served with, on the answer to a first load with the
+    /// token.
+    pub fn set_cookie(&self, response: &mut Response<Body>) {
         let cookie = format!(
-            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            self.cookie_name(),
             self.cookie
         );
-        let mut response = Response::new(Body::empty());
-        *response.status_mut() = StatusCode::SEE_OTHER;
-        let headers = response.headers_mut();
-        headers.insert(header::LOCATION, HeaderValue::from_static("/"));
         if let Ok(value) = HeaderValue::from_str(&cookie) {
-            headers.insert(header::SET_COOKIE, value);
+            response.headers_mut().insert(header::SET_COOKIE, value);
         }
-        response
     }
 }
 
@@ -201,6 +283,10 @@ pub fn refused(why: &Refusal) -> Response<Body> {
         Refusal::Unauthenticated => (
             StatusCode::UNAUTHORIZED,
             "open the URL capable ui printed (it carries the token)\n",
+        ),
+        Refusal::NoPageSecret => (
+            StatusCode::UNAUTHORIZED,
+            "the API answers the inspector's page only (its secret, not a cookie alone): open the URL capable ui printed\n",
         ),
         Refusal::NotJson => (
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -251,7 +337,12 @@ pub async fn middleware(
     );
     let mut response = match verdict {
         Verdict::Pass => next.run(request).await,
-        Verdict::Exchange => gate.exchange(),
+        Verdict::Exchange => {
+            let mut page = next.run(request).await;
+            gate.set_cookie(&mut page);
+            page
+        }
+        Verdict::NewPage => gate.new_page(),
         Verdict::Refuse(why) => refused(&why),
     };
     harden(response.headers_mut());
@@ -267,6 +358,7 @@ mod tests {
             port: 4000,
             token: "t0ken".into(),
             cookie: "c00kie".into(),
+            pages: Arc::new(Mutex::new(VecDeque::from(["p4ge".to_owned()]))),
         }
     }
 
@@ -285,18 +377,22 @@ mod tests {
     fn only_loopback_names_with_the_bound_port_pass() {
         let g = gate();
         for host in ["127.0.0.1:4000", "localhost:4000", "[::1]:4000"] {
-            let h = headers(&[("host", host), ("cookie", "capable_ui=c00kie")]);
+            let h = headers(&[
+                ("host", host),
+                ("cookie", "capable_ui_4000=c00kie"),
+                ("x-capable-page", "p4ge"),
+            ]);
             assert_eq!(g.check(&Method::GET, "/api/servers", "", &h), Verdict::Pass);
         }
         for host in ["evil.example:4000", "127.0.0.1:4001", "127.0.0.1", ""] {
-            let h = headers(&[("host", host), ("cookie", "capable_ui=c00kie")]);
+            let h = headers(&[("host", host), ("cookie", "capable_ui_4000=c00kie")]);
             assert_eq!(
                 g.check(&Method::GET, "/", "", &h),
                 Verdict::Refuse(Refusal::Host),
                 "{host}"
             );
         }
-        let h = headers(&[("cookie", "capable_ui=c00kie")]);
+        let h = headers(&[("cookie", "capable_ui_4000=c00kie")]);
         assert_eq!(
             g.check(&Method::GET, "/", "", &h),
             Verdict::Refuse(Refusal::Host)
@@ -315,7 +411,7 @@ mod tests {
             let h = headers(&[
                 ("host", "127.0.0.1:4000"),
                 ("origin", origin),
-                ("cookie", "capable_ui=c00kie"),
+                ("cookie", "capable_ui_4000=c00kie"),
             ]);
             assert_eq!(
                 g.check(&Method::GET, "/api/servers", "", &h),
@@ -355,11 +451,110 @@ mod tests {
     }
 
     #[test]
+    fn the_api_needs_the_pages_secret_beside_the_cookie() {
+        let g = gate();
+        let cookie = headers(&[
+            ("host", "localhost:4000"),
+            ("cookie", "capable_ui_4000=c00kie"),
+        ]);
+        assert_eq!(g.check(&Method::GET, "/app.js", "", &cookie), Verdict::Pass);
+        for path in ["/api/servers", "/api/events"] {
+            assert_eq!(
+                g.check(&Method::GET, path, "", &cookie),
+                Verdict::Refuse(Refusal::NoPageSecret),
+                "a replayed cookie alone: {path}"
+            );
+        }
+        let forged = headers(&[
+            ("host", "localhost:4000"),
+            ("cookie", "capable_ui_4000=c00kie"),
+            ("x-capable-page", "p4gf"),
+        ]);
+        assert_eq!(
+            g.check(&Method::GET, "/api/servers", "", &forged),
+            Verdict::Refuse(Refusal::NoPageSecret)
+        );
+        let secret_alone = headers(&[("host", "localhost:4000"), ("x-capable-page", "p4ge")]);
+        assert_eq!(
+            g.check(&Method::GET, "/api/servers", "", &secret_alone),
+            Verdict::Refuse(Refusal::Unauthenticated),
+            "the secret without the cookie"
+        );
+    }
+
+    #[test]
+    fn only_the_token_makes_a_page_and_each_page_gets_its_own_secret() {
+        let g = gate();
+        let json = ("content-type", "application/json");
+        let page = headers(&[
+            ("host", "localhost:4000"),
+            ("cookie", "capable_ui_4000=c00kie"),
+            ("x-capable-page", "p4ge"),
+            json,
+        ]);
+        assert_eq!(
+            g.check(&Method::POST, SESSION_PATH, "", &page),
+            Verdict::Refuse(Refusal::Unauthenticated)
+        );
+        let bearer = headers(&[
+            ("host", "localhost:4000"),
+            ("authorization", "Bearer t0ken"),
+            json,
+        ]);
+        assert_eq!(
+            g.check(&Method::POST, SESSION_PATH, "", &bearer),
+            Verdict::NewPage
+        );
+        assert_eq!(g.new_page().status(), StatusCode::OK);
+        g.new_page();
+        let kept = g.pages.lock().unwrap().clone();
+        assert_eq!(kept.len(), 3);
+        assert_ne!(kept[1], kept[2], "each page its own");
+        let newest = headers(&[
+            ("host", "localhost:4000"),
+            ("cookie", "capable_ui_4000=c00kie"),
+            ("x-capable-page", kept.back().unwrap()),
+        ]);
+        assert_eq!(
+            g.check(&Method::GET, "/api/servers", "", &newest),
+            Verdict::Pass
+        );
+        for _ in 0..PAGES {
+            g.new_page();
+        }
+        assert_eq!(
+            g.check(&Method::GET, "/api/servers", "", &newest),
+            Verdict::Refuse(Refusal::NoPageSecret),
+            "the oldest secrets go"
+        );
+    }
+
+    #[test]
+    fn the_oauth_callback_needs_no_credential_but_a_loopback_host() {
+        let g = gate();
+        let bare = headers(&[("host", "127.0.0.1:4000")]);
+        assert_eq!(
+            g.check(&Method::GET, "/callback", "code=c&state=s", &bare),
+            Verdict::Pass
+        );
+        assert_eq!(
+            g.check(&Method::POST, "/callback", "", &bare),
+            Verdict::Refuse(Refusal::Unauthenticated)
+        );
+        let rebound = headers(&[("host", "evil.example:4000")]);
+        assert_eq!(
+            g.check(&Method::GET, "/callback", "", &rebound),
+            Verdict::Refuse(Refusal::Host)
+        );
+    }
+
+    #[test]
     fn a_command_must_be_json() {
         let g = gate();
         let form = headers(&[
             ("host", "localhost:4000"),
-            ("cookie", "other=1; capable_ui=c00kie"),
+            ("cookie", "other=1; capable_ui_4000=c00kie"),
+            ("x-capable-page", "p4ge"),
             ("content-type", "application/x-www-form-urlencoded"),
         ]);
         assert_eq!(

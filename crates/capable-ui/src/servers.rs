@@ -17,13 +17,13 @@ use capable::core::restart::RestartPolicy;
 use capable::host::{
     Host, HostError, HostEvent, HostOptions, ListKind, OAuthProvider, ServerState,
 };
-use capable::{Capability, ClientOptions, Direction, Flag, Method, Session, Tap};
+use capable::{Capability, ClientOptions, Direction, ErrorKind, Flag, Method, Roots, Session, Tap};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
+use crate::asks::{Asks, Kind};
 use crate::bus::Bus;
-use crate::elicitations::Elicitations;
 use crate::error::ApiError;
 use crate::options::UiOptions;
 
@@ -33,10 +33,12 @@ pub struct Servers {
     /// The entries given at start, in their order.
     entries: Vec<ConfigEntry>,
     bus: Bus,
-    elicitations: Elicitations,
+    asks: Asks,
     /// The options of every connection (before the page's tap and handler).
     client: ClientOptions,
     oauth: Option<OAuthProvider>,
+    /// Each server's roots, which the page may change (its sessions are told).
+    roots: HashMap<String, Roots>,
     /// Each ready server's resource templates, read once it is ready (the host keeps
     /// no list of them).
     templates: Mutex<HashMap<String, Value>>,
@@ -45,7 +47,7 @@ pub struct Servers {
 
 impl Servers {
     /// Every server of `options`, connecting.
-    pub fn start(options: &UiOptions, bus: Bus, elicitations: Elicitations) -> Arc<Servers> {
+    pub fn start(options: &UiOptions, bus: Bus, asks: Asks) -> Arc<Servers> {
         // The page follows tasks (their statuses, cancel): it says so.
         let client = options.client.clone().with_tasks();
         let host = Host::new(HostOptions {
@@ -57,13 +59,28 @@ impl Servers {
         });
         // Subscribed before any server is added: no `starting` is missed.
         let events = host.events();
+        // Each server starts with the roots the run was given (none: an empty list,
+        // declared all the same so that the page can give some later).
+        let given = options
+            .client
+            .handlers
+            .roots
+            .as_ref()
+            .map(Roots::get)
+            .unwrap_or_default();
+        let roots = options
+            .servers
+            .iter()
+            .map(|e| (e.name.clone(), Roots::new(given.clone())))
+            .collect();
         let servers = Arc::new(Servers {
             host,
             entries: options.servers.clone(),
             bus,
-            elicitations,
+            asks,
             client,
             oauth: options.oauth.clone(),
+            roots,
             templates: Mutex::new(HashMap::new()),
             forward: Mutex::new(None),
         });
@@ -114,14 +131,30 @@ impl Servers {
     }
 
     /// Client options for one connection of `server`: the run's, with the message-log
-    /// tap (messages tagged `tag`, e.g. `audit` for the audit's own session), and
-    /// requests for input answered in the page (never on a terminal).
+    /// tap (messages tagged `tag`, e.g. `audit` for the audit's own session), what
+    /// the server asks of the person answered in the page (forms, sampling; never on a
+    /// terminal), and the server's roots, which the page may change.
     pub fn options_for(&self, server: &str, tag: Option<&'static str>) -> ClientOptions {
         let mut options = self.client.clone();
         options.tap = Some(log_tap(self.bus.clone(), server.to_owned(), tag));
-        options.handlers.elicitation = Some(self.elicitations.handler(server.to_owned()));
+        options.handlers.elicitation = Some(self.asks.handler(Kind::Elicit, server.to_owned()));
         options.handlers.elicitation_url = false;
+        options.handlers.sampling = Some(self.asks.handler(Kind::Sample, server.to_owned()));
+        options.handlers.roots = Some(
+            self.roots
+                .get(server)
+                .cloned()
+                .unwrap_or_else(|| Roots::new(Vec::new())),
+        );
         options
+    }
+
+    /// Server `name`'s roots.
+    pub fn roots(&self, name: &str) -> Result<&Roots, ApiError> {
+        self.entry(name)?;
+        self.roots
+            .get(name)
+            .ok_or_else(|| ApiError::usage(format!("{name} has no roots")))
     }
 
     /// Connects server `name` again (its session, if any, closed first).
@@ -170,6 +203,11 @@ impl Servers {
             .collect()
     }
 
+    /// What the page shows of server `name` (its entry of `GET /api/servers`).
+    pub fn one_named(&self, name: &str) -> Result<Value, ApiError> {
+        Ok(self.one(self.entry(name)?))
+    }
+
     /// Everything the page shows of every server (`GET /api/servers`).
     pub fn snapshot(&self) -> Value {
         self.entries.iter().map(|e| self.one(e)).collect()
@@ -187,6 +225,9 @@ impl Servers {
         v["state"] = json!(state_name(&status.state));
         if let Some(e) = status.state.error() {
             v["reason"] = json!(e.to_string());
+            // An HTTP server that wants a login the page can start.
+            let http = matches!(entry.target, Ok(ServerTarget::Http { .. }));
+            v["login"] = json!(http && self.oauth.is_some() && e.kind() == ErrorKind::AuthRequired);
         }
         v["restarts"] = json!(status.restarts);
         if let Some(h) = status.handshake {
@@ -216,8 +257,12 @@ impl Servers {
             .filter(|p| p.server == *name)
             .map(|p| p.prompt)
             .collect();
-        let tools = self.tools(name);
+        // MCP Apps: a tool visible only to apps stays out of the list (its view calls
+        // it); the page names it apart.
+        let (app_only, tools): (Vec<_>, Vec<_>) =
+            self.tools(name).into_iter().partition(|t| t.is_app_only());
         v["tools"] = json!(tools);
+        v["appOnlyTools"] = app_only.iter().map(|t| json!(t.name)).collect();
         v["resources"] = json!(resources);
         v["prompts"] = json!(prompts);
         v["templates"] = self
@@ -228,11 +273,14 @@ impl Servers {
             .cloned()
             .unwrap_or(json!([]));
         v["violations"] = json!(session.violations());
-        v["notices"] = session
+        // How the connection was made (a fallback the protocol expects) is said beside
+        // the era; only what went wrong is a notice.
+        let (how, notices): (Vec<_>, Vec<_>) = session
             .notices()
-            .iter()
-            .map(|n| json!(n.to_string()))
-            .collect();
+            .into_iter()
+            .partition(|n| n.is_informational());
+        v["connection"] = how.iter().map(|n| json!(n.to_string())).collect();
+        v["notices"] = notices.iter().map(|n| json!(n.to_string())).collect();
         v["stderr"] = json!(session.stderr_tail());
         v
     }

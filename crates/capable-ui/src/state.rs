@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use capable::core::secrets::Secrets;
 
+use crate::asks::Asks;
 use crate::bus::Bus;
 use crate::calls::Calls;
-use crate::elicitations::Elicitations;
+use crate::history::History;
+use crate::logins::Logins;
 use crate::options::UiOptions;
 use crate::servers::Servers;
 use crate::views::Views;
@@ -35,29 +37,41 @@ pub struct AppState {
     pub(crate) calls: Calls,
     /// MCP Apps views, ready to be framed.
     pub(crate) views: Views,
-    /// A server's requests for input, waiting for the page's answer.
-    pub(crate) elicitations: Elicitations,
+    /// What servers ask of the person (forms, sampling), waiting for the page.
+    pub(crate) asks: Asks,
     /// What is cut out of every answer.
     pub(crate) secrets: Secrets,
     /// The run's connection bound.
     pub(crate) timeout: Duration,
+    /// The port the inspector listens on (its OAuth redirect names it).
+    pub(crate) port: u16,
+    /// OAuth logins started from the page, waiting for their redirect.
+    pub(crate) logins: Logins,
+    /// The commands that reached a server, with their timing.
+    pub(crate) history: History,
+    /// The last audit of each server (for the session's report).
+    pub(crate) audits: std::sync::Mutex<std::collections::HashMap<String, serde_json::Value>>,
 }
 
 impl AppState {
     /// The state of a run, its servers connecting.
-    pub(crate) fn start(options: UiOptions, secrets: Secrets) -> Arc<AppState> {
+    pub(crate) fn start(options: UiOptions, secrets: Secrets, port: u16) -> Arc<AppState> {
         let bus = Bus::new(RING, RING_BYTES, secrets.clone());
-        let elicitations = Elicitations::new(bus.clone());
-        let servers = Servers::start(&options, bus.clone(), elicitations.clone());
+        let asks = Asks::new(bus.clone());
+        let servers = Servers::start(&options, bus.clone(), asks.clone());
         Arc::new(AppState {
             servers,
             watches: Watches::new(bus.clone()),
+            history: History::new(bus.clone()),
             calls: Calls::new(bus.clone()),
             views: Views::default(),
-            elicitations,
+            asks,
             bus,
             secrets,
             timeout: options.timeout,
+            port,
+            logins: Logins::default(),
+            audits: Default::default(),
         })
     }
 

@@ -9,8 +9,11 @@
 //! directive, which the iframe's `sandbox` attribute repeats: the view runs in an
 //! opaque origin, so it can neither read the inspector's cookie nor call its API (its
 //! requests carry `Origin: null`, which the gate refuses). It talks to the host only
-//! through `postMessage`: the bridge (`ui/initialize`, the tool's input and result,
-//! `tools/call` and `resources/read` on its own server) lives in the page.
+//! through `postMessage`: the bridge (`ui/initialize`, the tool's input and result)
+//! lives in the page, which passes the view's own `tools/call` and `resources/read`
+//! on with the view's id (`POST /api/app/call`, `/api/app/read`): they reach the
+//! view's server only, and a tool whose MCP Apps `visibility` leaves the view out
+//! (`["model"]`) is refused here, before anything is sent.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -25,6 +28,8 @@ const KEPT: usize = 32;
 pub struct View {
     /// Its random id, the path it is framed under (`/app/ID`).
     pub id: String,
+    /// The server it came from, the only one its calls reach.
+    pub server: String,
     /// The document.
     pub html: String,
     /// Its Content-Security-Policy ([`policy`]).

@@ -274,6 +274,7 @@ fn start<Si: MessageSink, So: MessageSource>(
         shared.clone(),
         rrx,
         options.handlers.clone(),
+        negotiated.era() == capable_core::Era::Legacy,
     ));
     // `notifications/initialized` (legacy) may be waiting in `out`.
     shared.write_ready.notify_one();

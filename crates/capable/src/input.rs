@@ -10,6 +10,10 @@
 //! A client capability is declared only when its handler is installed: a host that
 //! installs no elicitation handler never declares `elicitation`, and a server that asks
 //! anyway gets method-not-found (legacy) or an error (modern).
+//!
+//! Roots may change while connected ([`Roots::set`]): a legacy session tells its
+//! server with `notifications/roots/list_changed` (and declares `roots.listChanged`);
+//! a modern server asks for them with each request that needs them.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,7 +33,7 @@ pub type Handler = Arc<dyn Fn(Value) -> HandlerFuture + Send + Sync>;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use capable::{ClientOptions, InputHandlers, Root};
+/// use capable::{ClientOptions, InputHandlers, Root, Roots};
 /// use serde_json::json;
 ///
 /// let mut options = ClientOptions::default();
@@ -42,7 +46,7 @@ pub type Handler = Arc<dyn Fn(Value) -> HandlerFuture + Send + Sync>;
 ///             Ok(json!({"action": "decline"}))
 ///         })
 ///     })),
-///     roots: Some(vec![Root { uri: "file:///work".into(), name: Some("work".into()) }]),
+///     roots: Some(Roots::new(vec![Root { uri: "file:///work".into(), name: Some("work".into()) }])),
 ///     ..Default::default()
 /// };
 /// // Only what is installed is declared: elicitation (form) and roots, not sampling.
@@ -57,15 +61,66 @@ pub struct InputHandlers {
     pub elicitation_url: bool,
     /// Answers `sampling/createMessage`.
     pub sampling: Option<Handler>,
-    /// The roots to give for `roots/list` (`file://` URIs with names).
-    pub roots: Option<Vec<Root>>,
+    /// The roots to give for `roots/list` (`file://` URIs with names), which the host
+    /// may change while connected.
+    pub roots: Option<Roots>,
     /// Answers `roots/list` by asking someone (a bridge asks its own client); takes
     /// the place of [`InputHandlers::roots`] when both are set.
     pub list_roots: Option<Handler>,
 }
 
+/// The roots a host exposes, shared by every session it gave them to; a change
+/// ([`Roots::set`]) reaches each of them: a legacy session sends its server
+/// `notifications/roots/list_changed` (the server then asks `roots/list` again), a
+/// modern one gives the new list to the next request that asks.
+///
+/// ```
+/// use capable::{Root, Roots};
+///
+/// let roots = Roots::new(vec![Root { uri: "file:///work".into(), name: None }]);
+/// let shared = roots.clone(); // in the ClientOptions of every connection
+/// roots.set(vec![]);
+/// assert!(shared.get().is_empty());
+/// ```
+#[derive(Clone)]
+pub struct Roots(Arc<tokio::sync::watch::Sender<Vec<Root>>>);
+
+impl Roots {
+    /// These roots.
+    pub fn new(roots: Vec<Root>) -> Roots {
+        Roots(Arc::new(tokio::sync::watch::Sender::new(roots)))
+    }
+
+    /// The roots now.
+    pub fn get(&self) -> Vec<Root> {
+        self.0.borrow().clone()
+    }
+
+    /// Replaces the roots, and tells every session that has them.
+    pub fn set(&self, roots: Vec<Root>) {
+        self.0.send_replace(roots);
+    }
+
+    /// A receiver that sees each change from now on.
+    pub(crate) fn changes(&self) -> tokio::sync::watch::Receiver<Vec<Root>> {
+        self.0.subscribe()
+    }
+}
+
+impl From<Vec<Root>> for Roots {
+    fn from(roots: Vec<Root>) -> Roots {
+        Roots::new(roots)
+    }
+}
+
+impl std::fmt::Debug for Roots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Roots").field(&*self.0.borrow()).finish()
+    }
+}
+
 /// A root the host exposes to the server.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Root {
     /// A `file://` URI.
     pub uri: String,
@@ -102,6 +157,9 @@ impl InputHandlers {
     pub fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
             roots: self.roots.is_some() || self.list_roots.is_some(),
+            // capable tells the server of a change of its own roots; roots asked of
+            // someone else are theirs to tell.
+            roots_list_changed: self.roots.is_some() && self.list_roots.is_none(),
             sampling: self.sampling.is_some(),
             elicitation_form: self.elicitation.is_some(),
             elicitation_url: self.elicitation.is_some() && self.elicitation_url,
@@ -140,7 +198,7 @@ impl InputHandlers {
             (InputKind::Elicitation { .. }, Some(h), ..) => h(params).await,
             (InputKind::Sampling, _, Some(h), ..) => h(params).await,
             (InputKind::Roots, _, _, Some(h), _) => h(params).await,
-            (InputKind::Roots, _, _, None, Some(roots)) => Ok(json!({ "roots": roots })),
+            (InputKind::Roots, _, _, None, Some(roots)) => Ok(json!({ "roots": roots.get() })),
             // Declared means handled: the check above let nothing else through.
             _ => Err(RpcError {
                 code: capable_core::jsonrpc::codes::METHOD_NOT_FOUND,
@@ -187,16 +245,19 @@ mod tests {
     #[tokio::test]
     async fn roots_asked_of_someone_are_declared_and_answered_by_them() {
         let h = InputHandlers {
-            roots: Some(vec![Root {
-                uri: "file:///kept".into(),
-                name: None,
-            }]),
+            roots: Some(
+                vec![Root {
+                    uri: "file:///kept".into(),
+                    name: None,
+                }]
+                .into(),
+            ),
             list_roots: Some(Arc::new(|_| {
                 Box::pin(async { Ok(json!({"roots": [{"uri": "file:///asked"}]})) })
             })),
             ..Default::default()
         };
-        assert!(h.capabilities().roots);
+        assert!(h.capabilities().roots && !h.capabilities().roots_list_changed);
         let answer = h
             .answer(InputKind::Roots, "roots/list", json!({}))
             .await

@@ -66,7 +66,7 @@ pub use capable_core::{
 pub use connect::{connect, connect_http, connect_stdio};
 pub use error::{Error, ErrorKind};
 pub use events::{ServerNotification, SessionEvent};
-pub use input::{ElicitationPolicy, InputHandlers, Root};
+pub use input::{ElicitationPolicy, InputHandlers, Root, Roots};
 pub use options::ClientOptions;
 pub use output_schema::compile_schema;
 pub use read::ResourceRead;

@@ -2,8 +2,9 @@
 //! scripted peer on 127.0.0.1): refresh with rotating refresh tokens, a token expiring
 //! or revoked mid-session, two clients sharing a store refreshing once, a 401 on the
 //! long-lived GET stream, a step-up while that stream is open, a login slower than the
-//! handshake's probe timeout (the clock stops while authorizing), and no secret in any
-//! error, debug output or tapped message.
+//! handshake's probe timeout (the clock stops while authorizing), a login through the
+//! host's own server (its redirect URI, the person approving on the page it shows),
+//! and no secret in any error, debug output or tapped message.
 
 use capable_test_support::http_peer;
 
@@ -44,6 +45,9 @@ struct World {
     modern: bool,
     /// How long the user takes to authorize.
     slow_authorize: Duration,
+    /// The authorization endpoint shows a page (the person must approve: the query
+    /// then carries `approved=1`) instead of redirecting back at once.
+    asks: bool,
     /// The GET stream's events, fed by the test.
     stream: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
 }
@@ -105,6 +109,9 @@ fn handle(world: &Shared, s: &Seen) -> Reply {
         ("GET", "/authorize") => {
             std::thread::sleep(w.slow_authorize);
             let q = s.query();
+            if w.asks && !q.contains_key("approved") {
+                return Reply::Status(200, vec![]);
+            }
             w.authorizations
                 .push(q.get("scope").cloned().unwrap_or_default());
             let location = format!(
@@ -576,4 +583,55 @@ async fn no_secret_reaches_an_error_a_debug_output_or_the_tap() {
             assert!(!out.contains(secret.as_str()), "{secret:?} in {out}");
         }
     }
+}
+
+/// A host that receives the redirect on a server of its own logs in with its redirect
+/// URI, whatever login mode its client was made with: the person approves on the page
+/// the host shows (here: the URL fetched with the approval, its redirect's query
+/// handed back), and the token is stored.
+#[tokio::test]
+async fn a_login_through_the_hosts_own_server_uses_its_redirect_and_stores_the_token() {
+    let (peer, w) = world(|w| w.asks = true).await;
+    let store = Arc::new(MemoryStore::new());
+    let mut config = OAuthConfig::new(store.clone());
+    config.mode = LoginMode::Never;
+    config.timeout = Duration::from_secs(5);
+    let client = OAuthClient::new(peer.url.parse().unwrap(), config).unwrap();
+    let shown = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = shown.clone();
+    let redirect = capable::auth::HostRedirect {
+        uri: "http://127.0.0.1:9/callback".into(),
+        authorize: Arc::new(move |url: reqwest::Url| {
+            seen.lock().unwrap().push(url.to_string());
+            Box::pin(async move {
+                let approved = format!("{url}&approved=1");
+                let answer = reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .unwrap()
+                    .get(approved)
+                    .send()
+                    .await
+                    .unwrap();
+                let back = answer.headers()["location"].to_str().unwrap().to_owned();
+                assert!(back.starts_with("http://127.0.0.1:9/callback?"), "{back}");
+                Ok(back.split_once('?').unwrap().1.to_owned())
+            })
+        }),
+    };
+    let login = client.login_via(&redirect).await.unwrap();
+    assert!(
+        matches!(login, capable::auth::Login::Authorized(_)),
+        "{login:?}"
+    );
+    let shown = shown.lock().unwrap().clone();
+    assert_eq!(shown.len(), 1, "the person was shown the URL once");
+    assert!(
+        shown[0].contains("redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fcallback"),
+        "{}",
+        shown[0]
+    );
+    use capable::auth::CredentialStore;
+    assert_eq!(store.all_tokens().unwrap().len(), 1, "stored");
+    assert_eq!(w.lock().unwrap().issued, 1);
 }

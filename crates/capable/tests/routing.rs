@@ -1,7 +1,7 @@
 //! Routing by id through the library, over real stdio: concurrent requests, from one
 //! task or from tasks spawned on a multi-thread runtime, each get their own answer and
-//! their own id; lone and burst requests are each sent once, in id order; and server
-//! notifications reach the host.
+//! their own id; lone and burst requests are each sent once, in id order; server
+//! notifications reach the host; and roots the host changes reach the server.
 
 mod common;
 
@@ -163,4 +163,58 @@ async fn the_notification_stream_delivers_server_everythings_tools_list_changed(
         session.close().await;
     })
     .await
+}
+
+/// The roots the host changes mid-session reach server-everything: capable declares
+/// `roots.listChanged`, sends `notifications/roots/list_changed` on the change, and the
+/// server's next `roots/list` gets the new list (its `get-roots-list` tool says so).
+#[tokio::test]
+async fn changed_roots_reach_server_everything() {
+    let Some(server) = real_peer(RealPeer::Everything) else {
+        return;
+    };
+    within(LIMIT, async {
+        let first = capable::Root {
+            uri: "file:///tmp/first".into(),
+            name: Some("first".into()),
+        };
+        let roots = capable::Roots::new(vec![first]);
+        let wire = Wire::default();
+        let mut options = wire.options();
+        options.handlers.roots = Some(roots.clone());
+        let session = connect_stdio(&server, options).await.expect("connect");
+        let init = wire.sent_requests("initialize");
+        assert_eq!(
+            init[0]["params"]["capabilities"]["roots"],
+            serde_json::json!({"listChanged": true})
+        );
+        assert!(roots_listed(&session).await.contains("file:///tmp/first"));
+        roots.set(vec![capable::Root {
+            uri: "file:///tmp/second".into(),
+            name: Some("second".into()),
+        }]);
+        wire.until_sent("the change told", |sent| {
+            sent.iter()
+                .any(|m| m["method"] == "notifications/roots/list_changed")
+        })
+        .await;
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let now = roots_listed(&session).await;
+            if now.contains("file:///tmp/second") {
+                assert!(!now.contains("file:///tmp/first"), "{now}");
+                break;
+            }
+            assert!(std::time::Instant::now() < until, "still {now}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        session.close().await;
+    })
+    .await
+}
+
+/// What server-everything's `get-roots-list` says.
+async fn roots_listed(session: &capable::Session) -> String {
+    let r = session.call_tool("get-roots-list", None).await.unwrap();
+    serde_json::to_string(&r.content).unwrap()
 }

@@ -265,6 +265,24 @@ async fn a_session_with_server_everything_sends_only_schema_valid_messages() {
                 )
                 .await
                 .expect("completion/complete");
+            // The second argument narrowed by the first: its values depend on it.
+            let mut given = serde_json::Map::new();
+            given.insert("department".into(), json!("Engineering"));
+            let narrowed = session
+                .complete_in_context(
+                    &json!({"type": "ref/prompt", "name": prompt.name}),
+                    "name",
+                    "",
+                    &given,
+                )
+                .await
+                .expect("completion/complete with a context");
+            let wants = if version.has_completion_context() {
+                vec!["Alice", "Bob", "Charlie"]
+            } else {
+                vec![]
+            };
+            assert_eq!(narrowed.completion.values, wants, "{version}");
             exercised.push("completion/complete");
         }
         if session.check(Method::SetLoggingLevel).is_ok() {

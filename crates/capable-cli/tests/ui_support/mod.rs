@@ -32,6 +32,8 @@ pub struct Ui {
     pub base: String,
     pub port: u16,
     pub token: String,
+    /// A page's secret, made once on first use ([`Ui::page`]).
+    page: std::sync::OnceLock<String>,
     _config: Option<tempdir::Dir>,
 }
 
@@ -52,11 +54,21 @@ impl Ui {
 
     /// `capable ui --no-open --config FILE` over this config.
     pub fn with_config(config: &serde_json::Value) -> Ui {
+        Ui::with_config_and(config, &[])
+    }
+
+    /// `capable ui --no-open --config FILE ARGS` over this config (the token store of
+    /// the run is in the config's directory).
+    pub fn with_config_and(config: &serde_json::Value, args: &[&str]) -> Ui {
         let dir = tempdir::Dir::new("ui-config");
         let path = dir.path().join("mcp.json");
         std::fs::write(&path, config.to_string()).unwrap();
         let path = path.to_string_lossy().into_owned();
-        Ui::start_in(&["--config", &path], Some(dir))
+        let store = dir.path().join("credentials.json");
+        let store = store.to_string_lossy().into_owned();
+        let mut all = vec!["--config", &path, "--token-store", &store];
+        all.extend_from_slice(args);
+        Ui::start_in(&all, Some(dir))
     }
 
     fn start_in(args: &[&str], config: Option<tempdir::Dir>) -> Ui {
@@ -92,8 +104,18 @@ impl Ui {
             base: base.to_owned(),
             port,
             token: token.to_owned(),
+            page: std::sync::OnceLock::new(),
             _config: config,
         }
+    }
+
+    /// The token store of a run over a config ([`Ui::with_config_and`]).
+    pub fn token_store(&self) -> String {
+        let dir = self._config.as_ref().expect("a run over a config");
+        dir.path()
+            .join("credentials.json")
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// The PID of the inspector.
@@ -128,7 +150,7 @@ impl Ui {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// The cookie a first load with the token sets (`capable_ui=…`).
+    /// The cookie a first load with the token sets (`capable_ui_PORT=…`).
     pub fn cookie(&self) -> String {
         let answer = self.request(
             "GET",
@@ -136,9 +158,43 @@ impl Ui {
             &[("Host", &self.host())],
             "",
         );
-        assert_eq!(answer.status, 303, "{answer:?}");
+        assert_eq!(answer.status, 200, "{answer:?}");
         let set = answer.header("set-cookie").expect("a cookie");
         set.split(';').next().unwrap().to_owned()
+    }
+
+    /// A page's secret, as the page gets it: the token traded on `POST /api/session`
+    /// (made once, then kept).
+    pub fn page(&self) -> &str {
+        self.page.get_or_init(|| {
+            let bearer = format!("Bearer {}", self.token);
+            let answer = self.request(
+                "POST",
+                "/api/session",
+                &[
+                    ("Host", &self.host()),
+                    ("Authorization", &bearer),
+                    ("Content-Type", "application/json"),
+                ],
+                "{}",
+            );
+            assert_eq!(answer.status, 200, "{answer:?}");
+            answer.json()["page"].as_str().unwrap().to_owned()
+        })
+    }
+
+    /// A GET of the API as the page makes it: the cookie and the page's secret.
+    pub fn api_get(&self, cookie: &str, path: &str) -> Answer {
+        self.request(
+            "GET",
+            path,
+            &[
+                ("Host", &self.host()),
+                ("Cookie", cookie),
+                ("X-Capable-Page", self.page()),
+            ],
+            "",
+        )
     }
 
     /// One request with exactly these headers.
@@ -152,7 +208,7 @@ impl Ui {
         http(("127.0.0.1", self.port), method, path, headers, body)
     }
 
-    /// A JSON command with the cookie.
+    /// A JSON command as the page sends it: the cookie and the page's secret.
     pub fn post(&self, cookie: &str, path: &str, body: &serde_json::Value) -> Answer {
         self.request(
             "POST",
@@ -160,6 +216,7 @@ impl Ui {
             &[
                 ("Host", &self.host()),
                 ("Cookie", cookie),
+                ("X-Capable-Page", self.page()),
                 ("Content-Type", "application/json"),
             ],
             &body.to_string(),
@@ -170,12 +227,7 @@ impl Ui {
     pub fn settled(&self, cookie: &str, deadline: Duration) -> serde_json::Value {
         let until = Instant::now() + deadline;
         loop {
-            let answer = self.request(
-                "GET",
-                "/api/servers",
-                &[("Host", &self.host()), ("Cookie", cookie)],
-                "",
-            );
+            let answer = self.api_get(cookie, "/api/servers");
             let servers: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
             let done = servers
                 .as_array()
@@ -231,6 +283,30 @@ impl Answer {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
     }
+}
+
+/// The status of one HTTP/1.1 request, the rest of the answer left unread (an event
+/// stream that answers never ends).
+pub fn http_status(addr: (&str, u16), method: &str, path: &str, headers: &[(&str, &str)]) -> u16 {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("Content-Length: 0\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut status_line = String::new();
+    BufReader::new(stream)
+        .read_line(&mut status_line)
+        .expect("status line");
+    status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {status_line:?}"))
 }
 
 /// One HTTP/1.1 request (`Connection: close`), the answer read to its end.
@@ -374,4 +450,55 @@ pub fn alive(pid: u32) -> bool {
                 .map(|(_, rest)| rest.trim_start().starts_with('Z'))
         })
         .is_some_and(|zombie| !zombie)
+}
+
+/// Another web server on 127.0.0.1, on a port of its own, that answers every request
+/// with a small page and hands over each request's headers: what the browser sends
+/// to any local server it visits.
+pub struct OtherServer {
+    pub port: u16,
+    heard: std::sync::mpsc::Receiver<Vec<(String, String)>>,
+}
+
+impl OtherServer {
+    pub fn start() -> OtherServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, heard) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(&stream);
+                let mut headers = Vec::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((n, v)) = line.trim_end().split_once(':') {
+                        headers.push((n.trim().to_ascii_lowercase(), v.trim().to_owned()));
+                    }
+                }
+                let body =
+                    "<!doctype html><title>another local server</title><p>another local server</p>";
+                let _ = (&stream).write_all(
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+                if tx.send(headers).is_err() {
+                    return;
+                }
+            }
+        });
+        OtherServer { port, heard }
+    }
+
+    /// The headers of the next request it got (waiting for one).
+    pub fn next_request(&self) -> Vec<(String, String)> {
+        self.heard
+            .recv_timeout(Duration::from_secs(15))
+            .expect("a request to the other server")
+    }
 }

@@ -54,3 +54,12 @@ pub fn call_then_cancel(b: &Browser<'_>, what: &str, running: &str, sent: &str) 
         WAIT,
     );
 }
+
+/// Watches the page, from now until it is loaded again, for violations of its
+/// Content-Security-Policy (`window.__csp`).
+pub fn watch_csp(b: &Browser<'_>) {
+    b.execute(
+        "window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI)); return true",
+        serde_json::json!([]),
+    );
+}

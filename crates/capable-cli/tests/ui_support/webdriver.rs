@@ -356,6 +356,60 @@ impl Browser<'_> {
         }
     }
 
+    /// Scrolls the element matching `css` to the top of the window (for a screenshot
+    /// that shows it).
+    #[track_caller]
+    pub fn scroll_to(&self, css: &str) {
+        self.wait_for(css, WAIT);
+        self.execute(
+            "document.querySelector(arguments[0]).scrollIntoView({block: 'start'}); return true",
+            json!([css]),
+        );
+    }
+
+    /// Resizes the window (its outer size).
+    pub fn resize(&self, width: u32, height: u32) {
+        self.cmd(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        );
+    }
+
+    /// Makes the page see `prefers-color-scheme: dark` (or light) from now on, as a
+    /// change of the system's setting (Chromium's DevTools protocol, through the
+    /// driver).
+    pub fn prefer_dark(&self, dark: bool) {
+        let value = if dark { "dark" } else { "light" };
+        self.cmd(
+            "POST",
+            "/goog/cdp/execute",
+            Some(json!({"cmd": "Emulation.setEmulatedMedia", "params": {
+                "features": [{"name": "prefers-color-scheme", "value": value}]
+            }})),
+        );
+    }
+
+    /// The mean brightness (0 black … 255 white) of what the element matching `css`
+    /// shows on the screen — its pixels, frames included: the driver's screenshot of
+    /// it, decoded by the page itself (a `data:` image on a canvas).
+    #[track_caller]
+    pub fn brightness(&self, css: &str) -> f64 {
+        let e = self.wait_for(css, WAIT);
+        let png = self.cmd("GET", &format!("/element/{}/screenshot", e.0), None);
+        let mean = self.execute(
+            "return new Promise((done) => { const img = new Image(); img.onload = () => { \
+               const c = document.createElement('canvas'); c.width = img.width; c.height = img.height; \
+               const g = c.getContext('2d'); g.drawImage(img, 0, 0); \
+               const d = g.getImageData(0, 0, c.width, c.height).data; let sum = 0; \
+               for (let i = 0; i < d.length; i += 4) sum += (d[i] + d[i + 1] + d[i + 2]) / 3; \
+               done(sum / (d.length / 4)); }; img.onerror = () => done(-1); \
+               img.src = 'data:image/png;base64,' + arguments[0]; })",
+            json!([png]),
+        );
+        mean.as_f64().expect("a brightness")
+    }
+
     /// A PNG of the viewport, written to `path`.
     pub fn screenshot(&self, path: &Path) {
         use base64::Engine;

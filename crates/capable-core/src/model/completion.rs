@@ -9,6 +9,16 @@ pub struct CompleteParams<'a> {
     pub reference: &'a Value,
     /// The argument being completed.
     pub argument: CompleteArgument<'a>,
+    /// The other arguments already given (2025-06-18 and later; left out before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<CompleteContext<'a>>,
+}
+
+/// What else is known when completing an argument.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompleteContext<'a> {
+    /// The values of the other arguments, by name.
+    pub arguments: &'a serde_json::Map<String, Value>,
 }
 
 /// The argument being completed.

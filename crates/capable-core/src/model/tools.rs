@@ -71,15 +71,28 @@ impl Tool {
             .and_then(Value::as_str)
     }
 
+    /// MCP Apps' `_meta.ui.visibility`, when the tool gives one as a list: who may
+    /// see and call it (`"model"`, `"app"`). Absent, it is both.
+    fn visibility(&self) -> Option<&Vec<Value>> {
+        self.extra
+            .get("_meta")
+            .and_then(|m| m.pointer("/ui/visibility"))
+            .and_then(Value::as_array)
+    }
+
     /// Whether MCP Apps' `visibility` hides the tool from the model (`["app"]`):
     /// such a tool is for the app's own calls only.
     pub fn is_app_only(&self) -> bool {
-        let visibility = self
-            .extra
-            .get("_meta")
-            .and_then(|m| m.pointer("/ui/visibility"))
-            .and_then(Value::as_array);
-        visibility.is_some_and(|v| !v.iter().any(|x| x.as_str() == Some("model")))
+        self.visibility()
+            .is_some_and(|v| !v.iter().any(|x| x.as_str() == Some("model")))
+    }
+
+    /// Whether an MCP Apps view may call the tool: its `visibility` is absent (model
+    /// and app, the default) or names `"app"`. A host refuses a view's `tools/call`
+    /// of any other (`["model"]`: the agent's alone).
+    pub fn app_may_call(&self) -> bool {
+        self.visibility()
+            .is_none_or(|v| v.iter().any(|x| x.as_str() == Some("app")))
     }
 
     /// `execution.taskSupport` (2025-11-25).
@@ -171,7 +184,7 @@ mod tests {
             r#"{"type":"object","maximum":1.50}"#
         );
         assert_eq!(tool.ui_resource(), Some("ui://t/view"));
-        assert!(tool.is_app_only());
+        assert!(tool.is_app_only() && tool.app_may_call());
         assert_eq!(tool.task_support(), TaskSupport::Optional);
         let again = serde_json::to_string(&tool).unwrap();
         assert!(again.contains(tool.input_schema.get()), "{again}");
@@ -189,6 +202,19 @@ mod tests {
             "the deprecated flat key"
         );
         assert!(!tool.is_app_only());
+        assert!(tool.app_may_call(), "both, by default");
         assert_eq!(tool.task_support(), TaskSupport::Forbidden);
+    }
+
+    #[test]
+    fn a_tool_for_the_model_alone_is_not_callable_by_a_view() {
+        let tool: Tool =
+            serde_json::from_str(r#"{"name":"t","_meta":{"ui":{"visibility":["model"]}}}"#)
+                .unwrap();
+        assert!(!tool.app_may_call() && !tool.is_app_only());
+        let both: Tool =
+            serde_json::from_str(r#"{"name":"t","_meta":{"ui":{"visibility":["model","app"]}}}"#)
+                .unwrap();
+        assert!(both.app_may_call() && !both.is_app_only());
     }
 }

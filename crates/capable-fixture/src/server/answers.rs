@@ -16,7 +16,8 @@ use super::{
     app, lifecycle, skills, Fixture, Profile, ARCHIVE, HOSTILE_CLEAR, HOSTILE_TITLE, MANUAL,
 };
 
-/// The form the `confirm` tool asks for.
+/// The form the `confirm` tool asks for: a boolean and a string with defaults, a
+/// titled multiple select and a legacy enum with `enumNames`.
 fn confirm_request() -> Value {
     json!({
         "mode": "form",
@@ -25,7 +26,21 @@ fn confirm_request() -> Value {
             "type": "object",
             "properties": {
                 "approve": {"type": "boolean", "title": "Approve", "default": true},
-                "note": {"type": "string", "title": "Note", "default": "looks good"}
+                "note": {"type": "string", "title": "Note", "default": "looks good"},
+                "checks": {
+                    "type": "array",
+                    "title": "Checks run",
+                    "items": {"anyOf": [
+                        {"const": "unit", "title": "Unit tests"},
+                        {"const": "browser", "title": "Browser tests"}
+                    ]}
+                },
+                "channel": {
+                    "type": "string",
+                    "title": "Channel",
+                    "enum": ["stable", "beta"],
+                    "enumNames": ["Stable release", "Beta release"]
+                }
             },
             "required": ["approve"]
         }

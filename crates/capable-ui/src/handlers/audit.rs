@@ -32,5 +32,10 @@ pub async fn run(State(app): State<Arc<AppState>>, Command(c): Command<OnServer>
     let report = audit::run(&session, &recorder, &audit_options).await;
     session.close().await;
     let markdown = report.markdown();
+    let report = json!(report);
+    app.audits
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(c.server, report.clone());
     Ok(Reply(json!({"report": report, "markdown": markdown})))
 }

@@ -4,11 +4,15 @@
 //! [`ApiError`](crate::error::ApiError); none calls another's.
 
 pub mod apps;
+pub mod asks;
 pub mod audit;
-pub mod elicit;
 pub mod events;
+pub mod logging;
+pub mod login;
 pub mod prompts;
+pub mod report;
 pub mod resources;
+pub mod roots;
 pub mod servers;
 pub mod skills;
 pub mod tasks;

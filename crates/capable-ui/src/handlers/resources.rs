@@ -8,7 +8,7 @@ use axum::extract::State;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::extract::{Answer, Command, Reply};
+use crate::extract::{Answer, Command, Deadline, Reply};
 use crate::state::AppState;
 
 /// The shortest poll interval the page may ask for.
@@ -24,9 +24,13 @@ pub struct Read {
 }
 
 /// `POST /api/read {server, uri}`: `capable read --json`.
-pub async fn read(State(app): State<Arc<AppState>>, Command(c): Command<Read>) -> Answer {
+pub async fn read(
+    State(app): State<Arc<AppState>>,
+    deadline: Deadline,
+    Command(c): Command<Read>,
+) -> Answer {
     let session = app.servers.session(&c.server)?;
-    let read = session.read_resource(&c.uri).await?;
+    let read = deadline.run(session.read_resource(&c.uri)).await?;
     Ok(Reply(json!(read)))
 }
 

@@ -1,5 +1,5 @@
 //! The servers: `GET /api/servers` (the state of everything), connect and disconnect
-//! one, ping it.
+//! one, ping it, export it (its `mcpServers` entry, a `capable` command).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -7,7 +7,7 @@ use std::time::Instant;
 use axum::extract::State;
 use serde_json::json;
 
-use crate::extract::{Answer, Command, OnServer, Reply};
+use crate::extract::{Answer, Command, Deadline, OnServer, Reply};
 use crate::state::AppState;
 
 /// `GET /api/servers`: every server as the page shows it — its state with the
@@ -34,11 +34,27 @@ pub async fn disconnect(State(app): State<Arc<AppState>>, Command(c): Command<On
 }
 
 /// `POST /api/ping {server}`: the round trip in milliseconds.
-pub async fn ping(State(app): State<Arc<AppState>>, Command(c): Command<OnServer>) -> Answer {
+pub async fn ping(
+    State(app): State<Arc<AppState>>,
+    deadline: Deadline,
+    Command(c): Command<OnServer>,
+) -> Answer {
     let session = app.servers.session(&c.server)?;
     let started = Instant::now();
-    session.ping().await?;
+    deadline.run(session.ping()).await?;
     Ok(Reply(
         json!({"ms": started.elapsed().as_secs_f64() * 1000.0}),
     ))
+}
+
+/// `POST /api/export {server}`: the server as the person may take it elsewhere — its
+/// `mcpServers` entry and the `capable` command that reaches it (secret values as
+/// `***`).
+pub async fn export(State(app): State<Arc<AppState>>, Command(c): Command<OnServer>) -> Answer {
+    let target = app.servers.target(&c.server)?;
+    Ok(Reply(json!({
+        "server": c.server,
+        "mcpServers": {(c.server.clone()): crate::export::entry(&target)},
+        "command": crate::export::command(&target),
+    })))
 }

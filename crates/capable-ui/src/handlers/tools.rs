@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::calls::{Cancel, Ended};
 use crate::error::ApiError;
-use crate::extract::{Answer, Command, Reply};
+use crate::extract::{Answer, Command, Deadline, Reply};
 use crate::schema_check;
 use crate::state::AppState;
 
@@ -35,7 +35,11 @@ pub struct Call {
 
 /// `POST /api/call {server, tool, arguments, call?, task?}`: `{call, result,
 /// outputCheck}`, or `{call, cancelled: true, task?}` when it was cancelled.
-pub async fn call(State(app): State<Arc<AppState>>, Command(c): Command<Call>) -> Answer {
+pub async fn call(
+    State(app): State<Arc<AppState>>,
+    Deadline(timeout): Deadline,
+    Command(c): Command<Call>,
+) -> Answer {
     let session = app.servers.session(&c.server)?;
     let tool = app
         .servers
@@ -64,6 +68,7 @@ pub async fn call(State(app): State<Arc<AppState>>, Command(c): Command<Call>) -
             c.tool.clone(),
             c.arguments,
             c.task,
+            timeout,
         )
         .await?;
     match ended {

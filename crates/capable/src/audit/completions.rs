@@ -48,6 +48,7 @@ impl Auditor<'_> {
                 name: &argument,
                 value: "",
             },
+            context: None,
         };
         if let Ok(result) = self
             .probe(

@@ -326,19 +326,20 @@ impl OAuthClient {
                 if self.may_not_ask() {
                     return Err(self.required(Required::Refused(why)));
                 }
-                self.authorize(Some(need), Some(discovered), None).await
+                self.authorize(Some(need), Some(discovered), None, None)
+                    .await
             }
             Remedy::Authorize { .. } if self.may_not_ask() => Err(self.required(match token {
                 Some(_) => Required::Refused(Some("there is no refresh token".into())),
                 None => Required::NoToken,
             })),
-            Remedy::Authorize { .. } => self.authorize(Some(need), None, None).await,
+            Remedy::Authorize { .. } => self.authorize(Some(need), None, None, None).await,
             Remedy::StepUp { scopes } if self.may_not_ask() => {
                 Err(self.required(Required::MoreScope(scopes)))
             }
             Remedy::StepUp { scopes } => {
                 self.step_ups.fetch_add(1, Ordering::Relaxed);
-                self.authorize(Some(need), None, Some(scopes)).await
+                self.authorize(Some(need), None, Some(scopes), None).await
             }
             Remedy::ScopeExhausted(why) => Err(AuthError::InsufficientScope(why)),
             Remedy::GiveUp(why) => Err(AuthError::Refused(why)),
@@ -351,6 +352,19 @@ impl OAuthClient {
     /// ([`Login::NotRequired`]), unless the host named the authorization server
     /// itself.
     pub async fn login(&self) -> Result<Login, AuthError> {
+        self.login_with(None).await
+    }
+
+    /// [`OAuthClient::login`], the person authorizing through the host's own server:
+    /// the authorization code flow with `redirect`'s URI, whatever
+    /// [`LoginMode`](super::LoginMode) the client was made with (a host that never
+    /// prompts on its own — [`LoginMode::Never`](super::LoginMode::Never) — logs in
+    /// this way when the person asks). The token goes to the client's store.
+    pub async fn login_via(&self, redirect: &super::HostRedirect) -> Result<Login, AuthError> {
+        self.login_with(Some(redirect)).await
+    }
+
+    async fn login_with(&self, via: Option<&super::HostRedirect>) -> Result<Login, AuthError> {
         let mut loaded = self.flow.lock().await;
         *loaded = true;
         let need = match self.probe().await.map_err(|e| self.scrub_error(e))? {
@@ -364,7 +378,7 @@ impl OAuthClient {
                 )))
             }
         };
-        self.authorize(need.as_ref(), None, None)
+        self.authorize(need.as_ref(), None, None, via)
             .await
             .map_err(|e| self.scrub_error(e))?;
         let current = self

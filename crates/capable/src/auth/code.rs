@@ -26,6 +26,10 @@
 //! login waits out its time; one that approves at once redirects straight back
 //! with the code.
 //!
+//! A host with a server of its own (a web page on the loopback) receives the redirect
+//! there instead ([`HostRedirect`](super::HostRedirect)): it shows the URL its own way
+//! and hands back the redirect's query.
+//!
 //! Whichever way, the answer is validated by the core (`state`, RFC 9207 `iss`)
 //! before its code is used.
 
@@ -67,6 +71,17 @@ fn loopback(host: &url::Host<&str>) -> Vec<IpAddr> {
         url::Host::Ipv4(ip) if ip.is_loopback() => vec![(*ip).into()],
         url::Host::Ipv6(ip) if ip.is_loopback() => vec![(*ip).into()],
         _ => Vec::new(),
+    }
+}
+
+impl Redirect {
+    /// The host's own redirect URI, which its own server receives (nothing listens
+    /// here).
+    pub(crate) fn host(uri: &str) -> Redirect {
+        Redirect {
+            uri: uri.to_owned(),
+            listeners: Vec::new(),
+        }
     }
 }
 
@@ -196,6 +211,28 @@ pub(crate) async fn obtain(
             }
             _ => Err(AuthError::Config("interactive login is off".into())),
         }
+    };
+    tokio::time::timeout(within, work)
+        .await
+        .map_err(|_| AuthError::TimedOut { after: within })?
+}
+
+/// Gets the code of the authorization at `url` through the host's own server: after
+/// the same first look as [`obtain`], the host shows the URL and brings back the
+/// redirect's query, validated against `pending`.
+pub(crate) async fn obtain_via(
+    via: &super::HostRedirect,
+    url: &Url,
+    pending: &Pending,
+    wire: &Wire,
+    within: Duration,
+) -> Result<String, AuthError> {
+    let work = async {
+        if let First::Code(code) = first_hop(url, pending, wire).await? {
+            return Ok(code);
+        }
+        let query = (via.authorize)(url.clone()).await?;
+        validate_callback(pending, &callback_params(&query)).map_err(callback)
     };
     tokio::time::timeout(within, work)
         .await

@@ -78,11 +78,15 @@ impl OAuthClient {
         self.config.send_resource.then_some(d.resource.as_str())
     }
 
+    /// Authorizes for `need` (with what discovery found, when it ran already), with
+    /// the scopes of a step-up when it is one; the user's grant through `via` when the
+    /// host receives the redirect itself.
     pub(super) async fn authorize(
         &self,
         need: Option<&AuthNeed>,
         discovered: Option<Discovered>,
         step_up: Option<Vec<String>>,
+        via: Option<&super::HostRedirect>,
     ) -> Result<(), AuthError> {
         let d = match discovered {
             Some(d) => d,
@@ -111,7 +115,7 @@ impl OAuthClient {
         let (token, client) = match &self.config.flow {
             Flow::AuthorizationCode => {
                 scope::with_offline_access(&mut scopes, &d.metadata);
-                self.user_flow(&d, &token_endpoint, &scopes, key.as_deref())
+                self.user_flow(&d, &token_endpoint, &scopes, key.as_deref(), via)
                     .await?
             }
             flow => {

@@ -28,7 +28,15 @@ use reqwest::Url;
 use super::client::{store_error, OAuthClient};
 use super::keys::{random, SigningKey};
 use super::wire::endpoint;
-use super::{code, AuthError, LoginMode};
+use super::{code, AuthError, HostRedirect, LoginMode};
+
+/// How the authorization code is obtained: as the client's login mode says, or
+/// through the host's own server.
+#[derive(Clone, Copy)]
+enum Code<'a> {
+    Mode(LoginMode),
+    Host(&'a HostRedirect),
+}
 
 /// How the authorization server refused the client, if `e` says so.
 fn client_refusal(e: &AuthError) -> Option<ClientRefusal<'_>> {
@@ -54,7 +62,13 @@ impl OAuthClient {
         token_endpoint: &str,
         scopes: &[String],
         dpop: Option<&SigningKey>,
+        via: Option<&HostRedirect>,
     ) -> Result<(Token, Registration), AuthError> {
+        if let Some(via) = via {
+            return self
+                .code_flow(d, token_endpoint, scopes, dpop, Code::Host(via))
+                .await;
+        }
         let mut mode = self.config.mode;
         if mode == LoginMode::Never {
             return Err(AuthError::AuthorizationRequired {
@@ -74,7 +88,8 @@ impl OAuthClient {
                 }
             }
         }
-        self.code_flow(d, token_endpoint, scopes, dpop, mode).await
+        self.code_flow(d, token_endpoint, scopes, dpop, Code::Mode(mode))
+            .await
     }
 
     /// The client identity for `purpose`, and whether it was registered just now.
@@ -158,7 +173,7 @@ impl OAuthClient {
         token_endpoint: &str,
         scopes: &[String],
         dpop: Option<&SigningKey>,
-        mode: LoginMode,
+        how: Code<'_>,
     ) -> Result<(Token, Registration), AuthError> {
         if !d.metadata.supports_s256() {
             return Err(AuthError::NoPkce {
@@ -179,12 +194,13 @@ impl OAuthClient {
             .and_then(|r| r.redirect_uris.first().and_then(|u| Url::parse(u).ok()))
             .and_then(|u| u.port());
         let configured = self.config.redirect_uri.as_deref();
-        let redirect = match (configured, self.config.callback_port) {
-            (None, None) => match code::redirect(mode, None, kept_port).await {
+        let redirect = match (how, configured, self.config.callback_port) {
+            (Code::Host(via), _, _) => code::Redirect::host(&via.uri),
+            (Code::Mode(mode), None, None) => match code::redirect(mode, None, kept_port).await {
                 Ok(r) => r,
                 Err(_) => code::redirect(mode, None, None).await?,
             },
-            (configured, port) => code::redirect(mode, configured, port).await?,
+            (Code::Mode(mode), configured, port) => code::redirect(mode, configured, port).await?,
         };
         let (redirect, authorize_at) = (&redirect, &authorize_at);
         let purpose = Purpose {
@@ -209,16 +225,15 @@ impl OAuthClient {
             )
             .map_err(AuthError::Config)?;
             let say = |m: &str| self.say(m);
-            let code = code::obtain(
-                mode,
-                redirect,
-                &url,
-                &pending,
-                &self.wire,
-                &say,
-                self.config.login_timeout,
-            )
-            .await?;
+            let within = self.config.login_timeout;
+            let code = match how {
+                Code::Mode(mode) => {
+                    code::obtain(mode, redirect, &url, &pending, &self.wire, &say, within).await?
+                }
+                Code::Host(via) => {
+                    code::obtain_via(via, &url, &pending, &self.wire, within).await?
+                }
+            };
             let grant = Grant::AuthorizationCode {
                 code,
                 verifier: pending.pkce.verifier.clone(),

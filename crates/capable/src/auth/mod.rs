@@ -7,8 +7,9 @@
 //! before it expires, and answers a 401 or 403 `insufficient_scope` on any request —
 //! at connect time or mid-session, on a message or the long-lived GET stream — by
 //! refreshing, authorizing or stepping up; the refused request is then replayed once.
-//! A host may also use it on its own: [`OAuthClient::login`], [`OAuthClient::status`],
-//! [`OAuthClient::logout`], [`OAuthClient::access_token`].
+//! A host may also use it on its own: [`OAuthClient::login`] (or
+//! [`OAuthClient::login_via`], the redirect received by the host's own server),
+//! [`OAuthClient::status`], [`OAuthClient::logout`], [`OAuthClient::access_token`].
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), capable::Error> {
@@ -129,6 +130,35 @@ pub enum DpopMode {
 
 /// Shows the user a message (the authorization URL, what to paste).
 pub type Prompt = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What [`HostRedirect::authorize`] answers: the query string the redirect brought
+/// (`code=…&state=…`, or an `error=…`), or why there is none.
+pub type RedirectFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, AuthError>> + Send>>;
+
+/// A redirect the host receives on a server of its own (a web page on the loopback,
+/// like `capable ui`): it names the redirect URI, shows the person the authorization
+/// URL in its own way, and hands back what the redirect brought. See
+/// [`OAuthClient::login_via`]. The answer is validated as any other (`state`, RFC 9207
+/// `iss`) before its code is used.
+#[derive(Clone)]
+pub struct HostRedirect {
+    /// The redirect URI, on the host's own server (a loopback `http` URI, such as
+    /// `http://127.0.0.1:PORT/callback`); it is registered with the client.
+    pub uri: String,
+    /// Shows the person the authorization URL (whose `state` names the login), and
+    /// resolves to the redirect's query once it came; bounded by
+    /// [`OAuthConfig::login_timeout`].
+    pub authorize: Arc<dyn Fn(reqwest::Url) -> RedirectFuture + Send + Sync>,
+}
+
+impl std::fmt::Debug for HostRedirect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostRedirect")
+            .field("uri", &self.uri)
+            .finish_non_exhaustive()
+    }
+}
 
 /// How an [`OAuthClient`] authorizes.
 #[derive(Clone)]

@@ -1,7 +1,9 @@
 //! Legacy server requests (elicitation, sampling, roots), answered by the host's
 //! handlers: one task per request, so a slow answer (a person typing) never blocks
 //! reading. A request the server cancels (`notifications/cancelled`) has its task
-//! dropped: the handler's future with it, and no answer is sent.
+//! dropped: the handler's future with it, and no answer is sent. The same task tells
+//! a legacy server when the host changes its roots (`notifications/roots/list_changed`),
+//! for as long as the session reads.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,13 +35,45 @@ pub(crate) struct ServerRequest {
     pub(crate) params: Value,
 }
 
+/// Answers the server's requests until the reader ends; with `tell_roots` (a legacy
+/// session given changeable roots), each change of the roots is a
+/// `notifications/roots/list_changed`.
 pub(crate) async fn run_input(
     shared: Arc<Driver>,
     mut inputs: mpsc::UnboundedReceiver<Input>,
     handlers: crate::input::InputHandlers,
+    tell_roots: bool,
 ) {
     let mut running: HashMap<RequestId, AbortHandle> = HashMap::new();
-    while let Some(input) = inputs.recv().await {
+    let mut roots = handlers
+        .roots
+        .as_ref()
+        .filter(|_| tell_roots)
+        .map(|r| r.changes());
+    loop {
+        let changed = async {
+            match roots.as_mut() {
+                Some(changes) => changes.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
+        let input = tokio::select! {
+            input = inputs.recv() => input,
+            still = changed => {
+                if !still {
+                    roots = None;
+                    continue;
+                }
+                shared.write_with(|st| {
+                    if st.closed.is_none() {
+                        st.out
+                            .write_notification::<Value>("notifications/roots/list_changed", None);
+                    }
+                });
+                continue;
+            }
+        };
+        let Some(input) = input else { return };
         running.retain(|_, task| !task.is_finished());
         let req = match input {
             Input::Request(req) => req,

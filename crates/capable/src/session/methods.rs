@@ -6,9 +6,9 @@ use std::future::Future;
 
 use capable_core::cache::CachePolicy;
 use capable_core::model::{
-    CallToolResult, CompleteArgument, CompleteParams, CompleteResult, Empty, GetPromptParams,
-    GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, SetLevelParams, Tool, UriParams,
+    CallToolResult, CompleteArgument, CompleteContext, CompleteParams, CompleteResult, Empty,
+    GetPromptParams, GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult,
+    Resource, ResourceTemplate, SetLevelParams, Tool, UriParams,
 };
 use capable_core::{LogLevel, Method};
 
@@ -316,12 +316,29 @@ impl Session {
         argument: &str,
         value: &str,
     ) -> Result<CompleteResult, Error> {
+        self.complete_in_context(reference, argument, value, &JsonObject::new())
+            .await
+    }
+
+    /// [`Session::complete`], with the values of the other arguments already given
+    /// (`context.arguments`: a server may narrow one argument's values by another's).
+    /// A version before 2025-06-18 has no context: it is left out there.
+    pub async fn complete_in_context(
+        &self,
+        reference: &serde_json::Value,
+        argument: &str,
+        value: &str,
+        given: &JsonObject,
+    ) -> Result<CompleteResult, Error> {
+        let context = (self.protocol_version().has_completion_context() && !given.is_empty())
+            .then_some(CompleteContext { arguments: given });
         let params = CompleteParams {
             reference,
             argument: CompleteArgument {
                 name: argument,
                 value,
             },
+            context,
         };
         self.request(Method::Complete, &params, RequestOptions::default())
             .await

@@ -1,75 +1,19 @@
-//! `capable ui` in a real browser: Debian's headless Chromium driven over WebDriver
-//! (chromedriver), against the inspector over fixture servers. Each step waits on a
-//! condition in the page with a deadline, never a fixed sleep; a screenshot of each
-//! is written under the target directory (`ui-shots/`).
-//!
-//! Without chromium and chromedriver installed the test says so and passes, unless
-//! `CAPABLE_REQUIRE_BROWSER=1` (CI sets it after installing them). A real server in
-//! the browser is `ui_browser_peers.rs`.
+//! The inspector's panels, each as a user meets it: servers and their states, the
+//! overview, resources and watches, tools (forms, progress, cancel, requests for
+//! input), MCP Apps views, skills, the message log, the audit, stderr, a narrow
+//! window in dark mode.
 
-mod ui_support;
+use std::time::Duration;
 
-use std::time::{Duration, Instant};
+use crate::ui_support::page::{call_then_cancel, open, shots, WAIT};
+use crate::ui_support::webdriver::Browser;
 
-use ui_support::page::{call_then_cancel, driver, open, shots, WAIT};
-use ui_support::webdriver::Browser;
-use ui_support::Ui;
-
-#[test]
-fn the_inspector_in_a_real_browser() {
-    let Some(driver) = driver() else { return };
-    let started = Instant::now();
-    let ui = Ui::with_fixtures(&[
-        ("docs", &["--profile", "read-only"]),
-        (
-            "live",
-            &["--profile", "subscribe", "--update-interval", "300ms"],
-        ),
-        ("liar", &["--profile", "lying-subscribe"]),
-        ("tools", &["--profile", "no-resources"]),
-        ("old", &["--profile", "unsupported-version"]),
-        ("ask", &["--profile", "elicit"]),
-        ("slow", &["--profile", "slow-progress"]),
-        (
-            "modern",
-            &["--profile", "modern", "--update-interval", "300ms"],
-        ),
-        ("skills", &["--profile", "skills"]),
-        ("weather", &["--profile", "app"]),
-    ]);
-    let b = driver.browser(1280, 1000);
-
-    // The printed URL: the token is exchanged for the cookie and leaves the address bar.
-    b.goto(&ui.url());
-    b.wait_for("[data-testid=server][data-name=docs]", WAIT);
-    assert_eq!(
-        b.current_url(),
-        format!("{}/", ui.base),
-        "the token is gone from the URL"
-    );
-    b.wait_until(
-        "the event stream is live",
-        "return document.querySelector('[data-testid=live]').textContent === 'live'",
-        WAIT,
-    );
-    // Everything the page does from here on is watched for CSP violations.
-    b.execute(
-        "window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI)); return true",
-        serde_json::json!([]),
-    );
-    let page = b.execute(
-        "return document.documentElement.outerHTML",
-        serde_json::json!([]),
-    );
-    assert!(
-        !page.as_str().unwrap().contains(&ui.token),
-        "the token is not in the page"
-    );
-
+/// Servers, each with its state (`count` of them, all settled); the overview.
+pub fn servers_and_overview(b: &Browser<'_>, count: usize) {
     // Servers: each with its state; a refused one says why.
     b.wait_until(
         "every server settled",
-        "const s = [...document.querySelectorAll('[data-testid=server-state]')].map(e => e.textContent); return s.length === 10 && !s.includes('starting') && s.join(',')",
+        &"const s = [...document.querySelectorAll('[data-testid=server-state]')].map(e => e.textContent); return s.length === COUNT && !s.includes('starting') && s.join(',')".replace("COUNT", &count.to_string()),
         WAIT,
     );
     b.click("[data-testid=server][data-name=old]");
@@ -81,7 +25,7 @@ fn the_inspector_in_a_real_browser() {
     b.screenshot(&shots().join("servers-refused.png"));
 
     // Overview: the matrix exactly as declared and the allowed actions.
-    open(&b, "live", "overview");
+    open(b, "live", "overview");
     // The tabs answer the arrow keys, and the focus follows.
     b.type_into_keys("[data-testid=tab-overview]", "\u{E014}");
     b.wait_until(
@@ -95,9 +39,13 @@ fn the_inspector_in_a_real_browser() {
     let actions = b.text("[data-testid=actions]", WAIT);
     assert!(actions.contains("resources/subscribe"), "{actions}");
     b.screenshot(&shots().join("overview.png"));
+}
 
+/// Read, watch (subscribe, listen, a violation then the fallback), disconnect and
+/// connect.
+pub fn resources_and_watches(b: &Browser<'_>) {
     // Read a resource: its text, revision and read time.
-    open(&b, "docs", "resources");
+    open(b, "docs", "resources");
     b.click("[data-testid=resource][data-uri='docs://manual/current'] [data-testid=read]");
     b.wait_for("[data-testid=read-result] [data-testid=revision]", WAIT);
     let text = b.text("[data-testid=read-result] [data-testid=text]", WAIT);
@@ -107,7 +55,7 @@ fn the_inspector_in_a_real_browser() {
     b.screenshot(&shots().join("read.png"));
 
     // Watch `subscribe`: mode subscribe, then the second revision as it arrives.
-    open(&b, "live", "resources");
+    open(b, "live", "resources");
     b.click("[data-testid=resource][data-uri='docs://manual/current'] [data-testid=watch]");
     b.wait_for(
         "[data-testid=watch-card] [data-testid=mode-line][data-mode=subscribe]",
@@ -122,7 +70,7 @@ fn the_inspector_in_a_real_browser() {
     b.wait_for("[data-testid=watch-card] [data-testid=watch-end]", WAIT);
 
     // A modern server's subscription is a listen stream.
-    open(&b, "modern", "resources");
+    open(b, "modern", "resources");
     b.click("[data-testid=resource][data-uri='docs://manual/current'] [data-testid=watch]");
     b.wait_for(
         "[data-testid=watch-card] [data-testid=mode-line][data-mode=listen]",
@@ -135,7 +83,7 @@ fn the_inspector_in_a_real_browser() {
     b.click("[data-testid=watch-card] [data-testid=unwatch]");
 
     // Disconnect ends the session; connect starts it again.
-    open(&b, "docs", "overview");
+    open(b, "docs", "overview");
     b.click("[data-testid=disconnect]");
     b.wait_until(
         "docs disconnected",
@@ -151,7 +99,7 @@ fn the_inspector_in_a_real_browser() {
 
     // Watch `lying-subscribe`: the violation with both messages and the server, then
     // the fallback to polling.
-    open(&b, "liar", "resources");
+    open(b, "liar", "resources");
     b.type_into("[data-testid=poll-ms]", "300");
     b.click("[data-testid=resource][data-uri='docs://manual/current'] [data-testid=watch]");
     let violation = "[data-testid=watch-card] [data-testid=violation]";
@@ -194,9 +142,13 @@ fn the_inspector_in_a_real_browser() {
         "subscribe, the violation, then the fallback: {order:?}"
     );
     b.screenshot(&shots().join("watch-violation.png"));
+}
 
+/// A tool form, the form of every kind of field, progress, cancel, a request for
+/// input answered in the page.
+pub fn tools(b: &Browser<'_>) {
     // A tool form: the required field, the call, the result.
-    open(&b, "tools", "tools");
+    open(b, "tools", "tools");
     b.click("[data-testid=tool][data-name=echo]");
     b.click("[data-testid=tool-form] [data-testid=call]");
     let problem = b.text("[data-testid=form-errors]", WAIT);
@@ -215,10 +167,10 @@ fn the_inspector_in_a_real_browser() {
 
     // The schema form covers every kind of field it claims, and sends what was typed
     // as the JSON types the schema asks for (the form module, in this page).
-    form_of_every_kind(&b);
+    form_of_every_kind(b);
 
     // Progress as it comes, kept with the result.
-    open(&b, "slow", "tools");
+    open(b, "slow", "tools");
     b.click("[data-testid=tool][data-name=echo]");
     b.type_into("[data-testid=tool-form] input[name=message]", "slowly");
     b.click("[data-testid=tool-form] [data-testid=call]");
@@ -235,14 +187,14 @@ fn the_inspector_in_a_real_browser() {
     );
     // Cancel: the call stops and the server is told (`notifications/cancelled`).
     call_then_cancel(
-        &b,
+        b,
         "the second call in progress",
         "const p = document.querySelector('[data-testid=tool-form] progress'); return p && p.value >= 1",
         "notifications/cancelled",
     );
 
     // A server's request for input is a form in the page; the answer goes back.
-    open(&b, "ask", "tools");
+    open(b, "ask", "tools");
     b.click("[data-testid=tool][data-name=confirm]");
     b.click("[data-testid=tool-form] [data-testid=call]");
     let message = b.text(
@@ -265,11 +217,15 @@ fn the_inspector_in_a_real_browser() {
         WAIT,
     );
     b.screenshot(&shots().join("elicitation-answered.png"));
+}
 
+/// An MCP Apps view: in its sandbox, given the call's input and result, calling its
+/// tool through the host, its links offered to the person; no cookie, no API.
+pub fn apps(b: &Browser<'_>) {
     // MCP Apps: the tool's ui:// view in a sandboxed iframe, given the call's input and
     // result over the bridge; its own tools/call goes through the host; it cannot
     // reach the inspector's cookie or API.
-    open(&b, "weather", "tools");
+    open(b, "weather", "tools");
     b.click("[data-testid=tool][data-name=weather]");
     b.type_into("[data-testid=tool-form] input[name=city]", "Paris");
     b.click("[data-testid=tool-form] [data-testid=call]");
@@ -339,9 +295,12 @@ fn the_inspector_in_a_real_browser() {
     );
     b.leave_frame();
     b.screenshot(&shots().join("app.png"));
+}
 
+/// Skills, the message log, the audit, stderr followed live.
+pub fn skills_log_audit_stderr(b: &Browser<'_>) {
     // Skills: a faithful one loads verified, with its file; a tampered one is refused.
-    open(&b, "skills", "skills");
+    open(b, "skills", "skills");
     b.click("[data-testid=list-skills]");
     let pdf = "[data-testid=skill][data-name=pdf-processing]";
     b.click(&format!("{pdf} [data-testid=load-skill]"));
@@ -366,7 +325,7 @@ fn the_inspector_in_a_real_browser() {
     b.screenshot(&shots().join("skills.png"));
 
     // The message log has both directions of a call, and filters by method.
-    open(&b, "tools", "log");
+    open(b, "tools", "log");
     b.wait_for(
         "[data-testid=log-row][data-dir=sent][data-method='tools/call']",
         WAIT,
@@ -383,7 +342,7 @@ fn the_inspector_in_a_real_browser() {
     );
 
     // The audit: a violation with its evidence, and the Markdown to download.
-    open(&b, "liar", "audit");
+    open(b, "liar", "audit");
     b.click("[data-testid=run-audit]");
     let verdict = b.text(
         "[data-testid=audit-result] [data-testid=audit-verdict]",
@@ -396,9 +355,9 @@ fn the_inspector_in_a_real_browser() {
 
     // The server's stderr, followed live: a line it writes while its panel is open
     // shows up there, with no refresh by hand.
-    open(&b, "tools", "stderr");
+    open(b, "tools", "stderr");
     b.execute(
-        "fetch('/api/call', {method: 'POST', credentials: 'same-origin', headers: {'content-type': 'application/json'}, body: JSON.stringify({server: 'tools', tool: 'echo', arguments: {message: 'a live stderr line'}, call: 'stderr-live', task: false})}); return true",
+        "import('/dom.js').then(m => m.post('/api/call', {server: 'tools', tool: 'echo', arguments: {message: 'a live stderr line'}, call: 'stderr-live', task: false})); return true",
         serde_json::json!([]),
     );
     b.wait_until(
@@ -407,7 +366,11 @@ fn the_inspector_in_a_real_browser() {
         WAIT,
     );
     b.screenshot(&shots().join("stderr.png"));
+}
 
+/// Nothing the page did broke its Content-Security-Policy, and it asked nothing of
+/// any other origin.
+pub fn nothing_from_elsewhere(b: &Browser<'_>) {
     // Nothing the page did broke its Content-Security-Policy, and it asked nothing of
     // any other origin (no CDN, no font, no analytics).
     let violations = b.execute("return window.__csp", serde_json::json!([]));
@@ -417,30 +380,26 @@ fn the_inspector_in_a_real_browser() {
         serde_json::json!([]),
     );
     assert_eq!(foreign, serde_json::json!([]), "requests to other origins");
-    drop(b);
+}
 
-    // A narrow window, in dark mode: one column, light text on a dark page.
-    let narrow = driver.browser_with(420, 800, &["--force-dark-mode"]);
-    narrow.goto(&ui.url());
-    narrow.wait_for("[data-testid=server][data-name=docs]", WAIT);
-    let columns = narrow.execute(
+/// A narrow window, in dark mode: one column, light text on a dark page.
+pub fn narrow_dark(b: &Browser<'_>) {
+    b.resize(420, 800);
+    b.prefer_dark(true);
+    b.wait_for("[data-testid=server][data-name=docs]", WAIT);
+    let columns = b.execute(
         "const s = document.getElementById('servers').getBoundingClientRect(), m = document.getElementById('main').getBoundingClientRect(); return m.top >= s.bottom - 1",
         serde_json::json!([]),
     );
     assert_eq!(columns, true, "the server list sits above the details");
-    let dark = narrow.execute(
+    let dark = b.execute(
         "const [r, g, b] = getComputedStyle(document.body).backgroundColor.match(/\\d+/g).map(Number); return (r + g + b) / 3 < 64",
         serde_json::json!([]),
     );
     assert_eq!(dark, true, "prefers-color-scheme: dark gives a dark page");
-    narrow.screenshot(&shots().join("narrow-dark.png"));
-    drop(narrow);
-
-    eprintln!(
-        "browser steps took {:?}; screenshots in {}",
-        started.elapsed(),
-        shots().display()
-    );
+    b.screenshot(&shots().join("narrow-dark.png"));
+    b.prefer_dark(false);
+    b.resize(1280, 1000);
 }
 
 /// The form generator on a schema with every kind of field it covers: the values

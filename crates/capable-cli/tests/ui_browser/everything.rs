@@ -1,44 +1,20 @@
-//! `capable ui` over a real server in a real browser: server-everything (from
-//! `.ci/install-peers`; `CAPABLE_SKIP_PEERS=1` skips it) in Debian's headless Chromium,
-//! as `ui_browser.rs` drives it — a resource template filled in, forms from real
-//! schemas, structured output beside its schema check, a call run as a task and one
-//! cancelled with `tasks/cancel`, the audit of a server that keeps its contract.
-
-mod ui_support;
+//! A real server in the page: server-everything (from `.ci/install-peers`) — a
+//! resource template filled in, forms from real schemas, structured output beside
+//! its schema check, a call run as a task and one cancelled with `tasks/cancel`, the
+//! audit of a server that keeps its contract.
 
 use std::time::Duration;
 
-use ui_support::page::{call_then_cancel, driver, open, shots, WAIT};
-use ui_support::Ui;
+use crate::ui_support::page::{call_then_cancel, open, shots, WAIT};
+use crate::ui_support::webdriver::Browser;
 
-const EVERYTHING_JS: &str =
+/// server-everything's script, from the peers.
+pub const JS: &str =
     ".peers/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
 
-/// Whether the real-peer test runs: the peers are installed, or `CAPABLE_SKIP_PEERS=1`.
-fn everything() -> Option<String> {
-    if std::env::var("CAPABLE_SKIP_PEERS").is_ok_and(|v| v == "1") {
-        eprintln!("CAPABLE_SKIP_PEERS=1: skipping a real-peer test");
-        return None;
-    }
-    let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(EVERYTHING_JS);
-    assert!(
-        js.exists(),
-        "{} is missing: run `.ci/install-peers` (or set CAPABLE_SKIP_PEERS=1)",
-        js.display()
-    );
-    Some(js.canonicalize().unwrap().display().to_string())
-}
-
-#[test]
-fn a_real_server_in_a_real_browser() {
-    let Some(js) = everything() else { return };
-    let Some(driver) = driver() else { return };
-    let ui = Ui::start(&["--", "node", &js, "stdio"]);
-    let b = driver.browser(1280, 1000);
-    b.goto(&ui.url());
-    open(&b, "node", "overview");
+/// Templates, forms, structured output, tasks, the audit.
+pub fn panels(b: &Browser<'_>) {
+    open(b, "everything", "overview");
     let info = b.text("[data-testid=server-name]", WAIT);
     assert!(info.contains("everything"), "{info}");
 
@@ -92,7 +68,7 @@ fn a_real_server_in_a_real_browser() {
     let last = b.text("[data-testid=task-status]", WAIT);
     assert!(last.contains(" completed"), "{last}");
     call_then_cancel(
-        &b,
+        b,
         "the second task working",
         "const s = document.querySelector('[data-testid=task-status]'); return s && / working/.test(s.textContent)",
         "tasks/cancel",

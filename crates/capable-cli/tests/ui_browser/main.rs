@@ -1,0 +1,172 @@
+//! `capable ui` in a real browser: Debian's headless Chromium driven over WebDriver
+//! (chromedriver), against one inspector over every fixture server and, unless
+//! `CAPABLE_SKIP_PEERS=1`, real peers (server-everything). One inspector, one browser
+//! session for every step — each a function of the module of its area — so the run
+//! pays for one start of each. Each step waits on a condition in the page with a
+//! deadline, never a fixed sleep; a screenshot of each panel is written under the
+//! target directory (`ui-shots/`).
+//!
+//! Without chromium and chromedriver installed the test says so and passes, unless
+//! `CAPABLE_REQUIRE_BROWSER=1` (CI sets it after installing them).
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../ui_support/mod.rs"]
+mod ui_support;
+
+mod beyond;
+mod edges;
+mod everything;
+mod inspector;
+mod panels;
+mod security;
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use ui_support::page::{driver, shots};
+use ui_support::{fixture_entry, Ui};
+
+/// The fixture servers: (name, `capable fixture` arguments).
+const FIXTURES: &[(&str, &[&str])] = &[
+    ("docs", &["--profile", "read-only"]),
+    (
+        "live",
+        &["--profile", "subscribe", "--update-interval", "300ms"],
+    ),
+    ("liar", &["--profile", "lying-subscribe"]),
+    ("tools", &["--profile", "no-resources"]),
+    ("old", &["--profile", "unsupported-version"]),
+    ("ask", &["--profile", "elicit"]),
+    ("slow", &["--profile", "slow-progress"]),
+    (
+        "modern",
+        &["--profile", "modern", "--update-interval", "300ms"],
+    ),
+    ("skills", &["--profile", "skills"]),
+    ("weather", &["--profile", "app"]),
+    ("grow", &["--profile", "tools-changed"]),
+    ("hang", &["--profile", "hang"]),
+];
+
+/// The OAuth peer: oidc-provider guarding a TypeScript SDK server
+/// (`tests/peers/oidc_guarded.mjs`).
+const OIDC: &[&str] = &[
+    ".peers/oidc/node_modules/oidc-provider/package.json",
+    ".peers/npm/node_modules/@modelcontextprotocol/sdk/package.json",
+    common::oauth::NODE22,
+];
+
+/// Runs one step, saying how long it took (the run's time is CI's).
+fn step(name: &str, run: impl FnOnce()) {
+    let started = Instant::now();
+    run();
+    eprintln!("{name}: {:?}", started.elapsed());
+}
+
+#[test]
+fn the_inspector_in_a_real_browser() {
+    let Some(driver) = driver() else { return };
+    let started = Instant::now();
+    let mut servers = serde_json::Map::new();
+    for (name, args) in FIXTURES {
+        servers.insert((*name).to_owned(), fixture_entry(args));
+    }
+    let peers = common::peers_wanted(&[everything::JS]) && common::peers_wanted(OIDC);
+    // Started before the inspector, so that it finds the authorization server up.
+    let guarded = peers.then(inspector::guarded);
+    if let Some(g) = &guarded {
+        // From the workspace, so that the page (and its screenshots) names the script
+        // as the peers install it.
+        let cwd = common::workspace();
+        servers.insert(
+            "everything".into(),
+            json!({"command": "node", "args": [everything::JS, "stdio"], "cwd": cwd}),
+        );
+        servers.insert("guarded".into(), json!({"url": g.mcp}));
+    }
+    let count = servers.len();
+    let ui = Ui::with_config_and(&json!({ "mcpServers": Value::Object(servers) }), &[]);
+    let browser = driver.browser(1280, 1000);
+    let b = &browser;
+    eprintln!("started: {:?}", started.elapsed());
+
+    step("security::page_and_cookie_replay", || {
+        security::page_and_cookie_replay(b, &ui)
+    });
+    step("panels::servers_and_overview", || {
+        panels::servers_and_overview(b, count)
+    });
+    step("panels::resources_and_watches", || {
+        panels::resources_and_watches(b)
+    });
+    step("panels::tools", || panels::tools(b));
+    step("panels::apps", || panels::apps(b));
+    step("security::view_calls_only_what_apps_may", || {
+        security::view_calls_only_what_apps_may(b)
+    });
+    step("panels::skills_log_audit_stderr", || {
+        panels::skills_log_audit_stderr(b)
+    });
+    step("edges::app_view_in_dark_mode", || {
+        edges::app_view_in_dark_mode(b)
+    });
+    step("edges::a_list_change_keeps_the_open_form", || {
+        edges::a_list_change_keeps_the_open_form(b)
+    });
+    step("edges::elicitation_titles", || edges::elicitation_titles(b));
+    step("edges::a_polling_watch_shows_it_runs", || {
+        edges::a_polling_watch_shows_it_runs(b)
+    });
+    step("edges::the_overview_fits_600_px", || {
+        edges::the_overview_fits_600_px(b)
+    });
+    step("edges::a_legacy_fallback_is_no_warning", || {
+        edges::a_legacy_fallback_is_no_warning(b)
+    });
+    step("inspector::history_and_replay", || {
+        inspector::history_and_replay(b)
+    });
+    step("inspector::a_request_past_its_timeout_is_cancelled", || {
+        inspector::a_request_past_its_timeout_is_cancelled(b)
+    });
+    step("inspector::export_as_an_entry_and_a_command", || {
+        inspector::export_as_an_entry_and_a_command(b)
+    });
+    step(
+        "inspector::no_completion_or_log_level_where_none_is_declared",
+        || inspector::no_completion_or_log_level_where_none_is_declared(b),
+    );
+    step("beyond::a_diff_between_two_revisions", || {
+        beyond::a_diff_between_two_revisions(b)
+    });
+    step("beyond::a_report_of_the_session", || {
+        beyond::a_report_of_the_session(b, &ui)
+    });
+    if peers {
+        step("everything::panels", || everything::panels(b));
+        step("inspector::sampling_answered_in_the_page", || {
+            inspector::sampling_answered_in_the_page(b)
+        });
+        step("inspector::roots_edited_in_the_page", || {
+            inspector::roots_edited_in_the_page(b)
+        });
+        step("inspector::completions_as_you_type", || {
+            inspector::completions_as_you_type(b)
+        });
+        step("inspector::the_log_level", || inspector::the_log_level(b));
+        step("inspector::an_oauth_login_from_the_page", || {
+            inspector::an_oauth_login_from_the_page(b, &ui)
+        });
+    }
+    step("panels::nothing_from_elsewhere", || {
+        panels::nothing_from_elsewhere(b)
+    });
+    step("panels::narrow_dark", || panels::narrow_dark(b));
+
+    eprintln!(
+        "browser steps took {:?}; screenshots in {}",
+        started.elapsed(),
+        shots().display()
+    );
+}
