@@ -89,10 +89,19 @@ impl Tool {
 
     /// Whether an MCP Apps view may call the tool: its `visibility` is absent (model
     /// and app, the default) or names `"app"`. A host refuses a view's `tools/call`
-    /// of any other (`["model"]`: the agent's alone).
+    /// of any other (`["model"]`: the agent's alone), and of a tool whose
+    /// `visibility` is there but no list: the check fails closed.
     pub fn app_may_call(&self) -> bool {
-        self.visibility()
-            .is_none_or(|v| v.iter().any(|x| x.as_str() == Some("app")))
+        let given = self
+            .extra
+            .get("_meta")
+            .and_then(|m| m.pointer("/ui/visibility"));
+        match given {
+            None => true,
+            Some(_) => self
+                .visibility()
+                .is_some_and(|v| v.iter().any(|x| x.as_str() == Some("app"))),
+        }
     }
 
     /// `execution.taskSupport` (2025-11-25).
@@ -216,5 +225,8 @@ mod tests {
             serde_json::from_str(r#"{"name":"t","_meta":{"ui":{"visibility":["model","app"]}}}"#)
                 .unwrap();
         assert!(both.app_may_call() && !both.is_app_only());
+        let malformed: Tool =
+            serde_json::from_str(r#"{"name":"t","_meta":{"ui":{"visibility":"app"}}}"#).unwrap();
+        assert!(!malformed.app_may_call(), "a visibility that is no list");
     }
 }
