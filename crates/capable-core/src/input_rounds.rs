@@ -43,9 +43,17 @@ use crate::input_kind::InputKind;
 use crate::jsonrpc::Payload;
 use crate::method::Method;
 use crate::model::JsonObject;
+use crate::version::Era;
 
 /// The most `input_required` rounds answered for one request.
 pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// Whether answers in `era` may ask for input: only modern ones (2026-07-28). A legacy
+/// server asks with requests of its own while the call is open, and a `resultType`
+/// it writes is a member the legacy schema does not define: its answer is the result.
+pub fn applies_to(era: Era) -> bool {
+    era == Era::Modern
+}
 
 /// What an answer to a request means, as far as input goes.
 #[derive(Clone, Debug, PartialEq)]
@@ -225,6 +233,12 @@ mod tests {
             json!({"resultType": "input_required", "requestState": state,
             "inputRequests": {"q": {"method": "roots/list"}}}),
         )
+    }
+
+    #[test]
+    fn only_modern_answers_ask_for_input() {
+        assert!(applies_to(Era::Modern));
+        assert!(!applies_to(Era::Legacy));
     }
 
     #[test]

@@ -138,7 +138,7 @@ impl Session {
         let answer = self
             .exchange_keyed(method, params, &mut options, key)
             .await?;
-        if self.era() == capable_core::Era::Legacy || options.pass_input_required {
+        if !capable_core::input_rounds::applies_to(self.era()) || options.pass_input_required {
             return Ok(answer);
         }
         self.complete_input(method, params, answer, &mut options)
