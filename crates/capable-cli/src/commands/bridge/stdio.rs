@@ -25,6 +25,8 @@ pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
     let mut lines = LineSource::new(&mut stdio.input, target.ctx.global.max_message);
     let stdout = &mut stdio.output;
     let mut host = Host::new(target.clone());
+    // One write's bytes; its room is kept from write to write.
+    let mut bytes = Vec::new();
     let stopped = loop {
         tokio::select! {
             line = lines.next_line() => match line {
@@ -39,9 +41,7 @@ pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
             signal = signals.received() => break Some(signal),
         }
         ready(&mut lines, &mut host).await;
-        let [first, second] = host.take_output();
-        let mut bytes = first.bytes().to_vec();
-        bytes.extend_from_slice(second.bytes());
+        host.drain_output(&mut bytes);
         if !bytes.is_empty()
             && stdout
                 .write_all(&bytes)
@@ -52,6 +52,7 @@ pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
             // The host stopped reading: it is gone.
             break None;
         }
+        bytes.clear();
     };
     host.close().await;
     target.stopped(stopped)
