@@ -88,20 +88,24 @@ pub fn upstream_params(params: &Payload) -> Result<Forwarded, RpcError> {
         .decode_or_default::<Option<Members>>()
         .map_err(not_object)?
         .unwrap_or_default();
-    // A `_meta` that is no object goes on as it is.
-    let meta = match members
-        .get("_meta")
-        .map(|m| serde_json::from_str::<Members>(m.get()))
-    {
-        Some(Ok(mut meta)) => {
-            members.remove("_meta");
-            for key in EXCHANGE_META {
-                meta.remove(key);
+    let mut meta = None;
+    if let Some(raw) = members.remove("_meta") {
+        let read = serde_json::from_str::<BTreeMap<String, &RawValue>>(raw.get());
+        match read {
+            Ok(read) => {
+                let rest: Members = read
+                    .into_iter()
+                    .filter(|(name, _)| !EXCHANGE_META.contains(&name.as_str()))
+                    .map(|(name, value)| (name, value.to_owned()))
+                    .collect();
+                meta = (!rest.is_empty()).then_some(rest);
             }
-            (!meta.is_empty()).then_some(meta)
+            // A `_meta` that is no object goes on as it is.
+            Err(_) => {
+                members.insert("_meta".to_owned(), raw);
+            }
         }
-        _ => None,
-    };
+    }
     Ok(Forwarded::Edited { members, meta })
 }
 
