@@ -80,6 +80,34 @@ fn the_host_is_offered_exactly_what_the_server_declared_and_nothing_else_reaches
 }
 
 #[test]
+fn a_burst_of_requests_in_one_write_is_answered_each_once() {
+    // The bridge takes in every line a read brought before it writes: none may be
+    // left behind, answered twice, or sent on twice.
+    let mut b = bridge(&["--trace"], "read-only");
+    b.initialize(V, json!({}));
+    const BURST: i64 = 64;
+    let burst: Vec<String> = (1..=BURST)
+        .map(|id| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+                "params": {"uri": "docs://manual/current"}})
+            .to_string()
+        })
+        .collect();
+    b.send_line(&burst.join("\n"));
+    let mut answered: Vec<i64> = (1..=BURST)
+        .map(|_| {
+            let answer = b.next();
+            assert_valid_result(b.version, "ReadResourceResult", &answer);
+            answer["id"].as_i64().expect("an answer to a request")
+        })
+        .collect();
+    answered.sort_unstable();
+    assert_eq!(answered, (1..=BURST).collect::<Vec<_>>());
+    assert_eq!(b.sent_upstream_count("resources/read"), BURST as usize);
+    assert_eq!(b.close(), Some(0));
+}
+
+#[test]
 fn unreadable_lines_are_answered_as_json_rpc_says_and_batches_taken_only_in_2025_03_26() {
     let mut b = bridge(&[], "read-only");
     b.initialize(V, json!({}));
