@@ -11,7 +11,6 @@ use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
-
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -187,7 +186,10 @@ mod tests {
             (Method::ListTools, r#"{"tools":[]}"#),
             (Method::CallTool, "{}"),
             (Method::CallTool, r#"{"resultType":"complete"}"#),
-            (Method::ReadResource, r#"{"result\u0054ype":"complete","contents":[]}"#),
+            (
+                Method::ReadResource,
+                r#"{"result\u0054ype":"complete","contents":[]}"#,
+            ),
             (Method::Complete, "[1]"),
         ] {
             let mut out = Vec::new();

@@ -1,10 +1,10 @@
 //! One host request on its way to the server behind, and back: its params as the
 //! server should get them, and the server's failure as the host should get it.
 
-use capable::core::jsonrpc::{codes, Payload, RpcError};
-use capable::{Error, ErrorKind};
 use std::collections::BTreeMap;
 
+use capable::core::jsonrpc::{codes, Payload, RpcError};
+use capable::{Error, ErrorKind};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
