@@ -70,11 +70,7 @@ fn the_host_is_offered_exactly_what_the_server_declared_and_nothing_else_reaches
         b.sent_upstream()[0]["params"]["protocolVersion"],
         "2025-06-18"
     );
-    let refusals = b
-        .audit()
-        .into_iter()
-        .filter(|l| l["side"] == "host")
-        .count();
+    let refusals = b.audit_count_until(3, |l| l["side"] == "host");
     assert_eq!(refusals, 3, "{}", b.stderr_text());
     assert_eq!(b.close(), Some(0));
 }
@@ -367,12 +363,8 @@ fn a_server_that_cannot_start_is_an_error_for_the_host_and_the_next_request_trie
     );
     let again = b.request(3, "initialize", json!({"protocolVersion": V.as_str(), "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}));
     assert_eq!(again["error"]["code"], -32001);
-    let starts = b
-        .audit()
-        .iter()
-        .filter(|l| l["state"] == "starting")
-        .count();
-    assert_eq!(starts, 2);
+    let starts = b.audit_count_until(2, |l| l["state"] == "starting");
+    assert_eq!(starts, 2, "{}", b.stderr_text());
 }
 
 #[test]
