@@ -85,6 +85,7 @@ fn many_servers_are_one_with_their_names_side_by_side_and_their_policies_applied
         names(&tools, "tools"),
         ["a/echo", "a/confirm", "b/echo", "bad/echo"]
     );
+    b.audit_count_until(2, |l| l["event"] == "notice" && l["server"] == "bad");
     let dropped: Vec<Value> = b
         .audit()
         .into_iter()

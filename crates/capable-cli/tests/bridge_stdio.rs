@@ -70,12 +70,36 @@ fn the_host_is_offered_exactly_what_the_server_declared_and_nothing_else_reaches
         b.sent_upstream()[0]["params"]["protocolVersion"],
         "2025-06-18"
     );
-    let refusals = b
-        .audit()
-        .into_iter()
-        .filter(|l| l["side"] == "host")
-        .count();
+    let refusals = b.audit_count_until(3, |l| l["side"] == "host");
     assert_eq!(refusals, 3, "{}", b.stderr_text());
+    assert_eq!(b.close(), Some(0));
+}
+
+#[test]
+fn a_burst_of_requests_in_one_write_is_answered_each_once() {
+    // The bridge takes in every line a read brought before it writes: none may be
+    // left behind, answered twice, or sent on twice.
+    let mut b = bridge(&["--trace"], "read-only");
+    b.initialize(V, json!({}));
+    const BURST: i64 = 64;
+    let burst: Vec<String> = (1..=BURST)
+        .map(|id| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+                "params": {"uri": "docs://manual/current"}})
+            .to_string()
+        })
+        .collect();
+    b.send_line(&burst.join("\n"));
+    let mut answered: Vec<i64> = (1..=BURST)
+        .map(|_| {
+            let answer = b.next();
+            assert_valid_result(b.version, "ReadResourceResult", &answer);
+            answer["id"].as_i64().expect("an answer to a request")
+        })
+        .collect();
+    answered.sort_unstable();
+    assert_eq!(answered, (1..=BURST).collect::<Vec<_>>());
+    assert_eq!(b.sent_upstream_count("resources/read"), BURST as usize);
     assert_eq!(b.close(), Some(0));
 }
 
@@ -339,12 +363,8 @@ fn a_server_that_cannot_start_is_an_error_for_the_host_and_the_next_request_trie
     );
     let again = b.request(3, "initialize", json!({"protocolVersion": V.as_str(), "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}));
     assert_eq!(again["error"]["code"], -32001);
-    let starts = b
-        .audit()
-        .iter()
-        .filter(|l| l["state"] == "starting")
-        .count();
-    assert_eq!(starts, 2);
+    let starts = b.audit_count_until(2, |l| l["state"] == "starting");
+    assert_eq!(starts, 2, "{}", b.stderr_text());
 }
 
 #[test]

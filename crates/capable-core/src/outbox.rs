@@ -368,6 +368,12 @@ impl Outbox {
         self.wrote(Outgoing::Response { id: id.clone() });
     }
 
+    /// [`Outbox::write_result`] with the result written by `result` (one JSON value).
+    pub(crate) fn write_result_with(&mut self, id: &RequestId, result: impl FnOnce(&mut Vec<u8>)) {
+        jsonrpc::write::write_result_with(&mut self.bytes, id, result);
+        self.wrote(Outgoing::Response { id: id.clone() });
+    }
+
     /// Answers server request `id` with `error`.
     pub fn write_error(&mut self, id: &RequestId, error: &RpcError) {
         jsonrpc::write_error(&mut self.bytes, id, error);

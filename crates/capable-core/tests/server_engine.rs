@@ -227,6 +227,9 @@ fn the_tasks_extension_needs_both_sides() {
         s.request(2, "tasks/get", params),
         Event::Request(_)
     ));
+    // Each request's envelope counts: declared no more, refused again.
+    s.modern(3, "tasks/get", json!({"taskId": "t"}));
+    s.refused(codes::MISSING_CLIENT_CAPABILITY);
 }
 
 #[test]

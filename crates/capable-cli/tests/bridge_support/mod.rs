@@ -195,6 +195,19 @@ impl Bridge {
         }
     }
 
+    /// Waits until `n` audit lines matching `want` were written (the audit is read off
+    /// stderr on a thread of its own: a line written before an answer may be read after
+    /// it), and returns how many there are then.
+    #[track_caller]
+    pub fn audit_count_until(&self, n: usize, want: impl Fn(&Value) -> bool) -> usize {
+        let count = || self.audit().iter().filter(|l| want(l)).count();
+        let until = Instant::now() + ANSWER;
+        while count() < n && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        count()
+    }
+
     /// The messages `--trace` shows the bridge sent to the server behind.
     pub fn sent_upstream(&self) -> Vec<Value> {
         self.stderr

@@ -21,7 +21,7 @@
 mod budget;
 mod incoming;
 mod payload;
-mod write;
+pub(crate) mod write;
 
 use std::fmt;
 

@@ -195,6 +195,19 @@ pub fn write_result<R: Serialize + ?Sized>(out: &mut Vec<u8>, id: &RequestId, re
     out.extend_from_slice(b"}\n");
 }
 
+/// [`write_result`] with the result written by `result`, which writes one JSON value.
+pub(crate) fn write_result_with(
+    out: &mut Vec<u8>,
+    id: &RequestId,
+    result: impl FnOnce(&mut Vec<u8>),
+) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    write_json(out, id);
+    out.extend_from_slice(b",\"result\":");
+    result(out);
+    out.extend_from_slice(b"}\n");
+}
+
 /// Writes an error response as one line at the end of `out`.
 pub fn write_error(out: &mut Vec<u8>, id: &RequestId, error: &RpcError) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");

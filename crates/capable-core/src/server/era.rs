@@ -8,7 +8,10 @@
 //! | `ttlMs` and `cacheScope` on lists, reads and `server/discover` | has no caching hints | `"ttlMs": 0`, `"cacheScope": "private"`: fresh for no time, for this client only |
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
+use memchr::memmem::Finder;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::method::Method;
@@ -26,50 +29,103 @@ fn cacheable(method: Method) -> bool {
     )
 }
 
+/// Each member a legacy result may need: its name as it appears in JSON text, and its
+/// value.
+type Member = (&'static str, &'static str);
+
+const COMPLETE: Member = ("\"resultType\"", "\"complete\"");
+const HINTS: [Member; 2] = [("\"ttlMs\"", "0"), ("\"cacheScope\"", "\"private\"")];
+
+/// What a legacy result of some method needs to be a 2026-07-28 one.
+enum Change<'a> {
+    /// Nothing: it is no object, or it has every member already.
+    None,
+    /// The members, written in front of the object's own (`inner`: the text after
+    /// its opening brace).
+    Prepend(&'a [Member], &'a str),
+    /// The result, read and written again with what it lacked.
+    Rewritten(String),
+}
+
+fn change(method: Method, raw: &str) -> Change<'_> {
+    static ALL: [Member; 3] = [COMPLETE, HINTS[0], HINTS[1]];
+    // Their searchers, built once.
+    static FINDERS: LazyLock<[Finder<'static>; 3]> =
+        LazyLock::new(|| ALL.map(|(name, _)| Finder::new(name)));
+    let members = match cacheable(method) {
+        true => &ALL[..],
+        false => &ALL[..1],
+    };
+    let Some(inner) = raw.strip_prefix('{') else {
+        return Change::None;
+    };
+    let named = FINDERS[..members.len()]
+        .iter()
+        .any(|finder| finder.find(raw.as_bytes()).is_some());
+    // A key may be spelled with escapes: then the result is read, not searched.
+    if !named && memchr::memchr(b'\\', raw.as_bytes()).is_none() {
+        return Change::Prepend(members, inner);
+    }
+    let Ok(mut map) = serde_json::from_str::<Map<String, Value>>(raw) else {
+        return Change::None;
+    };
+    let before = map.len();
+    for (name, value) in members {
+        if let Ok(value) = serde_json::from_str(value) {
+            map.entry(name.trim_matches('"')).or_insert(value);
+        }
+    }
+    match map.len() == before {
+        true => Change::None,
+        false => Change::Rewritten(Value::Object(map).to_string()),
+    }
+}
+
+/// Writes `members` and then `inner` (an object's text after its opening brace) as one
+/// object, piece by piece.
+fn prepend(members: &[Member], inner: &str, mut push: impl FnMut(&str)) {
+    push("{");
+    for (i, (name, value)) in members.iter().enumerate() {
+        if i > 0 {
+            push(",");
+        }
+        push(name);
+        push(":");
+        push(value);
+    }
+    if !inner.trim_start().starts_with('}') {
+        push(",");
+    }
+    push(inner);
+}
+
 /// A legacy server's result of `method` (its JSON text) as a 2026-07-28 client must
 /// get it (see the module documentation). A result that is no object comes back as it
 /// is, and so does one that has every member already. The usual result — an object
 /// that names none of them — is written around, never parsed.
 pub fn modern_result(method: Method, raw: &str) -> Cow<'_, str> {
-    let mut members: Vec<(&str, Value)> = vec![("resultType", Value::from("complete"))];
-    if cacheable(method) {
-        members.push(("ttlMs", Value::from(0)));
-        members.push(("cacheScope", Value::from("private")));
-    }
-    let Some(inner) = raw.strip_prefix('{') else {
-        return Cow::Borrowed(raw);
-    };
-    let named = |name: &str| raw.contains(&format!("\"{name}\""));
-    // A key may be spelled with escapes: then the result is read, not searched.
-    if raw.contains('\\') || members.iter().any(|(name, _)| named(name)) {
-        let Ok(mut map) = serde_json::from_str::<Map<String, Value>>(raw) else {
-            return Cow::Borrowed(raw);
-        };
-        let before = map.len();
-        for (name, value) in members {
-            map.entry(name).or_insert(value);
+    match change(method, raw) {
+        Change::None => Cow::Borrowed(raw),
+        Change::Prepend(members, inner) => {
+            let mut out = String::with_capacity(raw.len() + 64);
+            prepend(members, inner, |piece| out.push_str(piece));
+            Cow::Owned(out)
         }
-        if map.len() == before {
-            return Cow::Borrowed(raw);
-        }
-        return Cow::Owned(Value::Object(map).to_string());
+        Change::Rewritten(text) => Cow::Owned(text),
     }
-    let mut out = String::with_capacity(raw.len() + 64);
-    out.push('{');
-    for (i, (name, value)) in members.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('"');
-        out.push_str(name);
-        out.push_str("\":");
-        out.push_str(&value.to_string());
+}
+
+/// [`modern_result`] of a result known to be JSON, written at the end of `out`: what
+/// the engine answers with, without a copy of its own.
+pub(super) fn write_modern_result(out: &mut Vec<u8>, method: Method, raw: &RawValue) {
+    let raw = raw.get();
+    match change(method, raw) {
+        Change::None => out.extend_from_slice(raw.as_bytes()),
+        Change::Prepend(members, inner) => prepend(members, inner, |piece| {
+            out.extend_from_slice(piece.as_bytes())
+        }),
+        Change::Rewritten(text) => out.extend_from_slice(text.as_bytes()),
     }
-    if !inner.trim_start().starts_with('}') {
-        out.push(',');
-    }
-    out.push_str(inner);
-    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -122,5 +178,24 @@ mod tests {
             parsed(Method::CallTool, escaped),
             json!({"resultType": "complete", "content": []})
         );
+    }
+
+    #[test]
+    fn what_the_engine_writes_is_the_same_result() {
+        for (method, raw) in [
+            (Method::ListTools, r#"{"tools":[]}"#),
+            (Method::CallTool, "{}"),
+            (Method::CallTool, r#"{"resultType":"complete"}"#),
+            (
+                Method::ReadResource,
+                r#"{"result\u0054ype":"complete","contents":[]}"#,
+            ),
+            (Method::Complete, "[1]"),
+        ] {
+            let mut out = Vec::new();
+            let json: Box<RawValue> = serde_json::from_str(raw).expect("JSON");
+            write_modern_result(&mut out, method, &json);
+            assert_eq!(out, modern_result(method, raw).as_bytes(), "{raw}");
+        }
     }
 }

@@ -252,6 +252,8 @@ pub struct ServerConnection<W> {
     /// Legacy: the level `logging/setLevel` asked for.
     log_level: Option<LogLevel>,
     notices: Vec<ClientNotice>,
+    /// The envelope a 2026-07-28 client's phase was last built from.
+    seen: Option<negotiate::Seen>,
     /// No deadline of the server's requests is earlier (see `requests.rs`).
     timer_at: Option<Instant>,
 }
@@ -280,6 +282,7 @@ impl<W> ServerConnection<W> {
             subscriptions: BTreeSet::new(),
             log_level: None,
             notices: Vec::new(),
+            seen: None,
             timer_at: None,
         }
     }
@@ -326,6 +329,24 @@ impl<W> ServerConnection<W> {
         };
         self.on_success(inbound);
         out.write_result(id, result);
+        true
+    }
+
+    /// Answers the client's request `id` with `raw`, a legacy server's result of
+    /// `method`, as a 2026-07-28 client must get it ([`modern_result`]), written
+    /// straight into `out` (see [`ServerConnection::respond`]).
+    pub fn respond_from_legacy(
+        &mut self,
+        id: &RequestId,
+        method: Method,
+        raw: &serde_json::value::RawValue,
+        out: &mut Outbox,
+    ) -> bool {
+        let Some(inbound) = self.take_inbound(id) else {
+            return false;
+        };
+        self.on_success(inbound);
+        out.write_result_with(id, |bytes| era::write_modern_result(bytes, method, raw));
         true
     }
 

@@ -12,6 +12,7 @@
 //! | `server/discover` | `supportedVersions`, `capabilities`, `instructions`, `serverInfo` in `_meta`, `ttlMs` |
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::capabilities::ClientCapabilities;
@@ -73,7 +74,7 @@ impl Hello {
         Some(Hello {
             era: Era::Modern,
             version: version.parse().ok(),
-            capabilities: ClientCapabilities::from_value(meta.capabilities.as_ref()?),
+            capabilities: ClientCapabilities::from_value(&meta.declared()?),
             client_info: meta.client_info_typed(),
         })
     }
@@ -96,10 +97,12 @@ struct InitializeIn {
 pub(super) struct Meta {
     #[serde(default, rename = "io.modelcontextprotocol/protocolVersion")]
     pub(super) version: Option<Value>,
+    // The two below are kept as text: most requests repeat the last one's, which is
+    // then not decoded again (see `ServerConnection::envelope`).
     #[serde(default, rename = "io.modelcontextprotocol/clientCapabilities")]
-    pub(super) capabilities: Option<Value>,
+    capabilities: Option<Box<RawValue>>,
     #[serde(default, rename = "io.modelcontextprotocol/clientInfo")]
-    client_info: Option<Value>,
+    client_info: Option<Box<RawValue>>,
     #[serde(default, rename = "io.modelcontextprotocol/logLevel")]
     pub(super) log_level: Option<String>,
     #[serde(default, rename = "progressToken")]
@@ -110,7 +113,33 @@ impl Meta {
     fn client_info_typed(&self) -> Option<Implementation> {
         self.client_info
             .as_ref()
-            .and_then(|v| Implementation::deserialize(v).ok())
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
+
+    /// The client's `clientCapabilities`, decoded.
+    fn declared(&self) -> Option<Value> {
+        let raw = self.capabilities.as_ref()?;
+        serde_json::from_str(raw.get()).ok()
+    }
+}
+
+/// The envelope members of a 2026-07-28 client's latest request that its phase was
+/// built from, as text.
+#[derive(Debug)]
+pub(super) struct Seen {
+    version: ProtocolVersion,
+    capabilities: Box<RawValue>,
+    client_info: Option<Box<RawValue>>,
+}
+
+impl Seen {
+    fn repeated_by(&self, version: ProtocolVersion, meta: &Meta) -> bool {
+        fn text(raw: &Option<Box<RawValue>>) -> Option<&str> {
+            raw.as_ref().map(|r| r.get())
+        }
+        self.version == version
+            && text(&meta.capabilities) == Some(self.capabilities.get())
+            && text(&meta.client_info) == text(&self.client_info)
     }
 }
 
@@ -238,7 +267,7 @@ impl<W> ServerConnection<W> {
                 data: Some(json!({ "supported": supported, "requested": requested })),
             });
         };
-        let Some(declared) = meta.capabilities.clone() else {
+        let Some(capabilities) = &meta.capabilities else {
             return Err(error(
                 codes::INVALID_PARAMS,
                 "params._meta must carry io.modelcontextprotocol/clientCapabilities",
@@ -254,13 +283,27 @@ impl<W> ServerConnection<W> {
             Some(Ok(level)) => Some(level),
             None => None,
         };
-        let client = ModernClient {
-            version,
-            capabilities: ClientCapabilities::from_value(&declared),
-            declared,
-            client_info: meta.client_info_typed(),
-        };
-        self.phase.modern(client);
+        // The same envelope as the last request's: the phase built from it stands.
+        let same = matches!(&self.phase, Phase::Modern(_))
+            && self
+                .seen
+                .as_ref()
+                .is_some_and(|seen| seen.repeated_by(version, meta));
+        if !same {
+            let declared = meta.declared().unwrap_or_default();
+            let client = ModernClient {
+                version,
+                capabilities: ClientCapabilities::from_value(&declared),
+                declared,
+                client_info: meta.client_info_typed(),
+            };
+            self.phase.modern(client);
+            self.seen = Some(Seen {
+                version,
+                capabilities: capabilities.clone(),
+                client_info: meta.client_info.clone(),
+            });
+        }
         Ok((version, log_level))
     }
 }

@@ -1,6 +1,8 @@
 //! One host request on its way to the server behind, and back: its params as the
 //! server should get them, and the server's failure as the host should get it.
 
+use std::collections::BTreeMap;
+
 use capable::core::jsonrpc::{codes, Payload, RpcError};
 use capable::{Error, ErrorKind};
 use serde_json::value::RawValue;
@@ -19,30 +21,48 @@ const EXCHANGE_META: [&str; 5] = [
     "progressToken",
 ];
 
-/// A host request's params on their way to the server behind.
+/// A host request's params on their way to the server behind: checked, never decoded
+/// into values.
 #[derive(Debug)]
 pub enum Forwarded {
-    /// As the host sent them (they have no `_meta`): checked, never decoded.
+    /// As the host sent them (they have no `_meta`).
     AsSent(Box<RawValue>),
-    /// Less the host's own members of `_meta`.
-    Edited(Map<String, Value>),
+    /// Their members less `_meta`, each as its JSON text; and what is left of `_meta`
+    /// once the host's own members are out, when anything is.
+    Edited {
+        members: Members,
+        meta: Option<Members>,
+    },
 }
+
+/// An object's members, each kept as its JSON text.
+type Members = BTreeMap<String, Box<RawValue>>;
 
 impl Forwarded {
     /// The params as an object, to edit (a name the server knows by another).
     pub fn into_map(self) -> Map<String, Value> {
-        match self {
-            Forwarded::Edited(map) => map,
-            Forwarded::AsSent(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+        match serde_json::to_value(&self) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
         }
     }
 }
 
 impl serde::Serialize for Forwarded {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
         match self {
             Forwarded::AsSent(raw) => raw.serialize(s),
-            Forwarded::Edited(map) => map.serialize(s),
+            Forwarded::Edited { members, meta } => {
+                let mut map = s.serialize_map(Some(members.len() + usize::from(meta.is_some())))?;
+                for (name, value) in members {
+                    map.serialize_entry(name, value)?;
+                }
+                if let Some(meta) = meta {
+                    map.serialize_entry("_meta", meta)?;
+                }
+                map.end()
+            }
         }
     }
 }
@@ -50,38 +70,43 @@ impl serde::Serialize for Forwarded {
 /// The params of a host request for the server behind: as the host sent them, less
 /// [`EXCHANGE_META`] (every other `_meta` member goes on: trace context, an
 /// extension's). Params without `_meta` (the usual request of a legacy host) go on as
-/// they came, checked but not decoded. An error for params that are no object.
+/// they came; with it, only the members of params and of `_meta` are read, each value
+/// kept as its text. An error for params that are no object.
 pub fn upstream_params(params: &Payload) -> Result<Forwarded, RpcError> {
-    if params.is_absent() {
-        return Ok(Forwarded::Edited(Map::new()));
+    let not_object = |e: serde_json::Error| RpcError {
+        code: codes::INVALID_PARAMS,
+        message: format!("params is not an object: {e}"),
+        data: None,
+    };
+    if !params.is_absent() && !params.mentions("_meta") {
+        let raw = params.raw_value().map_err(not_object)?;
+        if raw.get().starts_with('{') {
+            return Ok(Forwarded::AsSent(raw.to_owned()));
+        }
     }
-    if !params.mentions("_meta") {
-        if let Ok(raw) = params.raw_value() {
-            if raw.get().starts_with('{') {
-                return Ok(Forwarded::AsSent(raw.to_owned()));
+    let mut members = params
+        .decode_or_default::<Option<Members>>()
+        .map_err(not_object)?
+        .unwrap_or_default();
+    let mut meta = None;
+    if let Some(raw) = members.remove("_meta") {
+        let read = serde_json::from_str::<BTreeMap<String, &RawValue>>(raw.get());
+        match read {
+            Ok(read) => {
+                let rest: Members = read
+                    .into_iter()
+                    .filter(|(name, _)| !EXCHANGE_META.contains(&name.as_str()))
+                    .map(|(name, value)| (name, value.to_owned()))
+                    .collect();
+                meta = (!rest.is_empty()).then_some(rest);
+            }
+            // A `_meta` that is no object goes on as it is.
+            Err(_) => {
+                members.insert("_meta".to_owned(), raw);
             }
         }
     }
-    let mut map: Map<String, Value> = match params.decode_or_default::<Option<Map<String, Value>>>()
-    {
-        Ok(map) => map.unwrap_or_default(),
-        Err(e) => {
-            return Err(RpcError {
-                code: codes::INVALID_PARAMS,
-                message: format!("params is not an object: {e}"),
-                data: None,
-            })
-        }
-    };
-    if let Some(Value::Object(meta)) = map.get_mut("_meta") {
-        for key in EXCHANGE_META {
-            meta.remove(key);
-        }
-        if meta.is_empty() {
-            map.remove("_meta");
-        }
-    }
-    Ok(Forwarded::Edited(map))
+    Ok(Forwarded::Edited { members, meta })
 }
 
 /// Implementation-defined codes (2026-07-28 leaves -32000 … -32019 to implementations;
@@ -155,10 +180,17 @@ mod tests {
         let only_envelope = payload(json!({"uri": "a://b", "_meta": {"progressToken": "t"}}));
         assert_eq!(forwarded(&only_envelope), json!({"uri": "a://b"}));
         // Without `_meta`: as sent, not decoded.
-        let plain = payload(json!({"uri": "a://b", "x": [1, 2]}));
-        assert!(matches!(upstream_params(&plain), Ok(Forwarded::AsSent(_))));
-        assert_eq!(forwarded(&plain), json!({"uri": "a://b", "x": [1, 2]}));
+        let plain = r#"{"uri":"a://b","x":[1, 2]}"#;
+        let plain = Payload::from_json(plain.as_bytes().to_vec());
+        let Ok(Forwarded::AsSent(raw)) = upstream_params(&plain) else {
+            panic!("not as sent");
+        };
+        assert_eq!(raw.get(), r#"{"uri":"a://b","x":[1, 2]}"#);
+        // A `_meta` that is no object goes on as it is.
+        let odd = payload(json!({"uri": "a://b", "_meta": 7}));
+        assert_eq!(forwarded(&odd), json!({"uri": "a://b", "_meta": 7}));
         assert!(upstream_params(&payload(json!([1]))).is_err());
+        assert_eq!(forwarded(&payload(Value::Null)), json!({}));
     }
 
     #[test]

@@ -191,6 +191,16 @@ impl Host {
         }
     }
 
+    /// Appends what was written for the host since the last call to `bytes`, in order;
+    /// what held it is emptied and keeps its room for the next.
+    pub fn drain_output(&mut self, bytes: &mut Vec<u8>) {
+        let relay = self.relay.as_mut().map(Relay::output);
+        for out in std::iter::once(&mut self.out).chain(relay) {
+            bytes.extend_from_slice(out.bytes());
+            out.clear();
+        }
+    }
+
     /// What was written for the host since the last call, in order.
     pub fn take_output(&mut self) -> [Outbox; 2] {
         let relay = match &mut self.relay {

@@ -12,6 +12,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `stdio.rs` | the host on stdin/stdout: read, relay, write in one write |
+//! | `pipes.rs` | stdin and stdout on the reactor (a pipe, a socket), not the blocking pool |
 //! | `host.rs` | one host's side: the greeter until it says who it is, then the relay |
 //! | `relay.rs` | one host ⇄ the server behind: forwarding, cancellation, progress, questions, notifications, listen streams |
 //! | `upstream.rs` | the server behind, connected declaring what the host declared |
@@ -26,6 +27,7 @@ mod forward;
 mod host;
 mod listen;
 mod many;
+mod pipes;
 mod relay;
 mod stdio;
 mod upstream;

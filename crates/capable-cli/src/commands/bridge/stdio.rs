@@ -1,6 +1,8 @@
 //! The host on stdio: the bridge is the host's stdio server. One task reads the host's
 //! lines, acts on whatever the relay has to act on, and writes everything written for
-//! the host since the last write in one write.
+//! the host since the last write in one write: once something woke it, it takes in
+//! every line already read and every answer already there before it writes, so that
+//! a burst of requests and their answers cross in a few writes, not one each.
 //!
 //! The host closing its end ends the bridge in order (exit 0): what is in flight is
 //! cancelled at the server, which is then shut down (its whole process group).
@@ -8,6 +10,7 @@
 use std::sync::Arc;
 
 use capable::transport::stdio::LineSource;
+use futures_util::FutureExt;
 use tokio::io::AsyncWriteExt;
 
 use super::host::{Host, Target};
@@ -17,9 +20,13 @@ use crate::exit::CliError;
 /// end or a signal comes.
 pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
     let signals = target.ctx.signals.clone();
-    let mut lines = LineSource::new(tokio::io::stdin(), target.ctx.global.max_message);
-    let mut stdout = tokio::io::stdout();
+    // Dropped last: stdin and stdout get their blocking mode back.
+    let mut stdio = super::pipes::Stdio::open();
+    let mut lines = LineSource::new(&mut stdio.input, target.ctx.global.max_message);
+    let stdout = &mut stdio.output;
     let mut host = Host::new(target.clone());
+    // One write's bytes; its room is kept from write to write.
+    let mut bytes = Vec::new();
     let stopped = loop {
         tokio::select! {
             line = lines.next_line() => match line {
@@ -33,9 +40,8 @@ pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
             wake = host.next() => host.on(wake),
             signal = signals.received() => break Some(signal),
         }
-        let [first, second] = host.take_output();
-        let mut bytes = first.bytes().to_vec();
-        bytes.extend_from_slice(second.bytes());
+        ready(&mut lines, &mut host).await;
+        host.drain_output(&mut bytes);
         if !bytes.is_empty()
             && stdout
                 .write_all(&bytes)
@@ -46,7 +52,28 @@ pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
             // The host stopped reading: it is gone.
             break None;
         }
+        bytes.clear();
     };
     host.close().await;
     target.stopped(stopped)
+}
+
+/// Takes in what is there already: the lines read and not yet handled, what the relay
+/// has to act on now; until neither has anything.
+async fn ready<R: tokio::io::AsyncRead + Unpin>(lines: &mut LineSource<R>, host: &mut Host) {
+    loop {
+        let mut more = false;
+        // An error is left for the next read, which reports it.
+        while let Ok(Some(line)) = lines.buffered_line() {
+            host.line(line).await;
+            more = true;
+        }
+        while let Some(wake) = host.next().now_or_never() {
+            host.on(wake);
+            more = true;
+        }
+        if !more {
+            return;
+        }
+    }
 }

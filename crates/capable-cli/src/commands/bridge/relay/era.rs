@@ -10,13 +10,12 @@
 //! | 2026-07-28 `_meta` log level | legacy | `logging/setLevel` when it changes |
 //! | legacy, asked a question | 2026-07-28 `input_required` | the session asks the host (a request of the engine's) and retries |
 //! | 2026-07-28, asked a question | legacy `elicitation/create`, … | an `input_required` result for the host's waiting request; its retry answers ([`Rounds`]) |
-//! | 2026-07-28, answered | legacy | `resultType`, and a list's or read's caching hints, added ([`modern_result`]) |
+//! | 2026-07-28, answered | legacy | `resultType`, and a list's or read's caching hints, added ([`capable::core::server::modern_result`]) |
 
-use std::borrow::Cow;
 use std::time::Instant;
 
 use capable::core::jsonrpc::{codes, RequestId, RpcError};
-use capable::core::server::{client_allows, modern_result, ClientRequest, LogLevel};
+use capable::core::server::{client_allows, ClientRequest, LogLevel};
 use capable::core::{Era, Method};
 use futures_util::FutureExt;
 use serde_json::value::RawValue;
@@ -184,15 +183,12 @@ impl Relay {
     /// The server's result for host request `id` (in legacy form when `legacy`), as the
     /// host's era must get it.
     pub(super) fn respond(&mut self, id: &RequestId, method: Method, raw: &RawValue, legacy: bool) {
-        if legacy && self.host_era() == Some(Era::Modern) {
-            if let Cow::Owned(text) = modern_result(method, raw.get()) {
-                if let Ok(modern) = RawValue::from_string(text) {
-                    self.engine.respond(id, &modern, &mut self.out);
-                    return;
-                }
-            }
-        }
-        self.engine.respond(id, raw, &mut self.out);
+        match legacy && self.host_era() == Some(Era::Modern) {
+            true => self
+                .engine
+                .respond_from_legacy(id, method, raw, &mut self.out),
+            false => self.engine.respond(id, raw, &mut self.out),
+        };
     }
 }
 

@@ -172,6 +172,11 @@ impl Relay {
         std::mem::take(&mut self.out)
     }
 
+    /// What was written for the host and not yet taken, to send and empty.
+    pub fn output(&mut self) -> &mut Outbox {
+        &mut self.out
+    }
+
     /// One message from the host.
     pub fn receive(&mut self, msg: Incoming) {
         let event = self.engine.handle(msg, &mut self.out);
