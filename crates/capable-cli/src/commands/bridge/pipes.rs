@@ -94,10 +94,22 @@ fn polled<T>(
         _ => return None,
     };
     let opened = open(kind);
-    if was_blocking && flags(raw).is_some_and(|f| f & libc::O_NONBLOCK != 0) {
-        made.push(raw);
+    let set_here = was_blocking && flags(raw).is_some_and(|f| f & libc::O_NONBLOCK != 0);
+    match opened {
+        Ok(stream) => {
+            if set_here {
+                made.push(raw);
+            }
+            Some(stream)
+        }
+        // tokio's stdio, which takes over, reads and writes in blocking mode.
+        Err(_) => {
+            if set_here {
+                make_blocking(raw);
+            }
+            None
+        }
     }
-    opened.ok()
 }
 
 /// A socket, non-blocking, on the reactor (a Unix stream: reads and writes are all the
