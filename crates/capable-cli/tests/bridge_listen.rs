@@ -336,6 +336,59 @@ fn a_2026_host_without_a_session_gets_its_statuses_and_cancels_by_closing() {
 }
 
 #[test]
+fn two_2026_hosts_may_use_the_same_id_at_once_and_cancel_their_own() {
+    // Every 2026-07-28 host shares the listener's one server behind, and a request id
+    // is each host's own: a second host's id 7 while the first's is in flight is no
+    // clash, and each answer comes back under the id its host gave.
+    let (b, port) = listening(&["--trace"], "slow-progress");
+    let meta = Bridge::meta(json!({}));
+    let call = |id: i64, message: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": message}, "_meta": meta}})
+    };
+    let first = {
+        let call = call(7, "first");
+        std::thread::spawn(move || post(port, &[], call))
+    };
+    b.until_sent_upstream("tools/call");
+    let second = post(port, &[], call(7, "second"));
+    assert_eq!(second.status, 200, "{:?}", second.json());
+    assert_eq!(second.json()["id"], 7);
+    assert_eq!(second.json()["result"]["content"][0]["text"], "second");
+    let first = first.join().unwrap();
+    assert_eq!(first.json()["id"], 7);
+    assert_eq!(first.json()["result"]["content"][0]["text"], "first");
+
+    // A host's notifications/cancelled names its own id; the server behind is told of
+    // the request it has under the bridge's.
+    let third = {
+        let call = call(1, "third");
+        std::thread::spawn(move || post(port, &[], call))
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while b.sent_upstream_count("tools/call") < 3 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "changed my mind", "_meta": meta}});
+    assert_eq!(post(port, &[], cancel).status, 202);
+    b.until_sent_upstream("notifications/cancelled");
+    let sent = b.sent_upstream();
+    let upstream_call = sent
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .find(|m| m["params"]["arguments"]["message"] == "third")
+        .expect("the third call went behind");
+    let upstream_cancel = sent
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .unwrap();
+    assert_eq!(upstream_cancel["params"]["requestId"], upstream_call["id"]);
+    drop(third);
+    let _ = b;
+}
+
+#[test]
 fn real_clients_over_the_listener_in_both_eras() {
     if !common::peers_wanted(&[
         common::servers::PYTHON,

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | POSTs `initialize` without `Mcp-Session-Id` | a new legacy session (its own server behind), its id in `Mcp-Session-Id` |
 //! | POSTs with `Mcp-Session-Id` | that session's (an unknown id: `404`, so the host starts anew) |
-//! | POSTs anything else without a session | the 2026-07-28 host's (stateless; one server behind for all of it) |
+//! | POSTs anything else without a session | the 2026-07-28 hosts' (stateless; one server behind for all of them, each request under an id of the bridge's: two hosts' ids never clash) |
 //! | a request | its answer: JSON when it is all there is, else an SSE stream (progress first) that the answer ends |
 //! | a notification or an answer | `202` |
 //! | `GET` with a session | the standalone SSE stream; with `Last-Event-ID`, the stream it names with what it missed |

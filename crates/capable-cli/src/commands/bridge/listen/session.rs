@@ -67,11 +67,16 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
     };
     let mut readers: HashMap<u64, mpsc::UnboundedSender<StreamEvent>> = HashMap::new();
     let mut requests: HashMap<u64, RequestId> = HashMap::new();
+    let mut ids = ClientIds::default();
     loop {
         tokio::select! {
             command = commands.recv() => match command {
                 None => break,
-                Some(Command::Post { message, reply }) => {
+                Some(Command::Post { mut message, reply }) => {
+                    if kind == Kind::Modern && !ids.take_in(&mut message) {
+                        let _ = reply.send(Posted::Accepted);
+                        continue;
+                    }
                     if let Incoming::Request { id, .. } = &message {
                         let stream = streams.open(id.clone());
                         let (tx, events) = mpsc::unbounded_channel();
@@ -104,6 +109,7 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
                 Some(Command::Gone { stream }) => {
                     readers.remove(&stream);
                     if let (Kind::Modern, Some(id)) = (kind, requests.remove(&stream)) {
+                        ids.forget(&id);
                         if streams.is_open(stream) {
                             streams.forget(&id);
                             host.message(cancelled(&id)).await;
@@ -114,8 +120,11 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
             wake = host.next() => host.on(wake),
         }
         for out in host.take_output() {
-            for event in streams.route(&out) {
+            for mut event in streams.route(&out) {
                 let (stream, ends) = (event.stream, event.ends);
+                if ends && kind == Kind::Modern {
+                    ids.give_back(&mut event);
+                }
                 if let Some(reader) = readers.get(&stream) {
                     if reader.send(event).is_err() {
                         readers.remove(&stream);
@@ -129,6 +138,80 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
         }
     }
     host.close().await;
+}
+
+/// The ids of 2026-07-28 clients. Every one of them shares the listener's one task (they
+/// have no session), and two may use the same id at once: each request goes behind under
+/// an id of the task's own, and its answer takes the client's back. A client's
+/// `notifications/cancelled` names its own id: it reaches the request only while one
+/// request in flight has that id (else it is dropped, as for a request not in flight).
+#[derive(Default)]
+struct ClientIds {
+    last: i64,
+    /// The task's id of each request in flight, and the client's.
+    in_flight: HashMap<RequestId, RequestId>,
+}
+
+impl ClientIds {
+    /// `message` as it goes behind: a request under an id of the task's, a
+    /// cancellation under the id it names; `false` for a cancellation that names no
+    /// single request in flight, which goes no further.
+    fn take_in(&mut self, message: &mut Incoming) -> bool {
+        match message {
+            Incoming::Request { id, .. } => {
+                self.last += 1;
+                let theirs = std::mem::replace(id, RequestId::Number(self.last));
+                self.in_flight.insert(id.clone(), theirs);
+                true
+            }
+            Incoming::Notification { method, params } if method == "notifications/cancelled" => {
+                let Ok(mut cancel) = params.decode::<serde_json::Map<String, serde_json::Value>>()
+                else {
+                    return true;
+                };
+                let named = cancel
+                    .get("requestId")
+                    .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+                let mut ours = self
+                    .in_flight
+                    .iter()
+                    .filter(|(_, theirs)| Some(*theirs) == named.as_ref())
+                    .map(|(ours, _)| ours.clone());
+                let (Some(ours), None) = (ours.next(), ours.next()) else {
+                    return false;
+                };
+                cancel.insert("requestId".into(), serde_json::json!(ours));
+                *params = Payload::from_json(serde_json::Value::Object(cancel).to_string());
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// An answer's event, with the client's id in place of the task's.
+    fn give_back(&mut self, event: &mut StreamEvent) {
+        type Members = std::collections::BTreeMap<String, Box<serde_json::value::RawValue>>;
+        let Ok(mut answer) = serde_json::from_slice::<Members>(&event.data) else {
+            return;
+        };
+        let ours = answer
+            .get("id")
+            .and_then(|id| serde_json::from_str::<RequestId>(id.get()).ok());
+        let Some(theirs) = ours.and_then(|ours| self.in_flight.remove(&ours)) else {
+            return;
+        };
+        if let Ok(theirs) = serde_json::value::to_raw_value(&theirs) {
+            answer.insert("id".into(), theirs);
+            if let Ok(data) = serde_json::to_vec(&answer) {
+                event.data = data.into();
+            }
+        }
+    }
+
+    /// Forgets a request that ends unanswered (its client closed the stream).
+    fn forget(&mut self, ours: &RequestId) {
+        self.in_flight.remove(ours);
+    }
 }
 
 /// `notifications/cancelled` for request `id`, as if the host had sent it.
