@@ -155,18 +155,23 @@ fn post(port: u16, headers: &[(&str, &str)], message: Value) -> Http {
 }
 
 fn initialize(port: u16) -> String {
+    initialize_at(port, "2025-11-25")
+}
+
+/// A legacy session at `version`, initialized.
+fn initialize_at(port: u16, version: &str) -> String {
     let answer = post(
         port,
         &[],
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}}),
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}}),
     );
     assert_eq!(answer.status, 200, "{}", answer.body);
     let session = answer
         .header("mcp-session-id")
         .expect("a session id")
         .to_owned();
-    assert_eq!(answer.json()["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(answer.json()["result"]["protocolVersion"], version);
     let s = [("Mcp-Session-Id", session.as_str())];
     assert_eq!(
         post(
@@ -386,6 +391,68 @@ fn two_2026_hosts_may_use_the_same_id_at_once_and_cancel_their_own() {
     assert_eq!(upstream_cancel["params"]["requestId"], upstream_call["id"]);
     drop(third);
     let _ = b;
+}
+
+#[test]
+fn a_2025_03_26_session_may_batch_and_later_ones_may_not() {
+    let (_b, port) = listening(&[], "read-only");
+    let batch = |session: &str| {
+        let body = json!([
+            {"jsonrpc": "2.0", "id": 2, "method": "resources/list"},
+            {"jsonrpc": "2.0", "method": "notifications/progress"},
+            {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+            {"no": "message"}
+        ]);
+        http(
+            port,
+            "POST",
+            &[
+                ("Mcp-Session-Id", session),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            &body.to_string(),
+            |_| false,
+        )
+    };
+    // 2025-03-26 has batches: each message taken, the requests' answers in one array.
+    let old = initialize_at(port, "2025-03-26");
+    let answer = batch(&old);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let answers = answer.json();
+    let answers = answers.as_array().expect("an array");
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers[0]["id"], 2);
+    assert!(answers[0]["result"]["resources"].is_array(), "{answers:?}");
+    assert_eq!(answers[1]["id"], 3);
+    assert_eq!(answers[1]["result"], json!({}));
+    assert_eq!(answers[2]["error"]["code"], -32600);
+    // A batch of notifications alone is taken with nothing to say.
+    let quiet = http(
+        port,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &old),
+            ("Content-Type", "application/json"),
+        ],
+        &json!([{"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}]).to_string(),
+        |_| false,
+    );
+    assert_eq!(quiet.status, 202, "{}", quiet.body);
+    // Later revisions took batches out, and without a session there is none to batch in.
+    let new = initialize(port);
+    let refused = batch(&new);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(refused.json()["error"]["code"], -32600);
+    let body = json!([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]).to_string();
+    let sessionless = http(
+        port,
+        "POST",
+        &[("Content-Type", "application/json")],
+        &body,
+        |_| false,
+    );
+    assert_eq!(sessionless.status, 400, "{}", sessionless.body);
 }
 
 #[test]

@@ -85,7 +85,7 @@ impl Host {
             Ok(msg) => self.message(msg).await,
             // A 2025-03-26 host may send a batch: each of its messages in turn (a
             // batch in it is unreadable). Each is answered on a line of its own.
-            Err(FramingError::Batch) if self.relay.as_ref().is_some_and(Relay::accepts_batches) => {
+            Err(FramingError::Batch) if self.accepts_batches() => {
                 let Some(items) = split_batch(&line) else {
                     return self.unreadable(&line, &FramingError::Batch);
                 };
@@ -98,6 +98,11 @@ impl Host {
             }
             Err(e) => self.unreadable(&line, &e),
         }
+    }
+
+    /// Whether the host may send batches: its session is a 2025-03-26 one.
+    pub fn accepts_batches(&self) -> bool {
+        self.relay.as_ref().is_some_and(Relay::accepts_batches)
     }
 
     fn unreadable(&mut self, line: &[u8], error: &FramingError) {

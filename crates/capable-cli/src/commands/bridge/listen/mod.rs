@@ -8,6 +8,7 @@
 //! | POSTs anything else without a session | the 2026-07-28 hosts' (stateless; one server behind for all of them, each request under an id of the bridge's: two hosts' ids never clash) |
 //! | a request | its answer: JSON when it is all there is, else an SSE stream (progress first) that the answer ends |
 //! | a notification or an answer | `202` |
+//! | a batch, in a 2025-03-26 session | each message taken in turn; the answers to its requests as one JSON array (`202` when it has none) |
 //! | `GET` with a session | the standalone SSE stream; with `Last-Event-ID`, the stream it names with what it missed |
 //! | `DELETE` with a session | the session ends, and its server behind |
 //! | `GET`, `DELETE` without one | `405` (2026-07-28 has neither) |
@@ -17,6 +18,7 @@
 //! method); a 2026-07-28 host that closes a request's stream cancels the request.
 //! Every request passes the gate first (`gate.rs`: `Host`, `Origin`, the token).
 
+mod batch;
 mod gate;
 mod session;
 
@@ -33,7 +35,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
-use capable::core::jsonrpc::{codes, Incoming};
+use capable::core::jsonrpc::{codes, FramingError, Incoming};
 use capable::core::server::streams::StreamEvent;
 use futures_util::stream::{self, Stream, StreamExt};
 use tokio::sync::{mpsc, oneshot};
@@ -195,8 +197,9 @@ async fn post(
     headers: &HeaderMap,
     body: Bytes,
 ) -> Response {
-    let message = match Incoming::parse(body) {
+    let message = match Incoming::parse(body.clone()) {
         Ok(message) => message,
+        Err(FramingError::Batch) => return batch::post(found, body).await,
         Err(e) => {
             let error = serde_json::json!({"jsonrpc": "2.0", "id": null,
                 "error": {"code": codes::PARSE_ERROR, "message": e.to_string()}});

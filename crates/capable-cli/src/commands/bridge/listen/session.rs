@@ -44,6 +44,8 @@ pub enum Command {
     },
     /// Nobody reads `stream` any more (the host closed it).
     Gone { stream: u64 },
+    /// Whether the host may send batches (a 2025-03-26 session).
+    AcceptsBatches { reply: oneshot::Sender<bool> },
 }
 
 /// What became of a POSTed message.
@@ -105,6 +107,9 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
                     };
                     readers.insert(stream, tx);
                     let _ = reply.send(Some(events));
+                }
+                Some(Command::AcceptsBatches { reply }) => {
+                    let _ = reply.send(host.accepts_batches());
                 }
                 Some(Command::Gone { stream }) => {
                     readers.remove(&stream);
