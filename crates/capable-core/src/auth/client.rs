@@ -295,23 +295,7 @@ pub fn auth_method(metadata: &ServerMetadata, named: Option<&str>, has_secret: b
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn purpose(redirect_uri: Option<&str>) -> Purpose<'_> {
-        Purpose {
-            redirect_uri,
-            scopes: &[],
-        }
-    }
-
-    fn meta(methods: &[&str]) -> ServerMetadata {
-        ServerMetadata {
-            token_endpoint_auth_methods_supported: Some(
-                methods.iter().map(|m| m.to_string()).collect(),
-            ),
-            registration_endpoint: Some("https://as.test/register".into()),
-            ..ServerMetadata::default()
-        }
-    }
+    use crate::auth::fixtures::{meta, purpose};
 
     #[test]
     fn static_then_metadata_document_then_registration() {

@@ -45,6 +45,8 @@ pub mod challenge;
 pub mod client;
 pub mod device;
 pub mod discovery;
+#[cfg(test)]
+mod fixtures;
 pub mod forgotten;
 pub mod jwt;
 pub mod metadata;

@@ -162,23 +162,7 @@ pub fn registered(
 mod tests {
     use super::*;
     use crate::auth::client::{choose, Identity, AUTHORIZATION_CODE, DEVICE_CODE};
-
-    fn purpose(redirect_uri: Option<&str>) -> Purpose<'_> {
-        Purpose {
-            redirect_uri,
-            scopes: &[],
-        }
-    }
-
-    fn meta(methods: &[&str]) -> ServerMetadata {
-        ServerMetadata {
-            token_endpoint_auth_methods_supported: Some(
-                methods.iter().map(|m| m.to_string()).collect(),
-            ),
-            registration_endpoint: Some("https://as.test/register".into()),
-            ..ServerMetadata::default()
-        }
-    }
+    use crate::auth::fixtures::{meta, purpose};
 
     #[test]
     fn the_registration_request_is_a_public_native_app_with_refresh_tokens() {

@@ -38,20 +38,8 @@ pub fn revocation_request(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::client::{AuthMethod, RegistrationSource};
-
-    fn client(method: AuthMethod) -> Registration {
-        Registration {
-            issuer: "https://as.test".into(),
-            client_id: "id:1".into(),
-            client_secret: Some("s/2".into()),
-            auth_method: method,
-            redirect_uris: vec![],
-            grant_types: vec![],
-            scope: None,
-            source: RegistrationSource::Static,
-        }
-    }
+    use crate::auth::client::AuthMethod;
+    use crate::auth::fixtures::client;
 
     #[test]
     fn a_revocation_names_the_token_and_a_public_client_may_retry_once() {

@@ -440,20 +440,7 @@ pub fn issued_token(url: &str, status: u16, body: &[u8]) -> Result<String, Token
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::client::RegistrationSource;
-
-    fn client(method: AuthMethod) -> Registration {
-        Registration {
-            issuer: "https://as.test".into(),
-            client_id: "id:1".into(),
-            client_secret: Some("s/2".into()),
-            auth_method: method,
-            redirect_uris: vec![],
-            grant_types: vec![],
-            scope: None,
-            source: RegistrationSource::Static,
-        }
-    }
+    use crate::auth::fixtures::client;
 
     fn names(r: &TokenRequest) -> Vec<&str> {
         r.form.iter().map(|(n, _)| n.as_str()).collect()
