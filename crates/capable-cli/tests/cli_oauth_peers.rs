@@ -85,19 +85,7 @@ fn the_device_login_shows_a_code_and_polls_until_it_is_approved() {
         r.stderr
     );
     assert!(r.stderr.contains("Logged in"), "{}", r.stderr);
-    let tools = at("never", &s, &["tools"], &g.mcp);
-    tools.expect_code(0);
-    assert!(tools.stdout.contains("echo"), "{}", tools.stdout);
-    let doc = common::oauth::store_doc(&s);
-    let client = &doc["clients"][0];
-    assert_eq!(
-        client["grant_types"],
-        serde_json::json!([
-            "urn:ietf:params:oauth:grant-type:device_code",
-            "refresh_token"
-        ]),
-        "registered for the device grant"
-    );
+    logged_in_by_the_device_grant(&s, &g.mcp);
     // The device registration is not the one a browser login needs: that one
     // registers for the authorization code.
     at("headless", &s, &["auth", "login"], &g.mcp).expect_code(0);
@@ -161,12 +149,25 @@ fn over_ssh_without_a_display_the_automatic_login_is_the_device_grant() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{said}{rest}");
     assert!(rest.contains("Logged in"), "{said}{rest}");
-    let doc = common::oauth::store_doc(&s);
+    logged_in_by_the_device_grant(&s, &g.mcp);
+}
+
+/// After a device login into `store`: the client is registered for the device grant,
+/// and its token lists the tools with no further login.
+#[track_caller]
+fn logged_in_by_the_device_grant(store: &str, mcp: &str) {
+    let doc = common::oauth::store_doc(store);
     assert_eq!(
-        doc["clients"][0]["grant_types"][0], "urn:ietf:params:oauth:grant-type:device_code",
+        doc["clients"][0]["grant_types"],
+        serde_json::json!([
+            "urn:ietf:params:oauth:grant-type:device_code",
+            "refresh_token"
+        ]),
         "registered for the device grant"
     );
-    at("never", &s, &["tools"], &g.mcp).expect_code(0);
+    let tools = at("never", store, &["tools"], mcp);
+    tools.expect_code(0);
+    assert!(tools.stdout.contains("echo"), "{}", tools.stdout);
 }
 
 /// What `auth status` shows (no secret), that `auth token` prints the token on
