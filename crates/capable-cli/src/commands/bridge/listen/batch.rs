@@ -59,7 +59,6 @@ pub async fn post(found: Option<mpsc::UnboundedSender<Command>>, body: Bytes) ->
         }
     }
     let mut answers: Vec<Box<RawValue>> = Vec::new();
-    let mut requests = 0;
     for p in pending {
         let answer = match p {
             Pending::Unreadable(why) => error_line(&why),
@@ -67,7 +66,6 @@ pub async fn post(found: Option<mpsc::UnboundedSender<Command>>, body: Bytes) ->
                 Err(_) => return ended(),
                 Ok(Posted::Accepted) => continue,
                 Ok(Posted::Stream { mut events, .. }) => {
-                    requests += 1;
                     let last = loop {
                         match events.recv().await {
                             Some(event) if event.ends => break event,
@@ -83,7 +81,7 @@ pub async fn post(found: Option<mpsc::UnboundedSender<Command>>, body: Bytes) ->
             answers.push(raw);
         }
     }
-    if requests == 0 && answers.is_empty() {
+    if answers.is_empty() {
         return StatusCode::ACCEPTED.into_response();
     }
     let body = serde_json::to_string(&answers).unwrap_or_else(|_| "[]".into());
