@@ -68,6 +68,18 @@ pub enum Notice {
         /// Which rule it breaks.
         why: String,
     },
+    /// An entry of a list (`tools/list`, `resources/list`, …) that is not what the
+    /// schema defines (a tool without a name, a resource without a URI) was dropped;
+    /// the rest of the list was kept.
+    #[error("dropped {entry} of {method}: {why}")]
+    EntryDropped {
+        /// The list's method.
+        method: String,
+        /// The entry: its name or URI when it has one, else its place in the page.
+        entry: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The server refused a notification or a response the client POSTed.
     #[error("POST {url} ({what}) was refused: {detail}")]
     HttpRejected {

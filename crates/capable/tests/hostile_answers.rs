@@ -244,3 +244,39 @@ async fn an_endless_list_stops_at_its_bounds_never_fills_memory() {
     })
     .await
 }
+
+#[tokio::test]
+async fn a_malformed_tool_costs_the_server_that_tool_not_its_list() {
+    within(LIMIT, async {
+        let session = capable::connect(
+            lister(|n, id| {
+                let tools = match n {
+                    // The first page: a tool without a name, one whose name is no text.
+                    1 => json!([{"name": "t0"}, {"description": "nameless"}, {"name": 7}]),
+                    _ => tools(1),
+                };
+                let next = (n == 1).then_some("2");
+                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools, "nextCursor": next}})
+            }),
+            legacy(),
+        )
+        .await
+        .expect("connect");
+        let listed = session.list_tools().await.expect("the well-formed tools");
+        let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["t0", "t0"]);
+        let dropped: Vec<String> = session
+            .notices()
+            .into_iter()
+            .filter(|n| matches!(n, capable::core::Notice::EntryDropped { .. }))
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(dropped.len(), 2, "{dropped:?}");
+        assert!(
+            dropped[0].starts_with("dropped entry 1 of tools/list: missing field `name`"),
+            "{dropped:?}"
+        );
+        session.close().await;
+    })
+    .await
+}

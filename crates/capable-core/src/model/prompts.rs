@@ -56,6 +56,7 @@ pub struct ListPromptsResult {
 
 impl Page for ListPromptsResult {
     type Item = Prompt;
+    const ITEMS: &'static str = "prompts";
     fn into_parts(self) -> (Vec<Prompt>, Option<String>) {
         (self.prompts, self.next_cursor)
     }

@@ -42,6 +42,7 @@ pub struct ListResourcesResult {
 
 impl Page for ListResourcesResult {
     type Item = Resource;
+    const ITEMS: &'static str = "resources";
     fn into_parts(self) -> (Vec<Resource>, Option<String>) {
         (self.resources, self.next_cursor)
     }
@@ -85,6 +86,7 @@ pub struct ListResourceTemplatesResult {
 
 impl Page for ListResourceTemplatesResult {
     type Item = ResourceTemplate;
+    const ITEMS: &'static str = "resourceTemplates";
     fn into_parts(self) -> (Vec<ResourceTemplate>, Option<String>) {
         (self.resource_templates, self.next_cursor)
     }

@@ -123,6 +123,7 @@ pub struct ListSkillsResult {
 
 impl Page for ListSkillsResult {
     type Item = Skill;
+    const ITEMS: &'static str = "skills";
     fn into_parts(self) -> (Vec<Skill>, Option<String>) {
         (self.skills, self.next_cursor)
     }

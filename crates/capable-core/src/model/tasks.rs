@@ -167,6 +167,7 @@ pub struct ListTasksResult {
 
 impl super::Page for ListTasksResult {
     type Item = Task;
+    const ITEMS: &'static str = "tasks";
     fn into_parts(self) -> (Vec<Task>, Option<String>) {
         (self.tasks, self.next_cursor)
     }

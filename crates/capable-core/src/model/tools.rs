@@ -135,6 +135,7 @@ pub struct ListToolsResult {
 
 impl Page for ListToolsResult {
     type Item = Tool;
+    const ITEMS: &'static str = "tools";
     fn into_parts(self) -> (Vec<Tool>, Option<String>) {
         (self.tools, self.next_cursor)
     }

@@ -47,8 +47,9 @@ impl Session {
         }
     }
 
-    /// A known tool's `execution.taskSupport`.
-    pub(super) fn tool_task_support(&self, tool: &str) -> Option<TaskSupport> {
+    /// A tool's `execution.taskSupport`, when this session listed it (or was told of
+    /// it); `None` for a tool it does not know.
+    pub fn tool_task_support(&self, tool: &str) -> Option<TaskSupport> {
         self.catalog().task_support.get(tool).copied()
     }
 }

@@ -5,6 +5,7 @@
 use std::future::Future;
 
 use capable_core::cache::CachePolicy;
+use capable_core::jsonrpc::Payload;
 use capable_core::model::{
     CallToolResult, CompleteArgument, CompleteContext, CompleteParams, CompleteResult, Empty,
     GetPromptParams, GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult,
@@ -51,7 +52,26 @@ impl Session {
             cache,
             ..RequestOptions::default()
         };
-        self.request(method, &ListParams { cursor }, options).await
+        let payload = self
+            .request_payload(method, &ListParams { cursor }, options)
+            .await?;
+        self.decode_page(method, &payload)
+    }
+
+    /// A page as the server sent it; one whose entries are not all well formed loses
+    /// those entries, each with a notice ([`capable_core::model::salvage_page`]).
+    fn decode_page<Pg: Page>(&self, method: Method, payload: &Payload) -> Result<Pg, Error> {
+        let first = match decode(method, payload) {
+            Ok(page) => return Ok(page),
+            Err(e) => e,
+        };
+        let salvaged =
+            capable_core::model::salvage_page::<Pg>(method.as_str(), payload.json().as_bytes());
+        let (page, notices) = salvaged.ok_or(first)?;
+        for notice in notices {
+            self.record_notice(notice);
+        }
+        Ok(page)
     }
 
     /// Every page of a list, within [`ClientOptions`](crate::ClientOptions)'s bounds
@@ -81,7 +101,7 @@ impl Session {
                 .request_answer(method, &params, RequestOptions::default())
                 .await?;
             bytes = bytes.saturating_add(answer.payload.message().len());
-            let page: Pg = decode(method, &answer.payload)?;
+            let page: Pg = self.decode_page(method, &answer.payload)?;
             see(&page);
             let (mut page_items, next) = page.into_parts();
             items.append(&mut page_items);
