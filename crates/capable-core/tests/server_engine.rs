@@ -268,3 +268,46 @@ fn an_unreadable_line_is_answered_by_its_id_when_it_has_one_else_without() {
     assert!(s.server.is_in_flight(&call.id));
     assert_eq!(s.server.take_notices().len(), 7);
 }
+
+#[test]
+fn a_server_that_declares_anew_is_read_anew_by_a_2026_client_never_by_a_legacy_one() {
+    use capable_core::ServerCapabilities;
+    let more =
+        || ServerCapabilities::from_value(json!({"resources": {"subscribe": true}, "tools": {}}));
+    let mut s = server(json!({"resources": {}}), ProtocolChoice::Auto);
+    s.version = MODERN;
+    s.modern(1, "server/discover", json!({}));
+    s.written();
+    s.modern(2, "tools/list", json!({}));
+    s.refused(codes::METHOD_NOT_FOUND);
+    assert!(s.server.redeclare(more(), None));
+    assert!(
+        !s.server.redeclare(more(), None),
+        "the same again is no change"
+    );
+    s.modern(3, "server/discover", json!({}));
+    let answer = s.written();
+    assert_valid_result(MODERN, "DiscoverResult", &answer[0]);
+    assert_eq!(
+        answer[0]["result"]["capabilities"],
+        json!({"resources": {"subscribe": true}, "tools": {}})
+    );
+    assert!(answer[0]["result"].get("instructions").is_none());
+    let Event::Request(r) = s.modern(4, "tools/list", json!({})) else {
+        panic!("not routed under the new declaration")
+    };
+    assert_eq!(r.method, Method::ListTools);
+
+    // A legacy client keeps what initialize said.
+    let mut s = server(json!({"resources": {}}), ProtocolChoice::Auto);
+    s.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": V.as_str(), "capabilities": {},
+        "clientInfo": {"name": "host", "version": "1"}}),
+    );
+    s.written();
+    assert!(!s.server.redeclare(more(), None));
+    s.request(2, "tools/list", json!({}));
+    s.refused(codes::METHOD_NOT_FOUND);
+}

@@ -394,3 +394,39 @@ fn a_listen_stream_is_acknowledged_with_what_was_declared_and_gets_only_what_it_
     assert_valid_result(MODERN, "SubscriptionsListenResult", &end[0]);
     assert_eq!(s.server.listen_streams().count(), 0);
 }
+
+#[test]
+fn a_listen_stream_is_acknowledged_with_the_uris_that_can_be_subscribed_alone() {
+    let mut s = server(
+        json!({"resources": {"subscribe": true}}),
+        ProtocolChoice::Auto,
+    );
+    s.version = MODERN;
+    // A server in front of several: only `live://` URIs take subscriptions.
+    s.server
+        .set_subscribable(Box::new(|uri: &str| uri.starts_with("live://")));
+    let filter =
+        json!({"notifications": {"resourceSubscriptions": ["live://a", "docs://b", "live://c"]}});
+    let Event::Interest(interest) = s.modern(7, "subscriptions/listen", filter) else {
+        panic!("a listen stream is the engine's")
+    };
+    assert_eq!(interest.resource_subscriptions, ["live://a", "live://c"]);
+    let ack = s.written();
+    assert_eq!(
+        ack[0]["params"]["notifications"],
+        json!({"resourceSubscriptions": ["live://a", "live://c"]})
+    );
+    assert!(matches!(
+        &s.server.take_notices()[..],
+        [ClientNotice::NotSubscribable { uris }] if uris == &["docs://b"]
+    ));
+    // An update of the URI left out is not the stream's.
+    let updated = Notification::from_value(
+        "notifications/resources/updated",
+        &json!({"uri": "docs://b"}),
+    );
+    assert!(s
+        .server
+        .notify(&updated, &json!({"uri": "docs://b"}), &mut s.out)
+        .is_err());
+}

@@ -23,7 +23,7 @@ use crate::notification::Notification;
 use crate::outbox::Outbox;
 use crate::version::Era;
 
-use super::{error, Event, ServerConnection};
+use super::{error, ClientNotice, Event, ServerConnection};
 
 /// What the client wants to hear of: list changes by list, and the resources whose
 /// updates it wants (see [`ServerConnection::interest`]).
@@ -93,6 +93,11 @@ impl<W> ServerConnection<W> {
             }
         };
         let caps = &self.config.capabilities;
+        let resource_subscriptions = match caps.has_flag(Capability::Resources, Flag::Subscribe) {
+            true => self.subscribable_of(asked.resource_subscriptions),
+            false => Vec::new(),
+        };
+        let caps = &self.config.capabilities;
         let has = |c, f| caps.has_flag(c, f);
         let filter = ListenFilter {
             tools_list_changed: asked.tools_list_changed
@@ -101,10 +106,7 @@ impl<W> ServerConnection<W> {
                 && has(Capability::Prompts, Flag::ListChanged),
             resources_list_changed: asked.resources_list_changed
                 && has(Capability::Resources, Flag::ListChanged),
-            resource_subscriptions: match has(Capability::Resources, Flag::Subscribe) {
-                true => asked.resource_subscriptions,
-                false => Vec::new(),
-            },
+            resource_subscriptions,
         };
         let ack = json!({
             "notifications": ListenFilterWire::from(&filter),
@@ -113,6 +115,20 @@ impl<W> ServerConnection<W> {
         out.write_related("notifications/subscriptions/acknowledged", Some(&ack), &id);
         self.listens.push(Listen { id, filter });
         Event::Interest(self.interest())
+    }
+
+    /// The URIs of `asked` a listen stream may hold; those left out are a notice.
+    fn subscribable_of(&mut self, asked: Vec<String>) -> Vec<String> {
+        let Some(subscribable) = &self.subscribable else {
+            return asked;
+        };
+        let (honoured, left): (Vec<String>, Vec<String>) =
+            asked.into_iter().partition(|uri| subscribable(uri));
+        if !left.is_empty() {
+            self.notices
+                .push(ClientNotice::NotSubscribable { uris: left });
+        }
+        honoured
     }
 
     /// The client cancelled request `id`: if it was a listen stream, the stream ends

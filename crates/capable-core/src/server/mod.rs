@@ -35,6 +35,8 @@
 //! | `requests.rs` | the server's own requests: the client's gate, ids, deadlines |
 //! | `rounds.rs` | a relayed legacy server's questions to a 2026-07-28 client, as `input_required` rounds |
 //! | `era.rs` | a relayed legacy server's result as a 2026-07-28 client must get it |
+//! | `merge.rs` | what many servers served as one declare |
+//! | `fanout.rs` | a client's resource subscriptions carried out at many servers served as one |
 //! | `streams.rs` | over Streamable HTTP: which stream each message goes on, events kept for resumption |
 //!
 //! ```
@@ -68,8 +70,10 @@
 //! [`Connection`]: crate::Connection
 
 mod era;
+pub mod fanout;
 mod incoming;
 mod listen;
+pub mod merge;
 mod negotiate;
 mod notify;
 mod phase;
@@ -98,7 +102,7 @@ pub use negotiate::{choose_version, Hello};
 pub use notify::{LogLevel, Withheld};
 pub use phase::{LegacyClient, ModernClient, Phase};
 pub use requests::{client_allows, Expired, NotAllowed, ServerMethod};
-pub use rounds::{Answered, Rounds};
+pub use rounds::{Lapsed, Next, Retry, Rounds};
 
 /// What a server says about itself, and how long it waits.
 #[derive(Clone, Debug)]
@@ -211,6 +215,14 @@ pub enum ClientNotice {
         /// The id it carried.
         id: RequestId,
     },
+    /// A listen stream acknowledged without some of its `resourceSubscriptions`: they
+    /// are of no server here that takes subscriptions (see
+    /// [`ServerConnection::set_subscribable`]).
+    #[error("acknowledged the client's listen stream without {}: no server here takes subscriptions of them", uris.join(", "))]
+    NotSubscribable {
+        /// The URIs left out.
+        uris: Vec<String>,
+    },
     /// A request refused before the application saw it, and why.
     #[error("refused the client's {method} ({code}): {message}")]
     Refused {
@@ -256,7 +268,12 @@ pub struct ServerConnection<W> {
     seen: Option<negotiate::Seen>,
     /// No deadline of the server's requests is earlier (see `requests.rs`).
     timer_at: Option<Instant>,
+    /// Which URIs a listen stream may hold (see [`ServerConnection::set_subscribable`]).
+    subscribable: Option<Subscribable>,
 }
+
+/// Whether a URI can be subscribed to (see [`ServerConnection::set_subscribable`]).
+pub type Subscribable = Box<dyn Fn(&str) -> bool + Send>;
 
 impl<W> std::fmt::Debug for ServerConnection<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -284,12 +301,43 @@ impl<W> ServerConnection<W> {
             notices: Vec::new(),
             seen: None,
             timer_at: None,
+            subscribable: None,
         }
+    }
+
+    /// Narrows `resources.subscribe` to the URIs `subscribable` accepts: a server in
+    /// front of several, only some of which take subscriptions, declares the flag and
+    /// tells which URIs it honours. A 2026-07-28 client's listen stream is acknowledged
+    /// with those of its `resourceSubscriptions` alone, and only they are of
+    /// [`ServerConnection::interest`]. Without it, every URI is.
+    pub fn set_subscribable(&mut self, subscribable: Subscribable) {
+        self.subscribable = Some(subscribable);
     }
 
     /// What the server says about itself.
     pub fn config(&self) -> &ServerConfig {
         &self.config
+    }
+
+    /// Declares anew, for a server whose abilities change (a bridge whose servers come,
+    /// go and restart). A 2026-07-28 client is stateless: its next `server/discover`
+    /// reads the new declaration, and every later request and notification is gated by
+    /// it. A legacy client keeps what `initialize` told it for the whole session (a
+    /// server may not change its capabilities under it). Returns whether the
+    /// declaration changed.
+    pub fn redeclare(
+        &mut self,
+        capabilities: ServerCapabilities,
+        instructions: Option<String>,
+    ) -> bool {
+        let now = matches!(self.phase, Phase::Fresh | Phase::Modern(_));
+        let changed =
+            self.config.capabilities != capabilities || self.config.instructions != instructions;
+        if now && changed {
+            self.config.capabilities = capabilities;
+            self.config.instructions = instructions;
+        }
+        now && changed
     }
 
     /// Where the client stands.
