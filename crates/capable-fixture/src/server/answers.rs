@@ -13,7 +13,8 @@ use capable_core::Method;
 use serde_json::{json, Value};
 
 use super::{
-    app, lifecycle, skills, Fixture, Profile, ARCHIVE, HOSTILE_CLEAR, HOSTILE_TITLE, MANUAL,
+    app, lifecycle, skills, survey, tasks, Fixture, Profile, ARCHIVE, HOSTILE_CLEAR, HOSTILE_TITLE,
+    MANUAL,
 };
 
 /// The form the `confirm` tool asks for: a boolean and a string with defaults, a
@@ -56,25 +57,48 @@ pub(super) fn confirm_text(answer: &Value) -> String {
     )
 }
 
+/// The tools most profiles serve: `echo` and `confirm`.
+pub(super) fn tools() -> Vec<Value> {
+    vec![
+        json!({
+            "name": "echo",
+            "description": "Echoes its message.",
+            "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
+        }),
+        json!({
+            "name": "confirm",
+            "description": "Asks the user to confirm the acceptance run (elicitation).",
+            "inputSchema": {"type": "object", "properties": {}}
+        }),
+    ]
+}
+
+/// A list or read as the era has it: a 2026-07-28 one says it stays fresh for a
+/// second.
+pub(super) fn fresh_for_a_second(mut v: Value, modern: bool) -> Value {
+    if modern {
+        v["resultType"] = json!("complete");
+        v["ttlMs"] = json!(1000);
+        v["cacheScope"] = json!("public");
+    }
+    v
+}
+
 /// Answers one request the engine handed over.
 pub(super) fn serve(f: &Arc<Fixture>, request: ClientRequest) {
     let params: Value = request.params.decode_or_default().unwrap_or(Value::Null);
     let (id, method) = (request.id, request.method);
     if lifecycle::handle(f, &id, method.as_str(), &params)
         || app::handle(f, &id, method.as_str(), &params)
+        || survey::handle(f, &id, method.as_str(), &params)
+        || (matches!(f.profile, Profile::Tasks | Profile::ModernTasks)
+            && tasks::handle(f, &id, method, &params))
     {
         return;
     }
     let modern = f.modern();
     // 2026-07-28 lists and reads say how long they stay fresh.
-    let cacheable = |mut v: Value| {
-        if modern {
-            v["resultType"] = json!("complete");
-            v["ttlMs"] = json!(1000);
-            v["cacheScope"] = json!("public");
-        }
-        v
-    };
+    let cacheable = |v: Value| fresh_for_a_second(v, modern);
     let uri = || params.get("uri").and_then(Value::as_str).unwrap_or("");
     match method {
         Method::ListResources => f.result(
@@ -115,18 +139,7 @@ pub(super) fn serve(f: &Arc<Fixture>, request: ClientRequest) {
                 "inputSchema": {"type": "object"}
             }]}),
         ),
-        Method::ListTools => f.result(
-            &id,
-            &cacheable(json!({"tools": [{
-                "name": "echo",
-                "description": "Echoes its message.",
-                "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
-            }, {
-                "name": "confirm",
-                "description": "Asks the user to confirm the acceptance run (elicitation).",
-                "inputSchema": {"type": "object", "properties": {}}
-            }]})),
-        ),
+        Method::ListTools => f.result(&id, &cacheable(json!({"tools": tools()}))),
         Method::CallTool if params.get("name").and_then(Value::as_str) == Some("confirm") => {
             confirm(f, id, &params, modern)
         }
