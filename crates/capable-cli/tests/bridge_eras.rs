@@ -1,9 +1,10 @@
 //! `capable bridge` between the eras: a legacy host in front of a 2026-07-28 server, and
 //! a 2026-07-28 host in front of a legacy one. Subscriptions become listen streams and
 //! back, a server's questions become `input_required` rounds and back, log levels and
-//! results are carried over; what the host sees is what the server declared, as the
-//! host's version defines it. Every message the bridge writes is validated as a server
-//! message of the host's version, and each answer against its result's definition.
+//! results are carried over (tasks: `bridge_tasks.rs`); what the host sees is what the
+//! server declared, as the host's version defines it. Every message the bridge writes
+//! is validated as a server message of the host's version, and each answer against its
+//! result's definition.
 
 #[path = "bridge_support/mod.rs"]
 mod bridge_support;
@@ -19,10 +20,17 @@ const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
 const MANUAL: &str = "docs://manual/current";
 
 fn bridge(profile: &str) -> Bridge {
-    let server = common::fixture(profile);
-    let mut args = vec!["--trace", "--"];
-    args.extend(server.iter().map(String::as_str));
-    Bridge::start(&args)
+    Bridge::before_fixture(&[], profile)
+}
+
+/// A 2026-07-28 host that declares elicitation calls `confirm` with `arguments`: the
+/// round it gets.
+fn confirm_round(b: &mut Bridge, arguments: Value) -> Value {
+    b.version = MODERN;
+    let call = json!({"name": "confirm", "arguments": arguments});
+    let first = modern(b, 1, "tools/call", call, json!({"elicitation": {}}));
+    assert_valid_result(MODERN, "InputRequiredResult", &first);
+    first
 }
 
 /// A request of a 2026-07-28 host declaring `capabilities`, with its envelope.
@@ -140,23 +148,15 @@ fn a_2026_host_listens_and_reads_at_a_legacy_server() {
 #[test]
 fn a_legacy_servers_question_reaches_a_2026_host_as_an_input_required_round() {
     let mut b = bridge("elicit");
-    b.version = MODERN;
     let caps = json!({"elicitation": {}});
-    let first = modern(
-        &mut b,
-        1,
-        "tools/call",
-        json!({"name": "confirm"}),
-        caps.clone(),
-    );
-    assert_valid_result(MODERN, "InputRequiredResult", &first);
-    let question = &first["result"]["inputRequests"]["question"];
+    let first = confirm_round(&mut b, json!({}));
+    let question = &first["result"]["inputRequests"]["elicitation-1"];
     assert_eq!(question["method"], "elicitation/create", "{first}");
     assert_eq!(question["params"]["message"], "Confirm the acceptance run?");
     let state = first["result"]["requestState"].clone();
     let retry = json!({"name": "confirm", "requestState": state,
-        "inputResponses": {"question": {"action": "accept", "content": {"approve": true}}}});
-    let done = modern(&mut b, 2, "tools/call", retry, caps);
+        "inputResponses": {"elicitation-1": {"action": "accept", "content": {"approve": true}}}});
+    let done = modern(&mut b, 2, "tools/call", retry.clone(), caps.clone());
     assert_valid_result(MODERN, "CallToolResult", &done);
     assert_eq!(done["result"]["resultType"], "complete");
     assert_eq!(
@@ -164,6 +164,10 @@ fn a_legacy_servers_question_reaches_a_2026_host_as_an_input_required_round() {
         r#"confirmed: action=accept content={"approve":true}"#
     );
     // One call reached the server; the retry only carried the answer.
+    assert_eq!(b.sent_upstream_count("tools/call"), 1);
+    // The same retry again: its round is spent; refused, never passed to the server.
+    let again = modern(&mut b, 4, "tools/call", retry, caps);
+    assert_eq!(again["error"]["code"], -32602, "{again}");
     assert_eq!(b.sent_upstream_count("tools/call"), 1);
 
     // A host that did not declare elicitation is not asked: the server hears so.
@@ -198,11 +202,198 @@ fn a_2026_hosts_log_level_reaches_a_legacy_server_as_set_level() {
     params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
     let call = b.request(2, "tools/call", params);
     assert_valid_result(MODERN, "CallToolResult", &call);
-    b.until_sent_upstream("logging/setLevel");
-    let set = b
-        .sent_upstream()
-        .into_iter()
-        .find(|m| m["method"] == "logging/setLevel")
-        .unwrap();
+    let set = b.first_sent_upstream("logging/setLevel");
     assert_eq!(set["params"]["level"], "debug");
+}
+
+/// Waits until the bridge sent the server behind a message that is `what` (`want`).
+#[track_caller]
+fn until_sent(b: &Bridge, what: &str, want: impl Fn(&Value) -> bool) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !b.sent_upstream().iter().any(&want) {
+        assert!(
+            std::time::Instant::now() < until,
+            "{what} never reached the server"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Asserts the server behind heard that the (one) `tools/call` sent to it is cancelled.
+#[track_caller]
+fn assert_call_cancelled(b: &Bridge) {
+    b.until_sent_upstream("notifications/cancelled");
+    let sent = b.sent_upstream();
+    let call = sent.iter().find(|m| m["method"] == "tools/call").unwrap();
+    let cancelled = sent
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .unwrap();
+    assert_eq!(cancelled["params"]["requestId"], call["id"], "{cancelled}");
+}
+
+/// Calls `survey` (with `arguments`) as a 2026-07-28 host and answers every round: each
+/// question "Question n of m?" with `yes-n`. The final result, and the keys of each round.
+fn survey(b: &mut Bridge, arguments: Value) -> (Value, Vec<Vec<String>>) {
+    let caps = json!({"elicitation": {}});
+    let call = json!({"name": "survey", "arguments": arguments});
+    let mut answer = modern(b, 1, "tools/call", call.clone(), caps.clone());
+    let mut rounds = Vec::new();
+    for id in 2..10 {
+        if answer["result"]["resultType"] != "input_required" {
+            break;
+        }
+        assert_valid_result(MODERN, "InputRequiredResult", &answer);
+        let asked = answer["result"]["inputRequests"].as_object().unwrap();
+        let mut keys: Vec<String> = asked.keys().cloned().collect();
+        keys.sort();
+        let responses: serde_json::Map<String, Value> = asked
+            .iter()
+            .map(|(key, q)| {
+                let message = q["params"]["message"].as_str().unwrap();
+                let n = message.split(' ').nth(1).unwrap();
+                (
+                    key.clone(),
+                    json!({"action": "accept", "content": {"answer": format!("yes-{n}")}}),
+                )
+            })
+            .collect();
+        rounds.push(keys);
+        let mut retry = call.clone();
+        retry["requestState"] = answer["result"]["requestState"].clone();
+        retry["inputResponses"] = Value::Object(responses);
+        answer = modern(b, id, "tools/call", retry, caps.clone());
+    }
+    (answer, rounds)
+}
+
+#[test]
+fn a_legacy_servers_questions_asked_at_once_are_all_answered_by_a_2026_host() {
+    let mut b = bridge("survey");
+    b.version = MODERN;
+    let (done, rounds) = survey(&mut b, json!({"questions": 3}));
+    assert_valid_result(MODERN, "CallToolResult", &done);
+    // Every answer reached the server, each to its own question.
+    assert_eq!(
+        done["result"]["content"][0]["text"], "survey answered: 1=yes-1, 2=yes-2, 3=yes-3",
+        "{done}"
+    );
+    // Each question was put to the host once, in as many rounds as they arrived in.
+    let asked: usize = rounds.iter().map(Vec::len).sum();
+    assert_eq!(asked, 3, "{rounds:?}");
+    assert!(rounds.len() <= 3 && !rounds.is_empty());
+    assert_eq!(b.sent_upstream_count("tools/call"), 1);
+}
+
+#[test]
+fn a_legacy_servers_questions_one_after_another_are_rounds_of_one_call() {
+    let mut b = bridge("survey");
+    b.version = MODERN;
+    let (done, rounds) = survey(&mut b, json!({"questions": 3, "oneByOne": true}));
+    assert_valid_result(MODERN, "CallToolResult", &done);
+    assert_eq!(
+        done["result"]["content"][0]["text"], "survey answered: 1=yes-1, 2=yes-2, 3=yes-3",
+        "{done}"
+    );
+    // A question follows the last answer: one round each.
+    assert_eq!(rounds.iter().map(Vec::len).collect::<Vec<_>>(), [1, 1, 1]);
+    assert_eq!(b.sent_upstream_count("tools/call"), 1);
+}
+
+#[test]
+fn a_withdrawn_question_does_not_block_and_the_servers_answer_waits_for_the_retry() {
+    let mut b = bridge("elicit");
+    let caps = json!({"elicitation": {}});
+    // The server withdraws its question after 200 ms and answers the call itself.
+    let call = json!({"name": "confirm", "arguments": {"giveUpAfterMs": 200}});
+    let first = confirm_round(&mut b, call["arguments"].clone());
+    let key = first["result"]["inputRequests"]
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .unwrap();
+    // Both happen while the host holds the round: the question is dropped, the answer kept.
+    b.audit_until(|l| {
+        l["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("withdrew its question"))
+    });
+    b.audit_until(|l| {
+        l["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("kept for the host's retry"))
+    });
+    let mut retry = call;
+    retry["requestState"] = first["result"]["requestState"].clone();
+    retry["inputResponses"] =
+        json!({key.clone(): {"action": "accept", "content": {"approve": true}}});
+    let done = modern(&mut b, 2, "tools/call", retry, caps);
+    // The retry gets the server's answer: nothing is lost.
+    assert_valid_result(MODERN, "CallToolResult", &done);
+    assert_eq!(
+        done["result"]["content"][0]["text"], "no answer in time: the question was withdrawn",
+        "{done}"
+    );
+    // The answer to the withdrawn question went nowhere, and the audit says so.
+    b.audit_until(|l| {
+        l["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains(&key) && n.contains("ignored"))
+    });
+    assert_eq!(b.sent_upstream_count("tools/call"), 1);
+}
+
+#[test]
+fn a_round_the_host_never_comes_back_to_ends_its_request_at_the_server() {
+    let mut b = Bridge::before_fixture(&["--progress-cap", "1s"], "elicit");
+    let first = confirm_round(&mut b, json!({}));
+    let l = b.audit_until(|l| {
+        l["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("did not come back"))
+    });
+    assert!(
+        l["notice"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled at the server"),
+        "{l}"
+    );
+    // The server hears the request is over, and its question got an error.
+    assert_call_cancelled(&b);
+    until_sent(&b, "the question's error", |m| m.get("error").is_some());
+    // The round is spent: a late retry is refused, never passed to the server.
+    let retry = json!({"name": "confirm", "requestState": first["result"]["requestState"],
+        "inputResponses": {"elicitation-1": {"action": "accept", "content": {}}}});
+    let late = modern(&mut b, 2, "tools/call", retry, json!({"elicitation": {}}));
+    assert_eq!(late["error"]["code"], -32602, "{late}");
+    assert_eq!(b.sent_upstream_count("tools/call"), 1);
+}
+
+#[test]
+fn a_host_that_cancels_its_retry_ends_the_request_at_the_server() {
+    let mut b = bridge("survey");
+    b.version = MODERN;
+    let caps = json!({"elicitation": {}});
+    // The server answers 300 ms after the last answer: the retry waits for it.
+    let call = json!({"name": "survey", "arguments": {"questions": 1, "answerAfterMs": 300}});
+    let first = modern(&mut b, 1, "tools/call", call.clone(), caps.clone());
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let mut retry = call;
+    retry["requestState"] = first["result"]["requestState"].clone();
+    retry["_meta"] = Bridge::meta(caps);
+    retry["inputResponses"] =
+        json!({"elicitation-1": {"action": "accept", "content": {"answer": "yes"}}});
+    b.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": retry}));
+    // The answer reached the server; then the host gives up on its retry.
+    until_sent(&b, "the answer", |m| {
+        m["result"]["content"]["answer"] == "yes"
+    });
+    b.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}),
+    );
+    assert_call_cancelled(&b);
+    // Nothing answers the cancelled retry: the host's next message is its ping's answer.
+    b.send(json!({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": Bridge::meta(json!({}))}}));
+    let next = b.next();
+    assert_eq!(next["id"], 3, "{next}");
 }

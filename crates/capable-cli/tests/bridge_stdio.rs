@@ -146,6 +146,12 @@ fn a_server_that_breaks_its_declaration_is_a_violation_once_then_refused_locally
     );
     assert_eq!(first["error"]["code"], -32601, "{first}");
     assert_eq!(first["error"]["data"]["kind"], "contract_violation");
+    // The message names the violation: the declaration and the method it broke.
+    let message = first["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("contract violation") && message.contains("resources/subscribe"),
+        "{first}"
+    );
     let violation = b.audit_until(|l| l["event"] == "violation");
     assert_eq!(violation["method"], "resources/subscribe", "{violation}");
     let second = b.request(

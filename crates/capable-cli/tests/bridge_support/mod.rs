@@ -33,6 +33,16 @@ impl Bridge {
         Bridge::start_env(args, &[])
     }
 
+    /// `capable bridge --trace FLAGS -- ` the fixture server's `profile`.
+    pub fn before_fixture(flags: &[&str], profile: &str) -> Bridge {
+        let server = super::common::fixture(profile);
+        let mut args = vec!["--trace"];
+        args.extend(flags);
+        args.push("--");
+        args.extend(server.iter().map(String::as_str));
+        Bridge::start(&args)
+    }
+
     pub fn start_env(args: &[&str], extra: &[(&str, &str)]) -> Bridge {
         let cache =
             std::env::temp_dir().join(format!("capable-bridge-test-{}", std::process::id()));
@@ -227,6 +237,16 @@ impl Bridge {
             .count()
     }
 
+    /// How many messages of `method` the bridge sent the server behind, once there are
+    /// `n` (or the time for an answer is up): `--trace` may come after the answer.
+    pub fn sent_upstream_count_until(&self, method: &str, n: usize) -> usize {
+        let until = Instant::now() + ANSWER;
+        while self.sent_upstream_count(method) < n && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.sent_upstream_count(method)
+    }
+
     /// Waits until the bridge sent the server behind a message of `method`.
     #[track_caller]
     pub fn until_sent_upstream(&self, method: &str) {
@@ -239,6 +259,14 @@ impl Bridge {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The first message of `method` the bridge sent the server behind, once it did.
+    #[track_caller]
+    pub fn first_sent_upstream(&self, method: &str) -> Value {
+        self.until_sent_upstream(method);
+        let sent = self.sent_upstream();
+        sent.into_iter().find(|m| m["method"] == method).unwrap()
     }
 
     /// The pid of the server behind, from the audit's `ready` line.

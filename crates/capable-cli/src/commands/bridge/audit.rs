@@ -94,6 +94,15 @@ impl Audit {
         );
     }
 
+    /// What became of a 2026-07-28 host's `input_required` round (an answer ignored, a
+    /// round it never came back to), at `level` (`info`, `warning`).
+    pub fn host_round(&self, level: &str, notice: &str) {
+        self.record(
+            "notice",
+            json!({"side": "host", "level": level, "notice": notice}),
+        );
+    }
+
     /// A notification of server `server` the host was not given, and why.
     pub fn withheld(&self, server: &str, method: &str, why: &dyn std::fmt::Display) {
         self.record(

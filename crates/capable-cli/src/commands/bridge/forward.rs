@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use capable::core::jsonrpc::{codes, Payload, RpcError};
+use capable::core::Method;
 use capable::{Error, ErrorKind};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -107,6 +108,19 @@ pub fn upstream_params(params: &Payload) -> Result<Forwarded, RpcError> {
         }
     }
     Ok(Forwarded::Edited { members, meta })
+}
+
+/// The JSON-RPC error the bridge answers a request of `method` with, as the error of a
+/// server's answer (the relay passes it on as it is).
+pub fn answer_error(method: Method, code: i64, message: String, data: Option<Value>) -> Error {
+    Error::Rpc {
+        method,
+        error: RpcError {
+            code,
+            message,
+            data,
+        },
+    }
 }
 
 /// Implementation-defined codes (2026-07-28 leaves -32000 … -32019 to implementations;

@@ -149,8 +149,9 @@ impl Host {
             let audit = t.audit.clone();
             let many = Many::start(file, only, host, audit.clone()).await;
             let servers = Servers::Many(Box::new(many));
-            let config = servers.declaration();
-            self.relay = Some(Relay::new(servers, config, asks, ask_timeout, audit));
+            let tasks = servers.task_bridge(hello.version);
+            let config = servers.declaration(tasks);
+            self.relay = Some(Relay::new(servers, config, tasks, asks, ask_timeout, audit));
             return;
         }
         t.audit.state(&t.name, "starting", serde_json::json!({}));
@@ -159,8 +160,9 @@ impl Host {
                 let connect = upstream::connector(&t.ctx, &t.server, options);
                 let audit = t.audit.clone();
                 let servers = Servers::One(Behind::new(&t.name, session, connect, audit.clone()));
-                let config = servers.declaration();
-                self.relay = Some(Relay::new(servers, config, asks, ask_timeout, audit));
+                let tasks = servers.task_bridge(hello.version);
+                let config = servers.declaration(tasks);
+                self.relay = Some(Relay::new(servers, config, tasks, asks, ask_timeout, audit));
             }
             Err(e) => {
                 t.audit.state(

@@ -102,3 +102,24 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
         None => stdio::serve(target).await,
     }
 }
+
+/// `N` random bytes as hex (visible ASCII: a session id, the prefix of the bridge's own
+/// task ids).
+fn random_hex<const N: usize>() -> String {
+    random::<N>().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `N` random bytes (a session id, the secret of a relay's rounds); without randomness,
+/// the time, which still tells them apart.
+fn random<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+            .to_le_bytes();
+        let n = N.min(nanos.len());
+        bytes[..n].copy_from_slice(&nanos[..n]);
+    }
+    bytes
+}

@@ -2,12 +2,15 @@
 //! host first says who it is, so that the bridge declares to the server exactly what
 //! the host declared to the bridge — each question the server may ask (elicitation,
 //! sampling, roots) is put to the host — proposing the host's version first, under the
-//! host's name.
+//! host's name. A 2025-11-25 host's tasks are declared to a 2026-07-28 server as the
+//! tasks extension (the bridge carries them across, `relay/tasks.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use capable::core::server::{Hello, ServerMethod};
+use capable::core::task_bridge::{self, TaskBridge};
+use capable::core::Extension;
 use capable::core::RpcError;
 use capable::input::{Handler, InputHandlers};
 use capable::{ClientOptions, ProtocolChoice};
@@ -17,6 +20,13 @@ use tokio::sync::{mpsc, oneshot};
 use super::behind::Connect;
 use crate::commands::Context;
 use crate::flags::ServerArgs;
+
+tokio::task_local! {
+    /// The task a legacy host's `tasks/result` waits for, while the bridge waits for it
+    /// (`relay/tasks.rs`): the server's questions asked meanwhile are that task's, and
+    /// say so (`_meta[RELATED_TASK]`, 2025-11-25).
+    pub static FOR_TASK: String;
+}
 
 /// What the server behind does with a question for the host.
 pub enum Asked {
@@ -62,6 +72,12 @@ pub fn options(ctx: &Context, hello: &Hello, asks: &mpsc::UnboundedSender<Asked>
             .flatten(),
     };
     options.extensions = declared.extensions.clone();
+    // A 2025-11-25 host has tasks: the bridge carries them out with the extension.
+    if hello.version.is_some_and(TaskBridge::declares_upstream) {
+        options
+            .extensions
+            .insert(Extension::Tasks.id().to_owned(), serde_json::json!({}));
+    }
     if ctx.global.protocol == ProtocolChoice::Auto {
         if let Some(version) = hello.version {
             options.config.protocol = ProtocolChoice::Prefer(version);
@@ -100,6 +116,10 @@ fn ask_host(asks: mpsc::UnboundedSender<Asked>, method: ServerMethod) -> Handler
     static NEXT: AtomicU64 = AtomicU64::new(0);
     Arc::new(move |params| {
         let asks = asks.clone();
+        let params = match FOR_TASK.try_with(Clone::clone) {
+            Ok(task_id) => task_bridge::with_related_task(params, &task_id),
+            Err(_) => params,
+        };
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             let gone = || RpcError {

@@ -393,13 +393,5 @@ impl Drop for Gone {
 
 /// A fresh session id: 16 random bytes, hex (visible ASCII, as the specification asks).
 fn session_id() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // No randomness: a unique id is still needed.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        bytes = nanos.to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    super::random_hex::<16>()
 }

@@ -1,6 +1,7 @@
 //! Across eras: a legacy host in front of a 2026-07-28 server, and the other way round.
 //! What maps is mapped, by the core's rules; what does not was never declared to the
-//! host (the engine tells each version only what it defines), so it is refused there.
+//! host (the engine tells each version only what it defines), so it is refused there —
+//! or, for tasks, refused by the bridge with why ([`capable::core::task_bridge`]).
 //!
 //! | the host | the server | the bridge |
 //! |---|---|---|
@@ -9,13 +10,16 @@
 //! | 2026-07-28 `subscriptions/listen` | legacy | subscribes and unsubscribes the URIs the streams ask for (`follow.rs`) |
 //! | 2026-07-28 `_meta` log level | legacy | `logging/setLevel` when it changes |
 //! | legacy, asked a question | 2026-07-28 `input_required` | the session asks the host (a request of the engine's) and retries |
-//! | 2026-07-28, asked a question | legacy `elicitation/create`, … | an `input_required` result for the host's waiting request; its retry answers ([`Rounds`]) |
+//! | 2026-07-28, asked a question | legacy `elicitation/create`, … | an `input_required` round for the host's waiting request, every question asked by then in it; its retry answers (`rounds.rs`) |
 //! | 2026-07-28, answered | legacy | `resultType`, and a list's or read's caching hints, added ([`capable::core::server::modern_result`]) |
+//! | 2025-11-25 `tasks`: `tools/call` with `params.task`, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` | 2026-07-28 with the tasks extension | declared as `tasks` (the extension to the server); `resultType: "task"` ⇄ `{task}`, a call run at once a task of the bridge's (completed, or failed for `isError`) that it answers for itself, `tasks/result` by polling `tasks/get` within the bound, `tasks/list` from the tasks the host started (`tasks.rs`) |
+//! | 2026-07-28 with the tasks extension: `tools/call`, `tasks/get`, `tasks/cancel` | 2025-11-25 with `tasks.requests.tools.call` | declared as the extension; `params.task` asked when the tool allows it, the outcome of an ended task fetched with `tasks/result`; `tasks/update` refused (`tasks.rs`) |
+//! | 2026-07-28 without the tasks extension: `tools/call` of a tool that requires a task | 2025-11-25 with `tasks.requests.tools.call` | the task run and waited for within the bound: the tool's result; statuses as progress; the host's cancel a `tasks/cancel` (`tasks.rs`) |
 
 use std::time::Instant;
 
 use capable::core::jsonrpc::{codes, RequestId, RpcError};
-use capable::core::server::{client_allows, ClientRequest, LogLevel};
+use capable::core::server::{ClientRequest, LogLevel};
 use capable::core::{Era, Method};
 use futures_util::FutureExt;
 use serde_json::value::RawValue;
@@ -30,6 +34,11 @@ impl Relay {
     pub(super) fn local(&mut self, request: ClientRequest) -> Option<ClientRequest> {
         if let Some(level) = request.log_level {
             self.follow_log_level(level);
+        }
+        let subscription = matches!(request.method, Method::Subscribe | Method::Unsubscribe);
+        if subscription && self.servers.many().is_some() {
+            self.subscribe_request(request);
+            return None;
         }
         match (self.host_era(), self.servers.era()) {
             (Some(Era::Modern), _) if request.params.mentions("requestState") => {
@@ -60,29 +69,6 @@ impl Relay {
             },
             _ => Some(request),
         }
-    }
-
-    /// A 2026-07-28 host's retry that carries the answer to a legacy server's question
-    /// (`None`: taken), or a request to pass on.
-    fn round_answered(&mut self, request: ClientRequest) -> Option<ClientRequest> {
-        let params: Value = request.params.decode().unwrap_or_default();
-        let Some(answered) = self.rounds.answer(&params) else {
-            return Some(request);
-        };
-        let _ = answered.reply.send(answered.response);
-        match self.exchanges.get_mut(&answered.exchange) {
-            // The exchange goes on, under the retry's id.
-            Some(exchange) => exchange.host = Some(request.id),
-            None => {
-                let over = RpcError {
-                    code: codes::INVALID_PARAMS,
-                    message: "the request this retry carries on is over".into(),
-                    data: None,
-                };
-                self.engine.respond_error(&request.id, &over, &mut self.out);
-            }
-        }
-        None
     }
 
     /// The server's log level follows what the host asks for: a 2026-07-28 server's
@@ -128,55 +114,18 @@ impl Relay {
     }
 
     /// Question `token` is over at the server: if the host still has it (the server
-    /// cancelled it), the host is told to give it up. A 2026-07-28 host's round just
-    /// ends unused when it answers.
+    /// cancelled it), the host is told to give it up; a 2026-07-28 host's round drops
+    /// it (see `rounds.rs`).
     pub(super) fn ask_over(&mut self, token: u64) {
         if let Some(id) = self.questions.remove(&token) {
             let reason = "the server withdrew its question";
             let _ = self.engine.cancel(id, reason, &mut self.out);
-        }
-    }
-
-    /// A legacy server's question to a 2026-07-28 host: the answer to the host's
-    /// oldest request waiting on the server that may take one (a call, a prompt, a
-    /// read), as an `input_required` round.
-    fn ask_in_a_round(&mut self, ask: Ask) {
-        let waiting = self
-            .exchanges
-            .iter()
-            .filter(|(token, e)| {
-                e.host.is_some()
-                    && matches!(
-                        e.method,
-                        Method::CallTool | Method::GetPrompt | Method::ReadResource
-                    )
-                    && !self.rounds.is_waiting(**token)
-            })
-            .map(|(token, _)| *token)
-            .min();
-        let url_mode = ask.params.get("mode").and_then(Value::as_str) == Some("url");
-        let allowed = match (
-            self.engine.phase().version(),
-            self.engine.phase().capabilities(),
-        ) {
-            (Some(version), Some(caps)) => client_allows(ask.method, version, caps, url_mode),
-            _ => Ok(()),
-        };
-        if let Err(why) = allowed {
-            let _ = ask.reply.send(Err(cannot_ask(&why)));
-            return;
-        }
-        let Some(token) = waiting else {
-            let why = "no request of the host's waits on the server: it cannot be asked now";
-            let _ = ask.reply.send(Err(cannot_ask(&why)));
-            return;
-        };
-        let deadline = capable::core::time::deadline(Instant::now(), self.ask_timeout);
-        let result = self
-            .rounds
-            .ask(token, ask.method, ask.params, ask.reply, deadline);
-        if let Some(id) = self.exchanges.get_mut(&token).and_then(|e| e.host.take()) {
-            self.engine.respond(&id, &result, &mut self.out);
+        } else if let Some((key, method)) = self.rounds.withdraw(token) {
+            let notice = format!(
+                "the server withdrew its question {key} ({}) of a 2026-07-28 host's round",
+                method.as_str()
+            );
+            self.audit.host_round("info", &notice);
         }
     }
 
@@ -193,7 +142,7 @@ impl Relay {
 }
 
 /// The error a question of the server's gets when the host may not be asked it.
-fn cannot_ask(why: &dyn std::fmt::Display) -> RpcError {
+pub(super) fn cannot_ask(why: &dyn std::fmt::Display) -> RpcError {
     RpcError {
         code: codes::METHOD_NOT_FOUND,
         message: format!("the host cannot be asked: {why}"),

@@ -66,12 +66,21 @@ impl Relay {
                     (_, None) => json!({}),
                 };
                 self.audit.state(&server, state.name(), more);
+                if !state.is_ready() {
+                    self.server_down(&server);
+                }
+                self.declare_anew();
                 self.lists_changed();
+                self.fan_out(&self.engine.interest());
             }
             HostEvent::ListChanged { list, .. } => {
                 let changed = match list {
                     ListKind::Tools => Notification::ToolsListChanged,
-                    ListKind::Resources => Notification::ResourcesListChanged,
+                    ListKind::Resources => {
+                        // Who owns which URI may have changed.
+                        self.fan_out(&self.engine.interest());
+                        Notification::ResourcesListChanged
+                    }
                     ListKind::Prompts => Notification::PromptsListChanged,
                     _ => return,
                 };
@@ -91,9 +100,25 @@ impl Relay {
             HostEvent::Violation { server, violation } => self.audit.violation(&server, &violation),
             HostEvent::Notice { server, notice } => self.audit.server_notice(&server, &notice),
             HostEvent::Notification {
-                notification: n, ..
-            } if n.kind.list_changed().is_none() => self.notify(&n.kind, &n.params),
+                server,
+                notification: n,
+            } if n.kind.list_changed().is_none() => self.many_notify(&server, &n),
             _ => {}
+        }
+    }
+
+    /// What the many servers can do together may have changed: a 2026-07-28 host reads
+    /// it at its next `server/discover` (a legacy host keeps what `initialize` said;
+    /// the engine decides).
+    fn declare_anew(&mut self) {
+        let config = self.servers.declaration(self.tasks);
+        if self
+            .engine
+            .redeclare(config.capabilities, config.instructions)
+        {
+            let now = &self.engine.config().capabilities;
+            self.audit
+                .record("declared", json!({"server": "bridge", "capabilities": now}));
         }
     }
 
@@ -138,9 +163,12 @@ impl Relay {
             Some(Era::Legacy) if self.host_era() == Some(Era::Modern) => {
                 self.subscribe_for(interest)
             }
-            // A legacy host's own subscribe requests reach a legacy server; many
-            // servers offer no subscriptions, and tell of their lists by themselves.
-            _ => {}
+            // Many servers: each URI at its own (their lists they tell of themselves).
+            None => {
+                self.fan_out(&interest);
+            }
+            // A legacy host's own subscribe requests reach a legacy server.
+            Some(Era::Legacy) => {}
         }
     }
 

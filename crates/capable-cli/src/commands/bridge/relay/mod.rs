@@ -11,7 +11,9 @@
 //! - A question of the server (elicitation, sampling, roots) goes to the host as its
 //!   era asks: a request of the engine's (legacy), or an `input_required` result whose
 //!   retry carries the answer (2026-07-28); gated by what the host declared. A legacy
-//!   host's question the server cancels is cancelled at the host too.
+//!   host's question the server cancels is cancelled at the host too; a 2026-07-28
+//!   host's is dropped from its round, and the server's answer that comes while the
+//!   host holds a round is kept for its retry.
 //! - The server's notifications pass the engine's table (only what the server declared,
 //!   only to a host that subscribed or listens); what the host wants to hear of is kept
 //!   open at the server, in the server's era.
@@ -21,7 +23,10 @@
 //! |---|---|
 //! | `mod.rs` | the relay: exchanges, answers, progress, the next thing to act on |
 //! | `era.rs` | across eras: what the bridge answers itself, questions to the host, results to a 2026-07-28 host |
+//! | `rounds.rs` | a legacy server's questions to a 2026-07-28 host as `input_required` rounds, and the host's retries |
 //! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
+//! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI |
+//! | `tasks.rs` | tasks across eras: the requests each carried host request takes |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
 //!
 //! Everything happens on one task: the relay's state is owned, never locked; the
@@ -29,8 +34,11 @@
 //! [`Relay::on`] for everything else, and writes [`Relay::take_output`] in one write.
 
 mod era;
+mod fanout;
 mod follow;
+mod rounds;
 mod servers;
+mod tasks;
 
 pub use servers::Servers;
 
@@ -41,10 +49,13 @@ use std::time::Instant;
 use capable::core::jsonrpc::FramingError;
 use capable::core::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
 use capable::core::model::ProgressParams;
+use capable::core::server::fanout::Fanout;
 use capable::core::server::{
     ClientRequest, Event, Interest, LogLevel, Rounds, ServerConfig, ServerConnection,
 };
-use capable::core::{Era, Method, Outbox};
+use capable::core::task_bridge::{Carry, Route, TaskBridge};
+use capable::core::task_started::Started;
+use capable::core::{Era, Extension, Method, Outbox};
 use capable::{CachePolicy, Error, ListenEvent, Listener, RequestOptions};
 use futures_util::future::{AbortHandle, Abortable, BoxFuture};
 use futures_util::stream::FuturesUnordered;
@@ -64,17 +75,24 @@ type Reply = oneshot::Sender<Result<Value, RpcError>>;
 /// its answer goes.
 type Engine = ServerConnection<Reply>;
 
+/// The server's answer to an exchange (or why there is none).
+type Answer = Result<Payload, Error>;
+
 /// A host request on its way: its exchange, and the server's answer.
-type Forward = BoxFuture<'static, (u64, Result<Payload, Error>)>;
+type Forward = BoxFuture<'static, (u64, Answer)>;
 
 /// One host request at the server. Its host id changes when a 2026-07-28 host's retry
-/// carries it on (see `era.rs`); `None` while the host has the server's question.
+/// carries it on (see `rounds.rs`); `None` while the host holds a round of it.
 struct Exchange {
     host: Option<RequestId>,
     method: Method,
     abort: AbortHandle,
     /// Its answer comes in legacy form (a 2026-07-28 host gets what that era adds).
     legacy_answer: bool,
+    /// The bridge carries it out across the eras (`tasks.rs`).
+    carry: Option<Carry>,
+    /// The `ttl` a legacy host asked for its task, if it did.
+    task_ttl: Option<u64>,
 }
 
 /// Something the relay must act on (see [`Relay::next`]).
@@ -91,10 +109,15 @@ pub enum Wake {
     Behind(Change),
     /// Something of the many servers behind.
     Many(Result<capable::host::HostEvent, tokio::sync::broadcast::error::RecvError>),
+    /// Something of the many servers' subscriptions: on a listen stream, or a step's
+    /// outcome.
+    Fanout(fanout::Fanned),
     /// A listen stream at the server was opened (or failed to).
     Opened(Result<Listener, Error>),
     /// Something arrived on the listen stream, or it ended.
     Listened(Result<Option<ListenEvent>, Error>),
+    /// A task the bridge waits on for a legacy host changed (`tasks.rs`).
+    TaskStatus(Value),
     /// A question put to the host may have timed out.
     Timer,
     /// Nothing to do (an exchange the host cancelled ended).
@@ -114,11 +137,11 @@ pub struct Relay {
     progress_tx: mpsc::UnboundedSender<(u64, ProgressParams)>,
     progress_rx: mpsc::UnboundedReceiver<(u64, ProgressParams)>,
     asks: mpsc::UnboundedReceiver<Asked>,
-    ask_timeout: std::time::Duration,
     /// The engine's id of each question put to a legacy host, by its token.
     questions: HashMap<u64, i64>,
-    /// The server's questions a 2026-07-28 host has, as `input_required` rounds.
-    rounds: Rounds<Reply>,
+    /// The server's questions for a 2026-07-28 host, put to it as `input_required`
+    /// rounds (see `rounds.rs`).
+    rounds: Rounds<Reply, Answer>,
     /// The listen stream open at the server (2026-07-28), and the interest it serves.
     listener: Option<Listener>,
     listening: Interest,
@@ -127,16 +150,28 @@ pub struct Relay {
     subscribed: BTreeSet<String>,
     /// The log level a legacy server was last asked for, for a 2026-07-28 host.
     log_level: Option<LogLevel>,
+    /// What each of many servers holds for the host, and their listen streams.
+    fanout: Fanout,
+    streams: fanout::Streams,
+    /// How tasks cross between the host's era and the server's (`tasks.rs`).
+    tasks: TaskBridge,
+    /// The tasks a legacy host started at a 2026-07-28 server, for its `tasks/list`,
+    /// and those the bridge settled itself.
+    started: Started,
+    /// The statuses of tasks the bridge waits on for a legacy host, in legacy form.
+    statuses_tx: mpsc::UnboundedSender<Value>,
+    statuses_rx: mpsc::UnboundedReceiver<Value>,
     audit: Arc<Audit>,
 }
 
 impl Relay {
     /// A relay to `servers` for a host whose questions come on `asks` (see
     /// [`super::upstream::options`]); the host is offered what `config` declares (see
-    /// [`Servers::declaration`]), in either era.
+    /// [`Servers::declaration`]), in either era, tasks carried across as `tasks` says.
     pub fn new(
         servers: Servers,
         config: ServerConfig,
+        tasks: TaskBridge,
         asks: mpsc::UnboundedReceiver<Asked>,
         ask_timeout: std::time::Duration,
         audit: Arc<Audit>,
@@ -144,8 +179,13 @@ impl Relay {
         let mut config = config;
         config.request_timeout = ask_timeout;
         let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+        let mut engine = ServerConnection::new(config);
+        if let Servers::Many(many) = &servers {
+            engine.set_subscribable(many.subscribable());
+        }
+        let (statuses_tx, statuses_rx) = mpsc::unbounded_channel();
         Relay {
-            engine: ServerConnection::new(config),
+            engine,
             out: Outbox::new(),
             servers,
             forwards: FuturesUnordered::new(),
@@ -155,14 +195,19 @@ impl Relay {
             progress_tx,
             progress_rx,
             asks,
-            ask_timeout,
             questions: HashMap::new(),
-            rounds: Rounds::default(),
+            rounds: Rounds::new(ask_timeout, super::random()),
             listener: None,
             listening: Interest::default(),
             opening: None,
             subscribed: BTreeSet::new(),
             log_level: None,
+            fanout: Fanout::default(),
+            streams: fanout::Streams::default(),
+            tasks,
+            started: tasks::started(),
+            statuses_tx,
+            statuses_rx,
             audit,
         }
     }
@@ -256,6 +301,28 @@ impl Relay {
             wants_progress,
             ..
         } = request;
+        let host_declared = || {
+            let caps = self.engine.phase().capabilities();
+            caps.is_some_and(|c| c.has_extension(Extension::Tasks))
+        };
+        let route = self
+            .tasks
+            .route(method, || params.mentions("\"task\""), host_declared);
+        let carry = match route {
+            Route::Pass => None,
+            Route::Carry(carry) => Some(carry),
+            Route::Refuse(e) => {
+                self.engine.respond_error(&id, &e, &mut self.out);
+                return;
+            }
+        };
+        let task_ttl = match carry {
+            Some(carry) => match self.own_task(&id, method, carry, &params) {
+                tasks::Before::Answered => return,
+                tasks::Before::Send { ttl } => ttl,
+            },
+            None => None,
+        };
         let params = match upstream_params(&params) {
             Ok(params) => params,
             Err(e) => {
@@ -279,7 +346,25 @@ impl Relay {
             pass_input_required: self.host_era() == Some(Era::Modern),
             ..RequestOptions::default()
         };
-        let (answer, legacy_answer) = self.servers.exchange(method, params, options);
+        let (answer, legacy_answer) = match (carry, self.servers.one()) {
+            (Some(carry), Some(session)) => {
+                let session = session.clone();
+                let legacy = session.era() == Era::Legacy;
+                let how = tasks::How {
+                    carry,
+                    method,
+                    bound: self.engine.config().request_timeout,
+                    started: match carry {
+                        Carry::ListForLegacy => self.started.listing(Instant::now()),
+                        _ => Vec::new(),
+                    },
+                    statuses: self.statuses_tx.clone(),
+                };
+                let carried = tasks::carry(session, how, params.into_map(), options);
+                (carried.boxed(), legacy)
+            }
+            _ => self.servers.exchange(method, params, options),
+        };
         let exchange = async move { (token, answer.await) };
         let (exchange, abort) = futures_util::future::abortable(exchange.boxed());
         self.exchanges.insert(
@@ -289,6 +374,8 @@ impl Relay {
                 method,
                 abort,
                 legacy_answer,
+                carry,
+                task_ttl,
             },
         );
         self.forwards.push(exchange);
@@ -308,6 +395,7 @@ impl Relay {
                 Err(_) => Wake::Nothing,
             },
             Some((token, p)) = self.progress_rx.recv() => Wake::Progress(token, p),
+            Some(status) = self.statuses_rx.recv() => Wake::TaskStatus(status),
             Some(asked) = self.asks.recv() => match asked {
                 Asked::Ask(ask) => Wake::Ask(ask),
                 Asked::Over(token) => Wake::AskOver(token),
@@ -316,6 +404,7 @@ impl Relay {
             wake = self.servers.next() => wake,
             opened = take_ready(&mut self.opening) => Wake::Opened(opened),
             listened = recv_listened(&mut self.listener) => Wake::Listened(listened),
+            fanned = self.streams.next() => Wake::Fanout(fanned),
             () = sleep_until(timer), if timer.is_some() => Wake::Timer,
         }
     }
@@ -324,19 +413,35 @@ impl Relay {
     pub fn on(&mut self, wake: Wake) {
         match wake {
             Wake::Forwarded(token, answer) => {
-                // Progress the exchange reported on its way to the answer goes first.
+                // Progress (and task statuses) the exchange reported on its way to
+                // the answer go first.
                 while let Ok((token, p)) = self.progress_rx.try_recv() {
                     self.progress(token, &p);
+                }
+                while let Ok(status) = self.statuses_rx.try_recv() {
+                    self.task_status(&status);
                 }
                 self.answer(token, answer)
             }
             Wake::Progress(token, p) => self.progress(token, &p),
-            Wake::Ask(ask) => self.ask(ask),
+            Wake::Ask(ask) => {
+                self.ask(ask);
+                // Questions asked at the same time go to the host together.
+                while let Ok(asked) = self.asks.try_recv() {
+                    match asked {
+                        Asked::Ask(ask) => self.ask(ask),
+                        Asked::Over(token) => self.ask_over(token),
+                    }
+                }
+                self.put_rounds();
+            }
             Wake::AskOver(token) => self.ask_over(token),
             Wake::Behind(change) => self.on_behind(change),
             Wake::Many(event) => self.on_many(event),
             Wake::Opened(opened) => self.opened(opened),
             Wake::Listened(listened) => self.listened(listened),
+            Wake::Fanout(fanned) => self.fanned(fanned),
+            Wake::TaskStatus(status) => self.task_status(&status),
             Wake::Nothing => {}
             Wake::Timer => {
                 let now = Instant::now();
@@ -344,10 +449,8 @@ impl Relay {
                     let message = format!("the host did not answer {} in time", expired.method);
                     let _ = expired.waiter.send(Err(gone(&message)));
                 }
-                for reply in self.rounds.handle_timeout(now) {
-                    let _ = reply.send(Err(gone(
-                        "the host did not come back with an answer in time",
-                    )));
+                for lapsed in self.rounds.handle_timeout(now) {
+                    self.lapsed(lapsed);
                 }
             }
         }
@@ -365,18 +468,24 @@ impl Relay {
             .progress(&id, p.progress, p.total, message, &mut self.out);
     }
 
-    /// The server's answer to exchange `token`, as its host request gets it.
-    fn answer(&mut self, token: u64, answer: Result<Payload, Error>) {
+    /// The server's answer to exchange `token`, as its host request gets it; while the
+    /// host holds a round of it, kept for the host's retry.
+    fn answer(&mut self, token: u64, answer: Answer) {
+        let Some(answer) = self.keep_for_retry(token, answer) else {
+            return;
+        };
         let Some(Exchange {
             host: Some(id),
             method,
             legacy_answer,
+            carry,
+            task_ttl,
             ..
         }) = self.exchanges.remove(&token)
         else {
             return;
         };
-        let failed = match answer {
+        let failed = match answer.map(|p| self.carried(carry, task_ttl, p)) {
             Ok(payload) => match payload.raw_value() {
                 Ok(raw) => return self.respond(&id, method, raw, legacy_answer),
                 Err(e) => RpcError {
@@ -404,6 +513,16 @@ impl Relay {
         drop(self.listener);
         drop(self.opening);
         self.servers.close().await;
+    }
+}
+
+/// The error a host request gets for params the bridge cannot take (with `data` that
+/// names what it is about).
+fn invalid_params(message: impl Into<String>, data: Option<Value>) -> RpcError {
+    RpcError {
+        code: codes::INVALID_PARAMS,
+        message: message.into(),
+        data,
     }
 }
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use capable::core::jsonrpc::Payload;
 use capable::core::model::Implementation;
 use capable::core::server::ServerConfig;
-use capable::core::{Era, Method};
+use capable::core::task_bridge::TaskBridge;
+use capable::core::{Era, Method, ProtocolVersion};
 use capable::{Error, RequestOptions, Session};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
@@ -26,21 +27,35 @@ pub enum Servers {
 }
 
 impl Servers {
-    /// What the host is offered: the one server's declaration, name and instructions,
-    /// as it declared them; or what the servers can do together.
-    pub fn declaration(&self) -> ServerConfig {
+    /// How tasks cross between a host of version `host` and the one server behind
+    /// (many servers: they pass as they are).
+    pub fn task_bridge(&self, host: Option<ProtocolVersion>) -> TaskBridge {
+        match (self, host) {
+            (Servers::One(one), Some(host)) => {
+                let negotiated = one.session().negotiated();
+                TaskBridge::new(host, negotiated.version, &negotiated.capabilities)
+            }
+            _ => TaskBridge::Direct,
+        }
+    }
+
+    /// What the host is offered: the one server's declaration (with the tasks `tasks`
+    /// carries across, in the host's era's terms), name and instructions; or what the
+    /// servers can do together.
+    pub fn declaration(&self, tasks: TaskBridge) -> ServerConfig {
         match self {
             Servers::One(one) => {
                 let negotiated = one.session().negotiated();
                 let mut config = ServerConfig::new(negotiated.server_info.clone(), Value::Null);
-                config.capabilities = negotiated.capabilities.clone();
+                config.capabilities = tasks.declaration(&negotiated.capabilities);
                 config.instructions = negotiated.instructions.clone();
                 config
             }
             Servers::Many(many) => {
                 let (capabilities, instructions) = many.declaration();
                 let info = Implementation::new("capable-bridge", env!("CARGO_PKG_VERSION"));
-                let mut config = ServerConfig::new(info, capabilities);
+                let mut config = ServerConfig::new(info, Value::Null);
+                config.capabilities = capabilities;
                 config.instructions = instructions;
                 config
             }
@@ -80,6 +95,14 @@ impl Servers {
         match self {
             Servers::One(one) => Some(one.session()),
             Servers::Many(_) => None,
+        }
+    }
+
+    /// The many servers (`None` for one).
+    pub fn many(&self) -> Option<&Many> {
+        match self {
+            Servers::One(_) => None,
+            Servers::Many(many) => Some(many),
         }
     }
 

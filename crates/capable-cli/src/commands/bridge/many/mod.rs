@@ -9,28 +9,42 @@
 //! | `resources/templates/list` | every ready server's templates, asked of each |
 //! | `tools/call`, `prompts/get` | the owning server, under the name it knows; a tool result over the server's `outputBudget` is cut, with a note |
 //! | `resources/read`, `completion/complete` | the server that listed the URI (or whose template it fits), or the prompt's |
+//! | `resources/subscribe`, `resources/unsubscribe`; a 2026-07-28 host's `subscriptions/listen` with `resourceSubscriptions` | the server that owns each URI, in its era; refused with the server and why when it did not declare `resources.subscribe` (`relay/fanout.rs`) |
 //! | `logging/setLevel` | every server |
 //!
-//! What the bridge declares is what the servers behind can do together: a list when
-//! one of them has it, always with `listChanged` (servers come, go and change their
-//! lists, and the host is told); no `subscribe`. Each server's `timeout` is its own
-//! request timeout; `disabled: true` servers are not started.
+//! What the bridge declares is what the servers behind can do together (the core's
+//! [`merged`]): a list when one of them has it, always with `listChanged` (servers
+//! come, go and change their lists, and the host is told), and `resources.subscribe`
+//! when one of them takes subscriptions. It follows the servers: those ready, and those
+//! on their way back as they last declared (a 2026-07-28 host reads it anew; a legacy
+//! host keeps what `initialize` said). Each server's `timeout` is its own request
+//! timeout; `disabled: true` servers are not started.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `mod.rs` | the servers started, their declaration, their lists merged, requests on their way |
+//! | `route.rs` | where a request goes: by `server/name`, by URI, by a completion's reference |
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use capable::config::{ConfigFile, ServerPolicy};
-use capable::core::jsonrpc::{codes, Payload, RpcError};
+use capable::core::jsonrpc::{codes, Payload};
 use capable::core::model::ResourceTemplate;
+use capable::core::server::merge::merged;
 use capable::core::Method;
-use capable::host::{split, Host, HostEvent, HostOptions};
-use capable::{Capability, ClientOptions, Error, RequestOptions, Session};
+use capable::core::ServerCapabilities;
+use capable::host::{Host, HostEvent, HostOptions};
+use capable::{ClientOptions, Error, RequestOptions, Session};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
 use super::audit::Audit;
+use super::forward::answer_error;
+
+mod route;
 
 /// The servers of a config, as one (see the module documentation).
 pub struct Many {
@@ -41,6 +55,8 @@ pub struct Many {
     /// Template prefixes, by server, as last listed (to route reads of URIs made from
     /// them).
     templates: Arc<Mutex<Vec<(String, String)>>>,
+    /// What each server declared when it was last ready, by name.
+    declared: Mutex<BTreeMap<String, (ServerCapabilities, Option<String>)>>,
     /// What was already said to be dropped (a notice once per tool or URI).
     noticed: Mutex<HashSet<String>>,
 }
@@ -93,41 +109,38 @@ impl Many {
             policies: file.policies.clone(),
             audit,
             templates: Arc::new(Mutex::new(Vec::new())),
+            declared: Mutex::new(BTreeMap::new()),
             noticed: Mutex::new(HashSet::new()),
         }
     }
 
-    /// What the servers can do together (see the module documentation), and their
-    /// instructions, each under its server's name.
-    pub fn declaration(&self) -> (Value, Option<String>) {
-        let mut caps = Map::new();
-        let mut instructions = Vec::new();
-        for status in self.host.servers() {
-            let Ok(session) = self.host.session(&status.name) else {
-                continue;
-            };
-            let declared = session.capabilities();
-            for (capability, list) in [
-                (Capability::Tools, true),
-                (Capability::Resources, true),
-                (Capability::Prompts, true),
-                (Capability::Logging, false),
-                (Capability::Completions, false),
-            ] {
-                if declared.has(capability) {
-                    let value = match list {
-                        true => json!({"listChanged": true}),
-                        false => json!({}),
-                    };
-                    caps.insert(capability.key().into(), value);
+    /// What the servers can do together ([`merged`]), and their instructions, each
+    /// under its server's name: of the servers ready, and of those on their way back
+    /// (as they last declared); not of those stopped or given up.
+    pub fn declaration(&self) -> (ServerCapabilities, Option<String>) {
+        let mut known = self.declared.lock().unwrap_or_else(|e| e.into_inner());
+        let servers = self.host.servers();
+        for status in &servers {
+            match self.host.session(&status.name) {
+                Ok(session) => {
+                    let text = session.instructions().map(str::to_owned);
+                    let declared = (session.capabilities().clone(), text);
+                    known.insert(status.name.clone(), declared);
                 }
-            }
-            if let Some(text) = session.instructions() {
-                instructions.push(format!("{}: {text}", status.name));
+                Err(_) if status.state.is_settled() => {
+                    known.remove(&status.name);
+                }
+                Err(_) => {}
             }
         }
+        known.retain(|name, _| servers.iter().any(|s| s.name == *name));
+        let capabilities = merged(known.values().map(|(caps, _)| caps));
+        let instructions: Vec<String> = servers
+            .iter()
+            .filter_map(|s| Some(format!("{}: {}", s.name, known.get(&s.name)?.1.as_ref()?)))
+            .collect();
         let instructions = (!instructions.is_empty()).then(|| instructions.join("\n"));
-        (Value::Object(caps), instructions)
+        (capabilities, instructions)
     }
 
     /// The next event of the servers.
@@ -214,18 +227,23 @@ impl Many {
     }
 
     /// A notice, once for each `key`.
-    fn notice_once(&self, key: String, server: &str, notice: &str) {
+    pub(crate) fn notice_once(&self, key: String, server: &str, notice: &str) {
         if self
             .noticed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(key)
         {
-            self.audit.record(
-                "notice",
-                json!({"side": "server", "server": server, "level": "warning", "notice": notice}),
-            );
+            self.notice(server, notice);
         }
+    }
+
+    /// A notice about `server`, in the audit.
+    pub(crate) fn notice(&self, server: &str, notice: &str) {
+        self.audit.record(
+            "notice",
+            json!({"side": "server", "server": server, "level": "warning", "notice": notice}),
+        );
     }
 
     fn tools(&self) -> Value {
@@ -317,90 +335,6 @@ impl Many {
         .boxed()
     }
 
-    /// The server a `server/name` member names; the member becomes the name it knows.
-    fn by_name(
-        &self,
-        method: Method,
-        params: &mut Map<String, Value>,
-        member: &str,
-    ) -> Result<(String, Arc<Session>), Error> {
-        let qualified = params
-            .get(member)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let Some((server, name)) = split(&qualified) else {
-            return Err(not_offered(
-                method,
-                &format!("{qualified:?} names no server: names are SERVER/NAME"),
-            ));
-        };
-        if method == Method::CallTool && !self.policy(server).offers_tool(name) {
-            return Err(not_offered(
-                method,
-                &format!("{qualified:?} is not offered by this bridge"),
-            ));
-        }
-        let session = self.session(method, server)?;
-        params.insert(member.into(), json!(name));
-        Ok((server.to_owned(), session))
-    }
-
-    /// The server that listed `uri`, or whose template it fits (the longest prefix).
-    fn by_uri(&self, method: Method, uri: &str) -> Result<(String, Arc<Session>), Error> {
-        let listed = self
-            .host
-            .resources()
-            .into_iter()
-            .find(|r| r.resource.uri == uri)
-            .map(|r| r.server);
-        let templated = || {
-            let templates = self.templates.lock().unwrap_or_else(|e| e.into_inner());
-            templates
-                .iter()
-                .filter(|(prefix, _)| !prefix.is_empty() && uri.starts_with(prefix.as_str()))
-                .max_by_key(|(prefix, _)| prefix.len())
-                .map(|(_, server)| server.clone())
-        };
-        match listed.or_else(templated) {
-            Some(server) => Ok((server.clone(), self.session(method, &server)?)),
-            None => Err(answer_error(
-                method,
-                codes::INVALID_PARAMS,
-                format!("no server of this bridge offers {uri}"),
-                Some(json!({"uri": uri})),
-            )),
-        }
-    }
-
-    /// `completion/complete`: routed by its reference (a `server/prompt`, or a URI).
-    fn completion(&self, params: &mut Map<String, Value>) -> Result<(String, Arc<Session>), Error> {
-        let method = Method::Complete;
-        let Some(Value::Object(reference)) = params.get_mut("ref") else {
-            return Err(not_offered(method, "no ref"));
-        };
-        if let Some(uri) = reference
-            .get("uri")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        {
-            return self.by_uri(method, &uri);
-        }
-        self.by_name(method, reference, "name")
-    }
-
-    fn session(&self, method: Method, server: &str) -> Result<Arc<Session>, Error> {
-        self.host.session(server).map_err(|e| {
-            let data = Some(json!({"server": server}));
-            answer_error(
-                method,
-                super::forward::code::UNAVAILABLE,
-                e.to_string(),
-                data,
-            )
-        })
-    }
-
     /// Stops every server.
     pub async fn shutdown(&self) {
         self.host.shutdown().await;
@@ -408,21 +342,8 @@ impl Many {
 }
 
 /// A request for something no server of the bridge offers.
-fn not_offered(method: Method, why: &str) -> Error {
+pub(super) fn not_offered(method: Method, why: &str) -> Error {
     answer_error(method, codes::INVALID_PARAMS, why.to_owned(), None)
-}
-
-/// The JSON-RPC error the bridge answers a request of `method` with, as the error of a
-/// server's answer (the relay passes it on as it is).
-fn answer_error(method: Method, code: i64, message: String, data: Option<Value>) -> Error {
-    Error::Rpc {
-        method,
-        error: RpcError {
-            code,
-            message,
-            data,
-        },
-    }
 }
 
 /// A tool result over its server's budget, cut: its text kept up to the budget, its

@@ -1,0 +1,144 @@
+//! Where a host request goes: the server a `server/name` names, the server that owns a
+//! URI (the one that listed it, or whose template it fits), the server a completion's
+//! reference names.
+
+use std::sync::{Arc, Mutex};
+
+use capable::core::jsonrpc::codes;
+use capable::core::server::fanout;
+use capable::core::Method;
+use capable::host::{split, Host};
+use capable::{Error, Session};
+use serde_json::{json, Map, Value};
+
+use super::{not_offered, Many};
+use crate::commands::bridge::forward::answer_error;
+
+impl Many {
+    /// The server a `server/name` member names; the member becomes the name it knows.
+    pub(super) fn by_name(
+        &self,
+        method: Method,
+        params: &mut Map<String, Value>,
+        member: &str,
+    ) -> Result<(String, Arc<Session>), Error> {
+        let qualified = params
+            .get(member)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let Some((server, name)) = split(&qualified) else {
+            return Err(not_offered(
+                method,
+                &format!("{qualified:?} names no server: names are SERVER/NAME"),
+            ));
+        };
+        if method == Method::CallTool && !self.policy(server).offers_tool(name) {
+            return Err(not_offered(
+                method,
+                &format!("{qualified:?} is not offered by this bridge"),
+            ));
+        }
+        let session = self.session(method, server)?;
+        params.insert(member.into(), json!(name));
+        Ok((server.to_owned(), session))
+    }
+
+    /// The server that owns `uri`: the one that listed it (the first, when two did),
+    /// or whose template it fits (the longest prefix).
+    pub fn owner_of(&self, uri: &str) -> Option<String> {
+        owner_in(&self.host, &self.templates, uri)
+    }
+
+    /// Whether the host may listen for updates of a URI: its owner declared
+    /// `resources.subscribe` (or is down, and is asked again when it is back). For
+    /// the engine, which acknowledges a 2026-07-28 host's listen stream with these
+    /// URIs alone ([`ServerConnection::set_subscribable`](capable::core::server::ServerConnection::set_subscribable)).
+    pub fn subscribable(&self) -> capable::core::server::Subscribable {
+        let (host, templates) = (self.host.clone(), self.templates.clone());
+        Box::new(move |uri| {
+            let Some(server) = owner_in(&host, &templates, uri) else {
+                return false;
+            };
+            let Ok(session) = host.session(&server) else {
+                return true;
+            };
+            let owner = fanout::Owner {
+                server: &server,
+                era: session.era(),
+                capabilities: session.capabilities(),
+            };
+            fanout::check(uri, Some(&owner)).is_ok()
+        })
+    }
+
+    /// The server that owns `uri`, and its session.
+    pub(super) fn by_uri(
+        &self,
+        method: Method,
+        uri: &str,
+    ) -> Result<(String, Arc<Session>), Error> {
+        match self.owner_of(uri) {
+            Some(server) => Ok((server.clone(), self.session(method, &server)?)),
+            None => Err(answer_error(
+                method,
+                codes::INVALID_PARAMS,
+                format!("no server of this bridge offers {uri}"),
+                Some(json!({"uri": uri})),
+            )),
+        }
+    }
+
+    /// `completion/complete`: routed by its reference (a `server/prompt`, or a URI).
+    pub(super) fn completion(
+        &self,
+        params: &mut Map<String, Value>,
+    ) -> Result<(String, Arc<Session>), Error> {
+        let method = Method::Complete;
+        let Some(Value::Object(reference)) = params.get_mut("ref") else {
+            return Err(not_offered(method, "no ref"));
+        };
+        if let Some(uri) = reference
+            .get("uri")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        {
+            return self.by_uri(method, &uri);
+        }
+        self.by_name(method, reference, "name")
+    }
+
+    /// `server`'s session, while it is up.
+    pub fn ready(&self, server: &str) -> Option<Arc<Session>> {
+        self.host.session(server).ok()
+    }
+
+    fn session(&self, method: Method, server: &str) -> Result<Arc<Session>, Error> {
+        self.host.session(server).map_err(|e| {
+            let data = Some(json!({"server": server}));
+            answer_error(
+                method,
+                crate::commands::bridge::forward::code::UNAVAILABLE,
+                e.to_string(),
+                data,
+            )
+        })
+    }
+}
+
+/// The server of `host` that owns `uri` (see [`Many::owner_of`]).
+fn owner_in(host: &Host, templates: &Mutex<Vec<(String, String)>>, uri: &str) -> Option<String> {
+    let listed = host
+        .resources()
+        .into_iter()
+        .find(|r| r.resource.uri == uri)
+        .map(|r| r.server);
+    listed.or_else(|| {
+        let templates = templates.lock().unwrap_or_else(|e| e.into_inner());
+        templates
+            .iter()
+            .filter(|(prefix, _)| !prefix.is_empty() && uri.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, server)| server.clone())
+    })
+}

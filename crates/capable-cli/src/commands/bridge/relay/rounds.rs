@@ -1,0 +1,195 @@
+//! A legacy server's questions to a 2026-07-28 host, which takes no requests: each goes
+//! to the host in an `input_required` round, the answer to a request of the host's
+//! waiting on the server, and the host's retry brings the answers back and carries the
+//! exchange on. The core's [`Rounds`](capable::core::server::Rounds) decides (what is
+//! kept, what a retry gets, deadlines); this file carries it out.
+//!
+//! | what happens | what the bridge does |
+//! |---|---|
+//! | the server asks | the question goes to the host's oldest request waiting on the server that may take one (a call, a prompt, a read); failing that, it is kept for the round the host holds |
+//! | questions arrive together | one round carries them all (several keys in `inputRequests`) |
+//! | the host retries | each answer goes to its question; the retry gets the next round, the server's answer if it came meanwhile, or waits for it |
+//! | the server withdraws a question, or answers while the host holds the round | see the core's rules; ignored answers are audit notices |
+//! | the host never comes back | at the round's deadline its questions fail, the exchange is cancelled at the server, and the audit says so |
+//! | a retry of a spent round, or of another request's | refused (-32602), never passed to the server |
+
+use std::time::Instant;
+
+use capable::core::server::{client_allows, ClientRequest, Lapsed, Next};
+use capable::core::Method;
+use serde_json::Value;
+
+use super::era::cannot_ask;
+use super::{gone, invalid_params, Answer, Relay};
+use crate::commands::bridge::upstream::Ask;
+
+impl Relay {
+    /// A legacy server's question to a 2026-07-28 host, kept for the exchange it goes
+    /// with; [`Relay::put_rounds`] puts it to the host.
+    pub(super) fn ask_in_a_round(&mut self, ask: Ask) {
+        let url_mode = ask.params.get("mode").and_then(Value::as_str) == Some("url");
+        let allowed = match (
+            self.engine.phase().version(),
+            self.engine.phase().capabilities(),
+        ) {
+            (Some(version), Some(caps)) => client_allows(ask.method, version, caps, url_mode),
+            _ => Ok(()),
+        };
+        if let Err(why) = allowed {
+            let _ = ask.reply.send(Err(cannot_ask(&why)));
+            return;
+        }
+        let may_ask = |e: &super::Exchange| {
+            matches!(
+                e.method,
+                Method::CallTool | Method::GetPrompt | Method::ReadResource
+            )
+        };
+        let waiting = self
+            .exchanges
+            .iter()
+            .filter(|(token, e)| e.host.is_some() && may_ask(e) && !self.rounds.holds(**token))
+            .map(|(token, _)| *token)
+            .min();
+        let holding = || {
+            self.exchanges
+                .iter()
+                .filter(|(token, e)| may_ask(e) && self.rounds.holds(**token))
+                .map(|(token, _)| *token)
+                .min()
+        };
+        let Some(token) = waiting.or_else(holding) else {
+            let why = "no request of the host's waits on the server: it cannot be asked now";
+            let _ = ask.reply.send(Err(cannot_ask(&why)));
+            return;
+        };
+        let now = Instant::now();
+        self.rounds
+            .ask(token, ask.token, ask.method, ask.params, ask.reply, now);
+    }
+
+    /// Every host request waiting on the server with questions kept for it is answered
+    /// with a round carrying them.
+    pub(super) fn put_rounds(&mut self) {
+        let now = Instant::now();
+        let tokens: Vec<u64> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| e.host.is_some())
+            .map(|(token, _)| *token)
+            .collect();
+        for token in tokens {
+            let Some(round) = self.rounds.round(token, now) else {
+                continue;
+            };
+            if let Some(id) = self.exchanges.get_mut(&token).and_then(|e| e.host.take()) {
+                self.engine.respond(&id, &round, &mut self.out);
+            }
+        }
+    }
+
+    /// A 2026-07-28 host's request that is the retry of one of the bridge's rounds
+    /// (`None`: taken), or a request to pass on.
+    pub(super) fn round_answered(&mut self, request: ClientRequest) -> Option<ClientRequest> {
+        let params: Value = request.params.decode().unwrap_or_default();
+        let Some(state) = self.rounds.ours(&params) else {
+            return Some(request);
+        };
+        let token = self.rounds.exchange(state);
+        let method = token.and_then(|t| self.exchanges.get(&t)).map(|e| e.method);
+        if token.is_some() && method != Some(request.method) {
+            let why = invalid_params("this requestState was given for another request", None);
+            self.engine.respond_error(&request.id, &why, &mut self.out);
+            return None;
+        }
+        let retry = match self.rounds.retry(state, &params, Instant::now()) {
+            Ok(retry) => retry,
+            Err(why) => {
+                self.engine.respond_error(&request.id, &why, &mut self.out);
+                return None;
+            }
+        };
+        for (reply, answer) in retry.answers {
+            let _ = reply.send(Ok(answer));
+        }
+        for reply in retry.over {
+            let _ = reply.send(Err(gone("the request it was asked in is over")));
+        }
+        for notice in &retry.notices {
+            self.audit.host_round("info", notice);
+        }
+        let token = retry.exchange;
+        match (retry.next, self.exchanges.get_mut(&token)) {
+            (Next::Round(round), Some(_)) => {
+                self.engine.respond(&request.id, &round, &mut self.out);
+            }
+            (Next::Answer(answer), Some(exchange)) => {
+                exchange.host = Some(request.id);
+                self.answer(token, answer);
+            }
+            // The exchange goes on, under the retry's id.
+            (Next::Wait, Some(exchange)) => exchange.host = Some(request.id),
+            (_, None) => {
+                let over = invalid_params("the request this retry carries on is over", None);
+                self.engine.respond_error(&request.id, &over, &mut self.out);
+                for reply in self.rounds.give_up(token) {
+                    let _ = reply.send(Err(gone("the request it was asked in is over")));
+                }
+            }
+        }
+        None
+    }
+
+    /// The server's answer to exchange `token`: kept for the host's retry when the host
+    /// holds a round of it (`None`), else back, for the host's waiting request.
+    pub(super) fn keep_for_retry(&mut self, token: u64, answer: Answer) -> Option<Answer> {
+        let method = match self.exchanges.get(&token) {
+            Some(e) if e.host.is_none() => e.method,
+            _ => return Some(answer),
+        };
+        // No round out after all: the exchange ends with the answer.
+        let over = match self.rounds.keep(token, answer) {
+            Ok(over) => over,
+            Err(answer) => return Some(answer),
+        };
+        let notice = format!(
+            "the server answered {} while the host holds a round of it: kept for the host's retry",
+            method.as_str()
+        );
+        self.audit.host_round("info", &notice);
+        for reply in over {
+            let _ = reply.send(Err(gone("the request it was asked in is over")));
+        }
+        None
+    }
+
+    /// Something of the rounds past its deadline: a question fails; a round the host
+    /// never came back to ends its exchange (cancelled at the server).
+    pub(super) fn lapsed(&mut self, lapsed: Lapsed<super::Reply>) {
+        match lapsed {
+            Lapsed::Question(reply) => {
+                let _ = reply.send(Err(gone(
+                    "the host did not come back with an answer in time",
+                )));
+            }
+            Lapsed::Round {
+                exchange,
+                answer_dropped,
+            } => {
+                let Some(gone) = self.exchanges.remove(&exchange) else {
+                    return;
+                };
+                gone.abort.abort();
+                let dropped = match answer_dropped {
+                    true => "; the server's answer to it was dropped",
+                    false => "; it is cancelled at the server",
+                };
+                let notice = format!(
+                    "the host did not come back to a round of its {} in time{dropped}",
+                    gone.method.as_str()
+                );
+                self.audit.host_round("warning", &notice);
+            }
+        }
+    }
+}

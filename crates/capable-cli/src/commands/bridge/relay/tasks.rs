@@ -1,0 +1,415 @@
+//! Tasks across eras: a 2025-11-25 host's tasks carried out at a 2026-07-28 server
+//! with the tasks extension, and a 2026-07-28 host's at a 2025-11-25 server with core
+//! tasks. What the host is told, which request is carried and how, what is refused,
+//! and every wire form are the core's ([`capable::core::task_bridge`]); this file
+//! sends the requests each one takes, on the session to the server behind.
+//!
+//! | the host asks | the bridge asks the server |
+//! |---|---|
+//! | legacy `tools/list` | `tools/list`; tools may run as tasks |
+//! | legacy `tools/call` with `params.task` | `tools/call`; the task it made, as `{task}`; a result that came at once, as a task of the bridge's, already over |
+//! | legacy `tasks/get`, `tasks/result`, `tasks/cancel` of a task of the bridge's | nothing: the bridge answers (the core's `task_started`) |
+//! | legacy `tools/call` | `tools/call`; a task it made anyway is waited for, within the request's bound (the host's cancel a `tasks/cancel`) |
+//! | legacy `tasks/get`, `tasks/cancel` | `tasks/get`; `tasks/cancel` then `tasks/get` |
+//! | legacy `tasks/list` | `tasks/get` of each task the host started through the bridge (kept by the relay); the bridge's own as they are |
+//! | legacy `tasks/result` | `tasks/get` at the task's `pollIntervalMs` until it ends, within the request's bound (the session's [`Session::await_task`], the core's `task_wait`); each change of status meanwhile is a `notifications/tasks/status` to the host; each question of the task's, a request to the host naming it (`_meta[RELATED_TASK]`) |
+//! | 2026-07-28 `tools/call` | `tools/list` once if the tool is unknown, `tools/call` with `params.task` when the tool allows it (declared extension) or requires it |
+//! | … without the extension, of a tool that requires a task | the task waited for as above, within the request's bound; each change of status a progress notification when the host asked for progress; the host's cancel a `tasks/cancel` (when declared) |
+//! | 2026-07-28 `tasks/get` | `tasks/get`, and `tasks/result` once it is over |
+//! | 2026-07-28 `tasks/cancel` | `tasks/cancel` |
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use capable::core::jsonrpc::{codes, Payload, RequestId};
+use capable::core::model::{ProgressParams, Task};
+use capable::core::notification::Notification;
+use capable::core::task_bridge::{self, Carry};
+use capable::core::task_call;
+use capable::core::task_started::{Listed, Started};
+use capable::core::{Era, Method};
+use capable::{Error, RequestOptions, Session, TaskWait};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+
+use super::Relay;
+use crate::commands::bridge::forward::answer_error;
+use crate::commands::bridge::upstream::FOR_TASK;
+
+/// How a host request is carried out.
+pub(super) struct How {
+    /// What the core says to do.
+    pub carry: Carry,
+    /// The host's method.
+    pub method: Method,
+    /// How long a wait for a task's end may last.
+    pub bound: Duration,
+    /// The tasks the host started through the bridge (for `tasks/list`).
+    pub started: Vec<Listed>,
+    /// Where the statuses of a task waited on go (`notifications/tasks/status`).
+    pub statuses: mpsc::UnboundedSender<Value>,
+}
+
+/// What the relay does with a carried host request before anything is sent.
+pub(super) enum Before {
+    /// It was about a task of the bridge's: answered.
+    Answered,
+    /// It goes on; a legacy host's task call asked for this `ttl`.
+    Send { ttl: Option<u64> },
+}
+
+/// The members of a legacy host's task request the relay reads itself.
+#[derive(Deserialize)]
+struct Asked {
+    #[serde(rename = "taskId")]
+    task_id: Option<String>,
+    task: Option<TaskAsked>,
+}
+
+#[derive(Deserialize)]
+struct TaskAsked {
+    ttl: Option<f64>,
+}
+
+/// No task started yet; the bridge's own named after a random prefix, which no
+/// server's task id takes.
+pub(super) fn started() -> Started {
+    Started::new(format!("bridge-{}", super::super::random_hex::<6>()))
+}
+
+impl Relay {
+    /// A carried host request, before anything is sent: a legacy host's `tasks/get`,
+    /// `tasks/result` or `tasks/cancel` of a task of the bridge's is answered here; the
+    /// `ttl` a task call asked for is noted.
+    pub(super) fn own_task(
+        &mut self,
+        id: &RequestId,
+        method: Method,
+        carry: Carry,
+        params: &Payload,
+    ) -> Before {
+        use Carry::*;
+        let asks_ttl = carry == CallForLegacy { asked: true };
+        if !asks_ttl && !matches!(carry, GetForLegacy | ResultForLegacy | CancelForLegacy) {
+            return Before::Send { ttl: None };
+        }
+        // Malformed params are the server's to refuse, as they would have been.
+        let Ok(Some(asked)) = params.decode_or_default::<Option<Asked>>() else {
+            return Before::Send { ttl: None };
+        };
+        if asks_ttl {
+            // A negative or absurd ttl saturates (the core caps it).
+            let ttl = asked.task.and_then(|t| t.ttl).map(|t| t as u64);
+            return Before::Send { ttl };
+        }
+        match asked.task_id {
+            Some(task_id) if self.started.owns(&task_id) => {
+                match self.started.answer(method, &task_id, Instant::now()) {
+                    Ok(answer) => self.engine.respond(id, &answer, &mut self.out),
+                    Err(e) => self.engine.respond_error(id, &e, &mut self.out),
+                };
+                Before::Answered
+            }
+            _ => Before::Send { ttl: None },
+        }
+    }
+
+    /// An answer carried out for the host arrived: a task it started is kept for its
+    /// `tasks/list`; a result the server gave at once, where the host asked for a
+    /// task, becomes a task of the bridge's, over (the host gets its `{task}`).
+    pub(super) fn carried(
+        &mut self,
+        carry: Option<Carry>,
+        ttl: Option<u64>,
+        answer: Payload,
+    ) -> Payload {
+        if carry != Some(Carry::CallForLegacy { asked: true }) {
+            return answer;
+        }
+        match task_call::started_task(&answer) {
+            Ok(Some(task)) => self.started.record(task.task_id),
+            Ok(None) => {
+                let Ok(result) = answer.decode::<Value>() else {
+                    return answer;
+                };
+                let at = capable::core::time::rfc3339(SystemTime::now());
+                let made = self.started.settle(result, ttl, Instant::now(), &at);
+                return Payload::from_json(made.to_string().into_bytes());
+            }
+            Err(_) => {}
+        }
+        answer
+    }
+
+    /// A task the bridge waits on for a legacy host changed: the host hears of it
+    /// (`notifications/tasks/status`, as the engine lets it go).
+    pub(super) fn task_status(&mut self, task: &Value) {
+        let notification = Notification::from_value("notifications/tasks/status", task);
+        let _ = self.engine.notify(&notification, task, &mut self.out);
+    }
+}
+
+/// Carries out a host request as `how` says, with `params` (the host's own envelope
+/// out), on `session`: the answer the host gets, in its era's form.
+pub(super) async fn carry(
+    session: Arc<Session>,
+    how: How,
+    mut params: Map<String, Value>,
+    mut options: RequestOptions,
+) -> Result<Payload, Error> {
+    let How {
+        carry,
+        method,
+        bound,
+        started,
+        statuses,
+    } = how;
+    let named = params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let task_id = || {
+        named.clone().ok_or_else(|| {
+            let message = format!("{method} needs params.taskId");
+            answer_error(method, codes::INVALID_PARAMS, message, None)
+        })
+    };
+    let answer = match carry {
+        Carry::ListToolsForLegacy => {
+            let mut list: Value = session.request(method, &params, options).await?;
+            task_bridge::tools_for_legacy(&mut list);
+            list
+        }
+        Carry::CallForLegacy { asked } => {
+            params.remove("task");
+            let payload = session.request_payload(method, &params, options).await?;
+            match task_of(&payload)? {
+                None => return Ok(payload),
+                Some(task) if asked => json!({"task": task_bridge::legacy_task(&task)}),
+                // The host asked for no task: it gets what the call would have given.
+                Some(task) => {
+                    let waited = wait_for_host(&session, task, bound, None).await;
+                    serde_json::to_value(waited.map_err(|e| ended(method, e))?).unwrap_or_default()
+                }
+            }
+        }
+        Carry::GetForLegacy => task_bridge::legacy_task(&session.get_task(&task_id()?).await?),
+        Carry::ResultForLegacy => {
+            let task_id = task_id()?;
+            let task = session.get_task(&task_id).await?;
+            // The host hears of each change while it waits (2025-11-25 has the
+            // notification; 2026-07-28 servers send none).
+            let wait = TaskWait {
+                on_status: Some(Box::new(move |task: &Task| {
+                    let _ = statuses.send(task_bridge::legacy_task(task));
+                })),
+                deadline: None,
+            };
+            // The server's questions meanwhile reach the host as this task's.
+            let waiting = FOR_TASK.scope(task_id.clone(), session.await_task(task, wait));
+            let waited = tokio::time::timeout(bound, waiting);
+            match waited.await {
+                Ok(Ok(result)) => task_bridge::with_related_task(
+                    serde_json::to_value(result).unwrap_or_default(),
+                    &task_id,
+                ),
+                Ok(Err(e)) => return Err(ended(method, e)),
+                // The task goes on at the server: the host may ask again.
+                Err(_) => {
+                    let message = format!(
+                        "task {task_id} did not end within {bound:?}; it goes on at the server: \
+                         ask tasks/result again, or tasks/cancel it"
+                    );
+                    return Err(answer_error(method, codes::INTERNAL_ERROR, message, None));
+                }
+            }
+        }
+        Carry::ListForLegacy => {
+            let mut tasks = Vec::with_capacity(started.len());
+            for listed in started {
+                let id = match listed {
+                    Listed::Settled(task) => {
+                        tasks.push(task);
+                        continue;
+                    }
+                    Listed::AtServer(id) => id,
+                };
+                match session.get_task(&id).await {
+                    Ok(task) => tasks.push(task_bridge::legacy_task(&task)),
+                    // Expired, or unknown at the server now: not listed.
+                    Err(Error::Rpc { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            json!({ "tasks": tasks })
+        }
+        Carry::CancelForLegacy => {
+            let task_id = task_id()?;
+            session.cancel_task(&task_id).await?;
+            task_bridge::legacy_task(&session.get_task(&task_id).await?)
+        }
+        Carry::CallForModern { declared } => {
+            let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+            if session.tool_task_support(name).is_none() {
+                // Learns the tools' `execution.taskSupport`; a failure leaves the call plain.
+                let _ = session.list_tools().await;
+            }
+            let support = session.tool_task_support(name);
+            let mut progress = None;
+            if task_call::asks_for_task(support, declared, session.negotiated()) {
+                params.insert("task".into(), json!({}));
+                // The host's progress is the wait's, for a task it cannot see.
+                if !declared {
+                    progress = options.on_progress.take();
+                }
+            }
+            let payload = session.request_payload(method, &params, options).await?;
+            match task_of(&payload)? {
+                Some(task) if declared => task_bridge::modern_task(&task, "task", None),
+                // A task the tool requires, for a host that has none: waited for.
+                Some(task) => {
+                    let result = wait_for_host(&session, task, bound, progress).await;
+                    serde_json::to_value(result.map_err(|e| ended(method, e))?).unwrap_or_default()
+                }
+                // A plain result: the relay adds what 2026-07-28 requires.
+                None => return Ok(payload),
+            }
+        }
+        Carry::GetForModern => {
+            let task_id = task_id()?;
+            let task = session.get_task(&task_id).await?;
+            let outcome = match task_bridge::needs_outcome(&task) {
+                true => {
+                    let params = json!({"taskId": task_id});
+                    let fetched = session
+                        .request::<_, Value>(Method::TaskResult, &params, RequestOptions::default())
+                        .await;
+                    match fetched {
+                        Ok(result) => Some(Ok(result)),
+                        Err(Error::Rpc { error, .. }) => Some(Err(error)),
+                        Err(e) => return Err(e),
+                    }
+                }
+                false => None,
+            };
+            task_bridge::modern_task(&task, "complete", outcome)
+        }
+        Carry::CancelForModern => {
+            session.cancel_task(&task_id()?).await?;
+            json!({})
+        }
+    };
+    Ok(Payload::from_json(answer.to_string().into_bytes()))
+}
+
+/// Waits for `task` (at most `bound`) for a host's call that is no task to the host (a
+/// 2026-07-28 host without the extension, a legacy host that asked for none): each
+/// change of status is progress to the host when it asked for progress (`progress`);
+/// the wait given up (the host cancelled its call) cancels the task at the server when
+/// it declares `tasks/cancel`.
+async fn wait_for_host(
+    session: &Arc<Session>,
+    task: Task,
+    bound: Duration,
+    progress: Option<capable::ProgressCallback>,
+) -> Result<capable::core::model::CallToolResult, Error> {
+    let guard = CancelOnDrop {
+        session: session.clone(),
+        task_id: Some(task.task_id.clone()),
+    };
+    let on_status = progress.map(|mut progress| {
+        let mut seen = 0.0;
+        Box::new(move |task: &Task| {
+            seen += 1.0;
+            let message = match &task.status_message {
+                Some(m) => format!("{}: {m}", task.status.as_str()),
+                None => task.status.as_str().to_owned(),
+            };
+            progress(&ProgressParams {
+                progress_token: Value::Null,
+                progress: seen,
+                total: None,
+                message: Some(message),
+            });
+        }) as capable::TaskObserver
+    });
+    let wait = TaskWait {
+        on_status,
+        deadline: Some(bound),
+    };
+    let waited = match session.await_task(task, wait).await {
+        // A 2025-11-25 task that failed: its `tasks/result` is what the call would
+        // have given (the server's error, or the tool's `isError` result).
+        Err(Error::TaskFailed { task_id, .. }) if session.era() == Era::Legacy => {
+            let params = json!({ "taskId": task_id });
+            let options = RequestOptions::default();
+            session.request(Method::TaskResult, &params, options).await
+        }
+        other => other,
+    };
+    // Over, one way or another (a wait past its bound cancelled the task itself).
+    guard.disarm();
+    waited
+}
+
+/// Cancels a task at the server when the wait for it is dropped before its end.
+struct CancelOnDrop {
+    session: Arc<Session>,
+    task_id: Option<String>,
+}
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.task_id = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(task_id) = self.task_id.take() else {
+            return;
+        };
+        if self.session.check(Method::CancelTask).is_err() {
+            return;
+        }
+        let session = self.session.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = session.cancel_task(&task_id).await;
+            });
+        }
+    }
+}
+
+/// The task a `tools/call` answer started, if any.
+fn task_of(payload: &Payload) -> Result<Option<Task>, Error> {
+    task_call::started_task(payload).map_err(|detail| Error::MalformedResult {
+        method: Method::CallTool,
+        detail,
+    })
+}
+
+/// A wait for a task that did not complete, as the host gets it: the task's own
+/// error when it failed with one, else an error that says how it ended; any other
+/// failure as it is.
+fn ended(method: Method, e: Error) -> Error {
+    let error = match e {
+        Error::TaskFailed {
+            task_id,
+            error,
+            message,
+        } => {
+            let how = format!(
+                "failed: {}",
+                message.as_deref().unwrap_or("no reason given")
+            );
+            task_bridge::ended_error(&task_id, Some(&error), &how)
+        }
+        Error::TaskCancelled { task_id } => {
+            task_bridge::ended_error(&task_id, None, "was cancelled")
+        }
+        other => return other,
+    };
+    Error::Rpc { method, error }
+}
