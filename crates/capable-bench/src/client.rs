@@ -229,7 +229,7 @@ where
 // capable
 
 async fn capable(s: Settings) -> Result<Figures, String> {
-    use capable::{ClientOptions, ServerCommand, StdioTransport};
+    use capable::{ServerCommand, StdioTransport};
     let mut command = ServerCommand::new(s.server.clone(), s.server_args.clone());
     // capable starts a server with a clean environment: its CPU is passed on by name.
     if let Ok(cpu) = std::env::var(crate::placement::SERVER_CPU) {
@@ -240,7 +240,7 @@ async fn capable(s: Settings) -> Result<Figures, String> {
         // era memory), as a host's first connection to a server pays it.
         let transport =
             StdioTransport::spawn(&command, Default::default()).map_err(|e| e.to_string())?;
-        capable::connect(transport, ClientOptions::default())
+        capable::connect(transport, crate::client_options(&s))
             .await
             .map_err(|e| e.to_string())
     };

@@ -33,12 +33,12 @@ fn url(s: &Settings) -> Result<reqwest::Url, String> {
 // capable
 
 pub async fn capable(s: Settings) -> Result<Figures, String> {
-    use capable::{ClientOptions, HttpConfig};
+    use capable::HttpConfig;
     let url = url(&s)?;
     // `connect_http` as a host calls it: the first connection probes (`server/discover`,
     // refused, then `initialize`); later ones to the same origin reuse the era found.
     let connect = || async {
-        capable::connect_http(HttpConfig::new(url.clone()), ClientOptions::default())
+        capable::connect_http(HttpConfig::new(url.clone()), crate::client_options(&s))
             .await
             .map_err(|e| e.to_string())
     };

@@ -79,6 +79,9 @@ pub struct Settings {
     /// The async clients' runtime: current-thread (0, the default) or multi-thread
     /// with this many workers, as a host's `#[tokio::main]` runs.
     pub threads: usize,
+    /// The capable client speaks only the legacy era (`--legacy`): what a host of
+    /// today asks a bridge in front of a legacy server, the same era as direct.
+    pub legacy: bool,
     /// Time each sequential read too, for its median latency (`seq_p50_us`); off by
     /// default, so that the throughput loops stay as they are.
     pub latency: bool,
@@ -107,6 +110,7 @@ impl Settings {
             calls: false,
             threads: 0,
             latency: false,
+            legacy: false,
         };
         let (mut server_set, mut clients_set) = (false, false);
         let mut it = args.iter();
@@ -142,6 +146,7 @@ impl Settings {
                 "--calls" => s.calls = true,
                 "--server-arg" => s.server_args.push(value(a)?),
                 "--latency" => s.latency = true,
+                "--legacy" => s.legacy = true,
                 "--threads" => s.threads = number(value(a)?, a)?,
                 "--json" => s.json = true,
                 "--guard" => s.guard = true,
@@ -193,6 +198,9 @@ impl Settings {
         if self.latency {
             args.push("--latency".into());
         }
+        if self.legacy {
+            args.push("--legacy".into());
+        }
         if self.threads > 0 {
             args.extend(["--threads".into(), self.threads.to_string()]);
         }
@@ -203,7 +211,7 @@ impl Settings {
 const USAGE: &str =
     "usage: capable-bench [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
 [--clients raw,tokio-pipe,capable,rmcp] [--placement split|shared|free] [--server PATH] \
-[--calls] [--threads T] [--json] [--guard] [--server-arg ARG]… [--latency]
+[--calls] [--threads T] [--json] [--guard] [--server-arg ARG]… [--latency] [--legacy]
        capable-bench --http [--rounds R] [-n N] [-c C] [--warmup W] [--handshakes H] \
 [--clients raw,raw-hyper,capable,rmcp,rmcp-pooled] [--placement split|shared|free] [--server PATH] \
 [--threads T] [--json] [--guard]
@@ -225,3 +233,13 @@ fn sibling(name: &str) -> String {
 
 /// The URI of the bench servers' 1 KiB resource.
 pub use answers::URI;
+
+/// The capable client's options: the defaults (both eras, the modern one first), or
+/// the legacy era alone with `--legacy`.
+pub(crate) fn client_options(s: &Settings) -> capable::ClientOptions {
+    let options = capable::ClientOptions::default();
+    match s.legacy {
+        true => options.with_protocol(capable::ProtocolChoice::Legacy),
+        false => options,
+    }
+}

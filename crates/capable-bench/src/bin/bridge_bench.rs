@@ -15,10 +15,17 @@
 //! | client | the client speaks | to |
 //! |---|---|---|
 //! | `stdio-direct` | stdio | `capable-bench-server` |
-//! | `stdio-bridged` | stdio | `capable bridge -- capable-bench-server` |
+//! | `stdio-bridged` | stdio, legacy | `capable bridge -- capable-bench-server` |
+//! | `stdio-bridged-2026` | stdio, 2026-07-28 | the same bridge, which carries each request across the eras |
 //! | `http-direct` | Streamable HTTP | `capable-bench-http-server` |
-//! | `http-bridged` | stdio | `capable bridge --url` that server |
-//! | `http-mcp-remote` | stdio | `mcp-remote` that server (`.peers/mcp-remote`; left out when missing) |
+//! | `http-bridged` | stdio, legacy | `capable bridge --url` that server |
+//! | `http-mcp-remote` | stdio, legacy | `mcp-remote` that server (`.peers/mcp-remote`; left out when missing) |
+//!
+//! Both bench servers are legacy (2025-11-25), so the direct clients speak legacy; a
+//! bridged client is held to the legacy era (`--legacy`) to compare like with like —
+//! what the hosts of today ask a bridge — and `stdio-bridged-2026` shows what a
+//! 2026-07-28 host pays on top (the envelope read and stripped, each result completed
+//! for that era).
 //!
 //! Figures, medians over the rounds: cold start (the first connection, the server's
 //! start included), a handshake, sequential and pipelined 1 KiB reads per second, the
@@ -154,19 +161,25 @@ fn clients(s: &Settings, url: &str) -> Vec<(&'static str, Vec<String>)> {
         }
         all
     };
+    let legacy = |mut args: Vec<String>| {
+        args.push("--legacy".to_owned());
+        args
+    };
+    let bridged = behind(&capable, &["bridge", "--", &server]);
     let mut clients = vec![
         ("stdio-direct", behind(&server, &[])),
-        (
-            "stdio-bridged",
-            behind(&capable, &["bridge", "--", &server]),
-        ),
+        ("stdio-bridged", legacy(bridged.clone())),
+        ("stdio-bridged-2026", bridged),
         ("http-direct", vec!["--url".to_owned(), url.to_owned()]),
-        ("http-bridged", behind(&capable, &["bridge", "--url", url])),
+        (
+            "http-bridged",
+            legacy(behind(&capable, &["bridge", "--url", url])),
+        ),
     ];
     match &s.mcp_remote {
         Some(path) if path.exists() => {
             let proxy = path.display().to_string();
-            clients.push(("http-mcp-remote", behind("node", &[&proxy, url])));
+            clients.push(("http-mcp-remote", legacy(behind("node", &[&proxy, url]))));
         }
         _ => eprintln!("capable-bench-bridge: no mcp-remote (run .ci/install-peers): left out"),
     }
@@ -269,6 +282,7 @@ fn report(rounds: &[BTreeMap<&str, Value>], clients: &[(&str, Vec<String>)]) -> 
     let mut against = serde_json::Map::new();
     for (bridged, direct) in [
         ("stdio-bridged", "stdio-direct"),
+        ("stdio-bridged-2026", "stdio-direct"),
         ("http-bridged", "http-direct"),
         ("http-mcp-remote", "http-direct"),
     ] {
