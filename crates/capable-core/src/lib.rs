@@ -85,6 +85,7 @@ pub mod server;
 pub mod skills;
 pub mod task_bridge;
 pub mod task_call;
+pub mod task_questions;
 pub mod task_started;
 pub mod task_wait;
 pub mod text;

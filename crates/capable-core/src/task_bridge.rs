@@ -23,9 +23,9 @@
 //! | 2026-07-28 with the extension | 2025-11-25 with `tasks.requests.tools.call` | declares the extension |
 //! | … `tools/call` | `tools/call` with `params.task` when the tool allows it ([`crate::task_call::asks_for_task`]) | `resultType: "task"` ([`modern_task`]), or the plain result |
 //! | 2026-07-28 without the extension: `tools/call` of a tool whose `taskSupport` is `required` | `tools/call` with `params.task`, then `tasks/get` at `pollInterval` and `tasks/result` ([`crate::task_wait`]), within the request's time | the tool's result; the host cancelling its call cancels the task (`tasks/cancel`, when declared) |
-//! | … `tasks/get` | `tasks/get`; at the end, `tasks/result` | the task with its `result` or `error` inline |
+//! | … `tasks/get` | `tasks/get`; at the end, `tasks/result` | the task with its `result` or `error` inline; while it needs input, its questions ([`crate::task_questions`]) |
 //! | … `tasks/cancel` | `tasks/cancel` (only with `tasks.cancel`) | `{}` |
-//! | … `tasks/update` | — | refused: a 2025-11-25 task asks its questions through `tasks/result` |
+//! | … `tasks/update` | — (the answers go to the questions the server asked on the bridge's `tasks/result`) | `{}`, answered by the bridge ([`crate::task_questions`]) |
 //!
 //! `notifications/tasks/status` exists in 2025-11-25 only: a legacy server's goes to no
 //! 2026-07-28 host (the engine's table); a 2026-07-28 server has none to send, so a
@@ -35,8 +35,9 @@
 //! host while its `tasks/result` waits, each naming the task in
 //! `_meta[RELATED_TASK]` ([`with_related_task`]; the bridge answers them with the
 //! host's answers through `tasks/update`, as [`crate::task_wait`] decides); a 2025-11-25
-//! task asks through `tasks/result`, which a 2026-07-28 host never calls, so it is
-//! reported `working` with a status message that says so ([`modern_task`]).
+//! task asks through `tasks/result`, which a 2026-07-28 host never calls: the bridge
+//! calls it, and the questions that come on it are the task's `inputRequests` in the
+//! host's `tasks/get`, answered by its `tasks/update` ([`crate::task_questions`]).
 //!
 //! Where both sides speak the same era, tasks pass as they are ([`TaskBridge::Direct`]).
 
@@ -110,6 +111,9 @@ pub enum Carry {
     GetForModern,
     /// A 2026-07-28 host's `tasks/cancel`.
     CancelForModern,
+    /// A 2026-07-28 host's `tasks/update`: its answers go to the questions the server
+    /// asked (the bridge answers it, [`crate::task_questions`]).
+    UpdateForModern,
 }
 
 impl TaskBridge {
@@ -205,10 +209,7 @@ impl TaskBridge {
                      tasks.cancel",
                 ))
             }
-            (TaskBridge::ModernHost { .. }, Method::UpdateTask) => Route::Refuse(not_mapped(
-                "tasks/update has no counterpart at the 2025-11-25 server behind the bridge: \
-                 its tasks ask their questions through tasks/result, not inputRequests",
-            )),
+            (TaskBridge::ModernHost { .. }, Method::UpdateTask) => Route::Carry(UpdateForModern),
             _ => Route::Pass,
         }
     }
@@ -262,8 +263,9 @@ pub fn legacy_task(task: &Task) -> Value {
 /// A 2025-11-25 task as a 2026-07-28 host gets it: `resultType` (`"task"` for the
 /// call that made it, `"complete"` for `tasks/get`), the 2026 names, and its outcome
 /// inline once it is over (`result`, or `error`). A 2025-11-25 task waiting for
-/// input is reported `working`: its questions come through `tasks/result`, which a
-/// 2026-07-28 host never calls, so the status says why it waits.
+/// input stays `input_required`, without its questions: they come on `tasks/result`,
+/// and [`crate::task_questions::TaskQuestions::present`] completes the task before
+/// the host sees it.
 pub fn modern_task(
     task: &Task,
     result_type: &str,
@@ -271,13 +273,6 @@ pub fn modern_task(
 ) -> Value {
     let mut t = task_fields(task, false);
     t.insert("resultType".into(), json!(result_type));
-    if task.status == TaskStatus::InputRequired {
-        t.insert("status".into(), json!("working"));
-        t.insert(
-            "statusMessage".into(),
-            json!("waiting for input the server asks through tasks/result, which the bridge cannot relay to a 2026-07-28 host"),
-        );
-    }
     match outcome {
         Some(Ok(result)) => {
             t.insert("result".into(), result);
@@ -423,12 +418,16 @@ mod tests {
             modern_host.route(Method::CallTool, || false, || false),
             Route::Carry(Carry::CallForModern { declared: false })
         );
-        for method in [Method::UpdateTask, Method::CancelTask] {
-            let Route::Refuse(e) = modern_host.route(method, || false, || true) else {
-                panic!("{method} is refused");
-            };
-            assert!(e.message.contains(method.as_str()), "{}", e.message);
-        }
+        let Route::Refuse(e) = modern_host.route(Method::CancelTask, || false, || true) else {
+            panic!("tasks/cancel without tasks.cancel is refused");
+        };
+        assert!(e.message.contains("tasks/cancel"), "{}", e.message);
+        // A task's questions came on the bridge's tasks/result: the bridge takes the
+        // answers.
+        assert_eq!(
+            modern_host.route(Method::UpdateTask, || false, || true),
+            Route::Carry(Carry::UpdateForModern)
+        );
         let cancels = TaskBridge::ModernHost { cancel: true };
         assert_eq!(
             cancels.route(Method::CancelTask, || false, || true),
@@ -472,7 +471,10 @@ mod tests {
             (Some("failed"), Some(-32603))
         );
         let asking = task(json!({"taskId": "l", "status": "input_required", "ttl": null}));
-        assert_eq!(modern_task(&asking, "complete", None)["status"], "working");
+        assert_eq!(
+            modern_task(&asking, "complete", None)["status"],
+            "input_required"
+        );
         assert!(needs_outcome(&done) && !needs_outcome(&legacy));
     }
 
