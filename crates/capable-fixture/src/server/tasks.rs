@@ -11,9 +11,12 @@
 //! - `fail` fails on its second `tasks/get`, with the error `-32603` "the report could
 //!   not be built" (2026-07-28: `error` in the task; 2025-11-25: `tasks/result`'s);
 //! - `fleeting`'s task expires as it is made (`ttl` 0: the server knows it no more);
-//! - `approve` (2026-07-28) asks on its first look (`input_required`, one form
-//!   elicitation in `inputRequests`) and completes on the look after `tasks/update`
-//!   answered, with the answer in its text;
+//! - `approve` asks on its first look, and completes with the answer in its text:
+//!   2026-07-28 as `input_required` with one form elicitation in `inputRequests`,
+//!   completed on the look after `tasks/update` answered; 2025-11-25 as
+//!   `input_required`, its question an `elicitation/create` request naming the task
+//!   (`_meta[RELATED_TASK]`) sent when the client's `tasks/result` comes, which the
+//!   answer completes;
 //! - `check` (2026-07-28) is never a task: it answers at once, a tool error
 //!   (`isError`) when its argument `ok` is `false`;
 //! - `batch`, `hold` and `deny` (2025-11-25) require a task (`execution.taskSupport:
@@ -24,8 +27,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-use capable_core::jsonrpc::{codes, RequestId};
+use capable_core::jsonrpc::{codes, Payload, RequestId, RpcError};
+use capable_core::server::ServerMethod;
 use capable_core::{Extension, Method};
 use serde_json::{json, Map, Value};
 
@@ -64,10 +69,10 @@ pub(super) fn tools(modern: bool) -> Value {
     let Some(list) = tools.as_array_mut() else {
         return tools;
     };
+    list.push(json!({"name": "approve",
+        "description": "As a task, asks for approval, then says what it was told.",
+        "inputSchema": {"type": "object"}}));
     if modern {
-        list.push(json!({"name": "approve",
-            "description": "As a task, asks for approval, then says what it was told.",
-            "inputSchema": {"type": "object"}}));
         list.push(json!({"name": "check",
             "description": "Answers at once; a tool error when ok is false.",
             "inputSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}));
@@ -87,6 +92,11 @@ pub(super) fn tools(modern: bool) -> Value {
 
 fn outcome() -> Value {
     json!({"content": [{"type": "text", "text": "report ready"}]})
+}
+
+/// `approve`'s result, with the answer it was given.
+fn approved(answer: &Value) -> Value {
+    json!({"content": [{"type": "text", "text": format!("approved: {answer}")}]})
 }
 
 /// Why `fail`'s task failed.
@@ -111,6 +121,75 @@ fn approval() -> Value {
         "mode": "form", "message": "Approve the report?",
         "requestedSchema": {"type": "object", "properties": {"approve": {"type": "boolean"}}}
     }}})
+}
+
+/// The questions of 2025-11-25 `approve` tasks out at the client: the question's id,
+/// its task.
+static ASKED: Mutex<Vec<(i64, String)>> = Mutex::new(Vec::new());
+
+/// A 2025-11-25 `approve` task asks on the client's `tasks/result` (`call`): an
+/// `elicitation/create` naming the task; its answer ends the task and the call
+/// ([`answered`]).
+fn ask_approval(f: &Arc<Fixture>, call: &RequestId, task_id: &str) {
+    let mut params = approval()["approve"]["params"].clone();
+    params["_meta"] = json!({ RELATED_TASK: {"taskId": task_id} });
+    let (asked, bytes) = f.engine(|s, out| {
+        s.request(
+            ServerMethod::Elicit,
+            &params,
+            None,
+            call.clone(),
+            Instant::now(),
+            out,
+        )
+        .map_err(|(why, _)| why)
+    });
+    match asked {
+        Ok(question) => {
+            let mut asked = ASKED.lock().unwrap_or_else(|e| e.into_inner());
+            asked.push((question, task_id.to_owned()));
+            f.write(&bytes);
+        }
+        Err(why) => f.error(call, codes::INTERNAL_ERROR, &why.to_string(), None),
+    }
+}
+
+/// The client's answer to question `question`: taken when it is an `approve` task's
+/// (the task completes with it, or fails without one, and its `tasks/result`, `call`,
+/// is answered); otherwise given back.
+pub(super) fn answered(
+    f: &Arc<Fixture>,
+    question: i64,
+    call: &RequestId,
+    outcome: Result<Payload, RpcError>,
+) -> Option<Result<Payload, RpcError>> {
+    let task_id = {
+        let mut asked = ASKED.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(at) = asked.iter().position(|(q, _)| *q == question) else {
+            return Some(outcome);
+        };
+        asked.remove(at).1
+    };
+    let mut board = BOARD.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(entry) = board.1.get_mut(&task_id) else {
+        // Its task is gone: the call is answered as any other question's.
+        return Some(outcome);
+    };
+    match outcome.map(|a| a.decode::<Value>().unwrap_or(Value::Null)) {
+        Ok(answer) => {
+            let mut result = approved(&answer);
+            result["_meta"] = json!({ RELATED_TASK: {"taskId": task_id} });
+            entry.answer = Some(answer);
+            entry.status = "completed";
+            f.result(call, &result);
+        }
+        Err(e) => {
+            entry.status = "failed";
+            let message = format!("the approval was not given: {}", e.message);
+            f.error(call, codes::INTERNAL_ERROR, &message, None);
+        }
+    }
+    None
 }
 
 /// A task as the era has it.
@@ -233,9 +312,7 @@ pub(super) fn handle(f: &Arc<Fixture>, id: &RequestId, method: Method, params: &
                         t.insert("result".into(), outcome());
                     }
                     ("completed", Some(answer)) => {
-                        let text = format!("approved: {answer}");
-                        let result = json!({"content": [{"type": "text", "text": text}]});
-                        t.insert("result".into(), result);
+                        t.insert("result".into(), approved(answer));
                     }
                     ("input_required", _) => {
                         t.insert("inputRequests".into(), approval());
@@ -253,6 +330,10 @@ pub(super) fn handle(f: &Arc<Fixture>, id: &RequestId, method: Method, params: &
                 unknown(f);
                 return true;
             };
+            if !modern && entry.tool == "approve" && entry.status == "input_required" {
+                ask_approval(f, id, task_id);
+                return true;
+            }
             match (entry.tool.as_str(), entry.status) {
                 ("report", "working") => entry.status = "completed",
                 ("fail", "working") => entry.status = "failed",
@@ -265,7 +346,10 @@ pub(super) fn handle(f: &Arc<Fixture>, id: &RequestId, method: Method, params: &
                     f.error(id, codes::INTERNAL_ERROR, message, None);
                 }
                 "completed" => {
-                    let mut result = outcome();
+                    let mut result = match &entry.answer {
+                        Some(answer) => approved(answer),
+                        None => outcome(),
+                    };
                     result["_meta"] = json!({ RELATED_TASK: {"taskId": task_id} });
                     f.result(id, &result);
                 }
