@@ -1,12 +1,13 @@
 //! `capable bridge`, tasks across eras: a 2025-11-25 host's tasks carried out at a
 //! 2026-07-28 server with the tasks extension and the other way round (started,
-//! polled, fetched, listed, cancelled, a task's question put to the host); and the
+//! polled, fetched, listed, cancelled, a task's question put to the host — as a
+//! request to a 2025-11-25 host, in `tasks/get` to a 2026-07-28 one); and the
 //! cases past the usual path: a 2025-11-25 host's task call that the 2026-07-28 server ran at once (a task of the bridge's), a
 //! task that fails, a `tasks/result` that outlives the bridge's bound, a task that
 //! expired before `tasks/list`, and a 2026-07-28 host without the tasks extension
 //! calling a tool that requires a task at a 2025-11-25 server. Against the fixture's
 //! `tasks` and `modern-tasks` profiles, and server-everything's research task (a real
-//! 2025-11-25 server with tasks); every message the bridge writes is validated as a
+//! 2025-11-25 server with tasks, its ambiguous topic a question); every message the bridge writes is validated as a
 //! server message of the host's version.
 
 #[path = "bridge_support/mod.rs"]
@@ -277,15 +278,12 @@ fn a_2026_hosts_tasks_are_carried_out_at_a_2025_11_25_server() {
     );
     assert_eq!(after["result"]["status"], "cancelled");
 
-    // tasks/update does not map: refused with why, nothing sent.
-    let update = json!({"taskId": stall_id, "inputResponses": {}});
+    // tasks/update of a task that asks nothing: refused with why, nothing sent.
+    let update = json!({"taskId": stall_id, "inputResponses": {"q1": {}}});
     let refused = modern(&mut b, 8, "tasks/update", update, with_tasks);
-    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("tasks/update") && message.contains("2025-11-25"),
-        "{message}"
-    );
+    assert!(message.contains("asks nothing"), "{message}");
 
     // A host that did not declare the extension gets no task.
     let plain = modern(
@@ -298,6 +296,75 @@ fn a_2026_hosts_tasks_are_carried_out_at_a_2025_11_25_server() {
     assert_valid_result(MODERN, "CallToolResult", &plain);
     assert_eq!(plain["result"]["content"][0]["text"], "report ready");
     assert_eq!(b.sent_upstream_count("tasks/update"), 0);
+}
+
+/// A 2025-11-25 task that needs input asks on `tasks/result`, which a 2026-07-28 host
+/// never calls: the bridge calls it, the host reads the question in `tasks/get` and
+/// answers with `tasks/update`, and the task completes with the answer.
+#[test]
+fn a_2025_11_25_tasks_question_reaches_a_2026_host_in_tasks_get_and_its_update_answers_it() {
+    let mut b = bridge(&[], "tasks");
+    b.version = MODERN;
+    let meta = || Bridge::meta(json!({"elicitation": {}, "extensions": {TASKS: {}}}));
+    let call = modern(&mut b, 1, "tools/call", json!({"name": "approve"}), meta());
+    assert_eq!(call["result"]["resultType"], "task", "{call}");
+    let id = call["result"]["taskId"].clone();
+    let get = |b: &mut Bridge, n: i64| modern(b, n, "tasks/get", json!({"taskId": id}), meta());
+
+    // The server says input_required: the bridge opens tasks/result, and until the
+    // question is here the host is told the task works on.
+    let first = get(&mut b, 2);
+    assert_eq!(first["result"]["status"], "working", "{first}");
+    assert!(first["result"].get("inputRequests").is_none());
+    b.until_sent_upstream("tasks/result");
+    let mut asking = Value::Null;
+    for n in 3..200 {
+        let got = get(&mut b, n);
+        if got["result"]["status"] == "input_required" {
+            asking = got;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let question = &asking["result"]["inputRequests"]["q1"];
+    assert_eq!(question["method"], "elicitation/create", "{asking}");
+    assert_eq!(question["params"]["message"], "Approve the report?");
+    assert_eq!(question["params"]["_meta"][RELATED_TASK]["taskId"], id);
+
+    // An answer to a key it does not ask is ignored; the one it asks is the server's.
+    let answer = json!({"action": "accept", "content": {"approve": true}});
+    let update = json!({"taskId": id, "inputResponses": {"q1": answer, "q7": {}}});
+    let updated = modern(&mut b, 300, "tasks/update", update, meta());
+    assert_eq!(
+        updated["result"],
+        json!({"resultType": "complete"}),
+        "{updated}"
+    );
+    b.audit_until(|e| e["notice"].as_str().is_some_and(|n| n.contains("q7")));
+    let mut done = Value::Null;
+    for n in 301..500 {
+        let got = get(&mut b, n);
+        if got["result"]["status"] != "input_required" && got["result"]["status"] != "working" {
+            done = got;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"],
+        r#"approved: {"action":"accept","content":{"approve":true}}"#
+    );
+    assert_eq!(
+        b.sent_upstream_count("tasks/update"),
+        0,
+        "no such method there"
+    );
+
+    // Nothing more to answer.
+    let again = json!({"taskId": id, "inputResponses": {"q1": {}}});
+    let refused = modern(&mut b, 600, "tasks/update", again, meta());
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
 }
 
 #[test]
@@ -586,4 +653,54 @@ fn a_2026_host_runs_server_everythings_research_task_with_and_without_the_extens
     let report = plain["result"]["content"][0]["text"].as_str().unwrap_or("");
     assert!(report.contains("tide pools"), "{plain}");
     assert_eq!(b.sent_upstream_count("tools/call"), 2);
+}
+
+/// server-everything's research task on an ambiguous topic asks which reading is meant
+/// (an `elicitation/create` naming the task, sent on `tasks/result`): a 2026-07-28 host
+/// behind the bridge reads the question in `tasks/get`, answers it with `tasks/update`,
+/// and the report is written for that reading.
+#[test]
+fn a_2026_host_answers_server_everythings_research_question_through_the_bridge() {
+    let everything = common::servers::everything_stdio();
+    let mut args = vec!["--"];
+    args.extend(everything.iter().map(String::as_str));
+    let mut b = Bridge::start(&args);
+    b.version = MODERN;
+    let meta = || Bridge::meta(json!({"elicitation": {}, "extensions": {TASKS: {}}}));
+    let query = json!({"name": "simulate-research-query",
+        "arguments": {"topic": "tide pools", "ambiguous": true}});
+    let call = modern(&mut b, 1, "tools/call", query, meta());
+    assert_eq!(call["result"]["resultType"], "task", "{call}");
+    let id = call["result"]["taskId"].clone();
+    let poll = call["result"]["pollIntervalMs"].as_f64().unwrap_or(500.0) as u64;
+    let poll_until = |b: &mut Bridge, from: i64, want: &str| {
+        for n in from..from + 40 {
+            std::thread::sleep(std::time::Duration::from_millis(poll.min(250)));
+            let got = modern(b, n, "tasks/get", json!({"taskId": id}), meta());
+            if got["result"]["status"] == want || got.get("error").is_some() {
+                return got;
+            }
+        }
+        panic!("task {id} never became {want}")
+    };
+    let asking = poll_until(&mut b, 2, "input_required");
+    let questions = asking["result"]["inputRequests"].as_object().unwrap();
+    assert_eq!(questions.len(), 1, "{asking}");
+    let (key, question) = questions.iter().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+    let schema = &question["params"]["requestedSchema"]["properties"]["interpretation"];
+    assert!(
+        schema["oneOf"].as_array().is_some_and(|o| !o.is_empty()),
+        "{question}"
+    );
+
+    let answer = json!({"action": "accept", "content": {"interpretation": "historical"}});
+    let update = json!({"taskId": id, "inputResponses": {key.as_str(): answer}});
+    let updated = modern(&mut b, 100, "tasks/update", update, meta());
+    assert_eq!(updated["result"]["resultType"], "complete", "{updated}");
+    let done = poll_until(&mut b, 101, "completed");
+    let report = done["result"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(report.contains("tide pools (historical)"), "{done}");
 }

@@ -13,7 +13,7 @@
 //! | 2026-07-28, asked a question | legacy `elicitation/create`, … | an `input_required` round for the host's waiting request, every question asked by then in it; its retry answers (`rounds.rs`) |
 //! | 2026-07-28, answered | legacy | `resultType`, and a list's or read's caching hints, added ([`capable::core::server::modern_result`]) |
 //! | 2025-11-25 `tasks`: `tools/call` with `params.task`, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` | 2026-07-28 with the tasks extension | declared as `tasks` (the extension to the server); `resultType: "task"` ⇄ `{task}`, a call run at once a task of the bridge's (completed, or failed for `isError`) that it answers for itself, `tasks/result` by polling `tasks/get` within the bound, `tasks/list` from the tasks the host started (`tasks.rs`) |
-//! | 2026-07-28 with the tasks extension: `tools/call`, `tasks/get`, `tasks/cancel` | 2025-11-25 with `tasks.requests.tools.call` | declared as the extension; `params.task` asked when the tool allows it, the outcome of an ended task fetched with `tasks/result`; `tasks/update` refused (`tasks.rs`) |
+//! | 2026-07-28 with the tasks extension: `tools/call`, `tasks/get`, `tasks/cancel` | 2025-11-25 with `tasks.requests.tools.call` | declared as the extension; `params.task` asked when the tool allows it, the outcome of an ended task fetched with `tasks/result`; a task's questions, asked on a `tasks/result` of the bridge's, in `tasks/get`, answered by `tasks/update` (`tasks.rs`, `task_input.rs`) |
 //! | 2026-07-28 without the tasks extension: `tools/call` of a tool that requires a task | 2025-11-25 with `tasks.requests.tools.call` | the task run and waited for within the bound: the tool's result; statuses as progress; the host's cancel a `tasks/cancel` (`tasks.rs`) |
 
 use std::time::Instant;
@@ -115,7 +115,7 @@ impl Relay {
 
     /// Question `token` is over at the server: if the host still has it (the server
     /// cancelled it), the host is told to give it up; a 2026-07-28 host's round drops
-    /// it (see `rounds.rs`).
+    /// it (see `rounds.rs`), and so does a task's `inputRequests` (`task_input.rs`).
     pub(super) fn ask_over(&mut self, token: u64) {
         if let Some(id) = self.questions.remove(&token) {
             let reason = "the server withdrew its question";
@@ -126,6 +126,10 @@ impl Relay {
                 method.as_str()
             );
             self.audit.host_round("info", &notice);
+        } else if self.task_questions.withdraw(token) {
+            let notice =
+                "the server withdrew a question of a task's that a 2026-07-28 host follows";
+            self.audit.host_round("info", notice);
         }
     }
 

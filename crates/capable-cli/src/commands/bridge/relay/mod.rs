@@ -27,6 +27,7 @@
 //! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
 //! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI |
 //! | `tasks.rs` | tasks across eras: the requests each carried host request takes |
+//! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: `tasks/result` opened, `tasks/update` answered |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
 //!
 //! Everything happens on one task: the relay's state is owned, never locked; the
@@ -38,6 +39,7 @@ mod fanout;
 mod follow;
 mod rounds;
 mod servers;
+mod task_input;
 mod tasks;
 
 pub use servers::Servers;
@@ -54,6 +56,7 @@ use capable::core::server::{
     ClientRequest, Event, Interest, LogLevel, Rounds, ServerConfig, ServerConnection,
 };
 use capable::core::task_bridge::{Carry, Route, TaskBridge};
+use capable::core::task_questions::TaskQuestions;
 use capable::core::task_started::Started;
 use capable::core::{Era, Extension, Method, Outbox};
 use capable::{CachePolicy, Error, ListenEvent, Listener, RequestOptions};
@@ -118,6 +121,8 @@ pub enum Wake {
     Listened(Result<Option<ListenEvent>, Error>),
     /// A task the bridge waits on for a legacy host changed (`tasks.rs`).
     TaskStatus(Value),
+    /// The bridge's `tasks/result` of this task ended (`task_input.rs`).
+    Fetched(String),
     /// A question put to the host may have timed out.
     Timer,
     /// Nothing to do (an exchange the host cancelled ended).
@@ -161,6 +166,10 @@ pub struct Relay {
     /// The statuses of tasks the bridge waits on for a legacy host, in legacy form.
     statuses_tx: mpsc::UnboundedSender<Value>,
     statuses_rx: mpsc::UnboundedReceiver<Value>,
+    /// The questions of legacy tasks a 2026-07-28 host follows, and the
+    /// `tasks/result` each comes on (`task_input.rs`).
+    task_questions: TaskQuestions<Reply>,
+    fetches: FuturesUnordered<BoxFuture<'static, String>>,
     audit: Arc<Audit>,
 }
 
@@ -208,6 +217,8 @@ impl Relay {
             started: tasks::started(),
             statuses_tx,
             statuses_rx,
+            task_questions: TaskQuestions::new(),
+            fetches: FuturesUnordered::new(),
             audit,
         }
     }
@@ -401,6 +412,7 @@ impl Relay {
                 Asked::Over(token) => Wake::AskOver(token),
             },
             Some(()) = self.background.next(), if !self.background.is_empty() => Wake::Nothing,
+            Some(task_id) = self.fetches.next(), if !self.fetches.is_empty() => Wake::Fetched(task_id),
             wake = self.servers.next() => wake,
             opened = take_ready(&mut self.opening) => Wake::Opened(opened),
             listened = recv_listened(&mut self.listener) => Wake::Listened(listened),
@@ -442,6 +454,7 @@ impl Relay {
             Wake::Listened(listened) => self.listened(listened),
             Wake::Fanout(fanned) => self.fanned(fanned),
             Wake::TaskStatus(status) => self.task_status(&status),
+            Wake::Fetched(task_id) => self.fetched(&task_id),
             Wake::Nothing => {}
             Wake::Timer => {
                 let now = Instant::now();
@@ -505,11 +518,14 @@ impl Relay {
         for (_, exchange) in self.exchanges.drain() {
             exchange.abort.abort();
         }
-        for waiter in self.engine.close().into_iter().chain(self.rounds.drain()) {
+        let open = self.rounds.drain().into_iter();
+        let open = open.chain(self.task_questions.drain());
+        for waiter in self.engine.close().into_iter().chain(open) {
             let _ = waiter.send(Err(gone("the host is gone")));
         }
         drop(self.forwards);
         drop(self.background);
+        drop(self.fetches);
         drop(self.listener);
         drop(self.opening);
         self.servers.close().await;

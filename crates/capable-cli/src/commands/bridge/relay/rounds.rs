@@ -6,7 +6,7 @@
 //!
 //! | what happens | what the bridge does |
 //! |---|---|
-//! | the server asks | the question goes to the host's oldest request waiting on the server that may take one (a call, a prompt, a read); failing that, it is kept for the round the host holds |
+//! | the server asks | a question naming a task the bridge fetches is that task's (`task_input.rs`); else it goes to the host's oldest request waiting on the server that may take one (a call, a prompt, a read); failing that, it is kept for the round the host holds |
 //! | questions arrive together | one round carries them all (several keys in `inputRequests`) |
 //! | the host retries | each answer goes to its question; the retry gets the next round, the server's answer if it came meanwhile, or waits for it |
 //! | the server withdraws a question, or answers while the host holds the round | see the core's rules; ignored answers are audit notices |
@@ -39,6 +39,10 @@ impl Relay {
             let _ = ask.reply.send(Err(cannot_ask(&why)));
             return;
         }
+        // A legacy task's question, asked on the bridge's tasks/result.
+        let Some(ask) = self.ask_for_task(ask, false) else {
+            return;
+        };
         let may_ask = |e: &super::Exchange| {
             matches!(
                 e.method,
@@ -59,6 +63,9 @@ impl Relay {
                 .min()
         };
         let Some(token) = waiting.or_else(holding) else {
+            let Some(ask) = self.ask_for_task(ask, true) else {
+                return;
+            };
             let why = "no request of the host's waits on the server: it cannot be asked now";
             let _ = ask.reply.send(Err(cannot_ask(&why)));
             return;

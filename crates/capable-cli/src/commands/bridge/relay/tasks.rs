@@ -15,7 +15,8 @@
 //! | legacy `tasks/result` | `tasks/get` at the task's `pollIntervalMs` until it ends, within the request's bound (the session's [`Session::await_task`], the core's `task_wait`); each change of status meanwhile is a `notifications/tasks/status` to the host; each question of the task's, a request to the host naming it (`_meta[RELATED_TASK]`) |
 //! | 2026-07-28 `tools/call` | `tools/list` once if the tool is unknown, `tools/call` with `params.task` when the tool allows it (declared extension) or requires it |
 //! | … without the extension, of a tool that requires a task | the task waited for as above, within the request's bound; each change of status a progress notification when the host asked for progress; the host's cancel a `tasks/cancel` (when declared) |
-//! | 2026-07-28 `tasks/get` | `tasks/get`, and `tasks/result` once it is over |
+//! | 2026-07-28 `tasks/get` | `tasks/get`, and `tasks/result` once it is over; while it needs input, `tasks/result` to bring its questions (`task_input.rs`) |
+//! | 2026-07-28 `tasks/update` | nothing: its answers go to the questions the server asked (`task_input.rs`) |
 //! | 2026-07-28 `tasks/cancel` | `tasks/cancel` |
 
 use std::sync::Arc;
@@ -90,6 +91,10 @@ impl Relay {
         params: &Payload,
     ) -> Before {
         use Carry::*;
+        if carry == UpdateForModern {
+            self.update_task(id, params);
+            return Before::Answered;
+        }
         let asks_ttl = carry == CallForLegacy { asked: true };
         if !asks_ttl && !matches!(carry, GetForLegacy | ResultForLegacy | CancelForLegacy) {
             return Before::Send { ttl: None };
@@ -117,15 +122,24 @@ impl Relay {
 
     /// An answer carried out for the host arrived: a task it started is kept for its
     /// `tasks/list`; a result the server gave at once, where the host asked for a
-    /// task, becomes a task of the bridge's, over (the host gets its `{task}`).
+    /// task, becomes a task of the bridge's, over (the host gets its `{task}`); a
+    /// legacy task a 2026-07-28 host sees shows the questions it asks.
     pub(super) fn carried(
         &mut self,
         carry: Option<Carry>,
         ttl: Option<u64>,
         answer: Payload,
     ) -> Payload {
-        if carry != Some(Carry::CallForLegacy { asked: true }) {
-            return answer;
+        match carry {
+            Some(Carry::CallForLegacy { asked: true }) => {}
+            Some(Carry::GetForModern) => return self.with_questions(answer),
+            Some(Carry::CallForModern { declared: true }) => {
+                return match task_call::started_task(&answer) {
+                    Ok(Some(_)) => self.with_questions(answer),
+                    _ => answer,
+                };
+            }
+            _ => return answer,
         }
         match task_call::started_task(&answer) {
             Ok(Some(task)) => self.started.record(task.task_id),
@@ -299,6 +313,8 @@ pub(super) async fn carry(
             session.cancel_task(&task_id()?).await?;
             json!({})
         }
+        // Answered by the relay before anything is sent (`own_task`).
+        Carry::UpdateForModern => json!({"resultType": "complete"}),
     };
     Ok(Payload::from_json(answer.to_string().into_bytes()))
 }
