@@ -165,6 +165,12 @@ impl<W> TaskQuestions<W> {
         Ok(())
     }
 
+    /// Whether the bridge's `tasks/result` for task `task_id` is open: its questions
+    /// are taken.
+    pub fn is_fetching(&self, task_id: &str) -> bool {
+        self.tasks.get(task_id).is_some_and(|a| a.fetching)
+    }
+
     /// The one task whose `tasks/result` is open, if exactly one is: where a question
     /// that names no task goes when nothing else of the host's could take it.
     pub fn only_fetching(&self) -> Option<&str> {
@@ -326,6 +332,7 @@ mod tests {
 
         q.present(&mut task("input_required"));
         assert_eq!(q.only_fetching(), Some("t1"));
+        assert!(q.is_fetching("t1") && !q.is_fetching("t2"));
         q.ask("t1", 1, ServerMethod::Elicit, question(1), "a")
             .unwrap();
         // Over: what is open fails, and the next input_required opens a new fetch.

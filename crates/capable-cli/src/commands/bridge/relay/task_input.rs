@@ -72,14 +72,14 @@ impl Relay {
     /// host's `tasks/get` (`None`), or given back when it is of no task being fetched.
     /// `nothing_else` says no request of the host's could take it.
     pub(super) fn ask_for_task(&mut self, ask: Ask, nothing_else: bool) -> Option<Ask> {
-        let named = related_task(&ask.params).map(str::to_owned);
-        let task_id = match named {
-            Some(id) => id,
-            None if nothing_else => match self.task_questions.only_fetching() {
-                Some(id) => id.to_owned(),
-                None => return Some(ask),
-            },
-            None => return Some(ask),
+        let questions = &self.task_questions;
+        let task_id = match related_task(&ask.params) {
+            Some(id) => Some(id).filter(|id| questions.is_fetching(id)),
+            None if nothing_else => questions.only_fetching(),
+            None => None,
+        };
+        let Some(task_id) = task_id.map(str::to_owned) else {
+            return Some(ask);
         };
         let Ask {
             token,
@@ -87,18 +87,14 @@ impl Relay {
             params,
             reply,
         } = ask;
-        match self
+        let asked = self
             .task_questions
-            .ask(&task_id, token, method, params.clone(), reply)
-        {
-            Ok(()) => None,
-            Err(reply) => Some(Ask {
-                token,
-                method,
-                params,
-                reply,
-            }),
+            .ask(&task_id, token, method, params, reply);
+        if let Err(reply) = asked {
+            // Cannot be: the task is being fetched (above).
+            let _ = reply.send(Err(gone("the task asks nothing now")));
         }
+        None
     }
 
     /// A 2026-07-28 host's `tasks/update` (`id`, `params`): its answers go to the
