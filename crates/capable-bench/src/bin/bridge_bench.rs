@@ -17,6 +17,7 @@
 //! | `stdio-direct` | stdio | `capable-bench-server` |
 //! | `stdio-bridged` | stdio, legacy | `capable bridge -- capable-bench-server` |
 //! | `stdio-bridged-2026` | stdio, 2026-07-28 | the same bridge, which carries each request across the eras |
+//! | `stdio-cat-relay` | stdio | `cat`, each way, in front of `capable-bench-server`: bytes moved by processes between, nothing read — the floor of any bridge on this machine |
 //! | `http-direct` | Streamable HTTP | `capable-bench-http-server` |
 //! | `http-bridged` | stdio, legacy | `capable bridge --url` that server |
 //! | `http-mcp-remote` | stdio, legacy | `mcp-remote` that server (`.peers/mcp-remote`; left out when missing) |
@@ -166,10 +167,14 @@ fn clients(s: &Settings, url: &str) -> Vec<(&'static str, Vec<String>)> {
         args
     };
     let bridged = behind(&capable, &["bridge", "--", &server]);
+    // `sh -c 'cat | SERVER | cat' SERVER`: the host's bytes and the server's each
+    // pass one more process, which only copies them.
+    let cat_relay = behind("sh", &["-c", "cat | \"$0\" | cat", &server]);
     let mut clients = vec![
         ("stdio-direct", behind(&server, &[])),
         ("stdio-bridged", legacy(bridged.clone())),
         ("stdio-bridged-2026", bridged),
+        ("stdio-cat-relay", cat_relay),
         ("http-direct", vec!["--url".to_owned(), url.to_owned()]),
         (
             "http-bridged",
@@ -283,6 +288,7 @@ fn report(rounds: &[BTreeMap<&str, Value>], clients: &[(&str, Vec<String>)]) -> 
     for (bridged, direct) in [
         ("stdio-bridged", "stdio-direct"),
         ("stdio-bridged-2026", "stdio-direct"),
+        ("stdio-cat-relay", "stdio-direct"),
         ("http-bridged", "http-direct"),
         ("http-mcp-remote", "http-direct"),
     ] {
