@@ -704,3 +704,34 @@ fn a_2026_host_answers_server_everythings_research_question_through_the_bridge()
         .unwrap_or("");
     assert!(report.contains("tide pools (historical)"), "{done}");
 }
+
+/// The same question for a 2026-07-28 host without the tasks extension: the bridge
+/// runs the task the tool requires and waits for it, and the question the task asks on
+/// the way reaches the host as an `input_required` round of its call, whose retry
+/// answers it; the call's result is the report written for that reading.
+#[test]
+fn a_2026_host_without_tasks_answers_server_everythings_research_question_in_a_round() {
+    let everything = common::servers::everything_stdio();
+    let mut args = vec!["--"];
+    args.extend(everything.iter().map(String::as_str));
+    let mut b = Bridge::start(&args);
+    b.version = MODERN;
+    let meta = || Bridge::meta(json!({"elicitation": {}}));
+    let query = json!({"name": "simulate-research-query",
+        "arguments": {"topic": "tide pools", "ambiguous": true}});
+    let round = modern(&mut b, 1, "tools/call", query.clone(), meta());
+    assert_valid_result(MODERN, "InputRequiredResult", &round);
+    let questions = round["result"]["inputRequests"].as_object().unwrap();
+    assert_eq!(questions.len(), 1, "{round}");
+    let (key, question) = questions.iter().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+
+    let mut retry = query;
+    retry["requestState"] = round["result"]["requestState"].clone();
+    let answer = json!({"action": "accept", "content": {"interpretation": "current"}});
+    retry["inputResponses"] = json!({ key.as_str(): answer });
+    let done = modern(&mut b, 2, "tools/call", retry, meta());
+    assert_valid_result(MODERN, "CallToolResult", &done);
+    let report = done["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(report.contains("tide pools (current)"), "{done}");
+}
