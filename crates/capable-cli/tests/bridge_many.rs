@@ -598,3 +598,41 @@ fn a_subscription_its_server_refuses_is_refused_to_the_host_with_the_violation()
     assert_eq!(again["error"]["data"]["kind"], "capability_not_offered");
     assert_eq!(b.close(), Some(0));
 }
+
+/// A tool that must run as a task (server-everything's `simulate-research-query`,
+/// `execution.taskSupport: "required"`) behind many servers as one, which declare no
+/// tasks: the bridge lists it as a plain tool, runs the task the call needs and waits
+/// for it, and the host gets the tool's result.
+#[test]
+fn a_tool_that_requires_a_task_is_run_and_waited_for_behind_many_servers() {
+    let everything: Vec<String> = common::servers::everything_stdio();
+    let (mut b, _file) = bridge(
+        "required-task",
+        json!({
+            "docs": fixture("read-only", &[]),
+            "ev": {"command": everything[0], "args": everything[1..]},
+        }),
+        &[],
+    );
+    let init = b.initialize(V, json!({}));
+    assert!(
+        init["result"]["capabilities"].get("tasks").is_none(),
+        "{init}"
+    );
+    let tools = b.request(1, "tools/list", json!({}));
+    assert_valid_result(V, "ListToolsResult", &tools);
+    let research = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ev/simulate-research-query")
+        .unwrap_or_else(|| panic!("no research tool: {tools}"));
+    assert!(
+        research["execution"].get("taskSupport").is_none(),
+        "listed as a plain tool: {research}"
+    );
+    let call = json!({"name": "ev/simulate-research-query", "arguments": {"topic": "kelp"}});
+    let done = b.request(2, "tools/call", call);
+    assert_valid_result(V, "CallToolResult", &done);
+    assert!(text(&done).contains("kelp"), "{done}");
+}

@@ -29,6 +29,7 @@ mod listen;
 mod many;
 mod pipes;
 mod relay;
+mod run_task;
 mod stdio;
 mod upstream;
 

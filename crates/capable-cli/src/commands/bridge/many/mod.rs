@@ -4,10 +4,10 @@
 //!
 //! | the host asks | the bridge |
 //! |---|---|
-//! | `tools/list`, `prompts/list` | the merged list, each under `server/name` (two servers' `echo` are `a/echo` and `b/echo`), less the tools a server's `allowTools`/`denyTools` keep back and those whose input schema is no schema (each dropped with a notice) |
+//! | `tools/list`, `prompts/list` | the merged list, each under `server/name` (two servers' `echo` are `a/echo` and `b/echo`), less the tools a server's `allowTools`/`denyTools` keep back and those whose input schema is no schema (each dropped with a notice); no tool says it runs as a task (`execution.taskSupport`): the bridge declares no tasks, and runs a task a tool requires itself |
 //! | `resources/list` | every server's resources, URIs as they are (a URI two servers list is the first's, with a notice) |
 //! | `resources/templates/list` | every ready server's templates, asked of each |
-//! | `tools/call`, `prompts/get` | the owning server, under the name it knows; a tool result over the server's `outputBudget` is cut, with a note |
+//! | `tools/call`, `prompts/get` | the owning server, under the name it knows; a tool result over the server's `outputBudget` is cut, with a note; a tool that requires a task runs as one, waited for within `--progress-cap` (`run_task.rs`): the host gets its result |
 //! | `resources/read`, `completion/complete` | the server that listed the URI (or whose template it fits), or the prompt's |
 //! | `resources/subscribe`, `resources/unsubscribe`; a 2026-07-28 host's `subscriptions/listen` with `resourceSubscriptions` | the server that owns each URI, in its era; refused with the server and why when it did not declare `resources.subscribe` (`relay/fanout.rs`) |
 //! | `logging/setLevel` | every server |
@@ -27,6 +27,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use capable::config::{ConfigFile, ServerPolicy};
 use capable::core::jsonrpc::{codes, Payload};
@@ -43,6 +44,7 @@ use tokio::sync::broadcast;
 
 use super::audit::Audit;
 use super::forward::answer_error;
+use super::run_task::call_without_tasks;
 
 mod route;
 
@@ -59,6 +61,8 @@ pub struct Many {
     declared: Mutex<BTreeMap<String, (ServerCapabilities, Option<String>)>>,
     /// What was already said to be dropped (a notice once per tool or URI).
     noticed: Mutex<HashSet<String>>,
+    /// How long the bridge waits for a task a tool requires (`--progress-cap`).
+    task_bound: Duration,
 }
 
 impl Many {
@@ -104,6 +108,7 @@ impl Many {
             audit.state(&status.name, status.state.name(), more);
         }
         Many {
+            task_bound: options.client.config.timeouts.progress_cap,
             host: Arc::new(host),
             events,
             policies: file.policies.clone(),
@@ -212,8 +217,12 @@ impl Many {
         let budget = (method == Method::CallTool)
             .then(|| self.policies.get(&server).and_then(|p| p.output_budget))
             .flatten();
+        let bound = self.task_bound;
         async move {
-            let answer = session.request_payload(method, &params, options).await?;
+            let answer = match method {
+                Method::CallTool => call_without_tasks(&session, params, options, bound).await?,
+                _ => session.request_payload(method, &params, options).await?,
+            };
             Ok(match budget {
                 Some(budget) if answer.json().len() > budget => cut(answer.json(), budget, &server),
                 _ => answer,
@@ -265,6 +274,7 @@ impl Many {
             }
             let mut tool = serde_json::to_value(&t.tool).unwrap_or(Value::Null);
             tool["name"] = json!(t.name);
+            without_task_support(&mut tool);
             tools.push(tool);
         }
         json!({"tools": tools})
@@ -377,4 +387,23 @@ fn cut(result: &str, budget: usize, server: &str) -> Payload {
         cut["isError"] = json!(true);
     }
     Payload::from_json(cut.to_string().into_bytes())
+}
+
+/// A tool as many servers as one list it: its `execution.taskSupport` left out (the
+/// bridge declares no tasks and runs a task the tool requires itself), and `execution`
+/// with it when nothing else is in it.
+fn without_task_support(tool: &mut Value) {
+    let Some(fields) = tool.as_object_mut() else {
+        return;
+    };
+    let empty = match fields.get_mut("execution").and_then(Value::as_object_mut) {
+        Some(execution) => {
+            execution.remove("taskSupport");
+            execution.is_empty()
+        }
+        None => return,
+    };
+    if empty {
+        fields.remove("execution");
+    }
 }

@@ -23,12 +23,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use capable::core::jsonrpc::{codes, Payload, RequestId};
-use capable::core::model::{ProgressParams, Task};
+use capable::core::model::Task;
 use capable::core::notification::Notification;
 use capable::core::task_bridge::{self, Carry};
 use capable::core::task_call;
 use capable::core::task_started::{Listed, Started};
-use capable::core::{Era, Method};
+use capable::core::Method;
 use capable::{Error, RequestOptions, Session, TaskWait};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -36,6 +36,7 @@ use tokio::sync::mpsc;
 
 use super::Relay;
 use crate::commands::bridge::forward::answer_error;
+use crate::commands::bridge::run_task::{call_without_tasks, ended, task_of, wait_for_host};
 use crate::commands::bridge::upstream::FOR_TASK;
 
 /// How a host request is carried out.
@@ -170,7 +171,7 @@ pub(super) async fn carry(
     session: Arc<Session>,
     how: How,
     mut params: Map<String, Value>,
-    mut options: RequestOptions,
+    options: RequestOptions,
 ) -> Result<Payload, Error> {
     let How {
         carry,
@@ -269,23 +270,16 @@ pub(super) async fn carry(
                 // Learns the tools' `execution.taskSupport`; a failure leaves the call plain.
                 let _ = session.list_tools().await;
             }
+            if !declared {
+                return call_without_tasks(&session, params, options, bound).await;
+            }
             let support = session.tool_task_support(name);
-            let mut progress = None;
-            if task_call::asks_for_task(support, declared, session.negotiated()) {
+            if task_call::asks_for_task(support, true, session.negotiated()) {
                 params.insert("task".into(), json!({}));
-                // The host's progress is the wait's, for a task it cannot see.
-                if !declared {
-                    progress = options.on_progress.take();
-                }
             }
             let payload = session.request_payload(method, &params, options).await?;
             match task_of(&payload)? {
-                Some(task) if declared => task_bridge::modern_task(&task, "task", None),
-                // A task the tool requires, for a host that has none: waited for.
-                Some(task) => {
-                    let result = wait_for_host(&session, task, bound, progress).await;
-                    serde_json::to_value(result.map_err(|e| ended(method, e))?).unwrap_or_default()
-                }
+                Some(task) => task_bridge::modern_task(&task, "task", None),
                 // A plain result: the relay adds what 2026-07-28 requires.
                 None => return Ok(payload),
             }
@@ -317,115 +311,4 @@ pub(super) async fn carry(
         Carry::UpdateForModern => json!({"resultType": "complete"}),
     };
     Ok(Payload::from_json(answer.to_string().into_bytes()))
-}
-
-/// Waits for `task` (at most `bound`) for a host's call that is no task to the host (a
-/// 2026-07-28 host without the extension, a legacy host that asked for none): each
-/// change of status is progress to the host when it asked for progress (`progress`);
-/// the wait given up (the host cancelled its call) cancels the task at the server when
-/// it declares `tasks/cancel`.
-async fn wait_for_host(
-    session: &Arc<Session>,
-    task: Task,
-    bound: Duration,
-    progress: Option<capable::ProgressCallback>,
-) -> Result<capable::core::model::CallToolResult, Error> {
-    let guard = CancelOnDrop {
-        session: session.clone(),
-        task_id: Some(task.task_id.clone()),
-    };
-    let on_status = progress.map(|mut progress| {
-        let mut seen = 0.0;
-        Box::new(move |task: &Task| {
-            seen += 1.0;
-            let message = match &task.status_message {
-                Some(m) => format!("{}: {m}", task.status.as_str()),
-                None => task.status.as_str().to_owned(),
-            };
-            progress(&ProgressParams {
-                progress_token: Value::Null,
-                progress: seen,
-                total: None,
-                message: Some(message),
-            });
-        }) as capable::TaskObserver
-    });
-    let wait = TaskWait {
-        on_status,
-        deadline: Some(bound),
-    };
-    let waited = match session.await_task(task, wait).await {
-        // A 2025-11-25 task that failed: its `tasks/result` is what the call would
-        // have given (the server's error, or the tool's `isError` result).
-        Err(Error::TaskFailed { task_id, .. }) if session.era() == Era::Legacy => {
-            let params = json!({ "taskId": task_id });
-            let options = RequestOptions::default();
-            session.request(Method::TaskResult, &params, options).await
-        }
-        other => other,
-    };
-    // Over, one way or another (a wait past its bound cancelled the task itself).
-    guard.disarm();
-    waited
-}
-
-/// Cancels a task at the server when the wait for it is dropped before its end.
-struct CancelOnDrop {
-    session: Arc<Session>,
-    task_id: Option<String>,
-}
-
-impl CancelOnDrop {
-    fn disarm(mut self) {
-        self.task_id = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        let Some(task_id) = self.task_id.take() else {
-            return;
-        };
-        if self.session.check(Method::CancelTask).is_err() {
-            return;
-        }
-        let session = self.session.clone();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let _ = session.cancel_task(&task_id).await;
-            });
-        }
-    }
-}
-
-/// The task a `tools/call` answer started, if any.
-fn task_of(payload: &Payload) -> Result<Option<Task>, Error> {
-    task_call::started_task(payload).map_err(|detail| Error::MalformedResult {
-        method: Method::CallTool,
-        detail,
-    })
-}
-
-/// A wait for a task that did not complete, as the host gets it: the task's own
-/// error when it failed with one, else an error that says how it ended; any other
-/// failure as it is.
-fn ended(method: Method, e: Error) -> Error {
-    let error = match e {
-        Error::TaskFailed {
-            task_id,
-            error,
-            message,
-        } => {
-            let how = format!(
-                "failed: {}",
-                message.as_deref().unwrap_or("no reason given")
-            );
-            task_bridge::ended_error(&task_id, Some(&error), &how)
-        }
-        Error::TaskCancelled { task_id } => {
-            task_bridge::ended_error(&task_id, None, "was cancelled")
-        }
-        other => return other,
-    };
-    Error::Rpc { method, error }
 }
