@@ -154,8 +154,16 @@ fn a_legacy_servers_question_reaches_a_2026_host_as_an_input_required_round() {
     assert_eq!(question["method"], "elicitation/create", "{first}");
     assert_eq!(question["params"]["message"], "Confirm the acceptance run?");
     let state = first["result"]["requestState"].clone();
-    let retry = json!({"name": "confirm", "requestState": state,
-        "inputResponses": {"elicitation-1": {"action": "accept", "content": {"approve": true}}}});
+    let answers = json!({"elicitation-1": {"action": "accept", "content": {"approve": true}}});
+    // A retry is the same call: other arguments are another request's, refused, and
+    // the round stays open for the real retry.
+    let other = json!({"name": "confirm", "arguments": {"giveUpAfterMs": 1},
+        "requestState": state, "inputResponses": answers});
+    let refused = modern(&mut b, 5, "tools/call", other, caps.clone());
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("another request"), "{message}");
+    let retry = json!({"name": "confirm", "requestState": state, "inputResponses": answers});
     let done = modern(&mut b, 2, "tools/call", retry.clone(), caps.clone());
     assert_valid_result(MODERN, "CallToolResult", &done);
     assert_eq!(done["result"]["resultType"], "complete");

@@ -102,7 +102,7 @@ pub use negotiate::{choose_version, Hello};
 pub use notify::{LogLevel, Withheld};
 pub use phase::{LegacyClient, ModernClient, Phase};
 pub use requests::{client_allows, Expired, NotAllowed, ServerMethod};
-pub use rounds::{Lapsed, Next, Retry, Rounds};
+pub use rounds::{same_request, Lapsed, Next, Retry, Rounds};
 
 /// What a server says about itself, and how long it waits.
 #[derive(Clone, Debug)]

@@ -31,6 +31,7 @@
 //! | the server answers the exchange | the client holds a round | the answer is kept for the retry, which gets it; questions not yet put to the client get an error (the request they were asked in is over) |
 //! | the round reaches its deadline | the client never came back | every question of the exchange gets an error, a kept answer is dropped, and the exchange is over ([`Lapsed::Round`]) |
 //! | the retry has nothing more to answer with | | it carries the exchange on, under its own id ([`Next::Wait`]) |
+//! | the retry names another tool, prompt or URI, or other arguments ([`same_request`]) | | refused before it is taken: the round stays open |
 //!
 //! A round's state is unguessable (a digest of a secret and a counter): a client that
 //! holds one round cannot answer another client's. Its beginning names the relay (a
@@ -446,6 +447,23 @@ impl<Q, A> Rounds<Q, A> {
             self.held.remove(&exchange);
         }
     }
+}
+
+/// Whether a retry (its `params`) repeats the request its round was given for
+/// (`original`'s params), as the specification asks: the same tool or prompt with the
+/// same arguments (absent ones are `{}`), or the same URI. The members a retry adds or
+/// changes (`inputResponses`, `requestState`, `_meta`) do not count.
+pub fn same_request(original: &Value, retry: &Value) -> bool {
+    original.get("name") == retry.get("name")
+        && original.get("uri") == retry.get("uri")
+        && arguments(original) == arguments(retry)
+}
+
+/// A request's `arguments`, `None` when absent, `null` or `{}`.
+fn arguments(params: &Value) -> Option<&Value> {
+    params
+        .get("arguments")
+        .filter(|a| !a.is_null() && a.as_object().is_none_or(|a| !a.is_empty()))
 }
 
 fn encode(bytes: &[u8]) -> String {

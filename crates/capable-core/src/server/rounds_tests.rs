@@ -265,3 +265,31 @@ fn states_are_unguessable_and_the_relays_own() {
     assert_eq!(b.ours(&json!({"requestState": sa})), None);
     assert!(a.ours(&json!({"requestState": sa})).is_some());
 }
+
+#[test]
+fn a_retry_repeats_its_request_or_is_another() {
+    let call = json!({"name": "confirm", "arguments": {"n": 1}, "_meta": {"a": 1}});
+    let retry = json!({"name": "confirm", "arguments": {"n": 1}, "requestState": "s",
+        "inputResponses": {"q": {}}, "_meta": {"b": 2}});
+    assert!(same_request(&call, &retry));
+    assert!(same_request(
+        &json!({"name": "t"}),
+        &json!({"name": "t", "arguments": {}})
+    ));
+    assert!(!same_request(
+        &call,
+        &json!({"name": "confirm", "arguments": {"n": 2}})
+    ));
+    assert!(!same_request(
+        &call,
+        &json!({"name": "other", "arguments": {"n": 1}})
+    ));
+    assert!(same_request(
+        &json!({"uri": "a://1"}),
+        &json!({"uri": "a://1", "requestState": "s"})
+    ));
+    assert!(!same_request(
+        &json!({"uri": "a://1"}),
+        &json!({"uri": "a://2"})
+    ));
+}

@@ -96,6 +96,9 @@ struct Exchange {
     carry: Option<Carry>,
     /// The `ttl` a legacy host asked for its task, if it did.
     task_ttl: Option<u64>,
+    /// The host's params, for a request that may get rounds (`rounds.rs`): its retry
+    /// must repeat them.
+    params: Option<Payload>,
 }
 
 /// Something the relay must act on (see [`Relay::next`]).
@@ -312,6 +315,13 @@ impl Relay {
             wants_progress,
             ..
         } = request;
+        // Kept (shared, not copied) for the retry of a round it may get: a 2026-07-28
+        // host's call, prompt or read at a legacy server (one of many, maybe).
+        let legacy_behind = self.servers.one().is_none_or(|s| s.era() == Era::Legacy);
+        let asked = (self.host_era() == Some(Era::Modern)
+            && legacy_behind
+            && rounds::may_get_rounds(method))
+        .then(|| params.clone());
         let host_declared = || {
             let caps = self.engine.phase().capabilities();
             caps.is_some_and(|c| c.has_extension(Extension::Tasks))
@@ -387,6 +397,7 @@ impl Relay {
                 legacy_answer,
                 carry,
                 task_ttl,
+                params: asked,
             },
         );
         self.forwards.push(exchange);

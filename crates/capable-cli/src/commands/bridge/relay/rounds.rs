@@ -11,17 +11,26 @@
 //! | the host retries | each answer goes to its question; the retry gets the next round, the server's answer if it came meanwhile, or waits for it |
 //! | the server withdraws a question, or answers while the host holds the round | see the core's rules; ignored answers are audit notices |
 //! | the host never comes back | at the round's deadline its questions fail, the exchange is cancelled at the server, and the audit says so |
-//! | a retry of a spent round, or of another request's | refused (-32602), never passed to the server |
+//! | a retry of a spent round, or of another request's (another method, tool, prompt, URI or arguments) | refused (-32602), never passed to the server |
 
 use std::time::Instant;
 
-use capable::core::server::{client_allows, ClientRequest, Lapsed, Next};
+use capable::core::server::{client_allows, same_request, ClientRequest, Lapsed, Next};
 use capable::core::Method;
 use serde_json::Value;
 
 use super::era::cannot_ask;
 use super::{gone, invalid_params, Answer, Relay};
 use crate::commands::bridge::upstream::Ask;
+
+/// Whether a request of `method` may get rounds: a question of the server's may come
+/// while it waits (a call, a prompt, a read).
+pub(super) fn may_get_rounds(method: Method) -> bool {
+    matches!(
+        method,
+        Method::CallTool | Method::GetPrompt | Method::ReadResource
+    )
+}
 
 impl Relay {
     /// A legacy server's question to a 2026-07-28 host, kept for the exchange it goes
@@ -43,12 +52,7 @@ impl Relay {
         let Some(ask) = self.ask_for_task(ask, false) else {
             return;
         };
-        let may_ask = |e: &super::Exchange| {
-            matches!(
-                e.method,
-                Method::CallTool | Method::GetPrompt | Method::ReadResource
-            )
-        };
+        let may_ask = |e: &super::Exchange| may_get_rounds(e.method);
         let waiting = self
             .exchanges
             .iter()
@@ -103,9 +107,17 @@ impl Relay {
             return Some(request);
         };
         let token = self.rounds.exchange(state);
-        let method = token.and_then(|t| self.exchanges.get(&t)).map(|e| e.method);
-        if token.is_some() && method != Some(request.method) {
-            let why = invalid_params("this requestState was given for another request", None);
+        let exchange = token.and_then(|t| self.exchanges.get(&t));
+        let another = exchange.is_some_and(|e| {
+            let original = e.params.as_ref().and_then(|p| p.decode::<Value>().ok());
+            e.method != request.method || original.is_some_and(|o| !same_request(&o, &params))
+        });
+        if another {
+            let why = invalid_params(
+                "this requestState was given for another request: a retry repeats its method \
+                 and params, adding inputResponses",
+                None,
+            );
             self.engine.respond_error(&request.id, &why, &mut self.out);
             return None;
         }
