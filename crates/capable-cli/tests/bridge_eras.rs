@@ -405,3 +405,35 @@ fn a_host_that_cancels_its_retry_ends_the_request_at_the_server() {
     let next = b.next();
     assert_eq!(next["id"], 3, "{next}");
 }
+
+/// Many servers as one, a 2026-07-28 host: a server's question goes in a round of a
+/// request waiting on that server, never of an older one waiting on another.
+#[test]
+fn a_question_of_one_of_many_servers_goes_to_a_request_waiting_on_it() {
+    let fixture = |profile: &str| json!({"command": common::bin(), "args": ["fixture", "--profile", profile]});
+    let config =
+        json!({"mcpServers": {"slow": fixture("slow-progress"), "ask": fixture("elicit")}});
+    let file = common::TempFile::new("bridge-eras-many-ask.json", &config.to_string());
+    let mut b = Bridge::start(&["--config", file.path()]);
+    b.version = MODERN;
+    let caps = json!({"elicitation": {}});
+    // Waits on `slow` for a second and a half, asked first.
+    let slow = json!({"name": "slow/echo", "arguments": {"message": "late"},
+        "_meta": Bridge::meta(caps.clone())});
+    b.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": slow}));
+    let call = json!({"name": "ask/confirm", "arguments": {}});
+    let first = modern(&mut b, 2, "tools/call", call, caps.clone());
+    assert_valid_result(MODERN, "InputRequiredResult", &first);
+    let mut retry = json!({"name": "ask/confirm", "arguments": {},
+        "inputResponses": {"elicitation-1": {"action": "accept", "content": {"approve": true}}}});
+    retry["requestState"] = first["result"]["requestState"].clone();
+    let done = modern(&mut b, 3, "tools/call", retry, caps);
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        r#"confirmed: action=accept content={"approve":true}"#,
+        "{done}"
+    );
+    let late = b.answer(1);
+    assert_eq!(late["result"]["resultType"], "complete", "{late}");
+    assert_eq!(late["result"]["content"][0]["text"], "late");
+}

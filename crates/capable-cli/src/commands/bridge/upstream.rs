@@ -26,6 +26,8 @@ tokio::task_local! {
     /// (`relay/tasks.rs`): the server's questions asked meanwhile are that task's, and
     /// say so (`_meta[RELATED_TASK]`, 2025-11-25).
     pub static FOR_TASK: String;
+    /// The server of many that asks (see [`for_server`]).
+    static FROM_SERVER: Arc<str>;
 }
 
 /// What the server behind does with a question for the host.
@@ -41,6 +43,8 @@ pub enum Asked {
 pub struct Ask {
     /// Which question this is, for [`Asked::Over`].
     pub token: u64,
+    /// The server of many that asks (`None`: the one server behind).
+    pub server: Option<Arc<str>>,
     /// The server's method.
     pub method: ServerMethod,
     /// Its params, as the server sent them.
@@ -90,6 +94,26 @@ pub fn options(ctx: &Context, hello: &Hello, asks: &mpsc::UnboundedSender<Asked>
     options
 }
 
+/// The client options of server `name` of many (`options`, made by [`options`]): each
+/// question it asks names it ([`Ask::server`]), so that a 2026-07-28 host gets it in a
+/// round of a request waiting on that server.
+pub fn for_server(options: &ClientOptions, name: &str) -> ClientOptions {
+    let name: Arc<str> = Arc::from(name);
+    let tagged = |handler: &Option<Handler>| {
+        handler.clone().map(|inner| {
+            let name = name.clone();
+            Arc::new(move |params| FROM_SERVER.sync_scope(name.clone(), || inner(params)))
+                as Handler
+        })
+    };
+    let mut options = options.clone();
+    let handlers = &mut options.handlers;
+    handlers.elicitation = tagged(&handlers.elicitation);
+    handlers.sampling = tagged(&handlers.sampling);
+    handlers.list_roots = tagged(&handlers.list_roots);
+    options
+}
+
 /// How the server behind is connected again (after a crash): as the first time.
 pub fn connector(ctx: &Context, server: &ServerArgs, options: ClientOptions) -> Connect {
     let ctx = Arc::new(Context {
@@ -120,6 +144,7 @@ fn ask_host(asks: mpsc::UnboundedSender<Asked>, method: ServerMethod) -> Handler
             Ok(task_id) => task_bridge::with_related_task(params, &task_id),
             Err(_) => params,
         };
+        let server = FROM_SERVER.try_with(Clone::clone).ok();
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             let gone = || RpcError {
@@ -130,6 +155,7 @@ fn ask_host(asks: mpsc::UnboundedSender<Asked>, method: ServerMethod) -> Handler
             let token = NEXT.fetch_add(1, Ordering::Relaxed);
             let ask = Ask {
                 token,
+                server,
                 method,
                 params,
                 reply,

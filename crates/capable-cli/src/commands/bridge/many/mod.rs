@@ -35,8 +35,8 @@ use capable::core::model::ResourceTemplate;
 use capable::core::server::merge::merged;
 use capable::core::Method;
 use capable::core::ServerCapabilities;
-use capable::host::{Host, HostEvent, HostOptions};
-use capable::{ClientOptions, Error, RequestOptions, Session};
+use capable::host::{Host, HostError, HostEvent, HostOptions};
+use capable::{Error, RequestOptions, Session};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
@@ -45,6 +45,7 @@ use tokio::sync::broadcast;
 use super::audit::Audit;
 use super::forward::answer_error;
 use super::run_task::call_without_tasks;
+use super::upstream;
 
 mod route;
 
@@ -85,12 +86,19 @@ impl Many {
                 continue;
             }
             let added = match (&entry.target, policy.timeout) {
-                (Ok(target), Some(timeout)) => {
-                    let client: ClientOptions =
-                        options.client.clone().with_request_timeout(timeout);
-                    host.add_with(&entry.name, target.clone(), client)
+                (Ok(target), timeout) => {
+                    // Its questions name it; its own timeout, when it has one.
+                    let mut client = upstream::for_server(&options.client, &entry.name);
+                    if let Some(timeout) = timeout {
+                        client = client.with_request_timeout(timeout);
+                    }
+                    match host.add_with(&entry.name, target.clone(), client) {
+                        // Listed as refused, with why, as any entry it cannot take.
+                        Err(HostError::InvalidName { .. }) => host.add_entry(entry),
+                        added => added,
+                    }
                 }
-                _ => host.add_entry(entry),
+                (Err(_), _) => host.add_entry(entry),
             };
             if let Err(e) = added {
                 audit.state(&entry.name, "refused", json!({"error": e.to_string()}));
@@ -163,22 +171,23 @@ impl Many {
     }
 
     /// One host request on its way (see the module documentation): its answer, as a
-    /// legacy result (the relay adds what a 2026-07-28 host must get).
+    /// legacy result (the relay adds what a 2026-07-28 host must get), and the server
+    /// it went to (`None`: the bridge answers it, or it went to every server).
     pub fn exchange(
         &self,
         method: Method,
         mut params: Map<String, Value>,
         options: RequestOptions,
-    ) -> BoxFuture<'static, Result<Payload, Error>> {
+    ) -> (BoxFuture<'static, Result<Payload, Error>>, Option<String>) {
         let answered = |result: Value| {
             let payload = Payload::from_json(result.to_string().into_bytes());
-            futures_util::future::ready(Ok(payload)).boxed()
+            (futures_util::future::ready(Ok(payload)).boxed(), None)
         };
         match method {
             Method::ListTools => return answered(self.tools()),
             Method::ListResources => return answered(self.resources()),
             Method::ListPrompts => return answered(self.prompts()),
-            Method::ListResourceTemplates => return self.all_templates(),
+            Method::ListResourceTemplates => return (self.all_templates(), None),
             Method::SetLoggingLevel => {
                 let level = params
                     .get("level")
@@ -186,15 +195,15 @@ impl Many {
                     .unwrap_or("info")
                     .to_owned();
                 let sessions = self.sessions();
-                return async move {
+                let every = async move {
                     for session in sessions {
                         if session.check(Method::SetLoggingLevel).is_ok() {
                             let _ = session.set_logging_level(&level).await;
                         }
                     }
                     Ok(Payload::from_json(b"{}".to_vec()))
-                }
-                .boxed();
+                };
+                return (every.boxed(), None);
             }
             _ => {}
         }
@@ -212,13 +221,14 @@ impl Many {
         };
         let (server, session) = match routed {
             Ok(routed) => routed,
-            Err(e) => return futures_util::future::ready(Err(e)).boxed(),
+            Err(e) => return (futures_util::future::ready(Err(e)).boxed(), None),
         };
         let budget = (method == Method::CallTool)
             .then(|| self.policies.get(&server).and_then(|p| p.output_budget))
             .flatten();
         let bound = self.task_bound;
-        async move {
+        let at = Some(server.clone());
+        let answer = async move {
             let answer = match method {
                 Method::CallTool => call_without_tasks(&session, params, options, bound).await?,
                 _ => session.request_payload(method, &params, options).await?,
@@ -227,8 +237,8 @@ impl Many {
                 Some(budget) if answer.json().len() > budget => cut(answer.json(), budget, &server),
                 _ => answer,
             })
-        }
-        .boxed()
+        };
+        (answer.boxed(), at)
     }
 
     fn policy(&self, server: &str) -> ServerPolicy {

@@ -99,6 +99,8 @@ struct Exchange {
     /// The host's params, for a request that may get rounds (`rounds.rs`): its retry
     /// must repeat them.
     params: Option<Payload>,
+    /// The server of many it went to (a question of that server's goes in its rounds).
+    server: Option<String>,
 }
 
 /// Something the relay must act on (see [`Relay::next`]).
@@ -367,7 +369,7 @@ impl Relay {
             pass_input_required: self.host_era() == Some(Era::Modern),
             ..RequestOptions::default()
         };
-        let (answer, legacy_answer) = match (carry, self.servers.one()) {
+        let (answer, legacy_answer, server) = match (carry, self.servers.one()) {
             (Some(carry), Some(session)) => {
                 let session = session.clone();
                 let legacy = session.era() == Era::Legacy;
@@ -382,7 +384,7 @@ impl Relay {
                     statuses: self.statuses_tx.clone(),
                 };
                 let carried = tasks::carry(session, how, params.into_map(), options);
-                (carried.boxed(), legacy)
+                (carried.boxed(), legacy, None)
             }
             _ => self.servers.exchange(method, params, options),
         };
@@ -398,6 +400,7 @@ impl Relay {
                 carry,
                 task_ttl,
                 params: asked,
+                server,
             },
         );
         self.forwards.push(exchange);

@@ -6,7 +6,7 @@
 //!
 //! | what happens | what the bridge does |
 //! |---|---|
-//! | the server asks | a question naming a task the bridge fetches is that task's (`task_input.rs`); else it goes to the host's oldest request waiting on the server that may take one (a call, a prompt, a read); failing that, it is kept for the round the host holds |
+//! | the server asks | a question naming a task the bridge fetches is that task's (`task_input.rs`); else it goes to the host's oldest request waiting on that server (of many, the one that asks) that may take one (a call, a prompt, a read); failing that, it is kept for the round the host holds |
 //! | questions arrive together | one round carries them all (several keys in `inputRequests`) |
 //! | the host retries | each answer goes to its question; the retry gets the next round, the server's answer if it came meanwhile, or waits for it |
 //! | the server withdraws a question, or answers while the host holds the round | see the core's rules; ignored answers are audit notices |
@@ -52,7 +52,15 @@ impl Relay {
         let Some(ask) = self.ask_for_task(ask, false) else {
             return;
         };
-        let may_ask = |e: &super::Exchange| may_get_rounds(e.method);
+        // A request at the server that asks (of many), one that may get a round.
+        let from = ask.server.clone();
+        let may_ask = |e: &super::Exchange| {
+            let same_server = match (&from, &e.server) {
+                (Some(asking), Some(at)) => **asking == **at,
+                _ => true,
+            };
+            may_get_rounds(e.method) && same_server
+        };
         let waiting = self
             .exchanges
             .iter()

@@ -62,23 +62,31 @@ impl Servers {
         }
     }
 
-    /// One host request on its way to the server: its answer, and whether it comes in
-    /// legacy form (what a 2026-07-28 host gets is added then).
+    /// One host request on its way to the server: its answer, whether it comes in
+    /// legacy form (what a 2026-07-28 host gets is added then), and which of many
+    /// servers it went to.
     pub fn exchange(
         &self,
         method: Method,
         params: Forwarded,
         options: RequestOptions,
-    ) -> (BoxFuture<'static, Result<Payload, Error>>, bool) {
+    ) -> (
+        BoxFuture<'static, Result<Payload, Error>>,
+        bool,
+        Option<String>,
+    ) {
         match self {
             Servers::One(one) => {
                 let session = one.session().clone();
                 let legacy = session.era() == Era::Legacy;
                 let answer =
                     async move { session.request_payload(method, &params, options).await }.boxed();
-                (answer, legacy)
+                (answer, legacy, None)
             }
-            Servers::Many(many) => (many.exchange(method, params.into_map(), options), true),
+            Servers::Many(many) => {
+                let (answer, server) = many.exchange(method, params.into_map(), options);
+                (answer, true, server)
+            }
         }
     }
 

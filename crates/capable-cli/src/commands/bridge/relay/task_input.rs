@@ -86,6 +86,7 @@ impl Relay {
             method,
             params,
             reply,
+            ..
         } = ask;
         let asked = self
             .task_questions
