@@ -56,7 +56,7 @@ impl Relay {
         let from = ask.server.clone();
         let may_ask = |e: &super::Exchange| {
             let same_server = match (&from, &e.server) {
-                (Some(asking), Some(at)) => **asking == **at,
+                (Some(asking), Some(at)) => asking.as_ref() == at.as_str(),
                 _ => true,
             };
             may_get_rounds(e.method) && same_server
