@@ -55,6 +55,16 @@ pub fn applies_to(era: Era) -> bool {
     era == Era::Modern
 }
 
+/// Whether a request of `method` may be answered with `input_required` (2026-07-28:
+/// `tools/call`, `prompts/get` and `resources/read` only), and so whether a relay may
+/// put a server's questions in a round of it.
+pub fn may_ask_for_input(method: Method) -> bool {
+    matches!(
+        method,
+        Method::CallTool | Method::GetPrompt | Method::ReadResource
+    )
+}
+
 /// What an answer to a request means, as far as input goes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Round {
@@ -192,12 +202,7 @@ impl InputRounds {
                 Method::CallTool => "the server answered with a task, but this client did not declare the tasks extension".into(),
                 _ => format!("the server answered {method} with a task; only tools/call may become one"),
             })),
-            Some("input_required")
-                if matches!(
-                    method,
-                    Method::CallTool | Method::GetPrompt | Method::ReadResource
-                ) =>
-            {
+            Some("input_required") if may_ask_for_input(method) => {
                 let input: InputRequest = payload
                     .decode()
                     .map_err(|e| malformed(format!("input_required result: {e}")))?;

@@ -48,6 +48,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
+use capable::core::input_rounds::may_ask_for_input;
 use capable::core::jsonrpc::FramingError;
 use capable::core::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
 use capable::core::model::ProgressParams;
@@ -320,10 +321,9 @@ impl Relay {
         // Kept (shared, not copied) for the retry of a round it may get: a 2026-07-28
         // host's call, prompt or read at a legacy server (one of many, maybe).
         let legacy_behind = self.servers.one().is_none_or(|s| s.era() == Era::Legacy);
-        let asked = (self.host_era() == Some(Era::Modern)
-            && legacy_behind
-            && rounds::may_get_rounds(method))
-        .then(|| params.clone());
+        let asked =
+            (self.host_era() == Some(Era::Modern) && legacy_behind && may_ask_for_input(method))
+                .then(|| params.clone());
         let host_declared = || {
             let caps = self.engine.phase().capabilities();
             caps.is_some_and(|c| c.has_extension(Extension::Tasks))

@@ -15,22 +15,13 @@
 
 use std::time::Instant;
 
+use capable::core::input_rounds::may_ask_for_input;
 use capable::core::server::{client_allows, same_request, ClientRequest, Lapsed, Next};
-use capable::core::Method;
 use serde_json::Value;
 
 use super::era::cannot_ask;
 use super::{gone, invalid_params, Answer, Relay};
 use crate::commands::bridge::upstream::Ask;
-
-/// Whether a request of `method` may get rounds: a question of the server's may come
-/// while it waits (a call, a prompt, a read).
-pub(super) fn may_get_rounds(method: Method) -> bool {
-    matches!(
-        method,
-        Method::CallTool | Method::GetPrompt | Method::ReadResource
-    )
-}
 
 impl Relay {
     /// A legacy server's question to a 2026-07-28 host, kept for the exchange it goes
@@ -59,7 +50,7 @@ impl Relay {
                 (Some(asking), Some(at)) => asking.as_ref() == at.as_str(),
                 _ => true,
             };
-            may_get_rounds(e.method) && same_server
+            may_ask_for_input(e.method) && same_server
         };
         let waiting = self
             .exchanges
