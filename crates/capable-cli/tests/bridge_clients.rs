@@ -241,6 +241,36 @@ fn the_inspector_cli_on_node_22_through_the_bridge() {
     );
 }
 
+/// server-everything sends `notifications/tools/list_changed` (and asks `roots/list`)
+/// without params: the bridge passes them on without the member, never as
+/// `"params":null`, which JSON-RPC forbids and which made the Inspector's CLI (a
+/// TypeScript SDK host) drop the connection and list nothing.
+#[test]
+fn the_inspector_cli_lists_server_everything_through_the_bridge() {
+    if !peers_wanted(&[INSPECTOR, NODE22, EVERYTHING_JS]) {
+        return;
+    }
+    let mut everything = vec!["--".to_owned()];
+    everything.extend(servers::everything_stdio());
+    let names = |seen: &Value, list: &str| -> Vec<String> {
+        let items = seen[list].as_array().unwrap_or_else(|| panic!("{seen}"));
+        let key = if list == "resources" { "uri" } else { "name" };
+        items
+            .iter()
+            .map(|i| i[key].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let tools = inspector(&everything, &["--method", "tools/list"]);
+    assert!(
+        names(&tools, "tools").iter().any(|n| n == "echo"),
+        "{tools}"
+    );
+    let prompts = inspector(&everything, &["--method", "prompts/list"]);
+    assert!(!names(&prompts, "prompts").is_empty(), "{prompts}");
+    let resources = inspector(&everything, &["--method", "resources/list"]);
+    assert!(!names(&resources, "resources").is_empty(), "{resources}");
+}
+
 #[test]
 fn stdio_hosts_in_front_of_http_servers_of_every_kind() {
     if !peers_wanted(&[EVERYTHING_JS, PYTHON, FASTMCP, TS_V2]) {

@@ -316,9 +316,15 @@ pub fn now_unix() -> i64 {
 pub struct TempFile(pub PathBuf);
 
 impl TempFile {
+    /// A file named after `name`, of this process and this call alone (tests that run
+    /// at once never write each other's).
     pub fn new(name: &str, contents: &str) -> Self {
-        let path =
-            std::env::temp_dir().join(format!("capable-cli-test-{}-{name}", std::process::id()));
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "capable-cli-test-{}-{n}-{name}",
+            std::process::id()
+        ));
         std::fs::write(&path, contents).expect("write temp file");
         TempFile(path)
     }

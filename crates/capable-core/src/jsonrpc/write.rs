@@ -58,9 +58,22 @@ pub fn write_request<P: Params + ?Sized>(
     write_id(out, id);
     out.extend_from_slice(b",\"method\":");
     write_name(out, method);
-    out.extend_from_slice(b",\"params\":");
-    params.write_json(out);
+    write_params(out, |out| params.write_json(out));
     out.extend_from_slice(b"}\n");
+}
+
+/// Appends `,"params":` and the params `write` writes — or nothing when they are JSON
+/// `null`: JSON-RPC lets params be an object or an array, or be left out, never
+/// `null` (a server's `roots/list` or `notifications/tools/list_changed` relayed
+/// without params must reach the host without the member, not as `"params":null`).
+fn write_params(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(b",\"params\":");
+    let at = out.len();
+    write(out);
+    if out[at..] == *b"null" {
+        out.truncate(start);
+    }
 }
 
 /// Writes a request for one of our methods as one line (`…\n`) at the end of `out`:
@@ -170,8 +183,8 @@ fn merge_own_meta(
     Some(start..end)
 }
 
-/// Writes a notification as one line at the end of `out`. `params` of `None` omits the
-/// member.
+/// Writes a notification as one line at the end of `out`. `params` of `None` (or
+/// params that are JSON `null`) omits the member.
 pub fn write_notification<P: Serialize + ?Sized>(
     out: &mut Vec<u8>,
     method: &str,
@@ -180,8 +193,7 @@ pub fn write_notification<P: Serialize + ?Sized>(
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
     write_name(out, method);
     if let Some(params) = params {
-        out.extend_from_slice(b",\"params\":");
-        write_json(out, params);
+        write_params(out, |out| write_json(out, params));
     }
     out.extend_from_slice(b"}\n");
 }
@@ -348,6 +360,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn params_that_are_null_are_left_out_never_written_as_null() {
+        let null = serde_json::Value::Null;
+        let mut line = Vec::new();
+        write_notification(&mut line, "notifications/tools/list_changed", Some(&null));
+        assert_eq!(
+            line,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n"
+        );
+        line.clear();
+        write_request(&mut line, &RequestId::Number(3), "roots/list", &null);
+        assert_eq!(
+            line,
+            b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"roots/list\"}\n"
+        );
+        line.clear();
+        let raw = serde_json::value::RawValue::from_string("null".into()).unwrap();
+        write_request(&mut line, &RequestId::Number(4), "roots/list", &*raw);
+        assert!(!line.windows(4).any(|w| w == b"null"), "{line:?}");
+        line.clear();
+        // Params that are there are written as they are.
+        write_notification(&mut line, "x/y", Some(&serde_json::json!({"a": null})));
+        assert_eq!(
+            line,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"x/y\",\"params\":{\"a\":null}}\n"
+        );
     }
 
     #[test]
