@@ -38,6 +38,7 @@
 //! | `merge.rs` | what many servers served as one declare |
 //! | `fanout.rs` | a client's resource subscriptions carried out at many servers served as one |
 //! | `streams.rs` | over Streamable HTTP: which stream each message goes on, events kept for resumption |
+//! | `http_post.rs` | over Streamable HTTP: a POST without a session judged — its era, its headers against its body |
 //!
 //! ```
 //! use capable_core::server::{Event, ServerConfig, ServerConnection};
@@ -71,6 +72,7 @@
 
 mod era;
 pub mod fanout;
+mod http_post;
 mod incoming;
 mod listen;
 pub mod merge;
@@ -97,6 +99,7 @@ use crate::outbox::Outbox;
 use crate::version::ProtocolVersion;
 
 pub use era::modern_result;
+pub use http_post::{decoded as decoded_header, judge_post, PostHeaders, Verdict};
 pub use listen::Interest;
 pub use negotiate::{choose_version, Hello};
 pub use notify::{LogLevel, Withheld};
