@@ -94,8 +94,9 @@ impl Audit {
         );
     }
 
-    /// What became of a 2026-07-28 host's `input_required` round (an answer ignored, a
-    /// round it never came back to), at `level` (`info`, `warning`).
+    /// Something of the host's side the bridge let go, at `level` (`info`,
+    /// `warning`): what became of a 2026-07-28 host's `input_required` round (an answer
+    /// ignored, a round it never came back to), a message that revision does not take.
     pub fn host_round(&self, level: &str, notice: &str) {
         self.record(
             "notice",

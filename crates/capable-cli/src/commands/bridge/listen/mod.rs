@@ -5,7 +5,7 @@
 //! |---|---|
 //! | POSTs `initialize` without `Mcp-Session-Id` | a new legacy session (its own server behind), its id in `Mcp-Session-Id` |
 //! | POSTs with `Mcp-Session-Id` | that session's (an unknown id: `404`, so the host starts anew) |
-//! | POSTs anything else without a session | the 2026-07-28 hosts' (stateless; one server behind for all of them, each request under an id of the bridge's: two hosts' ids never clash) |
+//! | POSTs anything else without a session | the 2026-07-28 hosts' (stateless): its headers must agree with its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; else `400`, `-32020`), and `initialize` is no method there (`404`, `-32601`, no session); one server behind for each declaration (`moderns.rs`: version, capabilities, client info), each request under an id of the bridge's (two hosts' ids never clash); `notifications/cancelled` is not taken (closing the stream cancels) |
 //! | a request | its answer: JSON when it is all there is, else an SSE stream (progress first) that the answer ends |
 //! | a notification or an answer | `202` |
 //! | a batch, in a 2025-03-26 session | each message taken in turn; the answers to its requests as one JSON array (`202` when it has none) |
@@ -20,6 +20,7 @@
 
 mod batch;
 mod gate;
+mod moderns;
 mod session;
 
 use std::collections::HashMap;
@@ -35,17 +36,22 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
-use capable::core::jsonrpc::{codes, FramingError, Incoming};
+use capable::core::jsonrpc::{codes, FramingError, Incoming, RpcError};
 use capable::core::server::streams::StreamEvent;
+use capable::core::server::{judge_post, PostHeaders, Verdict};
 use futures_util::stream::{self, Stream, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use self::gate::Gate;
+use self::moderns::{declaration, Busy, InFlight, Moderns};
 use self::session::{Command, Kind, Posted};
 use super::host::Target;
 use crate::exit::CliError;
 use crate::flags::BridgeArgs;
+
+/// A 2026-07-28 declaration's task.
+type Modern = mpsc::UnboundedSender<Command>;
 
 /// The most legacy sessions at once.
 const MAX_SESSIONS: usize = 64;
@@ -55,7 +61,7 @@ struct Listener {
     target: Arc<Target>,
     gate: Gate,
     sessions: Mutex<HashMap<String, mpsc::UnboundedSender<Command>>>,
-    modern: Mutex<Option<mpsc::UnboundedSender<Command>>>,
+    modern: Mutex<Moderns>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -70,11 +76,17 @@ impl Listener {
         tx
     }
 
-    fn modern(&self) -> mpsc::UnboundedSender<Command> {
-        let mut modern = self.modern.lock().unwrap_or_else(|e| e.into_inner());
-        modern
-            .get_or_insert_with(|| self.spawn(Kind::Modern))
-            .clone()
+    /// The task of the 2026-07-28 hosts that declare what `message` declares: for a
+    /// request, started if need be, with the request's hold on it; for a notification,
+    /// the task if one runs.
+    fn modern(&self, message: &Incoming) -> Result<Option<(Modern, Option<InFlight>)>, Busy> {
+        let key = declaration(message);
+        let mut moderns = self.modern.lock().unwrap_or_else(|e| e.into_inner());
+        if !matches!(message, Incoming::Request { .. }) {
+            return Ok(moderns.existing(&key).map(|tx| (tx, None)));
+        }
+        let (tx, held) = moderns.task(key, || self.spawn(Kind::Modern))?;
+        Ok(Some((tx, Some(held))))
     }
 }
 
@@ -117,7 +129,7 @@ pub async fn serve(
             token: args.listen_token.clone(),
         },
         sessions: Mutex::new(HashMap::new()),
-        modern: Mutex::new(None),
+        modern: Mutex::new(Moderns::default()),
         tasks: Mutex::new(Vec::new()),
     });
     let router = Router::new()
@@ -141,7 +153,7 @@ pub async fn serve(
         .modern
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .take();
+        .clear();
     let tasks = std::mem::take(&mut *listener.tasks.lock().unwrap_or_else(|e| e.into_inner()));
     let _ = tokio::time::timeout(
         Duration::from_secs(10),
@@ -207,10 +219,13 @@ async fn post(
             return (StatusCode::BAD_REQUEST, json, error.to_string()).into_response();
         }
     };
-    let initialize = matches!(&message, Incoming::Request { method, .. } if method == "initialize");
-    let (tx, kind, new_session) = match (session, found) {
-        (Some(_), Some(tx)) => (tx, Kind::Legacy, None),
-        (None, _) if initialize => {
+    let verdict = match &session {
+        Some(_) => Verdict::Legacy,
+        None => judge_post(&post_headers(headers), &message),
+    };
+    let (tx, kind, new_session, held) = match (session, found) {
+        (Some(_), Some(tx)) => (tx, Kind::Legacy, None, None),
+        (None, _) if verdict == Verdict::Legacy => {
             let mut sessions = listener.sessions.lock().unwrap_or_else(|e| e.into_inner());
             if sessions.len() >= MAX_SESSIONS {
                 return (
@@ -222,9 +237,38 @@ async fn post(
             let id = session_id();
             let tx = listener.spawn(Kind::Legacy);
             sessions.insert(id.clone(), tx.clone());
-            (tx, Kind::Legacy, Some(id))
+            (tx, Kind::Legacy, Some(id), None)
         }
-        _ => (listener.modern(), Kind::Modern, None),
+        (None, _) => match verdict {
+            Verdict::Refused { status, error } => return refused(&message, status, &error),
+            // 2026-07-28 has no `notifications/cancelled` over HTTP (closing a
+            // request's stream cancels it), and a host without a session cannot be
+            // told from another: what it names could be anyone's request.
+            _ if is_cancellation(&message) => {
+                listener.target.audit.host_round(
+                    "info",
+                    "a 2026-07-28 host POSTed notifications/cancelled, which that revision \
+                     does not define over HTTP: ignored (closing the request's stream \
+                     cancels it)",
+                );
+                return StatusCode::ACCEPTED.into_response();
+            }
+            _ => match listener.modern(&message) {
+                Err(Busy) => {
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        [(header::RETRY_AFTER, "1")],
+                        "every 2026-07-28 declaration the bridge serves at once is busy: retry",
+                    )
+                        .into_response()
+                }
+                // A notification of a declaration nobody serves: nothing to tell.
+                Ok(None) => return StatusCode::ACCEPTED.into_response(),
+                Ok(Some((tx, held))) => (tx, Kind::Modern, None, held),
+            },
+        },
+        // An unknown session was answered 404 before.
+        (Some(_), None) => return StatusCode::NOT_FOUND.into_response(),
     };
     let (reply, posted) = oneshot::channel();
     if tx.send(Command::Post { message, reply }).is_err() {
@@ -233,12 +277,42 @@ async fn post(
     let mut response = match posted.await {
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response(),
         Ok(Posted::Accepted) => StatusCode::ACCEPTED.into_response(),
-        Ok(Posted::Stream { stream, events }) => answer(tx, kind, stream, events, headers).await,
+        Ok(Posted::Stream { stream, events }) => {
+            answer(tx, kind, stream, events, headers, held).await
+        }
     };
     if let Some(id) = new_session.and_then(|id| HeaderValue::from_str(&id).ok()) {
         response.headers_mut().insert("mcp-session-id", id);
     }
     response
+}
+
+/// The headers [`judge_post`] reads.
+fn post_headers(headers: &HeaderMap) -> PostHeaders<'_> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    PostHeaders {
+        protocol_version: text("mcp-protocol-version"),
+        method: text("mcp-method"),
+        name: text("mcp-name"),
+    }
+}
+
+/// Whether `message` is a `notifications/cancelled`.
+fn is_cancellation(message: &Incoming) -> bool {
+    matches!(message, Incoming::Notification { method, .. } if method == "notifications/cancelled")
+}
+
+/// A POST refused before anything is served: `status`, and `error` under the
+/// request's id.
+fn refused(message: &Incoming, status: u16, error: &RpcError) -> Response {
+    let id = match message {
+        Incoming::Request { id, .. } => serde_json::json!(id),
+        _ => serde_json::Value::Null,
+    };
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    let json = [(header::CONTENT_TYPE, "application/json")];
+    (status, json, body.to_string()).into_response()
 }
 
 /// A request's answer: JSON when the answer is all there is, else an SSE stream.
@@ -248,11 +322,13 @@ async fn answer(
     stream: u64,
     mut events: mpsc::UnboundedReceiver<StreamEvent>,
     headers: &HeaderMap,
+    held: Option<InFlight>,
 ) -> Response {
     let mut gone = Gone {
         tx,
         stream,
         armed: true,
+        _held: held,
     };
     let Some(first) = events.recv().await else {
         return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
@@ -367,11 +443,12 @@ fn modern_status(answer: &[u8]) -> StatusCode {
 }
 
 /// Tells a host's task that nobody reads a stream any more, when dropped before the
-/// stream ended.
+/// stream ended; holds a 2026-07-28 declaration's task busy until then.
 struct Gone {
     tx: mpsc::UnboundedSender<Command>,
     stream: u64,
     armed: bool,
+    _held: Option<InFlight>,
 }
 
 impl Gone {
