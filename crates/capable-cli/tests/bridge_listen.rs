@@ -496,6 +496,36 @@ fn two_2026_hosts_that_declare_differently_are_each_served_as_they_declared() {
     );
 }
 
+/// Two 2026-07-28 hosts that declare the same share a server behind, and have no
+/// session to tell them apart: a legacy server's question that could be either's is
+/// put to neither (the server is told it cannot ask), never to whoever waits.
+#[test]
+fn a_question_that_could_be_either_of_two_hosts_is_put_to_neither() {
+    let (b, port) = listening(&["--trace"], "elicit");
+    let meta = Bridge::meta(json!({"elicitation": {}}));
+    let confirm = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "confirm", "arguments": {}, "_meta": meta}})
+    };
+    // One request in flight: the question is its own.
+    let first = modern_post(port, confirm(1)).json();
+    assert!(first["result"]["inputRequests"].is_object(), "{first}");
+    // A second while the first holds its round: the server's next question could be
+    // the first's as well as the second's.
+    let second = modern_post(port, confirm(1)).json();
+    assert!(second["result"].get("inputRequests").is_none(), "{second}");
+    assert_eq!(second["result"]["isError"], true, "{second}");
+    let said = second["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(said.contains("cannot tell apart"), "{second}");
+    b.audit_until(|l| {
+        l["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("cannot tell apart"))
+    });
+}
+
 /// The 2026-07-28 transport's server validation: the headers a gateway routes by
 /// must say what the body says, or the request is refused before anything is served.
 #[test]

@@ -396,6 +396,46 @@ fn a_listen_stream_is_acknowledged_with_what_was_declared_and_gets_only_what_it_
 }
 
 #[test]
+fn clients_that_cannot_be_told_apart_never_get_each_others_log_lines() {
+    let mut s = server(json!({"logging": {}, "tools": {}}), ProtocolChoice::Auto);
+    s.version = MODERN;
+    // A bridge's 2026-07-28 hosts over HTTP: two requests in flight may be two hosts'.
+    s.server.set_shared(true);
+    let p = json!({"level": "info", "data": "whose?"});
+    let log = Notification::from_value("notifications/message", &p);
+    let call = |s: &mut Scripted, id: i64| {
+        let mut params = json!({"name": "t", "_meta": meta(MODERN.as_str())});
+        params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
+        match s.request(id, "tools/call", params) {
+            Event::Request(call) => call,
+            _ => panic!("not routed"),
+        }
+    };
+    let first = call(&mut s, 1);
+    assert_eq!(
+        s.server.notify(&log, &p, &mut s.out),
+        Ok(()),
+        "the only one"
+    );
+    assert_eq!(s.written()[0]["method"], "notifications/message");
+    let second = call(&mut s, 2);
+    assert_eq!(
+        s.server.notify(&log, &p, &mut s.out),
+        Err(Withheld::Unattributable {
+            what: "a log line",
+            requests: 2
+        })
+    );
+    assert!(s.written().is_empty(), "nothing guessed");
+    // One client alone (a legacy session, stdio): the line goes to a request that asked.
+    s.server.set_shared(false);
+    assert_eq!(s.server.notify(&log, &p, &mut s.out), Ok(()));
+    let done = json!({"resultType": "complete", "content": []});
+    s.server.respond(&first.id, &done, &mut s.out);
+    s.server.respond(&second.id, &done, &mut s.out);
+}
+
+#[test]
 fn a_listen_stream_is_acknowledged_with_the_uris_that_can_be_subscribed_alone() {
     let mut s = server(
         json!({"resources": {"subscribe": true}}),

@@ -273,6 +273,8 @@ pub struct ServerConnection<W> {
     timer_at: Option<Instant>,
     /// Which URIs a listen stream may hold (see [`ServerConnection::set_subscribable`]).
     subscribable: Option<Subscribable>,
+    /// Its clients cannot be told apart (see [`ServerConnection::set_shared`]).
+    shared: bool,
 }
 
 /// Whether a URI can be subscribed to (see [`ServerConnection::set_subscribable`]).
@@ -305,6 +307,7 @@ impl<W> ServerConnection<W> {
             seen: None,
             timer_at: None,
             subscribable: None,
+            shared: false,
         }
     }
 
@@ -315,6 +318,22 @@ impl<W> ServerConnection<W> {
     /// [`ServerConnection::interest`]. Without it, every URI is.
     pub fn set_subscribable(&mut self, subscribable: Subscribable) {
         self.subscribable = Some(subscribable);
+    }
+
+    /// The engine faces 2026-07-28 clients it cannot tell apart — a bridge's hosts over
+    /// HTTP, which have no session: its requests in flight may be several clients'.
+    /// What belongs to a request but names none (a log line of a server behind that
+    /// cannot say whose request it logs for) then goes to a request only when it is
+    /// the only one in flight; else it is withheld ([`Withheld::Unattributable`]),
+    /// never guessed: one client never gets another's.
+    pub fn set_shared(&mut self, shared: bool) {
+        self.shared = shared;
+    }
+
+    /// Whether the engine faces clients it cannot tell apart
+    /// ([`ServerConnection::set_shared`]).
+    pub fn is_shared(&self) -> bool {
+        self.shared
     }
 
     /// What the server says about itself.

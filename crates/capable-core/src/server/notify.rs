@@ -127,6 +127,16 @@ pub enum Withheld {
         /// The notification.
         method: String,
     },
+    /// It belongs to a request but names none, and the engine's clients cannot be
+    /// told apart while several requests are in flight
+    /// ([`ServerConnection::set_shared`](super::ServerConnection::set_shared)).
+    #[error("{what} could be any of {requests} requests in flight, of clients that cannot be told apart")]
+    Unattributable {
+        /// What it is.
+        what: &'static str,
+        /// How many requests are in flight.
+        requests: usize,
+    },
     /// It belongs to a request, and none in flight asked for it (progress without a
     /// token, a log line no request asked for).
     #[error("no request in flight asked for {what}")]
@@ -279,6 +289,12 @@ impl<W> ServerConnection<W> {
             }
             out.write_notification(METHOD, Some(params));
             return Ok(());
+        }
+        if self.shared && self.inbound.len() > 1 {
+            return Err(Withheld::Unattributable {
+                what: "a log line",
+                requests: self.inbound.len(),
+            });
         }
         let asked = self
             .inbound

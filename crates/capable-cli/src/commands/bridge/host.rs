@@ -62,11 +62,15 @@ pub struct Host {
     greeter: ServerConnection<()>,
     out: Outbox,
     relay: Option<Relay>,
+    /// Its messages may be several hosts' that cannot be told apart (2026-07-28 over
+    /// HTTP, which has no session).
+    shared: bool,
 }
 
 impl Host {
-    /// A host that has not spoken yet.
-    pub fn new(target: Arc<Target>) -> Host {
+    /// A host that has not spoken yet; `shared`: its messages may be several hosts'
+    /// that cannot be told apart.
+    pub fn new(target: Arc<Target>, shared: bool) -> Host {
         let greeter = ServerConfig::new(
             Implementation::new("capable-bridge", env!("CARGO_PKG_VERSION")),
             serde_json::json!({}),
@@ -76,6 +80,7 @@ impl Host {
             greeter: ServerConnection::new(greeter),
             out: Outbox::new(),
             relay: None,
+            shared,
         }
     }
 
@@ -151,7 +156,16 @@ impl Host {
             let servers = Servers::Many(Box::new(many));
             let tasks = servers.task_bridge(hello.version);
             let config = servers.declaration(tasks);
-            self.relay = Some(Relay::new(servers, config, tasks, asks, ask_timeout, audit));
+            let shared = self.shared;
+            self.relay = Some(Relay::new(
+                servers,
+                config,
+                tasks,
+                asks,
+                ask_timeout,
+                audit,
+                shared,
+            ));
             return;
         }
         t.audit.state(&t.name, "starting", serde_json::json!({}));
@@ -162,7 +176,16 @@ impl Host {
                 let servers = Servers::One(Behind::new(&t.name, session, connect, audit.clone()));
                 let tasks = servers.task_bridge(hello.version);
                 let config = servers.declaration(tasks);
-                self.relay = Some(Relay::new(servers, config, tasks, asks, ask_timeout, audit));
+                let shared = self.shared;
+                self.relay = Some(Relay::new(
+                    servers,
+                    config,
+                    tasks,
+                    asks,
+                    ask_timeout,
+                    audit,
+                    shared,
+                ));
             }
             Err(e) => {
                 t.audit.state(

@@ -24,7 +24,7 @@ pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
     let mut stdio = super::pipes::Stdio::open();
     let mut lines = LineSource::new(&mut stdio.input, target.ctx.global.max_message);
     let stdout = &mut stdio.output;
-    let mut host = Host::new(target.clone());
+    let mut host = Host::new(target.clone(), false);
     // One write's bytes; its room is kept from write to write.
     let mut bytes = Vec::new();
     let stopped = loop {

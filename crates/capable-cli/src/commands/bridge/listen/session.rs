@@ -62,7 +62,7 @@ pub enum Posted {
 /// Serves one host until its commands end (the session is deleted, the listener
 /// stops); then the server behind is shut down.
 pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedReceiver<Command>) {
-    let mut host = Host::new(target);
+    let mut host = Host::new(target, kind == Kind::Modern);
     let mut streams = match kind {
         Kind::Legacy => Streams::new(KEEP, KEEP_BYTES),
         Kind::Modern => Streams::new(0, 0),

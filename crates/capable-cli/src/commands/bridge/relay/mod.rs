@@ -183,6 +183,8 @@ impl Relay {
     /// A relay to `servers` for a host whose questions come on `asks` (see
     /// [`super::upstream::options`]); the host is offered what `config` declares (see
     /// [`Servers::declaration`]), in either era, tasks carried across as `tasks` says.
+    /// `shared`: the host's requests may be several hosts' that cannot be told apart
+    /// (2026-07-28 over HTTP, see [`ServerConnection::set_shared`]).
     pub fn new(
         servers: Servers,
         config: ServerConfig,
@@ -190,11 +192,13 @@ impl Relay {
         asks: mpsc::UnboundedReceiver<Asked>,
         ask_timeout: std::time::Duration,
         audit: Arc<Audit>,
+        shared: bool,
     ) -> Relay {
         let mut config = config;
         config.request_timeout = ask_timeout;
         let (progress_tx, progress_rx) = mpsc::unbounded_channel();
         let mut engine = ServerConnection::new(config);
+        engine.set_shared(shared);
         if let Servers::Many(many) = &servers {
             engine.set_subscribable(many.subscribable());
         }

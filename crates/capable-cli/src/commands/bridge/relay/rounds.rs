@@ -52,6 +52,20 @@ impl Relay {
             };
             may_ask_for_input(e.method) && same_server
         };
+        // Hosts the bridge cannot tell apart (2026-07-28 over HTTP): a question that
+        // could be any of several requests' is nobody's to guess.
+        let candidates = self.exchanges.values().filter(|e| may_ask(e)).count();
+        if self.engine.is_shared() && candidates > 1 {
+            let why = format!(
+                "{} requests in flight could have asked it, of hosts the bridge cannot tell \
+                 apart, and the server did not say which: it is put to none of them",
+                candidates
+            );
+            self.audit
+                .host_round("warning", &format!("a question of the server's: {why}"));
+            let _ = ask.reply.send(Err(cannot_ask(&why)));
+            return;
+        }
         let waiting = self
             .exchanges
             .iter()
