@@ -280,16 +280,23 @@ fn a_legacy_session_streams_resumes_and_ends_with_its_server() {
             ("Accept", "application/json, text/event-stream"),
         ],
         &call.to_string(),
-        |body| body.contains("\n\n"),
+        |body| body.contains("progress\""),
     );
     assert_eq!(first.status, 200);
     assert_eq!(first.header("content-type"), Some("text/event-stream"));
-    let last_id = first
+    // 2025-11-25: the stream opens with a priming event — an id, how long to wait
+    // before coming back, no data — so that even a host cut off before anything came
+    // can resume it.
+    let priming: Vec<&str> = first.body.split("\n\n").next().unwrap().lines().collect();
+    assert!(priming[0].starts_with("id: "), "{}", first.body);
+    assert!(priming.contains(&"retry: 1000"), "{}", first.body);
+    assert!(priming.contains(&"data: "), "{}", first.body);
+    let ids: Vec<&str> = first
         .body
         .lines()
-        .find_map(|l| l.strip_prefix("id: "))
-        .expect("an event id")
-        .to_owned();
+        .filter_map(|l| l.strip_prefix("id: "))
+        .collect();
+    let last_id = ids[1].to_owned();
     assert_eq!(first.events()[0]["params"]["progress"], 1);
     let rest = http(
         port,

@@ -74,6 +74,13 @@ impl Streams {
         stream
     }
 
+    /// The id of a priming event for `stream` (2025-11-25: an event with an id and no
+    /// data, sent first, so that a client whose connection drops before anything else
+    /// came can resume the stream): resuming after it gives every event of the stream.
+    pub fn priming(&self, stream: u64) -> String {
+        format!("{stream}-{}", self.next)
+    }
+
     /// Whether `stream` still waits for an answer.
     pub fn is_open(&self, stream: u64) -> bool {
         self.by_request.values().any(|s| *s == stream)
@@ -206,6 +213,18 @@ mod tests {
         modern.open(RequestId::Number(1));
         let events = modern.route(&out());
         assert_eq!(modern.resume(&events[0].id).unwrap().1, vec![]);
+    }
+
+    #[test]
+    fn a_client_that_comes_back_after_the_priming_event_gets_the_whole_stream() {
+        let mut streams = Streams::new(16, 1 << 20);
+        streams.route(&out());
+        let s = streams.open(RequestId::Number(1));
+        let priming = streams.priming(s);
+        let events = streams.route(&out());
+        let (stream, missed) = streams.resume(&priming).expect("ours");
+        assert_eq!(stream, s);
+        assert_eq!(missed, vec![events[0].clone(), events[2].clone()]);
     }
 
     #[test]

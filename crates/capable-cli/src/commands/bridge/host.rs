@@ -105,6 +105,11 @@ impl Host {
         }
     }
 
+    /// The version the host speaks, once it said.
+    pub fn version(&self) -> Option<capable::core::ProtocolVersion> {
+        self.relay.as_ref().and_then(Relay::host_version)
+    }
+
     /// Whether the host may send batches: its session is a 2025-03-26 one.
     pub fn accepts_batches(&self) -> bool {
         self.relay.as_ref().is_some_and(Relay::accepts_batches)

@@ -67,7 +67,7 @@ pub async fn post(found: Option<mpsc::UnboundedSender<Command>>, body: Bytes) ->
                 Ok(Posted::Accepted) => continue,
                 Ok(Posted::Stream { mut events, .. }) => {
                     let last = loop {
-                        match events.recv().await {
+                        match events.events.recv().await {
                             Some(event) if event.ends => break event,
                             Some(_) => {}
                             None => return ended(),

@@ -22,9 +22,9 @@ mod batch;
 mod gate;
 mod moderns;
 mod session;
+mod sse;
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,20 +32,18 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use capable::core::jsonrpc::{codes, FramingError, Incoming, RpcError};
-use capable::core::server::streams::StreamEvent;
 use capable::core::server::{judge_post, PostHeaders, Verdict};
-use futures_util::stream::{self, Stream, StreamExt};
+use futures_util::stream::{self, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use self::gate::Gate;
 use self::moderns::{declaration, Busy, InFlight, Moderns};
-use self::session::{Command, Kind, Posted};
+use self::session::{Command, Events, Kind, Posted};
 use super::host::Target;
 use crate::exit::CliError;
 use crate::flags::BridgeArgs;
@@ -320,10 +318,14 @@ async fn answer(
     tx: mpsc::UnboundedSender<Command>,
     kind: Kind,
     stream: u64,
-    mut events: mpsc::UnboundedReceiver<StreamEvent>,
+    events: Events,
     headers: &HeaderMap,
     held: Option<InFlight>,
 ) -> Response {
+    let Events {
+        priming,
+        mut events,
+    } = events;
     let mut gone = Gone {
         tx,
         stream,
@@ -373,7 +375,7 @@ async fn answer(
             Some((event, (events, gone, ends)))
         },
     );
-    sse_response(stream::once(async move { first }).chain(rest))
+    sse::response(priming, stream::once(async move { first }).chain(rest))
 }
 
 /// The host's `GET`: the standalone stream, or the one it comes back to.
@@ -393,33 +395,16 @@ async fn get(tx: mpsc::UnboundedSender<Command>, headers: &HeaderMap) -> Respons
         return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
     }
     match events.await {
-        Ok(Some(events)) => {
+        Ok(Some(Events { priming, events })) => {
             let events = stream::unfold(events, |mut events| async move {
                 let event = events.recv().await?;
                 Some((event, events))
             });
-            sse_response(events)
+            sse::response(priming, events)
         }
         Ok(None) => (StatusCode::BAD_REQUEST, "unknown Last-Event-ID").into_response(),
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response(),
     }
-}
-
-fn sse_response(events: impl Stream<Item = StreamEvent> + Send + 'static) -> Response {
-    let events = events.map(|e| {
-        Ok::<_, Infallible>(
-            Event::default()
-                .id(e.id)
-                .data(String::from_utf8_lossy(&e.data)),
-        )
-    });
-    let mut response = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response();
-    response
-        .headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
 }
 
 /// The HTTP status 2026-07-28 gives a JSON-RPC error answer.

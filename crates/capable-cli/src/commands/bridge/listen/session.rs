@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use capable::core::jsonrpc::{Incoming, Payload, RequestId};
 use capable::core::server::streams::{StreamEvent, Streams, STANDALONE};
+use capable::core::ProtocolVersion;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::commands::bridge::host::{Host, Target};
@@ -29,6 +30,15 @@ pub enum Kind {
     Modern,
 }
 
+/// An SSE stream's events as the HTTP side serves them: the priming event's id first,
+/// when the host's version has them (2025-11-25 and later, legacy sessions).
+pub struct Events {
+    /// The id of the priming event to send first (an id and no data), if any.
+    pub priming: Option<String>,
+    /// The stream's events.
+    pub events: mpsc::UnboundedReceiver<StreamEvent>,
+}
+
 /// What the HTTP side asks of a host's task.
 pub enum Command {
     /// A message the host POSTed.
@@ -40,7 +50,7 @@ pub enum Command {
     /// comes back to, with what it missed.
     Get {
         last_event_id: Option<String>,
-        reply: oneshot::Sender<Option<mpsc::UnboundedReceiver<StreamEvent>>>,
+        reply: oneshot::Sender<Option<Events>>,
     },
     /// Nobody reads `stream` any more (the host closed it).
     Gone { stream: u64 },
@@ -53,10 +63,7 @@ pub enum Posted {
     /// A notification or an answer: taken.
     Accepted,
     /// A request: its stream, the events of which come on `events`.
-    Stream {
-        stream: u64,
-        events: mpsc::UnboundedReceiver<StreamEvent>,
-    },
+    Stream { stream: u64, events: Events },
 }
 
 /// Serves one host until its commands end (the session is deleted, the listener
@@ -79,16 +86,23 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
                         let _ = reply.send(Posted::Accepted);
                         continue;
                     }
-                    if let Incoming::Request { id, .. } = &message {
-                        let stream = streams.open(id.clone());
-                        let (tx, events) = mpsc::unbounded_channel();
-                        readers.insert(stream, tx);
-                        requests.insert(stream, id.clone());
-                        let _ = reply.send(Posted::Stream { stream, events });
-                    } else {
+                    let Incoming::Request { id, .. } = &message else {
                         let _ = reply.send(Posted::Accepted);
-                    }
+                        host.message(message).await;
+                        continue;
+                    };
+                    let stream = streams.open(id.clone());
+                    let (tx, events) = mpsc::unbounded_channel();
+                    readers.insert(stream, tx);
+                    requests.insert(stream, id.clone());
+                    // The version is known once the host said it (initialize, or its
+                    // envelope): the request's answer may come at once.
                     host.message(message).await;
+                    let events = Events {
+                        priming: priming(kind, &host, &streams, stream),
+                        events,
+                    };
+                    let _ = reply.send(Posted::Stream { stream, events });
                 }
                 Some(Command::Get { last_event_id, reply }) => {
                     let (tx, events) = mpsc::unbounded_channel();
@@ -106,7 +120,8 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
                         None => STANDALONE,
                     };
                     readers.insert(stream, tx);
-                    let _ = reply.send(Some(events));
+                    let priming = priming(kind, &host, &streams, stream);
+                    let _ = reply.send(Some(Events { priming, events }));
                 }
                 Some(Command::AcceptsBatches { reply }) => {
                     let _ = reply.send(host.accepts_batches());
@@ -217,6 +232,14 @@ impl ClientIds {
     fn forget(&mut self, ours: &RequestId) {
         self.in_flight.remove(ours);
     }
+}
+
+/// The id of the priming event `stream` starts with: a legacy session's, from
+/// 2025-11-25 on (older clients may take an event without data for a broken message).
+fn priming(kind: Kind, host: &Host, streams: &Streams, stream: u64) -> Option<String> {
+    let version = host.version()?;
+    (kind == Kind::Legacy && version >= ProtocolVersion::V2025_11_25)
+        .then(|| streams.priming(stream))
 }
 
 /// `notifications/cancelled` for request `id`, as if the host had sent it.

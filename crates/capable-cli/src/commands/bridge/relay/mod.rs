@@ -260,6 +260,11 @@ impl Relay {
         self.engine.accepts_batches()
     }
 
+    /// The version the host speaks, once known.
+    pub fn host_version(&self) -> Option<capable::core::ProtocolVersion> {
+        self.engine.phase().version()
+    }
+
     /// The era the host speaks, once known.
     fn host_era(&self) -> Option<Era> {
         self.engine.phase().era()
@@ -511,22 +516,29 @@ impl Relay {
             legacy_answer,
             carry,
             task_ttl,
+            server,
             ..
         }) = self.exchanges.remove(&token)
         else {
             return;
         };
-        let failed = match answer.map(|p| self.carried(carry, task_ttl, p)) {
+        // A server's answer the host cannot be given as it came is the server's breach:
+        // the audit keeps it, not only the host's error.
+        let (failed, malformed) = match answer.map(|p| self.carried(carry, task_ttl, p)) {
             Ok(payload) => match payload.raw_value() {
                 Ok(raw) => return self.respond(&id, method, raw, legacy_answer),
-                Err(e) => RpcError {
-                    code: codes::INTERNAL_ERROR,
-                    message: format!("the server's answer is not valid JSON: {e}"),
-                    data: None,
-                },
+                Err(e) => {
+                    let message = format!("the server's answer is not valid JSON: {e}");
+                    (gone(&message), true)
+                }
             },
-            Err(e) => host_error(&e),
+            Err(e) => (host_error(&e), matches!(e, Error::MalformedResult { .. })),
         };
+        if malformed {
+            let server = server.as_deref().unwrap_or(self.servers.name());
+            self.audit
+                .malformed(server, method.as_str(), &failed.message);
+        }
         self.engine.respond_error(&id, &failed, &mut self.out);
     }
 
