@@ -291,6 +291,27 @@ fn a_modern_host_lists_and_listens_at_a_modern_server() {
 }
 
 #[test]
+fn a_malformed_answer_of_the_server_is_an_error_for_the_host_and_a_line_of_the_audit() {
+    let mut server = vec!["--".to_owned()];
+    server.extend(common::fixture("read-only"));
+    server.extend(["--fault".to_owned(), "truncated-answer".to_owned()]);
+    let mut b = Bridge::start(&server.iter().map(String::as_str).collect::<Vec<_>>());
+    b.initialize(V, json!({}));
+    let failed = b.request(1, "resources/read", json!({"uri": "docs://manual/current"}));
+    assert_eq!(
+        failed["error"]["data"]["kind"], "contract_violation",
+        "{failed}"
+    );
+    let line = b.audit_until(|l| l["event"] == "malformed");
+    assert_eq!(line["method"], "resources/read", "{line}");
+    assert!(
+        line["what"].as_str().unwrap().contains("malformed"),
+        "{line}"
+    );
+    assert!(line["server"].as_str().is_some(), "{line}");
+}
+
+#[test]
 fn a_server_that_crashes_mid_call_fails_that_call_and_the_host_is_told_why() {
     let mut b = bridge(&[], "crash");
     b.initialize(V, json!({}));

@@ -74,6 +74,15 @@ impl Audit {
         self.record("violation", Value::Object(members));
     }
 
+    /// An answer of server `server` to `method` that breaks the protocol (not JSON, not
+    /// the shape the method's result has), and what is wrong with it.
+    pub fn malformed(&self, server: &str, method: &str, what: &str) {
+        self.record(
+            "malformed",
+            json!({"server": server, "method": method, "what": what}),
+        );
+    }
+
     /// A notice of the session with server `server`.
     pub fn server_notice(&self, server: &str, notice: &Notice) {
         let level = match notice.is_informational() {
