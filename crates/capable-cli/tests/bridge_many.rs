@@ -15,28 +15,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bridge_support::Bridge;
+use bridge_support::{many as bridge, many_entry as fixture, Bridge};
 use capable::core::ProtocolVersion;
 use capable_test_support::assert_valid_result;
 use serde_json::{json, Value};
 
 const V: ProtocolVersion = ProtocolVersion::V2025_11_25;
-
-/// A fixture server entry (`capable fixture --profile P`, more flags after).
-fn fixture(profile: &str, more: &[&str]) -> Value {
-    let mut args = vec!["fixture", "--profile", profile];
-    args.extend_from_slice(more);
-    json!({"command": common::bin(), "args": args})
-}
-
-/// `capable bridge --config F FLAGS` over `servers` (F named after `test`).
-fn bridge(test: &str, servers: Value, flags: &[&str]) -> (Bridge, common::TempFile) {
-    let config = json!({"mcpServers": servers}).to_string();
-    let file = common::TempFile::new(&format!("bridge-many-{test}.json"), &config);
-    let mut args = vec!["--config", file.path()];
-    args.extend_from_slice(flags);
-    (Bridge::start(&args), file)
-}
 
 fn names(list: &Value, member: &str) -> Vec<String> {
     list["result"][member]

@@ -348,6 +348,23 @@ pub fn wait_gone(pid: u32) {
     }
 }
 
+/// A config entry of a fixture server (`capable fixture --profile P`, more flags after).
+pub fn many_entry(profile: &str, more: &[&str]) -> Value {
+    let mut args = vec!["fixture", "--profile", profile];
+    args.extend_from_slice(more);
+    json!({"command": super::common::bin(), "args": args})
+}
+
+/// `capable bridge --config F FLAGS` over `servers`, many servers as one (F named
+/// after `test`; the bridge reads it as it starts, so keep it while it runs).
+pub fn many(test: &str, servers: Value, flags: &[&str]) -> (Bridge, super::common::TempFile) {
+    let config = json!({"mcpServers": servers}).to_string();
+    let file = super::common::TempFile::new(&format!("bridge-many-{test}.json"), &config);
+    let mut args = vec!["--config", file.path()];
+    args.extend_from_slice(flags);
+    (Bridge::start(&args), file)
+}
+
 /// A host that is another SDK's client (a program that starts `capable bridge BRIDGE`
 /// as its stdio server and prints one JSON object: what it saw): `program ARGS --
 /// capable bridge BRIDGE`. Returns that object and the run (whose stderr holds the

@@ -363,6 +363,23 @@ impl Host {
         Some(status)
     }
 
+    /// Waits until every server has come out of its first start: ready, or down —
+    /// being restarted, refused, failed, stopped. Unlike [`Host::settled`], a server
+    /// that keeps crashing does not hold the wait through its restarts: what is served
+    /// at once is what is ready, and the rest join later ([`HostEvent::State`]).
+    pub async fn started(&self) {
+        let mut changed = self.shared.changed.subscribe();
+        loop {
+            let starting = |s: &ServerStatus| matches!(s.state, ServerState::Starting);
+            if !self.servers().iter().any(starting) {
+                return;
+            }
+            if changed.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Waits until every server has settled: ready, or given up (refused, failed,
     /// stopped) — none starting or waiting to restart. With restarts on, a server that
     /// keeps crashing settles once its attempts are used up.

@@ -49,6 +49,9 @@ use super::upstream;
 
 mod route;
 
+/// The longest a host's first request waits for the servers' first starts.
+const START_WAIT: Duration = Duration::from_secs(5);
+
 /// The servers of a config, as one (see the module documentation).
 pub struct Many {
     host: Arc<Host>,
@@ -104,7 +107,10 @@ impl Many {
                 audit.state(&entry.name, "refused", json!({"error": e.to_string()}));
             }
         }
-        host.settled().await;
+        // The host is answered once every server has come out of its first start (or
+        // after START_WAIT): a server that keeps crashing, or one slow to start, joins
+        // later, its lists announced with `list_changed`, its restarts in the audit.
+        let _ = tokio::time::timeout(START_WAIT, host.started()).await;
         // What happened while they started is the state the host is offered; only what
         // comes after is news.
         let events = host.events();
