@@ -168,6 +168,8 @@ fn calls_section(h: &mut String, history: &[Value]) {
     for e in history {
         let outcome = match e["error"].as_str() {
             Some(words) => format!("<td class=bad>{} {}</td>", e["status"], esc(words)),
+            // Answered, but the tool reported its own failure.
+            None if e["outcome"] == "tool_error" => "<td class=bad>tool error</td>".to_owned(),
             None => format!("<td class=ok>{}</td>", e["status"]),
         };
         let _ = write!(
