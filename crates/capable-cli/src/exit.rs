@@ -11,6 +11,7 @@
 //! | 6 | contract violation (the server broke its own declaration or the protocol) |
 //! | 7 | JSON-RPC error from the server (a task that failed with one included) |
 //! | 8 | authorization required (no usable token and no way to log in here) or failed |
+//! | 9 | tool error: the tool ran and its result says `isError: true` (the result is printed, on stdout as JSON with `--json`) |
 //! | 128+N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP; a task in progress is cancelled first) |
 
 use capable::auth::AuthError;
@@ -50,6 +51,13 @@ pub enum CliError {
     /// printed).
     #[error("{0}")]
     Violations(String),
+    /// The tool ran and reported its own failure (`isError: true`); its result is
+    /// printed already, as the command's output.
+    #[error("the tool {tool} reported an error (isError: true)")]
+    ToolError {
+        /// The tool's name.
+        tool: String,
+    },
     /// A signal stopped the command; the session was closed in order.
     #[error("stopped by signal {0}; the server was shut down")]
     Interrupted(i32),
@@ -97,6 +105,7 @@ impl CliError {
             CliError::Usage(_) | CliError::Config(_) | CliError::File { .. } => ErrorKind::Usage,
             CliError::NotOffered(_) => ErrorKind::NotOffered,
             CliError::Violations(_) => ErrorKind::Violation,
+            CliError::ToolError { .. } => ErrorKind::ToolError,
             CliError::Client(e) => e.kind(),
             CliError::Interrupted(_)
             | CliError::Stopped(_)
@@ -184,6 +193,10 @@ mod tests {
         let usage = CliError::Usage("no".into());
         assert_eq!((usage.exit_code(), usage.kind()), (2, "usage"));
         assert_eq!(CliError::OutputClosed.exit_code(), 0);
+        let tool = CliError::ToolError {
+            tool: "nope".into(),
+        };
+        assert_eq!((tool.exit_code(), tool.kind()), (9, "tool_error"));
         let stopped = CliError::Interrupted(libc::SIGINT);
         assert_eq!((stopped.exit_code(), stopped.kind()), (130, "interrupted"));
     }

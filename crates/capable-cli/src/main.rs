@@ -222,8 +222,13 @@ fn report(e: &CliError, json: bool) {
         text.push_str(&format!("\n  hint: {hint}"));
     }
     output::eprint_line(&text);
-    // A verdict the command already printed (audit) gets no second JSON document.
-    if json && !matches!(e, CliError::Violations(_) | CliError::Unhealthy { .. }) {
+    // A verdict the command already printed (audit, a tool's result with isError)
+    // gets no second JSON document.
+    let printed = matches!(
+        e,
+        CliError::Violations(_) | CliError::Unhealthy { .. } | CliError::ToolError { .. }
+    );
+    if json && !printed {
         // One line: valid after the JSON lines of `watch --json` too.
         let _ = output::json_line(
             &serde_json::json!({"error": {"kind": e.kind(), "message": e.to_string(), "exitCode": e.exit_code()}}),

@@ -83,6 +83,7 @@ pub mod revision;
 pub mod secrets;
 pub mod server;
 pub mod skills;
+pub mod stderr;
 pub mod task_bridge;
 pub mod task_call;
 pub mod task_questions;

@@ -5,7 +5,8 @@
 //! purpose (the `capable-fixture` binary).
 //!
 //! It serves one document, [`MANUAL`] ("the current acceptance instructions"), plus
-//! [`ARCHIVE`], and an `echo` tool where the profile declares tools.
+//! [`ARCHIVE`], and an `echo` tool where the profile declares tools (a call of a name it
+//! does not serve is answered as SDK servers answer it: a tool error, `isError: true`).
 
 use std::time::Duration;
 

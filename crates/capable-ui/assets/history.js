@@ -16,6 +16,13 @@ function about(e) {
   return b.tool || b.name || b.uri || (b.argument ? b.argument + ' = ' + (b.value || '') : '') || b.level || b.id || '';
 }
 
+/** How a call ended, as the server had it: a result, the tool's own error (HTTP
+ * 200 all the same), or the error it was answered with. */
+function shown(e) {
+  if (e.outcome === 'tool_error') return 'tool error';
+  return e.ok ? String(e.status) : e.status + ' ' + (e.error || '');
+}
+
 function rowEl(e, out) {
   const replay = async () => {
     const body = Object.assign({}, e.body);
@@ -25,11 +32,11 @@ function rowEl(e, out) {
       h('h4', {}, 'Replayed #' + e.id + ' (' + e.method + ' ' + about(e) + ')'),
       r.ok ? json(r.body) : h('p', { class: 'errors' }, errorText(r))));
   };
-  return h('div', { class: 'item', 'data-testid': 'history-entry', 'data-method': e.method, 'data-ok': String(e.ok) },
+  return h('div', { class: 'item', 'data-testid': 'history-entry', 'data-method': e.method, 'data-ok': String(e.ok), 'data-outcome': e.outcome },
     h('span', { class: 'muted mono' }, '#' + e.id + ' ' + clock(e.at)),
     h('code', {}, e.method), h('span', {}, about(e)),
     h('span', { class: 'mono', 'data-testid': 'history-ms' }, e.ms + ' ms'),
-    badge(e.ok ? String(e.status) : e.status + ' ' + (e.error || ''), e.ok ? 'yes' : 'failed'),
+    badge(shown(e), e.ok ? 'yes' : 'failed', { 'data-testid': 'history-outcome' }),
     h('span', { class: 'grow' }),
     e.replayable ? h('button', { type: 'button', 'data-testid': 'replay', onclick: replay }, 'Replay') : null,
     h('details', { class: 'full' }, h('summary', {}, 'sent'), json(e.body)));

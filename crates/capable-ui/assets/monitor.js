@@ -149,7 +149,7 @@ export function auditPanel(el, server) {
 
 export function stderrPanel(s, refresh) {
   return h('section', { class: 'panel', 'data-testid': 'panel-stderr' },
-    h('div', { class: 'row' }, h('span', { class: 'muted' }, 'The last lines the server wrote to stderr (stdio servers), followed live.'),
+    h('div', { class: 'row' }, h('span', { class: 'muted' }, 'What the server wrote to stderr (stdio servers): its first lines and its last, followed live.'),
       h('button', { type: 'button', onclick: refresh }, 'Refresh')),
     h('pre', { 'data-testid': 'stderr' }, s.stderr || (s.reason || '(nothing)')));
 }

@@ -6,7 +6,8 @@
 //! session's report.
 //!
 //! It is recorded around the handlers, by [`middleware`], in one place: a handler
-//! records nothing itself. Each entry goes on the stream as a `history` event; the
+//! records nothing itself (it only marks a tool's failure on its answer, see
+//! [`tool_reply`]). Each entry goes on the stream as a `history` event; the
 //! last [`KEPT`] are kept for `GET /api/history`.
 
 use std::collections::VecDeque;
@@ -20,7 +21,11 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use capable::core::model::CallToolResult;
+use capable::ErrorKind;
+
 use crate::bus::{now, Bus};
+use crate::extract::Reply;
 use crate::state::AppState;
 
 /// How many entries are kept.
@@ -47,6 +52,40 @@ const RECORDED: &[(&str, &str)] = &[
     ("/api/app/call", "tools/call"),
     ("/api/app/read", "resources/read"),
 ];
+
+/// The mark a handler puts on its answer (a response extension) when the tool's
+/// result says `isError: true`: capable's API answered (HTTP 200), but what happened
+/// at the server is the tool's own failure, and the history says so (`outcome:
+/// "tool_error"`, as the CLI's exit code 9 does).
+#[derive(Clone, Copy, Debug)]
+pub struct ToolFailed;
+
+/// A tool's result as the answer of a command: `reply`, marked [`ToolFailed`] when
+/// `result` is the tool's failure.
+pub fn tool_reply(reply: Reply, result: &CallToolResult) -> Response {
+    let mut response = reply.into_response();
+    if result.is_error == Some(true) {
+        response.extensions_mut().insert(ToolFailed);
+    }
+    response
+}
+
+/// How a recorded command ended, in MCP terms: `result`, `tool_error`, or the kind of
+/// the error it was answered with (`rpc_error`, `timeout`, …; `unexpected` when the
+/// answer names none).
+fn outcome(response: &Response, error_body: Option<&Value>) -> String {
+    if response.status().is_success() {
+        return match response.extensions().get::<ToolFailed>() {
+            Some(_) => ErrorKind::ToolError.as_str().to_owned(),
+            None => "result".to_owned(),
+        };
+    }
+    error_body
+        .and_then(|v| v.pointer("/error/kind"))
+        .and_then(Value::as_str)
+        .unwrap_or(ErrorKind::Unexpected.as_str())
+        .to_owned()
+}
 
 /// The recorded commands.
 #[derive(Clone)]
@@ -133,20 +172,24 @@ pub async fn middleware(
         .await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     let status = response.status();
-    let (response, error) = if status.is_success() {
-        (response, None)
+    let (response, error, outcome) = if status.is_success() {
+        let outcome = outcome(&response, None);
+        (response, None, outcome)
     } else {
         let (parts, body) = response.into_parts();
         let body = to_bytes(body, MAX_ERROR).await.unwrap_or_default();
-        let words = serde_json::from_slice::<Value>(&body)
-            .ok()
+        let answer = serde_json::from_slice::<Value>(&body).ok();
+        let words = answer
+            .as_ref()
             .and_then(|v| {
                 v.pointer("/error/message")
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             })
             .unwrap_or_else(|| String::from_utf8_lossy(&body).trim().to_owned());
-        (Response::from_parts(parts, Body::from(body)), Some(words))
+        let response = Response::from_parts(parts, Body::from(body));
+        let outcome = outcome(&response, answer.as_ref());
+        (response, Some(words), outcome)
     };
     // A view's call names its view; the history names the view's server.
     let server = sent["server"].as_str().map(str::to_owned).or_else(|| {
@@ -165,7 +208,8 @@ pub async fn middleware(
         "path": path,
         "body": body,
         "status": status.as_u16(),
-        "ok": status.is_success(),
+        "outcome": outcome,
+        "ok": outcome == "result",
         "error": error,
         "ms": (ms * 10.0).round() / 10.0,
         "replayable": bytes.len() <= MAX_KEPT_BODY && path != "/api/app/call" && path != "/api/app/read",
@@ -190,6 +234,23 @@ mod tests {
         );
         assert_eq!(method_of("/api/servers", &json!({})), None);
         assert_eq!(method_of("/api/elicit", &json!({})), None);
+    }
+
+    #[test]
+    fn the_outcome_is_the_mcp_outcome_not_the_http_status() {
+        let result = |is_error| CallToolResult {
+            is_error,
+            ..serde_json::from_value(json!({"content": []})).unwrap()
+        };
+        let failed = tool_reply(Reply(json!({})), &result(Some(true)));
+        assert_eq!(failed.status(), axum::http::StatusCode::OK);
+        assert_eq!(outcome(&failed, None), "tool_error");
+        let fine = tool_reply(Reply(json!({})), &result(None));
+        assert_eq!(outcome(&fine, None), "result");
+        let refused = (axum::http::StatusCode::BAD_GATEWAY, "no").into_response();
+        let body = json!({"error": {"kind": "rpc_error"}});
+        assert_eq!(outcome(&refused, Some(&body)), "rpc_error");
+        assert_eq!(outcome(&refused, None), "unexpected");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! server as capable saw it — who it is, its era and version, the capability matrix
 //! exactly as declared and what a host may call, every call the page made with its
 //! timing and outcome, the contract violations with both messages, the notices, the
-//! last audit with its checks and evidence, and the end of its stderr.
+//! last audit with its checks and evidence, and its stderr (its first lines and its last).
 //!
 //! Everything in it is text the server or the page chose, escaped; the run's secrets
 //! are cut out of the whole of it, as out of every answer.
@@ -90,7 +90,11 @@ pub fn html(server: &Value, history: &[Value], audit: Option<&Value>, at: &str) 
     audit_section(&mut h, audit);
     let stderr = text(&server["stderr"]);
     if !stderr.is_empty() {
-        let _ = write!(h, "<h2>stderr (its end)</h2><pre>{}</pre>", esc(&stderr));
+        let _ = write!(
+            h,
+            "<h2>stderr (its first lines and its last)</h2><pre>{}</pre>",
+            esc(&stderr)
+        );
     }
     h.push_str("</body></html>\n");
     h
@@ -168,6 +172,8 @@ fn calls_section(h: &mut String, history: &[Value]) {
     for e in history {
         let outcome = match e["error"].as_str() {
             Some(words) => format!("<td class=bad>{} {}</td>", e["status"], esc(words)),
+            // Answered, but the tool reported its own failure.
+            None if e["outcome"] == "tool_error" => "<td class=bad>tool error</td>".to_owned(),
             None => format!("<td class=ok>{}</td>", e["status"]),
         };
         let _ = write!(

@@ -15,7 +15,7 @@ use capable::config::{ConfigEntry, ServerTarget};
 use capable::core::model::ResourceTemplate;
 use capable::core::restart::RestartPolicy;
 use capable::host::{
-    Host, HostError, HostEvent, HostOptions, ListKind, OAuthProvider, ServerState,
+    Host, HostError, HostEvent, HostOptions, ListKind, OAuthProvider, ServerError, ServerState,
 };
 use capable::{Capability, ClientOptions, Direction, ErrorKind, Flag, Method, Roots, Session, Tap};
 use serde_json::{json, Value};
@@ -225,6 +225,12 @@ impl Servers {
         v["state"] = json!(state_name(&status.state));
         if let Some(e) = status.state.error() {
             v["reason"] = json!(e.to_string());
+            // A server that exited: what it wrote to stderr (first lines and last) for
+            // the Stderr tab, and the line that names its error.
+            if let ServerError::Session(exited @ capable::Error::ServerExited { stderr, .. }) = e {
+                v["stderr"] = json!(stderr);
+                v["cause"] = json!(exited.stderr_cause().map(str::trim));
+            }
             // An HTTP server that wants a login the page can start.
             let http = matches!(entry.target, Ok(ServerTarget::Http { .. }));
             v["login"] = json!(http && self.oauth.is_some() && e.kind() == ErrorKind::AuthRequired);

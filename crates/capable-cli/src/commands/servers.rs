@@ -75,10 +75,19 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
     }
 }
 
-/// One server for `--json`: the table's fields, with the error's kind and exit code.
+/// One server for `--json`: the table's fields, with the error's kind and exit code,
+/// and `cause`, the line of an exited server's stderr that names its error.
 fn row_json(s: &ServerStatus) -> Value {
-    let error = trouble(s)
-        .map(|e| json!({"kind": e.kind(), "message": e.to_string(), "exitCode": e.exit_code()}));
+    let error = trouble(s).map(|e| {
+        let mut error =
+            json!({"kind": e.kind(), "message": e.to_string(), "exitCode": e.exit_code()});
+        if let CliError::Client(client) = &e {
+            if let Some(cause) = client.stderr_cause() {
+                error["cause"] = json!(cause.trim());
+            }
+        }
+        error
+    });
     json!({
         "server": s.name,
         "state": s.state.name(),

@@ -158,9 +158,12 @@ pub async fn call(ctx: &Context, call: Call<'_>, args: &ServerArgs) -> Result<()
             if let Some(structured) = &result.structured_content {
                 output::print(&format!("structured: {structured}\n"))?;
             }
-            if result.is_error == Some(true) {
-                output::eprint_line("the tool reported an error");
-            }
+        }
+        // The result is the output either way; the exit code says the tool failed.
+        if result.is_error == Some(true) {
+            return Err(CliError::ToolError {
+                tool: call.name.to_owned(),
+            });
         }
         Ok(())
     };

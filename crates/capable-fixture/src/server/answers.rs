@@ -143,7 +143,19 @@ pub(super) fn serve(f: &Arc<Fixture>, request: ClientRequest) {
         Method::CallTool if params.get("name").and_then(Value::as_str) == Some("confirm") => {
             confirm(f, id, &params, modern)
         }
-        Method::CallTool => echo(f, &id, &params, modern),
+        Method::CallTool if params.get("name").and_then(Value::as_str) == Some("echo") => {
+            echo(f, &id, &params, modern)
+        }
+        // As the SDKs' servers answer a name they do not serve: the tool's own failure,
+        // not a JSON-RPC error.
+        Method::CallTool => {
+            let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+            let mut result = json!({"content": [{"type": "text", "text": format!("Tool {name} not found")}], "isError": true});
+            if modern {
+                result["resultType"] = json!("complete");
+            }
+            f.result(&id, &result)
+        }
         _ => f.error(&id, codes::METHOD_NOT_FOUND, "Method not found", Some(json!(method.as_str()))),
     }
 }

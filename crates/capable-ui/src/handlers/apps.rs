@@ -121,7 +121,7 @@ pub async fn call(
     State(app): State<Arc<AppState>>,
     deadline: Deadline,
     Command(c): Command<ViewCall>,
-) -> Answer {
+) -> Result<Response, ApiError> {
     let view = view(&app, &c.view)?;
     let session = app.servers.session(&view.server)?;
     let tool = app
@@ -147,7 +147,7 @@ pub async fn call(
     let result = deadline
         .run(session.call_tool(&c.name, c.arguments.as_ref()))
         .await?;
-    Ok(Reply(json!(result)))
+    Ok(crate::history::tool_reply(Reply(json!(result)), &result))
 }
 
 /// `{view, uri}`: a view's `resources/read`.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use capable::core::model::{JsonObject, Tool};
 use capable::core::Notice;
 use capable::Session;
@@ -39,7 +40,7 @@ pub async fn call(
     State(app): State<Arc<AppState>>,
     Deadline(timeout): Deadline,
     Command(c): Command<Call>,
-) -> Answer {
+) -> Result<Response, ApiError> {
     let session = app.servers.session(&c.server)?;
     let tool = app
         .servers
@@ -74,14 +75,15 @@ pub async fn call(
     match ended {
         Ended::Done(result) => {
             let check = output_check(&session, tool.as_ref(), &c.tool, before);
-            Ok(Reply(
-                json!({"call": id, "result": result, "outputCheck": check}),
-            ))
+            let reply = Reply(json!({"call": id, "result": result, "outputCheck": check}));
+            Ok(crate::history::tool_reply(reply, &result))
         }
         Ended::Cancelled { task: Some(task) } => {
-            Ok(Reply(json!({"call": id, "cancelled": true, "task": task})))
+            Ok(Reply(json!({"call": id, "cancelled": true, "task": task})).into_response())
         }
-        Ended::Cancelled { task: None } => Ok(Reply(json!({"call": id, "cancelled": true}))),
+        Ended::Cancelled { task: None } => {
+            Ok(Reply(json!({"call": id, "cancelled": true})).into_response())
+        }
     }
 }
 

@@ -31,6 +31,7 @@ use super::Error;
 /// | [`Rpc`](ErrorKind::Rpc) | `rpc_error` | 7 |
 /// | [`AuthRequired`](ErrorKind::AuthRequired) | `authorization_required` | 8 |
 /// | [`AuthFailed`](ErrorKind::AuthFailed) | `authorization_failed` | 8 |
+/// | [`ToolError`](ErrorKind::ToolError) | `tool_error` | 9 |
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -61,6 +62,11 @@ pub enum ErrorKind {
     AuthRequired,
     /// Authorization failed.
     AuthFailed,
+    /// The tool ran and reported its own failure: a `tools/call` result with
+    /// `isError: true` ("Tool nope not found", a missing argument). The call itself
+    /// succeeded, so no [`Error`] has this kind; it is the kind a host gives that
+    /// outcome, so that a command line and a page name it alike.
+    ToolError,
 }
 
 impl ErrorKind {
@@ -78,6 +84,7 @@ impl ErrorKind {
             ErrorKind::Rpc => "rpc_error",
             ErrorKind::AuthRequired => "authorization_required",
             ErrorKind::AuthFailed => "authorization_failed",
+            ErrorKind::ToolError => "tool_error",
         }
     }
 
@@ -92,6 +99,7 @@ impl ErrorKind {
             ErrorKind::Violation => 6,
             ErrorKind::Rpc => 7,
             ErrorKind::AuthRequired | ErrorKind::AuthFailed => 8,
+            ErrorKind::ToolError => 9,
         }
     }
 }
@@ -245,5 +253,26 @@ mod tests {
         });
         assert_eq!(both(refused), (5, "capability_not_offered"));
         assert_eq!(both(Error::InvalidOptions("x".into())), (2, "usage"));
+    }
+
+    #[test]
+    fn a_tool_error_has_a_code_of_its_own() {
+        let tool = ErrorKind::ToolError;
+        assert_eq!((tool.exit_code(), tool.as_str()), (9, "tool_error"));
+        // No other kind shares it: a script tells a tool's failure from the rest.
+        let others = [
+            ErrorKind::Unexpected,
+            ErrorKind::Usage,
+            ErrorKind::Transport,
+            ErrorKind::Timeout,
+            ErrorKind::ServerExited,
+            ErrorKind::VersionRefused,
+            ErrorKind::NotOffered,
+            ErrorKind::Violation,
+            ErrorKind::Rpc,
+            ErrorKind::AuthRequired,
+            ErrorKind::AuthFailed,
+        ];
+        assert!(others.iter().all(|k| k.exit_code() != 9));
     }
 }

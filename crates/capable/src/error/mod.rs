@@ -65,13 +65,15 @@ pub enum Error {
         /// How long the client waited.
         after: Duration,
     },
-    /// The server process ended, or closed its output.
+    /// The server process ended, or closed its output. The message names the line of
+    /// its stderr that names the error ([`Error::stderr_cause`]), then its last lines.
     #[error("the server {}{}", exited(status), stderr_hint(stderr))]
     ServerExited {
         /// How it exited; `None` when it closed its output but had not exited within
         /// a grace period.
         status: Option<ExitStatus>,
-        /// The last lines of its stderr.
+        /// Its stderr, bounded: the first lines, `… N lines left out …` where some
+        /// fell between, the last lines (see [`capable_core::stderr::StderrLog`]).
         stderr: String,
     },
     /// An HTTP server answered a request with an HTTP error and no JSON-RPC answer.
@@ -182,14 +184,19 @@ fn exited(status: &Option<ExitStatus>) -> String {
     }
 }
 
+/// The line that names the error (when one does and it is not among the last lines
+/// shown), then the last lines of its stderr.
 fn stderr_hint(stderr: &str) -> String {
     if stderr.trim().is_empty() {
-        String::new()
-    } else {
-        let last: Vec<&str> = stderr.lines().rev().take(5).collect();
-        let last: Vec<&str> = last.into_iter().rev().collect();
-        format!("; its stderr ended with:\n  {}", last.join("\n  "))
+        return String::new();
     }
+    let last: Vec<&str> = stderr.lines().rev().take(5).collect();
+    let last: Vec<&str> = last.into_iter().rev().collect();
+    let cause = match capable_core::stderr::cause_of(stderr) {
+        Some(cause) if !last.contains(&cause) => format!(": {}", cause.trim()),
+        _ => String::new(),
+    };
+    format!("{cause}; its stderr ended with:\n  {}", last.join("\n  "))
 }
 
 fn auth_hint(status: u16) -> &'static str {
@@ -208,6 +215,28 @@ fn body_hint(body: &str) -> String {
 }
 
 impl Error {
+    /// The line of an exited server's stderr that names its error (`Error: Cannot find
+    /// module …`, a Python exception, a Rust panic; see
+    /// [`capable_core::stderr::Cause`]), when it wrote one.
+    ///
+    /// ```
+    /// let stderr = "node:internal/modules/cjs/loader:1228\n  throw err;\n\n\
+    ///     Error: Cannot find module 'x'\n    at Module._resolveFilename\n    at Module._load\n\
+    ///     {\n  code: 'MODULE_NOT_FOUND'\n}\n\nNode.js v20.11.0";
+    /// let e = capable::Error::ServerExited { status: None, stderr: stderr.into() };
+    /// assert_eq!(e.stderr_cause(), Some("Error: Cannot find module 'x'"));
+    /// // Named first, then the last lines (which do not hold it).
+    /// let message = e.to_string();
+    /// assert!(message.contains(": Error: Cannot find module 'x'; its stderr ended with:"));
+    /// assert!(message.ends_with("Node.js v20.11.0"));
+    /// ```
+    pub fn stderr_cause(&self) -> Option<&str> {
+        match self {
+            Error::ServerExited { stderr, .. } => capable_core::stderr::cause_of(stderr),
+            _ => None,
+        }
+    }
+
     /// Whether the server said the resource does not exist (`-32002` in legacy
     /// revisions, `-32602` in 2026-07-28; both are accepted).
     pub fn is_resource_not_found(&self) -> bool {

@@ -189,7 +189,9 @@ impl Session {
         self.shared.lock().conn.cache_mut().invalidate(method);
     }
 
-    /// The last lines the server wrote to stderr.
+    /// What the server wrote to stderr, bounded: its first lines and its last, with
+    /// `… N lines left out …` where some fell between, and the line that names its
+    /// error kept in its place ([`capable_core::stderr::StderrLog`]); secrets scrubbed.
     pub fn stderr_tail(&self) -> String {
         self.shared.peer.stderr_tail()
     }

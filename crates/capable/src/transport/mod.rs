@@ -219,7 +219,8 @@ pub trait Peer: Send + Sync + 'static {
     /// Stops the server after its input was closed (for stdio: wait, then SIGTERM,
     /// then SIGKILL to its whole process group, each bounded). Returns how it exited.
     fn shutdown(&self) -> BoxFuture<'_, Option<ExitStatus>>;
-    /// The last lines the server wrote to stderr (not an error signal by itself).
+    /// What the server wrote to stderr, bounded: its first lines and its last, with
+    /// `… N lines left out …` between (not an error signal by itself).
     fn stderr_tail(&self) -> String;
     /// Each line the server writes to stderr from now on, as it is written (secrets
     /// scrubbed as in the tail); `None` for a server with no stderr of ours (HTTP).

@@ -1,6 +1,6 @@
 //! stdio: the server is a child process; messages are newline-delimited JSON on its
-//! stdin and stdout. Its stderr is captured (the last lines are kept) and is not an
-//! error signal.
+//! stdin and stdout. Its stderr is captured (its first and last lines are kept, and the
+//! line that names its error) and is not an error signal.
 //!
 //! Shutdown follows the spec: close the server's stdin, wait for it to exit, then
 //! SIGTERM, then SIGKILL, each step bounded and sent to the server's whole process

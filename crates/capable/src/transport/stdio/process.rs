@@ -1,26 +1,26 @@
-//! The server as a process: its stderr (a bounded tail, read to the end whatever it
-//! writes), its exit status, and its shutdown — to the whole process group, so that a
+//! The server as a process: its stderr (its first and last lines, bounded, read to
+//! the end whatever it writes), its exit status, and its shutdown — to the whole process group, so that a
 //! wrapper's children (`npx` → `node`, a shell script's background jobs) never outlive
 //! the session.
 
-use std::collections::VecDeque;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capable_core::secrets::Secrets;
+use capable_core::stderr::{StderrLog, LINE_BYTES};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Child;
 use tokio::sync::broadcast;
 
 use crate::transport::{BoxFuture, Peer};
 
-/// The last lines a server wrote to stderr, bounded in lines and bytes, and the
-/// channel that hands each new line to whoever follows them live.
+/// What a server wrote to stderr — its first and last lines and the line that names its
+/// error, bounded ([`StderrLog`]) — and the channel that hands each new line to whoever
+/// follows them live.
 #[derive(Default)]
 pub(super) struct StderrTail {
-    lines: VecDeque<String>,
-    bytes: usize,
+    log: StderrLog,
     /// Made when someone first follows the lines (see [`Peer::stderr_lines`]), with
     /// the secrets to scrub out of each line it carries.
     live: Option<(broadcast::Sender<Arc<str>>, Secrets)>,
@@ -29,32 +29,16 @@ pub(super) struct StderrTail {
 }
 
 impl StderrTail {
-    const MAX_LINES: usize = 200;
-    const MAX_BYTES: usize = 64 * 1024;
     /// How many lines a follower may fall behind before it misses the oldest.
     const LIVE_LINES: usize = 32;
 
-    fn push(&mut self, mut line: String) {
-        if line.len() > Self::MAX_BYTES {
-            let mut cut = Self::MAX_BYTES;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
-        }
+    fn push(&mut self, line: String) {
         if let Some((live, secrets)) = &self.live {
             if live.receiver_count() > 0 {
                 let _ = live.send(Arc::from(secrets.scrub(&line).as_ref()));
             }
         }
-        self.bytes += line.len();
-        self.lines.push_back(line);
-        while self.lines.len() > Self::MAX_LINES || self.bytes > Self::MAX_BYTES {
-            match self.lines.pop_front() {
-                Some(old) => self.bytes -= old.len(),
-                None => break,
-            }
-        }
+        self.log.push(line);
     }
 
     /// A follower of the lines written from now on; once the stderr ended, one whose
@@ -79,16 +63,12 @@ impl StderrTail {
     }
 
     fn text(&self) -> String {
-        self.lines
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join("\n")
+        self.log.text()
     }
 }
 
-/// Reads a server's stderr to its end as bytes — any bytes, decoded lossily — keeping
-/// a bounded tail: a line longer than the tail's limit keeps only its start, so a
+/// Reads a server's stderr to its end as bytes — any bytes, decoded lossily — into a
+/// bounded [`StderrLog`]: a line longer than its limit keeps only its start, so a
 /// server that never writes a newline costs no more memory than one that does.
 pub(super) async fn read_stderr(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<StderrTail>>) {
     // Room for 8 KiB a read, filled only as far as the server writes: a quiet server's
@@ -114,7 +94,7 @@ pub(super) async fn read_stderr(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mu
             let ends = part.ends_with(b"\n");
             let body = part.strip_suffix(b"\n").unwrap_or(part);
             if !overlong {
-                let room = StderrTail::MAX_BYTES.saturating_sub(line.len());
+                let room = LINE_BYTES.saturating_sub(line.len());
                 line.extend_from_slice(&body[..body.len().min(room)]);
                 overlong = body.len() > room;
             }
@@ -269,7 +249,7 @@ mod tests {
         let tail = Arc::new(Mutex::new(StderrTail::default()));
         read_stderr(&bytes[..], tail.clone()).await;
         let t = tail.lock().unwrap();
-        t.lines.iter().cloned().collect()
+        t.text().lines().map(str::to_owned).collect()
     }
 
     #[tokio::test]
@@ -283,11 +263,22 @@ mod tests {
 
     #[tokio::test]
     async fn a_line_without_end_keeps_only_a_bounded_start() {
-        let mut bytes = vec![b'x'; 3 * StderrTail::MAX_BYTES];
+        let mut bytes = vec![b'x'; 3 * LINE_BYTES];
         bytes.extend_from_slice(b"\nafter\n");
         let lines = tail_of(bytes).await;
         assert_eq!(lines.last().map(String::as_str), Some("after"));
-        let total: usize = lines.iter().map(String::len).sum();
-        assert!(total <= StderrTail::MAX_BYTES, "{total} bytes kept");
+        assert_eq!(lines[0].len(), LINE_BYTES, "the start of the long line");
+    }
+
+    #[tokio::test]
+    async fn the_first_lines_are_kept_with_the_last() {
+        let mut bytes = b"Error: Cannot find module 'x'\n".to_vec();
+        for n in 0..2000 {
+            bytes.extend_from_slice(format!("noise {n}\n").as_bytes());
+        }
+        let lines = tail_of(bytes).await;
+        assert_eq!(lines[0], "Error: Cannot find module 'x'");
+        assert_eq!(lines.last().map(String::as_str), Some("noise 1999"));
+        assert!(lines.iter().any(|l| l.ends_with(" lines left out …")));
     }
 }
