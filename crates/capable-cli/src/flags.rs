@@ -263,6 +263,11 @@ pub struct BridgeArgs {
     /// --listen-token too).
     #[arg(long)]
     pub allow_remote: bool,
+    /// With --listen: a web page of this origin may call the bridge (its `Origin`
+    /// accepted, its CORS preflight granted), e.g. `http://localhost:6274`; repeat for
+    /// more. Without it, only pages of the listener's own origin.
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
     /// Many servers (a config): only these (comma-separated names).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Vec<String>,

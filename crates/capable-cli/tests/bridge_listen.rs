@@ -211,33 +211,90 @@ fn initialize_at(port: u16, version: &str) -> String {
 
 #[test]
 fn the_gate_turns_away_other_hosts_other_origins_and_a_missing_token() {
-    let (_b, port) = listening(&["--listen-token", "s3cret"], "read-only");
+    let (_b, port) = listening(
+        &[
+            "--listen-token",
+            "s3cret",
+            "--allow-origin",
+            "http://localhost:6274",
+        ],
+        "read-only",
+    );
     let meta = Bridge::meta(json!({}));
     let discover =
         json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}})
             .to_string();
-    let status = |headers: &[(&str, &str)]| {
+    let answer = |headers: &[(&str, &str)]| {
         let mut all = vec![
             ("MCP-Protocol-Version", "2026-07-28"),
             ("Mcp-Method", "server/discover"),
         ];
         all.extend_from_slice(headers);
-        http(port, "POST", &all, &discover, |_| false).status
+        http(port, "POST", &all, &discover, |_| false)
     };
+    let status = |headers: &[(&str, &str)]| answer(headers).status;
     let token = ("Authorization", "Bearer s3cret");
-    assert_eq!(status(&[("Host", "evil.example:80"), token]), 421);
-    assert_eq!(status(&[("Origin", "http://evil.example"), token]), 403);
-    assert_eq!(status(&[]), 401);
-    assert_eq!(status(&[("Authorization", "Bearer wrong")]), 401);
+    let json = ("Content-Type", "application/json");
+    assert_eq!(status(&[("Host", "evil.example:80"), token, json]), 421);
     assert_eq!(
-        status(&[
-            ("Origin", "http://localhost:6274"),
-            token,
-            ("Content-Type", "application/json")
-        ]),
-        200
+        status(&[("Origin", "http://evil.example"), token, json]),
+        403
     );
-    // A non-loopback address needs --allow-remote, and then a token.
+    // Another loopback origin is not the listener's, nor one allowed: a development
+    // server on localhost may serve anyone's script.
+    assert_eq!(
+        status(&[("Origin", "http://localhost:3000"), token, json]),
+        403
+    );
+    assert_eq!(status(&[json]), 401);
+    assert_eq!(status(&[("Authorization", "Bearer wrong"), json]), 401);
+    // A body a page may send without asking first is never run.
+    for kind in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+    ] {
+        assert_eq!(status(&[token, ("Content-Type", kind)]), 415, "{kind}");
+    }
+    // The scheme in any case (RFC 7235); an allowed origin gets its CORS headers.
+    let allowed = answer(&[
+        ("Origin", "http://localhost:6274"),
+        ("Authorization", "bearer s3cret"),
+        json,
+    ]);
+    assert_eq!(allowed.status, 200, "{}", allowed.body);
+    assert_eq!(
+        allowed.header("access-control-allow-origin"),
+        Some("http://localhost:6274")
+    );
+    // A preflight: granted to the allowed origin, to no other.
+    let preflight = |origin: &str| {
+        http(
+            port,
+            "OPTIONS",
+            &[
+                ("Origin", origin),
+                ("Access-Control-Request-Method", "POST"),
+                (
+                    "Access-Control-Request-Headers",
+                    "content-type, authorization",
+                ),
+            ],
+            "",
+            |_| false,
+        )
+    };
+    let granted = preflight("http://localhost:6274");
+    assert_eq!(granted.status, 204);
+    assert_eq!(
+        granted.header("access-control-allow-origin"),
+        Some("http://localhost:6274")
+    );
+    let refused = preflight("http://localhost:3000");
+    assert_eq!(refused.status, 403);
+    assert!(refused.header("access-control-allow-origin").is_none());
+    // A non-loopback address needs --allow-remote, and then a token; an empty token
+    // would refuse everyone, so it is refused at start.
     let refused = common::capable(
         &["bridge", "--listen", "0.0.0.0:0", "--", "true"],
         Duration::from_secs(20),
@@ -247,6 +304,24 @@ fn the_gate_turns_away_other_hosts_other_origins_and_a_missing_token() {
         refused.stderr.contains("--allow-remote"),
         "{}",
         refused.stderr
+    );
+    let empty = common::capable(
+        &[
+            "bridge",
+            "--listen",
+            "127.0.0.1:0",
+            "--listen-token",
+            " ",
+            "--",
+            "true",
+        ],
+        Duration::from_secs(20),
+    );
+    empty.expect_code(2);
+    assert!(
+        empty.stderr.contains("--listen-token is empty"),
+        "{}",
+        empty.stderr
     );
 }
 

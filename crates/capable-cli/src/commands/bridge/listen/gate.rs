@@ -5,62 +5,81 @@
 //! 1. **`Host`**: on a loopback address, `127.0.0.1:PORT`, `localhost:PORT` or
 //!    `[::1]:PORT` with the bound port, else `421` (a rebinding page sends its own
 //!    name). Not checked when `--allow-remote` bound another address.
-//! 2. **`Origin`**, when sent: a loopback origin (any port: a local web host), else
-//!    `403` (the specification: servers MUST validate it).
-//! 3. **The token**, when `--listen-token` gave one: `Authorization: Bearer TOKEN`,
-//!    compared in constant time, else `401`.
+//! 2. **`Origin`**, when sent: the listener's own (`http://127.0.0.1:PORT`,
+//!    `http://localhost:PORT`, `http://[::1]:PORT`) or one `--allow-origin` names, else
+//!    `403` (the specification: servers MUST validate it). Any other loopback origin is
+//!    refused too: a development server on `localhost:3000` may serve anyone's script.
+//! 3. **The token**, when `--listen-token` gave one: `Authorization: Bearer TOKEN`
+//!    (the scheme in any case, RFC 7235), compared in constant time, else `401`.
+//! 4. **A POST's body is JSON**: `Content-Type: application/json` (parameters
+//!    allowed), else `415`. A page may send `text/plain`, a form or multipart without
+//!    asking first (no CORS preflight); the transport defines the body as JSON, so
+//!    none of those is ever run.
+//!
+//! A browser asks before anything else (`OPTIONS`, a CORS preflight): an allowed
+//! origin gets its grant, any other none. Answers to an allowed origin carry
+//! `Access-Control-Allow-Origin` with it, and expose `Mcp-Session-Id`.
 
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 
 use crate::secrets::same;
 
 /// The listener's rules.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Gate {
     /// The bound port, for the `Host` check; `None` when bound to a remote address.
     pub loopback_port: Option<u16>,
     /// The bearer token, if one is required.
     pub token: Option<String>,
+    /// The origins `--allow-origin` named, as browsers send them (`scheme://host[:port]`,
+    /// lower case, no trailing slash).
+    pub origins: Vec<String>,
 }
 
 const LOOPBACK: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
 
+/// Why a request does not pass: its status, and the words.
+pub type Refusal = (StatusCode, &'static str);
+
 impl Gate {
-    /// Whether a request with `headers` may pass; the status and why, if not.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), (StatusCode, &'static str)> {
-        let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
-        if let Some(port) = self.loopback_port {
-            let host = text(header::HOST).unwrap_or("");
-            let ok = LOOPBACK
+    /// An origin as `--allow-origin` takes it: `scheme://host[:port]`, compared as
+    /// browsers send it (lower case, no path, no trailing slash); `None` for anything
+    /// else.
+    pub fn origin(given: &str) -> Option<String> {
+        let origin = given.trim().trim_end_matches('/').to_ascii_lowercase();
+        let (scheme, authority) = origin.split_once("://")?;
+        let good = matches!(scheme, "http" | "https")
+            && !authority.is_empty()
+            && !authority.contains(['/', '?', '#', '@', ' ']);
+        good.then_some(origin)
+    }
+
+    /// Whether `origin` (as sent) is the listener's own or one allowed.
+    fn allows(&self, origin: &str) -> bool {
+        let origin = origin.trim_end_matches('/').to_ascii_lowercase();
+        let own = self.loopback_port.is_some_and(|port| {
+            LOOPBACK
                 .iter()
-                .any(|name| host.eq_ignore_ascii_case(&format!("{name}:{port}")));
-            if !ok {
-                return Err((
-                    StatusCode::MISDIRECTED_REQUEST,
-                    "capable bridge answers only to 127.0.0.1, localhost and [::1] on its own port",
-                ));
-            }
-        }
-        if let Some(origin) = text(header::ORIGIN) {
-            let authority = origin
-                .strip_prefix("http://")
-                .or_else(|| origin.strip_prefix("https://"))
-                .unwrap_or("");
-            let name = match authority.rsplit_once(':') {
-                Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-                _ => authority,
-            };
-            if !LOOPBACK.iter().any(|l| name.eq_ignore_ascii_case(l)) {
+                .any(|name| origin == format!("http://{name}:{port}"))
+        });
+        own || self.origins.contains(&origin)
+    }
+
+    /// Whether a request with `headers` may pass; the status and why, if not.
+    pub fn check(&self, method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
+        self.check_host(headers)?;
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            if !origin.to_str().is_ok_and(|o| self.allows(o)) {
                 return Err((
                     StatusCode::FORBIDDEN,
-                    "capable bridge answers no web page of another origin",
+                    "capable bridge answers no web page of an origin it was not told to allow \
+                     (--allow-origin)",
                 ));
             }
         }
+        let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
         if let Some(token) = &self.token {
-            let given = text(header::AUTHORIZATION)
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim);
+            let given = text(header::AUTHORIZATION).and_then(bearer);
             if !given.is_some_and(|g| same(g, token)) {
                 return Err((
                     StatusCode::UNAUTHORIZED,
@@ -68,14 +87,96 @@ impl Gate {
                 ));
             }
         }
+        if method == Method::POST && !is_json(text(header::CONTENT_TYPE)) {
+            return Err((
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "capable bridge takes a POST's body as Content-Type: application/json only",
+            ));
+        }
         Ok(())
     }
+
+    /// The first rule alone: `Host`.
+    fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let Some(port) = self.loopback_port else {
+            return Ok(());
+        };
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+        let host = host.unwrap_or("");
+        let ok = LOOPBACK
+            .iter()
+            .any(|name| host.eq_ignore_ascii_case(&format!("{name}:{port}")));
+        match ok {
+            true => Ok(()),
+            false => Err((
+                StatusCode::MISDIRECTED_REQUEST,
+                "capable bridge answers only to 127.0.0.1, localhost and [::1] on its own port",
+            )),
+        }
+    }
+
+    /// The answer to a CORS preflight (`OPTIONS`): a grant for an allowed origin, else
+    /// `403` and none.
+    pub fn preflight(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<Vec<(header::HeaderName, HeaderValue)>, Refusal> {
+        self.check_host(headers)?;
+        let origin = headers.get(header::ORIGIN);
+        let Some(origin) = origin.filter(|o| o.to_str().is_ok_and(|o| self.allows(o))) else {
+            return Err((StatusCode::FORBIDDEN, "no CORS grant for this origin"));
+        };
+        let mut grant = self.grant(origin);
+        grant.push((
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static("GET, POST, DELETE"),
+        ));
+        grant.push((
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static(
+                "authorization, content-type, accept, last-event-id, mcp-session-id, \
+                 mcp-protocol-version, mcp-method, mcp-name",
+            ),
+        ));
+        grant.push((
+            header::ACCESS_CONTROL_MAX_AGE,
+            HeaderValue::from_static("600"),
+        ));
+        Ok(grant)
+    }
+
+    /// The CORS headers of an answer to a request from an allowed `origin` (the gate
+    /// let it through).
+    pub fn grant(&self, origin: &HeaderValue) -> Vec<(header::HeaderName, HeaderValue)> {
+        vec![
+            (header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone()),
+            (header::VARY, HeaderValue::from_static("origin")),
+            (
+                header::ACCESS_CONTROL_EXPOSE_HEADERS,
+                HeaderValue::from_static("mcp-session-id"),
+            ),
+        ]
+    }
+}
+
+/// The token of an `Authorization: Bearer TOKEN` value, the scheme in any case.
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Whether a `Content-Type` is JSON (`application/json`, with any parameters).
+fn is_json(content_type: Option<&str>) -> bool {
+    content_type.is_some_and(|c| {
+        c.split(';')
+            .next()
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
 
     fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -85,20 +186,36 @@ mod tests {
         h
     }
 
-    #[test]
-    fn loopback_names_on_the_bound_port_local_origins_and_the_token_pass() {
-        let gate = Gate {
+    fn gate(token: Option<&str>, origins: &[&str]) -> Gate {
+        Gate {
             loopback_port: Some(8123),
-            token: Some("s3cret".into()),
-        };
+            token: token.map(str::to_owned),
+            origins: origins.iter().filter_map(|o| Gate::origin(o)).collect(),
+        }
+    }
+
+    const JSON: (header::HeaderName, &str) = (header::CONTENT_TYPE, "application/json");
+
+    #[test]
+    fn loopback_names_on_the_bound_port_allowed_origins_and_the_token_pass() {
+        let gate = gate(Some("s3cret"), &["http://localhost:6274/"]);
         let good = [
             (header::HOST, "localhost:8123"),
-            (header::ORIGIN, "http://127.0.0.1:6274"),
-            (header::AUTHORIZATION, "Bearer s3cret"),
+            (header::ORIGIN, "http://localhost:6274"),
+            (header::AUTHORIZATION, "bearer s3cret"),
+            (header::CONTENT_TYPE, "application/json; charset=utf-8"),
         ];
-        assert!(gate.check(&headers(&good)).is_ok());
-        let status =
-            |pairs: &[(header::HeaderName, &str)]| gate.check(&headers(pairs)).unwrap_err().0;
+        assert!(gate.check(&Method::POST, &headers(&good)).is_ok());
+        let own = [
+            (header::HOST, "127.0.0.1:8123"),
+            (header::ORIGIN, "http://127.0.0.1:8123"),
+            (header::AUTHORIZATION, "BEARER  s3cret"),
+            JSON,
+        ];
+        assert!(gate.check(&Method::POST, &headers(&own)).is_ok());
+        let status = |pairs: &[(header::HeaderName, &str)]| {
+            gate.check(&Method::POST, &headers(pairs)).unwrap_err().0
+        };
         assert_eq!(
             status(&[(header::HOST, "evil.example:8123")]),
             StatusCode::MISDIRECTED_REQUEST
@@ -107,13 +224,10 @@ mod tests {
             status(&[(header::HOST, "127.0.0.1:9999")]),
             StatusCode::MISDIRECTED_REQUEST
         );
-        assert_eq!(
-            status(&[
-                (header::HOST, "127.0.0.1:8123"),
-                (header::ORIGIN, "http://evil.example")
-            ]),
-            StatusCode::FORBIDDEN
-        );
+        for origin in ["http://evil.example", "http://localhost:3000", "null"] {
+            let h = [(header::HOST, "127.0.0.1:8123"), (header::ORIGIN, origin)];
+            assert_eq!(status(&h), StatusCode::FORBIDDEN, "{origin}");
+        }
         assert_eq!(
             status(&[
                 (header::HOST, "127.0.0.1:8123"),
@@ -121,12 +235,49 @@ mod tests {
             ]),
             StatusCode::UNAUTHORIZED
         );
-        let open = Gate {
-            loopback_port: Some(8123),
-            token: None,
-        };
-        assert!(open
-            .check(&headers(&[(header::HOST, "[::1]:8123")]))
-            .is_ok());
+    }
+
+    #[test]
+    fn a_post_that_is_not_json_is_415_whatever_a_page_may_send_without_asking() {
+        let gate = gate(None, &[]);
+        let host = (header::HOST, "127.0.0.1:8123");
+        for kind in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/jsonx",
+        ] {
+            let h = headers(&[host.clone(), (header::CONTENT_TYPE, kind)]);
+            let refused = gate.check(&Method::POST, &h).unwrap_err().0;
+            assert_eq!(refused, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{kind}");
+        }
+        let none = headers(std::slice::from_ref(&host));
+        assert_eq!(
+            gate.check(&Method::POST, &none).unwrap_err().0,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE
+        );
+        // A GET or DELETE has no body.
+        assert!(gate.check(&Method::GET, &none).is_ok());
+    }
+
+    #[test]
+    fn a_preflight_is_granted_to_an_allowed_origin_only() {
+        let gate = gate(None, &["https://app.example.com"]);
+        let host = (header::HOST, "localhost:8123");
+        let asked =
+            |origin: &str| gate.preflight(&headers(&[host.clone(), (header::ORIGIN, origin)]));
+        let grant = asked("https://app.example.com").unwrap();
+        assert!(grant
+            .iter()
+            .any(|(n, v)| *n == header::ACCESS_CONTROL_ALLOW_ORIGIN
+                && v == "https://app.example.com"));
+        assert!(asked("http://localhost:3000").is_err());
+        assert!(gate.preflight(&headers(std::slice::from_ref(&host))).is_err());
+        assert_eq!(Gate::origin("ftp://x"), None);
+        assert_eq!(Gate::origin("http://a.example/path"), None);
+        assert_eq!(
+            Gate::origin("HTTP://Localhost:6274/").as_deref(),
+            Some("http://localhost:6274")
+        );
     }
 }

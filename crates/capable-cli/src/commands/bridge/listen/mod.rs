@@ -104,7 +104,25 @@ pub async fn serve(
         return Err(CliError::Usage("--allow-remote needs --listen-token: the listener must not be open to anyone who can reach it".into()));
     }
     if let Some(token) = &args.listen_token {
+        if token.trim().is_empty() {
+            return Err(CliError::Usage(
+                "--listen-token is empty: every request would be refused; give a token, or none"
+                    .into(),
+            ));
+        }
         crate::secrets::keep(|s| s.add(token));
+    }
+    let mut origins = Vec::new();
+    for given in &args.allow_origin {
+        match Gate::origin(given) {
+            Some(origin) => origins.push(origin),
+            None => {
+                return Err(CliError::Usage(format!(
+                    "--allow-origin {given}: an origin is scheme://host[:port] (http or https), \
+                     as a browser sends it"
+                )))
+            }
+        }
     }
     let socket = tokio::net::TcpListener::bind(addr)
         .await
@@ -125,6 +143,7 @@ pub async fn serve(
         gate: Gate {
             loopback_port: loopback.then_some(port),
             token: args.listen_token.clone(),
+            origins,
         },
         sessions: Mutex::new(HashMap::new()),
         modern: Mutex::new(Moderns::default()),
@@ -167,9 +186,37 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err((status, why)) = listener.gate.check(&headers) {
-        return (status, why).into_response();
+    if method == Method::OPTIONS {
+        return match listener.gate.preflight(&headers) {
+            Ok(grant) => (StatusCode::NO_CONTENT, grant_headers(grant)).into_response(),
+            Err(refused) => refused.into_response(),
+        };
     }
+    if let Err(refused) = listener.gate.check(&method, &headers) {
+        return refused.into_response();
+    }
+    let mut response = past_gate(&listener, method, &headers, body).await;
+    // The gate let the request through: its origin, if it sent one, is allowed.
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        response
+            .headers_mut()
+            .extend(grant_headers(listener.gate.grant(origin)));
+    }
+    response
+}
+
+/// CORS headers as a header map.
+fn grant_headers(grant: Vec<(header::HeaderName, HeaderValue)>) -> HeaderMap {
+    grant.into_iter().collect()
+}
+
+/// A request past the gate.
+async fn past_gate(
+    listener: &Listener,
+    method: Method,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Response {
     let session = headers
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
@@ -185,9 +232,9 @@ async fn handle(
         )
             .into_response(),
         (Method::POST, session, found) => {
-            post(&listener, session, found.flatten(), &headers, body).await
+            post(listener, session, found.flatten(), headers, body).await
         }
-        (Method::GET, Some(_), Some(Some(tx))) => get(tx, &headers).await,
+        (Method::GET, Some(_), Some(Some(tx))) => get(tx, headers).await,
         (Method::DELETE, Some(id), Some(Some(_))) => {
             listener
                 .sessions
