@@ -268,6 +268,15 @@ pub struct BridgeArgs {
     /// more. Without it, only pages of the listener's own origin.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// With --listen: the most sessions at once (legacy sessions, and as many
+    /// 2026-07-28 declarations), each with its server behind; past it, the one used
+    /// least recently with nothing in flight is ended to make room (else `503`).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_sessions: usize,
+    /// With --listen: a session with nothing in flight for this long is ended, and its
+    /// server shut down (a host that vanished holds nothing for ever).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30m")]
+    pub session_idle: Duration,
     /// Many servers (a config): only these (comma-separated names).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Vec<String>,

@@ -46,6 +46,11 @@ pub const DEFAULT_INHERITED_ENV: [&str; 11] = [
     "TZ",
 ];
 
+/// capable's own secrets in its environment, never passed to a server, even one that
+/// inherits the whole environment ([`ServerCommand::inherit_env`]): the bridge
+/// listener's bearer token.
+pub const NEVER_INHERITED_ENV: [&str; 1] = ["CAPABLE_BRIDGE_TOKEN"];
+
 /// How to start a stdio server.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ServerCommand {
@@ -151,6 +156,9 @@ impl StdioTransport {
                     cmd.env(name, value);
                 }
             }
+        }
+        for name in NEVER_INHERITED_ENV {
+            cmd.env_remove(name);
         }
         cmd.args(&command.args)
             .envs(&command.env)

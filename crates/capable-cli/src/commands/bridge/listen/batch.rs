@@ -12,8 +12,9 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use capable::core::jsonrpc::{codes, split_batch, Incoming};
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
+use super::pool::{Commands, InFlight};
 use super::session::{Command, Posted};
 
 /// A message of the batch on its way: posted to the session, or answered here.
@@ -23,8 +24,9 @@ enum Pending {
 }
 
 /// The host's batch, for the session `found` (none: no session, so no batch).
-pub async fn post(found: Option<mpsc::UnboundedSender<Command>>, body: Bytes) -> Response {
-    let Some(tx) = found else {
+pub async fn post(found: Option<(Commands, InFlight)>, body: Bytes) -> Response {
+    // The session is busy until the batch's answers are all sent.
+    let Some((tx, _held)) = found else {
         return refuse("a batch belongs to a 2025-03-26 session: initialize alone first");
     };
     let (reply, accepts) = oneshot::channel();

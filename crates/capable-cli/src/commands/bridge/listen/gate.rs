@@ -272,7 +272,9 @@ mod tests {
             .any(|(n, v)| *n == header::ACCESS_CONTROL_ALLOW_ORIGIN
                 && v == "https://app.example.com"));
         assert!(asked("http://localhost:3000").is_err());
-        assert!(gate.preflight(&headers(std::slice::from_ref(&host))).is_err());
+        assert!(gate
+            .preflight(&headers(std::slice::from_ref(&host)))
+            .is_err());
         assert_eq!(Gate::origin("ftp://x"), None);
         assert_eq!(Gate::origin("http://a.example/path"), None);
         assert_eq!(

@@ -21,13 +21,13 @@
 mod batch;
 mod gate;
 mod moderns;
+mod pool;
 mod session;
 mod sse;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -42,50 +42,90 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use self::gate::Gate;
-use self::moderns::{declaration, Busy, InFlight, Moderns};
+use self::moderns::declaration;
+use self::pool::{Busy, Commands, InFlight, Pool};
 use self::session::{Command, Events, Kind, Posted};
 use super::host::Target;
 use crate::exit::CliError;
 use crate::flags::BridgeArgs;
 
-/// A 2026-07-28 declaration's task.
-type Modern = mpsc::UnboundedSender<Command>;
-
-/// The most legacy sessions at once.
-const MAX_SESSIONS: usize = 64;
+/// How often, at most, sessions idle past `--session-idle` are looked for.
+const SWEEP: Duration = Duration::from_secs(5);
 
 /// What every request of the listener shares.
 struct Listener {
     target: Arc<Target>,
     gate: Gate,
-    sessions: Mutex<HashMap<String, mpsc::UnboundedSender<Command>>>,
-    modern: Mutex<Moderns>,
+    /// Legacy sessions, by `Mcp-Session-Id`.
+    sessions: Mutex<Pool>,
+    /// 2026-07-28 hosts, by declaration (`moderns.rs`).
+    modern: Mutex<Pool>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// How long a task with nothing in flight lives on.
+    idle: Duration,
 }
 
 impl Listener {
-    fn spawn(&self, kind: Kind) -> mpsc::UnboundedSender<Command> {
+    fn spawn(&self, kind: Kind) -> Commands {
         let (tx, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(session::run(self.target.clone(), kind, rx));
-        self.tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(task);
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        // Those that ended are let go, so that nothing grows per session.
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
         tx
     }
 
     /// The task of the 2026-07-28 hosts that declare what `message` declares: for a
     /// request, started if need be, with the request's hold on it; for a notification,
     /// the task if one runs.
-    fn modern(&self, message: &Incoming) -> Result<Option<(Modern, Option<InFlight>)>, Busy> {
+    fn modern(&self, message: &Incoming) -> Result<Option<(Commands, Option<InFlight>)>, Busy> {
         let key = declaration(message);
         let mut moderns = self.modern.lock().unwrap_or_else(|e| e.into_inner());
         if !matches!(message, Incoming::Request { .. }) {
             return Ok(moderns.existing(&key).map(|tx| (tx, None)));
         }
-        let (tx, held) = moderns.task(key, || self.spawn(Kind::Modern))?;
+        let (tx, held) = moderns.task(&key, Instant::now(), || self.spawn(Kind::Modern))?;
         Ok(Some((tx, Some(held))))
     }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ends the tasks idle past their time, every [`SWEEP`].
+    async fn sweep(&self) {
+        // Often enough for a short idle time to be kept to, within half of it.
+        let period = (self.idle / 2).clamp(Duration::from_millis(100), SWEEP);
+        let mut every = tokio::time::interval(period);
+        loop {
+            every.tick().await;
+            let now = Instant::now();
+            let ended = self.sessions().expire(now, self.idle);
+            let ended = ended
+                + self
+                    .modern
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .expire(now, self.idle);
+            if ended > 0 {
+                self.target.audit.record(
+                    "expired",
+                    serde_json::json!({"sessions": ended, "idleMs": self.idle.as_millis() as u64}),
+                );
+            }
+        }
+    }
+}
+
+/// `503` with `Retry-After`: every task of a full pool is busy.
+fn busy(what: &'static str) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "1")],
+        what,
+    )
+        .into_response()
 }
 
 /// Serves the target's server on `addr` until a signal comes.
@@ -145,9 +185,10 @@ pub async fn serve(
             token: args.listen_token.clone(),
             origins,
         },
-        sessions: Mutex::new(HashMap::new()),
-        modern: Mutex::new(Moderns::default()),
+        sessions: Mutex::new(Pool::new(args.max_sessions)),
+        modern: Mutex::new(Pool::new(args.max_sessions)),
         tasks: Mutex::new(Vec::new()),
+        idle: args.session_idle,
     });
     let router = Router::new()
         .route("/mcp", any(handle))
@@ -155,17 +196,14 @@ pub async fn serve(
         .layer(DefaultBodyLimit::max(target.ctx.global.max_message));
     let signals = target.ctx.signals.clone();
     let stopped = tokio::select! {
+        () = listener.sweep() => None,
         served = axum::serve(socket, router) => served
             .map(|()| None)
             .map_err(|e| CliError::Usage(format!("the listener stopped: {e}")))?,
         signal = signals.received() => Some(signal),
     };
     // Every session's task ends as its commands do, shutting its server down.
-    listener
-        .sessions
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clear();
+    listener.sessions().clear();
     listener
         .modern
         .lock()
@@ -221,28 +259,31 @@ async fn past_gate(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let found = session.as_ref().map(|id| {
-        let sessions = listener.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.get(id).cloned()
-    });
-    match (method, session, found) {
-        (_, Some(_), Some(None)) => (
+    let unknown = || {
+        (
             StatusCode::NOT_FOUND,
             "no such session: start a new one with initialize",
         )
-            .into_response(),
-        (Method::POST, session, found) => {
-            post(listener, session, found.flatten(), headers, body).await
+            .into_response()
+    };
+    match (method, session) {
+        // A DELETE ends the session now: what it has in flight is cancelled at the
+        // server, and its server is shut down.
+        (Method::DELETE, Some(id)) => match listener.sessions().remove(&id) {
+            true => StatusCode::OK.into_response(),
+            false => unknown(),
+        },
+        (method, Some(id)) => {
+            let Some(found) = listener.sessions().hold(&id, Instant::now()) else {
+                return unknown();
+            };
+            match method {
+                Method::POST => post(listener, Some(id), Some(found), headers, body).await,
+                Method::GET => get(found, headers).await,
+                _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
+            }
         }
-        (Method::GET, Some(_), Some(Some(tx))) => get(tx, headers).await,
-        (Method::DELETE, Some(id), Some(Some(_))) => {
-            listener
-                .sessions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id);
-            StatusCode::OK.into_response()
-        }
+        (Method::POST, None) => post(listener, None, None, headers, body).await,
         _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
     }
 }
@@ -250,7 +291,7 @@ async fn past_gate(
 async fn post(
     listener: &Listener,
     session: Option<String>,
-    found: Option<mpsc::UnboundedSender<Command>>,
+    found: Option<(Commands, InFlight)>,
     headers: &HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -269,20 +310,14 @@ async fn post(
         None => judge_post(&post_headers(headers), &message),
     };
     let (tx, kind, new_session, held) = match (session, found) {
-        (Some(_), Some(tx)) => (tx, Kind::Legacy, None, None),
+        (Some(_), Some((tx, held))) => (tx, Kind::Legacy, None, Some(held)),
         (None, _) if verdict == Verdict::Legacy => {
-            let mut sessions = listener.sessions.lock().unwrap_or_else(|e| e.into_inner());
-            if sessions.len() >= MAX_SESSIONS {
-                return (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too many sessions: DELETE one first",
-                )
-                    .into_response();
-            }
             let id = session_id();
-            let tx = listener.spawn(Kind::Legacy);
-            sessions.insert(id.clone(), tx.clone());
-            (tx, Kind::Legacy, Some(id), None)
+            let spawn = || listener.spawn(Kind::Legacy);
+            match listener.sessions().task(&id, Instant::now(), spawn) {
+                Ok((tx, held)) => (tx, Kind::Legacy, Some(id), Some(held)),
+                Err(Busy) => return busy("every session is busy: retry, or DELETE one"),
+            }
         }
         (None, _) => match verdict {
             Verdict::Refused { status, error } => return refused(&message, status, &error),
@@ -300,12 +335,9 @@ async fn post(
             }
             _ => match listener.modern(&message) {
                 Err(Busy) => {
-                    return (
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        [(header::RETRY_AFTER, "1")],
+                    return busy(
                         "every 2026-07-28 declaration the bridge serves at once is busy: retry",
                     )
-                        .into_response()
                 }
                 // A notification of a declaration nobody serves: nothing to tell.
                 Ok(None) => return StatusCode::ACCEPTED.into_response(),
@@ -425,8 +457,9 @@ async fn answer(
     sse::response(priming, stream::once(async move { first }).chain(rest))
 }
 
-/// The host's `GET`: the standalone stream, or the one it comes back to.
-async fn get(tx: mpsc::UnboundedSender<Command>, headers: &HeaderMap) -> Response {
+/// The host's `GET`: the standalone stream, or the one it comes back to; the session
+/// is busy (never idle, never made room of) while it is open.
+async fn get((tx, held): (Commands, InFlight), headers: &HeaderMap) -> Response {
     let last_event_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -443,9 +476,9 @@ async fn get(tx: mpsc::UnboundedSender<Command>, headers: &HeaderMap) -> Respons
     }
     match events.await {
         Ok(Some(Events { priming, events })) => {
-            let events = stream::unfold(events, |mut events| async move {
+            let events = stream::unfold((events, held), |(mut events, held)| async move {
                 let event = events.recv().await?;
-                Some((event, events))
+                Some((event, (events, held)))
             });
             sse::response(priming, events)
         }

@@ -56,6 +56,9 @@ pub enum Command {
     Gone { stream: u64 },
     /// Whether the host may send batches (a 2025-03-26 session).
     AcceptsBatches { reply: oneshot::Sender<bool> },
+    /// The session ends now (a `DELETE`, idle too long, room made): what is in flight
+    /// is cancelled at the server, and the server is shut down.
+    End,
 }
 
 /// What became of a POSTed message.
@@ -80,7 +83,7 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
     loop {
         tokio::select! {
             command = commands.recv() => match command {
-                None => break,
+                None | Some(Command::End) => break,
                 Some(Command::Post { mut message, reply }) => {
                     if kind == Kind::Modern && !ids.take_in(&mut message) {
                         let _ = reply.send(Posted::Accepted);
