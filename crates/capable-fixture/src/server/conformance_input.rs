@@ -25,7 +25,7 @@
 //! declared). The prompt is `test_input_required_result_prompt`.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Instant;
 
@@ -346,9 +346,7 @@ fn state(tool: &str, round: usize) -> String {
 }
 
 fn seal(tool: &str, round: usize) -> u64 {
-    let mut h = SEAL.build_hasher();
-    (tool, round).hash(&mut h);
-    h.finish()
+    SEAL.hash_one((tool, round))
 }
 
 /// The round a state names, if this process wrote it for `tool`.
