@@ -13,8 +13,8 @@ use capable_core::Method;
 use serde_json::{json, Value};
 
 use super::{
-    app, lifecycle, skills, survey, tasks, Fixture, Profile, ARCHIVE, HOSTILE_CLEAR, HOSTILE_TITLE,
-    MANUAL,
+    app, conformance, lifecycle, skills, survey, tasks, Fixture, Profile, ARCHIVE, HOSTILE_CLEAR,
+    HOSTILE_TITLE, MANUAL,
 };
 
 /// The form the `confirm` tool asks for: a boolean and a string with defaults, a
@@ -86,6 +86,9 @@ pub(super) fn fresh_for_a_second(mut v: Value, modern: bool) -> Value {
 
 /// Answers one request the engine handed over.
 pub(super) fn serve(f: &Arc<Fixture>, request: ClientRequest) {
+    if f.profile == Profile::Conformance {
+        return conformance::serve(f, request);
+    }
     let params: Value = request.params.decode_or_default().unwrap_or(Value::Null);
     let (id, method) = (request.id, request.method);
     if lifecycle::handle(f, &id, method.as_str(), &params)
