@@ -146,6 +146,18 @@ fn a_2026_host_listens_and_reads_at_a_legacy_server() {
 }
 
 #[test]
+fn answers_to_no_round_are_refused_not_passed_to_a_legacy_server() {
+    let mut b = bridge("elicit");
+    let caps = json!({"elicitation": {}});
+    for answers in [json!(7), json!(null), json!({"q": {"action": "accept"}})] {
+        let params = json!({"name": "confirm", "inputResponses": answers});
+        let refused = modern(&mut b, 3, "tools/call", params, caps.clone());
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    }
+    assert_eq!(b.sent_upstream_count("tools/call"), 0);
+}
+
+#[test]
 fn a_legacy_servers_question_reaches_a_2026_host_as_an_input_required_round() {
     let mut b = bridge("elicit");
     let caps = json!({"elicitation": {}});

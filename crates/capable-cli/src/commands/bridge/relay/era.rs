@@ -41,7 +41,10 @@ impl Relay {
             return None;
         }
         match (self.host_era(), self.servers.era()) {
-            (Some(Era::Modern), _) if request.params.mentions("requestState") => {
+            (Some(Era::Modern), _)
+                if request.params.mentions("requestState")
+                    || request.params.mentions("inputResponses") =>
+            {
                 self.round_answered(request)
             }
             (Some(Era::Legacy), Some(Era::Modern)) => match request.method {

@@ -117,6 +117,19 @@ impl Relay {
     pub(super) fn round_answered(&mut self, request: ClientRequest) -> Option<ClientRequest> {
         let params: Value = request.params.decode().unwrap_or_default();
         let Some(state) = self.rounds.ours(&params) else {
+            // Answers to no round of the bridge's, for the one legacy server behind (which
+            // knows no rounds): nothing they could answer, so they are refused, not
+            // passed on. (Of many servers, a 2026-07-28 one's own rounds pass.)
+            let legacy_behind = self.servers.era() == Some(capable::core::Era::Legacy);
+            if legacy_behind && params.get("inputResponses").is_some() {
+                let why = invalid_params(
+                    "inputResponses answer the inputRequests of a round, and no round of \
+                     this request is open: send its requestState with them, or leave them out",
+                    None,
+                );
+                self.engine.respond_error(&request.id, &why, &mut self.out);
+                return None;
+            }
             return Some(request);
         };
         let token = self.rounds.exchange(state);
