@@ -343,11 +343,15 @@ impl Fanout {
         let Some(held) = self.held.get_mut(server) else {
             return Vec::new();
         };
-        let listed = honoured
+        // A set: a host may hold many URIs at one server, and each is looked up.
+        let listed: std::collections::HashSet<&str> = honoured
             .get("resourceSubscriptions")
-            .and_then(serde_json::Value::as_array);
-        let is_honoured =
-            |uri: &str| listed.is_some_and(|l| l.iter().any(|u| u.as_str() == Some(uri)));
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_str)
+            .collect();
+        let is_honoured = |uri: &str| listed.contains(uri);
         let (kept, left): (BTreeSet<String>, BTreeSet<String>) = std::mem::take(&mut held.uris)
             .into_iter()
             .partition(|uri| is_honoured(uri));

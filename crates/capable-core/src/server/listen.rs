@@ -173,13 +173,16 @@ impl<W> ServerConnection<W> {
             }
             Some(Era::Modern) => {
                 let mut union = ListenFilter::default();
+                // Each URI once, in the order first asked; in linear time, however many
+                // URIs a client names (a host controls this list).
+                let mut seen = std::collections::HashSet::new();
                 for l in &self.listens {
                     let f = &l.filter;
                     union.tools_list_changed |= f.tools_list_changed;
                     union.prompts_list_changed |= f.prompts_list_changed;
                     union.resources_list_changed |= f.resources_list_changed;
                     for uri in &f.resource_subscriptions {
-                        if !union.resource_subscriptions.contains(uri) {
+                        if seen.insert(uri.as_str()) {
                             union.resource_subscriptions.push(uri.clone());
                         }
                     }
