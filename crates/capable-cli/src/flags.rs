@@ -285,6 +285,11 @@ pub enum Command {
     Read {
         /// The resource URI.
         uri: String,
+        /// Write each binary item of the contents (a `blob`) to a file in DIR (created
+        /// if missing), named after its kind and place (`image-1.png`); an existing
+        /// file is never overwritten.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -427,6 +432,12 @@ pub enum ToolsAction {
         /// it started.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         task_timeout: Option<Duration>,
+        /// Write each image, audio or other binary item of the result to a file in DIR
+        /// (created if missing), named after its kind and place (`image-1.png`); an
+        /// existing file is never overwritten. Text output shows such items as a
+        /// summary (`[image/png, 4.1 KiB]`) either way.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -544,7 +555,7 @@ mod tests {
         ])
         .unwrap();
         match cli.command {
-            Command::Read { uri, server } => {
+            Command::Read { uri, server, .. } => {
                 assert_eq!(uri, "docs://x");
                 assert_eq!(server.command, ["node", "s.js"]);
             }

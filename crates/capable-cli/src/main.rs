@@ -6,6 +6,7 @@ mod disk_cache;
 mod elicit;
 mod exit;
 mod flags;
+mod media;
 mod output;
 mod secrets;
 mod signals;
@@ -82,7 +83,9 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Inspect(server) => commands::inspect::run(&ctx, &server).await,
         Command::Bench(args) => commands::bench::run(&ctx, &args).await,
-        Command::Read { uri, server } => commands::read::run(&ctx, &uri, &server).await,
+        Command::Read { uri, save, server } => {
+            commands::read::run(&ctx, &uri, save.as_deref(), &server).await
+        }
         Command::Resources { templates, server } => {
             commands::resources::run(&ctx, templates, &server).await
         }
@@ -101,6 +104,7 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
                 args,
                 task,
                 task_timeout,
+                save,
                 server: inner,
             }) => {
                 let call = commands::tools::Call {
@@ -108,6 +112,7 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
                     arguments: &args,
                     task,
                     task_timeout,
+                    save: save.as_deref(),
                 };
                 commands::tools::call(&ctx, call, &merge(server, inner)).await
             }

@@ -5,9 +5,10 @@
 //! So the `Mcp-Param-*` headers its `x-mcp-header` annotations ask for go out, and
 //! its `structuredContent` is checked against its `outputSchema`.
 
+use std::path::Path;
 use std::time::Duration;
 
-use capable::core::model::{Task, Tool};
+use capable::core::model::{CallToolResult, Task, Tool};
 use capable::core::{Method, Notification};
 use capable::{Error, RequestOptions, Session, TaskWait, ToolCall};
 
@@ -15,6 +16,7 @@ use super::{parse_args, with_session, Context};
 use crate::disk_cache::ServerCache;
 use crate::exit::CliError;
 use crate::flags::{Command, Global, ServerArgs, ToolsAction};
+use crate::media::{self, Binary};
 use crate::output::{self, one_line, Table};
 
 /// `tools call SERVER/TOOL` without a server given (no `--`, --url or --server):
@@ -91,6 +93,8 @@ pub struct Call<'a> {
     pub arguments: &'a str,
     pub task: bool,
     pub task_timeout: Option<Duration>,
+    /// `--save DIR`: where the result's images, audio and blobs are written.
+    pub save: Option<&'a Path>,
 }
 
 pub async fn call(ctx: &Context, call: Call<'_>, args: &ServerArgs) -> Result<(), CliError> {
@@ -143,33 +147,59 @@ pub async fn call(ctx: &Context, call: Call<'_>, args: &ServerArgs) -> Result<()
                 }
             }
         }
-        if ctx.global.json {
+        let failed = if ctx.global.json {
             output::json(&result)?;
+            let items = binaries(&result.content);
+            call.save.and_then(|dir| media::save_quietly(items, dir))
         } else {
-            let mut text = String::new();
-            for block in &result.content {
-                match block.get("text").and_then(|t| t.as_str()) {
-                    Some(t) => text.push_str(t),
-                    None => text.push_str(&block.to_string()),
-                }
-                text.push('\n');
-            }
+            let (text, failed) = human_result(&result, call.save);
             output::print(&text)?;
-            if let Some(structured) = &result.structured_content {
-                output::print(&format!("structured: {structured}\n"))?;
-            }
-        }
+            failed
+        };
         // The result is the output either way; the exit code says the tool failed.
         if result.is_error == Some(true) {
             return Err(CliError::ToolError {
                 tool: call.name.to_owned(),
             });
         }
-        Ok(())
+        failed.map_or(Ok(()), |why| Err(media::save_failed(why)))
     };
     let outcome = work(&session).await;
     session.close().await;
     outcome
+}
+
+/// The binary items among a result's content blocks (images, audio, blobs).
+fn binaries(content: &[serde_json::Value]) -> impl Iterator<Item = Binary<'_>> {
+    content
+        .iter()
+        .enumerate()
+        .filter_map(|(i, block)| Binary::from_block(i + 1, block))
+}
+
+/// A tool's result for people: each text block as it is, each image, audio or blob
+/// as one summary line (saved first with `--save`), anything else as its JSON, then
+/// the structured content. Also returns the first failure to save.
+fn human_result(result: &CallToolResult, save: Option<&Path>) -> (String, Option<String>) {
+    let mut text = String::new();
+    let mut failed = None;
+    for (i, block) in result.content.iter().enumerate() {
+        if let Some(item) = Binary::from_block(i + 1, block) {
+            let shown = media::show(&item, save);
+            text.push_str(&shown.line);
+            failed = failed.or(shown.failed);
+        } else {
+            match block.get("text").and_then(|t| t.as_str()) {
+                Some(t) => text.push_str(t),
+                None => text.push_str(&block.to_string()),
+            }
+        }
+        text.push('\n');
+    }
+    if let Some(structured) = &result.structured_content {
+        text.push_str(&format!("structured: {structured}\n"));
+    }
+    (text, failed)
 }
 
 /// Follows a task to its end, its status on stderr; Ctrl-C cancels it with
