@@ -301,7 +301,8 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// List tools (marking those that come with an MCP Apps UI), or call one.
+    /// List tools (marking those that come with an MCP Apps UI), show one's arguments,
+    /// or call one.
     /// `tools --all` lists every configured server's tools as SERVER/TOOL;
     /// `tools call SERVER/TOOL` calls one across the config.
     Tools {
@@ -438,6 +439,16 @@ pub enum ToolsAction {
         /// summary (`[image/png, 4.1 KiB]`) either way.
         #[arg(long, value_name = "DIR")]
         save: Option<PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Show one tool's arguments: name, type, required, description, choices and
+    /// default, nested objects indented (`$ref`s within the schema followed); with
+    /// --json the tool as the server listed it.
+    Show {
+        /// The tool's name; without a server (no `--`, --url or --server), SERVER/TOOL
+        /// names a server of the config and its tool.
+        name: String,
         #[command(flatten)]
         server: ServerArgs,
     },

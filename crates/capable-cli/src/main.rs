@@ -8,6 +8,7 @@ mod exit;
 mod flags;
 mod media;
 mod output;
+mod schema_outline;
 mod secrets;
 mod signals;
 
@@ -116,6 +117,10 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
                 };
                 commands::tools::call(&ctx, call, &merge(server, inner)).await
             }
+            Some(ToolsAction::Show {
+                name,
+                server: inner,
+            }) => commands::tools_show::run(&ctx, &name, &merge(server, inner)).await,
         },
         Command::Tasks { action, server } => match action {
             TasksAction::List => commands::tasks::list(&ctx, &server).await,

@@ -1,4 +1,5 @@
-//! `capable tools` and `capable tools call NAME --args JSON [--task]`.
+//! `capable tools` and `capable tools call NAME --args JSON [--task] [--save DIR]`
+//! (`tools show NAME` is [`super::tools_show`]).
 //!
 //! A call knows the tool before it is made: from the on-disk cache while the server's
 //! last `tools/list` is fresh, else by listing first (when the server offers tools).
@@ -19,17 +20,23 @@ use crate::flags::{Command, Global, ServerArgs, ToolsAction};
 use crate::media::{self, Binary};
 use crate::output::{self, one_line, Table};
 
-/// `tools call SERVER/TOOL` without a server given (no `--`, --url or --server):
+/// `tools call SERVER/TOOL` (or `tools show SERVER/TOOL`) without a server given (no `--`, --url or --server):
 /// the server of the config named before the first `/`, the rest its tool's name (the
 /// host's naming rule, [`capable::host::split`]).
 pub fn address_across_config(global: &mut Global, command: &mut Command) {
     let Command::Tools {
         action:
-            Some(ToolsAction::Call {
-                name,
-                server: inner,
-                ..
-            }),
+            Some(
+                ToolsAction::Call {
+                    name,
+                    server: inner,
+                    ..
+                }
+                | ToolsAction::Show {
+                    name,
+                    server: inner,
+                },
+            ),
         server,
         ..
     } = command
@@ -79,7 +86,7 @@ pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
 
 /// Every page of `tools/list` (within the session's list bounds); kept on disk when
 /// the server says for how long.
-async fn list_and_keep(s: &Session, cache: &ServerCache) -> Result<Vec<Tool>, CliError> {
+pub async fn list_and_keep(s: &Session, cache: &ServerCache) -> Result<Vec<Tool>, CliError> {
     let (tools, hint) = s.list_tools_with_hint().await?;
     let ttl = hint.ttl_ms.and_then(capable::core::time::ttl);
     let scope = hint.cache_scope.as_deref().unwrap_or("private");
