@@ -285,9 +285,7 @@ pub enum Command {
     Read {
         /// The resource URI.
         uri: String,
-        /// Write each binary item of the contents (a `blob`) to a file in DIR (created
-        /// if missing), named after its kind and place (`image-1.png`); an existing
-        /// file is never overwritten.
+        /// Write each `blob` of the contents to a file in DIR, as `tools call --save`.
         #[arg(long, value_name = "DIR")]
         save: Option<PathBuf>,
         #[command(flatten)]
@@ -433,10 +431,8 @@ pub enum ToolsAction {
         /// it started.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         task_timeout: Option<Duration>,
-        /// Write each image, audio or other binary item of the result to a file in DIR
-        /// (created if missing), named after its kind and place (`image-1.png`); an
-        /// existing file is never overwritten. Text output shows such items as a
-        /// summary (`[image/png, 4.1 KiB]`) either way.
+        /// Write each image, audio or blob of the result to a file in DIR (created if
+        /// missing), named after its kind and place (`image-2.png`), never overwriting.
         #[arg(long, value_name = "DIR")]
         save: Option<PathBuf>,
         #[command(flatten)]
