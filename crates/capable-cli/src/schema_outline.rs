@@ -5,9 +5,9 @@
 //!
 //! Schemas from FastMCP and Pydantic put their types in `$defs` and point at them
 //! with `$ref`; those references are followed within the document only (`#/$defs/X`,
-//! `#/definitions/X`, any JSON pointer, a `$anchor`), exactly as the validator
-//! ([`capable::compile_schema`]) resolves them — a `$ref` to another document is shown,
-//! never fetched. A type that contains itself is shown once and then named as
+//! `#/definitions/X`, any JSON pointer, a `$anchor`) — the references the validator
+//! ([`capable::compile_schema`]) also resolves, though it offers no walk of its own to
+//! show them; a `$ref` to another document is shown, never fetched. A type that contains itself is shown once and then named as
 //! recursive; depth and row count are bounded, so no schema can make this loop or
 //! grow without end.
 
