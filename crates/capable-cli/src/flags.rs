@@ -299,6 +299,9 @@ pub enum Command {
     Read {
         /// The resource URI.
         uri: String,
+        /// Write each `blob` of the contents to a file in DIR, as `tools call --save`.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -310,7 +313,8 @@ pub enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// List tools (marking those that come with an MCP Apps UI), or call one.
+    /// List tools (marking those that come with an MCP Apps UI), show one's arguments,
+    /// or call one.
     /// `tools --all` lists every configured server's tools as SERVER/TOOL;
     /// `tools call SERVER/TOOL` calls one across the config.
     Tools {
@@ -441,6 +445,20 @@ pub enum ToolsAction {
         /// it started.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         task_timeout: Option<Duration>,
+        /// Write each image, audio or blob of the result to a file in DIR (created if
+        /// missing), named after its kind and place (`image-2.png`), never overwriting.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Show one tool's arguments: name, type, required, description, choices and
+    /// default, nested objects indented (`$ref`s within the schema followed); with
+    /// --json the tool as the server listed it.
+    Show {
+        /// The tool's name; without a server (no `--`, --url or --server), SERVER/TOOL
+        /// names a server of the config and its tool.
+        name: String,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -558,7 +576,7 @@ mod tests {
         ])
         .unwrap();
         match cli.command {
-            Command::Read { uri, server } => {
+            Command::Read { uri, server, .. } => {
                 assert_eq!(uri, "docs://x");
                 assert_eq!(server.command, ["node", "s.js"]);
             }

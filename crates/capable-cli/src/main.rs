@@ -6,7 +6,9 @@ mod disk_cache;
 mod elicit;
 mod exit;
 mod flags;
+mod media;
 mod output;
+mod schema_outline;
 mod secrets;
 mod signals;
 
@@ -82,7 +84,9 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Inspect(server) => commands::inspect::run(&ctx, &server).await,
         Command::Bench(args) => commands::bench::run(&ctx, &args).await,
-        Command::Read { uri, server } => commands::read::run(&ctx, &uri, &server).await,
+        Command::Read { uri, save, server } => {
+            commands::read::run(&ctx, &uri, save.as_deref(), &server).await
+        }
         Command::Resources { templates, server } => {
             commands::resources::run(&ctx, templates, &server).await
         }
@@ -101,6 +105,7 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
                 args,
                 task,
                 task_timeout,
+                save,
                 server: inner,
             }) => {
                 let call = commands::tools::Call {
@@ -108,9 +113,14 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
                     arguments: &args,
                     task,
                     task_timeout,
+                    save: save.as_deref(),
                 };
                 commands::tools::call(&ctx, call, &merge(server, inner)).await
             }
+            Some(ToolsAction::Show {
+                name,
+                server: inner,
+            }) => commands::tools_show::run(&ctx, &name, &merge(server, inner)).await,
         },
         Command::Tasks { action, server } => match action {
             TasksAction::List => commands::tasks::list(&ctx, &server).await,

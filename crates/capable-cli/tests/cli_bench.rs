@@ -96,3 +96,118 @@ fn bench_sends_nothing_but_the_handshake_without_resources() {
         "only the handshake may be sent: {sent:?}"
     );
 }
+
+/// Runs `capable ARGS -- SERVER` with stderr on a terminal of 80 columns (a
+/// pseudo-terminal) and stdout piped; returns stdout and what the terminal showed.
+fn on_a_terminal(args: &[&str], server: &[String]) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::process::{Command, Stdio};
+
+    let (mut master, mut slave) = (-1, -1);
+    let size = libc::winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty writes two descriptors into the integers given and reads the
+    // window size; no name buffer and no terminal settings are passed.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let child = Command::new(common::bin())
+        .args(args)
+        .arg("--")
+        .args(server)
+        .env("TERM", "xterm")
+        .env_remove("CAPABLE_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .expect("start capable");
+    // The terminal's side is read until the child (its last holder) closes it.
+    let shown = std::thread::spawn(move || {
+        let mut file = std::fs::File::from(master);
+        let mut bytes = Vec::new();
+        let mut buf = [0; 4096];
+        while let Ok(n @ 1..) = file.read(&mut buf) {
+            bytes.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    });
+    // Bounded by the phases' own timeouts (the global --timeout of each request).
+    let out = child.wait_with_output().expect("wait for capable");
+    let shown = shown.join().unwrap_or_default();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code(), stdout, shown)
+}
+
+/// The lines a terminal shows: escape sequences left out, split at `\r` and `\n`.
+fn terminal_lines(shown: &str) -> Vec<String> {
+    let mut plain = String::new();
+    let mut chars = shown.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters, then a final letter.
+            if chars.peek() == Some(&'[') {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        plain.push(c);
+    }
+    plain
+        .split(['\r', '\n'])
+        .map(|l| l.trim_end().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn the_progress_line_fits_80_columns_with_whole_rates() {
+    let (code, stdout, shown) = on_a_terminal(
+        &["bench", "-n", "3000", "--timeout", "10s", "--warmup", "0"],
+        &fixture("read-only"),
+    );
+    assert_eq!(code, Some(0), "{stdout}\n{shown}");
+    let lines = terminal_lines(&shown);
+    let progress: Vec<&String> = lines.iter().filter(|l| l.contains("reads [")).collect();
+    assert!(!progress.is_empty(), "no progress line shown:\n{shown}");
+    for line in &progress {
+        assert!(
+            line.chars().count() <= 80,
+            "wider than 80 columns: {line:?}"
+        );
+        // Whole, and not cut off at the edge: `… 856/3000 3850/s`.
+        let rate = line.rsplit(' ').next().unwrap_or("");
+        let digits = rate
+            .strip_suffix("/s")
+            .unwrap_or_else(|| panic!("{line:?}"));
+        assert!(
+            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()),
+            "not a whole rate: {line:?}"
+        );
+    }
+    // The table's rates are whole too.
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("sequential reads"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let rps = row.split_whitespace().nth(4).unwrap_or("");
+    assert!(rps.bytes().all(|b| b.is_ascii_digit()), "{row}");
+}

@@ -365,6 +365,51 @@ fn people_see_each_revision_with_its_read_time() {
     );
 }
 
+/// `capable ARGS -- SERVER` with stdout and stderr written to one file, in the order
+/// they were written (each line is one write).
+fn interleaved(args: &[&str], server: &[String]) -> (Option<i32>, String) {
+    let out = TempFile::new("watch-interleaved.txt", "");
+    let file = std::fs::File::create(&out.0).expect("output file");
+    let status = Command::new(bin())
+        .args(args)
+        .arg("--")
+        .args(server)
+        .env_remove("CAPABLE_LOG")
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().expect("a second handle"))
+        .stderr(file)
+        .status()
+        .expect("capable runs");
+    let text = std::fs::read_to_string(&out.0).expect("output");
+    (status.code(), text)
+}
+
+#[test]
+fn people_are_told_it_waits_after_the_first_revision() {
+    let mut server = fixture("subscribe");
+    server.extend(["--update-interval".into(), "50ms".into()]);
+    let (code, text) = interleaved(&["watch", "--updates", "1", MANUAL], &server);
+    assert_eq!(code, Some(0), "{text}");
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing:\n{text}"))
+    };
+    let waiting = at("capable: waiting for changes (the server says when it changes)");
+    let first = at("read at ");
+    let second = text[first + 1..]
+        .find("read at ")
+        .expect("a second revision")
+        + first
+        + 1;
+    assert!(first < waiting && waiting < second, "{text}");
+    assert_eq!(text.matches("waiting for changes").count(), 1, "{text}");
+
+    // --json says nothing of the kind: its mode line says how changes arrive.
+    let json = capable_with(&["--json", "watch", "--updates", "1", MANUAL], &server, T);
+    json.expect_code(0);
+    assert!(!json.stderr.contains("waiting"), "{}", json.stderr);
+}
+
 // ── audit ──────────────────────────────────────────────────────────────────────
 
 fn check<'a>(report: &'a Value, capability: &str, name: &str) -> &'a Value {

@@ -17,6 +17,7 @@ pub mod skills;
 pub mod tasks;
 pub mod tools;
 pub mod tools_all;
+pub mod tools_show;
 pub mod ui;
 pub mod watch;
 

@@ -1,13 +1,15 @@
-//! `capable tools` and `capable tools call NAME --args JSON [--task]`.
+//! `capable tools` and `capable tools call NAME --args JSON [--task] [--save DIR]`
+//! (`tools show NAME` is [`super::tools_show`]).
 //!
 //! A call knows the tool before it is made: from the on-disk cache while the server's
 //! last `tools/list` is fresh, else by listing first (when the server offers tools).
 //! So the `Mcp-Param-*` headers its `x-mcp-header` annotations ask for go out, and
 //! its `structuredContent` is checked against its `outputSchema`.
 
+use std::path::Path;
 use std::time::Duration;
 
-use capable::core::model::{Task, Tool};
+use capable::core::model::{CallToolResult, Task, Tool};
 use capable::core::{Method, Notification};
 use capable::{Error, RequestOptions, Session, TaskWait, ToolCall};
 
@@ -15,19 +17,26 @@ use super::{parse_args, with_session, Context};
 use crate::disk_cache::ServerCache;
 use crate::exit::CliError;
 use crate::flags::{Command, Global, ServerArgs, ToolsAction};
+use crate::media::{self, Binary};
 use crate::output::{self, one_line, Table};
 
-/// `tools call SERVER/TOOL` without a server given (no `--`, --url or --server):
+/// `tools call SERVER/TOOL` (or `tools show SERVER/TOOL`) without a server given (no `--`, --url or --server):
 /// the server of the config named before the first `/`, the rest its tool's name (the
 /// host's naming rule, [`capable::host::split`]).
 pub fn address_across_config(global: &mut Global, command: &mut Command) {
     let Command::Tools {
         action:
-            Some(ToolsAction::Call {
-                name,
-                server: inner,
-                ..
-            }),
+            Some(
+                ToolsAction::Call {
+                    name,
+                    server: inner,
+                    ..
+                }
+                | ToolsAction::Show {
+                    name,
+                    server: inner,
+                },
+            ),
         server,
         ..
     } = command
@@ -77,7 +86,7 @@ pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
 
 /// Every page of `tools/list` (within the session's list bounds); kept on disk when
 /// the server says for how long.
-async fn list_and_keep(s: &Session, cache: &ServerCache) -> Result<Vec<Tool>, CliError> {
+pub async fn list_and_keep(s: &Session, cache: &ServerCache) -> Result<Vec<Tool>, CliError> {
     let (tools, hint) = s.list_tools_with_hint().await?;
     let ttl = hint.ttl_ms.and_then(capable::core::time::ttl);
     let scope = hint.cache_scope.as_deref().unwrap_or("private");
@@ -91,6 +100,8 @@ pub struct Call<'a> {
     pub arguments: &'a str,
     pub task: bool,
     pub task_timeout: Option<Duration>,
+    /// `--save DIR`: where the result's images, audio and blobs are written.
+    pub save: Option<&'a Path>,
 }
 
 pub async fn call(ctx: &Context, call: Call<'_>, args: &ServerArgs) -> Result<(), CliError> {
@@ -143,33 +154,59 @@ pub async fn call(ctx: &Context, call: Call<'_>, args: &ServerArgs) -> Result<()
                 }
             }
         }
-        if ctx.global.json {
+        let failed = if ctx.global.json {
             output::json(&result)?;
+            let items = binaries(&result.content);
+            call.save.and_then(|dir| media::save_quietly(items, dir))
         } else {
-            let mut text = String::new();
-            for block in &result.content {
-                match block.get("text").and_then(|t| t.as_str()) {
-                    Some(t) => text.push_str(t),
-                    None => text.push_str(&block.to_string()),
-                }
-                text.push('\n');
-            }
+            let (text, failed) = human_result(&result, call.save);
             output::print(&text)?;
-            if let Some(structured) = &result.structured_content {
-                output::print(&format!("structured: {structured}\n"))?;
-            }
-        }
+            failed
+        };
         // The result is the output either way; the exit code says the tool failed.
         if result.is_error == Some(true) {
             return Err(CliError::ToolError {
                 tool: call.name.to_owned(),
             });
         }
-        Ok(())
+        failed.map_or(Ok(()), |why| Err(media::save_failed(why)))
     };
     let outcome = work(&session).await;
     session.close().await;
     outcome
+}
+
+/// The binary items among a result's content blocks (images, audio, blobs).
+fn binaries(content: &[serde_json::Value]) -> impl Iterator<Item = Binary<'_>> {
+    content
+        .iter()
+        .enumerate()
+        .filter_map(|(i, block)| Binary::from_block(i + 1, block))
+}
+
+/// A tool's result for people: each text block as it is, each image, audio or blob
+/// as one summary line (saved first with `--save`), anything else as its JSON, then
+/// the structured content. Also returns the first failure to save.
+fn human_result(result: &CallToolResult, save: Option<&Path>) -> (String, Option<String>) {
+    let mut text = String::new();
+    let mut failed = None;
+    for (i, block) in result.content.iter().enumerate() {
+        if let Some(item) = Binary::from_block(i + 1, block) {
+            let shown = media::show(&item, save);
+            text.push_str(&shown.line);
+            failed = failed.or(shown.failed);
+        } else {
+            match block.get("text").and_then(|t| t.as_str()) {
+                Some(t) => text.push_str(t),
+                None => text.push_str(&block.to_string()),
+            }
+        }
+        text.push('\n');
+    }
+    if let Some(structured) = &result.structured_content {
+        text.push_str(&format!("structured: {structured}\n"));
+    }
+    (text, failed)
 }
 
 /// Follows a task to its end, its status on stderr; Ctrl-C cancels it with

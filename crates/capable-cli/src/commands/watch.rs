@@ -21,6 +21,7 @@
 use std::time::{Duration, Instant};
 
 use capable::core::restart::{Decision, GiveUpReason, RestartPolicy, Restarts};
+use capable::core::watch::WatchMode;
 use capable::core::{Flag, Refusal};
 use capable::{Error, ResourceRead, Session, WatchEvent, WatchPolicy};
 use serde_json::json;
@@ -157,6 +158,8 @@ async fn watch(
         .watch(uri, policy)
         .map_err(|e| refused(session, e))?;
     let json = ctx.global.json;
+    // How changes arrive, from the last mode event: said once the first revision is out.
+    let mut arriving = None;
     let interrupted = ctx.signals.received();
     tokio::pin!(interrupted);
     let outcome = loop {
@@ -171,6 +174,9 @@ async fn watch(
         match event {
             Ok(event) => {
                 let is_revision = matches!(event, WatchEvent::Revision(_));
+                if let WatchEvent::Mode { mode, .. } = &event {
+                    arriving = Some(*mode);
+                }
                 if let Err(e) = print_event(json, uri, &event) {
                     break Err(e);
                 }
@@ -179,6 +185,9 @@ async fn watch(
                     // The first revision, then N updates.
                     if args.updates.is_some_and(|n| *revisions > n) {
                         break Ok(Ended::Done);
+                    }
+                    if *revisions == 1 && !json {
+                        output::eprint_line(&waiting(arriving, args.poll));
                     }
                 }
             }
@@ -194,6 +203,30 @@ async fn watch(
         e => Err(e),
     })?;
     Ok(ended)
+}
+
+/// Tells a person at the terminal, once the first revision is shown, that the
+/// command has not hung: it waits for the next one (stderr; never with `--json`,
+/// whose lines say the mode already).
+fn waiting(mode: Option<WatchMode>, poll: Option<Duration>) -> String {
+    let how = match (mode, poll) {
+        (Some(WatchMode::Poll), Some(every)) => format!("re-reading every {}", shown(every)),
+        (Some(WatchMode::Poll), None) => "re-reading".to_owned(),
+        (Some(WatchMode::Subscribe | WatchMode::Listen), _) => {
+            "the server says when it changes".to_owned()
+        }
+        (None, _) => "as the server offers".to_owned(),
+    };
+    format!("capable: waiting for changes ({how}); Ctrl-C stops")
+}
+
+/// `5 s`, `250 ms`.
+fn shown(d: Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
 }
 
 /// A refused watch, in words that say what the server declared and what to pass.
@@ -249,4 +282,25 @@ fn human_revision(read: &ResourceRead) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiting_says_how_changes_arrive() {
+        let poll = waiting(Some(WatchMode::Poll), Some(Duration::from_secs(5)));
+        assert_eq!(
+            poll,
+            "capable: waiting for changes (re-reading every 5 s); Ctrl-C stops"
+        );
+        let poll = waiting(Some(WatchMode::Poll), Some(Duration::from_millis(250)));
+        assert!(poll.contains("every 250 ms"), "{poll}");
+        let listen = waiting(Some(WatchMode::Listen), None);
+        assert!(
+            listen.contains("the server says when it changes"),
+            "{listen}"
+        );
+    }
 }

@@ -6,6 +6,7 @@
 
 pub mod journey;
 pub mod oauth;
+pub mod scripted;
 pub mod servers;
 
 use std::io::Read;
