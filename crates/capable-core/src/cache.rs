@@ -108,19 +108,10 @@ pub fn applies_to(era: Era) -> bool {
     era == Era::Modern
 }
 
-/// The methods whose results carry caching hints.
+/// The methods whose results carry caching hints: the method table's cacheable
+/// column ([`crate::method::MethodProps::is_cacheable`]).
 pub fn is_cacheable(method: Method) -> bool {
-    matches!(
-        method,
-        Method::Discover
-            | Method::ListTools
-            | Method::ListPrompts
-            | Method::ListResources
-            | Method::ListResourceTemplates
-            | Method::ReadResource
-            | Method::ListSkills
-            | Method::GetSkill
-    )
+    method.props().is_cacheable()
 }
 
 /// Which result a request asks for: its method and the params that choose the answer.
