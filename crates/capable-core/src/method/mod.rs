@@ -12,6 +12,10 @@
 //! | target member | the member of its params that names its target (`Mcp-Name`) | [`Method::target_member`] |
 //! | task role | what it is to tasks | [`crate::task_bridge::TaskBridge::route`] |
 //!
+//! The notification methods, each way, are named once in the same manner:
+//! [`NotificationMethod`] (the server's) and [`ClientNotificationMethod`] (the
+//! client's).
+//!
 //! The enum, [`Method::ALL`], the names both ways and the rows are all written by the
 //! macro from the same list, so none can miss a method or disagree with another. The
 //! rows are a `static` array indexed by the variant: reading one is a load, with no
@@ -37,8 +41,10 @@
 
 use std::fmt;
 
+mod notifications;
 mod props;
 
+pub use notifications::{ClientNotificationMethod, NotificationMethod};
 pub(crate) use props::Need;
 use props::{both, eras, legacy, modern};
 pub use props::{MethodProps, TaskRole};
