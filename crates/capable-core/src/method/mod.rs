@@ -26,18 +26,21 @@
 //! 1. A row in the table below: its variant (with a doc comment), its wire name, and
 //!    its properties, built from the eras it exists in (`legacy`, `modern`, `both`,
 //!    `eras`) and what else holds of it (`.cacheable()`, `.asks_for_input()`,
-//!    `.target("…")`, `.task(…)`); see [`MethodProps`]. The gating table, the cache, the
-//!    rounds, `Mcp-Name` and the bridge's tasks follow from it.
+//!    `.target("…")`, `.task(…)`); see [`MethodProps`]. The gating table, the cache,
+//!    the caching hints a bridge adds, the rounds, `Mcp-Name` and the bridge's tasks
+//!    follow from it; the gating table's documentation ([`crate::gating`]) gets its
+//!    line by hand.
 //! 2. Its params and result, when they are new, under [`crate::model`].
 //! 3. What a host calls: a method of the shell's `Session` (`session/methods.rs`),
 //!    and the audit if the result has something to check.
-//! 4. Where a person calls it: the CLI's flag and command file, the inspector's
-//!    handler, route and history entry.
-//! 5. Where the bridge with many servers answers it itself or routes it
-//!    (`bridge/many/`), and an answer in the fixture server, for the tests.
+//! 4. Where a person calls it: the CLI's flag and command file; the inspector's
+//!    handler, route, history entry and page.
+//! 5. The bridge, where it does more than pass the request on: with many servers,
+//!    which server answers it (`bridge/many/`); for a method of one era only, what a
+//!    host of the other era's request becomes (the relay's era matrix,
+//!    `bridge/relay/era.rs`). And an answer in the fixture server, for the tests.
 //!
-//! Steps 2–5 are the method's own code; the compiler points at the `match`es on
-//! [`Method`] that need an arm.
+//! Steps 2–5 are the method's own code: nothing in them repeats the row.
 
 use std::fmt;
 
