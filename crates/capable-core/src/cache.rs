@@ -36,7 +36,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::jsonrpc::{Params, Payload};
-use crate::method::Method;
+use crate::method::{Method, NotificationMethod};
 use crate::model::is_same_or_sub_resource;
 use crate::time::Now;
 use crate::version::Era;
@@ -108,19 +108,10 @@ pub fn applies_to(era: Era) -> bool {
     era == Era::Modern
 }
 
-/// The methods whose results carry caching hints.
+/// The methods whose results carry caching hints: the method table's cacheable
+/// column ([`crate::method::MethodProps::is_cacheable`]).
 pub fn is_cacheable(method: Method) -> bool {
-    matches!(
-        method,
-        Method::Discover
-            | Method::ListTools
-            | Method::ListPrompts
-            | Method::ListResources
-            | Method::ListResourceTemplates
-            | Method::ReadResource
-            | Method::ListSkills
-            | Method::GetSkill
-    )
+    method.props().is_cacheable()
 }
 
 /// Which result a request asks for: its method and the params that choose the answer.
@@ -301,14 +292,14 @@ impl ResponseCache {
     /// Drops what a server notification says is out of date (see the module
     /// documentation). Returns how many results were dropped.
     pub fn on_notification(&mut self, method: &str, params: &Value) -> usize {
-        match method {
-            "notifications/tools/list_changed" => self.invalidate(Method::ListTools),
-            "notifications/prompts/list_changed" => self.invalidate(Method::ListPrompts),
-            "notifications/resources/list_changed" => {
+        match NotificationMethod::from_name(method) {
+            Some(NotificationMethod::ToolsListChanged) => self.invalidate(Method::ListTools),
+            Some(NotificationMethod::PromptsListChanged) => self.invalidate(Method::ListPrompts),
+            Some(NotificationMethod::ResourcesListChanged) => {
                 self.invalidate(Method::ListResources)
                     + self.invalidate(Method::ListResourceTemplates)
             }
-            "notifications/resources/updated" => {
+            Some(NotificationMethod::ResourceUpdated) => {
                 let Some(updated) = params.get("uri").and_then(Value::as_str) else {
                     return 0;
                 };

@@ -1,7 +1,8 @@
 //! The gating table: which client→server methods a host may call, derived from the
 //! negotiated protocol version and the server's declared capabilities alone.
 //!
-//! This is the only place that decides whether a method may be sent. Every request the
+//! This is the only place that decides whether a method may be sent; what each method
+//! needs per era is its row of the method table ([`crate::method`]). Every request the
 //! client issues passes [`check`] first; [`actions`] lists what passes. A refusal is
 //! local: nothing reaches the server.
 //!
@@ -25,7 +26,7 @@ use serde_json::Value;
 
 use crate::capabilities::{Capability, Flag, ServerCapabilities};
 use crate::extensions::{Extension, TaskFeature};
-use crate::method::Method;
+use crate::method::{Method, Need};
 use crate::version::{Era, ProtocolVersion};
 
 /// What a method needs before it may be sent.
@@ -65,50 +66,27 @@ impl Requirement {
     }
 }
 
-/// The table itself: what `method` needs in `version`.
+/// What `method` needs in `version`: its row of the method table
+/// ([`Method::props`]) says what it needs in `version`'s era; here that is read for
+/// the version itself (`completion/complete` announced from 2025-03-26 on, core tasks
+/// in 2025-11-25 only).
 pub fn requirement(method: Method, version: ProtocolVersion) -> Requirement {
     use Requirement as R;
-    let era = version.era();
-    match method {
-        Method::Initialize | Method::Ping if era == Era::Legacy => R::Nothing,
-        Method::Discover if era == Era::Modern => R::Nothing,
-        Method::Initialize | Method::Ping | Method::Discover => R::NotInVersion,
-        Method::ListResources | Method::ListResourceTemplates | Method::ReadResource => {
-            R::Capability(Capability::Resources)
-        }
-        Method::Subscribe | Method::Unsubscribe => match era {
-            Era::Legacy => R::Flag(Capability::Resources, Flag::Subscribe),
-            Era::Modern => R::NotInVersion,
-        },
-        Method::Listen => match era {
-            Era::Legacy => R::NotInVersion,
-            Era::Modern => R::ListenFilter,
-        },
-        Method::ListTools | Method::CallTool => R::Capability(Capability::Tools),
-        Method::ListPrompts | Method::GetPrompt => R::Capability(Capability::Prompts),
-        Method::SetLoggingLevel => match era {
-            Era::Legacy => R::Capability(Capability::Logging),
-            Era::Modern => R::NotInVersion,
-        },
-        Method::Complete if version.has_completions_flag() => {
+    let Some(need) = method.props().need(version.era()) else {
+        return R::NotInVersion;
+    };
+    match need {
+        Need::Nothing => R::Nothing,
+        Need::Capability(c) => R::Capability(c),
+        Need::Flag(c, f) => R::Flag(c, f),
+        Need::ListenFilter => R::ListenFilter,
+        Need::Extension(e) => R::Extension(e),
+        Need::Completions if version.has_completions_flag() => {
             R::Capability(Capability::Completions)
         }
-        Method::Complete => R::Unannounced,
-        Method::GetTask | Method::CancelTask if era == Era::Modern => {
-            R::Extension(Extension::Tasks)
-        }
-        Method::UpdateTask if era == Era::Modern => R::Extension(Extension::Tasks),
-        Method::GetTask | Method::TaskResult if version.has_core_tasks() => {
-            R::Tasks(TaskFeature::Any)
-        }
-        Method::ListTasks if version.has_core_tasks() => R::Tasks(TaskFeature::List),
-        Method::CancelTask if version.has_core_tasks() => R::Tasks(TaskFeature::Cancel),
-        Method::GetTask
-        | Method::TaskResult
-        | Method::ListTasks
-        | Method::CancelTask
-        | Method::UpdateTask => R::NotInVersion,
-        Method::ListSkills | Method::GetSkill => R::Extension(Extension::Skills),
+        Need::Completions => R::Unannounced,
+        Need::CoreTasks(feature) if version.has_core_tasks() => R::Tasks(feature),
+        Need::CoreTasks(_) => R::NotInVersion,
     }
 }
 

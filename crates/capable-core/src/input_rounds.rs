@@ -56,13 +56,11 @@ pub fn applies_to(era: Era) -> bool {
 }
 
 /// Whether a request of `method` may be answered with `input_required` (2026-07-28:
-/// `tools/call`, `prompts/get` and `resources/read` only), and so whether a relay may
-/// put a server's questions in a round of it.
+/// `tools/call`, `prompts/get` and `resources/read` only, the method table's column
+/// [`crate::method::MethodProps::may_ask_for_input`]), and so whether a relay may put
+/// a server's questions in a round of it.
 pub fn may_ask_for_input(method: Method) -> bool {
-    matches!(
-        method,
-        Method::CallTool | Method::GetPrompt | Method::ReadResource
-    )
+    method.props().may_ask_for_input()
 }
 
 /// What an answer to a request means, as far as input goes.

@@ -38,110 +38,11 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::capabilities::{Capability, Flag};
+pub use crate::method::NotificationMethod;
+
 use crate::jsonrpc::{Payload, RequestId};
 use crate::method::Method;
 use crate::model::{self, ProgressParams, Task};
-
-/// A server→client notification method the protocol defines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum NotificationMethod {
-    /// `notifications/cancelled`.
-    Cancelled,
-    /// `notifications/progress`.
-    Progress,
-    /// `notifications/message`.
-    Message,
-    /// `notifications/resources/updated`.
-    ResourceUpdated,
-    /// `notifications/resources/list_changed`.
-    ResourcesListChanged,
-    /// `notifications/tools/list_changed`.
-    ToolsListChanged,
-    /// `notifications/prompts/list_changed`.
-    PromptsListChanged,
-    /// `notifications/tasks/status` (2025-11-25).
-    TaskStatus,
-    /// `notifications/elicitation/complete` (2025-11-25).
-    ElicitationComplete,
-    /// `notifications/subscriptions/acknowledged` (2026-07-28).
-    SubscriptionsAcknowledged,
-}
-
-impl NotificationMethod {
-    /// Every method, in the order of the module's table.
-    pub const ALL: [NotificationMethod; 10] = [
-        NotificationMethod::Cancelled,
-        NotificationMethod::Progress,
-        NotificationMethod::Message,
-        NotificationMethod::ResourceUpdated,
-        NotificationMethod::ResourcesListChanged,
-        NotificationMethod::ToolsListChanged,
-        NotificationMethod::PromptsListChanged,
-        NotificationMethod::TaskStatus,
-        NotificationMethod::ElicitationComplete,
-        NotificationMethod::SubscriptionsAcknowledged,
-    ];
-
-    /// The method name on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NotificationMethod::Cancelled => "notifications/cancelled",
-            NotificationMethod::Progress => "notifications/progress",
-            NotificationMethod::Message => "notifications/message",
-            NotificationMethod::ResourceUpdated => "notifications/resources/updated",
-            NotificationMethod::ResourcesListChanged => "notifications/resources/list_changed",
-            NotificationMethod::ToolsListChanged => "notifications/tools/list_changed",
-            NotificationMethod::PromptsListChanged => "notifications/prompts/list_changed",
-            NotificationMethod::TaskStatus => "notifications/tasks/status",
-            NotificationMethod::ElicitationComplete => "notifications/elicitation/complete",
-            NotificationMethod::SubscriptionsAcknowledged => {
-                "notifications/subscriptions/acknowledged"
-            }
-        }
-    }
-
-    /// The method a wire name names; `None` for one the protocol does not define.
-    pub fn from_name(name: &str) -> Option<NotificationMethod> {
-        NotificationMethod::ALL
-            .into_iter()
-            .find(|m| m.as_str() == name)
-    }
-
-    /// What the notification presupposes the server declared (`None`: nothing, or
-    /// not a server's to declare): a `list_changed` its list's `listChanged`,
-    /// `resources/updated` `resources.subscribe`, a log line `logging`.
-    pub fn requirement(self) -> Option<(Capability, Option<Flag>)> {
-        Some(match self {
-            NotificationMethod::ResourcesListChanged => {
-                (Capability::Resources, Some(Flag::ListChanged))
-            }
-            NotificationMethod::ResourceUpdated => (Capability::Resources, Some(Flag::Subscribe)),
-            NotificationMethod::ToolsListChanged => (Capability::Tools, Some(Flag::ListChanged)),
-            NotificationMethod::PromptsListChanged => {
-                (Capability::Prompts, Some(Flag::ListChanged))
-            }
-            NotificationMethod::Message => (Capability::Logging, None),
-            _ => return None,
-        })
-    }
-
-    /// For a `list_changed`, the list method whose answers it makes stale.
-    pub fn list_changed(self) -> Option<Method> {
-        Some(match self {
-            NotificationMethod::ResourcesListChanged => Method::ListResources,
-            NotificationMethod::ToolsListChanged => Method::ListTools,
-            NotificationMethod::PromptsListChanged => Method::ListPrompts,
-            _ => return None,
-        })
-    }
-}
-
-impl std::fmt::Display for NotificationMethod {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A `notifications/message` log line.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -351,6 +252,7 @@ impl Notification {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capabilities::{Capability, Flag};
     use serde_json::json;
 
     #[test]

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::jsonrpc::{self, Params, RequestId, RpcError};
-use crate::method::Method;
+use crate::method::{ClientNotificationMethod, Method};
 use crate::model::CancelledParams;
 use crate::version::ProtocolVersion;
 
@@ -309,7 +309,8 @@ impl Outbox {
 
     /// Writes `notifications/initialized`.
     pub fn write_initialized(&mut self) {
-        jsonrpc::write_notification::<()>(&mut self.bytes, "notifications/initialized", None);
+        let method = ClientNotificationMethod::Initialized.as_str();
+        jsonrpc::write_notification::<()>(&mut self.bytes, method, None);
         self.noted(Note::Initialized);
     }
 
@@ -319,7 +320,8 @@ impl Outbox {
             request_id: id.clone(),
             reason: Some(reason.to_owned()),
         };
-        jsonrpc::write_notification(&mut self.bytes, "notifications/cancelled", Some(&params));
+        let method = ClientNotificationMethod::Cancelled.as_str();
+        jsonrpc::write_notification(&mut self.bytes, method, Some(&params));
         match id {
             RequestId::Number(id) => self.noted(Note::Cancelled { id: *id }),
             other => self.wrote(Outgoing::Cancelled { id: other.clone() }),

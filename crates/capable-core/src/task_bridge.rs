@@ -46,7 +46,7 @@ use serde_json::{json, Map, Value};
 use crate::capabilities::ServerCapabilities;
 use crate::extensions::Extension;
 use crate::jsonrpc::{codes, RpcError};
-use crate::method::Method;
+use crate::method::{Method, TaskRole};
 use crate::model::{Task, TaskStatus};
 use crate::version::{Era, ProtocolVersion};
 
@@ -173,7 +173,8 @@ impl TaskBridge {
         ServerCapabilities::from_map(raw)
     }
 
-    /// What the bridge does with the host's request for `method`. `mentions_task`
+    /// What the bridge does with the host's request for `method`, by what `method` is
+    /// to tasks (its [`TaskRole`] in the method table). `mentions_task`
     /// says whether its params mention `task` (a 2025-11-25 call asking for one: read
     /// before any decoding); `host_declared` whether a 2026-07-28 host declared the
     /// tasks extension on it (without it, the host gets no task: one a tool requires is
@@ -186,31 +187,37 @@ impl TaskBridge {
         host_declared: impl FnOnce() -> bool,
     ) -> Route {
         use Carry::*;
-        match (self, method) {
-            (TaskBridge::Direct, _) => Route::Pass,
-            (TaskBridge::LegacyHost, Method::ListTools) => Route::Carry(ListToolsForLegacy),
-            (TaskBridge::LegacyHost, Method::CallTool) => Route::Carry(CallForLegacy {
-                asked: mentions_task(),
+        match (self, method.props().task_role()) {
+            (TaskBridge::Direct, _) | (_, None) => Route::Pass,
+            (TaskBridge::LegacyHost, Some(role)) => Route::Carry(match role {
+                TaskRole::ToolList => ListToolsForLegacy,
+                TaskRole::Call => CallForLegacy {
+                    asked: mentions_task(),
+                },
+                TaskRole::Status => GetForLegacy,
+                TaskRole::Outcome => ResultForLegacy,
+                TaskRole::Cancel => CancelForLegacy,
+                TaskRole::List => ListForLegacy,
+                // Not in a legacy host's era: the gating table refuses it.
+                TaskRole::Answers => return Route::Pass,
             }),
-            (TaskBridge::LegacyHost, Method::GetTask) => Route::Carry(GetForLegacy),
-            (TaskBridge::LegacyHost, Method::TaskResult) => Route::Carry(ResultForLegacy),
-            (TaskBridge::LegacyHost, Method::CancelTask) => Route::Carry(CancelForLegacy),
-            (TaskBridge::LegacyHost, Method::ListTasks) => Route::Carry(ListForLegacy),
-            (TaskBridge::ModernHost { .. }, Method::CallTool) => Route::Carry(CallForModern {
-                declared: host_declared(),
+            (TaskBridge::ModernHost { cancel }, Some(role)) => Route::Carry(match role {
+                TaskRole::Call => CallForModern {
+                    declared: host_declared(),
+                },
+                TaskRole::Status => GetForModern,
+                TaskRole::Cancel if cancel => CancelForModern,
+                TaskRole::Cancel => {
+                    return Route::Refuse(not_mapped(
+                        "tasks/cancel: the 2025-11-25 server behind the bridge does not \
+                         declare tasks.cancel",
+                    ))
+                }
+                TaskRole::Answers => UpdateForModern,
+                // A 2026-07-28 host's tools/list passes as it is; tasks/result and
+                // tasks/list are not in its era.
+                TaskRole::ToolList | TaskRole::Outcome | TaskRole::List => return Route::Pass,
             }),
-            (TaskBridge::ModernHost { .. }, Method::GetTask) => Route::Carry(GetForModern),
-            (TaskBridge::ModernHost { cancel: true }, Method::CancelTask) => {
-                Route::Carry(CancelForModern)
-            }
-            (TaskBridge::ModernHost { cancel: false }, Method::CancelTask) => {
-                Route::Refuse(not_mapped(
-                    "tasks/cancel: the 2025-11-25 server behind the bridge does not declare \
-                     tasks.cancel",
-                ))
-            }
-            (TaskBridge::ModernHost { .. }, Method::UpdateTask) => Route::Carry(UpdateForModern),
-            _ => Route::Pass,
         }
     }
 }

@@ -117,6 +117,55 @@ fn discover_is_answered_and_every_modern_request_needs_its_envelope() {
 }
 
 #[test]
+fn a_legacy_servers_skills_reach_a_modern_client_with_caching_hints() {
+    // The skills extension (SEP-2640) makes `ListSkillsResult` and `GetSkillResult`
+    // extend 2026-07-28's `CacheableResult`: a relayed legacy answer, which has no
+    // hints, gets them; a result that is no `CacheableResult` gets none.
+    let skills = json!({"io.modelcontextprotocol/skills": {}});
+    let caps = json!({"resources": {}, "completions": {}, "extensions": skills});
+    let mut s = server(caps, ProtocolChoice::Auto);
+    s.version = MODERN;
+    let complete = json!({"ref": {"type": "ref/prompt", "name": "p"},
+        "argument": {"name": "a", "value": ""}});
+    for (id, method, params, legacy, hinted) in [
+        (1, "skills/list", json!({}), r#"{"skills":[]}"#, true),
+        (
+            2,
+            "skills/get",
+            json!({"uri": "skill://a/SKILL.md"}),
+            r#"{"skill":{"uri":"skill://a/SKILL.md","resources":"dynamic","frontmatter":{}}}"#,
+            true,
+        ),
+        (3, "resources/list", json!({}), r#"{"resources":[]}"#, true),
+        (
+            4,
+            "completion/complete",
+            complete,
+            r#"{"completion":{"values":[]}}"#,
+            false,
+        ),
+    ] {
+        let Event::Request(r) = s.modern(id, method, params) else {
+            panic!("{method} not routed")
+        };
+        let raw: Box<serde_json::value::RawValue> = serde_json::from_str(legacy).unwrap();
+        assert!(s
+            .server
+            .respond_from_legacy(&r.id, r.method, &raw, &mut s.out));
+        let answer = &s.written()[0]["result"];
+        assert_eq!(answer["resultType"], "complete", "{method}");
+        match hinted {
+            true => assert_eq!(
+                (&answer["ttlMs"], &answer["cacheScope"]),
+                (&json!(0), &json!("private")),
+                "{method}"
+            ),
+            false => assert!(answer.get("ttlMs").is_none(), "{method}: {answer}"),
+        }
+    }
+}
+
+#[test]
 fn a_legacy_only_server_answers_the_probe_as_unknown_and_wants_initialize_first() {
     let mut s = server(json!({"resources": {}}), ProtocolChoice::Legacy);
     s.modern(1, "server/discover", json!({}));

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::jsonrpc::{codes, RequestId};
-use crate::method::Method;
+use crate::method::{ClientNotificationMethod, Method};
 use crate::outbox::{Outgoing, OutgoingRequest};
 use crate::version::ProtocolVersion;
 
@@ -89,8 +89,8 @@ impl Message {
     pub(crate) fn describe(&self) -> String {
         match &self.what {
             Outgoing::Request(r) => r.method.as_str().to_owned(),
-            Outgoing::Initialized => "notifications/initialized".to_owned(),
-            Outgoing::Cancelled { .. } => "notifications/cancelled".to_owned(),
+            Outgoing::Initialized => ClientNotificationMethod::Initialized.as_str().to_owned(),
+            Outgoing::Cancelled { .. } => ClientNotificationMethod::Cancelled.as_str().to_owned(),
             Outgoing::Notification { method } => method.clone(),
             _ => "a response".to_owned(),
         }

@@ -5,7 +5,7 @@
 //! | 2026-07-28 requires | a legacy result | so the relay adds |
 //! |---|---|---|
 //! | `resultType` on every result | has none (absent means `complete`) | `"resultType": "complete"` |
-//! | `ttlMs` and `cacheScope` on lists, reads and `server/discover` | has no caching hints | `"ttlMs": 0`, `"cacheScope": "private"`: fresh for no time, for this client only |
+//! | `ttlMs` and `cacheScope` on `server/discover`, the lists and the reads (`CacheableResult`; the skills extension's `skills/list` and `skills/get` too): the method table's cacheable methods, [`crate::cache::is_cacheable`] | has no caching hints | `"ttlMs": 0`, `"cacheScope": "private"`: fresh for no time, for this client only |
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -15,19 +15,6 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::method::Method;
-
-/// Whether a 2026-07-28 result of `method` must carry caching hints.
-fn cacheable(method: Method) -> bool {
-    matches!(
-        method,
-        Method::ListTools
-            | Method::ListPrompts
-            | Method::ListResources
-            | Method::ListResourceTemplates
-            | Method::ReadResource
-            | Method::Discover
-    )
-}
 
 /// Each member a legacy result may need: its name as it appears in JSON text, and its
 /// value.
@@ -52,7 +39,7 @@ fn change(method: Method, raw: &str) -> Change<'_> {
     // Their searchers, built once.
     static FINDERS: LazyLock<[Finder<'static>; 3]> =
         LazyLock::new(|| ALL.map(|(name, _)| Finder::new(name)));
-    let members = match cacheable(method) {
+    let members = match method.props().is_cacheable() {
         true => &ALL[..],
         false => &ALL[..1],
     };
@@ -158,6 +145,35 @@ mod tests {
             Some(0),
             "not an object's start: as it is"
         );
+    }
+
+    #[test]
+    fn a_legacy_skills_result_gets_the_hints_the_skills_extension_requires() {
+        // SEP-2640: `ListSkillsResult` and `GetSkillResult` extend 2026-07-28's
+        // `CacheableResult`, so `ttlMs` and `cacheScope` are required on them.
+        assert_eq!(
+            parsed(Method::ListSkills, r#"{"skills":[]}"#),
+            json!({"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "skills": []})
+        );
+        let skill = json!({"uri": "skill://a/SKILL.md", "resources": "dynamic",
+            "frontmatter": {"name": "a", "description": "d"}});
+        assert_eq!(
+            parsed(Method::GetSkill, &json!({ "skill": skill }).to_string()),
+            json!({"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "skill": skill})
+        );
+    }
+
+    #[test]
+    fn hints_go_on_the_results_a_modern_client_keeps_and_on_no_other() {
+        for method in Method::ALL {
+            let result = parsed(method, "{}");
+            assert_eq!(
+                result.get("ttlMs").is_some(),
+                crate::cache::is_cacheable(method),
+                "{method}"
+            );
+            assert_eq!(result["resultType"], "complete", "{method}");
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ use serde_json::json;
 use crate::extensions::Extension;
 use crate::gating::{self, Requirement};
 use crate::jsonrpc::{self, codes, FramingError, Incoming, Payload, RequestId, RpcError};
-use crate::method::Method;
+use crate::method::{ClientNotificationMethod, Method};
 use crate::model::{CancelledParams, Empty};
 use crate::outbox::Outbox;
 use crate::version::{Era, ProtocolVersion};
@@ -296,12 +296,12 @@ impl<W> ServerConnection<W> {
     }
 
     fn on_notification(&mut self, method: String, params: Payload) -> Event<W> {
-        match method.as_str() {
-            "notifications/initialized" => match self.phase.initialized() {
+        match ClientNotificationMethod::from_name(&method) {
+            Some(ClientNotificationMethod::Initialized) => match self.phase.initialized() {
                 true => Event::Initialized,
                 false => Event::Handled,
             },
-            "notifications/cancelled" => {
+            Some(ClientNotificationMethod::Cancelled) => {
                 let Ok(CancelledParams { request_id, reason }) = params.decode() else {
                     self.notices.push(ClientNotice::SkippedLine {
                         reason: "notifications/cancelled with malformed params".into(),

@@ -19,7 +19,7 @@ use crate::connection::SUBSCRIPTION_ID;
 use crate::gating::ListenFilter;
 use crate::jsonrpc::{codes, Payload, RequestId};
 use crate::model::{self, ListenFilterWire};
-use crate::notification::Notification;
+use crate::notification::{Notification, NotificationMethod};
 use crate::outbox::Outbox;
 use crate::version::Era;
 
@@ -112,7 +112,11 @@ impl<W> ServerConnection<W> {
             "notifications": ListenFilterWire::from(&filter),
             "_meta": {SUBSCRIPTION_ID: id},
         });
-        out.write_related("notifications/subscriptions/acknowledged", Some(&ack), &id);
+        out.write_related(
+            NotificationMethod::SubscriptionsAcknowledged.as_str(),
+            Some(&ack),
+            &id,
+        );
         self.listens.push(Listen { id, filter });
         Event::Interest(self.interest())
     }

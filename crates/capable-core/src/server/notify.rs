@@ -280,7 +280,7 @@ impl<W> ServerConnection<W> {
     /// A log line at `level`: legacy, at or above the level asked for; modern, with a
     /// request in flight that asked for it (the line belongs to that request).
     fn log(&mut self, level: LogLevel, params: &Value, out: &mut Outbox) -> Result<(), Withheld> {
-        const METHOD: &str = "notifications/message";
+        const METHOD: &str = NotificationMethod::Message.as_str();
         if self.phase.era() == Some(Era::Legacy) {
             if self.log_level.is_some_and(|wanted| level < wanted) {
                 return Err(Withheld::BelowLevel {
@@ -367,7 +367,7 @@ impl<W> ServerConnection<W> {
         if let Some(message) = message.filter(|_| version > ProtocolVersion::V2024_11_05) {
             params["message"] = json!(message);
         }
-        out.write_related("notifications/progress", Some(&params), id);
+        out.write_related(NotificationMethod::Progress.as_str(), Some(&params), id);
         Ok(())
     }
 }

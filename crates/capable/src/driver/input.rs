@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use capable_core::input_kind::InputKind;
+use capable_core::method::ClientNotificationMethod;
 use capable_core::RequestId;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -66,8 +67,8 @@ pub(crate) async fn run_input(
                 }
                 shared.write_with(|st| {
                     if st.closed.is_none() {
-                        st.out
-                            .write_notification::<Value>("notifications/roots/list_changed", None);
+                        let method = ClientNotificationMethod::RootsListChanged.as_str();
+                        st.out.write_notification::<Value>(method, None);
                     }
                 });
                 continue;

@@ -376,7 +376,7 @@ fn post_headers(headers: &HeaderMap) -> PostHeaders<'_> {
 
 /// Whether `message` is a `notifications/cancelled`.
 fn is_cancellation(message: &Incoming) -> bool {
-    matches!(message, Incoming::Notification { method, .. } if method == "notifications/cancelled")
+    matches!(message, Incoming::Notification { method, .. } if method == capable::core::method::ClientNotificationMethod::Cancelled.as_str())
 }
 
 /// A POST refused before anything is served: `status`, and `error` under the

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use capable::core::jsonrpc::{Incoming, Payload, RequestId};
+use capable::core::method::ClientNotificationMethod;
 use capable::core::server::streams::{StreamEvent, Streams, STANDALONE};
 use capable::core::ProtocolVersion;
 use tokio::sync::{mpsc, oneshot};
@@ -187,7 +188,7 @@ impl ClientIds {
                 self.in_flight.insert(id.clone(), theirs);
                 true
             }
-            Incoming::Notification { method, params } if method == "notifications/cancelled" => {
+            Incoming::Notification { method, params } if method == CANCELLED => {
                 let Ok(mut cancel) = params.decode::<serde_json::Map<String, serde_json::Value>>()
                 else {
                     return true;
@@ -245,11 +246,14 @@ fn priming(kind: Kind, host: &Host, streams: &Streams, stream: u64) -> Option<St
         .then(|| streams.priming(stream))
 }
 
+/// A host's cancellation's method name.
+const CANCELLED: &str = ClientNotificationMethod::Cancelled.as_str();
+
 /// `notifications/cancelled` for request `id`, as if the host had sent it.
 fn cancelled(id: &RequestId) -> Incoming {
     let params = serde_json::json!({"requestId": id, "reason": "the client closed the stream"});
     Incoming::Notification {
-        method: "notifications/cancelled".into(),
+        method: CANCELLED.into(),
         params: Payload::from_json(params.to_string().into_bytes()),
     }
 }

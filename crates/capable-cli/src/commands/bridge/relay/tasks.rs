@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use capable::core::jsonrpc::{codes, Payload, RequestId};
 use capable::core::model::Task;
-use capable::core::notification::Notification;
+use capable::core::notification::{Notification, NotificationMethod};
 use capable::core::task_bridge::{self, Carry};
 use capable::core::task_call;
 use capable::core::task_started::{Listed, Started};
@@ -160,7 +160,7 @@ impl Relay {
     /// A task the bridge waits on for a legacy host changed: the host hears of it
     /// (`notifications/tasks/status`, as the engine lets it go).
     pub(super) fn task_status(&mut self, task: &Value) {
-        let notification = Notification::from_value("notifications/tasks/status", task);
+        let notification = Notification::from_value(NotificationMethod::TaskStatus.as_str(), task);
         let _ = self.engine.notify(&notification, task, &mut self.out);
     }
 }
