@@ -1,4 +1,4 @@
-//! The README's way of putting the bridge behind another host's CLI, run as written:
+//! The way docs/bridge.md puts the bridge behind another host's CLI, run as written:
 //! the MCP Inspector's CLI (on Node 22) with its flags first and the server's command
 //! after `--` — `inspector --cli --method tools/call --tool-name echo --tool-arg
 //! message=hi -- capable bridge -- CMD` — the bridge's own `--` passed through to it.
