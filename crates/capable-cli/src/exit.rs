@@ -58,6 +58,10 @@ pub enum CliError {
         /// The tool's name.
         tool: String,
     },
+    /// The bridge's host broke its side of the transport (a line past
+    /// `--max-message`, its input unreadable): the bridge ended, its server shut down.
+    #[error("{0}")]
+    Host(String),
     /// A signal stopped the command; the session was closed in order.
     #[error("stopped by signal {0}; the server was shut down")]
     Interrupted(i32),
@@ -106,6 +110,7 @@ impl CliError {
             CliError::NotOffered(_) => ErrorKind::NotOffered,
             CliError::Violations(_) => ErrorKind::Violation,
             CliError::ToolError { .. } => ErrorKind::ToolError,
+            CliError::Host(_) => ErrorKind::Transport,
             CliError::Client(e) => e.kind(),
             CliError::Interrupted(_)
             | CliError::Stopped(_)

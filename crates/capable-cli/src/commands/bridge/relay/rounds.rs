@@ -120,8 +120,10 @@ impl Relay {
             // Answers to no round of the bridge's, for the one legacy server behind (which
             // knows no rounds): nothing they could answer, so they are refused, not
             // passed on. (Of many servers, a 2026-07-28 one's own rounds pass.)
+            // (A task's questions are answered by `tasks/update`, not in a round.)
             let legacy_behind = self.servers.era() == Some(capable::core::Era::Legacy);
-            if legacy_behind && params.get("inputResponses").is_some() {
+            let in_a_round = may_ask_for_input(request.method);
+            if legacy_behind && in_a_round && params.get("inputResponses").is_some() {
                 let why = invalid_params(
                     "inputResponses answer the inputRequests of a round, and no round of \
                      this request is open: send its requestState with them, or leave them out",
