@@ -445,3 +445,45 @@ fn a_server_of_a_config_is_bridged_by_its_name() {
     assert_eq!(ready["server"], "docs");
     assert_eq!(b.close(), Some(0));
 }
+
+/// A server that floods its host with notifications it never declared: the audit
+/// writes the first of them and then one `suppressed` line that counts the rest, not
+/// 5,000 lines; the host sees none of them, and is served on.
+#[test]
+fn a_flood_of_withheld_notifications_is_summarised_in_the_audit() {
+    let mut server = vec!["--".to_owned()];
+    server.extend(common::fixture("read-only"));
+    server.extend(["--fault".to_owned(), "flood-undeclared".to_owned()]);
+    let mut b = Bridge::start(&server.iter().map(String::as_str).collect::<Vec<_>>());
+    b.initialize(V, json!({}));
+    // The flood came before this answer, in the server's order.
+    let read = b.request(2, "resources/read", json!({"uri": "docs://manual/current"}));
+    assert!(read["result"]["contents"].is_array(), "{read}");
+    assert!(
+        b.seen
+            .iter()
+            .all(|m| m["method"] != "notifications/tools/list_changed"),
+        "an undeclared notification reached the host"
+    );
+    // The audit's lines of the flood: each undeclared notification is a notice of the
+    // server's (or a withheld line).
+    let withheld = |text: &str| {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|l| l["event"] == "withheld" || l["event"] == "notice")
+            .filter(|l| l.to_string().contains("tools/list_changed"))
+            .count()
+    };
+    let written = withheld(&b.stderr_text());
+    assert!((1..=20).contains(&written), "{}", b.stderr_text());
+    let (code, stderr) = b.close_with_stderr();
+    assert_eq!(code, Some(0));
+    let suppressed: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["event"] == "suppressed")
+        .collect();
+    let held: u64 = suppressed.iter().filter_map(|l| l["count"].as_u64()).sum();
+    assert_eq!(held + withheld(&stderr) as u64, 5_000, "{suppressed:?}");
+    assert!(suppressed[0]["first"].is_string() && suppressed[0]["last"].is_string());
+}

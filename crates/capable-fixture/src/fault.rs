@@ -28,6 +28,10 @@ pub enum Fault {
     Orphan,
     /// Keeps running after its stdin closes (only a signal ends it).
     IgnoreEof,
+    /// After each notification it receives (`notifications/initialized` first), floods
+    /// its client with 5,000 `notifications/tools/list_changed` it never declared, then
+    /// serves on normally: what an audit must hold within bounds.
+    FloodUndeclared,
     /// The soak's server: floods (bursts of updates, log messages and garbage every
     /// 250 ms), changes its content every second, and crashes (status 1) after a random
     /// 3 to 12 s — one start in four already in the handshake.
@@ -45,6 +49,7 @@ impl Fault {
             Fault::AnswersNotifications => "answers-notifications",
             Fault::Orphan => "orphan",
             Fault::IgnoreEof => "ignore-eof",
+            Fault::FloodUndeclared => "flood-undeclared",
             Fault::Chaos => "chaos",
         }
     }
@@ -96,6 +101,13 @@ impl Fault {
         match self {
             Fault::AnswersNotifications => {
                 b"{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}\n{\"jsonrpc\":\"2.0\",\"result\":{}}\n"
+            }
+            Fault::FloodUndeclared => {
+                static FLOOD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+                FLOOD.get_or_init(|| {
+                    let line = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n";
+                    line.repeat(5_000)
+                })
             }
             _ => b"",
         }

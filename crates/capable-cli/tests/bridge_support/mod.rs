@@ -284,6 +284,22 @@ impl Bridge {
         ready["pid"].as_u64().expect("a stdio server's pid") as u32
     }
 
+    /// [`Bridge::close`], and everything it wrote to stderr by its exit.
+    #[track_caller]
+    pub fn close_with_stderr(self) -> (Option<i32>, String) {
+        let stderr = self.stderr.clone();
+        let code = self.close();
+        // Its stderr is read to the end by a thread: what came before the exit is there
+        // once the pipe is closed.
+        let until = Instant::now() + ANSWER;
+        let mut text = stderr.lock().unwrap().join("\n");
+        while Arc::strong_count(&stderr) > 1 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+            text = stderr.lock().unwrap().join("\n");
+        }
+        (code, text)
+    }
+
     /// Closes the bridge's stdin (the host leaves) and waits for it to exit.
     #[track_caller]
     pub fn close(mut self) -> Option<i32> {

@@ -219,7 +219,11 @@ impl<Q, A> Rounds<Q, A> {
         let mut requests = Map::new();
         for q in held.questions.iter_mut().filter(|q| q.reply.is_some()) {
             q.asked = true;
-            let request = json!({"method": q.method.as_str(), "params": q.params});
+            // A question without params has none in the round either: never `null`.
+            let request = match &q.params {
+                Value::Null => json!({"method": q.method.as_str()}),
+                params => json!({"method": q.method.as_str(), "params": params}),
+            };
             requests.insert(q.key.clone(), request);
         }
         self.issued += 1;

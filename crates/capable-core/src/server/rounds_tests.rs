@@ -36,6 +36,16 @@ fn retry_of(round: &Value, answers: &[(&str, Value)]) -> Value {
 }
 
 #[test]
+fn a_question_without_params_is_asked_without_them_never_with_null() {
+    let t0 = Instant::now();
+    let mut r = rounds();
+    r.ask(7, 1, ServerMethod::ListRoots, Value::Null, "reply", t0);
+    let round = r.round(7, t0).expect("a round");
+    let asked = &round["inputRequests"]["roots-1"];
+    assert_eq!(asked, &json!({"method": "roots/list"}), "{round}");
+}
+
+#[test]
 fn a_question_goes_out_as_input_required_and_comes_back_on_the_retry() {
     let t0 = Instant::now();
     let mut r = rounds();

@@ -10,7 +10,10 @@
 //! {"time":"2026-…Z","event":"state","server":"docs","state":"ready","era":"legacy","protocolVersion":"2025-11-25"}
 //! ```
 //!
-//! Lines are scrubbed of every secret capable was given, as every output is.
+//! Lines are scrubbed of every secret capable was given, as every output is. Lines that
+//! repeat are summarised under a flood (`audit_limit.rs`): a `suppressed` line says how
+//! many of a kind were held back, and when the first and last came; violations are
+//! always written.
 
 use std::io::Write;
 use std::path::Path;
@@ -20,11 +23,13 @@ use capable::core::server::ClientNotice;
 use capable::core::{Notice, Violation};
 use serde_json::{json, Map, Value};
 
+use super::audit_limit::{Held, Limiter};
 use crate::exit::CliError;
 
 /// Where audit lines go.
 pub struct Audit {
     file: Option<Mutex<std::fs::File>>,
+    limiter: Mutex<Limiter>,
 }
 
 impl Audit {
@@ -40,11 +45,69 @@ impl Audit {
             )),
             None => None,
         };
-        Ok(Audit { file })
+        Ok(Audit {
+            file,
+            limiter: Mutex::new(Limiter::default()),
+        })
     }
 
-    /// Writes one line: `event` and `members`, stamped with the time.
+    /// Writes one line: `event` and `members`, stamped with the time — unless a flood
+    /// of its kind is being held back (never a violation).
     pub fn record(&self, event: &str, members: Value) {
+        if event != "violation" {
+            let part = |name: &str| members.get(name).and_then(Value::as_str).unwrap_or("");
+            let kind = format!(
+                "{event} {} {}{}",
+                part("server"),
+                part("method"),
+                part("side")
+            );
+            let now = (std::time::Instant::now(), std::time::SystemTime::now());
+            let (write, passed) = self
+                .limiter
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .judge(&kind, now.0, now.1);
+            if let Some(held) = passed {
+                self.held(&kind, &held);
+            }
+            if !write {
+                return;
+            }
+        }
+        self.write(event, members);
+    }
+
+    /// Writes what floods held back in windows that have passed (`all`: everything
+    /// held, as the bridge stops).
+    pub fn flush(&self, all: bool) {
+        let due = self
+            .limiter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .due(std::time::Instant::now(), all);
+        for (kind, held) in due {
+            self.held(&kind, &held);
+        }
+    }
+
+    /// The `suppressed` line of what was held back of `kind`.
+    fn held(&self, kind: &str, held: &Held) {
+        let time = capable::core::time::rfc3339;
+        self.write(
+            "suppressed",
+            json!({"of": kind.trim_end(), "count": held.count,
+                "first": time(held.first), "last": time(held.last)}),
+        );
+    }
+
+    /// Writes one line whatever floods are held back (the bridge's last word).
+    pub fn always(&self, event: &str, members: Value) {
+        self.write(event, members);
+    }
+
+    /// Writes one line as it is.
+    fn write(&self, event: &str, members: Value) {
         let mut line = Map::new();
         line.insert(
             "time".into(),

@@ -47,8 +47,9 @@ pub struct Target {
 impl Target {
     /// The bridge stopped (`signal`: by one): the audit says so, and the exit follows.
     pub fn stopped(&self, signal: Option<i32>) -> Result<(), crate::exit::CliError> {
-        self.audit
-            .state(&self.name, "stopped", serde_json::json!({}));
+        self.audit.flush(true);
+        let stopped = serde_json::json!({"server": self.name, "state": "stopped"});
+        self.audit.always("state", stopped);
         match signal {
             Some(signal) => Err(crate::exit::CliError::Interrupted(signal)),
             None => Ok(()),

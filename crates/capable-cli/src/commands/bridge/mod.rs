@@ -22,6 +22,7 @@
 //! | `audit.rs` | the JSON lines of what the host did not see |
 
 mod audit;
+mod audit_limit;
 mod behind;
 mod forward;
 mod host;
@@ -51,6 +52,17 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
         ));
     }
     let audit = Arc::new(audit::Audit::open(args.audit_log.as_deref())?);
+    // What a flood held back is said once its window has passed.
+    let flushing = Arc::downgrade(&audit);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(audit_limit::WINDOW).await;
+            match flushing.upgrade() {
+                Some(audit) => audit.flush(false),
+                None => return,
+            }
+        }
+    });
     let g = &ctx.global;
     let one = g.server.is_some() || g.url.is_some() || !args.server.command.is_empty();
     let (name, many) = match one {

@@ -16,7 +16,9 @@
 use std::time::Instant;
 
 use capable::core::input_rounds::may_ask_for_input;
-use capable::core::server::{client_allows, same_request, ClientRequest, Lapsed, Next};
+use capable::core::server::{
+    client_allows, same_request, ClientRequest, Lapsed, Next, ServerMethod,
+};
 use serde_json::Value;
 
 use super::era::cannot_ask;
@@ -36,6 +38,17 @@ impl Relay {
             _ => Ok(()),
         };
         if let Err(why) = allowed {
+            let _ = ask.reply.send(Err(cannot_ask(&why)));
+            return;
+        }
+        // Roots are a legacy session's, asked as it starts or when they change, never
+        // about one request; a session shared by hosts the bridge cannot tell apart
+        // has no one host whose roots they are.
+        if self.engine.is_shared() && ask.method == ServerMethod::ListRoots {
+            let why = "roots/list asks for a session's roots, and this server's session is \
+                       shared by 2026-07-28 hosts the bridge cannot tell apart";
+            self.audit
+                .host_round("info", &format!("a question of the server's: {why}"));
             let _ = ask.reply.send(Err(cannot_ask(&why)));
             return;
         }
