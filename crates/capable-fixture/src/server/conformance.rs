@@ -5,9 +5,10 @@
 //!
 //! | kind | names |
 //! |---|---|
-//! | tools with fixed content | `test_simple_text`, `test_image_content`, `test_audio_content`, `test_embedded_resource`, `test_multiple_content_types`, `test_error_handling` (a tool error), `json_schema_2020_12_tool` (its schema keeps `$schema`, `$defs`, `additionalProperties`) |
-//! | tools that take time | `test_tool_with_logging` (three `info` lines 50 ms apart), `test_tool_with_progress` (0, 50, 100 of 100, 50 ms apart), `test_reconnection` (answers after 100 ms) |
-//! | tools that ask the client | see `conformance_input.rs` |
+//! | tools with fixed content | `test_simple_text`, `test_image_content`, `test_audio_content`, `test_embedded_resource`, `test_multiple_content_types`, `test_error_handling` (a tool error) |
+//! | tools whose schemas are read | see `conformance_schemas.rs` |
+//! | tools that take time | `test_tool_with_logging` and `test_logging_tool` (three `info` lines 50 ms apart), `test_tool_with_progress` (0, 50, 100 of 100, 50 ms apart), `test_reconnection` (answers after 100 ms) |
+//! | tools that ask the client | see `conformance_asks.rs` |
 //! | resources | `test://static-text`, `test://static-binary`, `test://watched-resource` (subscribable), the template `test://template/{id}/data` |
 //! | prompts | `test_simple_prompt`, `test_prompt_with_arguments` (`arg1`, `arg2`), `test_prompt_with_embedded_resource` (`resourceUri`), `test_prompt_with_image` |
 //!
@@ -25,7 +26,7 @@ use capable_core::Era;
 use serde_json::{json, Value};
 
 use super::answers::fresh_for_a_second;
-use super::{conformance_input, Fixture};
+use super::{conformance_asks, conformance_input, conformance_schemas, Fixture};
 
 /// A 1×1 PNG, the image every image content carries.
 const PNG: &str =
@@ -77,19 +78,10 @@ fn tools() -> Vec<Value> {
         plain("test_tool_with_logging", "Logs three lines while it runs."),
         plain("test_tool_with_progress", "Reports progress while it runs."),
         plain("test_reconnection", "Answers after a short while."),
-        json!({
-            "name": "json_schema_2020_12_tool",
-            "description": "Tool with JSON Schema 2020-12 features",
-            "inputSchema": {
-                "$schema": "https://json-schema.org/draft/2020-12/schema",
-                "type": "object",
-                "$defs": {"address": {"type": "object", "properties": {
-                    "street": {"type": "string"}, "city": {"type": "string"}
-                }}},
-                "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
-                "additionalProperties": false
-            }
-        }),
+        plain(
+            "test_logging_tool",
+            "Logs three lines while it runs, to a client that asked for log lines.",
+        ),
         with_string(
             "test_sampling",
             "Asks the client's model (sampling).",
@@ -101,7 +93,8 @@ fn tools() -> Vec<Value> {
             "message",
         ),
     ];
-    tools.extend(conformance_input::tools());
+    tools.extend(conformance_schemas::tools());
+    tools.extend(conformance_asks::tools());
     tools
 }
 
@@ -136,7 +129,6 @@ fn content_of(tool: &str) -> Option<Value> {
             "isError": true,
             "content": [text("This tool intentionally returns an error for testing")]
         }),
-        "json_schema_2020_12_tool" => json!({"content": [text("Received the arguments.")]}),
         _ => return None,
     })
 }
@@ -223,11 +215,14 @@ pub(super) fn complete(mut v: Value, modern: bool) -> Value {
 
 /// `tools/call`.
 fn call(f: &Arc<Fixture>, id: RequestId, name: &str, params: &Value, modern: bool) {
-    if let Some(result) = content_of(name) {
+    let args = params.get("arguments").unwrap_or(&Value::Null);
+    if let Some(result) = content_of(name).or_else(|| conformance_schemas::call(name, args)) {
         return f.result(&id, &complete(result, modern));
     }
     match name {
-        "test_tool_with_logging" => in_three_steps(f, id, modern, true),
+        // The engine gives a 2026-07-28 request the lines at or above the level its
+        // `_meta` asked for, and none when it asked for none.
+        "test_tool_with_logging" | "test_logging_tool" => in_three_steps(f, id, modern, true),
         "test_tool_with_progress" => in_three_steps(f, id, modern, false),
         "test_reconnection" => {
             let f = f.clone();
@@ -314,7 +309,7 @@ fn prompts() -> Value {
         {"name": "test_prompt_with_embedded_resource", "description": "A prompt that embeds a resource.",
          "arguments": [arg("resourceUri", "URI of the resource to embed")]},
         {"name": "test_prompt_with_image", "description": "A prompt with an image."},
-        conformance_input::prompt_entry()
+        conformance_asks::prompt_entry()
     ]})
 }
 
