@@ -4,39 +4,16 @@
 //! only the last lines of its stderr.
 
 mod common;
+#[path = "dying_server/mod.rs"]
+mod dying_server;
 
 use std::time::Duration;
 
 use common::{capable, capable_with, TempFile};
+use dying_server::{dying_server, CAUSE};
 use serde_json::json;
 
 const T: Duration = Duration::from_secs(30);
-
-/// What Node prints when its script requires a module that is not there, then exits 1.
-const NODE_TRACE: &str = "node:internal/modules/cjs/loader:1228
-  throw err;
-  ^
-
-Error: Cannot find module '/srv/mcp/dist/index.js'
-    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)
-    at Module._load (node:internal/modules/cjs/loader:1051:27)
-    at Function.executeUserEntryPoint [as runMain] (node:internal/modules/run_main:174:12)
-    at node:internal/main/run_main_module:28:49 {
-  code: 'MODULE_NOT_FOUND',
-  requireStack: []
-}
-
-Node.js v20.11.0";
-
-const CAUSE: &str = "Error: Cannot find module '/srv/mcp/dist/index.js'";
-
-/// A server that prints the trace on stderr and exits 1 before any answer.
-fn dying_server() -> Vec<String> {
-    assert_eq!(NODE_TRACE.lines().count(), 14);
-    assert_eq!(NODE_TRACE.lines().nth(4), Some(CAUSE));
-    let script = format!("cat >&2 <<'EOF'\n{NODE_TRACE}\nEOF\nexit 1");
-    vec!["/bin/sh".into(), "-c".into(), script]
-}
 
 #[test]
 fn servers_shows_the_line_that_names_the_error_of_a_server_that_died_at_start() {

@@ -2,35 +2,21 @@
 //! why — the line of its stderr that names the error (the fifth of Node's fourteen) in
 //! its reason, as `cause`, and its whole bounded stderr for the Stderr tab.
 
+#[path = "dying_server/mod.rs"]
+mod dying_server;
 mod ui_support;
 
 use std::time::Duration;
 
+use dying_server::{dying_server, CAUSE, NODE_TRACE};
 use serde_json::json;
 use ui_support::Ui;
 
-const NODE_TRACE: &str = "node:internal/modules/cjs/loader:1228
-  throw err;
-  ^
-
-Error: Cannot find module '/srv/mcp/dist/index.js'
-    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)
-    at Module._load (node:internal/modules/cjs/loader:1051:27)
-    at Function.executeUserEntryPoint [as runMain] (node:internal/modules/run_main:174:12)
-    at node:internal/main/run_main_module:28:49 {
-  code: 'MODULE_NOT_FOUND',
-  requireStack: []
-}
-
-Node.js v20.11.0";
-
-const CAUSE: &str = "Error: Cannot find module '/srv/mcp/dist/index.js'";
-
 #[test]
 fn a_server_that_died_at_start_shows_its_error_and_its_stderr() {
-    let script = format!("cat >&2 <<'EOF'\n{NODE_TRACE}\nEOF\nexit 1");
+    let [shell, flag, script]: [String; 3] = dying_server().try_into().unwrap();
     let ui = Ui::with_config(&json!({"mcpServers": {
-        "node": {"command": "/bin/sh", "args": ["-c", script]},
+        "node": {"command": shell, "args": [flag, script]},
     }}));
     let cookie = ui.cookie();
     let servers = ui.settled(&cookie, Duration::from_secs(10));

@@ -157,41 +157,18 @@ impl Host {
                 connect_timeout: Some(t.ctx.global.timeout),
                 ..HostOptions::default()
             };
-            let audit = t.audit.clone();
-            let many = Many::start(file, only, host, audit.clone()).await;
+            let many = Many::start(file, only, host, t.audit.clone()).await;
             let servers = Servers::Many(Box::new(many));
-            let tasks = servers.task_bridge(hello.version);
-            let config = servers.declaration(tasks);
-            let shared = self.shared;
-            self.relay = Some(Relay::new(
-                servers,
-                config,
-                tasks,
-                asks,
-                ask_timeout,
-                audit,
-                shared,
-            ));
+            self.relay = Some(self.relay_to(servers, hello, asks, ask_timeout));
             return;
         }
         t.audit.state(&t.name, "starting", serde_json::json!({}));
         match t.ctx.connect_with(&t.server, options.clone()).await {
             Ok(session) => {
                 let connect = upstream::connector(&t.ctx, &t.server, options);
-                let audit = t.audit.clone();
-                let servers = Servers::One(Behind::new(&t.name, session, connect, audit.clone()));
-                let tasks = servers.task_bridge(hello.version);
-                let config = servers.declaration(tasks);
-                let shared = self.shared;
-                self.relay = Some(Relay::new(
-                    servers,
-                    config,
-                    tasks,
-                    asks,
-                    ask_timeout,
-                    audit,
-                    shared,
-                ));
+                let behind = Behind::new(&t.name, session, connect, t.audit.clone());
+                let servers = Servers::One(behind);
+                self.relay = Some(self.relay_to(servers, hello, asks, ask_timeout));
             }
             Err(e) => {
                 t.audit.state(
@@ -204,6 +181,29 @@ impl Host {
                 }
             }
         }
+    }
+
+    /// The relay to `servers` for a host that said `hello`: offered what they declare,
+    /// tasks carried across as the host's version and theirs allow.
+    fn relay_to(
+        &self,
+        servers: Servers,
+        hello: &Hello,
+        asks: mpsc::UnboundedReceiver<super::upstream::Asked>,
+        ask_timeout: std::time::Duration,
+    ) -> Relay {
+        let tasks = servers.task_bridge(hello.version);
+        let config = servers.declaration(tasks);
+        let audit = self.target.audit.clone();
+        Relay::new(
+            servers,
+            config,
+            tasks,
+            asks,
+            ask_timeout,
+            audit,
+            self.shared,
+        )
     }
 
     fn audit_greeter(&mut self) {
