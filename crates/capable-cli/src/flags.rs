@@ -277,6 +277,11 @@ pub struct BridgeArgs {
     /// server shut down (a host that vanished holds nothing for ever).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30m")]
     pub session_idle: Duration,
+    /// Pass the server's notifications of this method to the host although the protocol
+    /// defines no such method (a server's own, `x/progress`); `x/*` for every method
+    /// that starts with `x/`. Repeat for more. Without it none reaches the host.
+    #[arg(long = "pass-notification", value_name = "METHOD")]
+    pub pass_notifications: Vec<String>,
     /// Many servers (a config): only these (comma-separated names).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Vec<String>,

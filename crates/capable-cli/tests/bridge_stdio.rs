@@ -487,3 +487,35 @@ fn a_flood_of_withheld_notifications_is_summarised_in_the_audit() {
     assert_eq!(held + withheld(&stderr) as u64, 5_000, "{suppressed:?}");
     assert!(suppressed[0]["first"].is_string() && suppressed[0]["last"].is_string());
 }
+
+/// A notification the protocol does not define (a server's own `x/custom`) reaches the
+/// host only when `--pass-notification` names it: by default it is withheld, and the
+/// audit says so.
+#[test]
+fn a_servers_own_notifications_reach_the_host_only_when_passed() {
+    let start = |flags: &[&str]| {
+        let mut args: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        args.push("--".into());
+        args.extend(common::fixture("read-only"));
+        args.extend(["--fault".to_owned(), "custom-notification".to_owned()]);
+        let mut b = Bridge::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        // The server sends its own after `initialized`.
+        b.initialize(V, json!({}));
+        b
+    };
+    let b = start(&[]);
+    let withheld = b.audit_until(|l| l["event"] == "withheld" && l["method"] == "x/custom");
+    let why = withheld["why"].as_str().unwrap();
+    assert!(
+        why.contains("no notification of the protocol"),
+        "{withheld}"
+    );
+    assert!(b.seen.iter().all(|m| m["method"] != "x/custom"));
+    // Passed: the host gets it as the server sent it.
+    let mut b = start(&["--pass-notification", "x/*"]);
+    let passed = b
+        .next_unchecked_within(bridge_support::ANSWER)
+        .expect("the server's own notification");
+    assert_eq!(passed["method"], "x/custom", "{passed}");
+    assert_eq!(passed["params"], json!({"n": 1}));
+}

@@ -396,6 +396,36 @@ fn a_listen_stream_is_acknowledged_with_what_was_declared_and_gets_only_what_it_
 }
 
 #[test]
+fn a_notification_of_no_protocol_method_goes_only_where_the_application_lets_it() {
+    let mut s = server(json!({"tools": {}}), ProtocolChoice::Auto);
+    s.version = MODERN;
+    let p = json!({"n": 1});
+    let own = Notification::from_value("x/custom", &p);
+    // The session is known: a request came.
+    let call = json!({"name": "t", "_meta": meta(MODERN.as_str())});
+    let Event::Request(_) = s.request(1, "tools/call", call) else {
+        panic!("not routed")
+    };
+    s.written();
+    assert_eq!(
+        s.server.notify(&own, &p, &mut s.out),
+        Err(Withheld::Custom {
+            method: "x/custom".into()
+        })
+    );
+    assert!(s.written().is_empty());
+    s.server
+        .set_custom_notifications(Box::new(|m: &str| m.starts_with("x/")));
+    assert_eq!(s.server.notify(&own, &p, &mut s.out), Ok(()));
+    // A server's own, which no schema has: read as it is.
+    let line = String::from_utf8_lossy(s.out.bytes()).into_owned();
+    assert!(line.contains(r#""method":"x/custom""#), "{line}");
+    s.out.clear();
+    let other = Notification::from_value("y/other", &p);
+    assert!(s.server.notify(&other, &p, &mut s.out).is_err());
+}
+
+#[test]
 fn clients_that_cannot_be_told_apart_never_get_each_others_log_lines() {
     let mut s = server(json!({"logging": {}, "tools": {}}), ProtocolChoice::Auto);
     s.version = MODERN;

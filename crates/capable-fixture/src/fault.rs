@@ -32,6 +32,9 @@ pub enum Fault {
     /// its client with 5,000 `notifications/tools/list_changed` it never declared, then
     /// serves on normally: what an audit must hold within bounds.
     FloodUndeclared,
+    /// After each notification it receives, sends one of its own that no protocol
+    /// defines (`x/custom`, params `{"n": 1}`), then serves on normally.
+    CustomNotification,
     /// The soak's server: floods (bursts of updates, log messages and garbage every
     /// 250 ms), changes its content every second, and crashes (status 1) after a random
     /// 3 to 12 s — one start in four already in the handshake.
@@ -50,6 +53,7 @@ impl Fault {
             Fault::Orphan => "orphan",
             Fault::IgnoreEof => "ignore-eof",
             Fault::FloodUndeclared => "flood-undeclared",
+            Fault::CustomNotification => "custom-notification",
             Fault::Chaos => "chaos",
         }
     }
@@ -101,6 +105,9 @@ impl Fault {
         match self {
             Fault::AnswersNotifications => {
                 b"{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}\n{\"jsonrpc\":\"2.0\",\"result\":{}}\n"
+            }
+            Fault::CustomNotification => {
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"x/custom\",\"params\":{\"n\":1}}\n"
             }
             Fault::FloodUndeclared => {
                 static FLOOD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();

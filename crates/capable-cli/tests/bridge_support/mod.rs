@@ -123,6 +123,13 @@ impl Bridge {
         Some(message)
     }
 
+    /// The next message within `wait` as it came, not validated (a server's own
+    /// notification, which no schema has).
+    pub fn next_unchecked_within(&mut self, wait: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(wait).ok()?;
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+    }
+
     /// Sends request `id` and returns its answer; what came before it is kept in
     /// [`Bridge::seen`].
     #[track_caller]

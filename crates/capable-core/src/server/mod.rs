@@ -275,7 +275,14 @@ pub struct ServerConnection<W> {
     subscribable: Option<Subscribable>,
     /// Its clients cannot be told apart (see [`ServerConnection::set_shared`]).
     shared: bool,
+    /// Which notifications of no protocol may pass (see
+    /// [`ServerConnection::set_custom_notifications`]).
+    custom: Option<Custom>,
 }
+
+/// Whether a notification that is no method of the protocol's may go to the client, by
+/// its method (see [`ServerConnection::set_custom_notifications`]).
+pub type Custom = Box<dyn Fn(&str) -> bool + Send>;
 
 /// Whether a URI can be subscribed to (see [`ServerConnection::set_subscribable`]).
 pub type Subscribable = Box<dyn Fn(&str) -> bool + Send>;
@@ -308,6 +315,7 @@ impl<W> ServerConnection<W> {
             timer_at: None,
             subscribable: None,
             shared: false,
+            custom: None,
         }
     }
 
@@ -328,6 +336,14 @@ impl<W> ServerConnection<W> {
     /// never guessed: one client never gets another's.
     pub fn set_shared(&mut self, shared: bool) {
         self.shared = shared;
+    }
+
+    /// Lets notifications that are no method of the protocol's (a server's own, `x/…`)
+    /// go to the client when `allow` says so of their method. Without it none goes
+    /// ([`Withheld::Custom`]): what the client gets is what the protocol defines and
+    /// the server declared, nothing else.
+    pub fn set_custom_notifications(&mut self, allow: Custom) {
+        self.custom = Some(allow);
     }
 
     /// Whether the engine faces clients it cannot tell apart

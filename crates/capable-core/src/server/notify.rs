@@ -9,7 +9,7 @@
 //! | `notifications/tasks/status` | 2025-11-25, `tasks` declared | — |
 //! | `notifications/elicitation/complete` | 2025-11-25, the client declared URL elicitation | — |
 //! | `notifications/cancelled`, `notifications/subscriptions/acknowledged` | the engine's own | the engine's own |
-//! | a method the protocol does not define | as it is | as it is |
+//! | a method the protocol does not define (a server's own) | as it is, where [`ServerConnection::set_custom_notifications`] lets it | the same |
 //!
 //! A listen stream's id already in the params (a notification relayed from a 2026-07-28
 //! server) is dropped for a legacy client and replaced for a 2026-07-28 one. Anything
@@ -150,6 +150,14 @@ pub enum Withheld {
         /// Its level.
         level: &'static str,
     },
+    /// It is no method of the protocol's (a server's own), and the application did not
+    /// let it pass
+    /// ([`ServerConnection::set_custom_notifications`](super::ServerConnection::set_custom_notifications)).
+    #[error("{method} is no notification of the protocol's, and none such is passed on")]
+    Custom {
+        /// The notification.
+        method: String,
+    },
     /// The engine writes it itself (a cancellation, a listen stream's acknowledgement).
     #[error("{method} is written by the engine itself")]
     EngineOnly {
@@ -184,7 +192,10 @@ impl<W> ServerConnection<W> {
         };
         let name = notification.name().to_owned();
         let Some(method) = notification.method() else {
-            // Not the protocol's: a server's own, passed as it is.
+            // Not the protocol's: a server's own, passed as it is where it may be.
+            if !self.custom.as_ref().is_some_and(|allow| allow(&name)) {
+                return Err(Withheld::Custom { method: name });
+            }
             out.write_notification(&name, Some(params));
             return Ok(());
         };

@@ -42,6 +42,9 @@ pub struct Target {
     /// Many servers instead of one: the config, and the servers of it to serve (none:
     /// all).
     pub many: Option<(ConfigFile, Vec<String>)>,
+    /// The notifications of no protocol method that pass to the host
+    /// (`--pass-notification`: a method, or a prefix ending in `*`).
+    pub pass_notifications: Arc<[String]>,
 }
 
 impl Target {
@@ -195,15 +198,18 @@ impl Host {
         let tasks = servers.task_bridge(hello.version);
         let config = servers.declaration(tasks);
         let audit = self.target.audit.clone();
-        Relay::new(
-            servers,
-            config,
-            tasks,
-            asks,
-            ask_timeout,
-            audit,
-            self.shared,
-        )
+        let shared = self.shared;
+        let mut relay = Relay::new(servers, config, tasks, asks, ask_timeout, audit, shared);
+        let passed = self.target.pass_notifications.clone();
+        if !passed.is_empty() {
+            relay.pass_notifications(Box::new(move |method: &str| {
+                passed.iter().any(|p| match p.strip_suffix('*') {
+                    Some(prefix) => method.starts_with(prefix),
+                    None => method == p,
+                })
+            }));
+        }
+        relay
     }
 
     fn audit_greeter(&mut self) {

@@ -109,6 +109,7 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
         name,
         audit,
         many,
+        pass_notifications: args.pass_notifications.clone().into(),
     });
     match args.listen {
         Some(addr) => listen::serve(target, args, addr).await,

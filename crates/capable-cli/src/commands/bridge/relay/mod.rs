@@ -233,6 +233,12 @@ impl Relay {
         }
     }
 
+    /// Lets the server's notifications of no protocol method pass to the host where
+    /// `allow` says so of their method (by default none does).
+    pub fn pass_notifications(&mut self, allow: capable::core::server::Custom) {
+        self.engine.set_custom_notifications(allow);
+    }
+
     /// What was written for the host since the last call (one write's worth).
     pub fn take_output(&mut self) -> Outbox {
         std::mem::take(&mut self.out)
