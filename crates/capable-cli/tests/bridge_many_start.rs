@@ -57,3 +57,29 @@ fn one_broken_entry_does_not_hold_the_answer_to_the_host() {
     );
     assert_eq!(call["result"]["content"][0]["text"], "here", "{call}");
 }
+
+/// A read by a server's template needs no list first: the bridge learns the servers'
+/// templates when a URI is nobody's yet, and routes the read to the server whose
+/// template it fits.
+#[test]
+fn a_read_by_template_is_routed_before_any_list() {
+    let (mut b, _file) = many(
+        "template",
+        json!({
+            "docs": many_entry("read-only", &[]),
+            "conformance": many_entry("conformance", &[]),
+        }),
+        &[],
+    );
+    b.initialize(V, json!({}));
+    let read = b.request(
+        2,
+        "resources/read",
+        json!({"uri": "test://template/42/data"}),
+    );
+    let text = read["result"]["contents"][0]["text"].as_str().unwrap_or("");
+    assert!(text.contains("Data for ID: 42"), "{read}");
+    // A URI no server offers is still refused, with why.
+    let none = b.request(3, "resources/read", json!({"uri": "nope://x"}));
+    assert_eq!(none["error"]["code"], -32602, "{none}");
+}

@@ -61,6 +61,8 @@ pub struct Many {
     /// Template prefixes, by server, as last listed (to route reads of URIs made from
     /// them).
     templates: Arc<Mutex<Vec<(String, String)>>>,
+    /// Whether they were learnt yet (a read by template may come before any list).
+    templates_learnt: Arc<std::sync::atomic::AtomicBool>,
     /// What each server declared when it was last ready, by name.
     declared: Mutex<BTreeMap<String, (ServerCapabilities, Option<String>)>>,
     /// What was already said to be dropped (a notice once per tool or URI).
@@ -128,6 +130,7 @@ impl Many {
             policies: file.policies.clone(),
             audit,
             templates: Arc::new(Mutex::new(Vec::new())),
+            templates_learnt: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             declared: Mutex::new(BTreeMap::new()),
             noticed: Mutex::new(HashSet::new()),
         }
@@ -227,6 +230,11 @@ impl Many {
         };
         let (server, session) = match routed {
             Ok(routed) => routed,
+            // A read by template before the host listed any: the templates are learnt
+            // first, then the read is routed.
+            Err(_) if method == Method::ReadResource && !self.templates_learnt() => {
+                return (self.read_after_learning(params, options), None);
+            }
             Err(e) => return (futures_util::future::ready(Err(e)).boxed(), None),
         };
         let budget = (method == Method::CallTool)
@@ -339,6 +347,7 @@ impl Many {
             .filter_map(|s| Some((s.name.clone(), self.host.session(&s.name).ok()?)))
             .collect();
         let kept = self.templates.clone();
+        let learnt = self.templates_learnt.clone();
         async move {
             let mut all: Vec<ResourceTemplate> = Vec::new();
             let mut prefixes = Vec::new();
@@ -355,8 +364,33 @@ impl Many {
                 }
             }
             *kept.lock().unwrap_or_else(|e| e.into_inner()) = prefixes;
+            learnt.store(true, std::sync::atomic::Ordering::Release);
             let result = json!({"resourceTemplates": all});
             Ok(Payload::from_json(result.to_string().into_bytes()))
+        }
+        .boxed()
+    }
+
+    /// Whether the servers' templates were learnt (a `resources/templates/list`).
+    fn templates_learnt(&self) -> bool {
+        self.templates_learnt
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// A read routed once the servers' templates are learnt.
+    fn read_after_learning(
+        &self,
+        params: Map<String, Value>,
+        options: RequestOptions,
+    ) -> BoxFuture<'static, Result<Payload, Error>> {
+        let learn = self.all_templates();
+        let (host, templates) = (self.host.clone(), self.templates.clone());
+        let method = Method::ReadResource;
+        async move {
+            let _ = learn.await;
+            let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+            let (_, session) = route::by_uri_learnt(&host, &templates, method, uri)?;
+            session.request_payload(method, &params, options).await
         }
         .boxed()
     }

@@ -135,10 +135,70 @@ fn owner_in(host: &Host, templates: &Mutex<Vec<(String, String)>>, uri: &str) ->
         .map(|r| r.server);
     listed.or_else(|| {
         let templates = templates.lock().unwrap_or_else(|e| e.into_inner());
-        templates
-            .iter()
-            .filter(|(prefix, _)| !prefix.is_empty() && uri.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, server)| server.clone())
+        by_template(&templates, uri)
     })
+}
+
+/// The server whose template `uri` fits best: the longest literal prefix before the
+/// template's first variable — one that names a whole scheme (`docs://`, `file:`), so
+/// that a template such as `h{rest}` is no catch-all over every `https://` URI of
+/// another server's.
+fn by_template(templates: &[(String, String)], uri: &str) -> Option<String> {
+    templates
+        .iter()
+        .filter(|(prefix, _)| prefix.contains(':') && uri.starts_with(prefix.as_str()))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, server)| server.clone())
+}
+
+/// After the servers' templates were learnt (`templates`), the server of `host` that
+/// owns `uri` and its session: a read by template before the host listed any.
+pub(super) fn by_uri_learnt(
+    host: &Host,
+    templates: &Mutex<Vec<(String, String)>>,
+    method: Method,
+    uri: &str,
+) -> Result<(String, Arc<Session>), Error> {
+    let unknown = || {
+        answer_error(
+            method,
+            codes::INVALID_PARAMS,
+            format!("no server of this bridge offers {uri}"),
+            Some(json!({"uri": uri})),
+        )
+    };
+    let server = owner_in(host, templates, uri).ok_or_else(unknown)?;
+    let session = host.session(&server).map_err(|e| {
+        let data = Some(json!({"server": server}));
+        answer_error(
+            method,
+            crate::commands::bridge::forward::code::UNAVAILABLE,
+            e.to_string(),
+            data,
+        )
+    })?;
+    Ok((server, session))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::by_template;
+
+    #[test]
+    fn a_uri_goes_to_the_most_specific_template_and_never_to_a_catch_all() {
+        let templates = [
+            ("h".to_owned(), "greedy".to_owned()),
+            ("https://".to_owned(), "web".to_owned()),
+            ("https://api.example.com/".to_owned(), "api".to_owned()),
+            ("docs://".to_owned(), "docs".to_owned()),
+        ];
+        let owner = |uri| by_template(&templates, uri);
+        assert_eq!(owner("https://api.example.com/v1").as_deref(), Some("api"));
+        assert_eq!(owner("https://else.example.com/").as_deref(), Some("web"));
+        assert_eq!(owner("docs://manual").as_deref(), Some("docs"));
+        // `h{rest}` names no scheme: it takes nothing, not even `hello:x`.
+        assert_eq!(owner("hello:x"), None);
+        let greedy_only = [("h".to_owned(), "greedy".to_owned())];
+        assert_eq!(by_template(&greedy_only, "https://a.example/"), None);
+    }
 }
