@@ -277,6 +277,10 @@ pub struct BridgeArgs {
     /// server shut down (a host that vanished holds nothing for ever).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30m")]
     pub session_idle: Duration,
+    /// With --listen: the most messages a 2025-03-26 host's batch may hold (past it the
+    /// batch is refused whole, `400`).
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub max_batch: usize,
     /// Pass the server's notifications of this method to the host although the protocol
     /// defines no such method (a server's own, `x/progress`); `x/*` for every method
     /// that starts with `x/`. Repeat for more. Without it none reaches the host.

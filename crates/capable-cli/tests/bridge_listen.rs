@@ -275,7 +275,7 @@ fn a_legacy_session_streams_resumes_and_ends_with_its_server() {
 
 #[test]
 fn a_2025_03_26_session_may_batch_and_later_ones_may_not() {
-    let (_b, port) = listening(&[], "read-only");
+    let (_b, port) = listening(&["--max-batch", "4"], "read-only");
     let batch = |session: &str| {
         let body = json!([
             {"jsonrpc": "2.0", "id": 2, "method": "resources/list"},
@@ -307,6 +307,22 @@ fn a_2025_03_26_session_may_batch_and_later_ones_may_not() {
     assert_eq!(answers[1]["id"], 3);
     assert_eq!(answers[1]["result"], json!({}));
     assert_eq!(answers[2]["error"]["code"], -32600);
+    // Past --max-batch (4 here) a batch is refused whole, and nothing of it is taken.
+    let many: Vec<_> = (10..15)
+        .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
+        .collect();
+    let too_many = http(
+        port,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &old),
+            ("Content-Type", "application/json"),
+        ],
+        &json!(many).to_string(),
+        |_| false,
+    );
+    assert_eq!(too_many.status, 400, "{}", too_many.body);
+    assert!(too_many.body.contains("--max-batch"), "{}", too_many.body);
     // A batch of notifications alone is taken with nothing to say.
     let quiet = http(
         port,

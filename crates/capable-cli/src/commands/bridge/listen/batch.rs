@@ -5,7 +5,8 @@
 //! order, and a batch with no request is `202`. A message of the batch that is no
 //! message is answered in the array with `-32600`. Anything a request's stream carries
 //! before its answer (progress, the server's questions) is not kept: a host that
-//! batches reads JSON, not streams.
+//! batches reads JSON, not streams. A batch holds at most `--max-batch` messages
+//! (`400` past that, nothing of it taken): one POST never queues unbounded work.
 
 use axum::body::Bytes;
 use axum::http::{header, StatusCode};
@@ -24,7 +25,7 @@ enum Pending {
 }
 
 /// The host's batch, for the session `found` (none: no session, so no batch).
-pub async fn post(found: Option<(Commands, InFlight)>, body: Bytes) -> Response {
+pub async fn post(found: Option<(Commands, InFlight)>, body: Bytes, max: usize) -> Response {
     // The session is busy until the batch's answers are all sent.
     let Some((tx, _held)) = found else {
         return refuse("a batch belongs to a 2025-03-26 session: initialize alone first");
@@ -43,6 +44,12 @@ pub async fn post(found: Option<(Commands, InFlight)>, body: Bytes) -> Response 
         Ok(true) => {}
     }
     let items = match split_batch(&body) {
+        Some(items) if items.len() > max => {
+            return refuse(&format!(
+                "a batch of {} messages: this bridge takes at most {max} (--max-batch)",
+                items.len()
+            ))
+        }
         Some(items) if !items.is_empty() => items,
         Some(_) => return refuse("an empty batch"),
         None => return refuse("a batch is an array of JSON-RPC messages"),

@@ -63,6 +63,8 @@ struct Listener {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// How long a task with nothing in flight lives on.
     idle: Duration,
+    /// The most messages of one batch.
+    max_batch: usize,
 }
 
 impl Listener {
@@ -189,6 +191,7 @@ pub async fn serve(
         modern: Mutex::new(Pool::new(args.max_sessions)),
         tasks: Mutex::new(Vec::new()),
         idle: args.session_idle,
+        max_batch: args.max_batch,
     });
     let router = Router::new()
         .route("/mcp", any(handle))
@@ -297,7 +300,7 @@ async fn post(
 ) -> Response {
     let message = match Incoming::parse(body.clone()) {
         Ok(message) => message,
-        Err(FramingError::Batch) => return batch::post(found, body).await,
+        Err(FramingError::Batch) => return batch::post(found, body, listener.max_batch).await,
         Err(e) => {
             let error = serde_json::json!({"jsonrpc": "2.0", "id": null,
                 "error": {"code": codes::PARSE_ERROR, "message": e.to_string()}});
