@@ -277,6 +277,17 @@ pub struct BridgeArgs {
     /// server shut down (a host that vanished holds nothing for ever).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30m")]
     pub session_idle: Duration,
+    /// With --listen: the most connections open at once (one past it is closed as it is
+    /// accepted; those open stay served).
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_connections: usize,
+    /// With --listen: how long a request's headers may take to arrive (a client that
+    /// sends them a byte at a time, or never, is cut off).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub header_timeout: Duration,
+    /// With --listen: how long a request's body may take to arrive (`408` past it).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub body_timeout: Duration,
     /// With --listen: the most messages a 2025-03-26 host's batch may hold (past it the
     /// batch is refused whole, `400`).
     #[arg(long, value_name = "N", default_value_t = 256)]

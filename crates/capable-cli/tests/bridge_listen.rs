@@ -470,3 +470,36 @@ fn sessions_make_room_and_end_when_idle() {
     assert_eq!(ping(&second), 404);
     assert_eq!(ping(&third), 404);
 }
+
+/// Requests that never finish hold nothing for long: headers sent a byte at a time are
+/// cut off after `--header-timeout`, a body that never ends gets `408` after
+/// `--body-timeout`; a real host is served meanwhile.
+#[test]
+fn slow_and_unfinished_requests_are_cut_off_while_a_host_is_served() {
+    use std::io::{Read, Write};
+    let (_b, port) = listening(&["--header-timeout", "1s", "--body-timeout", "1s"], "read-only");
+    let connect = || {
+        let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s
+    };
+    let mut slow = connect();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHo").unwrap();
+    let mut endless = connect();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\n\r\n5\r\n{{\"a\":\r\n"
+    );
+    endless.write_all(head.as_bytes()).unwrap();
+    // A host is served while both hang.
+    let session = initialize(port);
+    assert!(!session.is_empty());
+    // Each is let go: the slow one's connection closed, the endless one answered 408.
+    let mut seen = String::new();
+    let ended = slow.read_to_string(&mut seen);
+    assert!(ended.is_ok(), "the slow connection was held: {ended:?}");
+    assert!(seen.is_empty() || seen.starts_with("HTTP/1.1 408"), "{seen}");
+    let mut answer = String::new();
+    let _ = endless.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}

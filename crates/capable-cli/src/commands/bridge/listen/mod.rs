@@ -19,6 +19,7 @@
 //! Every request passes the gate first (`gate.rs`: `Host`, `Origin`, the token).
 
 mod batch;
+mod connections;
 mod gate;
 mod moderns;
 mod pool;
@@ -30,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
@@ -65,6 +66,9 @@ struct Listener {
     idle: Duration,
     /// The most messages of one batch.
     max_batch: usize,
+    /// The largest body, and how long it may take to arrive.
+    max_body: usize,
+    body_timeout: Duration,
 }
 
 impl Listener {
@@ -192,17 +196,20 @@ pub async fn serve(
         tasks: Mutex::new(Vec::new()),
         idle: args.session_idle,
         max_batch: args.max_batch,
+        max_body: target.ctx.global.max_message,
+        body_timeout: args.body_timeout,
     });
     let router = Router::new()
         .route("/mcp", any(handle))
-        .with_state(listener.clone())
-        .layer(DefaultBodyLimit::max(target.ctx.global.max_message));
+        .with_state(listener.clone());
+    let bounds = connections::Bounds {
+        max_connections: args.max_connections,
+        header_timeout: args.header_timeout,
+    };
     let signals = target.ctx.signals.clone();
     let stopped = tokio::select! {
         () = listener.sweep() => None,
-        served = axum::serve(socket, router) => served
-            .map(|()| None)
-            .map_err(|e| CliError::Usage(format!("the listener stopped: {e}")))?,
+        () = connections::serve(socket, router, bounds) => None,
         signal = signals.received() => Some(signal),
     };
     // Every session's task ends as its commands do, shutting its server down.
@@ -221,12 +228,28 @@ pub async fn serve(
     target.stopped(stopped)
 }
 
-async fn handle(
-    State(listener): State<Arc<Listener>>,
-    method: Method,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let (method, headers) = (parts.method, parts.headers);
+    // A body that never ends (or dribbles in) holds its connection no longer than this.
+    let read = axum::body::to_bytes(body, listener.max_body);
+    let body = match tokio::time::timeout(listener.body_timeout, read).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the body is larger than --max-message, or broke off",
+            )
+                .into_response()
+        }
+        Err(_) => {
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                "the body did not arrive within --body-timeout",
+            )
+                .into_response()
+        }
+    };
     if method == Method::OPTIONS {
         return match listener.gate.preflight(&headers) {
             Ok(grant) => (StatusCode::NO_CONTENT, grant_headers(grant)).into_response(),
