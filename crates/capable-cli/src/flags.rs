@@ -288,6 +288,11 @@ pub struct BridgeArgs {
     /// With --listen: how long a request's body may take to arrive (`408` past it).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub body_timeout: Duration,
+    /// With --listen: the most bytes a host may leave unread on one stream (its `GET`, a
+    /// request's SSE answer) behind a message; past it the stream is closed (a legacy
+    /// host resumes it with Last-Event-ID).
+    #[arg(long, value_name = "SIZE", value_parser = capable::core::text::parse_size, default_value = "8MiB")]
+    pub stream_buffer: usize,
     /// With --listen: the most messages a 2025-03-26 host's batch may hold (past it the
     /// batch is refused whole, `400`).
     #[arg(long, value_name = "N", default_value_t = 256)]

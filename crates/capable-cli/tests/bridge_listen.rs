@@ -477,7 +477,10 @@ fn sessions_make_room_and_end_when_idle() {
 #[test]
 fn slow_and_unfinished_requests_are_cut_off_while_a_host_is_served() {
     use std::io::{Read, Write};
-    let (_b, port) = listening(&["--header-timeout", "1s", "--body-timeout", "1s"], "read-only");
+    let (_b, port) = listening(
+        &["--header-timeout", "1s", "--body-timeout", "1s"],
+        "read-only",
+    );
     let connect = || {
         let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
@@ -498,7 +501,10 @@ fn slow_and_unfinished_requests_are_cut_off_while_a_host_is_served() {
     let mut seen = String::new();
     let ended = slow.read_to_string(&mut seen);
     assert!(ended.is_ok(), "the slow connection was held: {ended:?}");
-    assert!(seen.is_empty() || seen.starts_with("HTTP/1.1 408"), "{seen}");
+    assert!(
+        seen.is_empty() || seen.starts_with("HTTP/1.1 408"),
+        "{seen}"
+    );
     let mut answer = String::new();
     let _ = endless.read_to_string(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");

@@ -23,6 +23,7 @@ mod connections;
 mod gate;
 mod moderns;
 mod pool;
+mod queue;
 mod session;
 mod sse;
 
@@ -66,6 +67,8 @@ struct Listener {
     idle: Duration,
     /// The most messages of one batch.
     max_batch: usize,
+    /// The most bytes a stream's reader may leave unread behind its first message.
+    stream_buffer: usize,
     /// The largest body, and how long it may take to arrive.
     max_body: usize,
     body_timeout: Duration,
@@ -74,7 +77,8 @@ struct Listener {
 impl Listener {
     fn spawn(&self, kind: Kind) -> Commands {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(session::run(self.target.clone(), kind, rx));
+        let bound = self.stream_buffer;
+        let task = tokio::spawn(session::run(self.target.clone(), kind, bound, rx));
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         // Those that ended are let go, so that nothing grows per session.
         tasks.retain(|t| !t.is_finished());
@@ -197,6 +201,7 @@ pub async fn serve(
         idle: args.session_idle,
         max_batch: args.max_batch,
         max_body: target.ctx.global.max_message,
+        stream_buffer: args.stream_buffer,
         body_timeout: args.body_timeout,
     });
     let router = Router::new()

@@ -15,6 +15,7 @@ use capable::core::server::streams::{StreamEvent, Streams, STANDALONE};
 use capable::core::ProtocolVersion;
 use tokio::sync::{mpsc, oneshot};
 
+use super::queue;
 use crate::commands::bridge::host::{Host, Target};
 
 /// How many events a legacy session keeps for resumption, and at most how many bytes.
@@ -37,7 +38,7 @@ pub struct Events {
     /// The id of the priming event to send first (an id and no data), if any.
     pub priming: Option<String>,
     /// The stream's events.
-    pub events: mpsc::UnboundedReceiver<StreamEvent>,
+    pub events: queue::Receiver,
 }
 
 /// What the HTTP side asks of a host's task.
@@ -72,13 +73,19 @@ pub enum Posted {
 
 /// Serves one host until its commands end (the session is deleted, the listener
 /// stops); then the server behind is shut down.
-pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedReceiver<Command>) {
+pub async fn run(
+    target: Arc<Target>,
+    kind: Kind,
+    bound: usize,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) {
+    let audit = target.audit.clone();
     let mut host = Host::new(target, kind == Kind::Modern);
     let mut streams = match kind {
         Kind::Legacy => Streams::new(KEEP, KEEP_BYTES),
         Kind::Modern => Streams::new(0, 0),
     };
-    let mut readers: HashMap<u64, mpsc::UnboundedSender<StreamEvent>> = HashMap::new();
+    let mut readers: HashMap<u64, queue::Sender> = HashMap::new();
     let mut requests: HashMap<u64, RequestId> = HashMap::new();
     let mut ids = ClientIds::default();
     loop {
@@ -96,7 +103,7 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
                         continue;
                     };
                     let stream = streams.open(id.clone());
-                    let (tx, events) = mpsc::unbounded_channel();
+                    let (tx, events) = queue::stream(bound);
                     readers.insert(stream, tx);
                     requests.insert(stream, id.clone());
                     // The version is known once the host said it (initialize, or its
@@ -109,7 +116,7 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
                     let _ = reply.send(Posted::Stream { stream, events });
                 }
                 Some(Command::Get { last_event_id, reply }) => {
-                    let (tx, events) = mpsc::unbounded_channel();
+                    let (tx, events) = queue::stream(bound);
                     let stream = match last_event_id.as_deref().and_then(|l| streams.resume(l)) {
                         Some((stream, missed)) => {
                             for event in missed {
@@ -150,8 +157,22 @@ pub async fn run(target: Arc<Target>, kind: Kind, mut commands: mpsc::UnboundedR
                     ids.give_back(&mut event);
                 }
                 if let Some(reader) = readers.get(&stream) {
-                    if reader.send(event).is_err() {
-                        readers.remove(&stream);
+                    match reader.send(event) {
+                        Ok(()) => {}
+                        Err(queue::Closed::Gone) => {
+                            readers.remove(&stream);
+                        }
+                        Err(queue::Closed::Full) => {
+                            // Its reader let too much pile up: the stream is closed (a
+                            // legacy host resumes it with Last-Event-ID).
+                            readers.remove(&stream);
+                            audit.record(
+                                "closed",
+                                serde_json::json!({"side": "host",
+                                "notice": "a stream of the host's was closed: it left more than \
+                                           --stream-buffer unread"}),
+                            );
+                        }
                     }
                 }
                 if ends {
