@@ -114,16 +114,21 @@ impl Many {
     }
 
     fn session(&self, method: Method, server: &str) -> Result<Arc<Session>, Error> {
-        self.host.session(server).map_err(|e| {
-            let data = Some(json!({"server": server}));
-            answer_error(
-                method,
-                crate::commands::bridge::forward::code::UNAVAILABLE,
-                e.to_string(),
-                data,
-            )
-        })
+        session_of(&self.host, method, server)
     }
+}
+
+/// The ready session of `server`, or the error a request of `method` gets for it.
+fn session_of(host: &Host, method: Method, server: &str) -> Result<Arc<Session>, Error> {
+    host.session(server).map_err(|e| {
+        let data = Some(json!({"server": server}));
+        answer_error(
+            method,
+            crate::commands::bridge::forward::code::UNAVAILABLE,
+            e.to_string(),
+            data,
+        )
+    })
 }
 
 /// The server of `host` that owns `uri` (see [`Many::owner_of`]).
@@ -168,15 +173,7 @@ pub(super) fn by_uri_learnt(
         )
     };
     let server = owner_in(host, templates, uri).ok_or_else(unknown)?;
-    let session = host.session(&server).map_err(|e| {
-        let data = Some(json!({"server": server}));
-        answer_error(
-            method,
-            crate::commands::bridge::forward::code::UNAVAILABLE,
-            e.to_string(),
-            data,
-        )
-    })?;
+    let session = session_of(host, method, &server)?;
     Ok((server, session))
 }
 
