@@ -24,6 +24,7 @@ use std::borrow::Cow;
 
 use base64::Engine as _;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::jsonrpc::{codes, Incoming, RpcError};
 use crate::method::Method;
@@ -59,15 +60,34 @@ pub enum Verdict {
 
 /// Judges `message`, POSTed without a session with `headers`.
 pub fn judge_post(headers: &PostHeaders<'_>, message: &Incoming) -> Verdict {
-    let Incoming::Request { method, params, .. } = message else {
-        return Verdict::Modern;
+    judge_post_declared(headers, message).0
+}
+
+/// [`judge_post`], and what the message declares of its client, from the same one read
+/// of its params: its `_meta` version, `clientCapabilities` and `clientInfo` exactly as
+/// sent, as one key (`""` without the envelope). Clients that declare the same have the
+/// same key — what a server behind a bridge may be shared by.
+pub fn judge_post_declared(headers: &PostHeaders<'_>, message: &Incoming) -> (Verdict, String) {
+    let (Incoming::Request { params, .. } | Incoming::Notification { params, .. }) = message else {
+        return (Verdict::Modern, String::new());
     };
-    let header_version = headers.protocol_version.map(str::trim);
     let body: Body<'_> = params
         .raw_value()
         .ok()
         .and_then(|raw| serde_json::from_str(raw.get()).ok())
         .unwrap_or_default();
+    let declared = body.declaration();
+    let verdict = match message {
+        Incoming::Request { method, .. } => judge(headers, method, &body),
+        _ => Verdict::Modern,
+    };
+    (verdict, declared)
+}
+
+/// The rules of the module documentation, for a request of `method` whose params are
+/// `body`.
+fn judge(headers: &PostHeaders<'_>, method: &str, body: &Body<'_>) -> Verdict {
+    let header_version = headers.protocol_version.map(str::trim);
     let body_version = body.meta.as_ref().and_then(|m| m.version.as_deref());
     if method == "initialize" {
         let modern_header = header_version.is_some_and(|v| !is_legacy(v));
@@ -96,7 +116,7 @@ pub fn judge_post(headers: &PostHeaders<'_>, message: &Incoming) -> Verdict {
     }
     match headers.method.map(str::trim) {
         None => return mismatch("the Mcp-Method header is missing".into()),
-        Some(m) if decoded(m).as_deref() != Some(method.as_str()) => {
+        Some(m) if decoded(m).as_deref() != Some(method) => {
             return mismatch(format!(
                 "the Mcp-Method header ({m}) is not the body's method ({method})"
             ));
@@ -176,6 +196,22 @@ struct Body<'a> {
 }
 
 impl Body<'_> {
+    /// The client's declaration as one key (see [`judge_post_declared`]).
+    fn declaration(&self) -> String {
+        let Some(meta) = &self.meta else {
+            return String::new();
+        };
+        fn raw(v: Option<&RawValue>) -> &str {
+            v.map_or("", RawValue::get)
+        }
+        [
+            meta.version.as_deref().unwrap_or(""),
+            raw(meta.capabilities),
+            raw(meta.client_info),
+        ]
+        .join("\n")
+    }
+
     /// The string at `member` (one of [`Method::target_member`]'s).
     fn member(&self, member: &str) -> Option<Cow<'_, str>> {
         let value = match member {
@@ -192,6 +228,10 @@ impl Body<'_> {
 struct Meta<'a> {
     #[serde(default, rename = "io.modelcontextprotocol/protocolVersion", borrow)]
     version: Option<Cow<'a, str>>,
+    #[serde(default, rename = "io.modelcontextprotocol/clientCapabilities", borrow)]
+    capabilities: Option<&'a RawValue>,
+    #[serde(default, rename = "io.modelcontextprotocol/clientInfo", borrow)]
+    client_info: Option<&'a RawValue>,
 }
 
 #[cfg(test)]
@@ -301,6 +341,26 @@ mod tests {
             not_found,
             "the envelope"
         );
+    }
+
+    #[test]
+    fn declarations_differ_by_version_capabilities_and_client_info() {
+        let declaration =
+            |message: &Incoming| judge_post_declared(&PostHeaders::default(), message).1;
+        let request = |meta: serde_json::Value| request("tools/list", json!({"_meta": meta}));
+        let meta = |caps: serde_json::Value, name: &str| {
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": caps,
+                "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"}})
+        };
+        let sampling = declaration(&request(meta(json!({"sampling": {}}), "a")));
+        let elicit = declaration(&request(meta(json!({"elicitation": {}}), "a")));
+        let other_name = declaration(&request(meta(json!({"sampling": {}}), "b")));
+        assert_ne!(sampling, elicit);
+        assert_ne!(sampling, other_name);
+        let again = declaration(&request(meta(json!({"sampling": {}}), "a")));
+        assert_eq!(sampling, again);
+        assert_eq!(declaration(&request(json!(null))), "");
     }
 
     #[test]

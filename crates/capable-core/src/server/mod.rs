@@ -99,7 +99,9 @@ use crate::outbox::Outbox;
 use crate::version::ProtocolVersion;
 
 pub use era::modern_result;
-pub use http_post::{decoded as decoded_header, judge_post, PostHeaders, Verdict};
+pub use http_post::{
+    decoded as decoded_header, judge_post, judge_post_declared, PostHeaders, Verdict,
+};
 pub use listen::Interest;
 pub use negotiate::{choose_version, Hello};
 pub use notify::{LogLevel, Withheld};

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | POSTs `initialize` without `Mcp-Session-Id` | a new legacy session (its own server behind), its id in `Mcp-Session-Id` |
 //! | POSTs with `Mcp-Session-Id` | that session's (an unknown id: `404`, so the host starts anew) |
-//! | POSTs anything else without a session | the 2026-07-28 hosts' (stateless): its headers must agree with its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; else `400`, `-32020`), and `initialize` is no method there (`404`, `-32601`, no session); one server behind for each declaration (`moderns.rs`: version, capabilities, client info), each request under an id of the bridge's (two hosts' ids never clash); `notifications/cancelled` is not taken (closing the stream cancels) |
+//! | POSTs anything else without a session | the 2026-07-28 hosts' (stateless): its headers must agree with its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; else `400`, `-32020`), and `initialize` is no method there (`404`, `-32601`, no session); one server behind for each declaration (below), each request under an id of the bridge's (two hosts' ids never clash); `notifications/cancelled` is not taken (closing the stream cancels) |
 //! | a request | its answer: JSON when it is all there is, else an SSE stream (progress first) that the answer ends |
 //! | a notification or an answer | `202` |
 //! | a batch, in a 2025-03-26 session | each message taken in turn; the answers to its requests as one JSON array (`202` when it has none) |
@@ -16,12 +16,21 @@
 //! A 2026-07-28 request's JSON-RPC error gets the HTTP status that revision gives it
 //! (`400` for a missing envelope or an unsupported version, `404` for an unknown
 //! method); a 2026-07-28 host that closes a request's stream cancels the request.
-//! Every request passes the gate first (`gate.rs`: `Host`, `Origin`, the token).
+//! Every request passes the gate first (`gate.rs`: `Host`, `Origin`, the token), before
+//! its body is read.
+//!
+//! A 2026-07-28 host has no session: all it says of itself comes with each request, in
+//! `_meta` — its version, `clientCapabilities` and `clientInfo` (one key, read with its
+//! headers: [`judge_post_declared`]). The server behind is connected declaring exactly
+//! that (a legacy server is asked only what the host can answer, and sees the host's
+//! name), so hosts that declare differently are never served by the same connection: a
+//! host that declared only `sampling` is never asked to elicit because another host
+//! declared `elicitation`. Requests that declare the same share one task and one server
+//! behind; they are a [`Pool`] as legacy sessions are (`pool.rs`).
 
 mod batch;
 mod connections;
 mod gate;
-mod moderns;
 mod pool;
 mod queue;
 mod session;
@@ -38,13 +47,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use capable::core::jsonrpc::{codes, FramingError, Incoming, RpcError};
-use capable::core::server::{judge_post, PostHeaders, Verdict};
+use capable::core::server::{judge_post_declared, PostHeaders, Verdict};
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use self::gate::Gate;
-use self::moderns::declaration;
 use self::pool::{Busy, Commands, InFlight, Pool};
 use self::session::{Command, Events, Kind, Posted};
 use super::host::Target;
@@ -60,7 +68,7 @@ struct Listener {
     gate: Gate,
     /// Legacy sessions, by `Mcp-Session-Id`.
     sessions: Mutex<Pool>,
-    /// 2026-07-28 hosts, by declaration (`moderns.rs`).
+    /// 2026-07-28 hosts, by declaration (see the module documentation).
     modern: Mutex<Pool>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// How long a task with nothing in flight lives on.
@@ -86,21 +94,28 @@ impl Listener {
         tx
     }
 
-    /// The task of the 2026-07-28 hosts that declare what `message` declares: for a
-    /// request, started if need be, with the request's hold on it; for a notification,
-    /// the task if one runs.
-    fn modern(&self, message: &Incoming) -> Result<Option<(Commands, Option<InFlight>)>, Busy> {
-        let key = declaration(message);
-        let mut moderns = self.modern.lock().unwrap_or_else(|e| e.into_inner());
+    /// The task of the 2026-07-28 hosts that declare `declared` (`message` declares
+    /// it): for a request, started if need be, with the request's hold on it; for a
+    /// notification, the task if one runs.
+    fn modern(
+        &self,
+        message: &Incoming,
+        declared: &str,
+    ) -> Result<Option<(Commands, Option<InFlight>)>, Busy> {
+        let mut moderns = self.moderns();
         if !matches!(message, Incoming::Request { .. }) {
-            return Ok(moderns.existing(&key).map(|tx| (tx, None)));
+            return Ok(moderns.existing(declared).map(|tx| (tx, None)));
         }
-        let (tx, held) = moderns.task(&key, Instant::now(), || self.spawn(Kind::Modern))?;
+        let (tx, held) = moderns.task(declared, Instant::now(), || self.spawn(Kind::Modern))?;
         Ok(Some((tx, Some(held))))
     }
 
     fn sessions(&self) -> std::sync::MutexGuard<'_, Pool> {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn moderns(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.modern.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Ends the tasks idle past their time, every [`SWEEP`].
@@ -111,13 +126,8 @@ impl Listener {
         loop {
             every.tick().await;
             let now = Instant::now();
-            let ended = self.sessions().expire(now, self.idle);
-            let ended = ended
-                + self
-                    .modern
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .expire(now, self.idle);
+            let ended =
+                self.sessions().expire(now, self.idle) + self.moderns().expire(now, self.idle);
             if ended > 0 {
                 self.target.audit.record(
                     "expired",
@@ -219,11 +229,7 @@ pub async fn serve(
     };
     // Every session's task ends as its commands do, shutting its server down.
     listener.sessions().clear();
-    listener
-        .modern
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clear();
+    listener.moderns().clear();
     let tasks = std::mem::take(&mut *listener.tasks.lock().unwrap_or_else(|e| e.into_inner()));
     let _ = tokio::time::timeout(
         Duration::from_secs(10),
@@ -236,6 +242,16 @@ pub async fn serve(
 async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let (method, headers) = (parts.method, parts.headers);
+    if method == Method::OPTIONS {
+        return match listener.gate.preflight(&headers) {
+            Ok(grant) => (StatusCode::NO_CONTENT, grant_headers(grant)).into_response(),
+            Err(refused) => refused.into_response(),
+        };
+    }
+    // The gate first: the body of a request it turns away is never read.
+    if let Err(refused) = listener.gate.check(&method, &headers) {
+        return refused.into_response();
+    }
     // A body that never ends (or dribbles in) holds its connection no longer than this.
     let read = axum::body::to_bytes(body, listener.max_body);
     let body = match tokio::time::timeout(listener.body_timeout, read).await {
@@ -255,15 +271,6 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
                 .into_response()
         }
     };
-    if method == Method::OPTIONS {
-        return match listener.gate.preflight(&headers) {
-            Ok(grant) => (StatusCode::NO_CONTENT, grant_headers(grant)).into_response(),
-            Err(refused) => refused.into_response(),
-        };
-    }
-    if let Err(refused) = listener.gate.check(&method, &headers) {
-        return refused.into_response();
-    }
     let mut response = past_gate(&listener, method, &headers, body).await;
     // The gate let the request through: its origin, if it sent one, is allowed.
     if let Some(origin) = headers.get(header::ORIGIN) {
@@ -309,19 +316,19 @@ async fn past_gate(
                 return unknown();
             };
             match method {
-                Method::POST => post(listener, Some(id), Some(found), headers, body).await,
+                Method::POST => post(listener, Some(found), headers, body).await,
                 Method::GET => get(found, headers).await,
                 _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
             }
         }
-        (Method::POST, None) => post(listener, None, None, headers, body).await,
+        (Method::POST, None) => post(listener, None, headers, body).await,
         _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
     }
 }
 
+/// A POST: of the legacy session `found` (held), or without a session.
 async fn post(
     listener: &Listener,
-    session: Option<String>,
     found: Option<(Commands, InFlight)>,
     headers: &HeaderMap,
     body: Bytes,
@@ -336,13 +343,13 @@ async fn post(
             return (StatusCode::BAD_REQUEST, json, error.to_string()).into_response();
         }
     };
-    let verdict = match &session {
-        Some(_) => Verdict::Legacy,
-        None => judge_post(&post_headers(headers), &message),
+    let (verdict, declared) = match &found {
+        Some(_) => (Verdict::Legacy, String::new()),
+        None => judge_post_declared(&post_headers(headers), &message),
     };
-    let (tx, kind, new_session, held) = match (session, found) {
-        (Some(_), Some((tx, held))) => (tx, Kind::Legacy, None, Some(held)),
-        (None, _) if verdict == Verdict::Legacy => {
+    let (tx, kind, new_session, held) = match found {
+        Some((tx, held)) => (tx, Kind::Legacy, None, Some(held)),
+        None if verdict == Verdict::Legacy => {
             let id = session_id();
             let spawn = || listener.spawn(Kind::Legacy);
             match listener.sessions().task(&id, Instant::now(), spawn) {
@@ -350,7 +357,7 @@ async fn post(
                 Err(Busy) => return busy("every session is busy: retry, or DELETE one"),
             }
         }
-        (None, _) => match verdict {
+        None => match verdict {
             Verdict::Refused { status, error } => return refused(&message, status, &error),
             // 2026-07-28 has no `notifications/cancelled` over HTTP (closing a
             // request's stream cancels it), and a host without a session cannot be
@@ -364,7 +371,7 @@ async fn post(
                 );
                 return StatusCode::ACCEPTED.into_response();
             }
-            _ => match listener.modern(&message) {
+            _ => match listener.modern(&message, &declared) {
                 Err(Busy) => {
                     return busy(
                         "every 2026-07-28 declaration the bridge serves at once is busy: retry",
@@ -375,8 +382,6 @@ async fn post(
                 Ok(Some((tx, held))) => (tx, Kind::Modern, None, held),
             },
         },
-        // An unknown session was answered 404 before.
-        (Some(_), None) => return StatusCode::NOT_FOUND.into_response(),
     };
     let (reply, posted) = oneshot::channel();
     if tx.send(Command::Post { message, reply }).is_err() {
@@ -395,7 +400,7 @@ async fn post(
     response
 }
 
-/// The headers [`judge_post`] reads.
+/// The headers [`judge_post_declared`] reads.
 fn post_headers(headers: &HeaderMap) -> PostHeaders<'_> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     PostHeaders {

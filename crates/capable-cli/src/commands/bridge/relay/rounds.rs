@@ -47,10 +47,7 @@ impl Relay {
         if self.engine.is_shared() && ask.method == ServerMethod::ListRoots {
             let why = "roots/list asks for a session's roots, and this server's session is \
                        shared by 2026-07-28 hosts the bridge cannot tell apart";
-            self.audit
-                .host_round("info", &format!("a question of the server's: {why}"));
-            let _ = ask.reply.send(Err(cannot_ask(&why)));
-            return;
+            return self.put_to_none(ask, "info", why);
         }
         // A legacy task's question, asked on the bridge's tasks/result.
         let Some(ask) = self.ask_for_task(ask, false) else {
@@ -70,14 +67,10 @@ impl Relay {
         let candidates = self.exchanges.values().filter(|e| may_ask(e)).count();
         if self.engine.is_shared() && candidates > 1 {
             let why = format!(
-                "{} requests in flight could have asked it, of hosts the bridge cannot tell \
-                 apart, and the server did not say which: it is put to none of them",
-                candidates
+                "{candidates} requests in flight could have asked it, of hosts the bridge \
+                 cannot tell apart, and the server did not say which: it is put to none of them"
             );
-            self.audit
-                .host_round("warning", &format!("a question of the server's: {why}"));
-            let _ = ask.reply.send(Err(cannot_ask(&why)));
-            return;
+            return self.put_to_none(ask, "warning", &why);
         }
         let waiting = self
             .exchanges
@@ -103,6 +96,14 @@ impl Relay {
         let now = Instant::now();
         self.rounds
             .ask(token, ask.token, ask.method, ask.params, ask.reply, now);
+    }
+
+    /// A question of the server's that no host of a shared session may be given: the
+    /// server is told why, and the audit says so (at `level`).
+    fn put_to_none(&self, ask: Ask, level: &str, why: &str) {
+        self.audit
+            .host_round(level, &format!("a question of the server's: {why}"));
+        let _ = ask.reply.send(Err(cannot_ask(&why)));
     }
 
     /// Every host request waiting on the server with questions kept for it is answered
