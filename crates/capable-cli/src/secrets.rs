@@ -117,14 +117,3 @@ impl Drop for LogWriter {
 pub fn log_writer() -> LogWriter {
     LogWriter(Vec::new())
 }
-
-/// Whether a secret given is the secret kept, compared without stopping at the first
-/// differing byte, so the time taken says nothing about how much of a guess was right.
-pub fn same(given: &str, kept: &str) -> bool {
-    given.len() == kept.len()
-        && given
-            .bytes()
-            .zip(kept.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}

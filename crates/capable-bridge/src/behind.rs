@@ -17,10 +17,10 @@ use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 
 use super::audit::Audit;
-use crate::exit::CliError;
+use crate::Unavailable;
 
 /// Connects the server behind again, as it was connected the first time.
-pub type Connect = Arc<dyn Fn() -> BoxFuture<'static, Result<Session, CliError>> + Send + Sync>;
+pub type Connect = Arc<dyn Fn() -> BoxFuture<'static, Result<Session, Unavailable>> + Send + Sync>;
 
 /// Something of the server behind to act on.
 pub enum Change {
@@ -31,7 +31,7 @@ pub enum Change {
     /// The delay before a restart is over.
     Retry,
     /// A restart connected (or failed to).
-    Connected(Box<Result<Session, CliError>>),
+    Connected(Box<Result<Session, Unavailable>>),
 }
 
 /// The server behind (see the module documentation).
@@ -43,7 +43,7 @@ pub struct Behind {
     connect: Connect,
     restarts: Restarts,
     retry_at: Option<Instant>,
-    connecting: Option<BoxFuture<'static, Result<Session, CliError>>>,
+    connecting: Option<BoxFuture<'static, Result<Session, Unavailable>>>,
     audit: Arc<Audit>,
 }
 
@@ -100,11 +100,10 @@ impl Behind {
     /// The session ended with `error`: restart it after a delay, or give up.
     pub fn ended(&mut self, error: capable::Error) {
         let failure = error.failure();
-        let why = CliError::Client(error);
         self.audit.state(
             &self.name,
             "closed",
-            json!({"kind": why.kind(), "error": why.to_string()}),
+            json!({"kind": error.kind().as_str(), "error": error.to_string()}),
         );
         self.decide(failure);
     }
@@ -116,7 +115,7 @@ impl Behind {
 
     /// A restart connected: the new session replaces the old one (returned, to be
     /// closed). Or it failed: decided again.
-    pub fn connected(&mut self, connected: Result<Session, CliError>) -> Option<Arc<Session>> {
+    pub fn connected(&mut self, connected: Result<Session, Unavailable>) -> Option<Arc<Session>> {
         match connected {
             Ok(session) => {
                 self.restarts.ready(Instant::now());
@@ -126,14 +125,11 @@ impl Behind {
                 Some(std::mem::replace(&mut self.session, Arc::new(session)))
             }
             Err(e) => {
-                let failure = match &e {
-                    CliError::Client(client) => client.failure(),
-                    _ => capable::core::restart::Failure::Config,
-                };
+                let failure = e.failure();
                 self.audit.state(
                     &self.name,
                     "failed",
-                    json!({"kind": e.kind(), "error": e.to_string()}),
+                    json!({"kind": e.name(), "error": e.to_string()}),
                 );
                 self.decide(failure);
                 None

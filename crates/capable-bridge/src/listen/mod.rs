@@ -56,8 +56,7 @@ use self::gate::Gate;
 use self::pool::{Busy, Commands, InFlight, Pool};
 use self::session::{Command, Events, Kind, Posted};
 use super::host::Target;
-use crate::exit::CliError;
-use crate::flags::BridgeArgs;
+use crate::{BridgeError, ListenConfig};
 
 /// How often, at most, sessions idle past `--session-idle` are looked for.
 const SWEEP: Duration = Duration::from_secs(5);
@@ -149,35 +148,31 @@ fn busy(what: &'static str) -> Response {
 }
 
 /// Serves the target's server on `addr` until a signal comes.
-pub async fn serve(
-    target: Arc<Target>,
-    args: &BridgeArgs,
-    addr: SocketAddr,
-) -> Result<(), CliError> {
+pub async fn serve(target: Arc<Target>, args: &ListenConfig) -> Result<(), BridgeError> {
+    let addr = args.addr;
     let loopback = addr.ip().is_loopback();
     if !loopback && !args.allow_remote {
-        return Err(CliError::Usage(format!(
+        return Err(BridgeError::Config(format!(
             "--listen {addr} is not a loopback address: pass --allow-remote (and --listen-token) to serve other machines"
         )));
     }
-    if !loopback && args.listen_token.is_none() {
-        return Err(CliError::Usage("--allow-remote needs --listen-token: the listener must not be open to anyone who can reach it".into()));
+    if !loopback && args.token.is_none() {
+        return Err(BridgeError::Config("--allow-remote needs --listen-token: the listener must not be open to anyone who can reach it".into()));
     }
-    if let Some(token) = &args.listen_token {
+    if let Some(token) = &args.token {
         if token.trim().is_empty() {
-            return Err(CliError::Usage(
+            return Err(BridgeError::Config(
                 "--listen-token is empty: every request would be refused; give a token, or none"
                     .into(),
             ));
         }
-        crate::secrets::keep(|s| s.add(token));
     }
     let mut origins = Vec::new();
-    for given in &args.allow_origin {
+    for given in &args.allow_origins {
         match Gate::origin(given) {
             Some(origin) => origins.push(origin),
             None => {
-                return Err(CliError::Usage(format!(
+                return Err(BridgeError::Config(format!(
                     "--allow-origin {given}: an origin is scheme://host[:port] (http or https), \
                      as a browser sends it"
                 )))
@@ -186,10 +181,10 @@ pub async fn serve(
     }
     let socket = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| CliError::Usage(format!("cannot listen on {addr}: {e}")))?;
+        .map_err(|error| BridgeError::Bind { addr, error })?;
     let port = socket
         .local_addr()
-        .map_err(|e| CliError::Usage(format!("cannot read the bound port: {e}")))?
+        .map_err(|error| BridgeError::Bind { addr, error })?
         .port();
     let shown = match addr {
         SocketAddr::V6(a) => format!("http://[{}]:{port}/mcp", a.ip()),
@@ -202,7 +197,7 @@ pub async fn serve(
         target: target.clone(),
         gate: Gate {
             loopback_port: loopback.then_some(port),
-            token: args.listen_token.clone(),
+            token: args.token.clone(),
             origins,
         },
         sessions: Mutex::new(Pool::new(args.max_sessions)),
@@ -210,7 +205,7 @@ pub async fn serve(
         tasks: Mutex::new(Vec::new()),
         idle: args.session_idle,
         max_batch: args.max_batch,
-        max_body: target.ctx.global.max_message,
+        max_body: target.max_message(),
         stream_buffer: args.stream_buffer,
         body_timeout: args.body_timeout,
     });
@@ -221,11 +216,11 @@ pub async fn serve(
         max_connections: args.max_connections,
         header_timeout: args.header_timeout,
     };
-    let signals = target.ctx.signals.clone();
+    let stop = target.stop.clone();
     let stopped = tokio::select! {
         () = listener.sweep() => None,
         () = connections::serve(socket, router, bounds) => None,
-        signal = signals.received() => Some(signal),
+        signal = stop.stopped() => Some(signal),
     };
     // Every session's task ends as its commands do, shutting its server down.
     listener.sessions().clear();

@@ -14,9 +14,9 @@ use futures_util::FutureExt;
 use serde_json::Value;
 
 use super::Wake;
-use crate::commands::bridge::behind::Behind;
-use crate::commands::bridge::forward::Forwarded;
-use crate::commands::bridge::many::Many;
+use crate::behind::Behind;
+use crate::forward::Forwarded;
+use crate::many::Many;
 
 /// The server, or servers, behind the bridge.
 pub enum Servers {

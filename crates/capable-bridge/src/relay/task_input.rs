@@ -22,7 +22,7 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 
 use super::{gone, invalid_params, Relay};
-use crate::commands::bridge::upstream::Ask;
+use crate::upstream::Ask;
 
 impl Relay {
     /// A task as a 2026-07-28 host is to see it (`answer`, from `tasks/get` or the call

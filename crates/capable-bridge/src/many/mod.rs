@@ -118,7 +118,7 @@ impl Many {
         let events = host.events();
         for status in host.servers() {
             let more = match status.state.error() {
-                Some(e) => json!({"error": crate::secrets::scrub(&e.to_string())}),
+                Some(e) => json!({"error": e.to_string()}),
                 None => json!({}),
             };
             audit.state(&status.name, status.state.name(), more);

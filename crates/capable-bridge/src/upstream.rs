@@ -18,8 +18,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::behind::Connect;
-use crate::commands::Context;
-use crate::flags::ServerArgs;
+use crate::Connector;
 
 tokio::task_local! {
     /// The task a legacy host's `tasks/result` waits for, while the bridge waits for it
@@ -53,11 +52,15 @@ pub struct Ask {
     pub reply: oneshot::Sender<Result<Value, RpcError>>,
 }
 
-/// The client options for the server behind a host that said `hello`: the global
-/// flags' (timeouts, limits, `--trace`, `--lenient`), with the host's declaration,
-/// version and identity in place of capable's own.
-pub fn options(ctx: &Context, hello: &Hello, asks: &mpsc::UnboundedSender<Asked>) -> ClientOptions {
-    let mut options = ctx.options();
+/// The client options for the server behind a host that said `hello`: the bridge's
+/// (timeouts, limits, tap, gating policy), with the host's declaration, version and
+/// identity in place of the bridge's own.
+pub fn options(
+    client: &ClientOptions,
+    hello: &Hello,
+    asks: &mpsc::UnboundedSender<Asked>,
+) -> ClientOptions {
+    let mut options = client.clone();
     let declared = &hello.capabilities;
     let ask = |method| Some(ask_host(asks.clone(), method));
     options.handlers = InputHandlers {
@@ -82,7 +85,7 @@ pub fn options(ctx: &Context, hello: &Hello, asks: &mpsc::UnboundedSender<Asked>
             .extensions
             .insert(Extension::Tasks.id().to_owned(), serde_json::json!({}));
     }
-    if ctx.global.protocol == ProtocolChoice::Auto {
+    if client.config.protocol == ProtocolChoice::Auto {
         if let Some(version) = hello.version {
             options.config.protocol = ProtocolChoice::Prefer(version);
         }
@@ -115,16 +118,9 @@ pub fn for_server(options: &ClientOptions, name: &str) -> ClientOptions {
 }
 
 /// How the server behind is connected again (after a crash): as the first time.
-pub fn connector(ctx: &Context, server: &ServerArgs, options: ClientOptions) -> Connect {
-    let ctx = Arc::new(Context {
-        global: ctx.global.clone(),
-        signals: ctx.signals.clone(),
-    });
-    let server = server.clone();
-    Arc::new(move || {
-        let (ctx, server, options) = (ctx.clone(), server.clone(), options.clone());
-        Box::pin(async move { ctx.connect_with(&server, options).await })
-    })
+pub fn connector(connect: &Connector, options: ClientOptions) -> Connect {
+    let connect = connect.clone();
+    Arc::new(move || connect.connect(options.clone()))
 }
 
 /// A handler that asks the host `method` and waits for its answer. However it ends

@@ -60,9 +60,9 @@ impl Relay {
                 let more = match (&state, state.error()) {
                     (ServerState::Restarting { attempt, delay, .. }, Some(error)) => json!({
                         "attempt": attempt, "delayMs": delay.as_millis() as u64,
-                        "error": crate::secrets::scrub(&error.to_string()),
+                        "error": error.to_string(),
                     }),
-                    (_, Some(error)) => json!({"error": crate::secrets::scrub(&error.to_string())}),
+                    (_, Some(error)) => json!({"error": error.to_string()}),
                     (_, None) => json!({}),
                 };
                 self.audit.state(&server, state.name(), more);
@@ -91,7 +91,7 @@ impl Relay {
                 list,
                 error,
             } => {
-                let error = crate::secrets::scrub(&error.to_string()).into_owned();
+                let error = error.to_string();
                 self.audit.record(
                     "list_failed",
                     json!({"server": server, "list": list.to_string(), "error": error}),
@@ -238,7 +238,7 @@ impl Relay {
     }
 
     fn listen_failed(&self, e: &Error) {
-        let error = crate::secrets::scrub(&e.to_string()).into_owned();
+        let error = e.to_string();
         self.audit.record(
             "listen_failed",
             json!({"server": self.servers.name(), "error": error}),

@@ -35,9 +35,9 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use super::Relay;
-use crate::commands::bridge::forward::answer_error;
-use crate::commands::bridge::run_task::{call_without_tasks, ended, task_of, wait_for_host};
-use crate::commands::bridge::upstream::FOR_TASK;
+use crate::forward::answer_error;
+use crate::run_task::{call_without_tasks, ended, task_of, wait_for_host};
+use crate::upstream::FOR_TASK;
 
 /// How a host request is carried out.
 pub(super) struct How {

@@ -538,7 +538,10 @@ impl Relay {
                     (gone(&message), true)
                 }
             },
-            Err(e) => (host_error(&e), matches!(e, Error::MalformedResult { .. })),
+            Err(e) => (
+                host_error(&e, &self.audit),
+                matches!(e, Error::MalformedResult { .. }),
+            ),
         };
         if malformed {
             let server = server.as_deref().unwrap_or(self.servers.name());

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::era::cannot_ask;
 use super::{gone, invalid_params, Answer, Relay};
-use crate::commands::bridge::upstream::Ask;
+use crate::upstream::Ask;
 
 impl Relay {
     /// A legacy server's question to a 2026-07-28 host, kept for the exchange it goes

@@ -19,42 +19,83 @@ use tokio::sync::mpsc;
 
 use super::audit::Audit;
 use super::forward::unavailable;
-use capable::config::ConfigFile;
 use capable::host::HostOptions;
 
 use super::behind::Behind;
 use super::many::Many;
 use super::relay::{Relay, Servers, Wake};
 use super::upstream;
-use crate::commands::Context;
-use crate::flags::ServerArgs;
+use crate::{BridgeConfig, BridgeError, Stop, Unavailable, Upstream};
 
 /// The server behind, as every host of the bridge reaches it.
 pub struct Target {
-    /// The flags.
-    pub ctx: Context,
-    /// The server command after `--`, if any.
-    pub server: ServerArgs,
-    /// The server's name in the audit.
-    pub name: String,
-    /// Where violations and notices go.
+    /// What the bridge serves.
+    pub config: BridgeConfig,
+    /// Where violations and notices go (and what is scrubbed out of them).
     pub audit: Arc<Audit>,
-    /// Many servers instead of one: the config, and the servers of it to serve (none:
-    /// all).
-    pub many: Option<(ConfigFile, Vec<String>)>,
+    /// What stops the bridge.
+    pub stop: Stop,
     /// The notifications of no protocol method that pass to the host
-    /// (`--pass-notification`: a method, or a prefix ending in `*`).
+    /// (`pass_notifications`: a method, or a prefix ending in `*`).
     pub pass_notifications: Arc<[String]>,
 }
 
 impl Target {
+    /// The target of `config`, its audit open; `token`, the listener's, is a secret
+    /// too.
+    pub fn open(
+        mut config: BridgeConfig,
+        stop: Stop,
+        token: Option<&str>,
+    ) -> Result<Arc<Target>, BridgeError> {
+        if let Some(token) = token {
+            config.secrets.add(token);
+        }
+        let audit = Audit::open(
+            config.audit_log.as_deref(),
+            config.secrets.clone(),
+            config.hints.clone(),
+        )?;
+        let audit = Arc::new(audit);
+        // What a flood held back is said once its window has passed.
+        let flushing = Arc::downgrade(&audit);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(crate::audit_limit::WINDOW).await;
+                match flushing.upgrade() {
+                    Some(audit) => audit.flush(false),
+                    None => return,
+                }
+            }
+        });
+        Ok(Arc::new(Target {
+            pass_notifications: config.pass_notifications.clone().into(),
+            config,
+            audit,
+            stop,
+        }))
+    }
+
+    /// The server's name in the audit ("bridge" for many).
+    pub fn name(&self) -> &str {
+        match &self.config.upstream {
+            Upstream::One { name, .. } => name,
+            Upstream::Many { .. } => "bridge",
+        }
+    }
+
+    /// The most bytes of one message from the host.
+    pub fn max_message(&self) -> usize {
+        self.config.client.max_message_size
+    }
+
     /// The bridge stopped (`signal`: by one): the audit says so, and the exit follows.
-    pub fn stopped(&self, signal: Option<i32>) -> Result<(), crate::exit::CliError> {
+    pub fn stopped(&self, signal: Option<i32>) -> Result<(), BridgeError> {
         self.audit.flush(true);
-        let stopped = serde_json::json!({"server": self.name, "state": "stopped"});
+        let stopped = serde_json::json!({"server": self.name(), "state": "stopped"});
         self.audit.always("state", stopped);
         match signal {
-            Some(signal) => Err(crate::exit::CliError::Interrupted(signal)),
+            Some(signal) => Err(BridgeError::Stopped(signal)),
             None => Ok(()),
         }
     }
@@ -151,36 +192,49 @@ impl Host {
     async fn connect(&mut self, hello: &Hello, msg: &Incoming) {
         let t = &self.target;
         let (asks_tx, asks) = mpsc::unbounded_channel();
-        let options = upstream::options(&t.ctx, hello, &asks_tx);
-        let ask_timeout = t.ctx.options().config.timeouts.progress_cap;
-        if let Some((file, only)) = &t.many {
-            let host = HostOptions {
-                client: options,
-                oauth: Some(t.ctx.host_oauth()),
-                connect_timeout: Some(t.ctx.global.timeout),
-                ..HostOptions::default()
-            };
-            let many = Many::start(file, only, host, t.audit.clone()).await;
-            let servers = Servers::Many(Box::new(many));
-            self.relay = Some(self.relay_to(servers, hello, asks, ask_timeout));
-            return;
-        }
-        t.audit.state(&t.name, "starting", serde_json::json!({}));
-        match t.ctx.connect_with(&t.server, options.clone()).await {
+        let options = upstream::options(&t.config.client, hello, &asks_tx);
+        let ask_timeout = t.config.client.config.timeouts.progress_cap;
+        let connect = match &t.config.upstream {
+            Upstream::Many { config, only } => {
+                let host = HostOptions {
+                    client: options,
+                    oauth: t.config.oauth.clone(),
+                    connect_timeout: Some(t.config.connect_timeout),
+                    ..HostOptions::default()
+                };
+                let many = Many::start(config, only, host, t.audit.clone()).await;
+                let servers = Servers::Many(Box::new(many));
+                self.relay = Some(self.relay_to(servers, hello, asks, ask_timeout));
+                return;
+            }
+            Upstream::One { connect, .. } => connect.clone(),
+        };
+        let name = t.name();
+        t.audit.state(name, "starting", serde_json::json!({}));
+        let connected = tokio::select! {
+            connected = connect.connect(options.clone()) => connected,
+            signal = t.stop.stopped() => Err(Unavailable::Other {
+                kind: capable::ErrorKind::Unexpected,
+                name: "interrupted",
+                message: format!("stopped by signal {signal}"),
+                hint: None,
+            }),
+        };
+        match connected {
             Ok(session) => {
-                let connect = upstream::connector(&t.ctx, &t.server, options);
-                let behind = Behind::new(&t.name, session, connect, t.audit.clone());
+                let again = upstream::connector(&connect, options);
+                let behind = Behind::new(name, session, again, t.audit.clone());
                 let servers = Servers::One(behind);
                 self.relay = Some(self.relay_to(servers, hello, asks, ask_timeout));
             }
             Err(e) => {
                 t.audit.state(
-                    &t.name,
+                    name,
                     "failed",
-                    serde_json::json!({"kind": e.kind(), "error": e.to_string()}),
+                    serde_json::json!({"kind": e.name(), "error": e.to_string()}),
                 );
                 if let Incoming::Request { id, .. } = msg {
-                    self.out.write_error(id, &unavailable(&e));
+                    self.out.write_error(id, &unavailable(&e, &t.audit));
                 }
             }
         }

@@ -15,40 +15,66 @@
 //! many of a kind were held back, and when the first and last came; violations are
 //! always written.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
+
+use capable::core::secrets::Secrets;
 
 use capable::core::server::ClientNotice;
 use capable::core::{Notice, Violation};
 use serde_json::{json, Map, Value};
 
 use super::audit_limit::{Held, Limiter};
-use crate::exit::CliError;
+use crate::{BridgeError, Hints};
 
-/// Where audit lines go.
+/// Where audit lines go, and the words of what hosts are told: scrubbed of every
+/// secret, with the embedding application's hints.
 pub struct Audit {
     file: Option<Mutex<std::fs::File>>,
     limiter: Mutex<Limiter>,
+    secrets: Secrets,
+    hints: Option<Hints>,
 }
 
 impl Audit {
-    /// Lines to stderr, and appended to `path` when given (created if missing).
-    pub fn open(path: Option<&Path>) -> Result<Audit, CliError> {
+    /// Lines to stderr, and appended to `path` when given (created if missing); every
+    /// one scrubbed of `secrets`.
+    pub fn open(
+        path: Option<&Path>,
+        secrets: Secrets,
+        hints: Option<Hints>,
+    ) -> Result<Audit, BridgeError> {
         let file = match path {
             Some(path) => Some(Mutex::new(
                 std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(path)
-                    .map_err(|e| CliError::Usage(format!("--audit-log {}: {e}", path.display())))?,
+                    .map_err(|error| BridgeError::AuditLog {
+                        path: path.to_owned(),
+                        error,
+                    })?,
             )),
             None => None,
         };
         Ok(Audit {
             file,
             limiter: Mutex::new(Limiter::default()),
+            secrets,
+            hints,
         })
+    }
+
+    /// `text` with every secret cut out (`***`).
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.secrets.scrub(text)
+    }
+
+    /// What the embedding application would have its user do about `error`.
+    pub fn hint(&self, error: &capable::Error) -> Option<String> {
+        self.hints.as_ref().and_then(|hints| hints(error))
     }
 
     /// Writes one line: `event` and `members`, stamped with the time — unless a flood
@@ -118,7 +144,7 @@ impl Audit {
             line.extend(members);
         }
         let text = serde_json::to_string(&Value::Object(line)).unwrap_or_default();
-        let mut text = crate::secrets::scrub(&text).into_owned();
+        let mut text = self.secrets.scrub(&text).into_owned();
         text.push('\n');
         let _ = std::io::stderr().lock().write_all(text.as_bytes());
         if let Some(file) = &self.file {
@@ -129,7 +155,7 @@ impl Audit {
 
     /// A contract violation of server `server`, with its evidence.
     pub fn violation(&self, server: &str, v: &Violation) {
-        let mut members = match crate::output::violation(v) {
+        let mut members = match serde_json::to_value(v).unwrap_or(Value::Null) {
             Value::Object(m) => m,
             _ => Map::new(),
         };

@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::Relay;
-use crate::commands::bridge::upstream::Ask;
+use crate::upstream::Ask;
 
 impl Relay {
     /// What the bridge answers itself instead of passing on (`None`: answered), and the

@@ -12,7 +12,7 @@ use capable::{Error, Session};
 use serde_json::{json, Map, Value};
 
 use super::{not_offered, Many};
-use crate::commands::bridge::forward::answer_error;
+use crate::forward::answer_error;
 
 impl Many {
     /// The server a `server/name` member names; the member becomes the name it knows.
@@ -124,7 +124,7 @@ fn session_of(host: &Host, method: Method, server: &str) -> Result<Arc<Session>,
         let data = Some(json!({"server": server}));
         answer_error(
             method,
-            crate::commands::bridge::forward::code::UNAVAILABLE,
+            crate::forward::code::UNAVAILABLE,
             e.to_string(),
             data,
         )

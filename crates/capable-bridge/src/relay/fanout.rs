@@ -34,8 +34,8 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::{json, Value};
 
 use super::{invalid_params, Relay, Servers};
-use crate::commands::bridge::forward::host_error;
-use crate::commands::bridge::many::Many;
+use crate::forward::host_error;
+use crate::many::Many;
 
 /// Something on one server's listen stream (its end: `Ok(None)` or an error).
 type Listened = (String, Result<Option<ListenEvent>, Error>);
@@ -359,7 +359,7 @@ impl Relay {
                 Step::Subscribe { .. } => Method::Subscribe,
                 _ => Method::Unsubscribe,
             };
-            let error = crate::secrets::scrub(&e.to_string()).into_owned();
+            let error = e.to_string();
             self.audit.record(
                 "subscribe_failed",
                 json!({"server": server, "method": method.as_str(), "uri": uri, "error": error}),
@@ -373,7 +373,7 @@ impl Relay {
                 self.fanout.failed(&step);
             }
         }
-        let answer = done.map_err(|e| host_error(&e));
+        let answer = done.map_err(|e| host_error(&e, &self.audit));
         let of_step = |wait: &Wait| matches!(wait, Wait::Step(s) if *s == step);
         self.answer_awaiting(of_step, |_| answer.clone());
     }
@@ -436,10 +436,10 @@ impl Relay {
             ended => {
                 let why = match &ended {
                     Err(e) => {
-                        let error = crate::secrets::scrub(&e.to_string()).into_owned();
+                        let error = e.to_string();
                         self.audit
                             .record("listen_failed", json!({"server": server, "error": error}));
-                        host_error(e)
+                        host_error(e, &self.audit)
                     }
                     Ok(_) => RpcError {
                         code: codes::INTERNAL_ERROR,

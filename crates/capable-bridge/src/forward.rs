@@ -9,7 +9,8 @@ use capable::{Error, ErrorKind};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::exit::CliError;
+use crate::audit::Audit;
+use crate::Unavailable;
 
 /// The `_meta` members that belong to the host's own exchange with the bridge, not to
 /// the request: the 2026-07-28 envelope and the progress token (the bridge asks the
@@ -137,7 +138,7 @@ pub mod code {
 /// something the server does not, in fact, offer); anything else (a timeout, a crash,
 /// a broken connection, authorization) as an error that says what happened and what to
 /// do, with `data.kind` the same word `capable --json` uses.
-pub fn host_error(e: &Error) -> RpcError {
+pub fn host_error(e: &Error, audit: &Audit) -> RpcError {
     match e {
         Error::Rpc { error, .. } => error.clone(),
         Error::InputUnanswered { error, .. } => (**error).clone(),
@@ -146,27 +147,31 @@ pub fn host_error(e: &Error) -> RpcError {
             message: e.to_string(),
             data: Some(json!({"kind": e.kind().as_str()})),
         },
-        other => unavailable(&CliError::Client(other.clone())),
+        other => unavailable(&Unavailable::Client(other.clone()), audit),
     }
 }
 
 /// The error every request gets while the server behind cannot be reached
 /// (`why`, with the hint of what to do).
-pub fn unavailable(why: &CliError) -> RpcError {
-    let code = match why.error_kind() {
+pub fn unavailable(why: &Unavailable, audit: &Audit) -> RpcError {
+    let code = match why.kind() {
         ErrorKind::AuthRequired | ErrorKind::AuthFailed => code::AUTHORIZATION_REQUIRED,
         ErrorKind::Violation | ErrorKind::Rpc => codes::INTERNAL_ERROR,
         _ => code::UNAVAILABLE,
     };
-    let mut message = crate::secrets::scrub(&why.to_string()).into_owned();
-    if let Some(hint) = why.hint() {
+    let mut message = audit.scrub(&why.to_string()).into_owned();
+    let hint = match why {
+        Unavailable::Client(e) => audit.hint(e),
+        Unavailable::Other { hint, .. } => hint.clone(),
+    };
+    if let Some(hint) = hint {
         message.push_str("; ");
         message.push_str(&hint);
     }
     RpcError {
         code,
         message,
-        data: Some(json!({"kind": why.kind()})),
+        data: Some(json!({"kind": why.name()})),
     }
 }
 
@@ -218,11 +223,15 @@ mod tests {
             method: capable::Method::CallTool,
             error: error.clone(),
         };
-        assert_eq!(host_error(&e), error);
-        let timeout = host_error(&Error::Timeout {
-            method: capable::Method::CallTool,
-            after: std::time::Duration::from_secs(60),
-        });
+        let audit = Audit::open(None, Default::default(), None).unwrap();
+        assert_eq!(host_error(&e, &audit), error);
+        let timeout = host_error(
+            &Error::Timeout {
+                method: capable::Method::CallTool,
+                after: std::time::Duration::from_secs(60),
+            },
+            &audit,
+        );
         assert_eq!(timeout.code, code::UNAVAILABLE);
         assert_eq!(timeout.data, Some(json!({"kind": "timeout"})));
     }

@@ -17,7 +17,7 @@ use futures_util::FutureExt;
 use tokio::io::AsyncWriteExt;
 
 use super::host::{Host, Target};
-use crate::exit::CliError;
+use crate::BridgeError;
 
 /// Why serving the host ended.
 enum End {
@@ -31,11 +31,11 @@ enum End {
 
 /// Serves the target's server to the host on stdin/stdout, until the host closes its
 /// end or a signal comes.
-pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
-    let signals = target.ctx.signals.clone();
+pub async fn serve(target: Arc<Target>) -> Result<(), BridgeError> {
+    let stop = target.stop.clone();
     // Dropped last: stdin and stdout get their blocking mode back.
     let mut stdio = super::pipes::Stdio::open();
-    let mut lines = LineSource::new(&mut stdio.input, target.ctx.global.max_message);
+    let mut lines = LineSource::new(&mut stdio.input, target.max_message());
     let stdout = &mut stdio.output;
     let mut host = Host::new(target.clone(), false);
     // One write's bytes; its room is kept from write to write.
@@ -48,7 +48,7 @@ pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
                 Err(e) => break End::Broke(host_failure(&e)),
             },
             wake = host.next() => host.on(wake),
-            signal = signals.received() => break End::Signal(signal),
+            signal = stop.stopped() => break End::Signal(signal),
         }
         ready(&mut lines, &mut host).await;
         host.drain_output(&mut bytes);
@@ -64,7 +64,7 @@ pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
                 },
                 // A host that reads nothing holds the write for ever: a signal still
                 // ends the bridge.
-                signal = signals.received() => break End::Signal(signal),
+                signal = stop.stopped() => break End::Signal(signal),
             }
         }
         bytes.clear();
@@ -78,7 +78,7 @@ pub async fn serve(target: Arc<Target>) -> Result<(), CliError> {
                 .audit
                 .record("host_failed", serde_json::json!({"error": why}));
             target.stopped(None)?;
-            Err(CliError::Host(why))
+            Err(BridgeError::Host(why))
         }
     }
 }

@@ -16,7 +16,7 @@ use capable::core::ProtocolVersion;
 use tokio::sync::{mpsc, oneshot};
 
 use super::queue;
-use crate::commands::bridge::host::{Host, Target};
+use crate::host::{Host, Target};
 
 /// How many events a legacy session keeps for resumption, and at most how many bytes.
 const KEEP: usize = 1024;

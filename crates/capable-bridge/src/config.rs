@@ -1,0 +1,197 @@
+//! What a bridge serves and how: [`BridgeConfig`], the server or servers behind
+//! ([`Upstream`], [`Connector`]) and, for Streamable HTTP, [`ListenConfig`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use capable::config::ConfigFile;
+use capable::core::secrets::Secrets;
+use capable::host::OAuthProvider;
+use capable::{ClientOptions, Session};
+use futures_util::future::BoxFuture;
+
+use crate::Unavailable;
+
+/// Connects the one server behind with the client options the bridge made for a host
+/// (its declaration, version and name in them): at the host's first word, and again
+/// after every crash the restart rule retries. The embedding application decides what
+/// the server is (a command, a URL with its credentials).
+#[derive(Clone)]
+pub struct Connector(
+    Arc<dyn Fn(ClientOptions) -> BoxFuture<'static, Result<Session, Unavailable>> + Send + Sync>,
+);
+
+impl Connector {
+    /// A connector from a function (see [`capable::connect`] and its siblings).
+    pub fn new(
+        connect: impl Fn(ClientOptions) -> BoxFuture<'static, Result<Session, Unavailable>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Connector {
+        Connector(Arc::new(connect))
+    }
+
+    /// Connects with `options`.
+    pub fn connect(
+        &self,
+        options: ClientOptions,
+    ) -> BoxFuture<'static, Result<Session, Unavailable>> {
+        (self.0)(options)
+    }
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Connector")
+    }
+}
+
+/// The server or servers behind the bridge.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Upstream {
+    /// One server, `name` in the audit.
+    One {
+        /// Its name in the audit (a config name, a URL without credentials, a program).
+        name: String,
+        /// How it is connected.
+        connect: Connector,
+    },
+    /// The servers of a config, as one (tools, prompts and resources of each under its
+    /// name).
+    Many {
+        /// The config.
+        config: ConfigFile,
+        /// The servers of it to serve (none: all).
+        only: Vec<String>,
+    },
+}
+
+/// Says what the embedding application would have its user do about an error of the
+/// client library (`capable auth login …`), added to the host's error after its words.
+pub type Hints = Arc<dyn Fn(&capable::Error) -> Option<String> + Send + Sync>;
+
+/// What a bridge serves and how.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct BridgeConfig {
+    /// The server or servers behind.
+    pub upstream: Upstream,
+    /// The client options of every server behind (timeouts, limits, tap, gating
+    /// policy). The bridge puts each host's declaration, version and name in its copy;
+    /// with [`ProtocolChoice::Auto`](capable::ProtocolChoice::Auto) the host's version
+    /// is proposed first. `max_message_size` bounds the host's messages too.
+    pub client: ClientOptions,
+    /// How servers of many over HTTP are authorized.
+    pub oauth: Option<OAuthProvider>,
+    /// The most connecting a server of many may take.
+    pub connect_timeout: Duration,
+    /// Notifications of no protocol method that pass to the host: a method, or a
+    /// prefix ending in `*` (`x/*`). None by default.
+    pub pass_notifications: Vec<String>,
+    /// Every audit line goes to stderr; with a path, appended there too.
+    pub audit_log: Option<PathBuf>,
+    /// Secrets cut out of every audit line and every error a host gets (`***`).
+    pub secrets: Secrets,
+    /// Hints added to the errors hosts get (none by default).
+    pub hints: Option<Hints>,
+}
+
+impl BridgeConfig {
+    /// A bridge to `upstream`, every other setting at its default.
+    pub fn new(upstream: Upstream) -> BridgeConfig {
+        BridgeConfig {
+            upstream,
+            client: ClientOptions::default(),
+            oauth: None,
+            connect_timeout: Duration::from_secs(30),
+            pass_notifications: Vec::new(),
+            audit_log: None,
+            secrets: Secrets::default(),
+            hints: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for BridgeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BridgeConfig")
+            .field("upstream", &self.upstream)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("pass_notifications", &self.pass_notifications)
+            .field("audit_log", &self.audit_log)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The bridge as a Streamable HTTP server for its hosts (both eras at `/mcp`).
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ListenConfig {
+    /// Where to listen. Loopback unless [`allow_remote`](Self::allow_remote).
+    pub addr: SocketAddr,
+    /// The bearer token every request must carry.
+    pub token: Option<String>,
+    /// Accept an address that is not loopback (a token is then required).
+    pub allow_remote: bool,
+    /// Web origins (`scheme://host[:port]`) whose pages may call the bridge, besides
+    /// the listener's own.
+    pub allow_origins: Vec<String>,
+    /// The most sessions at once (legacy sessions, and as many 2026-07-28
+    /// declarations); past it the least recently used idle one is ended, else `503`.
+    pub max_sessions: usize,
+    /// A session with nothing in flight for this long is ended, its server shut down.
+    pub session_idle: Duration,
+    /// The most connections open at once.
+    pub max_connections: usize,
+    /// How long a request's headers may take to arrive.
+    pub header_timeout: Duration,
+    /// How long a request's body may take to arrive (`408` past it).
+    pub body_timeout: Duration,
+    /// The most bytes a host may leave unread on one stream behind a message.
+    pub stream_buffer: usize,
+    /// The most messages of a 2025-03-26 batch (past it the batch is refused, `400`).
+    pub max_batch: usize,
+}
+
+impl ListenConfig {
+    /// Listening on `addr`, every bound at its default (64 sessions idle for at most
+    /// 30 min, 512 connections, 10 s for headers, 30 s for a body, 8 MiB unread per
+    /// stream, 256 messages per batch).
+    pub fn new(addr: SocketAddr) -> ListenConfig {
+        ListenConfig {
+            addr,
+            token: None,
+            allow_remote: false,
+            allow_origins: Vec::new(),
+            max_sessions: 64,
+            session_idle: Duration::from_secs(30 * 60),
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            stream_buffer: 8 << 20,
+            max_batch: 256,
+        }
+    }
+}
+
+impl std::fmt::Debug for ListenConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenConfig")
+            .field("addr", &self.addr)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("allow_remote", &self.allow_remote)
+            .field("allow_origins", &self.allow_origins)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_idle", &self.session_idle)
+            .field("max_connections", &self.max_connections)
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("stream_buffer", &self.stream_buffer)
+            .field("max_batch", &self.max_batch)
+            .finish()
+    }
+}

@@ -1,0 +1,104 @@
+//! capable's MCP bridge as a library: capable between hosts and servers. A host (a
+//! desktop app, an editor, an agent) talks to the bridge over stdio
+//! ([`serve_stdio`]) or Streamable HTTP ([`serve_listen`], many hosts at once, both
+//! protocol eras); behind it is one server ([`Upstream::One`], any
+//! [`Connector`]: a command, a URL with its credentials) or the servers of a config as
+//! one ([`Upstream::Many`]). `capable bridge` is this crate behind its flags.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), capable_bridge::BridgeError> {
+//! use capable_bridge::{serve_stdio, BridgeConfig, Connector, Stop, Upstream};
+//!
+//! let command = capable::ServerCommand::new("my-server", ["--stdio"]);
+//! let connect = Connector::new(move |options| {
+//!     let command = command.clone();
+//!     Box::pin(async move { Ok(capable::connect_stdio(&command, options).await?) })
+//! });
+//! let config = BridgeConfig::new(Upstream::One { name: "my-server".into(), connect });
+//! serve_stdio(config, Stop::never()).await
+//! # }
+//! ```
+//!
+//! What the host sees is exactly what the server declared; every request passes the
+//! gating table on both sides (the engine facing the host refuses what the server did
+//! not declare, the session facing the server what was not negotiated); only declared
+//! notifications reach the host; violations, notices and what was withheld go to
+//! stderr as JSON lines (and `--audit-log FILE`).
+//!
+//! | file | concern |
+//! |---|---|
+//! | `stdio.rs` | the host on stdin/stdout: read, relay, write in one write |
+//! | `pipes.rs` | stdin and stdout on the reactor (a pipe, a socket), not the blocking pool |
+//! | `host.rs` | one host's side: the greeter until it says who it is, then the relay |
+//! | `relay/` | one host ⇄ the server behind: forwarding, cancellation, progress, questions, notifications, listen streams |
+//! | `upstream.rs` | the server behind, connected declaring what the host declared |
+//! | `behind.rs` | the server behind while it is up, and its restarts |
+//! | `forward.rs` | a request's params on the way there, its failure on the way back |
+//! | `listen/` | the host over Streamable HTTP (`--listen`): sessions, streams, the gate |
+//! | `audit.rs` | the JSON lines of what the host did not see |
+//! | `many/` | the servers of a config as one |
+//! | `config.rs`, `error.rs`, `stop.rs` | the public face: what to serve, what ends it, what stops it |
+
+#![deny(missing_docs)]
+
+mod audit;
+mod audit_limit;
+mod behind;
+mod config;
+mod error;
+mod forward;
+mod host;
+mod listen;
+mod many;
+mod pipes;
+mod relay;
+mod run_task;
+mod stdio;
+mod stop;
+mod upstream;
+
+pub use config::{BridgeConfig, Connector, Hints, ListenConfig, Upstream};
+pub use error::{BridgeError, Unavailable};
+pub use stop::{Stop, StopHandle};
+
+/// Serves `config`'s server or servers to one host on this process's stdin and stdout,
+/// until the host closes its end (`Ok`), breaks the transport
+/// ([`BridgeError::Host`]) or `stop` is signalled ([`BridgeError::Stopped`]); the
+/// servers behind are shut down in order either way.
+pub async fn serve_stdio(config: BridgeConfig, stop: Stop) -> Result<(), BridgeError> {
+    let target = host::Target::open(config, stop, None)?;
+    stdio::serve(target).await
+}
+
+/// Serves `config`'s server or servers over Streamable HTTP at `listen.addr` (`/mcp`),
+/// to every host that passes the gate, until `stop` is signalled
+/// ([`BridgeError::Stopped`]); every session's server is shut down in order.
+pub async fn serve_listen(
+    config: BridgeConfig,
+    listen: ListenConfig,
+    stop: Stop,
+) -> Result<(), BridgeError> {
+    let target = host::Target::open(config, stop, listen.token.as_deref())?;
+    listen::serve(target, &listen).await
+}
+
+/// `N` random bytes as hex (visible ASCII: a session id, the prefix of the bridge's own
+/// task ids).
+fn random_hex<const N: usize>() -> String {
+    random::<N>().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `N` random bytes (a session id, the secret of a relay's rounds); without randomness,
+/// the time, which still tells them apart.
+fn random<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+            .to_le_bytes();
+        let n = N.min(nanos.len());
+        bytes[..n].copy_from_slice(&nanos[..n]);
+    }
+    bytes
+}

@@ -1,0 +1,144 @@
+//! `capable bridge`: capable between a host and a server — the [`capable_bridge`]
+//! library behind the flags. The host (a desktop app, an editor, an agent) starts
+//! `capable bridge` as its stdio server, or reaches it over Streamable HTTP
+//! (`--listen`); behind it is the server the flags name — `--url URL` (Streamable HTTP
+//! or HTTP+SSE, either era, OAuth from the token store), `--server NAME` from a config,
+//! a stdio command after `--` — or, with none of them, every server of the config.
+
+use std::sync::Arc;
+
+use capable::config::{ConfigFile, ServerTarget};
+use capable_bridge::{
+    BridgeConfig, BridgeError, Connector, ListenConfig, Stop, Unavailable, Upstream,
+};
+
+use crate::commands::Context;
+use crate::exit::CliError;
+use crate::flags::{BridgeArgs, LoginFlag};
+
+/// Runs the bridge until the host leaves or a signal comes.
+pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
+    if ctx.global.auth.login == LoginFlag::Paste {
+        return Err(CliError::Usage(
+            "--login paste reads the browser's address from stdin, which is the host's here: \
+             use --login browser or headless, or log in first with `capable auth login`"
+                .into(),
+        ));
+    }
+    let mut config = BridgeConfig::new(upstream(ctx, args)?);
+    config.client = ctx.options();
+    config.oauth = Some(ctx.host_oauth());
+    config.connect_timeout = ctx.global.timeout;
+    config.pass_notifications = args.pass_notifications.clone();
+    config.audit_log = args.audit_log.clone();
+    if let Some(token) = &args.listen_token {
+        crate::secrets::keep(|s| s.add(token));
+    }
+    config.secrets = crate::secrets::kept();
+    config.hints = Some(Arc::new(|e: &capable::Error| {
+        CliError::Client(e.clone()).hint()
+    }));
+    let stop = stop_on_signal(ctx);
+    let served = match args.listen {
+        Some(addr) => capable_bridge::serve_listen(config, listen(args, addr), stop).await,
+        None => capable_bridge::serve_stdio(config, stop).await,
+    };
+    served.map_err(|e| match e {
+        BridgeError::Stopped(signal) => CliError::Interrupted(signal),
+        BridgeError::Host(why) => CliError::Host(why),
+        BridgeError::AuditLog { path, error } => {
+            CliError::Usage(format!("--audit-log {}: {error}", path.display()))
+        }
+        other => CliError::Usage(other.to_string()),
+    })
+}
+
+/// The server or servers behind, as the flags name them.
+fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<Upstream, CliError> {
+    let g = &ctx.global;
+    if g.server.is_some() || g.url.is_some() || !args.server.command.is_empty() {
+        // The server's name in the audit: its config name, else its URL (credentials
+        // left out) or its program.
+        let name = match (&g.server, ctx.target(&args.server)?) {
+            (Some(name), _) => name.clone(),
+            (None, ServerTarget::Http { url, .. }) => {
+                capable::core::http::redact::redact_unparsed(&url)
+            }
+            (None, ServerTarget::Stdio(command)) => command.program,
+        };
+        let ctx = Arc::new(Context {
+            global: ctx.global.clone(),
+            signals: ctx.signals.clone(),
+        });
+        let server = args.server.clone();
+        let connect = Connector::new(move |options| {
+            let (ctx, server) = (ctx.clone(), server.clone());
+            Box::pin(async move {
+                ctx.connect_with(&server, options)
+                    .await
+                    .map_err(unavailable)
+            })
+        });
+        return Ok(Upstream::One { name, connect });
+    }
+    let mut config = ConfigFile::load(g.config.as_deref())?;
+    for entry in &mut config.servers {
+        match &mut entry.target {
+            Ok(ServerTarget::Stdio(command)) => command.inherit_env = g.inherit_env,
+            Ok(target) => crate::secrets::keep_target(target),
+            Err(_) => {}
+        }
+    }
+    if let Some(unknown) = args
+        .only
+        .iter()
+        .find(|o| !config.servers.iter().any(|e| &e.name == *o))
+    {
+        return Err(CliError::Usage(format!(
+            "--only {unknown}: {} has no such server",
+            config.path
+        )));
+    }
+    Ok(Upstream::Many {
+        config,
+        only: args.only.clone(),
+    })
+}
+
+/// Why the server behind cannot be had, as the bridge tells its host: the client
+/// library's error as it is; the CLI's own failures in its words, with its hint.
+fn unavailable(e: CliError) -> Unavailable {
+    match e {
+        CliError::Client(e) => Unavailable::Client(e),
+        other => Unavailable::Other {
+            kind: other.error_kind(),
+            name: other.kind(),
+            message: crate::secrets::scrub(&other.to_string()).into_owned(),
+            hint: other.hint(),
+        },
+    }
+}
+
+/// The listener's bounds, from the flags.
+fn listen(args: &BridgeArgs, addr: std::net::SocketAddr) -> ListenConfig {
+    let mut listen = ListenConfig::new(addr);
+    listen.token = args.listen_token.clone();
+    listen.allow_remote = args.allow_remote;
+    listen.allow_origins = args.allow_origin.clone();
+    listen.max_sessions = args.max_sessions;
+    listen.session_idle = args.session_idle;
+    listen.max_connections = args.max_connections;
+    listen.header_timeout = args.header_timeout;
+    listen.body_timeout = args.body_timeout;
+    listen.stream_buffer = args.stream_buffer;
+    listen.max_batch = args.max_batch;
+    listen
+}
+
+/// A [`Stop`] that SIGINT, SIGTERM or SIGHUP signals.
+fn stop_on_signal(ctx: &Context) -> Stop {
+    let (handle, stop) = Stop::new();
+    let received = ctx.signals.received();
+    tokio::spawn(async move { handle.stop(received.await) });
+    stop
+}
