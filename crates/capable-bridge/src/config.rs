@@ -12,7 +12,7 @@ use capable::host::OAuthProvider;
 use capable::{ClientOptions, Session};
 use futures_util::future::BoxFuture;
 
-use crate::Unavailable;
+use crate::{Policy, Unavailable};
 
 /// Connects the one server behind with the client options the bridge made for a host
 /// (its declaration, version and name in them): at the host's first word, and again
@@ -98,6 +98,9 @@ pub struct BridgeConfig {
     pub secrets: Secrets,
     /// Hints added to the errors hosts get (none by default).
     pub hints: Option<Hints>,
+    /// What every list, request and result passes, for one server and many alike
+    /// (none by default: everything as the servers have it).
+    pub policy: Option<Arc<dyn Policy>>,
 }
 
 impl BridgeConfig {
@@ -112,6 +115,7 @@ impl BridgeConfig {
             audit_log: None,
             secrets: Secrets::default(),
             hints: None,
+            policy: None,
         }
     }
 }
@@ -123,6 +127,7 @@ impl std::fmt::Debug for BridgeConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("pass_notifications", &self.pass_notifications)
             .field("audit_log", &self.audit_log)
+            .field("policy", &self.policy.is_some())
             .finish_non_exhaustive()
     }
 }

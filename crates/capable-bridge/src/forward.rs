@@ -48,6 +48,18 @@ impl Forwarded {
             _ => Map::new(),
         }
     }
+
+    /// Params edited as an object (by a policy).
+    pub fn from_map(map: &Map<String, Value>) -> Forwarded {
+        let text = serde_json::to_string(map).unwrap_or_else(|_| "{}".into());
+        match RawValue::from_string(text) {
+            Ok(raw) => Forwarded::AsSent(raw),
+            Err(_) => Forwarded::Edited {
+                members: BTreeMap::new(),
+                meta: None,
+            },
+        }
+    }
 }
 
 impl serde::Serialize for Forwarded {

@@ -202,7 +202,8 @@ impl Host {
                     connect_timeout: Some(t.config.connect_timeout),
                     ..HostOptions::default()
                 };
-                let many = Many::start(config, only, host, t.audit.clone()).await;
+                let policy = t.config.policy.clone();
+                let many = Many::start(config, only, host, policy, t.audit.clone()).await;
                 let servers = Servers::Many(Box::new(many));
                 self.relay = Some(self.relay_to(servers, hello, asks, ask_timeout));
                 return;
@@ -210,6 +211,15 @@ impl Host {
             Upstream::One { connect, .. } => connect.clone(),
         };
         let name = t.name();
+        let timeout = t
+            .config
+            .policy
+            .as_ref()
+            .and_then(|p| p.request_timeout(name));
+        let options = match timeout {
+            Some(timeout) => options.with_request_timeout(timeout),
+            None => options,
+        };
         t.audit.state(name, "starting", serde_json::json!({}));
         let connected = tokio::select! {
             connected = connect.connect(options.clone()) => connected,
@@ -254,6 +264,9 @@ impl Host {
         let audit = self.target.audit.clone();
         let shared = self.shared;
         let mut relay = Relay::new(servers, config, tasks, asks, ask_timeout, audit, shared);
+        if let Some(policy) = &self.target.config.policy {
+            relay.set_policy(policy.clone());
+        }
         let passed = self.target.pass_notifications.clone();
         if !passed.is_empty() {
             relay.pass_notifications(Box::new(move |method: &str| {

@@ -37,6 +37,7 @@
 //! | `listen/` | the host over Streamable HTTP (`--listen`): sessions, streams, the gate |
 //! | `audit.rs` | the JSON lines of what the host did not see |
 //! | `many/` | the servers of a config as one |
+//! | `policy.rs` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike; the config's policies ([`ConfigPolicy`]) |
 //! | `config.rs`, `error.rs`, `stop.rs` | the public face: what to serve, what ends it, what stops it |
 
 #![deny(missing_docs)]
@@ -51,6 +52,7 @@ mod host;
 mod listen;
 mod many;
 mod pipes;
+mod policy;
 mod relay;
 mod run_task;
 mod stdio;
@@ -59,6 +61,7 @@ mod upstream;
 
 pub use config::{BridgeConfig, Connector, Hints, ListenConfig, Upstream};
 pub use error::{BridgeError, Unavailable};
+pub use policy::{ConfigPolicy, Policy, Verdict};
 pub use stop::{Stop, StopHandle};
 
 /// Serves `config`'s server or servers to one host on this process's stdin and stdout,

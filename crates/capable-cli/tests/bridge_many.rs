@@ -170,6 +170,57 @@ fn a_servers_list_change_reaches_the_host_and_a_crashed_server_comes_back() {
 }
 
 #[test]
+fn one_server_named_from_the_config_gets_its_policy_as_it_would_among_many() {
+    let mut b = fixture("elicit", &[]);
+    b["denyTools"] = json!(["confirm"]);
+    b["outputBudget"] = json!(10);
+    let mut slow = fixture("hang", &[]);
+    slow["timeout"] = json!("300ms");
+    let (mut one, file) = bridge(
+        "one-policy",
+        json!({"b": b, "slow": slow}),
+        &["--server", "b"],
+    );
+    one.initialize(V, json!({}));
+    // Its own names (one server: no `server/` prefix), less what its policy keeps back.
+    let tools = one.request(1, "tools/list", json!({}));
+    assert_valid_result(V, "ListToolsResult", &tools);
+    assert_eq!(names(&tools, "tools"), ["echo"]);
+    let refused = one.request(2, "tools/call", json!({"name": "confirm"}));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let cut = one.request(
+        3,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "a long message for b"}}),
+    );
+    assert_valid_result(V, "CallToolResult", &cut);
+    assert!(
+        text(&cut).starts_with("a long mes|[capable bridge: the result was cut"),
+        "{cut}"
+    );
+    // The server never saw the refused call: its next answer is to the next request
+    // (a result over 10 bytes of JSON, cut too).
+    let short = one.request(
+        4,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "hi"}}),
+    );
+    assert!(text(&short).starts_with("hi|[capable bridge"), "{short}");
+
+    // Its own timeout, not the bridge's 60 s.
+    let mut slow_one = Bridge::start(&["--config", file.path(), "--server", "slow"]);
+    slow_one.initialize(V, json!({}));
+    let started = Instant::now();
+    let read = slow_one.request(1, "resources/read", json!({"uri": "docs://manual/current"}));
+    assert_eq!(read["error"]["data"]["kind"], "timeout", "{read}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn only_the_servers_named_start_and_each_has_its_own_timeout() {
     let mut slow = fixture("hang", &[]);
     slow["timeout"] = json!("300ms");

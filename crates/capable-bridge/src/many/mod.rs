@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable::config::{ConfigFile, ServerPolicy};
+use capable::config::ConfigFile;
 use capable::core::jsonrpc::{codes, Payload};
 use capable::core::model::ResourceTemplate;
 use capable::core::server::merge::merged;
@@ -46,6 +46,7 @@ use super::audit::Audit;
 use super::forward::answer_error;
 use super::run_task::call_without_tasks;
 use super::upstream;
+use crate::policy::{self, After, Policy};
 
 mod route;
 
@@ -56,7 +57,8 @@ const START_WAIT: Duration = Duration::from_secs(5);
 pub struct Many {
     host: Arc<Host>,
     events: broadcast::Receiver<HostEvent>,
-    policies: BTreeMap<String, ServerPolicy>,
+    /// What every list, request and result of theirs passes.
+    policy: Option<Arc<dyn Policy>>,
     audit: Arc<Audit>,
     /// Template prefixes, by server, as last listed (to route reads of URIs made from
     /// them).
@@ -78,6 +80,7 @@ impl Many {
         file: &ConfigFile,
         only: &[String],
         options: HostOptions,
+        policy: Option<Arc<dyn Policy>>,
         audit: Arc<Audit>,
     ) -> Many {
         let host = Host::new(options.clone());
@@ -85,12 +88,13 @@ impl Many {
             if !only.is_empty() && !only.contains(&entry.name) {
                 continue;
             }
-            let policy = file.policies.get(&entry.name).cloned().unwrap_or_default();
-            if policy.disabled {
+            let disabled = file.policies.get(&entry.name).is_some_and(|p| p.disabled);
+            if disabled {
                 audit.state(&entry.name, "disabled", json!({}));
                 continue;
             }
-            let added = match (&entry.target, policy.timeout) {
+            let timeout = policy.as_ref().and_then(|p| p.request_timeout(&entry.name));
+            let added = match (&entry.target, timeout) {
                 (Ok(target), timeout) => {
                     // Its questions name it; its own timeout, when it has one.
                     let mut client = upstream::for_server(&options.client, &entry.name);
@@ -127,7 +131,7 @@ impl Many {
             task_bound: options.client.config.timeouts.progress_cap,
             host: Arc::new(host),
             events,
-            policies: file.policies.clone(),
+            policy,
             audit,
             templates: Arc::new(Mutex::new(Vec::new())),
             templates_learnt: Arc::new(std::sync::atomic::AtomicBool::new(false)),
@@ -237,9 +241,10 @@ impl Many {
             }
             Err(e) => return (futures_util::future::ready(Err(e)).boxed(), None),
         };
-        let budget = (method == Method::CallTool)
-            .then(|| self.policies.get(&server).and_then(|p| p.output_budget))
-            .flatten();
+        let policy = match self.through(&server, method, &mut params) {
+            Ok(policy) => policy,
+            Err(e) => return (futures_util::future::ready(Err(e)).boxed(), Some(server)),
+        };
         let bound = self.task_bound;
         let at = Some(server.clone());
         let answer = async move {
@@ -247,16 +252,27 @@ impl Many {
                 Method::CallTool => call_without_tasks(&session, params, options, bound).await?,
                 _ => session.request_payload(method, &params, options).await?,
             };
-            Ok(match budget {
-                Some(budget) if answer.json().len() > budget => cut(answer.json(), budget, &server),
-                _ => answer,
-            })
+            Ok(answer)
         };
-        (answer.boxed(), at)
+        (policy::after(policy, method, answer.boxed()), at)
     }
 
-    fn policy(&self, server: &str) -> ServerPolicy {
-        self.policies.get(server).cloned().unwrap_or_default()
+    /// `params` of a request to `server` through the policy: edited, and the policy its
+    /// result passes (`None`: none looks at it); or the error the host gets.
+    fn through(
+        &self,
+        server: &str,
+        method: Method,
+        params: &mut Map<String, Value>,
+    ) -> Result<After, Error> {
+        through(self.policy.as_ref(), server, method, params)
+    }
+
+    /// Whether `item` of `server`'s list of `method` is offered (the policy's word).
+    fn listed(&self, server: &str, method: Method, item: &Value) -> bool {
+        self.policy
+            .as_ref()
+            .is_none_or(|p| !p.inspects(server, method) || p.on_list(server, method, item))
     }
 
     /// A notice, once for each `key`.
@@ -282,7 +298,8 @@ impl Many {
     fn tools(&self) -> Value {
         let mut tools = Vec::new();
         for t in self.host.tools() {
-            if !self.policy(&t.server).offers_tool(&t.tool.name) {
+            let listed = serde_json::to_value(&t.tool).unwrap_or(Value::Null);
+            if !self.listed(&t.server, Method::ListTools, &listed) {
                 continue;
             }
             let schema = t.tool.input_schema_value();
@@ -296,7 +313,7 @@ impl Many {
                 self.notice_once(format!("tool {}", t.name), &t.server, &notice);
                 continue;
             }
-            let mut tool = serde_json::to_value(&t.tool).unwrap_or(Value::Null);
+            let mut tool = listed;
             tool["name"] = json!(t.name);
             without_task_support(&mut tool);
             tools.push(tool);
@@ -317,6 +334,9 @@ impl Many {
                 continue;
             }
             let mut resource = serde_json::to_value(&r.resource).unwrap_or(Value::Null);
+            if !self.listed(&r.server, Method::ListResources, &resource) {
+                continue;
+            }
             resource["name"] = json!(capable::host::qualify(&r.server, &r.resource.name));
             resources.push(resource);
         }
@@ -328,10 +348,13 @@ impl Many {
             .host
             .prompts()
             .into_iter()
-            .map(|p| {
+            .filter_map(|p| {
                 let mut prompt = serde_json::to_value(&p.prompt).unwrap_or(Value::Null);
+                if !self.listed(&p.server, Method::ListPrompts, &prompt) {
+                    return None;
+                }
                 prompt["name"] = json!(p.name);
-                prompt
+                Some(prompt)
             })
             .collect();
         json!({"prompts": prompts})
@@ -348,6 +371,7 @@ impl Many {
             .collect();
         let kept = self.templates.clone();
         let learnt = self.templates_learnt.clone();
+        let policy = self.policy.clone();
         async move {
             let mut all: Vec<ResourceTemplate> = Vec::new();
             let mut prefixes = Vec::new();
@@ -357,6 +381,13 @@ impl Many {
                 }
                 if let Ok(templates) = session.list_resource_templates().await {
                     for t in templates {
+                        let method = Method::ListResourceTemplates;
+                        if let Some(p) = policy.as_ref().filter(|p| p.inspects(&name, method)) {
+                            let item = serde_json::to_value(&t).unwrap_or(Value::Null);
+                            if !p.on_list(&name, method, &item) {
+                                continue;
+                            }
+                        }
                         let prefix = t.uri_template.split('{').next().unwrap_or("").to_owned();
                         prefixes.push((prefix, name.clone()));
                         all.push(t);
@@ -385,12 +416,17 @@ impl Many {
     ) -> BoxFuture<'static, Result<Payload, Error>> {
         let learn = self.all_templates();
         let (host, templates) = (self.host.clone(), self.templates.clone());
+        let policy = self.policy.clone();
         let method = Method::ReadResource;
+        let mut params = params;
         async move {
             let _ = learn.await;
             let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
-            let (_, session) = route::by_uri_learnt(&host, &templates, method, uri)?;
-            session.request_payload(method, &params, options).await
+            let (server, session) = route::by_uri_learnt(&host, &templates, method, uri)?;
+            let after = through(policy.as_ref(), &server, method, &mut params)?;
+            let answer = session.request_payload(method, &params, options).await;
+            let answer = futures_util::future::ready(answer).boxed();
+            policy::after(after, method, answer).await
         }
         .boxed()
     }
@@ -406,37 +442,18 @@ pub(super) fn not_offered(method: Method, why: &str) -> Error {
     answer_error(method, codes::INVALID_PARAMS, why.to_owned(), None)
 }
 
-/// A tool result over its server's budget, cut: its text kept up to the budget, its
-/// structured content left out, and a note that says so.
-fn cut(result: &str, budget: usize, server: &str) -> Payload {
-    let parsed: Value = serde_json::from_str(result).unwrap_or(Value::Null);
-    let mut text = String::new();
-    for block in parsed
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(t) = block.get("text").and_then(Value::as_str) {
-            text.push_str(t);
-        }
-    }
-    let mut end = budget.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    let note = format!(
-        "[capable bridge: the result was cut to {} of its {}: the outputBudget of server {server:?}]",
-        capable::core::text::size(budget),
-        capable::core::text::size(result.len()),
-    );
-    let mut cut =
-        json!({"content": [{"type": "text", "text": text}, {"type": "text", "text": note}]});
-    if parsed.get("isError") == Some(&Value::Bool(true)) {
-        cut["isError"] = json!(true);
-    }
-    Payload::from_json(cut.to_string().into_bytes())
+/// `params` of a request to `server` through `policy` (see [`Many::through`]).
+fn through(
+    policy: Option<&Arc<dyn Policy>>,
+    server: &str,
+    method: Method,
+    params: &mut Map<String, Value>,
+) -> Result<After, Error> {
+    let Some(policy) = policy.filter(|p| p.inspects(server, method)) else {
+        return Ok(None);
+    };
+    policy::request(&**policy, server, method, params)?;
+    Ok(Some((policy.clone(), server.to_owned())))
 }
 
 /// A tool as many servers as one list it: its `execution.taskSupport` left out (the

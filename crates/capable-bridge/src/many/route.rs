@@ -33,12 +33,6 @@ impl Many {
                 &format!("{qualified:?} names no server: names are SERVER/NAME"),
             ));
         };
-        if method == Method::CallTool && !self.policy(server).offers_tool(name) {
-            return Err(not_offered(
-                method,
-                &format!("{qualified:?} is not offered by this bridge"),
-            ));
-        }
         let session = self.session(method, server)?;
         params.insert(member.into(), json!(name));
         Ok((server.to_owned(), session))

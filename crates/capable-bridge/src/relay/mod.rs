@@ -71,6 +71,7 @@ use super::audit::Audit;
 use super::behind::{take_ready, Change};
 use super::forward::{host_error, upstream_params};
 use super::upstream::{Ask, Asked};
+use crate::policy::{self, Policy};
 
 /// Where the host's answer to a question of the server's goes.
 type Reply = oneshot::Sender<Result<Value, RpcError>>;
@@ -177,6 +178,8 @@ pub struct Relay {
     task_questions: TaskQuestions<Reply>,
     fetches: FuturesUnordered<BoxFuture<'static, String>>,
     audit: Arc<Audit>,
+    /// What the one server's lists, requests and results pass (many: `Many` holds it).
+    policy: Option<Arc<dyn Policy>>,
 }
 
 impl Relay {
@@ -230,7 +233,13 @@ impl Relay {
             task_questions: TaskQuestions::new(),
             fetches: FuturesUnordered::new(),
             audit,
+            policy: None,
         }
+    }
+
+    /// What the one server's lists, requests and results pass.
+    pub fn set_policy(&mut self, policy: Arc<dyn Policy>) {
+        self.policy = Some(policy);
     }
 
     /// Lets the server's notifications of no protocol method pass to the host where
@@ -339,6 +348,25 @@ impl Relay {
         let asked =
             (self.host_era() == Some(Era::Modern) && legacy_behind && may_ask_for_input(method))
                 .then(|| params.clone());
+        // The params as the server gets them, through the policy (one server: here;
+        // many: where the request's server is known).
+        let upstream = match upstream_params(&params) {
+            Ok(upstream) => upstream,
+            Err(e) => {
+                self.engine.respond_error(&id, &e, &mut self.out);
+                return;
+            }
+        };
+        let one = self.servers.one().map(|_| self.servers.name());
+        let (upstream, policy) =
+            match policy::before_one(self.policy.as_ref(), one, method, upstream) {
+                Ok(passed) => passed,
+                Err(e) => {
+                    let error = host_error(&e, &self.audit);
+                    self.engine.respond_error(&id, &error, &mut self.out);
+                    return;
+                }
+            };
         let host_declared = || {
             let caps = self.engine.phase().capabilities();
             caps.is_some_and(|c| c.has_extension(Extension::Tasks))
@@ -360,13 +388,6 @@ impl Relay {
                 tasks::Before::Send { ttl } => ttl,
             },
             None => None,
-        };
-        let params = match upstream_params(&params) {
-            Ok(params) => params,
-            Err(e) => {
-                self.engine.respond_error(&id, &e, &mut self.out);
-                return;
-            }
         };
         let token = self.next_exchange;
         self.next_exchange += 1;
@@ -398,11 +419,12 @@ impl Relay {
                     },
                     statuses: self.statuses_tx.clone(),
                 };
-                let carried = tasks::carry(session, how, params.into_map(), options);
+                let carried = tasks::carry(session, how, upstream.into_map(), options);
                 (carried.boxed(), legacy, None)
             }
-            _ => self.servers.exchange(method, params, options),
+            _ => self.servers.exchange(method, upstream, options),
         };
+        let answer = policy::after(policy, method, answer);
         let exchange = async move { (token, answer.await) };
         let (exchange, abort) = futures_util::future::abortable(exchange.boxed());
         self.exchanges.insert(

@@ -7,14 +7,17 @@
 
 use std::sync::Arc;
 
-use capable::config::{ConfigFile, ServerTarget};
+use capable::config::{ConfigFile, ServerPolicy, ServerTarget};
 use capable_bridge::{
-    BridgeConfig, BridgeError, Connector, ListenConfig, Stop, Unavailable, Upstream,
+    BridgeConfig, BridgeError, ConfigPolicy, Connector, ListenConfig, Stop, Unavailable, Upstream,
 };
 
 use crate::commands::Context;
 use crate::exit::CliError;
 use crate::flags::{BridgeArgs, LoginFlag};
+
+/// The config's policies, by server name.
+type Policies = std::collections::BTreeMap<String, ServerPolicy>;
 
 /// Runs the bridge until the host leaves or a signal comes.
 pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
@@ -25,7 +28,11 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
                 .into(),
         ));
     }
-    let mut config = BridgeConfig::new(upstream(ctx, args)?);
+    let (upstream, policies) = upstream(ctx, args)?;
+    let mut config = BridgeConfig::new(upstream);
+    if !policies.is_empty() {
+        config.policy = Some(Arc::new(ConfigPolicy::new(policies)));
+    }
     config.client = ctx.options();
     config.oauth = Some(ctx.host_oauth());
     config.connect_timeout = ctx.global.timeout;
@@ -53,8 +60,9 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     })
 }
 
-/// The server or servers behind, as the flags name them.
-fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<Upstream, CliError> {
+/// The server or servers behind, as the flags name them, and their policies in the
+/// config (`--server NAME`: that entry's; many: every entry's).
+fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<(Upstream, Policies), CliError> {
     let g = &ctx.global;
     if g.server.is_some() || g.url.is_some() || !args.server.command.is_empty() {
         // The server's name in the audit: its config name, else its URL (credentials
@@ -70,6 +78,11 @@ fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<Upstream, CliError> {
             global: ctx.global.clone(),
             signals: ctx.signals.clone(),
         });
+        let mut policies = Policies::new();
+        if let Some(entry) = &g.server {
+            let file = ConfigFile::load(g.config.as_deref())?;
+            policies.extend(file.policies.into_iter().filter(|(name, _)| name == entry));
+        }
         let server = args.server.clone();
         let connect = Connector::new(move |options| {
             let (ctx, server) = (ctx.clone(), server.clone());
@@ -79,7 +92,7 @@ fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<Upstream, CliError> {
                     .map_err(unavailable)
             })
         });
-        return Ok(Upstream::One { name, connect });
+        return Ok((Upstream::One { name, connect }, policies));
     }
     let mut config = ConfigFile::load(g.config.as_deref())?;
     for entry in &mut config.servers {
@@ -99,10 +112,9 @@ fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<Upstream, CliError> {
             config.path
         )));
     }
-    Ok(Upstream::Many {
-        config,
-        only: args.only.clone(),
-    })
+    let policies = config.policies.clone();
+    let only = args.only.clone();
+    Ok((Upstream::Many { config, only }, policies))
 }
 
 /// Why the server behind cannot be had, as the bridge tells its host: the client
