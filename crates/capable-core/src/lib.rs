@@ -61,6 +61,7 @@
 #![deny(missing_docs)]
 
 pub mod auth;
+pub mod bridge;
 pub mod cache;
 pub mod capabilities;
 pub mod config;

@@ -48,6 +48,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
+use capable::core::bridge::Exchanges;
 use capable::core::input_rounds::may_ask_for_input;
 use capable::core::jsonrpc::FramingError;
 use capable::core::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
@@ -59,7 +60,7 @@ use capable::core::server::{
 use capable::core::task_bridge::{Carry, Route, TaskBridge};
 use capable::core::task_questions::TaskQuestions;
 use capable::core::task_started::Started;
-use capable::core::{Era, Extension, Method, Outbox};
+use capable::core::{Era, Extension, Outbox};
 use capable::{CachePolicy, Error, ListenEvent, Listener, RequestOptions};
 use futures_util::future::{AbortHandle, Abortable, BoxFuture};
 use futures_util::stream::FuturesUnordered;
@@ -86,24 +87,9 @@ type Answer = Result<Payload, Error>;
 /// A host request on its way: its exchange, and the server's answer.
 type Forward = BoxFuture<'static, (u64, Answer)>;
 
-/// One host request at the server. Its host id changes when a 2026-07-28 host's retry
-/// carries it on (see `rounds.rs`); `None` while the host holds a round of it.
-struct Exchange {
-    host: Option<RequestId>,
-    method: Method,
-    abort: AbortHandle,
-    /// Its answer comes in legacy form (a 2026-07-28 host gets what that era adds).
-    legacy_answer: bool,
-    /// The bridge carries it out across the eras (`tasks.rs`).
-    carry: Option<Carry>,
-    /// The `ttl` a legacy host asked for its task, if it did.
-    task_ttl: Option<u64>,
-    /// The host's params, for a request that may get rounds (`rounds.rs`): its retry
-    /// must repeat them.
-    params: Option<Payload>,
-    /// The server of many it went to (a question of that server's goes in its rounds).
-    server: Option<String>,
-}
+/// One host request at the server (the core's table decides whose it is); its handle
+/// cancels it there.
+type Exchange = capable::core::bridge::Exchange<AbortHandle>;
 
 /// Something the relay must act on (see [`Relay::next`]).
 pub enum Wake {
@@ -142,8 +128,7 @@ pub struct Relay {
     out: Outbox,
     servers: Servers,
     forwards: FuturesUnordered<Abortable<Forward>>,
-    exchanges: HashMap<u64, Exchange>,
-    next_exchange: u64,
+    exchanges: Exchanges<AbortHandle>,
     /// What the relay asks the server of its own (subscriptions, log levels).
     background: FuturesUnordered<BoxFuture<'static, ()>>,
     progress_tx: mpsc::UnboundedSender<(u64, ProgressParams)>,
@@ -211,8 +196,7 @@ impl Relay {
             out: Outbox::new(),
             servers,
             forwards: FuturesUnordered::new(),
-            exchanges: HashMap::new(),
-            next_exchange: 0,
+            exchanges: Exchanges::default(),
             background: FuturesUnordered::new(),
             progress_tx,
             progress_rx,
@@ -318,15 +302,8 @@ impl Relay {
     /// The host cancelled request `id`: its exchange is dropped (cancelled at the
     /// server), and any question of it the host had is given up.
     fn cancelled(&mut self, id: &RequestId) {
-        let found = self
-            .exchanges
-            .iter()
-            .find(|(_, e)| e.host.as_ref() == Some(id))
-            .map(|(token, _)| *token);
-        if let Some(token) = found {
-            if let Some(exchange) = self.exchanges.remove(&token) {
-                exchange.abort.abort();
-            }
+        if let Some((token, exchange)) = self.exchanges.cancelled_by(id) {
+            exchange.handle.abort();
             for reply in self.rounds.give_up(token) {
                 let _ = reply.send(Err(gone("the host cancelled the request")));
             }
@@ -389,8 +366,7 @@ impl Relay {
             },
             None => None,
         };
-        let token = self.next_exchange;
-        self.next_exchange += 1;
+        let token = self.exchanges.reserve();
         let on_progress = wants_progress.then(|| {
             let tx = self.progress_tx.clone();
             Box::new(move |p: &ProgressParams| {
@@ -427,19 +403,13 @@ impl Relay {
         let answer = policy::after(policy, method, answer);
         let exchange = async move { (token, answer.await) };
         let (exchange, abort) = futures_util::future::abortable(exchange.boxed());
-        self.exchanges.insert(
-            token,
-            Exchange {
-                host: Some(id),
-                method,
-                abort,
-                legacy_answer,
-                carry,
-                task_ttl,
-                params: asked,
-                server,
-            },
-        );
+        let mut exchange_at = Exchange::new(id, method, abort);
+        exchange_at.legacy_answer = legacy_answer;
+        exchange_at.carry = carry;
+        exchange_at.task_ttl = task_ttl;
+        exchange_at.params = asked;
+        exchange_at.server = server;
+        self.exchanges.insert(token, exchange_at);
         self.forwards.push(exchange);
     }
 
@@ -523,7 +493,7 @@ impl Relay {
     /// Progress of exchange `token`, under its host request's token: after the answer
     /// (or while the host has a question of it) it is dropped.
     fn progress(&mut self, token: u64, p: &ProgressParams) {
-        let Some(id) = self.exchanges.get(&token).and_then(|e| e.host.clone()) else {
+        let Some(id) = self.exchanges.progress_to(token).cloned() else {
             return;
         };
         let message = p.message.as_deref();
@@ -538,18 +508,17 @@ impl Relay {
         let Some(answer) = self.keep_for_retry(token, answer) else {
             return;
         };
-        let Some(Exchange {
-            host: Some(id),
+        let Some((id, exchange)) = self.exchanges.answered(token) else {
+            return;
+        };
+        let Exchange {
             method,
             legacy_answer,
             carry,
             task_ttl,
             server,
             ..
-        }) = self.exchanges.remove(&token)
-        else {
-            return;
-        };
+        } = exchange;
         // A server's answer the host cannot be given as it came is the server's breach:
         // the audit keeps it, not only the host's error.
         let (failed, malformed) = match answer.map(|p| self.carried(carry, task_ttl, p)) {
@@ -577,7 +546,7 @@ impl Relay {
     /// server), every question to the host fails, and the server is shut down in order.
     pub async fn close(mut self) {
         for (_, exchange) in self.exchanges.drain() {
-            exchange.abort.abort();
+            exchange.handle.abort();
         }
         let open = self.rounds.drain().into_iter();
         let open = open.chain(self.task_questions.drain());

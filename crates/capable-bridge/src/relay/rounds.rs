@@ -15,6 +15,7 @@
 
 use std::time::Instant;
 
+use capable::core::bridge::Asker;
 use capable::core::input_rounds::may_ask_for_input;
 use capable::core::server::{
     client_allows, same_request, ClientRequest, Lapsed, Next, ServerMethod,
@@ -53,45 +54,27 @@ impl Relay {
         let Some(ask) = self.ask_for_task(ask, false) else {
             return;
         };
-        // A request at the server that asks (of many), one that may get a round.
-        let from = ask.server.clone();
-        let may_ask = |e: &super::Exchange| {
-            let same_server = match (&from, &e.server) {
-                (Some(asking), Some(at)) => asking.as_ref() == at.as_str(),
-                _ => true,
-            };
-            may_ask_for_input(e.method) && same_server
-        };
-        // Hosts the bridge cannot tell apart (2026-07-28 over HTTP): a question that
-        // could be any of several requests' is nobody's to guess.
-        let candidates = self.exchanges.values().filter(|e| may_ask(e)).count();
-        if self.engine.is_shared() && candidates > 1 {
-            let why = format!(
-                "{candidates} requests in flight could have asked it, of hosts the bridge \
-                 cannot tell apart, and the server did not say which: it is put to none of them"
-            );
-            return self.put_to_none(ask, "warning", &why);
-        }
-        let waiting = self
-            .exchanges
-            .iter()
-            .filter(|(token, e)| e.host.is_some() && may_ask(e) && !self.rounds.holds(**token))
-            .map(|(token, _)| *token)
-            .min();
-        let holding = || {
-            self.exchanges
-                .iter()
-                .filter(|(token, e)| may_ask(e) && self.rounds.holds(**token))
-                .map(|(token, _)| *token)
-                .min()
-        };
-        let Some(token) = waiting.or_else(holding) else {
-            let Some(ask) = self.ask_for_task(ask, true) else {
+        // The request at the server that asks (of many) whose question it is: the core's
+        // table decides, and never guesses among hosts it cannot tell apart.
+        let from = ask.server.as_deref();
+        let holds = |token| self.rounds.holds(token);
+        let token = match self.exchanges.asker(from, self.engine.is_shared(), holds) {
+            Asker::To(token) => token,
+            Asker::Ambiguous(candidates) => {
+                let why = format!(
+                    "{candidates} requests in flight could have asked it, of hosts the bridge \
+                     cannot tell apart, and the server did not say which: it is put to none of them"
+                );
+                return self.put_to_none(ask, "warning", &why);
+            }
+            Asker::Nobody => {
+                let Some(ask) = self.ask_for_task(ask, true) else {
+                    return;
+                };
+                let why = "no request of the host's waits on the server: it cannot be asked now";
+                let _ = ask.reply.send(Err(cannot_ask(&why)));
                 return;
-            };
-            let why = "no request of the host's waits on the server: it cannot be asked now";
-            let _ = ask.reply.send(Err(cannot_ask(&why)));
-            return;
+            }
         };
         let now = Instant::now();
         self.rounds
@@ -110,17 +93,11 @@ impl Relay {
     /// with a round carrying them.
     pub(super) fn put_rounds(&mut self) {
         let now = Instant::now();
-        let tokens: Vec<u64> = self
-            .exchanges
-            .iter()
-            .filter(|(_, e)| e.host.is_some())
-            .map(|(token, _)| *token)
-            .collect();
-        for token in tokens {
+        for token in self.exchanges.awaited() {
             let Some(round) = self.rounds.round(token, now) else {
                 continue;
             };
-            if let Some(id) = self.exchanges.get_mut(&token).and_then(|e| e.host.take()) {
+            if let Some(id) = self.exchanges.put_in_a_round(token) {
                 self.engine.respond(&id, &round, &mut self.out);
             }
         }
@@ -149,7 +126,7 @@ impl Relay {
             return Some(request);
         };
         let token = self.rounds.exchange(state);
-        let exchange = token.and_then(|t| self.exchanges.get(&t));
+        let exchange = token.and_then(|t| self.exchanges.get(t));
         let another = exchange.is_some_and(|e| {
             let original = e.params.as_ref().and_then(|p| p.decode::<Value>().ok());
             e.method != request.method || original.is_some_and(|o| !same_request(&o, &params))
@@ -180,17 +157,20 @@ impl Relay {
             self.audit.host_round("info", notice);
         }
         let token = retry.exchange;
-        match (retry.next, self.exchanges.get_mut(&token)) {
-            (Next::Round(round), Some(_)) => {
+        let open = self.exchanges.get(token).is_some();
+        match (retry.next, open) {
+            (Next::Round(round), true) => {
                 self.engine.respond(&request.id, &round, &mut self.out);
             }
-            (Next::Answer(answer), Some(exchange)) => {
-                exchange.host = Some(request.id);
+            (Next::Answer(answer), true) => {
+                self.exchanges.carried_on(token, request.id);
                 self.answer(token, answer);
             }
             // The exchange goes on, under the retry's id.
-            (Next::Wait, Some(exchange)) => exchange.host = Some(request.id),
-            (_, None) => {
+            (Next::Wait, true) => {
+                self.exchanges.carried_on(token, request.id);
+            }
+            (_, false) => {
                 let over = invalid_params("the request this retry carries on is over", None);
                 self.engine.respond_error(&request.id, &over, &mut self.out);
                 for reply in self.rounds.give_up(token) {
@@ -204,7 +184,7 @@ impl Relay {
     /// The server's answer to exchange `token`: kept for the host's retry when the host
     /// holds a round of it (`None`), else back, for the host's waiting request.
     pub(super) fn keep_for_retry(&mut self, token: u64, answer: Answer) -> Option<Answer> {
-        let method = match self.exchanges.get(&token) {
+        let method = match self.exchanges.get(token) {
             Some(e) if e.host.is_none() => e.method,
             _ => return Some(answer),
         };
@@ -237,10 +217,10 @@ impl Relay {
                 exchange,
                 answer_dropped,
             } => {
-                let Some(gone) = self.exchanges.remove(&exchange) else {
+                let Some(gone) = self.exchanges.remove(exchange) else {
                     return;
                 };
-                gone.abort.abort();
+                gone.handle.abort();
                 let dropped = match answer_dropped {
                     true => "; the server's answer to it was dropped",
                     false => "; it is cancelled at the server",

@@ -1,0 +1,13 @@
+//! The bridge's relay, sans-IO: what a bridge between hosts and servers decides, with
+//! no I/O — which host request each exchange at a server belongs to, who may cancel
+//! it, where its progress and its answer go, and which request a server's question
+//! belongs to. The bridge's shell (`capable-bridge`) runs the exchanges; every decision
+//! about them is made here and tested with scripted events.
+//!
+//! | file | concern |
+//! |---|---|
+//! | `exchanges.rs` | [`Exchanges`]: the host requests at the server, by the bridge's token; ownership of cancels, progress, answers and questions |
+
+mod exchanges;
+
+pub use exchanges::{Asker, Exchange, Exchanges};
