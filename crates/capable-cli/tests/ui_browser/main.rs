@@ -17,6 +17,7 @@ mod ui_support;
 mod beyond;
 mod edges;
 mod everything;
+mod eye;
 mod forms;
 mod inspector;
 mod panels;
@@ -167,6 +168,20 @@ fn the_inspector_in_a_real_browser() {
         step("inspector::the_log_level", || inspector::the_log_level(b));
         step("inspector::an_oauth_login_from_the_page", || {
             inspector::an_oauth_login_from_the_page(b, &ui)
+        });
+    }
+    step("eye::undeclared_tabs_are_marked", || {
+        eye::undeclared_tabs_are_marked(b)
+    });
+    step("eye::a_root_as_a_plain_path", || {
+        eye::a_root_as_a_plain_path(b)
+    });
+    step("eye::watches_removed_and_stopped_with_their_page", || {
+        eye::watches_removed_and_stopped_with_their_page(b, &ui)
+    });
+    if peers {
+        step("eye::chips_search_and_a_read_in_view", || {
+            eye::chips_search_and_a_read_in_view(b)
         });
     }
     if python {
