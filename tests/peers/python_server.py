@@ -6,6 +6,11 @@ Run with the venv from `.ci/install-peers`:
 """
 
 import argparse
+import json
+from datetime import date, datetime
+from typing import Annotated, Literal
+
+from pydantic import AnyUrl, BaseModel, WithJsonSchema
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
@@ -56,6 +61,39 @@ async def touch(uri: str, ctx: Context) -> str:
         _manual_revision += 1
     await ctx.notify_resource_updated(uri)
     return f"touched {uri} (revision {_manual_revision})"
+
+
+class Traveller(BaseModel):
+    name: str
+    born: date
+    seat: Literal["aisle", "window"] | None = None
+
+
+class Leg(BaseModel):
+    to: str
+    departs: datetime
+
+
+Email = Annotated[str, WithJsonSchema({"type": "string", "format": "email"})]
+
+
+@server.tool()
+def book(
+    travellers: list[Traveller],
+    contact: Email,
+    trip: Leg | list[Leg],
+    notes: dict[str, str] | None = None,
+    site: AnyUrl | None = None,
+) -> str:
+    """Book a trip: its schema is Pydantic's ($defs and $ref, anyOf, nullable fields, a dict)."""
+    got = {
+        "travellers": [t.model_dump(mode="json") for t in travellers],
+        "contact": contact,
+        "trip": [leg.model_dump(mode="json") for leg in trip] if isinstance(trip, list) else trip.model_dump(mode="json"),
+        "notes": notes,
+        "site": str(site) if site else None,
+    }
+    return "booked " + json.dumps(got, sort_keys=True)
 
 
 @server.prompt()

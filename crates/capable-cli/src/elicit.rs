@@ -47,7 +47,9 @@ fn root(path: &std::path::Path) -> Root {
     }
 }
 
-/// Asks the person at the terminal, field by field.
+/// Asks the person at the terminal, field by field (each read and checked as
+/// `elicit_form` says: choices listed and nothing else taken, formats and bounds
+/// checked, a required field asked again until given).
 fn terminal() -> Handler {
     Arc::new(|params: Value| {
         Box::pin(async move {
@@ -78,44 +80,35 @@ fn ask(params: &Value) -> Value {
         .and_then(Value::as_str)
         .unwrap_or("The server asks for input");
     let _ = writeln!(err, "\nthe server asks: {message}");
-    let props = params
-        .pointer("/requestedSchema/properties")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let empty = json!({});
+    let schema = params.get("requestedSchema").unwrap_or(&empty);
     let mut content = Map::new();
-    for (name, prop) in &props {
-        let kind = prop.get("type").and_then(Value::as_str).unwrap_or("string");
-        let title = prop.get("title").and_then(Value::as_str).unwrap_or(name);
-        let default = prop.get("default");
-        let shown = default.map(|d| format!(" [{d}]")).unwrap_or_default();
+    for field in crate::elicit_form::fields(schema) {
         loop {
-            let Some(text) = read(&format!("  {title} ({kind}){shown}: "), &mut err) else {
+            let Some(text) = read(&field.prompt(), &mut err) else {
                 return json!({"action": "cancel"});
             };
             if text.is_empty() {
-                if let Some(d) = default {
-                    content.insert(name.clone(), d.clone());
+                match field.default() {
+                    Some(d) => {
+                        content.insert(field.name.to_owned(), d.clone());
+                    }
+                    None if field.required => {
+                        let _ = writeln!(err, "  required; try again");
+                        continue;
+                    }
+                    None => {}
                 }
                 break;
             }
-            let value = match kind {
-                "boolean" => match text.to_ascii_lowercase().as_str() {
-                    "y" | "yes" | "true" => Some(json!(true)),
-                    "n" | "no" | "false" => Some(json!(false)),
-                    _ => None,
-                },
-                "integer" => text.parse::<i64>().ok().map(Value::from),
-                "number" => text.parse::<f64>().ok().map(Value::from),
-                _ => Some(Value::String(text.clone())),
-            };
-            match value {
-                Some(v) => {
-                    content.insert(name.clone(), v);
+            match field.read(&text) {
+                Ok(v) => {
+                    content.insert(field.name.to_owned(), v);
                     break;
                 }
-                None => {
-                    let _ = writeln!(err, "  not a {kind}; try again");
+                Err(why) => {
+                    let why = crate::secrets::scrub(&why);
+                    let _ = writeln!(err, "  {why}; try again");
                 }
             }
         }

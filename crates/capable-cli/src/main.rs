@@ -4,6 +4,7 @@ mod colour;
 mod commands;
 mod disk_cache;
 mod elicit;
+mod elicit_form;
 mod exit;
 mod flags;
 mod media;

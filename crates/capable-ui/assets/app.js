@@ -101,17 +101,33 @@ function renderNav() {
   }, h('span', {}, s.name), badge(s.state, s.state, { 'data-testid': 'server-state' }))));
 }
 
+/**
+ * The tabs of what the server did not declare (resources, tools, prompts, tasks),
+ * once it said what it declares: shown, but marked (their panels say so too).
+ */
+function undeclared(s) {
+  const out = new Set();
+  if (!s.inspect) return out;
+  for (const m of s.matrix || []) if (!m.present && ['resources', 'tools', 'prompts'].includes(m.capability)) out.add(m.capability);
+  const caps = s.inspect.capabilities;
+  if (caps && typeof caps === 'object' && !caps.tasks) out.add('tasks');
+  return out;
+}
+
 function renderMain() {
   const main = document.getElementById('main');
   const s = current();
   if (!s) { main.head = null; fill(main, h('p', { class: 'muted' }, 'No servers.')); return; }
   const head = serverHead(s, command);
+  const absent = undeclared(s);
   const tabs = h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Server views', onkeydown: tabKeys },
     TABS.map(([id, label]) => h('button', {
       type: 'button', role: 'tab', 'data-testid': 'tab-' + id, 'data-tab': id,
       'aria-selected': app.tab === id ? 'true' : 'false', tabindex: app.tab === id ? '0' : '-1',
+      class: absent.has(id) ? 'absent' : null, 'data-declared': absent.has(id) ? 'false' : null,
+      title: absent.has(id) ? s.name + ' declared no ' + id : null,
       onclick: () => selectTab(id),
-    }, label)));
+    }, label, absent.has(id) ? h('span', { class: 'sr-only' }, ' (not declared)') : null)));
   // The panel is swapped only when it is another one: a form being filled in keeps
   // its focus and what was typed across live updates.
   if (!main.head) {

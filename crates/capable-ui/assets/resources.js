@@ -5,7 +5,7 @@
 // stream. A template's variables are completed as they are typed, where the server
 // allows completion/complete.
 
-import { h, fill, post, errorText, clock } from './dom.js';
+import { h, fill, post, errorText, clock, apiHeaders } from './dom.js';
 import { panel } from './app.js';
 import { violationCard } from './overview.js';
 import { completes } from './complete.js';
@@ -80,6 +80,8 @@ export async function read(server, uri, out) {
   fill(out, h('p', { class: 'muted' }, 'Reading ' + uri + '…'));
   const r = await post('/api/read', { server, uri });
   fill(out, r.ok ? readCard(r.body) : h('p', { class: 'errors', 'data-testid': 'error' }, errorText(r)));
+  // Where the eye is: the result, however long the list above it.
+  out.scrollIntoView({ block: 'nearest' });
 }
 
 function card(id, server, uri) {
@@ -181,14 +183,34 @@ export function watchEvent(event) {
     case 'violation':
       c.list.appendChild(violationCard(d, h('p', {}, 'The method is not sent again in this session; the watch falls back as the next mode says.')));
       break;
-    case 'end':
+    case 'end': {
       c.poll = null;
+      c.ended = true;
       c.alive.hidden = true;
-      c.stop.disabled = true;
+      // Stopped: its card can go (its revisions with it).
+      const remove = h('button', { type: 'button', 'data-testid': 'remove-watch', onclick: () => { c.el.remove(); cards.delete(event.watch); } }, 'Remove');
+      c.stop.replaceWith(remove);
       c.list.appendChild(h('p', { class: d.error ? 'errors' : 'muted', 'data-testid': 'watch-end' }, d.error ? 'ended: ' + d.error : 'stopped'));
       break;
+    }
   }
 }
+
+/** The watches this page started and has not seen end: stopped when the page goes
+ * (closed, reloaded, navigated away), so that none polls for a page no one sees. */
+const mine = new Map();
+
+window.addEventListener('pagehide', () => {
+  for (const [watch, server] of mine) {
+    if (cards.get(watch) && cards.get(watch).ended) continue;
+    // keepalive: the request outlives the page.
+    fetch('/api/unwatch', {
+      method: 'POST', keepalive: true, credentials: 'same-origin',
+      headers: apiHeaders({ 'Content-Type': 'application/json' }),
+      body: JSON.stringify({ server, watch }),
+    }).catch(() => {});
+  }
+});
 
 async function watch(server, uri, pollInput, out) {
   const ms = Number(pollInput.value);
@@ -197,6 +219,7 @@ async function watch(server, uri, pollInput, out) {
   const r = await post('/api/watch', body);
   if (!r.ok) { fill(out, h('p', { class: 'errors', 'data-testid': 'error' }, errorText(r))); return; }
   card(r.body.watch, server, uri);
+  mine.set(r.body.watch, server);
 }
 
 export function resourcesPanel(s) {

@@ -138,6 +138,33 @@ function toolView(s, tool) {
     out);
 }
 
+/** What a tool's annotations hint, in words (`readOnlyHint` → read-only, …). */
+const HINTS = [
+  ['readOnlyHint', true, 'read-only'], ['destructiveHint', true, 'destructive'],
+  ['idempotentHint', true, 'idempotent'], ['openWorldHint', true, 'open world'], ['openWorldHint', false, 'closed world'],
+];
+
+/** A tool's or prompt's chip: its title (its name beside it when they differ), its
+ * description (two lines; all of it on hover) and its annotations' hints. */
+function chip(t) {
+  const a = t.annotations || {};
+  const title = t.title || a.title || t.name;
+  const hints = HINTS.filter(([k, v]) => a[k] === v).map(([, , word]) => word);
+  return [
+    h('span', {}, h('strong', { 'data-testid': 'chip-title' }, title), title !== t.name ? h('code', { class: 'muted' }, ' ' + t.name) : null),
+    t.description ? h('span', { class: 'desc', 'data-testid': 'chip-description' }, t.description) : null,
+    hints.length ? h('span', { class: 'hints', 'data-testid': 'chip-hints' }, hints.map((w) => h('span', { class: 'hint-badge ' + w.replace(' ', '-') }, w))) : null,
+  ];
+}
+
+/** Shows the chips the search matches (every word, in name, title or description). */
+function filter(el) {
+  const words = (el.search ? el.search.value : '').toLowerCase().split(/\s+/).filter(Boolean);
+  for (const b of el.nav.querySelectorAll('button[data-search]')) {
+    b.hidden = !words.every((w) => b.dataset.search.includes(w));
+  }
+}
+
 /**
  * A list of named items (tools, prompts) with the view of the one picked. A new list
  * from the server (a list change) redraws the buttons only: the open view — what was
@@ -146,9 +173,14 @@ function toolView(s, tool) {
 function picker(s, key, items, label, view) {
   const el = panel(s.name, key, (root) => {
     root.nav = h('div', { class: 'row', role: 'list' });
+    root.search = h('input', {
+      type: 'search', 'data-testid': key + '-search', 'aria-label': 'search ' + key,
+      placeholder: 'Search ' + key + ' by name, title or description',
+      oninput: () => filter(root),
+    });
     root.note = h('div', {});
     root.view = h('div', {});
-    root.append(root.nav, root.note, root.view);
+    root.append(h('div', { class: 'row' }, root.search), root.nav, root.note, root.view);
   });
   const capability = (s.matrix || []).find((m) => m.capability === key);
   if (!s.inspect) { fill(el.nav, h('p', { class: 'muted' }, 'Not connected.')); return el; }
@@ -166,8 +198,11 @@ function picker(s, key, items, label, view) {
     for (const b of el.nav.querySelectorAll('button')) b.setAttribute('aria-pressed', String(!!el.picked && b.dataset.name === el.picked.name));
   };
   fill(el.nav, items.length ? items.map((t) => h('button', {
-    type: 'button', 'data-testid': label, 'data-name': t.name, 'aria-pressed': 'false', onclick: () => pick(t),
-  }, t.name)) : h('p', { class: 'muted' }, 'None listed.'));
+    type: 'button', class: 'chip', 'data-testid': label, 'data-name': t.name, 'aria-pressed': 'false', onclick: () => pick(t),
+    'data-search': [t.name, t.title, t.annotations && t.annotations.title, t.description].filter(Boolean).join(' ').toLowerCase(),
+    title: t.description || null,
+  }, chip(t))) : h('p', { class: 'muted' }, 'None listed.'));
+  filter(el);
   mark();
   if (el.picked) {
     const now = items.find((t) => t.name === el.picked.name);

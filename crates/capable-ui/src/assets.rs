@@ -24,6 +24,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("/dom.js", include_str!("../assets/dom.js"), JS),
     ("/stream.js", include_str!("../assets/stream.js"), JS),
     ("/form.js", include_str!("../assets/form.js"), JS),
+    ("/schema.js", include_str!("../assets/schema.js"), JS),
     ("/overview.js", include_str!("../assets/overview.js"), JS),
     ("/resources.js", include_str!("../assets/resources.js"), JS),
     ("/tools.js", include_str!("../assets/tools.js"), JS),

@@ -81,7 +81,12 @@ impl From<capable::Error> for ApiError {
             capable::Error::Refused(_) => StatusCode::CONFLICT,
             _ => StatusCode::BAD_GATEWAY,
         };
-        ApiError::new(status, e.kind(), e.to_string())
+        let api = ApiError::new(status, e.kind(), e.to_string());
+        // The server's own error object, as it sent it (for the history's response).
+        match &e {
+            capable::Error::Rpc { error, .. } => api.with("rpc", json!(error)),
+            _ => api,
+        }
     }
 }
 

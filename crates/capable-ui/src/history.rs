@@ -10,7 +10,7 @@
 //! [`tool_reply`]). Each entry goes on the stream as a `history` event; the
 //! last [`KEPT`] are kept for `GET /api/history`.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -22,9 +22,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use capable::core::model::CallToolResult;
-use capable::ErrorKind;
 
 use crate::bus::{now, Bus};
+use crate::exchange::{self, Outcome};
 use crate::extract::Reply;
 use crate::state::AppState;
 
@@ -37,6 +37,9 @@ const MAX_KEPT_BODY: usize = 64 << 10;
 const MAX_READ: usize = 8 << 20;
 /// The largest error answer read for its words.
 const MAX_ERROR: usize = 1 << 20;
+/// The largest answer kept whole as the entry's response (a larger one is kept as
+/// its size).
+const MAX_KEPT_RESPONSE: usize = 256 << 10;
 
 /// The commands recorded: their path and the MCP method each sends.
 const RECORDED: &[(&str, &str)] = &[
@@ -60,6 +63,11 @@ const RECORDED: &[(&str, &str)] = &[
 #[derive(Clone, Copy, Debug)]
 pub struct ToolFailed;
 
+/// The mark a handler puts on its answer when the call was cancelled from the page:
+/// HTTP 200 for the page, `cancelled` for the history.
+#[derive(Clone, Copy, Debug)]
+pub struct CallCancelled;
+
 /// A tool's result as the answer of a command: `reply`, marked [`ToolFailed`] when
 /// `result` is the tool's failure.
 pub fn tool_reply(reply: Reply, result: &CallToolResult) -> Response {
@@ -70,21 +78,28 @@ pub fn tool_reply(reply: Reply, result: &CallToolResult) -> Response {
     response
 }
 
-/// How a recorded command ended, in MCP terms: `result`, `tool_error`, or the kind of
-/// the error it was answered with (`rpc_error`, `timeout`, …; `unexpected` when the
-/// answer names none).
-fn outcome(response: &Response, error_body: Option<&Value>) -> String {
-    if response.status().is_success() {
-        return match response.extensions().get::<ToolFailed>() {
-            Some(_) => ErrorKind::ToolError.as_str().to_owned(),
-            None => "result".to_owned(),
+/// The header of a recorded command's answer that names its history entry (its
+/// `id`), so that the page shows a replay's result with its entry.
+pub const ENTRY_HEADER: &str = "x-capable-entry";
+
+/// How a recorded command ended, in MCP terms (see [`Outcome`]): from the marks on a
+/// success, from the error's kind and status on a failure.
+fn outcome(response: &Response, error_body: Option<&Value>) -> Outcome {
+    let status = response.status();
+    if status.is_success() {
+        let marks = response.extensions();
+        return if marks.get::<CallCancelled>().is_some() {
+            Outcome::Cancelled
+        } else if marks.get::<ToolFailed>().is_some() {
+            Outcome::ToolError
+        } else {
+            Outcome::Result
         };
     }
-    error_body
+    let kind = error_body
         .and_then(|v| v.pointer("/error/kind"))
-        .and_then(Value::as_str)
-        .unwrap_or(ErrorKind::Unexpected.as_str())
-        .to_owned()
+        .and_then(Value::as_str);
+    Outcome::of_error(status.as_u16(), kind)
 }
 
 /// The recorded commands.
@@ -93,6 +108,9 @@ pub struct History {
     bus: Bus,
     next: Arc<AtomicU64>,
     kept: Arc<Mutex<VecDeque<Value>>>,
+    /// Each server's count of entries, for the numbers the page shows (`n`: 1, 2, 3
+    /// for each server, with no gap where another server's entry came between).
+    counts: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 impl History {
@@ -102,6 +120,7 @@ impl History {
             bus,
             next: Arc::new(AtomicU64::new(1)),
             kept: Arc::default(),
+            counts: Arc::default(),
         }
     }
 
@@ -114,8 +133,25 @@ impl History {
             .collect()
     }
 
-    fn record(&self, mut entry: Value) {
-        entry["id"] = json!(self.next.fetch_add(1, Ordering::Relaxed));
+    /// Keeps `entry` and puts it on the stream: its `id` (unique in the run) and its
+    /// `n` (its number among its server's entries). Returns its id.
+    fn record(&self, mut entry: Value) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        entry["id"] = json!(id);
+        {
+            let server = entry["server"].as_str().unwrap_or_default().to_owned();
+            let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+            // Bounded: one count per server the page named (an unknown one is refused
+            // and counted under its name; past KEPT names, one count for all others).
+            let key = if counts.len() < KEPT || counts.contains_key(&server) {
+                server
+            } else {
+                String::new()
+            };
+            let n = counts.entry(key).or_insert(0);
+            *n += 1;
+            entry["n"] = json!(*n);
+        }
         {
             let mut kept = self.lock();
             if kept.len() == KEPT {
@@ -124,6 +160,7 @@ impl History {
             kept.push_back(entry.clone());
         }
         self.bus.publish("history", entry);
+        id
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Value>> {
@@ -172,48 +209,77 @@ pub async fn middleware(
         .await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     let status = response.status();
-    let (response, error, outcome) = if status.is_success() {
-        let outcome = outcome(&response, None);
-        (response, None, outcome)
-    } else {
+    // The answer is read to keep it (it is bytes in memory already); one larger than
+    // kept is passed on unread, its outcome from its status and marks alone.
+    let small = axum::body::HttpBody::size_hint(response.body())
+        .upper()
+        .is_some_and(|n| n <= MAX_KEPT_RESPONSE as u64);
+    let (response, answer, raw) = if small || !status.is_success() {
         let (parts, body) = response.into_parts();
-        let body = to_bytes(body, MAX_ERROR).await.unwrap_or_default();
+        let body = to_bytes(body, MAX_ERROR.max(MAX_KEPT_RESPONSE))
+            .await
+            .unwrap_or_default();
         let answer = serde_json::from_slice::<Value>(&body).ok();
-        let words = answer
-            .as_ref()
-            .and_then(|v| {
-                v.pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-            .unwrap_or_else(|| String::from_utf8_lossy(&body).trim().to_owned());
-        let response = Response::from_parts(parts, Body::from(body));
-        let outcome = outcome(&response, answer.as_ref());
-        (response, Some(words), outcome)
+        let raw = String::from_utf8_lossy(&body).trim().to_owned();
+        (
+            Response::from_parts(parts, Body::from(body)),
+            answer,
+            Some(raw),
+        )
+    } else {
+        (response, None, None)
     };
+    let outcome = outcome(&response, answer.as_ref());
+    let error = (!status.is_success()).then(|| {
+        answer
+            .as_ref()
+            .and_then(|v| v.pointer("/error/message").and_then(Value::as_str))
+            .map(str::to_owned)
+            .unwrap_or_else(|| raw.clone().unwrap_or_default())
+    });
     // A view's call names its view; the history names the view's server.
     let server = sent["server"].as_str().map(str::to_owned).or_else(|| {
         let view = sent["view"].as_str()?;
         app.views.get(view).map(|v| v.server)
     });
-    let body = if bytes.len() > MAX_KEPT_BODY {
-        json!({"capable": "too large to keep", "bytes": bytes.len()})
+    let kept = bytes.len() <= MAX_KEPT_BODY;
+    let request = if !outcome.sent() {
+        Value::Null
+    } else if kept {
+        exchange::request(&path, method, &sent)
     } else {
-        sent
+        json!({"jsonrpc": "2.0", "method": method, "capable": "too large to keep"})
     };
-    app.history.record(json!({
+    let received = if answer.is_some() || !outcome.sent() || !status.is_success() {
+        exchange::response(&path, outcome, answer.as_ref())
+    } else {
+        json!({"none": "too large to keep", "bytes": axum::body::HttpBody::size_hint(response.body()).lower()})
+    };
+    let body = if kept {
+        sent
+    } else {
+        json!({"capable": "too large to keep", "bytes": bytes.len()})
+    };
+    let id = app.history.record(json!({
         "at": at,
         "server": server,
         "method": method,
         "path": path,
         "body": body,
         "status": status.as_u16(),
-        "outcome": outcome,
-        "ok": outcome == "result",
+        "outcome": outcome.as_str(),
+        "ok": outcome == Outcome::Result,
         "error": error,
         "ms": (ms * 10.0).round() / 10.0,
-        "replayable": bytes.len() <= MAX_KEPT_BODY && path != "/api/app/call" && path != "/api/app/read",
+        "request": request,
+        "response": received,
+        // What capable refused was never sent: sending it again would be refused again.
+        "replayable": kept && outcome.sent() && path != "/api/app/call" && path != "/api/app/read",
     }));
+    let mut response = response;
+    response
+        .headers_mut()
+        .insert(ENTRY_HEADER, axum::http::HeaderValue::from(id));
     response
 }
 
@@ -244,13 +310,23 @@ mod tests {
         };
         let failed = tool_reply(Reply(json!({})), &result(Some(true)));
         assert_eq!(failed.status(), axum::http::StatusCode::OK);
-        assert_eq!(outcome(&failed, None), "tool_error");
+        assert_eq!(outcome(&failed, None), Outcome::ToolError);
         let fine = tool_reply(Reply(json!({})), &result(None));
-        assert_eq!(outcome(&fine, None), "result");
-        let refused = (axum::http::StatusCode::BAD_GATEWAY, "no").into_response();
+        assert_eq!(outcome(&fine, None), Outcome::Result);
+        let mut cancelled = Reply(json!({"cancelled": true})).into_response();
+        cancelled.extensions_mut().insert(CallCancelled);
+        assert_eq!(
+            (cancelled.status(), outcome(&cancelled, None)),
+            (axum::http::StatusCode::OK, Outcome::Cancelled),
+            "a cancelled call is no result though the page got 200"
+        );
+        let failed = (axum::http::StatusCode::BAD_GATEWAY, "no").into_response();
         let body = json!({"error": {"kind": "rpc_error"}});
-        assert_eq!(outcome(&refused, Some(&body)), "rpc_error");
-        assert_eq!(outcome(&refused, None), "unexpected");
+        assert_eq!(outcome(&failed, Some(&body)), Outcome::RpcError);
+        assert_eq!(outcome(&failed, None).as_str(), "unexpected");
+        let refused = (axum::http::StatusCode::CONFLICT, "no").into_response();
+        let body = json!({"error": {"kind": "capability_not_offered"}});
+        assert_eq!(outcome(&refused, Some(&body)), Outcome::Refused);
     }
 
     #[test]
@@ -269,5 +345,14 @@ mod tests {
             .all(|e| e["server"] == "a"));
         let ids: Vec<u64> = all.iter().filter_map(|e| e["id"].as_u64()).collect();
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        let numbers: Vec<u64> = history
+            .entries(Some("b"))
+            .iter()
+            .filter_map(|e| e["n"].as_u64())
+            .collect();
+        assert!(
+            numbers.windows(2).all(|w| w[1] == w[0] + 1),
+            "a server's entries are numbered without a gap: {numbers:?}"
+        );
     }
 }

@@ -53,6 +53,7 @@ mod assets;
 mod bus;
 mod calls;
 mod error;
+mod exchange;
 mod export;
 mod extract;
 mod handlers;

@@ -2,8 +2,9 @@
 //! (its style inline, no script, nothing fetched: its own policy says so) with the
 //! server as capable saw it — who it is, its era and version, the capability matrix
 //! exactly as declared and what a host may call, every call the page made with its
-//! timing and outcome, the contract violations with both messages, the notices, the
-//! last audit with its checks and evidence, and its stderr (its first lines and its last).
+//! timing and outcome as the JSON-RPC request it sent and the response it got, the
+//! contract violations with both messages, the notices, the last audit with its
+//! checks and evidence, and its stderr (its first lines and its last).
 //!
 //! Everything in it is text the server or the page chose, escaped; the run's secrets
 //! are cut out of the whole of it, as out of every answer.
@@ -167,22 +168,27 @@ fn calls_section(h: &mut String, history: &[Value]) {
         return;
     }
     h.push_str(
-        "<table><tr><th>at</th><th>method</th><th>ms</th><th>outcome</th><th>sent</th></tr>",
+        "<table><tr><th>#</th><th>at</th><th>method</th><th>ms</th><th>outcome</th>\
+         <th>request (sent)</th><th>response (received)</th></tr>",
     );
     for e in history {
-        let outcome = match e["error"].as_str() {
-            Some(words) => format!("<td class=bad>{} {}</td>", e["status"], esc(words)),
-            // Answered, but the tool reported its own failure.
-            None if e["outcome"] == "tool_error" => "<td class=bad>tool error</td>".to_owned(),
-            None => format!("<td class=ok>{}</td>", e["status"]),
+        let class = if e["ok"] == true { "ok" } else { "bad" };
+        let words = match e["error"].as_str() {
+            Some(words) => format!(": {words}"),
+            None => String::new(),
         };
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td>{outcome}<td>{}</td></tr>",
+            "<tr data-outcome=\"{o}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td class={class}>{o}{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&text(&e["n"])),
             esc(&text(&e["at"])),
             esc(&text(&e["method"])),
             esc(&text(&e["ms"])),
-            pre(&e["body"])
+            esc(&words),
+            pre(&e["request"]),
+            pre(&e["response"]),
+            o = esc(&text(&e["outcome"])),
         );
     }
     h.push_str("</table>");
@@ -274,7 +280,9 @@ mod tests {
             "stderr": "line\"<img src=x>"
         });
         let calls = [
-            json!({"at": "t", "method": "tools/call", "ms": 3.5, "status": 200, "body": {"a": "<i>"}}),
+            json!({"at": "t", "n": 1, "method": "tools/call", "ms": 3.5, "status": 200, "outcome": "cancelled",
+                   "request": {"jsonrpc": "2.0", "method": "tools/call", "params": {"a": "<i>"}},
+                   "response": {"none": "cancelled"}}),
         ];
         let page = html(&server, &calls, None, "now");
         assert!(!page.contains("<script>") && !page.contains("<img") && !page.contains("<b>x"));
@@ -286,5 +294,10 @@ mod tests {
         );
         assert!(page.contains("Contract violations (1)") && page.contains("Calls (1)"));
         assert!(page.contains("Not run in this session."));
+        assert!(
+            page.contains("<td class=bad>cancelled</td>"),
+            "not a 200: {page}"
+        );
+        assert!(page.contains("&quot;jsonrpc&quot;: &quot;2.0&quot;"));
     }
 }

@@ -78,6 +78,13 @@ pub fn a_report_of_the_session(b: &Browser<'_>, ui: &Ui) {
         "docs://manual/archive",
         "resources/read",
         "contract violation(s)",
+        // Each call as the JSON-RPC request sent and the response received.
+        "request (sent)",
+        "response (received)",
+        "&quot;jsonrpc&quot;: &quot;2.0&quot;",
+        "&quot;method&quot;: &quot;resources/read&quot;",
+        "&quot;params&quot;: {\n    &quot;uri&quot;: &quot;docs://manual/archive&quot;",
+        "&quot;contents&quot;",
     ] {
         assert!(html.contains(part), "the report has {part:?}");
     }

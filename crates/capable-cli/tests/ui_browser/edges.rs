@@ -119,11 +119,19 @@ pub fn elicitation_titles(b: &Browser<'_>) {
         "{card} input[type=checkbox][name=checks][value='1']"
     ));
     b.click(&format!("{card} select[name=channel] option[value='1']"));
+    // An email address that is none is caught in the page, and nothing is sent.
+    b.type_into(&format!("{card} input[name=contact]"), "not-an-email");
+    b.click(&format!("{card} [data-testid=elicit-accept]"));
+    let said = b.text(&format!("{card} [data-testid=form-errors]"), WAIT);
+    assert_eq!(said, "contact: not an email address");
+    b.type_into(&format!("{card} input[name=contact]"), "me@example.org");
     b.screenshot(&shots().join("elicitation.png"));
     b.click(&format!("{card} [data-testid=elicit-accept]"));
     let answered = b.text("[data-testid=call-result] [data-testid=content-text]", WAIT);
     assert!(
-        answered.contains(r#""checks":["browser"]"#) && answered.contains(r#""channel":"beta""#),
+        answered.contains(r#""checks":["browser"]"#)
+            && answered.contains(r#""channel":"beta""#)
+            && answered.contains(r#""contact":"me@example.org""#),
         "{answered}"
     );
 }

@@ -44,17 +44,59 @@ pub fn history_and_replay(b: &Browser<'_>) {
     let ms = b.text(&format!("{echo} [data-testid=history-ms]"), WAIT);
     assert!(ms.ends_with(" ms"), "{ms}");
     let before = b.all("[data-testid=history-entry]").len();
-    b.click(&format!("{echo} [data-testid=replay]"));
-    let replayed = b.text("[data-testid=replayed]", WAIT);
-    assert!(replayed.contains("\"type\": \"text\""), "{replayed}");
-    b.wait_until(
-        "the replay is in the history too",
-        &format!(
-            "return document.querySelectorAll('[data-testid=history-entry]').length > {before}"
-        ),
-        WAIT,
+    // Numbered 1, 2, 3 for this server, though other servers' calls came between.
+    let numbers = b.execute(
+        "return [...document.querySelectorAll('[data-testid=history-n]')].map(e => e.textContent)",
+        json!([]),
     );
+    let expected: Vec<String> = (1..=before).map(|n| format!("#{n}")).collect();
+    assert_eq!(numbers, json!(expected));
+    let of = b
+        .all(echo)
+        .first()
+        .map(|_| {
+            b.execute(
+                &format!("return document.querySelector(\"{echo}\").dataset.n"),
+                json!([]),
+            )
+        })
+        .unwrap();
+    b.click(&format!("{echo} [data-testid=replay]"));
+    // The result comes with the replay's own entry, the newest.
+    let replay = format!(
+        "[data-testid=history-entry][data-replay-of='{}']",
+        of.as_str().unwrap()
+    );
+    let replayed = b.text(&format!("{replay} [data-testid=replayed]"), WAIT);
+    assert!(replayed.contains("\"type\": \"text\""), "{replayed}");
+    let n = b.execute(
+        &format!("return document.querySelector(\"{replay}\").dataset.n"),
+        json!([]),
+    );
+    assert_eq!(n, json!((before + 1).to_string()));
     b.screenshot(&shots().join("history.png"));
+
+    // A cancelled call is cancelled, not the "200" capable's own API answered; a call
+    // capable refused (its arguments do not match the schema) is not offered again.
+    open(b, "slow", "history");
+    let cancelled = "[data-testid=history-entry][data-outcome=cancelled]";
+    let said = b.text(&format!("{cancelled} [data-testid=history-outcome]"), WAIT);
+    assert_eq!(said, "cancelled");
+    assert!(b.all(&format!("{cancelled} [data-testid=replay]")).len() == 1);
+    open(b, "tools", "tools");
+    b.click("[data-testid=tool][data-name=echo]");
+    b.click("[data-testid=tool-form] [data-testid=toggle-json]");
+    b.type_into(
+        "[data-testid=tool-form] [data-testid=json-args]",
+        r#"{"message": 5}"#,
+    );
+    b.click("[data-testid=tool-form] [data-testid=call]");
+    b.wait_for("[data-testid=tool-form] [data-testid=form-errors]", WAIT);
+    open(b, "tools", "history");
+    let refused = "[data-testid=history-entry][data-outcome=refused]";
+    let said = b.text(&format!("{refused} [data-testid=history-outcome]"), WAIT);
+    assert!(said.starts_with("refused, not sent:"), "{said}");
+    assert!(b.all(&format!("{refused} [data-testid=replay]")).is_empty());
 }
 
 /// A request past the page's timeout is cancelled: the page says so, and the server

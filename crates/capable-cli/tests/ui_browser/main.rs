@@ -17,6 +17,8 @@ mod ui_support;
 mod beyond;
 mod edges;
 mod everything;
+mod eye;
+mod forms;
 mod inspector;
 mod panels;
 mod security;
@@ -84,6 +86,15 @@ fn the_inspector_in_a_real_browser() {
             json!({"command": "node", "args": [everything::JS, "stdio"], "cwd": cwd}),
         );
         servers.insert("guarded".into(), json!({"url": g.mcp}));
+    }
+    // The Python SDK's server: its tools' schemas are Pydantic's.
+    let python = common::peers_wanted(&[common::servers::PYTHON]);
+    if python {
+        servers.insert(
+            "python".into(),
+            json!({"command": common::servers::path(common::servers::PYTHON),
+                   "args": [common::servers::path("tests/peers/python_server.py")]}),
+        );
     }
     let count = servers.len();
     let ui = Ui::with_config_and(&json!({ "mcpServers": Value::Object(servers) }), &[]);
@@ -157,6 +168,25 @@ fn the_inspector_in_a_real_browser() {
         step("inspector::the_log_level", || inspector::the_log_level(b));
         step("inspector::an_oauth_login_from_the_page", || {
             inspector::an_oauth_login_from_the_page(b, &ui)
+        });
+    }
+    step("eye::undeclared_tabs_are_marked", || {
+        eye::undeclared_tabs_are_marked(b)
+    });
+    step("eye::a_root_as_a_plain_path", || {
+        eye::a_root_as_a_plain_path(b)
+    });
+    step("eye::watches_removed_and_stopped_with_their_page", || {
+        eye::watches_removed_and_stopped_with_their_page(b, &ui)
+    });
+    if peers {
+        step("eye::chips_search_and_a_read_in_view", || {
+            eye::chips_search_and_a_read_in_view(b)
+        });
+    }
+    if python {
+        step("forms::nested_forms_from_pydantic", || {
+            forms::nested_forms_from_pydantic(b)
         });
     }
     step("panels::nothing_from_elsewhere", || {

@@ -18,7 +18,7 @@ use super::{
 };
 
 /// The form the `confirm` tool asks for: a boolean and a string with defaults, a
-/// titled multiple select and a legacy enum with `enumNames`.
+/// titled multiple select, a legacy enum with `enumNames` and an email address.
 fn confirm_request() -> Value {
     json!({
         "mode": "form",
@@ -41,7 +41,8 @@ fn confirm_request() -> Value {
                     "title": "Channel",
                     "enum": ["stable", "beta"],
                     "enumNames": ["Stable release", "Beta release"]
-                }
+                },
+                "contact": {"type": "string", "title": "Contact", "format": "email"}
             },
             "required": ["approve"]
         }

@@ -78,11 +78,16 @@ pub async fn call(
             let reply = Reply(json!({"call": id, "result": result, "outputCheck": check}));
             Ok(crate::history::tool_reply(reply, &result))
         }
-        Ended::Cancelled { task: Some(task) } => {
-            Ok(Reply(json!({"call": id, "cancelled": true, "task": task})).into_response())
-        }
-        Ended::Cancelled { task: None } => {
-            Ok(Reply(json!({"call": id, "cancelled": true})).into_response())
+        Ended::Cancelled { task } => {
+            let mut answer = json!({"call": id, "cancelled": true});
+            if let Some(task) = task {
+                answer["task"] = json!(task);
+            }
+            let mut response = Reply(answer).into_response();
+            response
+                .extensions_mut()
+                .insert(crate::history::CallCancelled);
+            Ok(response)
         }
     }
 }
