@@ -18,6 +18,7 @@
 
 use std::time::Instant;
 
+use capable::core::bridge::{answer_form, local, Local};
 use capable::core::jsonrpc::{codes, RequestId, RpcError};
 use capable::core::server::{ClientRequest, LogLevel};
 use capable::core::{Era, Method};
@@ -35,41 +36,37 @@ impl Relay {
         if let Some(level) = request.log_level {
             self.follow_log_level(level);
         }
-        let subscription = matches!(request.method, Method::Subscribe | Method::Unsubscribe);
-        if subscription && self.servers.many().is_some() {
-            self.subscribe_request(request);
-            return None;
-        }
-        match (self.host_era(), self.servers.era()) {
-            (Some(Era::Modern), _)
-                if request.params.mentions("requestState")
-                    || request.params.mentions("inputResponses") =>
-            {
-                self.round_answered(request)
+        let names_a_round =
+            || request.params.mentions("requestState") || request.params.mentions("inputResponses");
+        let host = self.host_era();
+        // A round is only a 2026-07-28 host's: its params are not looked at otherwise.
+        let names_a_round = host == Some(Era::Modern) && names_a_round();
+        match local(host, self.servers.era(), request.method, names_a_round) {
+            Local::Fanout => {
+                self.subscribe_request(request);
+                None
             }
-            (Some(Era::Legacy), Some(Era::Modern)) => match request.method {
-                Method::Subscribe | Method::Unsubscribe => {
-                    // Taken into account as it is answered; the listen stream follows.
-                    self.engine
-                        .respond(&request.id, &serde_json::json!({}), &mut self.out);
-                    self.follow(self.engine.interest());
-                    None
+            Local::Round => self.round_answered(request),
+            Local::Subscription => {
+                // Taken into account as it is answered; the listen stream follows.
+                self.engine
+                    .respond(&request.id, &serde_json::json!({}), &mut self.out);
+                self.follow(self.engine.interest());
+                None
+            }
+            Local::LogLevel => {
+                let level = request
+                    .params
+                    .decode::<Value>()
+                    .ok()
+                    .and_then(|p| p.get("level")?.as_str()?.parse::<LogLevel>().ok());
+                if let Some(level) = level {
+                    self.follow_log_level(level);
                 }
-                Method::SetLoggingLevel => {
-                    let level = request
-                        .params
-                        .decode::<Value>()
-                        .ok()
-                        .and_then(|p| p.get("level")?.as_str()?.parse::<LogLevel>().ok());
-                    if let Some(level) = level {
-                        self.follow_log_level(level);
-                    }
-                    self.engine
-                        .respond(&request.id, &serde_json::json!({}), &mut self.out);
-                    None
-                }
-                _ => Some(request),
-            },
+                self.engine
+                    .respond(&request.id, &serde_json::json!({}), &mut self.out);
+                None
+            }
             _ => Some(request),
         }
     }
@@ -139,7 +136,7 @@ impl Relay {
     /// The server's result for host request `id` (in legacy form when `legacy`), as the
     /// host's era must get it.
     pub(super) fn respond(&mut self, id: &RequestId, method: Method, raw: &RawValue, legacy: bool) {
-        match legacy && self.host_era() == Some(Era::Modern) {
+        match answer_form(legacy, self.host_era()) {
             true => self
                 .engine
                 .respond_from_legacy(id, method, raw, &mut self.out),

@@ -6,8 +6,11 @@
 //!
 //! | file | concern |
 //! |---|---|
+//! | `era.rs` | across the eras: what the bridge answers itself ([`local`]), in which form a result goes back |
 //! | `exchanges.rs` | [`Exchanges`]: the host requests at the server, by the bridge's token; ownership of cancels, progress, answers and questions |
 
+mod era;
 mod exchanges;
 
+pub use era::{answer_form, local, Local};
 pub use exchanges::{Asker, Exchange, Exchanges};
