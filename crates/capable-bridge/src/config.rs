@@ -156,6 +156,9 @@ pub struct ListenConfig {
     pub header_timeout: Duration,
     /// How long a request's body may take to arrive (`408` past it).
     pub body_timeout: Duration,
+    /// The most bytes of request bodies read at once, all connections together (one
+    /// that does not fit: `503`).
+    pub max_body_total: usize,
     /// The most bytes a host may leave unread on one stream behind a message.
     pub stream_buffer: usize,
     /// The most messages of a 2025-03-26 batch (past it the batch is refused, `400`).
@@ -164,8 +167,8 @@ pub struct ListenConfig {
 
 impl ListenConfig {
     /// Listening on `addr`, every bound at its default (64 sessions idle for at most
-    /// 30 min, 512 connections, 10 s for headers, 30 s for a body, 8 MiB unread per
-    /// stream, 256 messages per batch).
+    /// 30 min, 512 connections, 10 s for headers, 30 s for a body, 256 MiB of bodies
+    /// at once, 8 MiB unread per stream, 256 messages per batch).
     pub fn new(addr: SocketAddr) -> ListenConfig {
         ListenConfig {
             addr,
@@ -177,6 +180,7 @@ impl ListenConfig {
             max_connections: 512,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
+            max_body_total: 256 << 20,
             stream_buffer: 8 << 20,
             max_batch: 256,
         }
@@ -195,6 +199,7 @@ impl std::fmt::Debug for ListenConfig {
             .field("max_connections", &self.max_connections)
             .field("header_timeout", &self.header_timeout)
             .field("body_timeout", &self.body_timeout)
+            .field("max_body_total", &self.max_body_total)
             .field("stream_buffer", &self.stream_buffer)
             .field("max_batch", &self.max_batch)
             .finish()

@@ -288,6 +288,11 @@ pub struct BridgeArgs {
     /// With --listen: how long a request's body may take to arrive (`408` past it).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub body_timeout: Duration,
+    /// With --listen: the most bytes of request bodies read at once, all connections
+    /// together (a body that does not fit is refused, `503`: hundreds of large bodies
+    /// at once hold no more than this).
+    #[arg(long, value_name = "SIZE", value_parser = capable::core::text::parse_size, default_value = "256MiB")]
+    pub max_body_total: usize,
     /// With --listen: the most bytes a host may leave unread on one stream (its `GET`, a
     /// request's SSE answer) behind a message; past it the stream is closed (a legacy
     /// host resumes it with Last-Event-ID).

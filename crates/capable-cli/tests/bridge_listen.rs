@@ -509,3 +509,51 @@ fn slow_and_unfinished_requests_are_cut_off_while_a_host_is_served() {
     let _ = endless.read_to_string(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
 }
+
+/// Bodies read at once share one room (`--max-body-total`): a host that holds part of
+/// a large body takes its room, the next body that does not fit is refused `503` at
+/// once (never read), and the room is given back when the held request ends.
+#[test]
+fn bodies_read_at_once_share_one_room_given_back_when_they_end() {
+    use std::io::Write;
+    let (_b, port) = listening(&["--max-body-total", "1KiB"], "read-only");
+    let mut holding = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 800\r\n\r\n{{\"jsonrpc\":"
+    );
+    holding.write_all(head.as_bytes()).unwrap();
+    // 800 of 1024 bytes are taken: an initialize of more than the 224 left is refused
+    // at once, not queued.
+    let hello = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "a host whose initialize is longer than the 224 bytes of room left by the held body", "version": "1.0.0"}
+    }});
+    // (The held request takes its room as its headers are read, which may come after
+    // this host's first try: it is served then, and tries again.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let refused = loop {
+        let answer = post(port, &[], hello.clone());
+        if answer.status != 200 {
+            break answer;
+        }
+        assert!(std::time::Instant::now() < deadline, "never refused");
+    };
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    // The held request goes: its room comes back.
+    drop(holding);
+    loop {
+        let answer = post(port, &[], hello.clone());
+        if answer.status == 200 {
+            assert!(answer.header("mcp-session-id").is_some());
+            break;
+        }
+        assert_eq!(answer.status, 503, "{}", answer.body);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the room never came back"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -29,6 +29,7 @@
 //! behind; they are a [`Pool`] as legacy sessions are (`pool.rs`).
 
 mod batch;
+mod bodies;
 mod connections;
 mod gate;
 mod pool;
@@ -79,6 +80,8 @@ struct Listener {
     /// The largest body, and how long it may take to arrive.
     max_body: usize,
     body_timeout: Duration,
+    /// The room for every body read at once.
+    bodies: bodies::Bodies,
 }
 
 impl Listener {
@@ -208,6 +211,7 @@ pub async fn serve(target: Arc<Target>, args: &ListenConfig) -> Result<(), Bridg
         max_body: target.max_message(),
         stream_buffer: args.stream_buffer,
         body_timeout: args.body_timeout,
+        bodies: bodies::Bodies::new(args.max_body_total),
     });
     let router = Router::new()
         .route("/mcp", any(handle))
@@ -247,23 +251,43 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
     if let Err(refused) = listener.gate.check(&method, &headers) {
         return refused.into_response();
     }
-    // A body that never ends (or dribbles in) holds its connection no longer than this.
-    let read = axum::body::to_bytes(body, listener.max_body);
-    let body = match tokio::time::timeout(listener.body_timeout, read).await {
-        Ok(Ok(body)) => body,
-        Ok(Err(_)) => {
+    // A body that never ends (or dribbles in) holds its connection no longer than
+    // --body-timeout; all bodies together take no more than --max-body-total.
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let l = &listener;
+    let read = l
+        .bodies
+        .read(body, length, l.max_body, l.body_timeout)
+        .await;
+    let (body, _held) = match read {
+        Ok(read) => read,
+        Err(bodies::Refused::TooLarge) => {
             return (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "the body is larger than --max-message, or broke off",
             )
                 .into_response()
         }
-        Err(_) => {
+        Err(bodies::Refused::TooSlow) => {
             return (
                 StatusCode::REQUEST_TIMEOUT,
                 "the body did not arrive within --body-timeout",
             )
                 .into_response()
+        }
+        Err(bodies::Refused::NoRoom) => {
+            l.target.audit.record(
+                "busy",
+                serde_json::json!({"why": "the bodies being read take --max-body-total"}),
+            );
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "1")],
+                "the bodies being read take --max-body-total: try again",
+            )
+                .into_response();
         }
     };
     let mut response = past_gate(&listener, method, &headers, body).await;

@@ -142,6 +142,7 @@ fn listen(args: &BridgeArgs, addr: std::net::SocketAddr) -> ListenConfig {
     listen.max_connections = args.max_connections;
     listen.header_timeout = args.header_timeout;
     listen.body_timeout = args.body_timeout;
+    listen.max_body_total = args.max_body_total;
     listen.stream_buffer = args.stream_buffer;
     listen.max_batch = args.max_batch;
     listen
