@@ -42,6 +42,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use capable::core::http::loopback;
 
 /// The cookie the page is served with is `capable_ui_PORT`: cookies ignore ports, so
 /// two inspectors open in one browser would otherwise overwrite each other's.
@@ -100,13 +101,10 @@ pub fn random_secret() -> Result<String, getrandom::Error> {
 }
 
 /// Compares without stopping at the first differing byte, so the time taken says
-/// nothing about how much of a guess was right.
+/// nothing about how much of a guess was right (the core's rule, shared with the
+/// bridge's listener).
 pub fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+    loopback::same_secret(a, b)
 }
 
 impl Gate {
@@ -131,14 +129,7 @@ impl Gate {
     }
 
     fn loopback(&self, authority: &str) -> bool {
-        let port = self.port;
-        [
-            format!("127.0.0.1:{port}"),
-            format!("localhost:{port}"),
-            format!("[::1]:{port}"),
-        ]
-        .iter()
-        .any(|a| a.eq_ignore_ascii_case(authority))
+        loopback::is_loopback_authority(authority, self.port)
     }
 
     /// Decides about one request (see the [module](self)).
@@ -150,9 +141,7 @@ impl Gate {
         if let Some(origin) = headers.get(header::ORIGIN) {
             let same_origin = origin
                 .to_str()
-                .ok()
-                .and_then(|o| o.strip_prefix("http://"))
-                .is_some_and(|authority| self.loopback(authority));
+                .is_ok_and(|o| loopback::is_loopback_origin(o, self.port));
             if !same_origin {
                 return Verdict::Refuse(Refusal::Origin);
             }
@@ -178,10 +167,11 @@ impl Gate {
             return Verdict::Refuse(Refusal::Unauthenticated);
         }
         if method == Method::POST {
-            let json = headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.trim().starts_with("application/json"));
+            let json = loopback::is_json(
+                headers
+                    .get(header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok()),
+            );
             if !json {
                 return Verdict::Refuse(Refusal::NotJson);
             }
@@ -203,8 +193,8 @@ impl Gate {
         headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| same(t.trim(), &self.token))
+            .and_then(loopback::bearer)
+            .is_some_and(|t| same(t, &self.token))
     }
 
     fn has_cookie(&self, headers: &HeaderMap) -> bool {
@@ -440,13 +430,24 @@ mod tests {
                 "{path}?{query}"
             );
         }
-        let bearer = headers(&[
+        // The scheme in any case, as RFC 9110 has it (the bridge's rule, one home).
+        for given in ["Bearer t0ken", "bearer t0ken", "BEARER  t0ken "] {
+            let bearer = headers(&[("host", "localhost:4000"), ("authorization", given)]);
+            assert_eq!(
+                g.check(&Method::GET, "/api/servers", "", &bearer),
+                Verdict::Pass,
+                "{given}"
+            );
+        }
+        // A command's body is JSON, not a JSON-looking type a page may send unasked.
+        let seq = headers(&[
             ("host", "localhost:4000"),
             ("authorization", "Bearer t0ken"),
+            ("content-type", "application/json-seq"),
         ]);
         assert_eq!(
-            g.check(&Method::GET, "/api/servers", "", &bearer),
-            Verdict::Pass
+            g.check(&Method::POST, "/api/servers", "", &seq),
+            Verdict::Refuse(Refusal::NotJson)
         );
     }
 

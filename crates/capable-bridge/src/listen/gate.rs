@@ -19,8 +19,15 @@
 //! A browser asks before anything else (`OPTIONS`, a CORS preflight): an allowed
 //! origin gets its grant, any other none. Answers to an allowed origin carry
 //! `Access-Control-Allow-Origin` with it, and expose `Mcp-Session-Id`.
+//!
+//! The rules themselves (what a loopback name, the own origin, a bearer value and a
+//! JSON body are) are the core's, shared with the inspector's gate
+//! ([`capable::core::http::loopback`]).
 
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use capable::core::http::loopback::{
+    bearer, is_json, is_loopback_authority, is_loopback_origin, same_secret,
+};
 
 /// The listener's rules.
 #[derive(Clone, Debug)]
@@ -33,8 +40,6 @@ pub struct Gate {
     /// lower case, no trailing slash).
     pub origins: Vec<String>,
 }
-
-const LOOPBACK: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
 
 /// Why a request does not pass: its status, and the words.
 pub type Refusal = (StatusCode, &'static str);
@@ -55,11 +60,9 @@ impl Gate {
     /// Whether `origin` (as sent) is the listener's own or one allowed.
     fn allows(&self, origin: &str) -> bool {
         let origin = origin.trim_end_matches('/').to_ascii_lowercase();
-        let own = self.loopback_port.is_some_and(|port| {
-            LOOPBACK
-                .iter()
-                .any(|name| origin == format!("http://{name}:{port}"))
-        });
+        let own = self
+            .loopback_port
+            .is_some_and(|port| is_loopback_origin(&origin, port));
         own || self.origins.contains(&origin)
     }
 
@@ -78,7 +81,7 @@ impl Gate {
         let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
         if let Some(token) = &self.token {
             let given = text(header::AUTHORIZATION).and_then(bearer);
-            if !given.is_some_and(|g| same(g, token)) {
+            if !given.is_some_and(|g| same_secret(g, token)) {
                 return Err((
                     StatusCode::UNAUTHORIZED,
                     "capable bridge wants its bearer token",
@@ -100,11 +103,7 @@ impl Gate {
             return Ok(());
         };
         let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-        let host = host.unwrap_or("");
-        let ok = LOOPBACK
-            .iter()
-            .any(|name| host.eq_ignore_ascii_case(&format!("{name}:{port}")));
-        match ok {
+        match host.is_some_and(|host| is_loopback_authority(host, port)) {
             true => Ok(()),
             false => Err((
                 StatusCode::MISDIRECTED_REQUEST,
@@ -155,32 +154,6 @@ impl Gate {
             ),
         ]
     }
-}
-
-/// The token of an `Authorization: Bearer TOKEN` value, the scheme in any case.
-fn bearer(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-}
-
-/// Whether a `Content-Type` is JSON (`application/json`, with any parameters).
-fn is_json(content_type: Option<&str>) -> bool {
-    content_type.is_some_and(|c| {
-        c.split(';')
-            .next()
-            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-    })
-}
-
-/// Whether a secret given is the secret kept, compared without stopping at the first
-/// differing byte, so the time taken says nothing about how much of a guess was right.
-fn same(given: &str, kept: &str) -> bool {
-    given.len() == kept.len()
-        && given
-            .bytes()
-            .zip(kept.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
 }
 
 #[cfg(test)]

@@ -60,11 +60,13 @@
 //! | `streams.rs` | the standalone GET stream and the HTTP+SSE stream |
 //! | `authorizing.rs` | requests held for authorization, replayed or dropped |
 //! | `param_headers.rs` | `x-mcp-header` and the `Mcp-Param-*` headers |
+//! | `loopback.rs` | a local server's gate: loopback `Host` and `Origin`, bearer, JSON bodies (the inspector's and the bridge's listener's) |
 
 mod action;
 mod authorizing;
 mod call;
 mod headers;
+pub mod loopback;
 mod message;
 mod one_way;
 pub mod param_headers;
