@@ -1,6 +1,7 @@
 //! How the stdio bridge ends when its host misbehaves: a host that stops reading its
 //! stdout still ends it with a signal, its server's whole process group gone; a host
-//! that sends a line past `--max-message` is named for it, with a non-zero exit.
+//! that sends a line past `--max-message` is named for it, with a non-zero exit; a
+//! signal with a request in flight leaves none of the server's children behind.
 
 #[path = "bridge_support/mod.rs"]
 mod bridge_support;
@@ -123,4 +124,67 @@ fn a_host_line_past_the_limit_is_the_hosts_fault_and_a_non_zero_exit() {
     assert!(why.contains("the host sent a line longer"), "{failed}");
     wait_gone(pid);
     assert_eq!(b.close(), Some(3));
+}
+
+/// SIGTERM, SIGINT or SIGHUP while a request waits on the server: the bridge exits
+/// 128 + the signal, and the server's whole process group goes with it — a child the
+/// server started in the background (`sleep 300`) too.
+#[test]
+fn a_signal_with_a_request_in_flight_leaves_no_child_of_the_server_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let pid_file = common::TempFile::new("grandchild.pid", "");
+        let fixture = common::fixture("hang").join(" ");
+        let script = common::TempFile::new(
+            "server-with-a-child.sh",
+            &format!(
+                "#!/bin/sh\nsleep 300 &\necho $! > {}\nexec {fixture}\n",
+                pid_file.path()
+            ),
+        );
+        std::fs::set_permissions(script.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut child = Command::new(common::bin())
+            .args(["bridge", "--", script.path()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").unwrap();
+        send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": V.as_str(), "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}}),
+        );
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert!(line.contains("\"result\""), "{line}");
+        send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        // The server never answers this: it is in flight when the signal comes.
+        send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read",
+            "params": {"uri": "docs://manual/current"}}),
+        );
+        let grandchild: u32 = std::fs::read_to_string(pid_file.path())
+            .unwrap()
+            .trim()
+            .parse()
+            .expect("the server wrote its child's pid before it answered");
+        // SAFETY: a plain kill(2) of the bridge, our own child, by its pid.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let until = Instant::now() + ANSWER;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < until,
+                "signal {signal} did not end the bridge"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(128 + signal));
+        wait_gone(grandchild);
+    }
 }
