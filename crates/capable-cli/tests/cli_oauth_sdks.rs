@@ -338,3 +338,25 @@ fn the_device_login_falls_back_to_pasting_where_there_is_no_device_endpoint() {
     says(&r, "offers no device authorization");
     says(&r, "Logged in");
 }
+
+/// A 2025-03-26-style server (the Python SDK's with no protected resource metadata):
+/// the first token comes without scope, and its 403 `insufficient_scope` names none.
+/// capable asks once for what the authorization server's metadata lists
+/// (`scopes_supported`: `mcp:tools`), as the Python SDK's client does, and the call
+/// goes through; the token kept holds the scope, so later runs need no step-up.
+#[test]
+fn a_refusal_naming_no_scope_asks_once_for_the_scopes_the_authorization_server_lists() {
+    if !peers_wanted(&[PYTHON]) {
+        return;
+    }
+    let peer = python(&["--no-resource-metadata"]);
+    let dir = Scratch::new("python-no-prm");
+    let s = dir.store();
+    let listed = at("headless", &s, &["tools"], &peer.mcp);
+    listed.expect_code(0);
+    assert!(listed.stdout.contains("echo"), "{}", listed.stdout);
+    let stored = common::oauth::stored_token(&s);
+    let scope = stored["token"]["scope"].as_str().unwrap_or_default();
+    assert!(scope.split(' ').any(|x| x == "mcp:tools"), "{stored}");
+    at("never", &s, &["tools"], &peer.mcp).expect_code(0);
+}
