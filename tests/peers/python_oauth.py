@@ -13,6 +13,11 @@ a streamable HTTP MCP server with one tool, `echo`. Used by the OAuth interop te
                            client_secret_post or none; REDIRECT its one redirect URI)
     --reject-resource      refuse an authorization request that carries `resource`
                            (an authorization server that rejects RFC 8707)
+    --no-resource-metadata a 2025-03-26-style server: no protected resource metadata
+                           (its 401 and 403 name none; the authorization server is the
+                           MCP server's origin), tokens not bound to a resource; a
+                           token without `mcp:tools` meets the SDK's 403
+                           `insufficient_scope`, which names no scope
 
 The issuer is http://127.0.0.1:PORT and the MCP server http://127.0.0.1:PORT/mcp; tokens
 are bound to it (RFC 8707) unless `--reject-resource`. Refresh tokens rotate: a spent
@@ -138,6 +143,7 @@ def main() -> None:
     parser.add_argument("--ttl", type=int, default=3600)
     parser.add_argument("--login-form", action="store_true")
     parser.add_argument("--reject-resource", action="store_true")
+    parser.add_argument("--no-resource-metadata", action="store_true")
     parser.add_argument("--client", nargs=4, metavar=("ID", "SECRET", "METHOD", "REDIRECT"))
     args = parser.parse_args()
 
@@ -159,11 +165,11 @@ def main() -> None:
         auth_server_provider=provider,
         auth=AuthSettings(
             issuer_url=issuer,
-            resource_server_url=f"{issuer}/mcp",
+            resource_server_url=None if args.no_resource_metadata else f"{issuer}/mcp",
             client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=[SCOPE]),
             revocation_options=RevocationOptions(enabled=True),
             required_scopes=[SCOPE],
-            validate_token_resource=not args.reject_resource,
+            validate_token_resource=not (args.reject_resource or args.no_resource_metadata),
         ),
     )
 

@@ -137,11 +137,11 @@ pub struct AuthFlags {
     /// Its secret (prefer a config entry with `${VAR}`: flags show in `ps`).
     #[arg(long, global = true, value_name = "SECRET")]
     pub client_secret: Option<String>,
-    /// How the client authenticates at the token endpoint: `client_secret_basic`,
-    /// `client_secret_post`, `none` (a pre-registered client's method, or the one a
-    /// dynamic registration asks for; default: a public client, or what the server
-    /// supports).
-    #[arg(long, global = true, value_name = "METHOD", value_parser = ["client_secret_basic", "client_secret_post", "none", "private_key_jwt"])]
+    /// How the client authenticates at the token endpoint: `client_secret_basic`
+    /// (`basic`), `client_secret_post` (`post`), `none`, `private_key_jwt` (a
+    /// pre-registered client's method, forced, or the one a dynamic registration asks
+    /// for; default: a public client, or what the server lists).
+    #[arg(long, visible_alias = "token-auth", global = true, value_name = "METHOD", value_parser = ["client_secret_basic", "basic", "client_secret_post", "post", "none", "private_key_jwt"])]
     pub token_endpoint_auth_method: Option<String>,
     /// The HTTPS URL of a client ID metadata document to identify as.
     #[arg(long, global = true, value_name = "URL")]

@@ -338,3 +338,117 @@ fn the_device_login_falls_back_to_pasting_where_there_is_no_device_endpoint() {
     says(&r, "offers no device authorization");
     says(&r, "Logged in");
 }
+
+/// A 2025-03-26-style server (the Python SDK's with no protected resource metadata):
+/// the first token comes without scope, and its 403 `insufficient_scope` names none.
+/// capable asks once for what the authorization server's metadata lists
+/// (`scopes_supported`: `mcp:tools`), as the Python SDK's client does, and the call
+/// goes through; the token kept holds the scope, so later runs need no step-up.
+#[test]
+fn a_refusal_naming_no_scope_asks_once_for_the_scopes_the_authorization_server_lists() {
+    if !peers_wanted(&[PYTHON]) {
+        return;
+    }
+    let peer = python(&["--no-resource-metadata"]);
+    let dir = Scratch::new("python-no-prm");
+    let s = dir.store();
+    let listed = at("headless", &s, &["tools"], &peer.mcp);
+    listed.expect_code(0);
+    assert!(listed.stdout.contains("echo"), "{}", listed.stdout);
+    let stored = common::oauth::stored_token(&s);
+    let scope = stored["token"]["scope"].as_str().unwrap_or_default();
+    assert!(scope.split(' ').any(|x| x == "mcp:tools"), "{stored}");
+    at("never", &s, &["tools"], &peer.mcp).expect_code(0);
+}
+
+/// FastMCP's authorization server with a confidential client pre-registered as its
+/// users do (`client_secret_post`, the SDK's default) while its metadata lists both
+/// secret methods: Basic, tried first, is refused as a client, post is tried once and
+/// kept — for the login and the refresh. `--token-auth` forces a method (Basic is
+/// refused in the server's words); a wrong secret is refused as such. No secret in
+/// any output.
+#[test]
+fn a_pre_registered_confidential_client_at_fastmcp_finds_the_method_it_was_registered_with() {
+    if !peers_wanted(&[FASTMCP]) {
+        return;
+    }
+    let (port, callback) = (free_port(), free_port());
+    let redirect = format!("http://127.0.0.1:{callback}/callback");
+    let secret = "fastmcp-pre-secret";
+    let peer = Peer::start(
+        vec![
+            FASTMCP.into(),
+            "tests/peers/fastmcp_oauth.py".into(),
+            port.to_string(),
+            "--client".into(),
+            "pre-registered".into(),
+            secret.into(),
+            redirect.clone(),
+        ],
+        vec![port],
+        format!("http://127.0.0.1:{port}/mcp"),
+        format!("http://127.0.0.1:{port}/"),
+    );
+    let dir = Scratch::new("fastmcp-pre");
+    let s = dir.store();
+    let login = |secret: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--login",
+            "headless",
+            "--token-store",
+            &s,
+            "--client-id",
+            "pre-registered",
+            "--client-secret",
+            secret,
+            "--redirect-uri",
+            &redirect,
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["auth", "login", "--url", &peer.mcp]);
+        run(&args, &[])
+    };
+    let clean = |r: &common::Run| {
+        assert!(
+            !r.stderr.contains(secret) && !r.stdout.contains(secret),
+            "{}",
+            r.stderr
+        );
+    };
+    let forced = login(secret, &["--token-auth", "basic"]);
+    forced.expect_code(8);
+    says(&forced, "invalid_client (Client secret is required)");
+    clean(&forced);
+    let wrong = login("not-the-secret", &[]);
+    wrong.expect_code(8);
+    says(&wrong, "invalid_client (Invalid client_secret)");
+    clean(&wrong);
+    assert!(!wrong.stderr.contains("not-the-secret"), "{}", wrong.stderr);
+    let ok = login(secret, &[]);
+    ok.expect_code(0);
+    says(&ok, "Logged in");
+    clean(&ok);
+    let stored = common::oauth::stored_token(&s);
+    assert_eq!(stored["client_auth"], "client_secret_post", "{stored}");
+    // The refresh authenticates as the login ended up doing.
+    common::oauth::age_token(&s);
+    let refreshed = at(
+        "never",
+        &s,
+        &[
+            "--client-id",
+            "pre-registered",
+            "--client-secret",
+            secret,
+            "tools",
+        ],
+        &peer.mcp,
+    );
+    refreshed.expect_code(0);
+    assert!(
+        !refreshed.stderr.contains("refreshing the token failed"),
+        "{}",
+        refreshed.stderr
+    );
+    clean(&refreshed);
+}

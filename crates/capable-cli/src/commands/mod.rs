@@ -233,10 +233,12 @@ impl Context {
                 "give the redirect's port (callbackPort, --callback-port) or the whole redirect URI (redirectUri, --redirect-uri), not both".into(),
             ));
         }
-        let method = flags
-            .token_endpoint_auth_method
-            .clone()
-            .or(entry.token_endpoint_auth_method);
+        let method = match flags.token_endpoint_auth_method.as_deref() {
+            Some("basic") => Some("client_secret_basic".to_owned()),
+            Some("post") => Some("client_secret_post".to_owned()),
+            given => given.map(str::to_owned),
+        }
+        .or(entry.token_endpoint_auth_method);
         config.client.auth_method = match method.as_deref() {
             None => None,
             Some(m) => Some(AuthMethod::parse(m).ok_or_else(|| {

@@ -18,8 +18,16 @@
 //!
 //! The token endpoint authentication method is the host's choice when it made one,
 //! else the one the registration names; else `client_secret_basic` with a secret (the
-//! RFC 8414 default) where the server lists it, `client_secret_post` if only that is
-//! offered, `none` without a secret.
+//! RFC 8414 default) where the server lists it or lists nothing, `client_secret_post`
+//! if only that is offered, `none` without a secret ([`auth_method`]).
+//!
+//! A server's list says what it accepts, not what it expects of one client: the
+//! Python SDK's authorization server (FastMCP's too) lists both secret methods but
+//! holds each client to the one it was registered with — `client_secret_post` unless
+//! it said otherwise — and answers Basic with `invalid_client` ("Client secret is
+//! required"). So a pre-registered client whose method the host did not choose,
+//! refused as a client, tries the other secret method the server lists, once
+//! ([`other_secret_method`]); the method that worked is the one kept for refreshes.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -292,6 +300,33 @@ pub fn auth_method(metadata: &ServerMetadata, named: Option<&str>, has_secret: b
     }
 }
 
+/// After the token endpoint refused `client` with `error`: the other secret method
+/// to try, once (see the module documentation) — only for a pre-registered client
+/// with a secret whose method the host did not choose (`chosen`), refused as a client
+/// (`invalid_client`), when `metadata` lists the other method.
+pub fn other_secret_method(
+    client: &Registration,
+    metadata: &ServerMetadata,
+    chosen: bool,
+    error: &str,
+) -> Option<AuthMethod> {
+    if chosen
+        || error != "invalid_client"
+        || client.source != RegistrationSource::Static
+        || client.client_secret.is_none()
+    {
+        return None;
+    }
+    let other = match client.auth_method {
+        AuthMethod::ClientSecretBasic => AuthMethod::ClientSecretPost,
+        AuthMethod::ClientSecretPost => AuthMethod::ClientSecretBasic,
+        AuthMethod::None | AuthMethod::PrivateKeyJwt => return None,
+    };
+    metadata
+        .supports_auth_method(other.as_str())
+        .then_some(other)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -460,6 +495,75 @@ mod tests {
         assert_eq!(
             auth_method(&ServerMetadata::default(), None, true),
             AuthMethod::ClientSecretBasic
+        );
+    }
+
+    #[test]
+    fn a_pre_registered_client_refused_as_a_client_tries_the_other_listed_method_once() {
+        let settings = ClientSettings {
+            client_id: Some("pre".into()),
+            client_secret: Some("s".into()),
+            ..ClientSettings::default()
+        };
+        // FastMCP's and the Python SDK's servers list both; Basic comes first.
+        let both = meta(&["client_secret_post", "client_secret_basic"]);
+        let Identity::Ready(first) =
+            choose(&settings, "https://as.test", &both, None, purpose(None))
+        else {
+            panic!()
+        };
+        assert_eq!(first.auth_method, AuthMethod::ClientSecretBasic);
+        assert_eq!(
+            other_secret_method(&first, &both, false, "invalid_client"),
+            Some(AuthMethod::ClientSecretPost)
+        );
+        // Symmetric where both are listed (the shell asks once per token request).
+        let post = Registration {
+            auth_method: AuthMethod::ClientSecretPost,
+            ..first.clone()
+        };
+        assert_eq!(
+            other_secret_method(&post, &both, false, "invalid_client"),
+            Some(AuthMethod::ClientSecretBasic)
+        );
+        // Not when the host chose the method, for another refusal, for a method the
+        // server does not list, nor for a dynamic registration or a public client.
+        assert_eq!(
+            other_secret_method(&first, &both, true, "invalid_client"),
+            None
+        );
+        assert_eq!(
+            other_secret_method(&first, &both, false, "invalid_grant"),
+            None
+        );
+        assert_eq!(
+            other_secret_method(
+                &first,
+                &meta(&["client_secret_basic"]),
+                false,
+                "invalid_client"
+            ),
+            None
+        );
+        assert_eq!(
+            other_secret_method(&first, &ServerMetadata::default(), false, "invalid_client"),
+            None
+        );
+        let dynamic = Registration {
+            source: RegistrationSource::Dynamic,
+            ..first.clone()
+        };
+        assert_eq!(
+            other_secret_method(&dynamic, &both, false, "invalid_client"),
+            None
+        );
+        let public = Registration {
+            client_secret: None,
+            ..first
+        };
+        assert_eq!(
+            other_secret_method(&public, &both, false, "invalid_client"),
+            None
         );
     }
 }

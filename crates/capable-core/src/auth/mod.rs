@@ -17,7 +17,9 @@
 //!    or, with no browser at hand, [`device`] asks for a code the user enters
 //!    elsewhere and polls for the token.
 //! 5. [`token`] builds the token request for the grant and client authentication, and
-//!    reads the answer into a [`Token`] that knows when to be refreshed.
+//!    reads the answer into a [`Token`] that knows when to be refreshed; a
+//!    pre-registered client refused as a client tries the other secret method the
+//!    server lists, once ([`client::other_secret_method`]).
 //! 6. The HTTP policy replays the held request, once ([`need::Rounds`]).
 //!
 //! | file | concern |
@@ -27,6 +29,7 @@
 //! | `metadata.rs` | the two metadata documents, the `resource` check |
 //! | `discovery.rs` | the discovery order as a state machine |
 //! | `client.rs` | the client identity and the token endpoint auth method |
+//! | `client_auth.rs` | a form POST authenticated as the client's method says |
 //! | `registration.rs` | dynamic client registration: the request, the answer |
 //! | `forgotten.rs` | when a registration the server forgot is made again |
 //! | `scope.rs` | which scopes to ask for, step-up unions |
@@ -43,6 +46,7 @@
 pub mod authorize;
 pub mod challenge;
 pub mod client;
+pub mod client_auth;
 pub mod device;
 pub mod discovery;
 #[cfg(test)]

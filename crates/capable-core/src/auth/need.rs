@@ -16,9 +16,12 @@
 //!
 //! [`remedy`] is what the shell's authorization layer does about a need, given the
 //! token it holds: retry with a newer token another request already got, use the
-//! server's nonce, refresh, authorize, step up to the union of scopes, or give up —
-//! for want of scope with a [`ScopeRefusal`] that says what the token holds and what
-//! the server said.
+//! server's nonce, refresh, authorize, step up to the union of scopes — or, for a
+//! refusal that names no scope and leaves nothing new to ask for, step up once to the
+//! scopes the metadata lists ([`Remedy::StepUpToListed`], decided by
+//! [`scope::listed_step_up`] once the shell has the metadata) — or give up: for want
+//! of scope with a [`ScopeRefusal`] that says what the token holds and what the
+//! server said.
 
 use super::challenge::{oauth_challenges, Challenge};
 use super::scope;
@@ -156,6 +159,10 @@ pub enum Remedy {
         /// The union.
         scopes: Vec<String>,
     },
+    /// A 403 `insufficient_scope` that names no scope, and the token holds every scope
+    /// asked for and configured: discover, then step up to
+    /// [`scope::listed_step_up`]'s scopes — or, when that is `None`, the refusal stands.
+    StepUpToListed(ScopeRefusal),
     /// A 403 `insufficient_scope` no step-up can answer: the refusal stands.
     ScopeExhausted(ScopeRefusal),
     /// Nothing to do: the refusal stands.
@@ -233,14 +240,19 @@ pub fn remedy(
         NeedKind::InsufficientScope => {
             let challenged = need.scopes();
             let held = current.map(Token::scopes).unwrap_or_default();
-            match scope::step_up(&held, configured, &challenged) {
-                Some(scopes) if step_ups < scope::MAX_STEP_UPS => Remedy::StepUp { scopes },
-                _ => Remedy::ScopeExhausted(ScopeRefusal {
-                    challenged,
-                    held,
-                    description: need.description().map(str::to_owned),
-                    step_ups,
-                }),
+            let step_up = scope::step_up(&held, configured, &challenged);
+            let nameless = challenged.is_empty();
+            let refusal = ScopeRefusal {
+                challenged,
+                held,
+                description: need.description().map(str::to_owned),
+                step_ups,
+            };
+            match step_up {
+                _ if step_ups >= scope::MAX_STEP_UPS => Remedy::ScopeExhausted(refusal),
+                Some(scopes) => Remedy::StepUp { scopes },
+                None if nameless => Remedy::StepUpToListed(refusal),
+                None => Remedy::ScopeExhausted(refusal),
             }
         }
     }
@@ -377,11 +389,19 @@ mod tests {
                 scopes: vec!["mcp:read".into(), "mcp:write".into()]
             }
         );
-        let Remedy::ScopeExhausted(why) =
+        // Nothing new from the challenge or the host: the listed scopes, once the
+        // shell has the metadata (`scope::listed_step_up`).
+        let Remedy::StepUpToListed(why) =
             remedy(&python, Some(&token("mcp:read", true)), true, 0, &[])
         else {
-            panic!("nothing new to ask for")
+            panic!("the listed scopes are the last thing to ask for")
         };
+        assert_eq!(why.held, ["mcp:read"]);
+        // Past the bound, the refusal stands however it is worded.
+        assert!(matches!(
+            remedy(&python, Some(&token("mcp:read", true)), true, 2, &[]),
+            Remedy::ScopeExhausted(_)
+        ));
         let words = why.to_string();
         assert!(words.contains("Required scope: mcp:write"), "{words}");
         assert!(

@@ -14,6 +14,12 @@
 //!   to the configured scopes the token lacks; no step-up when that asks for nothing
 //!   new ([`step_up`] returns `None`), so a server that keeps refusing cannot loop the
 //!   client through authorizations.
+//! - **A refusal that names no scope and leaves nothing new to ask for** (a
+//!   2025-03-26-style server with no protected resource metadata, the Python SDK's in
+//!   that mode, whose token came without scope): the scopes the metadata lists are
+//!   asked for, once ([`listed_step_up`]) — the resource's `scopes_supported`, else the
+//!   authorization server's own, as the Python SDK's client does. Once: the next
+//!   token holds them, so the same refusal again asks for nothing new and stands.
 
 use super::metadata::{ResourceMetadata, ServerMetadata};
 
@@ -76,6 +82,23 @@ pub fn step_up(
 ) -> Option<Vec<String>> {
     let wanted = union(&union(prior, configured), challenged);
     (wanted.len() > prior.len()).then_some(wanted)
+}
+
+/// The scopes of a step-up after a refusal that named no scope and for which
+/// [`step_up`] found nothing new: `prior ∪ configured ∪ listed`, where `listed` is the
+/// resource's `scopes_supported`, else the authorization server's; `None` when that
+/// adds nothing to `prior` (nothing is listed, or the token holds it all already).
+pub fn listed_step_up(
+    prior: &[String],
+    configured: &[String],
+    resource: Option<&ResourceMetadata>,
+    server: &ServerMetadata,
+) -> Option<Vec<String>> {
+    let listed = resource
+        .and_then(|r| r.scopes_supported.as_deref())
+        .or(server.scopes_supported.as_deref())
+        .unwrap_or_default();
+    step_up(prior, configured, listed)
 }
 
 #[cfg(test)]
@@ -148,6 +171,40 @@ mod tests {
         assert_eq!(
             step_up(&v(&["a"]), &v(&["c"]), &v(&["b"])),
             Some(v(&["a", "c", "b"]))
+        );
+    }
+
+    #[test]
+    fn a_refusal_naming_no_scope_asks_once_for_what_the_metadata_lists() {
+        let server = ServerMetadata {
+            scopes_supported: Some(v(&["mcp:tools"])),
+            ..ServerMetadata::default()
+        };
+        // No protected resource metadata: the authorization server's list.
+        assert_eq!(
+            listed_step_up(&[], &[], None, &server),
+            Some(v(&["mcp:tools"]))
+        );
+        // Once: a token that holds them asks for nothing new.
+        assert_eq!(listed_step_up(&v(&["mcp:tools"]), &[], None, &server), None);
+        // The prior and configured scopes are kept.
+        assert_eq!(
+            listed_step_up(&v(&["a"]), &v(&["b"]), None, &server),
+            Some(v(&["a", "b", "mcp:tools"]))
+        );
+        // The resource's list comes first, as for a first authorization.
+        let prm = ResourceMetadata {
+            scopes_supported: Some(v(&["mcp:read"])),
+            ..ResourceMetadata::default()
+        };
+        assert_eq!(
+            listed_step_up(&[], &[], Some(&prm), &server),
+            Some(v(&["mcp:read"]))
+        );
+        // Nothing listed anywhere: nothing to ask for.
+        assert_eq!(
+            listed_step_up(&[], &[], None, &ServerMetadata::default()),
+            None
         );
     }
 }

@@ -3,32 +3,22 @@
 //! A [`TokenRequest`] is a form POST to the token endpoint: the grant's parameters,
 //! `resource` (RFC 8707; on every grant, the server may ignore it, and the host may
 //! leave it out for a server that rejects it), and the client's authentication as its
-//! method says — Basic with the form-encoded id and secret; `client_secret` in the
-//! body; nothing more; or a signed assertion (`private_key_jwt`, which the shell signs
-//! from [`assertion_claims`]).
-//!
-//! `client_id` is in the body whatever the method, Basic included: RFC 6749 §3.2.1
-//! lets a client name itself there, the official SDKs' clients do, and the Python
-//! SDK's authorization server (FastMCP's too) reads the client from the form and
-//! refuses a request without it (`invalid_client`, "Missing client_id").
+//! method says ([`client_auth`](super::client_auth)).
 //!
 //! A [`Token`] remembers when it expires as wall-clock seconds, so another process
 //! reading it from the store knows too. It is refreshed a minute before it expires
 //! ([`Token::needs_refresh`]), and on a 401.
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::client::{AuthMethod, Registration};
+use super::client::Registration;
+pub use super::client_auth::{assertion_claims, authenticated, TokenRequest, CLIENT_ASSERTION_JWT};
 
 /// RFC 7523 JWT bearer grant.
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /// RFC 8693 token exchange.
 pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
-/// The assertion type of `private_key_jwt`.
-pub const CLIENT_ASSERTION_JWT: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 /// An OpenID Connect ID token (token exchange's subject).
 pub const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
 /// An identity assertion authorization grant (enterprise-managed authorization).
@@ -89,35 +79,6 @@ impl std::fmt::Debug for Grant {
     }
 }
 
-/// A token request, ready to POST as `application/x-www-form-urlencoded`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct TokenRequest {
-    /// The token endpoint.
-    pub url: String,
-    /// The form, in order.
-    pub form: Vec<(String, String)>,
-    /// The `Authorization: Basic …` value, for `client_secret_basic`.
-    pub basic: Option<String>,
-    /// `private_key_jwt`: sign [`assertion_claims`] and add `client_assertion_type`
-    /// and `client_assertion` to the form.
-    pub needs_assertion: bool,
-}
-
-impl std::fmt::Debug for TokenRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.form.iter().map(|(n, _)| n.as_str()).collect();
-        f.debug_struct("TokenRequest")
-            .field("url", &self.url)
-            .field("form", &names)
-            .field("basic", &self.basic.as_ref().map(|_| "[redacted]"))
-            .finish()
-    }
-}
-
-fn form_encode(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
-
 /// The request for `grant` at `endpoint`, authenticated as `client` (`None`: the
 /// grant needs no client, as a public exchange at an identity provider), asking for
 /// `scope` on `resource`.
@@ -171,53 +132,6 @@ pub fn token_request(
         }
     }
     authenticated(endpoint, form, client)
-}
-
-/// A form to POST to `endpoint` with `client`'s authentication added as its method
-/// says (see the module documentation): the token request's, the device
-/// authorization request's, the revocation request's.
-pub fn authenticated(
-    endpoint: &str,
-    mut form: Vec<(String, String)>,
-    client: Option<&Registration>,
-) -> TokenRequest {
-    let mut basic = None;
-    let mut needs_assertion = false;
-    if let Some(client) = client {
-        form.push(("client_id".into(), client.client_id.clone()));
-        match client.auth_method {
-            AuthMethod::ClientSecretBasic => {
-                let secret = client.client_secret.as_deref().unwrap_or("");
-                let pair = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
-                basic = Some(format!("Basic {}", STANDARD.encode(pair)));
-            }
-            AuthMethod::ClientSecretPost => form.push((
-                "client_secret".into(),
-                client.client_secret.clone().unwrap_or_default(),
-            )),
-            AuthMethod::None => {}
-            AuthMethod::PrivateKeyJwt => needs_assertion = true,
-        }
-    }
-    TokenRequest {
-        url: endpoint.to_owned(),
-        form,
-        basic,
-        needs_assertion,
-    }
-}
-
-/// The claims of a `private_key_jwt` client assertion (RFC 7523 §3): issued and
-/// subject to the client, for the authorization server's issuer, valid five minutes.
-pub fn assertion_claims(client_id: &str, audience: &str, now: u64, jti: &str) -> Value {
-    json!({
-        "iss": client_id,
-        "sub": client_id,
-        "aud": audience,
-        "iat": now,
-        "exp": now + 300,
-        "jti": jti,
-    })
 }
 
 /// An access token and what comes with it.
@@ -440,7 +354,10 @@ pub fn issued_token(url: &str, status: u16, body: &[u8]) -> Result<String, Token
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::client::AuthMethod;
     use crate::auth::fixtures::client;
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine;
 
     fn names(r: &TokenRequest) -> Vec<&str> {
         r.form.iter().map(|(n, _)| n.as_str()).collect()

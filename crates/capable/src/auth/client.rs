@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use capable_core::auth::need::remedy;
-use capable_core::auth::{jwt, AuthNeed, Remedy};
+use capable_core::auth::{jwt, scope, AuthNeed, Remedy};
 use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use reqwest::Url;
 
@@ -340,6 +340,26 @@ impl OAuthClient {
             Remedy::StepUp { scopes } => {
                 self.step_ups.fetch_add(1, Ordering::Relaxed);
                 self.authorize(Some(need), None, Some(scopes), None).await
+            }
+            Remedy::StepUpToListed(why) => {
+                let d = self.discover(Some(need)).await?;
+                let listed = scope::listed_step_up(
+                    &why.held,
+                    &self.config.scopes,
+                    d.resource_metadata.as_ref(),
+                    &d.metadata,
+                );
+                match listed {
+                    None => Err(AuthError::InsufficientScope(why)),
+                    Some(scopes) if self.may_not_ask() => {
+                        Err(self.required(Required::MoreScope(scopes)))
+                    }
+                    Some(scopes) => {
+                        self.step_ups.fetch_add(1, Ordering::Relaxed);
+                        self.authorize(Some(need), Some(d), Some(scopes), None)
+                            .await
+                    }
+                }
             }
             Remedy::ScopeExhausted(why) => Err(AuthError::InsufficientScope(why)),
             Remedy::GiveUp(why) => Err(AuthError::Refused(why)),

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use capable_core::auth::client::other_secret_method;
 use capable_core::auth::forgotten::{self, ClientRefusal};
 use capable_core::auth::revocation::{revocation_request, revocation_retry};
 use capable_core::auth::token::{
@@ -119,7 +120,7 @@ impl OAuthClient {
                     .await?
             }
             flow => {
-                let client = self.static_client(&d)?;
+                let mut client = self.static_client(&d)?;
                 let grant = match flow {
                     Flow::ClientCredentials => Grant::ClientCredentials,
                     Flow::WorkloadIdentity { assertion } => Grant::JwtBearer {
@@ -139,7 +140,14 @@ impl OAuthClient {
                     scope.as_deref(),
                 );
                 let token = self
-                    .request_token(&d, request, &client, key.as_deref(), scope.as_deref(), None)
+                    .request_token(
+                        &d,
+                        request,
+                        &mut client,
+                        key.as_deref(),
+                        scope.as_deref(),
+                        None,
+                    )
                     .await?;
                 (token, client)
             }
@@ -265,7 +273,7 @@ impl OAuthClient {
         ) else {
             return Ok(Refreshed::Spent("there is no refresh token".into()));
         };
-        let client = self.client_of(&latest);
+        let mut client = self.client_of(&latest);
         self.remember_secret(client.client_secret.as_deref());
         let key = match &latest.dpop_key {
             Some(k) => Some(SigningKey::from_stored(k)?),
@@ -289,7 +297,7 @@ impl OAuthClient {
             .request_token(
                 &d,
                 request,
-                &client,
+                &mut client,
                 key.as_ref(),
                 None,
                 Some(&latest.token),
@@ -297,7 +305,11 @@ impl OAuthClient {
             .await
         {
             Ok(token) => {
-                let stored = StoredToken { token, ..latest };
+                let stored = StoredToken {
+                    token,
+                    client_auth: latest.client_auth.map(|_| client.auth_method),
+                    ..latest
+                };
                 self.save(stored)?;
                 return Ok(Refreshed::Yes);
             }
@@ -399,9 +411,58 @@ impl OAuthClient {
         Ok(request)
     }
 
+    /// POSTs a token request ([`OAuthClient::post_for_token`]); a pre-registered
+    /// client refused as a client tries the other secret method the server lists,
+    /// once (the core's [`other_secret_method`]), and `client` becomes the one that
+    /// was not refused as a client, to be kept for refreshes.
+    pub(super) async fn request_token(
+        &self,
+        d: &Discovered,
+        request: TokenRequest,
+        client: &mut Registration,
+        dpop: Option<&SigningKey>,
+        scope: Option<&str>,
+        previous: Option<&Token>,
+    ) -> Result<Token, AuthError> {
+        let first = self
+            .post_for_token(d, request.clone(), client, dpop, scope, previous)
+            .await;
+        let chosen = self.config.client.auth_method.is_some();
+        let other = match &first {
+            Err(AuthError::Token(TokenError::Refused { error, .. })) => {
+                other_secret_method(client, &d.metadata, chosen, error)
+            }
+            _ => None,
+        };
+        let Some(method) = other else {
+            return first;
+        };
+        tracing::debug!(
+            "the token endpoint refused {} as a client; trying {}",
+            client.auth_method.as_str(),
+            method.as_str()
+        );
+        let again = Registration {
+            auth_method: method,
+            ..client.clone()
+        };
+        let request = request.authenticated_as(&again);
+        let second = self
+            .post_for_token(d, request, &again, dpop, scope, previous)
+            .await;
+        let refused_as_client = matches!(
+            &second,
+            Err(AuthError::Token(e)) if e.code() == Some("invalid_client")
+        );
+        if !refused_as_client {
+            *client = again;
+        }
+        second
+    }
+
     /// POSTs a token request (signing the client assertion, adding a DPoP proof and
     /// retrying once with the server's nonce).
-    pub(super) async fn request_token(
+    async fn post_for_token(
         &self,
         d: &Discovered,
         request: TokenRequest,

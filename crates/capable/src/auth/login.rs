@@ -138,7 +138,7 @@ impl OAuthClient {
         attempt: impl Fn(Registration) -> F,
     ) -> Result<(Token, Registration), AuthError>
     where
-        F: std::future::Future<Output = Result<Token, AuthError>>,
+        F: std::future::Future<Output = Result<(Token, Registration), AuthError>>,
     {
         let store = self.config.store.as_ref();
         let mut kept = store
@@ -147,7 +147,7 @@ impl OAuthClient {
         loop {
             let (client, fresh) = self.identify(d, kept.as_ref(), purpose).await?;
             match attempt(client.clone()).await {
-                Ok(token) => return Ok((token, client)),
+                Ok(got) => return Ok(got),
                 Err(e)
                     if client_refusal(&e).is_some_and(|r| forgotten::renew(&client, fresh, r)) =>
                 {
@@ -246,8 +246,18 @@ impl OAuthClient {
                 self.resource(d),
                 None,
             );
-            self.request_token(d, request, &client, dpop, pending.scope.as_deref(), None)
-                .await
+            let mut client = client;
+            let token = self
+                .request_token(
+                    d,
+                    request,
+                    &mut client,
+                    dpop,
+                    pending.scope.as_deref(),
+                    None,
+                )
+                .await?;
+            Ok((token, client))
         })
         .await
     }
@@ -286,7 +296,8 @@ impl OAuthClient {
                 ),
             });
             let grant = codes.grant();
-            let request = token_request(
+            let mut client = client;
+            let mut request = token_request(
                 token_endpoint,
                 &grant,
                 Some(&client),
@@ -298,9 +309,13 @@ impl OAuthClient {
                 while let Some(step) = poll.poll() {
                     match step {
                         DeviceStep::Request => {
+                            let method = client.auth_method;
                             let answer = self
-                                .request_token(d, request.clone(), &client, dpop, scope, None)
+                                .request_token(d, request.clone(), &mut client, dpop, scope, None)
                                 .await;
+                            if client.auth_method != method {
+                                request = request.authenticated_as(&client);
+                            }
                             match answer {
                                 Ok(t) => poll.handle_answer(Ok(t), Instant::now()),
                                 Err(AuthError::Token(e)) => {
@@ -313,7 +328,7 @@ impl OAuthClient {
                                 Err(e) => return Err(e),
                             }
                         }
-                        DeviceStep::Done(DeviceOutcome::Token(t)) => return Ok(*t),
+                        DeviceStep::Done(DeviceOutcome::Token(t)) => return Ok((*t, client)),
                         DeviceStep::Done(DeviceOutcome::Refused(e)) => return Err(e.into()),
                         DeviceStep::Done(DeviceOutcome::Expired(after)) => {
                             return Err(AuthError::TimedOut { after })
