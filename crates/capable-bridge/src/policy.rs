@@ -14,6 +14,36 @@
 //! `allowTools`, `denyTools`, `timeout` and `outputBudget` are the first policy
 //! ([`ConfigPolicy`]); a gateway's identities, rate limits and pinned tool definitions
 //! plug in here too.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use capable::core::Method;
+//! use capable_bridge::{BridgeConfig, Connector, Policy, Upstream, Verdict};
+//! use serde_json::{Map, Value};
+//!
+//! /// Tools whose name starts with `delete_` are neither listed nor called.
+//! struct NoDeletes;
+//!
+//! impl Policy for NoDeletes {
+//!     fn inspects(&self, _server: &str, method: Method) -> bool {
+//!         matches!(method, Method::ListTools | Method::CallTool)
+//!     }
+//!     fn on_list(&self, _server: &str, _method: Method, tool: &Value) -> bool {
+//!         !tool["name"].as_str().unwrap_or("").starts_with("delete_")
+//!     }
+//!     fn on_request(&self, _server: &str, _method: Method, params: &mut Map<String, Value>) -> Verdict {
+//!         match params.get("name").and_then(Value::as_str) {
+//!             Some(name) if name.starts_with("delete_") => Verdict::Deny(format!("{name} is not offered")),
+//!             _ => Verdict::Allow,
+//!         }
+//!     }
+//! }
+//!
+//! # fn config(connect: Connector) -> BridgeConfig {
+//! let mut config = BridgeConfig::new(Upstream::One { name: "docs".into(), connect });
+//! config.policy = Some(Arc::new(NoDeletes));
+//! # config }
+//! ```
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
