@@ -557,3 +557,43 @@ fn bodies_read_at_once_share_one_room_given_back_when_they_end() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The peak memory of a process, from /proc (kB).
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A batch of millions of tiny messages is refused having read no further than one
+/// message past `--max-batch`: it costs the bridge a few MiB (its body), not the
+/// hundreds an index of every message would.
+#[test]
+fn a_batch_of_millions_is_refused_before_it_costs_more_than_its_body() {
+    let (b, port) = listening(&[], "read-only");
+    let old = initialize_at(port, "2025-03-26");
+    let before = peak_kib(b.pid());
+    // 4,000,000 empty objects: a 12 MiB body.
+    let mut body = String::with_capacity(12 << 20);
+    body.push('[');
+    for _ in 0..4_000_000 {
+        body.push_str("{},");
+    }
+    body.push_str("{}]");
+    let refused = http(
+        port,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &old),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        &body,
+        |_| false,
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("more than 256"), "{}", refused.body);
+    let grew = peak_kib(b.pid()).saturating_sub(before);
+    // The body is 12 MiB; every message indexed would be 4,000,000 × (16 + 32) bytes.
+    assert!(grew < 64 * 1024, "the bridge's peak grew by {grew} KiB");
+}

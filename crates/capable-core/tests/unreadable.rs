@@ -6,7 +6,7 @@
 mod common;
 
 use bytes::Bytes;
-use capable_core::jsonrpc::{split_batch, FramingError};
+use capable_core::jsonrpc::{split_batch, split_batch_within, BatchRefusal, FramingError};
 use capable_core::Outbox;
 use capable_core::{
     ClientConfig, Event, Incoming, Method, Negotiating, NegotiationError, Notice, ProtocolChoice,
@@ -170,4 +170,39 @@ fn a_batch_is_split_into_its_messages_and_accepted_only_in_2025_03_26() {
     ] {
         assert!(!accepts(version), "{version}");
     }
+}
+
+#[test]
+fn a_batch_is_read_no_further_than_one_message_past_its_bound() {
+    let line = Bytes::from_static(br#"[{"id":1}, {"id":2}, {"id":3}]"#);
+    assert_eq!(split_batch_within(&line, 3).unwrap().len(), 3);
+    assert_eq!(split_batch_within(&line, 2), Err(BatchRefusal::TooMany(2)));
+    // Millions of tiny messages: refused at the bound's first step past it, whatever
+    // follows (the rest is never read, broken or not).
+    let mut huge = b"[".to_vec();
+    for _ in 0..1_000_000 {
+        huge.extend_from_slice(b"{},");
+    }
+    huge.extend_from_slice(b"{} oops");
+    let huge = Bytes::from(huge);
+    assert_eq!(
+        split_batch_within(&huge, 256),
+        Err(BatchRefusal::TooMany(256))
+    );
+    assert_eq!(
+        split_batch_within(&huge, usize::MAX),
+        Err(BatchRefusal::NotMessages)
+    );
+    for bad in [&b"[1, 2]"[..], b"[{\"a\":", b"{}", b"[{}] x", b""] {
+        let bad = Bytes::copy_from_slice(bad);
+        assert_eq!(
+            split_batch_within(&bad, 10),
+            Err(BatchRefusal::NotMessages),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        split_batch_within(&Bytes::from_static(b" [ ] "), 10),
+        Ok(vec![])
+    );
 }

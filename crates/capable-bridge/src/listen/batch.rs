@@ -11,7 +11,7 @@
 use axum::body::Bytes;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use capable::core::jsonrpc::{codes, split_batch, Incoming};
+use capable::core::jsonrpc::{codes, split_batch_within, BatchRefusal, Incoming};
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
@@ -43,16 +43,17 @@ pub async fn post(found: Option<(Commands, InFlight)>, body: Bytes, max: usize) 
         }
         Ok(true) => {}
     }
-    let items = match split_batch(&body) {
-        Some(items) if items.len() > max => {
+    // Read no further than one message past the bound: a body of millions of tiny
+    // messages costs no more than the bound's worth before it is refused.
+    let items = match split_batch_within(&body, max) {
+        Err(BatchRefusal::TooMany(max)) => {
             return refuse(&format!(
-                "a batch of {} messages: this bridge takes at most {max} (--max-batch)",
-                items.len()
+                "a batch of more than {max} messages: this bridge takes at most {max} (--max-batch)"
             ))
         }
-        Some(items) if !items.is_empty() => items,
-        Some(_) => return refuse("an empty batch"),
-        None => return refuse("a batch is an array of JSON-RPC messages"),
+        Ok(items) if !items.is_empty() => items,
+        Ok(_) => return refuse("an empty batch"),
+        Err(_) => return refuse("a batch is an array of JSON-RPC messages"),
     };
     let mut pending = Vec::with_capacity(items.len());
     for item in items {

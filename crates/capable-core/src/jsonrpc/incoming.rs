@@ -257,12 +257,71 @@ pub fn loose_shape(line: &[u8]) -> Result<(Option<RequestId>, bool), serde_json:
 /// The messages of a JSON-RPC batch (a JSON array), each a slice of the line; `None`
 /// when the line is no array of objects. 2025-03-26 lets a server send batches.
 pub fn split_batch(line: &Bytes) -> Option<Vec<Bytes>> {
-    let items: Vec<&RawValue> = serde_json::from_slice(line).ok()?;
-    items
-        .iter()
-        .map(|raw| {
-            let range = range_of(line, raw);
-            raw.get().starts_with('{').then(|| line.slice(range))
-        })
-        .collect()
+    split_batch_within(line, usize::MAX).ok()
+}
+
+/// Why a line is no batch to take ([`split_batch_within`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BatchRefusal {
+    /// It is no JSON array of objects.
+    NotMessages,
+    /// It holds more than this many messages.
+    TooMany(usize),
+}
+
+/// The messages of a JSON-RPC batch, as [`split_batch`], and at most `max` of them: the
+/// array is read no further than its message `max + 1`, so a line of millions of tiny
+/// messages costs no more than `max` of them before it is refused.
+pub fn split_batch_within(line: &Bytes, max: usize) -> Result<Vec<Bytes>, BatchRefusal> {
+    use serde::de::{DeserializeSeed, Error as _, SeqAccess, Visitor};
+    use std::cell::Cell;
+
+    struct Within<'a> {
+        line: &'a Bytes,
+        max: usize,
+        refused: &'a Cell<Option<BatchRefusal>>,
+    }
+    impl<'de> DeserializeSeed<'de> for Within<'_> {
+        type Value = Vec<Bytes>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Vec<Bytes>, D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Within<'_> {
+        type Value = Vec<Bytes>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an array of JSON-RPC messages")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Bytes>, A::Error> {
+            let mut items = Vec::new();
+            while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+                let refused = match () {
+                    () if items.len() == self.max => Some(BatchRefusal::TooMany(self.max)),
+                    () if !raw.get().starts_with('{') => Some(BatchRefusal::NotMessages),
+                    () => None,
+                };
+                if let Some(refused) = refused {
+                    self.refused.set(Some(refused));
+                    return Err(A::Error::custom("refused"));
+                }
+                items.push(self.line.slice(range_of(self.line, raw)));
+            }
+            Ok(items)
+        }
+    }
+    let refused = Cell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let seed = Within {
+        line,
+        max,
+        refused: &refused,
+    };
+    match seed
+        .deserialize(&mut de)
+        .and_then(|items| de.end().map(|()| items))
+    {
+        Ok(items) => Ok(items),
+        Err(_) => Err(refused.get().unwrap_or(BatchRefusal::NotMessages)),
+    }
 }

@@ -29,7 +29,9 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use crate::json::result_by_shape;
 pub use budget::{count_values, value_budget, within_value_budget};
-pub use incoming::{answered_id, loose_shape, split_batch, FramingError, Incoming};
+pub use incoming::{
+    answered_id, loose_shape, split_batch, split_batch_within, BatchRefusal, FramingError, Incoming,
+};
 pub use payload::Payload;
 pub(crate) use write::write_method_request;
 pub(crate) use write::write_name;
