@@ -8,6 +8,9 @@
 //! [`ARCHIVE`], and an `echo` tool where the profile declares tools (a call of a name it
 //! does not serve is answered as SDK servers answer it: a tool error, `isError: true`).
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 use std::time::Duration;
 
 mod fault;

@@ -45,6 +45,9 @@
 //! | `export.rs`, `report.rs` | a server as an `mcpServers` entry and a command; a session as one HTML report |
 //! | `assets.rs`, `assets/` | the page: HTML, CSS and plain JavaScript modules, embedded, no build step |
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 use std::future::Future;
 use std::sync::Arc;
 
