@@ -8,6 +8,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::colour::ColorFlag;
 
+mod bridge;
+pub use bridge::BridgeArgs;
+
 /// capable: a strict MCP client. It reads a server's capabilities exactly, calls only
 /// what the server declared, and says so when a server breaks its own declaration.
 #[derive(Debug, Parser)]
@@ -240,80 +243,6 @@ pub struct UiArgs {
     /// Print the URL but do not open a browser.
     #[arg(long)]
     pub no_open: bool,
-    #[command(flatten)]
-    pub server: ServerArgs,
-}
-
-/// `capable bridge`: how to face the host.
-#[derive(Debug, Args, Clone)]
-pub struct BridgeArgs {
-    /// Serve Streamable HTTP on this address (both eras) instead of stdio.
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub listen: Option<std::net::SocketAddr>,
-    /// With --listen: the bearer token every request must carry (`Authorization:
-    /// Bearer TOKEN`); from the environment is better than a flag others see in `ps`.
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "CAPABLE_BRIDGE_TOKEN",
-        hide_env_values = true
-    )]
-    pub listen_token: Option<String>,
-    /// With --listen: accept an address that is not loopback (then give a
-    /// --listen-token too).
-    #[arg(long)]
-    pub allow_remote: bool,
-    /// With --listen: a web page of this origin may call the bridge (its `Origin`
-    /// accepted, its CORS preflight granted), e.g. `http://localhost:6274`; repeat for
-    /// more. Without it, only pages of the listener's own origin.
-    #[arg(long, value_name = "ORIGIN")]
-    pub allow_origin: Vec<String>,
-    /// With --listen: the most sessions at once (legacy sessions, and as many
-    /// 2026-07-28 declarations), each with its server behind; past it, the one used
-    /// least recently with nothing in flight is ended to make room (else `503`).
-    #[arg(long, value_name = "N", default_value_t = 64)]
-    pub max_sessions: usize,
-    /// With --listen: a session with nothing in flight for this long is ended, and its
-    /// server shut down (a host that vanished holds nothing for ever).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30m")]
-    pub session_idle: Duration,
-    /// With --listen: the most connections open at once (one past it is closed as it is
-    /// accepted; those open stay served).
-    #[arg(long, value_name = "N", default_value_t = 512)]
-    pub max_connections: usize,
-    /// With --listen: how long a request's headers may take to arrive (a client that
-    /// sends them a byte at a time, or never, is cut off).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
-    pub header_timeout: Duration,
-    /// With --listen: how long a request's body may take to arrive (`408` past it).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
-    pub body_timeout: Duration,
-    /// With --listen: the most bytes of request bodies read at once, all connections
-    /// together (a body that does not fit is refused, `503`: hundreds of large bodies
-    /// at once hold no more than this).
-    #[arg(long, value_name = "SIZE", value_parser = capable::core::text::parse_size, default_value = "256MiB")]
-    pub max_body_total: usize,
-    /// With --listen: the most bytes a host may leave unread on one stream (its `GET`, a
-    /// request's SSE answer) behind a message; past it the stream is closed (a legacy
-    /// host resumes it with Last-Event-ID).
-    #[arg(long, value_name = "SIZE", value_parser = capable::core::text::parse_size, default_value = "8MiB")]
-    pub stream_buffer: usize,
-    /// With --listen: the most messages a 2025-03-26 host's batch may hold (past it the
-    /// batch is refused whole, `400`).
-    #[arg(long, value_name = "N", default_value_t = 256)]
-    pub max_batch: usize,
-    /// Pass the server's notifications of this method to the host although the protocol
-    /// defines no such method (a server's own, `x/progress`); `x/*` for every method
-    /// that starts with `x/`. Repeat for more. Without it none reaches the host.
-    #[arg(long = "pass-notification", value_name = "METHOD")]
-    pub pass_notifications: Vec<String>,
-    /// Many servers (a config): only these (comma-separated names).
-    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// Append every violation and notice to FILE too, as JSON lines (they always go
-    /// to stderr).
-    #[arg(long, value_name = "FILE")]
-    pub audit_log: Option<PathBuf>,
     #[command(flatten)]
     pub server: ServerArgs,
 }
