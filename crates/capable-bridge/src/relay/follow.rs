@@ -2,11 +2,9 @@
 //! table), what the host wants to hear of (kept open at the server in the server's
 //! era), its events (to the audit) and its restarts; or the many servers' events.
 
-use std::collections::BTreeSet;
-
+use capable::core::bridge::FollowStep;
 use capable::core::notification::Notification;
 use capable::core::server::{Interest, Withheld};
-use capable::core::Era;
 use capable::events::SessionEvent;
 use capable::{Error, ListenEvent, Listener};
 use futures_util::FutureExt;
@@ -156,63 +154,52 @@ impl Relay {
 
     /// Keeps what the host wants to hear of open at the server, in the server's era: a
     /// listen stream (2026-07-28), or subscriptions (legacy, for a 2026-07-28 host; a
-    /// legacy host's own subscribe requests reach the server as they are).
+    /// legacy host's own subscribe requests reach the server as they are). The core's
+    /// [`Follow`](capable::core::bridge::Follow) decides; this carries its steps out.
     pub(super) fn follow(&mut self, interest: Interest) {
-        match self.servers.era() {
-            Some(Era::Modern) => self.listen_for(interest),
-            Some(Era::Legacy) if self.host_era() == Some(Era::Modern) => {
-                self.subscribe_for(interest)
-            }
+        let Some(era) = self.servers.era() else {
             // Many servers: each URI at its own (their lists they tell of themselves).
-            None => {
-                self.fan_out(&interest);
+            self.fan_out(&interest);
+            return;
+        };
+        let steps = self.following.follow(interest, era, self.host_era());
+        self.take_steps(steps);
+    }
+
+    /// Asks the one server behind what the core's follow decided.
+    fn take_steps(&mut self, steps: Vec<FollowStep>) {
+        let Some(session) = self.servers.one().cloned() else {
+            return;
+        };
+        for step in steps {
+            match step {
+                FollowStep::Listen(interest) => {
+                    // The new stream replaces the old one once it is open.
+                    self.listener = None;
+                    let session = session.clone();
+                    self.opening = Some(async move { session.listen(&interest).await }.boxed());
+                }
+                FollowStep::StopListening => {
+                    self.listener = None;
+                    self.opening = None;
+                }
+                FollowStep::Subscribe(uri) => {
+                    let session = session.clone();
+                    let subscribe = async move {
+                        let _ = session.subscribe(&uri).await;
+                    };
+                    self.background.push(subscribe.boxed());
+                }
+                FollowStep::Unsubscribe(uri) => {
+                    let session = session.clone();
+                    let unsubscribe = async move {
+                        let _ = session.unsubscribe(&uri).await;
+                    };
+                    self.background.push(unsubscribe.boxed());
+                }
+                _ => {}
             }
-            // A legacy host's own subscribe requests reach a legacy server.
-            Some(Era::Legacy) => {}
         }
-    }
-
-    fn listen_for(&mut self, interest: Interest) {
-        if interest == self.listening {
-            return;
-        }
-        self.listening = interest.clone();
-        // The new stream replaces the old one once it is open.
-        self.listener = None;
-        if interest == Interest::default() {
-            self.opening = None;
-            return;
-        }
-        let Some(session) = self.servers.one().cloned() else {
-            return;
-        };
-        self.opening = Some(async move { session.listen(&interest).await }.boxed());
-    }
-
-    fn subscribe_for(&mut self, interest: Interest) {
-        let wanted: BTreeSet<String> = interest.resource_subscriptions.into_iter().collect();
-        let Some(session) = self.servers.one().cloned() else {
-            return;
-        };
-        for uri in wanted.difference(&self.subscribed) {
-            let (session, uri) = (session.clone(), uri.clone());
-            self.background.push(
-                async move {
-                    let _ = session.subscribe(&uri).await;
-                }
-                .boxed(),
-            );
-        }
-        for uri in self.subscribed.difference(&wanted) {
-            let (session, uri) = (session.clone(), uri.clone());
-            self.background.push(
-                async move {
-                    let _ = session.unsubscribe(&uri).await;
-                }
-                .boxed(),
-            );
-        }
-        self.subscribed = wanted;
     }
 
     pub(super) fn opened(&mut self, opened: Result<Listener, Error>) {
@@ -232,7 +219,7 @@ impl Relay {
                     self.listen_failed(&e);
                 }
                 // Opened again on the next change of interest.
-                self.listening = Interest::default();
+                self.following.stream_ended();
             }
         }
     }
@@ -252,23 +239,11 @@ impl Relay {
             return;
         };
         let interest = self.engine.interest();
-        self.listening = Interest::default();
-        self.subscribed.clear();
         self.log_level = None;
-        match (session.era(), self.host_era()) {
-            (Era::Legacy, Some(Era::Legacy)) => {
-                for uri in interest.resource_subscriptions {
-                    let session = session.clone();
-                    self.background.push(
-                        async move {
-                            let _ = session.subscribe(&uri).await;
-                        }
-                        .boxed(),
-                    );
-                }
-            }
-            _ => self.follow(interest),
-        }
+        let steps = self
+            .following
+            .restarted(interest, session.era(), self.host_era());
+        self.take_steps(steps);
         if session.capabilities() != &self.engine.config().capabilities {
             self.audit.record(
                 "capabilities_changed",

@@ -44,18 +44,18 @@ mod tasks;
 
 pub use servers::Servers;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use capable::core::bridge::Exchanges;
+use capable::core::bridge::{Exchanges, Follow};
 use capable::core::input_rounds::may_ask_for_input;
 use capable::core::jsonrpc::FramingError;
 use capable::core::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
 use capable::core::model::ProgressParams;
 use capable::core::server::fanout::Fanout;
 use capable::core::server::{
-    ClientRequest, Event, Interest, LogLevel, Rounds, ServerConfig, ServerConnection,
+    ClientRequest, Event, LogLevel, Rounds, ServerConfig, ServerConnection,
 };
 use capable::core::task_bridge::{Carry, Route, TaskBridge};
 use capable::core::task_questions::TaskQuestions;
@@ -139,12 +139,11 @@ pub struct Relay {
     /// The server's questions for a 2026-07-28 host, put to it as `input_required`
     /// rounds (see `rounds.rs`).
     rounds: Rounds<Reply, Answer>,
-    /// The listen stream open at the server (2026-07-28), and the interest it serves.
+    /// The listen stream open at the server (2026-07-28), or opening.
     listener: Option<Listener>,
-    listening: Interest,
     opening: Option<BoxFuture<'static, Result<Listener, Error>>>,
-    /// The URIs a legacy server was asked to send updates of for a 2026-07-28 host.
-    subscribed: BTreeSet<String>,
+    /// What is open at the one server for what the host wants to hear of (the core's).
+    following: Follow,
     /// The log level a legacy server was last asked for, for a 2026-07-28 host.
     log_level: Option<LogLevel>,
     /// What each of many servers holds for the host, and their listen streams.
@@ -204,9 +203,8 @@ impl Relay {
             questions: HashMap::new(),
             rounds: Rounds::new(ask_timeout, super::random()),
             listener: None,
-            listening: Interest::default(),
             opening: None,
-            subscribed: BTreeSet::new(),
+            following: Follow::default(),
             log_level: None,
             fanout: Fanout::default(),
             streams: fanout::Streams::default(),

@@ -7,10 +7,13 @@
 //! | file | concern |
 //! |---|---|
 //! | `era.rs` | across the eras: what the bridge answers itself ([`local`]), in which form a result goes back |
+//! | `follow.rs` | what the one server behind keeps open for what its host wants to hear of, in the server's era |
 //! | `exchanges.rs` | [`Exchanges`]: the host requests at the server, by the bridge's token; ownership of cancels, progress, answers and questions |
 
 mod era;
 mod exchanges;
+mod follow;
 
 pub use era::{answer_form, local, Local};
 pub use exchanges::{Asker, Exchange, Exchanges};
+pub use follow::{Follow, FollowStep};
