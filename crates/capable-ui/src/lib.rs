@@ -39,6 +39,7 @@
 //! | `bus.rs` | the numbered, resumable event stream behind `GET /api/events` |
 //! | `servers.rs` | the one [`Host`](capable::host::Host) of every server, its events onto the bus, the message-log tap |
 //! | `calls.rs`, `watches.rs`, `views.rs`, `asks.rs` | tool calls in flight, open watches, MCP Apps views, what servers ask of the person (forms, sampling) |
+//! | `pages.rs` | which pages are open, by their event streams: a page gone without a word leaves no watch behind |
 //! | `schema_check.rs` | a tool's arguments against its `inputSchema`, before sending |
 //! | `history.rs` | every command that reached a server, with its timing (recorded around the handlers) |
 //! | `logins.rs` | OAuth logins started from the page, their redirect received here |
@@ -63,6 +64,7 @@ mod handlers;
 mod history;
 mod logins;
 mod options;
+mod pages;
 mod report;
 mod router;
 mod schema_check;

@@ -32,7 +32,7 @@ pub struct AppState {
     /// The event stream of the page.
     pub(crate) bus: Bus,
     /// Open watches.
-    pub(crate) watches: Watches,
+    pub(crate) watches: Arc<Watches>,
     /// Tool calls in flight.
     pub(crate) calls: Calls,
     /// MCP Apps views, ready to be framed.
@@ -61,7 +61,7 @@ impl AppState {
         let servers = Servers::start(&options, bus.clone(), asks.clone());
         Arc::new(AppState {
             servers,
-            watches: Watches::new(bus.clone()),
+            watches: Arc::new(Watches::new(bus.clone())),
             history: History::new(bus.clone()),
             calls: Calls::new(bus.clone()),
             views: Views::default(),

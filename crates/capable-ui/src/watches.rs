@@ -4,8 +4,9 @@
 //! messages, then the fallback's mode — the lines `capable watch --json` prints, with
 //! the watch's id and server around each (`{"watch", "server", "line"}`).
 //!
-//! A watch ends when the page stops it, its server is disconnected, or it fails; it
-//! ends in order either way (`resources/unsubscribe`, or the listen stream closed).
+//! A watch ends when the page stops it, the page that started it is gone
+//! (`pages.rs`), its server is disconnected, or it fails; it ends in order either way
+//! (`resources/unsubscribe`, or the listen stream closed).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,9 +21,12 @@ use tokio::task::JoinHandle;
 
 use crate::bus::Bus;
 use crate::error::ApiError;
+use crate::pages::{Pages, GRACE};
 
 struct Running {
     server: String,
+    /// The page that started it (none: a script, with the token).
+    page: Option<String>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
 }
@@ -32,6 +36,7 @@ pub struct Watches {
     bus: Bus,
     next: AtomicU64,
     running: Mutex<HashMap<u64, Running>>,
+    pages: Mutex<Pages>,
 }
 
 impl Watches {
@@ -41,14 +46,16 @@ impl Watches {
             bus,
             next: AtomicU64::new(1),
             running: Mutex::new(HashMap::new()),
+            pages: Mutex::new(Pages::default()),
         }
     }
 
-    /// Starts watching `uri`: its id, or why the server's declarations allow no
-    /// watch (nothing sent).
+    /// Starts watching `uri` for `page` (none: a script): its id, or why the server's
+    /// declarations allow no watch (nothing sent).
     pub async fn start(
         &self,
         server: &str,
+        page: Option<String>,
         session: Arc<Session>,
         uri: String,
         poll: Option<Duration>,
@@ -75,6 +82,7 @@ impl Watches {
             id,
             Running {
                 server: server.to_owned(),
+                page,
                 stop,
                 task,
             },
@@ -107,8 +115,57 @@ impl Watches {
         }
     }
 
+    /// An event stream of `page` opened; the returned guard says when it closes.
+    pub fn page_opened(self: &Arc<Self>, page: &str) -> PageStream {
+        self.pages().opened(page);
+        PageStream {
+            watches: self.clone(),
+            page: page.to_owned(),
+        }
+    }
+
+    /// Stops the watches of `page` if none of its streams came back within the grace
+    /// since its last closed (at `generation`).
+    async fn page_closed(self: Arc<Self>, page: String, generation: u64) {
+        tokio::time::sleep(GRACE).await;
+        if !self.pages().gone(&page, generation) {
+            return;
+        }
+        let ids: Vec<u64> = self
+            .lock()
+            .iter()
+            .filter(|(_, r)| r.page.as_deref() == Some(page.as_str()))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.stop(id).await;
+        }
+    }
+
+    fn pages(&self) -> std::sync::MutexGuard<'_, Pages> {
+        self.pages.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Running>> {
         self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// An open event stream of a page: dropped as the stream closes.
+pub struct PageStream {
+    watches: Arc<Watches>,
+    page: String,
+}
+
+impl Drop for PageStream {
+    fn drop(&mut self) {
+        let Some(generation) = self.watches.pages().closed(&self.page) else {
+            return;
+        };
+        let page = std::mem::take(&mut self.page);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(self.watches.clone().page_closed(page, generation));
+        }
     }
 }
 

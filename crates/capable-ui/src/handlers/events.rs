@@ -23,11 +23,19 @@ pub async fn handler(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
-    let events = futures_util::StreamExt::map(app.bus.follow(after), |e| {
+    // While a page's stream is open the page is there (its watches go when it is not).
+    let page = headers
+        .get(crate::security::PAGE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(|page| app.watches.page_opened(page));
+    let events = futures_util::StreamExt::map(app.bus.follow(after), move |e| {
+        let _page = &page;
         Ok(Event::default()
             .id(e.id.to_string())
             .event(e.kind)
             .data(&*e.data))
     });
-    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    // A keep-alive every 5 s: a page gone without a word is noticed at the second
+    // write after it went (the first is taken by the system, the second refused).
+    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(5)))
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -47,14 +48,26 @@ pub struct Watch {
 
 /// `POST /api/watch {server, uri, pollMs?}`: `{watch: ID}`; the watch's events
 /// follow on the stream.
-pub async fn watch(State(app): State<Arc<AppState>>, Command(c): Command<Watch>) -> Answer {
+pub async fn watch(
+    State(app): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Command(c): Command<Watch>,
+) -> Answer {
     let session = app.servers.session(&c.server)?;
     let poll = c
         .poll_ms
         .filter(|ms| *ms > 0.0)
         // `as` saturates: no value of the page's makes a duration out of range.
         .map(|ms| Duration::from_millis(ms.round() as u64).clamp(MIN_POLL, MAX_POLL));
-    let id = app.watches.start(&c.server, session, c.uri, poll).await?;
+    // The page that starts it owns it: it stops when that page is gone.
+    let page = headers
+        .get(crate::security::PAGE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let id = app
+        .watches
+        .start(&c.server, page, session, c.uri, poll)
+        .await?;
     Ok(Reply(json!({"watch": id})))
 }
 
