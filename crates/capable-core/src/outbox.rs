@@ -71,6 +71,9 @@ pub enum Outgoing {
         id: RequestId,
         /// Its method.
         method: crate::server::ServerMethod,
+        /// The client's request it is about, when known (a question asked while that
+        /// request runs): over HTTP it goes on that request's stream.
+        related: Option<RequestId>,
     },
     /// An error answer without an id: the peer's line was no message whose id could be
     /// read (JSON-RPC's parse error, invalid request).
@@ -352,16 +355,23 @@ impl Outbox {
         });
     }
 
-    /// Writes a server's request `id` to its client.
+    /// Writes a server's request `id` to its client (about the client's request
+    /// `related`, when known).
     pub fn write_server_request<P: Params + ?Sized>(
         &mut self,
         id: i64,
         method: crate::server::ServerMethod,
         params: &P,
+        related: Option<&RequestId>,
     ) {
         let id = RequestId::Number(id);
         jsonrpc::write_request(&mut self.bytes, &id, method.as_str(), params);
-        self.wrote(Outgoing::ServerRequest { id, method });
+        let related = related.cloned();
+        self.wrote(Outgoing::ServerRequest {
+            id,
+            method,
+            related,
+        });
     }
 
     /// Answers server request `id` with `result`.

@@ -380,7 +380,9 @@ pub fn assert_recorded(what: &Outgoing, message: &Value) {
             assert_eq!(message["method"], method.as_str(), "{message}");
             assert!(message.get("id").is_none(), "{message}");
         }
-        Outgoing::ServerRequest { id: sent, method } => {
+        Outgoing::ServerRequest {
+            id: sent, method, ..
+        } => {
             assert_eq!(message["id"], id(sent), "{message}");
             assert_eq!(message["method"], method.as_str(), "{message}");
         }

@@ -18,7 +18,7 @@
 
 use std::time::Instant;
 
-use capable::core::bridge::{answer_form, local, Local};
+use capable::core::bridge::{answer_form, local, Asker, Local};
 use capable::core::jsonrpc::{codes, RequestId, RpcError};
 use capable::core::server::{ClientRequest, LogLevel};
 use capable::core::{Era, Method};
@@ -99,10 +99,22 @@ impl Relay {
         if self.host_era() == Some(Era::Modern) {
             return self.ask_in_a_round(ask);
         }
+        // The host request it is about, as the core's table reads it: over HTTP the
+        // question goes on that request's stream (a host without a standalone stream
+        // hears it there). A legacy session is one host's: no other host's stream.
+        let about = match self
+            .exchanges
+            .asker(ask.server.as_deref(), false, |_| false)
+        {
+            Asker::To(token) => self.exchanges.progress_to(token).cloned(),
+            _ => None,
+        };
         let now = Instant::now();
-        let sent =
-            self.engine
-                .request(ask.method, &ask.params, None, ask.reply, now, &mut self.out);
+        let (method, params, reply) = (ask.method, &ask.params, ask.reply);
+        let out = &mut self.out;
+        let sent = self
+            .engine
+            .request_about(method, params, about.as_ref(), None, reply, now, out);
         match sent {
             Ok(id) => {
                 self.questions.insert(ask.token, id);

@@ -173,6 +173,24 @@ impl<W> ServerConnection<W> {
         now: Instant,
         out: &mut Outbox,
     ) -> Result<i64, (NotAllowed, W)> {
+        self.request_about(method, params, None, timeout, waiter, now, out)
+    }
+
+    /// [`request`](Self::request), about the client's request `related` (a question
+    /// asked while it runs): over HTTP it goes on that request's stream
+    /// ([`Streams`](super::streams::Streams)), where a client that opened no
+    /// standalone stream hears it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn request_about<P: Params + ?Sized>(
+        &mut self,
+        method: ServerMethod,
+        params: &P,
+        related: Option<&RequestId>,
+        timeout: Option<Duration>,
+        waiter: W,
+        now: Instant,
+        out: &mut Outbox,
+    ) -> Result<i64, (NotAllowed, W)> {
         let client = match &self.phase {
             Phase::Closed => return Err((NotAllowed::Closed, waiter)),
             Phase::Legacy(client) => client,
@@ -192,7 +210,9 @@ impl<W> ServerConnection<W> {
         }
         let id = self.next_id;
         self.next_id += 1;
-        out.write_server_request(id, method, params);
+        // A question about a request no longer in flight is about nothing.
+        let related = related.filter(|r| self.inbound.contains_key(*r));
+        out.write_server_request(id, method, params, related);
         let at = time::deadline(now, timeout.unwrap_or(self.config.request_timeout));
         if self.timer_at.is_none_or(|t| at < t) {
             self.timer_at = Some(at);

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | the answer to request r | r's stream, which it ends |
 //! | a notification that belongs to request r (progress, a log line while it runs, an item of the listen stream r opened) | r's stream |
+//! | its own request about request r (a question asked while r runs) | r's stream |
 //! | anything else (a list change, an update, its own request, a cancellation of it) | the standalone stream |
 //!
 //! An event's id names its stream (`{stream}-{n}`, `n` counting every event), so that
@@ -103,7 +104,11 @@ impl Streams {
                     // An answer to nothing in flight goes nowhere.
                     None => continue,
                 },
-                Outgoing::Related { request, .. } => (
+                Outgoing::Related { request, .. }
+                | Outgoing::ServerRequest {
+                    related: Some(request),
+                    ..
+                } => (
                     self.by_request.get(request).copied().unwrap_or(STANDALONE),
                     false,
                 ),
@@ -164,6 +169,7 @@ impl Streams {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::ServerMethod;
     use serde_json::json;
 
     fn out() -> Outbox {
@@ -194,6 +200,25 @@ mod tests {
         assert!(events[2]
             .data
             .starts_with(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\""));
+    }
+
+    #[test]
+    fn a_question_about_a_request_goes_on_its_stream_any_other_on_the_standalone() {
+        let mut streams = Streams::new(16, 1 << 20);
+        let s = streams.open(RequestId::Number(1));
+        let mut out = Outbox::new();
+        let ask = json!({"message": "Sure?", "requestedSchema": {"type": "object"}});
+        let about = RequestId::Number(1);
+        out.write_server_request(0, ServerMethod::Elicit, &ask, Some(&about));
+        out.write_server_request(1, ServerMethod::ListRoots, &json!({}), None);
+        // About a request no stream waits on: the standalone stream.
+        out.write_server_request(2, ServerMethod::Elicit, &ask, Some(&RequestId::Number(7)));
+        let placed: Vec<u64> = streams.route(&out).iter().map(|e| e.stream).collect();
+        assert_eq!(placed, [s, STANDALONE, STANDALONE]);
+        assert!(
+            streams.is_open(s),
+            "a question does not end its request's stream"
+        );
     }
 
     #[test]
