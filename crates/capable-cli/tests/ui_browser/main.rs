@@ -9,8 +9,12 @@
 //! Without chromium and chromedriver installed the test says so and passes, unless
 //! `CAPABLE_REQUIRE_BROWSER=1` (CI sets it after installing them).
 
+#[path = "../bridge_support/mod.rs"]
+mod bridge_support;
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../listen_support/mod.rs"]
+mod listen_support;
 #[path = "../ui_support/mod.rs"]
 mod ui_support;
 
@@ -105,6 +109,11 @@ fn the_inspector_in_a_real_browser() {
     step("security::page_and_cookie_replay", || {
         security::page_and_cookie_replay(b, &ui)
     });
+    // (Before any watch: it leaves the page and comes back.)
+    step(
+        "security::a_page_of_another_port_cannot_drive_the_bridge",
+        || security::a_page_of_another_port_cannot_drive_the_bridge(b, &ui),
+    );
     step("panels::servers_and_overview", || {
         panels::servers_and_overview(b, count)
     });

@@ -1,6 +1,7 @@
 //! Item by item, who may do what: the page's secret (a cookie replayed from another
-//! local port gets nothing of the API) and MCP Apps' visibility (a view may not call
-//! a tool meant for the model alone).
+//! local port gets nothing of the API), MCP Apps' visibility (a view may not call
+//! a tool meant for the model alone), and `capable bridge --listen` out of reach of a
+//! page of another local port.
 
 use crate::ui_support::page::{watch_csp, WAIT};
 use crate::ui_support::webdriver::Browser;
@@ -133,4 +134,66 @@ pub fn view_calls_only_what_apps_may(b: &Browser<'_>) {
         !calls.to_string().contains("purge-cache"),
         "the refused call was never sent: {calls}"
     );
+}
+
+/// A page served from another local port (a development server's, anyone's script)
+/// posts to `capable bridge --listen` the ways a page may without asking first — a
+/// simple request's `text/plain`, a form's types, `no-cors` — and with JSON, which
+/// needs a CORS preflight the bridge never grants it: none of it starts a session,
+/// so no server is started and nothing is called.
+pub fn a_page_of_another_port_cannot_drive_the_bridge(b: &Browser<'_>, ui: &Ui) {
+    let (bridge, port) = crate::listen_support::listening(&[], "no-resources");
+    let other = OtherServer::start();
+    b.goto(&format!("http://127.0.0.1:{}/", other.port));
+    other.next_request();
+    let script = r#"
+        const url = arguments[0];
+        const hello = JSON.stringify({jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+            protocolVersion: '2025-11-25', capabilities: {}, clientInfo: {name: 'page', version: '1'}}});
+        window.__tries = [];
+        const tried = (how) => (r) => window.__tries.push(how + ' ' + (r && r.type ? r.type : 'failed'));
+        for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data']) {
+            fetch(url, {method: 'POST', mode: 'no-cors', headers: {'Content-Type': type}, body: hello})
+                .then(tried(type), tried(type));
+        }
+        fetch(url, {method: 'POST', headers: {'Content-Type': 'application/json',
+            'Accept': 'application/json, text/event-stream'}, body: hello})
+            .then(tried('json'), tried('json'));
+    "#;
+    b.execute(
+        script,
+        serde_json::json!([format!("http://127.0.0.1:{port}/mcp")]),
+    );
+    let tries = b.wait_until(
+        "every request of the page's settled",
+        "return window.__tries.length === 4 ? window.__tries : null",
+        WAIT,
+    );
+    // The JSON one needed a preflight, which was refused: the page saw a failure.
+    assert!(
+        tries.as_array().unwrap().iter().any(|t| t == "json failed"),
+        "{tries}"
+    );
+    // The gate refused them all before their bodies: no session, no server started.
+    let started = bridge
+        .audit()
+        .into_iter()
+        .filter(|l| l["event"] == "state" && l["state"] == "starting")
+        .count();
+    assert_eq!(
+        started,
+        0,
+        "a page of another port started a session: {:?}",
+        bridge.audit()
+    );
+    // The bridge itself is fine: a host of its own is served.
+    assert!(!crate::listen_support::initialize(port).is_empty());
+    // Back to the inspector, as the steps after this one want it.
+    b.goto(&format!("{}/", ui.base));
+    b.wait_until(
+        "the event stream is live again",
+        "return document.querySelector('[data-testid=live]').textContent === 'live'",
+        WAIT,
+    );
+    watch_csp(b);
 }
