@@ -35,9 +35,6 @@ pub struct Target {
     pub audit: Arc<Audit>,
     /// What stops the bridge.
     pub stop: Stop,
-    /// The notifications of no protocol method that pass to the host
-    /// (`pass_notifications`: a method, or a prefix ending in `*`).
-    pub pass_notifications: Arc<[String]>,
 }
 
 impl Target {
@@ -69,7 +66,6 @@ impl Target {
             }
         });
         Ok(Arc::new(Target {
-            pass_notifications: config.pass_notifications.clone().into(),
             config,
             audit,
             stop,
@@ -267,7 +263,9 @@ impl Host {
         if let Some(policy) = &self.target.config.policy {
             relay.set_policy(policy.clone());
         }
-        let passed = self.target.pass_notifications.clone();
+        // The notifications of no protocol method that pass to the host: a method, or
+        // a prefix ending in `*`.
+        let passed: Arc<[String]> = self.target.config.pass_notifications.clone().into();
         if !passed.is_empty() {
             relay.pass_notifications(Box::new(move |method: &str| {
                 passed.iter().any(|p| match p.strip_suffix('*') {

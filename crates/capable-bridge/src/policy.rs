@@ -184,18 +184,44 @@ pub(crate) fn before_one(
     method: Method,
     params: Forwarded,
 ) -> Result<(Forwarded, After), Error> {
-    let (Some(policy), Some(server)) = (policy, one) else {
+    // Decoded only for a policy that looks at it.
+    let inspected = |server: &&str| policy.is_some_and(|p| p.inspects(server, method));
+    let Some(server) = one.filter(inspected) else {
         return Ok((params, None));
     };
-    if !policy.inspects(server, method) {
-        return Ok((params, None));
-    }
     let mut map = params.into_map();
-    request(&**policy, server, method, &mut map)?;
-    Ok((
-        Forwarded::from_map(&map),
-        Some((policy.clone(), server.to_owned())),
-    ))
+    let after = through(policy, server, method, &mut map)?;
+    Ok((Forwarded::from_map(&map), after))
+}
+
+/// `params` of a request of `method` to `server` through `policy` (none, or one that
+/// does not look at it: as they are): edited, and the policy its result passes; or the
+/// error the host gets.
+pub(crate) fn through(
+    policy: Option<&Arc<dyn Policy>>,
+    server: &str,
+    method: Method,
+    params: &mut Map<String, Value>,
+) -> Result<After, Error> {
+    let Some(policy) = policy.filter(|p| p.inspects(server, method)) else {
+        return Ok(None);
+    };
+    request(&**policy, server, method, params)?;
+    Ok(Some((policy.clone(), server.to_owned())))
+}
+
+/// Whether an item of `server`'s list of `method` is offered (the policy's word); the
+/// item is made (`item`) only for a policy that looks at it.
+pub(crate) fn listed(
+    policy: Option<&Arc<dyn Policy>>,
+    server: &str,
+    method: Method,
+    item: impl FnOnce() -> Value,
+) -> bool {
+    match policy.filter(|p| p.inspects(server, method)) {
+        Some(p) => p.on_list(server, method, &item()),
+        None => true,
+    }
 }
 
 /// `answer`, its result through `policy` (from [`before_one`]) when there is one.

@@ -89,20 +89,12 @@ fn a_host_that_stops_reading_still_ends_the_bridge_with_a_signal() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    // SAFETY: a plain kill(2) of the bridge, our own child, by its pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let until = Instant::now() + ANSWER;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < until,
+    let status = signalled(&mut child, libc::SIGTERM, || {
+        format!(
             "SIGTERM did not end a bridge whose host reads nothing\n{}",
             stderr.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+        )
+    });
     assert_eq!(status.code(), Some(143), "{}", stderr.lock().unwrap());
     wait_gone(server_pid);
 }
@@ -171,20 +163,29 @@ fn a_signal_with_a_request_in_flight_leaves_no_child_of_the_server_behind() {
             .trim()
             .parse()
             .expect("the server wrote its child's pid before it answered");
-        // SAFETY: a plain kill(2) of the bridge, our own child, by its pid.
-        unsafe { libc::kill(child.id() as i32, signal) };
-        let until = Instant::now() + ANSWER;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                Instant::now() < until,
-                "signal {signal} did not end the bridge"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = signalled(&mut child, signal, || {
+            format!("signal {signal} did not end the bridge")
+        });
         assert_eq!(status.code(), Some(128 + signal));
         wait_gone(grandchild);
+    }
+}
+
+/// Sends `signal` to the bridge `child` and waits (at most [`ANSWER`]) for it to exit:
+/// its status; `why` says what did not happen, past the wait.
+fn signalled(
+    child: &mut std::process::Child,
+    signal: i32,
+    why: impl Fn() -> String,
+) -> std::process::ExitStatus {
+    // SAFETY: a plain kill(2) of the bridge, our own child, by its pid.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let until = Instant::now() + ANSWER;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < until, "{}", why());
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use capable::auth::{AuthError, HostRedirect};
 
-use crate::security::same;
+use capable::core::http::loopback::same_secret as same;
 use tokio::sync::oneshot;
 
 /// The path the authorization server sends the browser back to.

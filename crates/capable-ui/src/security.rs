@@ -43,6 +43,9 @@ use std::sync::{Arc, Mutex};
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use capable::core::http::loopback;
+// Compared without stopping at the first differing byte: the core's rule, shared with
+// the bridge's listener.
+use capable::core::http::loopback::same_secret as same;
 
 /// The cookie the page is served with is `capable_ui_PORT`: cookies ignore ports, so
 /// two inspectors open in one browser would otherwise overwrite each other's.
@@ -98,13 +101,6 @@ pub fn random_secret() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Compares without stopping at the first differing byte, so the time taken says
-/// nothing about how much of a guess was right (the core's rule, shared with the
-/// bridge's listener).
-pub fn same(a: &str, b: &str) -> bool {
-    loopback::same_secret(a, b)
 }
 
 impl Gate {

@@ -58,25 +58,32 @@ impl Bodies {
             None => None,
         };
         let read = async {
-            let mut bytes = Vec::with_capacity(length.unwrap_or(0));
+            // The chunks as they came: a body of one chunk (the usual) is kept as it
+            // is, never copied.
+            let mut chunks = Vec::new();
+            let mut len = 0;
             let mut stream = body.into_data_stream();
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(|_| Refused::TooLarge)?;
-                if bytes.len() + chunk.len() > max {
+                len += chunk.len();
+                if len > max {
                     return Err(Refused::TooLarge);
                 }
-                bytes.extend_from_slice(&chunk);
+                chunks.push(chunk);
                 // Past what was taken up front (none for a chunked body): more room.
                 let taken = held.as_ref().map_or(0, OwnedSemaphorePermit::num_permits);
-                if bytes.len() > taken {
-                    let more = self.take(bytes.len() - taken)?;
+                if len > taken {
+                    let more = self.take(len - taken)?;
                     match &mut held {
                         Some(permit) => permit.merge(more),
                         None => held = Some(more),
                     }
                 }
             }
-            Ok(Bytes::from(bytes))
+            Ok(match chunks.len() {
+                1 => chunks.swap_remove(0),
+                _ => Bytes::from(chunks.concat()),
+            })
         };
         match tokio::time::timeout(timeout, read).await {
             Ok(Ok(bytes)) => Ok((bytes, Held(held))),

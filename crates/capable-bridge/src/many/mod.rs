@@ -46,7 +46,7 @@ use super::audit::Audit;
 use super::forward::answer_error;
 use super::run_task::call_without_tasks;
 use super::upstream;
-use crate::policy::{self, After, Policy};
+use crate::policy::{self, Policy};
 
 mod route;
 
@@ -241,7 +241,7 @@ impl Many {
             }
             Err(e) => return (futures_util::future::ready(Err(e)).boxed(), None),
         };
-        let policy = match self.through(&server, method, &mut params) {
+        let policy = match policy::through(self.policy.as_ref(), &server, method, &mut params) {
             Ok(policy) => policy,
             Err(e) => return (futures_util::future::ready(Err(e)).boxed(), Some(server)),
         };
@@ -257,22 +257,9 @@ impl Many {
         (policy::after(policy, method, answer.boxed()), at)
     }
 
-    /// `params` of a request to `server` through the policy: edited, and the policy its
-    /// result passes (`None`: none looks at it); or the error the host gets.
-    fn through(
-        &self,
-        server: &str,
-        method: Method,
-        params: &mut Map<String, Value>,
-    ) -> Result<After, Error> {
-        through(self.policy.as_ref(), server, method, params)
-    }
-
     /// Whether `item` of `server`'s list of `method` is offered (the policy's word).
     fn listed(&self, server: &str, method: Method, item: &Value) -> bool {
-        self.policy
-            .as_ref()
-            .is_none_or(|p| !p.inspects(server, method) || p.on_list(server, method, item))
+        policy::listed(self.policy.as_ref(), server, method, || item.clone())
     }
 
     /// A notice, once for each `key`.
@@ -382,11 +369,9 @@ impl Many {
                 if let Ok(templates) = session.list_resource_templates().await {
                     for t in templates {
                         let method = Method::ListResourceTemplates;
-                        if let Some(p) = policy.as_ref().filter(|p| p.inspects(&name, method)) {
-                            let item = serde_json::to_value(&t).unwrap_or(Value::Null);
-                            if !p.on_list(&name, method, &item) {
-                                continue;
-                            }
+                        let item = || serde_json::to_value(&t).unwrap_or(Value::Null);
+                        if !policy::listed(policy.as_ref(), &name, method, item) {
+                            continue;
                         }
                         let prefix = t.uri_template.split('{').next().unwrap_or("").to_owned();
                         prefixes.push((prefix, name.clone()));
@@ -423,7 +408,7 @@ impl Many {
             let _ = learn.await;
             let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
             let (server, session) = route::by_uri_learnt(&host, &templates, method, uri)?;
-            let after = through(policy.as_ref(), &server, method, &mut params)?;
+            let after = policy::through(policy.as_ref(), &server, method, &mut params)?;
             let answer = session.request_payload(method, &params, options).await;
             let answer = futures_util::future::ready(answer).boxed();
             policy::after(after, method, answer).await
@@ -440,20 +425,6 @@ impl Many {
 /// A request for something no server of the bridge offers.
 pub(super) fn not_offered(method: Method, why: &str) -> Error {
     answer_error(method, codes::INVALID_PARAMS, why.to_owned(), None)
-}
-
-/// `params` of a request to `server` through `policy` (see [`Many::through`]).
-fn through(
-    policy: Option<&Arc<dyn Policy>>,
-    server: &str,
-    method: Method,
-    params: &mut Map<String, Value>,
-) -> Result<After, Error> {
-    let Some(policy) = policy.filter(|p| p.inspects(server, method)) else {
-        return Ok(None);
-    };
-    policy::request(&**policy, server, method, params)?;
-    Ok(Some((policy.clone(), server.to_owned())))
 }
 
 /// A tool as many servers as one list it: its `execution.taskSupport` left out (the

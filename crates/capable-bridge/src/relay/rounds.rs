@@ -185,7 +185,7 @@ impl Relay {
     /// holds a round of it (`None`), else back, for the host's waiting request.
     pub(super) fn keep_for_retry(&mut self, token: u64, answer: Answer) -> Option<Answer> {
         let method = match self.exchanges.get(token) {
-            Some(e) if e.host.is_none() => e.method,
+            Some(e) if self.exchanges.in_a_round(token) => e.method,
             _ => return Some(answer),
         };
         // No round out after all: the exchange ends with the answer.

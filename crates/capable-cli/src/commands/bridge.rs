@@ -87,7 +87,9 @@ fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<(Upstream, Policies), Cl
         let connect = Connector::new(move |options| {
             let (ctx, server) = (ctx.clone(), server.clone());
             Box::pin(async move {
-                ctx.connect_with(&server, options)
+                // A signal meanwhile is the bridge's to act on (its `Stop`), not this
+                // connection's: the connection alone.
+                ctx.connect_target(&server, options)
                     .await
                     .map_err(unavailable)
             })

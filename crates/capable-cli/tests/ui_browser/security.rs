@@ -71,12 +71,7 @@ pub fn page_and_cookie_replay(b: &Browser<'_>, ui: &Ui) {
     );
     assert_eq!(events, 401, "a replayed cookie on the event stream");
     // Back in the same tab, the page goes on with its secret.
-    b.goto(&format!("{}/", ui.base));
-    b.wait_until(
-        "the event stream is live again",
-        "return document.querySelector('[data-testid=live]').textContent === 'live'",
-        WAIT,
-    );
+    back_to_the_inspector(b, ui);
 
     // Everything the page does from here on is watched for CSP violations.
     watch_csp(b);
@@ -188,12 +183,19 @@ pub fn a_page_of_another_port_cannot_drive_the_bridge(b: &Browser<'_>, ui: &Ui) 
     );
     // The bridge itself is fine: a host of its own is served.
     assert!(!crate::listen_support::initialize(port).is_empty());
-    // Back to the inspector, as the steps after this one want it.
+    // Back to the inspector, as the steps after this one want it, watched for CSP
+    // violations again (the page was loaded anew).
+    back_to_the_inspector(b, ui);
+    watch_csp(b);
+}
+
+/// The inspector's page again, in the same tab (the page's secret kept), once its
+/// event stream is live.
+fn back_to_the_inspector(b: &Browser<'_>, ui: &Ui) {
     b.goto(&format!("{}/", ui.base));
     b.wait_until(
         "the event stream is live again",
         "return document.querySelector('[data-testid=live]').textContent === 'live'",
         WAIT,
     );
-    watch_csp(b);
 }
