@@ -290,3 +290,82 @@ fn a_2026_post_whose_headers_disagree_with_its_body_is_refused_before_it_is_serv
         "the server's own, once"
     );
 }
+
+#[test]
+fn a_2026_tools_call_is_held_to_its_mcp_param_headers_even_before_any_listing() {
+    let (b, port) = listening(&["--trace"], "conformance");
+    let meta = Bridge::meta(json!({}));
+    let call = |id: u64, args: Value, params: &[(&str, &str)]| {
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "test_custom_headers", "arguments": args, "_meta": meta}});
+        let mut headers = vec![
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "test_custom_headers"),
+        ];
+        headers.extend_from_slice(params);
+        let answer = post(port, &headers, message);
+        (answer.status, answer.json())
+    };
+    let mismatch = |(status, json): (u16, Value)| {
+        assert_eq!(status, 400, "{json}");
+        assert_eq!(json["error"]["code"], -32020, "{json}");
+        json["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // No host has listed the tools yet: the bridge learns their annotations itself.
+    let why = mismatch(call(
+        1,
+        json!({"region": "Hello"}),
+        &[("Mcp-Param-Region", "Goodbye")],
+    ));
+    assert!(
+        why.contains("Mcp-Param-Region") && !why.contains("Hello"),
+        "{why}"
+    );
+    // Left out while the body has it; base64 with bad padding or foreign characters.
+    mismatch(call(2, json!({"region": "Hello"}), &[]));
+    mismatch(call(
+        3,
+        json!({"region": "Hello"}),
+        &[("Mcp-Param-Region", "=?base64?SGVsbG8?=")],
+    ));
+    mismatch(call(
+        4,
+        json!({"region": "Hello"}),
+        &[("Mcp-Param-Region", "=?base64?SGVs!!!bG8=?=")],
+    ));
+    // An integer header that is not the body's integer; one sent for no argument.
+    mismatch(call(
+        5,
+        json!({"region": "x", "priority": 3}),
+        &[("Mcp-Param-Region", "x"), ("Mcp-Param-Priority", "4")],
+    ));
+    mismatch(call(
+        6,
+        json!({"region": "x"}),
+        &[("Mcp-Param-Region", "x"), ("Mcp-Param-Verbose", "true")],
+    ));
+    assert_eq!(
+        b.sent_upstream_count("tools/call"),
+        0,
+        "nothing refused went behind"
+    );
+    // Headers that agree, plain or as base64 (a name in any case), are served.
+    let (status, json) = call(
+        7,
+        json!({"region": "Hello", "priority": 3, "verbose": false, "query": "q"}),
+        &[
+            ("mcp-param-region", " =?base64?SGVsbG8=?= "),
+            ("Mcp-Param-Priority", "3"),
+            ("MCP-PARAM-VERBOSE", "false"),
+        ],
+    );
+    assert_eq!(status, 200, "{json}");
+    assert!(json["result"]["content"][0]["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("Hello")));
+    assert_eq!(b.sent_upstream_count("tools/call"), 1);
+}

@@ -32,6 +32,7 @@ mod batch;
 mod bodies;
 mod connections;
 mod gate;
+mod params;
 mod pool;
 mod queue;
 mod session;
@@ -48,7 +49,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use capable::core::jsonrpc::{codes, FramingError, Incoming, RpcError};
-use capable::core::server::{judge_post_declared, PostHeaders, Verdict};
+use capable::core::method::Method::{CallTool, ListTools};
+use capable::core::server::{decoded_header, judge_post_declared, PostHeaders, Verdict};
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -82,6 +84,8 @@ struct Listener {
     body_timeout: Duration,
     /// The room for every body read at once.
     bodies: bodies::Bodies,
+    /// What the tools' `Mcp-Param-*` headers must agree with.
+    params: Arc<params::Params>,
 }
 
 impl Listener {
@@ -212,6 +216,7 @@ pub async fn serve(target: Arc<Target>, args: &ListenConfig) -> Result<(), Bridg
         stream_buffer: args.stream_buffer,
         body_timeout: args.body_timeout,
         bodies: bodies::Bodies::new(args.max_body_total),
+        params: Arc::default(),
     });
     let router = Router::new()
         .route("/mcp", any(handle))
@@ -402,6 +407,22 @@ async fn post(
             },
         },
     };
+    let method = match &message {
+        Incoming::Request { method, .. } => Some(method.as_str()),
+        _ => None,
+    };
+    let lists_tools = method == Some(ListTools.as_str());
+    if kind == Kind::Modern && method == Some(CallTool.as_str()) {
+        // The judge checked `Mcp-Name` against the body: it is the tool's name.
+        let name = headers.get("mcp-name").and_then(|v| v.to_str().ok());
+        let name = name.and_then(|n| decoded_header(n.trim_matches([' ', '\t'])));
+        if let Some(name) = name {
+            if let Err(error) = listener.params.check(&tx, &name, &message, headers).await {
+                listener.target.audit.host_round("warning", &error.message);
+                return refused(&message, 400, &error);
+            }
+        }
+    }
     let (reply, posted) = oneshot::channel();
     if tx.send(Command::Post { message, reply }).is_err() {
         return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
@@ -410,7 +431,8 @@ async fn post(
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response(),
         Ok(Posted::Accepted) => StatusCode::ACCEPTED.into_response(),
         Ok(Posted::Stream { stream, events }) => {
-            answer(tx, kind, stream, events, headers, held).await
+            let learn = lists_tools.then(|| listener.params.clone());
+            answer(tx, kind, stream, events, headers, held, learn).await
         }
     };
     if let Some(id) = new_session.and_then(|id| HeaderValue::from_str(&id).ok()) {
@@ -455,6 +477,7 @@ async fn answer(
     events: Events,
     headers: &HeaderMap,
     held: Option<InFlight>,
+    learn: Option<Arc<params::Params>>,
 ) -> Response {
     let Events {
         priming,
@@ -485,6 +508,9 @@ async fn answer(
             }
         }
         gone.disarm();
+        if let Some(params) = learn {
+            params.learn(&last.data);
+        }
         let status = match kind {
             Kind::Modern => modern_status(&last.data),
             Kind::Legacy => StatusCode::OK,
@@ -498,15 +524,18 @@ async fn answer(
     }
     let ends = first.ends;
     let rest = stream::unfold(
-        (events, gone, ends),
-        |(mut events, mut gone, ended)| async move {
+        (events, gone, ends, learn),
+        |(mut events, mut gone, ended, learn)| async move {
             if ended {
                 gone.disarm();
                 return None;
             }
             let event = events.recv().await?;
             let ends = event.ends;
-            Some((event, (events, gone, ends)))
+            if let (true, Some(params)) = (ends, &learn) {
+                params.learn(&event.data);
+            }
+            Some((event, (events, gone, ends, learn)))
         },
     );
     sse::response(priming, stream::once(async move { first }).chain(rest))

@@ -39,6 +39,7 @@
 //! | `fanout.rs` | a client's resource subscriptions carried out at many servers served as one |
 //! | `streams.rs` | over Streamable HTTP: which stream each message goes on, events kept for resumption |
 //! | `http_post.rs` | over Streamable HTTP: a POST without a session judged — its era, its headers against its body |
+//! | `param_rules.rs` | over Streamable HTTP: a `tools/call`'s `Mcp-Param-*` headers against its arguments |
 //!
 //! ```
 //! use capable_core::server::{Event, ServerConfig, ServerConnection};
@@ -78,6 +79,7 @@ mod listen;
 pub mod merge;
 mod negotiate;
 mod notify;
+mod param_rules;
 mod phase;
 mod requests;
 mod rounds;
@@ -105,6 +107,7 @@ pub use http_post::{
 pub use listen::Interest;
 pub use negotiate::{choose_version, Hello};
 pub use notify::{LogLevel, Withheld};
+pub use param_rules::ParamRules;
 pub use phase::{LegacyClient, ModernClient, Phase};
 pub use requests::{client_allows, Expired, NotAllowed, ServerMethod};
 pub use rounds::{same_request, Lapsed, Next, Retry, Rounds};
