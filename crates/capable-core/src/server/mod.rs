@@ -260,8 +260,10 @@ struct Inbound {
 pub struct ServerConnection<W> {
     config: ServerConfig,
     phase: Phase,
-    /// The client's requests the application is answering.
-    inbound: HashMap<RequestId, Inbound>,
+    /// The client's requests the application is answering, by the client's ids (which
+    /// it chooses: the hasher is seeded per process, as the standard one is, and
+    /// cheaper on these short keys).
+    inbound: HashMap<RequestId, Inbound, foldhash::fast::RandomState>,
     /// The server's own requests in flight.
     outbound: IdMap<requests::Outbound<W>>,
     next_id: i64,
@@ -309,7 +311,7 @@ impl<W> ServerConnection<W> {
         ServerConnection {
             config,
             phase: Phase::Fresh,
-            inbound: HashMap::new(),
+            inbound: HashMap::default(),
             outbound: IdMap::default(),
             next_id: 0,
             listens: Vec::new(),

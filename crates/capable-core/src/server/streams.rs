@@ -44,7 +44,7 @@ pub struct Streams {
     next_stream: u64,
     next: u64,
     /// The stream each request in flight answers on.
-    by_request: HashMap<RequestId, u64>,
+    by_request: HashMap<RequestId, u64, foldhash::fast::RandomState>,
     /// The last events, for resumption, and their bytes in all.
     kept: VecDeque<StreamEvent>,
     kept_bytes: usize,
@@ -59,7 +59,7 @@ impl Streams {
         Streams {
             next_stream: STANDALONE + 1,
             next: 0,
-            by_request: HashMap::new(),
+            by_request: HashMap::default(),
             kept: VecDeque::new(),
             kept_bytes: 0,
             keep,
