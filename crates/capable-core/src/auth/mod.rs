@@ -38,6 +38,8 @@
 //! | `token.rs` | token requests (every grant) and answers, expiry |
 //! | `revocation.rs` | revoking tokens at logout (RFC 7009) |
 //! | `jwt.rs` | JWT framing for client assertions and DPoP proofs |
+//! | `resource.rs` | the other side: a protected resource's metadata, challenges, and which tokens it accepts |
+//! | `verified.rs` | a protected resource's memory: verified tokens by hash, when keys may be fetched again |
 //!
 //! Randomness (PKCE verifiers, `state`, `jti`) and the clock (token expiry, in
 //! seconds since the Unix epoch: tokens outlive the process) are the shell's to give.
@@ -56,9 +58,11 @@ pub mod jwt;
 pub mod metadata;
 pub mod need;
 pub mod registration;
+pub mod resource;
 pub mod revocation;
 pub mod scope;
 pub mod token;
+pub mod verified;
 
 pub use authorize::{CallbackError, Pending, Pkce};
 pub use challenge::Challenge;
