@@ -39,6 +39,9 @@ pub struct Gate {
     /// The origins `--allow-origin` named, as browsers send them (`scheme://host[:port]`,
     /// lower case, no trailing slash).
     pub origins: Vec<String>,
+    /// The `host[:port]` of `--public-url` (lower case), a `Host` also taken: a proxy
+    /// in front of a loopback listener sends the public name.
+    pub public_host: Option<String>,
 }
 
 /// Why a request does not pass: its status, and the words.
@@ -98,12 +101,17 @@ impl Gate {
     }
 
     /// The first rule alone: `Host`.
-    fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+    pub fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         let Some(port) = self.loopback_port else {
             return Ok(());
         };
         let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-        match host.is_some_and(|host| is_loopback_authority(host, port)) {
+        let public = |host: &str| {
+            self.public_host
+                .as_deref()
+                .is_some_and(|p| host.eq_ignore_ascii_case(p))
+        };
+        match host.is_some_and(|host| is_loopback_authority(host, port) || public(host)) {
             true => Ok(()),
             false => Err((
                 StatusCode::MISDIRECTED_REQUEST,
@@ -173,6 +181,7 @@ mod tests {
             loopback_port: Some(8123),
             token: token.map(str::to_owned),
             origins: origins.iter().filter_map(|o| Gate::origin(o)).collect(),
+            public_host: Some("gw.example.com".into()),
         }
     }
 
@@ -204,6 +213,22 @@ mod tests {
         );
         assert_eq!(
             status(&[(header::HOST, "127.0.0.1:9999")]),
+            StatusCode::MISDIRECTED_REQUEST
+        );
+        // The public URL's name, as a proxy in front sends it; no other name.
+        let public = [(header::HOST, "GW.example.com"), JSON];
+        assert!(
+            gate.check(&Method::POST, &headers(&public)).is_err(),
+            "no token"
+        );
+        let public = [
+            public[0].clone(),
+            (header::AUTHORIZATION, "Bearer s3cret"),
+            JSON,
+        ];
+        assert!(gate.check(&Method::POST, &headers(&public)).is_ok());
+        assert_eq!(
+            status(&[(header::HOST, "gw.example.com.evil:8123")]),
             StatusCode::MISDIRECTED_REQUEST
         );
         for origin in ["http://evil.example", "http://localhost:3000", "null"] {

@@ -7,6 +7,7 @@
 //! The token itself is never kept: its SHA-256 is the key.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
@@ -27,7 +28,7 @@ impl TokenKey {
 /// them (when full, the expired go first, then the one that expires soonest).
 #[derive(Debug)]
 pub struct Verified {
-    callers: HashMap<TokenKey, Caller>,
+    callers: HashMap<TokenKey, Arc<Caller>>,
     capacity: usize,
 }
 
@@ -42,16 +43,16 @@ impl Verified {
 
     /// The caller of the token `key` names, if it was verified and has not expired at
     /// `now` (seconds since the Unix epoch); an expired one is forgotten.
-    pub fn get(&mut self, key: &TokenKey, now: u64) -> Option<&Caller> {
+    pub fn get(&mut self, key: &TokenKey, now: u64) -> Option<Arc<Caller>> {
         if self.callers.get(key)?.expires_at <= now {
             self.callers.remove(key);
             return None;
         }
-        self.callers.get(key)
+        self.callers.get(key).cloned()
     }
 
     /// Remembers `caller` for the token `key` names, until it expires.
-    pub fn insert(&mut self, key: TokenKey, caller: Caller, now: u64) {
+    pub fn insert(&mut self, key: TokenKey, caller: Arc<Caller>, now: u64) {
         if caller.expires_at <= now {
             return;
         }
@@ -115,14 +116,14 @@ impl KeyRefetch {
 mod tests {
     use super::*;
 
-    fn caller(sub: &str, expires_at: u64) -> Caller {
-        Caller {
+    fn caller(sub: &str, expires_at: u64) -> Arc<Caller> {
+        Arc::new(Caller {
             issuer: "https://id.example".into(),
             subject: sub.into(),
             client_id: None,
             scopes: vec![],
             expires_at,
-        }
+        })
     }
 
     #[test]
@@ -130,7 +131,10 @@ mod tests {
         let mut v = Verified::new(10);
         let key = TokenKey::of("token-a");
         v.insert(key, caller("alice", 100), 50);
-        assert_eq!(v.get(&key, 99).map(|c| c.subject.as_str()), Some("alice"));
+        assert_eq!(
+            v.get(&key, 99).map(|c| c.subject.clone()).as_deref(),
+            Some("alice")
+        );
         assert!(v.get(&TokenKey::of("token-b"), 60).is_none());
         assert!(v.get(&key, 100).is_none());
         assert!(v.is_empty(), "an expired token is forgotten");
