@@ -17,7 +17,9 @@
 //! yet: they are refused as `invalid_token`, saying so.
 
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
 
 use capable::core::auth::resource::{bearer, form, Caller, Form, ProtectedResource, Refusal};
 use capable::core::auth::verified::{KeyRefetch, TokenKey, Verified};
@@ -352,4 +354,166 @@ fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// An issuer on a loopback port: its metadata at the RFC 8414 place, and its key
+    /// set answered by `jwks` (`None`: never answered).
+    async fn issuer(jwks: Option<&'static str>) -> String {
+        let set = jwks.map(str::to_owned);
+        issuer_of(Arc::new(Mutex::new((set, 0)))).await
+    }
+
+    /// The same, its key set (and how many times it was fetched) in `jwks`.
+    async fn issuer_of(jwks: Arc<Mutex<(Option<String>, usize)>>) -> String {
+        let socket = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", socket.local_addr().unwrap());
+        let metadata = serde_json::json!({"issuer": base, "jwks_uri": format!("{base}/jwks")});
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut conn, _)) = socket.accept().await else {
+                    return;
+                };
+                let metadata = metadata.to_string();
+                let jwks = jwks.clone();
+                tokio::spawn(async move {
+                    let mut head = vec![0; 4096];
+                    let n = conn.read(&mut head).await.unwrap_or(0);
+                    let head = String::from_utf8_lossy(&head[..n]).into_owned();
+                    let body = if head.starts_with("GET /.well-known/oauth-authorization-server") {
+                        metadata
+                    } else if head.starts_with("GET /jwks") {
+                        let set = {
+                            let mut jwks = jwks.lock().unwrap();
+                            jwks.1 += 1;
+                            jwks.0.clone()
+                        };
+                        match set {
+                            Some(set) => set,
+                            None => return std::future::pending().await,
+                        }
+                    } else {
+                        let _ = conn
+                            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+                            .await;
+                        return;
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = conn.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        base
+    }
+
+    fn auth(issuer: &str) -> ListenAuth {
+        ListenAuth::new(issuer, "http://127.0.0.1:9/mcp")
+    }
+
+    #[tokio::test]
+    async fn an_issuer_that_cannot_be_reached_stops_the_start_saying_so() {
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let Err(BridgeError::Issuer { issuer, why }) = Identity::discover(&auth(&url)).await else {
+            panic!("an unreachable issuer was taken");
+        };
+        assert_eq!(issuer, url);
+        assert!(why.contains("cannot connect"), "{why}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_set_that_never_comes_is_given_up_after_the_fetch_timeout() {
+        let url = issuer(None).await;
+        let started = tokio::time::Instant::now();
+        let Err(BridgeError::Issuer { why, .. }) = Identity::discover(&auth(&url)).await else {
+            panic!("a hanging key set was waited for, or taken");
+        };
+        assert!(why.contains("no answer within the fetch timeout"), "{why}");
+        assert!(started.elapsed() >= ListenAuth::new("", "").fetch_timeout);
+    }
+
+    #[tokio::test]
+    async fn a_key_set_without_a_usable_key_is_refused() {
+        let url = issuer(Some(r#"{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}"#)).await;
+        let Err(BridgeError::Issuer { why, .. }) = Identity::discover(&auth(&url)).await else {
+            panic!("a shared secret was taken as the issuer's key");
+        };
+        assert!(why.contains("no key this gateway can verify with"), "{why}");
+    }
+
+    /// A P-256 key: what signs (PKCS#8) and its public JWK under `kid`.
+    fn key(kid: &str) -> (jsonwebtoken::EncodingKey, Value) {
+        use aws_lc_rs::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        use base64::Engine;
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let pair =
+            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref()).unwrap();
+        let point = pair.public_key().as_ref().to_vec();
+        let jwk = serde_json::json!({"kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256",
+            "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..])});
+        (jsonwebtoken::EncodingKey::from_ec_der(pkcs8.as_ref()), jwk)
+    }
+
+    fn token(issuer: &str, kid: &str, key: &jsonwebtoken::EncodingKey, sub: &str) -> String {
+        let mut header = jsonwebtoken::Header::new(Algorithm::ES256);
+        header.typ = Some("at+jwt".into());
+        header.kid = Some(kid.into());
+        let claims = serde_json::json!({"iss": issuer, "aud": "http://127.0.0.1:9/mcp",
+            "sub": sub, "exp": unix_now() + 600});
+        jsonwebtoken::encode(&header, &claims, key).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rotated_key_is_fetched_once_its_time_has_come_and_never_per_request() {
+        let (k1, jwk1) = key("k1");
+        let (k2, jwk2) = key("k2");
+        let set = |keys: Vec<&Value>| Some(serde_json::json!({"keys": keys}).to_string());
+        let jwks = Arc::new(Mutex::new((set(vec![&jwk1]), 0)));
+        let url = issuer_of(jwks.clone()).await;
+        let identity = Identity::discover(&auth(&url)).await.unwrap();
+        let fetched = || jwks.lock().unwrap().1;
+        assert_eq!(fetched(), 1);
+        let first = token(&url, "k1", &k1, "alice");
+        assert_eq!(
+            identity
+                .check(Some(&format!("Bearer {first}")))
+                .await
+                .unwrap()
+                .subject,
+            "alice"
+        );
+        // The issuer rotates to k2. Just fetched: a token of k2 waits for its time.
+        jwks.lock().unwrap().0 = set(vec![&jwk1, &jwk2]);
+        let rotated = format!("Bearer {}", token(&url, "k2", &k2, "bob"));
+        let refused = identity.check(Some(&rotated)).await.unwrap_err();
+        assert!(
+            refused.description().contains("does not publish"),
+            "{refused:?}"
+        );
+        assert_eq!(fetched(), 1);
+        tokio::time::advance(REFETCH).await;
+        assert_eq!(identity.check(Some(&rotated)).await.unwrap().subject, "bob");
+        assert_eq!(fetched(), 2);
+        // A flood of unknown kids fetches nothing more until the period has passed.
+        for n in 0..50 {
+            let forged = format!("Bearer {}", token(&url, &format!("forged-{n}"), &k2, "eve"));
+            assert!(identity.check(Some(&forged)).await.is_err());
+        }
+        assert_eq!(fetched(), 2);
+        // Verified tokens are remembered: no key is looked at again for them.
+        jwks.lock().unwrap().0 = set(vec![]);
+        tokio::time::advance(REFETCH).await;
+        assert!(identity.check(Some(&rotated)).await.is_ok());
+        assert_eq!(fetched(), 2);
+    }
 }
