@@ -1,11 +1,11 @@
 //! `capable bridge --listen --auth-issuer --public-url`: the gateway as an OAuth 2.1
 //! protected resource of a real identity provider (`tests/peers/oidc_issuer.mjs`:
 //! oidc-provider issuing JWT access tokens for the gateway). A client that speaks the
-//! MCP authorization specification — `capable` itself here — logs in to the gateway
-//! with no gateway-specific step; a request without a good token gets its `401` (or
-//! `403`) and nothing reaches the server behind; two callers at once never see each
-//! other's sessions; the audit names the caller on every line of their requests, and
-//! never holds a token. Everything binds 127.0.0.1; processes are stopped by PID.
+//! MCP authorization specification — `capable` itself, the TypeScript SDK's client —
+//! logs in to the gateway with no gateway-specific step; a request without a good token
+//! gets its `401` (or `403`) and nothing reaches the server behind; two callers at once
+//! never see each other's sessions; the audit names the caller on every line of their
+//! requests, and never holds a token. Everything binds 127.0.0.1; processes are stopped by PID.
 //!
 //! Without `.peers` these tests fail, saying how to install them; set
 //! `CAPABLE_SKIP_PEERS=1` to skip them instead.
@@ -23,6 +23,7 @@ use listen_support::{http, post, Http};
 use serde_json::{json, Value};
 
 const OIDC: &str = ".peers/oidc/node_modules/oidc-provider/package.json";
+const SDK: &str = ".peers/npm/node_modules/@modelcontextprotocol/sdk/package.json";
 
 /// The identity provider, the gateway in front of the fixture, and where they are.
 struct Gateway {
@@ -401,4 +402,39 @@ fn two_callers_never_share_a_session_or_a_server() {
     // Every line of a caller's requests names them; none names a token.
     let said = g.bridge.stderr_text();
     assert!(!said.contains(&alice) && !said.contains(&bob));
+}
+
+/// The TypeScript SDK's client as a confidential client (its
+/// `ClientCredentialsProvider`): from the gateway's 401 to its metadata, the issuer,
+/// a token for the gateway, and the calls — no step of the gateway's own.
+#[test]
+fn the_typescript_sdk_client_finds_the_issuer_through_the_gateway_and_is_served() {
+    if !wanted() || !peers_wanted(&[SDK]) {
+        return;
+    }
+    let g = gateway("read-only");
+    let out = std::process::Command::new(node())
+        .args([
+            "tests/peers/ts_gateway_client.mjs",
+            &g.url,
+            "bob-app",
+            "bob-secret",
+            "mcp:tools",
+            &g.issuer,
+        ])
+        .current_dir(common::workspace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        seen["resources"],
+        json!(["docs://manual/current", "docs://manual/archive"])
+    );
+    let ready = g
+        .bridge
+        .audit_until(|l| l["event"] == "state" && l["state"] == "ready");
+    assert_eq!(ready["caller"]["sub"], "bob-app");
+    assert_eq!(ready["caller"]["clientId"], "bob-app");
 }

@@ -9,7 +9,7 @@
 //!    ([`ProtectedResource::metadata_path`]): a client that meets its `401` finds the
 //!    issuer there and logs in with no gateway-specific step.
 //! 3. A request's `Authorization: Bearer` value ([`bearer`]) is first looked at
-//!    ([`form`]): a JWT whose header says `typ: at+jwt` (RFC 9068) and an asymmetric
+//!    ([`form`], `access_token.rs`): a JWT whose header says `typ: at+jwt` (RFC 9068) and an asymmetric
 //!    algorithm is verified by the shell against the issuer's keys; `alg: none`, an
 //!    HMAC algorithm (a public key used as a shared secret), an ID token, an oversized
 //!    value are refused before any key is looked at.
@@ -23,11 +23,10 @@
 //!
 //! The clock is the shell's to give: seconds since the Unix epoch, as tokens count.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use serde_json::{json, Value};
 use url::Url;
 
+pub use super::access_token::{form, Form, JwtHeader, ALGORITHMS};
 use super::metadata::{origin, secure_enough};
 
 /// The longest bearer value taken, in bytes: JWT access tokens are a kilobyte or two;
@@ -37,12 +36,6 @@ pub const MAX_TOKEN: usize = 8 * 1024;
 /// How far the resource's clock and the issuer's may disagree, in seconds (`exp`,
 /// `nbf`).
 pub const LEEWAY: u64 = 30;
-
-/// The signing algorithms taken: asymmetric ones only. `none` and the HMAC family
-/// are never (with HMAC, whoever knows the issuer's public key could sign).
-pub const ALGORITHMS: &[&str] = &[
-    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
-];
 
 /// A protected resource: its identifier, the issuer it trusts, the scopes every
 /// request needs.
@@ -134,10 +127,11 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// The identity sessions are bound to: issuer and subject, in a form no two
-    /// different pairs share.
+    /// The identity sessions are bound to: issuer and subject, each after its length,
+    /// so that no two different pairs (nor a pair and what follows it) read the same.
     pub fn key(&self) -> String {
-        format!("{}\n{}\n", self.issuer, self.subject)
+        let (iss, sub) = (&self.issuer, &self.subject);
+        format!("{}:{iss}{}:{sub}", iss.len(), sub.len())
     }
 
     /// The caller as the audit names it (`iss`, `sub`, `clientId`).
@@ -165,59 +159,7 @@ pub fn bearer(authorization: Option<&str>) -> Result<&str, Refusal> {
     Ok(token)
 }
 
-/// What a JWT's header says that matters before its signature is checked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JwtHeader {
-    /// The algorithm, one of [`ALGORITHMS`].
-    pub alg: String,
-    /// The key's id, if given.
-    pub kid: Option<String>,
-}
-
-/// What a bearer token is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Form {
-    /// A JWT access token, to be verified with the issuer's key.
-    Jwt(JwtHeader),
-    /// Not a JWT: only the issuer can say what it means (introspection, RFC 7662).
-    Opaque,
-}
-
-/// Looks at `token`'s form: a JWT (three base64url parts) must be an access token
-/// (`typ` `at+jwt`, RFC 9068 §4) signed with one of [`ALGORITHMS`].
-pub fn form(token: &str) -> Result<Form, Refusal> {
-    let mut parts = token.split('.');
-    let (Some(header), Some(_), Some(_), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Ok(Form::Opaque);
-    };
-    let header = URL_SAFE_NO_PAD
-        .decode(header)
-        .ok()
-        .and_then(|h| serde_json::from_slice::<Value>(&h).ok())
-        .filter(Value::is_object)
-        .ok_or_else(|| invalid("the token's JWT header is not base64url JSON"))?;
-    let alg = header.get("alg").and_then(Value::as_str).unwrap_or("");
-    if !ALGORITHMS.contains(&alg) {
-        return Err(invalid(
-            "the token is not signed with an asymmetric algorithm (alg none and HMAC are refused)",
-        ));
-    }
-    let typ = header.get("typ").and_then(Value::as_str).unwrap_or("");
-    if !typ.eq_ignore_ascii_case("at+jwt") && !typ.eq_ignore_ascii_case("application/at+jwt") {
-        return Err(invalid(
-            "the token is not a JWT access token (typ at+jwt, RFC 9068): an ID token is no access token",
-        ));
-    }
-    let kid = header.get("kid").and_then(Value::as_str).map(str::to_owned);
-    Ok(Form::Jwt(JwtHeader {
-        alg: alg.to_owned(),
-        kid,
-    }))
-}
-
-fn invalid(why: &str) -> Refusal {
+pub(super) fn invalid(why: &str) -> Refusal {
     Refusal::Invalid(why.to_owned())
 }
 
@@ -390,14 +332,6 @@ mod tests {
             "scope": "mcp:tools openid"})
     }
 
-    fn jwt(header: Value) -> String {
-        format!(
-            "{}.{}.sig",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(claims().to_string())
-        )
-    }
-
     #[test]
     fn the_metadata_sits_under_the_resource_path_and_names_the_issuer() {
         let g = gateway(&["mcp:tools"]);
@@ -492,35 +426,6 @@ mod tests {
     }
 
     #[test]
-    fn only_asymmetric_access_token_jwts_go_on_to_their_signature() {
-        let at = jwt(json!({"alg": "RS256", "typ": "at+jwt", "kid": "k1"}));
-        assert_eq!(
-            form(&at),
-            Ok(Form::Jwt(JwtHeader {
-                alg: "RS256".into(),
-                kid: Some("k1".into())
-            }))
-        );
-        let app = jwt(json!({"alg": "ES256", "typ": "application/at+jwt"}));
-        assert!(matches!(form(&app), Ok(Form::Jwt(_))));
-        for header in [
-            json!({"alg": "none", "typ": "at+jwt"}),
-            json!({"alg": "HS256", "typ": "at+jwt"}),
-            json!({"typ": "at+jwt"}),
-            json!({"alg": "RS256", "typ": "JWT"}),
-            json!({"alg": "RS256"}),
-        ] {
-            assert!(
-                matches!(form(&jwt(header.clone())), Err(Refusal::Invalid(_))),
-                "{header}"
-            );
-        }
-        assert!(matches!(form("!!.e30.x"), Err(Refusal::Invalid(_))));
-        assert_eq!(form("an-opaque-token"), Ok(Form::Opaque));
-        assert_eq!(form("a.b.c.d"), Ok(Form::Opaque));
-    }
-
-    #[test]
     fn good_claims_name_the_caller() {
         let caller = gateway(&["mcp:tools"]).accept(&claims(), NOW).unwrap();
         assert_eq!(caller.subject, "alice");
@@ -593,5 +498,12 @@ mod tests {
         assert_ne!(alice.key(), bob.key());
         other["sub"] = json!("alice");
         assert_eq!(g.accept(&other, NOW).unwrap().key(), alice.key());
+        // A subject that spells another's key and more is still another.
+        other["sub"] = json!("alice\nX");
+        assert!(!g
+            .accept(&other, NOW)
+            .unwrap()
+            .key()
+            .starts_with(&alice.key()));
     }
 }
