@@ -170,6 +170,20 @@ fn capable_logs_in_to_the_gateway_through_its_metadata_and_is_served_as_itself()
         challenge(&bare),
         format!("Bearer resource_metadata=\"{metadata}\", scope=\"mcp:tools\"")
     );
+    // A page of an allowed origin (here the gateway's own) may read the challenge.
+    let origin = format!("http://127.0.0.1:{}", g.port);
+    let page = post(
+        g.port,
+        &[("Origin", &origin)],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    );
+    assert_eq!(page.status, 401);
+    assert_eq!(
+        page.header("access-control-allow-origin"),
+        Some(origin.as_str())
+    );
+    let exposed = page.header("access-control-expose-headers").unwrap_or("");
+    assert!(exposed.contains("www-authenticate"), "{exposed}");
     let stream = http(g.port, "GET", &[], "", |_| false);
     assert_eq!(stream.status, 401, "every method of /mcp wants the token");
     let doc = metadata_at(&metadata);

@@ -158,7 +158,7 @@ impl Gate {
             (header::VARY, HeaderValue::from_static("origin")),
             (
                 header::ACCESS_CONTROL_EXPOSE_HEADERS,
-                HeaderValue::from_static("mcp-session-id"),
+                HeaderValue::from_static("mcp-session-id, www-authenticate"),
             ),
         ]
     }

@@ -291,7 +291,15 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
         Some(identity) => {
             match identity::caller(identity, &headers, &listener.target.audit).await {
                 Ok(caller) => Some(caller),
-                Err(refused) => return refused,
+                Err(mut refused) => {
+                    // A page of an allowed origin reads the challenge too (a browser
+                    // client logs in from it).
+                    if let Some(origin) = headers.get(header::ORIGIN) {
+                        let grant = grant_headers(listener.gate.grant(origin));
+                        refused.headers_mut().extend(grant);
+                    }
+                    return refused;
+                }
             }
         }
         None => None,
