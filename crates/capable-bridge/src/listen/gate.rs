@@ -4,13 +4,16 @@
 //!
 //! 1. **`Host`**: on a loopback address, `127.0.0.1:PORT`, `localhost:PORT` or
 //!    `[::1]:PORT` with the bound port, else `421` (a rebinding page sends its own
-//!    name). Not checked when `--allow-remote` bound another address.
+//!    name), or the `--public-url`'s name (what a proxy in front sends). Not checked
+//!    when `--allow-remote` bound another address.
 //! 2. **`Origin`**, when sent: the listener's own (`http://127.0.0.1:PORT`,
 //!    `http://localhost:PORT`, `http://[::1]:PORT`) or one `--allow-origin` names, else
 //!    `403` (the specification: servers MUST validate it). Any other loopback origin is
 //!    refused too: a development server on `localhost:3000` may serve anyone's script.
 //! 3. **The token**, when `--listen-token` gave one: `Authorization: Bearer TOKEN`
 //!    (the scheme in any case, RFC 7235), compared in constant time, else `401`.
+//!    (With `--auth-issuer` the token is an OAuth access token, judged after the gate:
+//!    `identity.rs`.)
 //! 4. **A POST's body is JSON**: `Content-Type: application/json` (parameters
 //!    allowed), else `415`. A page may send `text/plain`, a form or multipart without
 //!    asking first (no CORS preflight); the transport defines the body as JSON, so

@@ -16,8 +16,9 @@
 //! A 2026-07-28 request's JSON-RPC error gets the HTTP status that revision gives it
 //! (`400` for a missing envelope or an unsupported version, `404` for an unknown
 //! method); a 2026-07-28 host that closes a request's stream cancels the request.
-//! Every request passes the gate first (`gate.rs`: `Host`, `Origin`, the token), before
-//! its body is read.
+//! Every request passes the gate first (`gate.rs`: `Host`, `Origin`, the token), and
+//! with `--auth-issuer` its caller is known (`identity.rs`: an OAuth access token, a
+//! session and a 2026-07-28 server behind per caller), before its body is read.
 //!
 //! A 2026-07-28 host has no session: all it says of itself comes with each request, in
 //! `_meta` — its version, `clientCapabilities` and `clientInfo` (one key, read with its
