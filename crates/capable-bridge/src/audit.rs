@@ -18,7 +18,7 @@
 use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use capable::core::secrets::Secrets;
 
@@ -28,6 +28,19 @@ use serde_json::{json, Map, Value};
 
 use super::audit_limit::{Held, Limiter};
 use crate::{BridgeError, Hints};
+use capable::core::auth::resource::Caller;
+
+tokio::task_local! {
+    /// Whose requests the task serves (`--auth-issuer`): every line it writes names
+    /// the caller.
+    static CALLER: Option<Arc<Caller>>;
+}
+
+/// Runs `work` as `caller`'s: the audit lines it writes name them (`caller`: `iss`,
+/// `sub`, `clientId`; never the token).
+pub async fn as_caller<F: std::future::Future>(caller: Option<Arc<Caller>>, work: F) -> F::Output {
+    CALLER.scope(caller, work).await
+}
 
 /// Where audit lines go, and the words of what hosts are told: scrubbed of every
 /// secret, with the embedding application's hints.
@@ -140,6 +153,9 @@ impl Audit {
             capable::core::time::rfc3339(std::time::SystemTime::now()).into(),
         );
         line.insert("event".into(), event.into());
+        if let Ok(Some(caller)) = CALLER.try_with(|c| c.as_ref().map(|c| c.audit())) {
+            line.insert("caller".into(), caller);
+        }
         if let Value::Object(members) = members {
             line.extend(members);
         }

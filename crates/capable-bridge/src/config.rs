@@ -163,6 +163,42 @@ pub struct ListenConfig {
     pub stream_buffer: usize,
     /// The most messages of a 2025-03-26 batch (past it the batch is refused, `400`).
     pub max_batch: usize,
+    /// The listener as an OAuth protected resource: every request carries an access
+    /// token of this issuer, for this resource (instead of [`token`](Self::token)).
+    pub auth: Option<ListenAuth>,
+}
+
+/// The listener as an OAuth 2.1 protected resource (the MCP authorization
+/// specification, server side): tokens of one issuer, for one resource.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ListenAuth {
+    /// The issuer identifier; its metadata (RFC 8414 / OpenID Connect) is read at
+    /// start, and its keys (`jwks_uri`) verify the tokens.
+    pub issuer: String,
+    /// The gateway's own identifier as its callers reach it (`https://…/mcp`): the
+    /// audience its tokens must name, and the `resource` of its metadata.
+    pub public_url: String,
+    /// The scopes every request needs (`403 insufficient_scope` without them).
+    pub scopes: Vec<String>,
+    /// How long a fetch from the issuer (metadata, keys) may take.
+    pub fetch_timeout: Duration,
+    /// How many verified tokens are remembered (until each expires).
+    pub max_tokens: usize,
+}
+
+impl ListenAuth {
+    /// Tokens of `issuer` for `public_url`; no scope required, 5 s per fetch, 10,000
+    /// tokens remembered.
+    pub fn new(issuer: impl Into<String>, public_url: impl Into<String>) -> ListenAuth {
+        ListenAuth {
+            issuer: issuer.into(),
+            public_url: public_url.into(),
+            scopes: Vec::new(),
+            fetch_timeout: Duration::from_secs(5),
+            max_tokens: 10_000,
+        }
+    }
 }
 
 impl ListenConfig {
@@ -183,6 +219,7 @@ impl ListenConfig {
             max_body_total: 256 << 20,
             stream_buffer: 8 << 20,
             max_batch: 256,
+            auth: None,
         }
     }
 }
@@ -202,6 +239,7 @@ impl std::fmt::Debug for ListenConfig {
             .field("max_body_total", &self.max_body_total)
             .field("stream_buffer", &self.stream_buffer)
             .field("max_batch", &self.max_batch)
+            .field("auth", &self.auth)
             .finish()
     }
 }

@@ -13,6 +13,15 @@ pub enum BridgeError {
     /// token, an empty token, an origin that is no origin); nothing was started.
     #[error("{0}")]
     Config(String),
+    /// The issuer the listener was told to trust cannot be used (unreachable, no
+    /// metadata, no keys); nothing was started.
+    #[error("--auth-issuer {issuer}: {why}")]
+    Issuer {
+        /// The issuer identifier.
+        issuer: String,
+        /// What went wrong.
+        why: String,
+    },
     /// The audit log could not be opened.
     #[error("the audit log {path}: {error}")]
     AuditLog {

@@ -34,7 +34,7 @@
 //! | `upstream.rs` | the server behind, connected declaring what the host declared |
 //! | `behind.rs` | the server behind while it is up, and its restarts |
 //! | `forward.rs` | a request's params on the way there, its failure on the way back |
-//! | `listen/` | the host over Streamable HTTP (`--listen`): sessions, streams, the gate |
+//! | `listen/` | the host over Streamable HTTP (`--listen`): sessions, streams, the gate, who is calling (`--auth-issuer`) |
 //! | `audit.rs` | the JSON lines of what the host did not see |
 //! | `many/` | the servers of a config as one |
 //! | `policy.rs` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike; the config's policies ([`ConfigPolicy`]) |
@@ -59,7 +59,7 @@ mod stdio;
 mod stop;
 mod upstream;
 
-pub use config::{BridgeConfig, Connector, Hints, ListenConfig, Upstream};
+pub use config::{BridgeConfig, Connector, Hints, ListenAuth, ListenConfig, Upstream};
 pub use error::{BridgeError, Unavailable};
 pub use policy::{ConfigPolicy, Policy, Verdict};
 pub use stop::{Stop, StopHandle};

@@ -4,13 +4,16 @@
 //!
 //! 1. **`Host`**: on a loopback address, `127.0.0.1:PORT`, `localhost:PORT` or
 //!    `[::1]:PORT` with the bound port, else `421` (a rebinding page sends its own
-//!    name). Not checked when `--allow-remote` bound another address.
+//!    name), or the `--public-url`'s name (what a proxy in front sends). Not checked
+//!    when `--allow-remote` bound another address.
 //! 2. **`Origin`**, when sent: the listener's own (`http://127.0.0.1:PORT`,
 //!    `http://localhost:PORT`, `http://[::1]:PORT`) or one `--allow-origin` names, else
 //!    `403` (the specification: servers MUST validate it). Any other loopback origin is
 //!    refused too: a development server on `localhost:3000` may serve anyone's script.
 //! 3. **The token**, when `--listen-token` gave one: `Authorization: Bearer TOKEN`
 //!    (the scheme in any case, RFC 7235), compared in constant time, else `401`.
+//!    (With `--auth-issuer` the token is an OAuth access token, judged after the gate:
+//!    `identity.rs`.)
 //! 4. **A POST's body is JSON**: `Content-Type: application/json` (parameters
 //!    allowed), else `415`. A page may send `text/plain`, a form or multipart without
 //!    asking first (no CORS preflight); the transport defines the body as JSON, so
@@ -39,6 +42,9 @@ pub struct Gate {
     /// The origins `--allow-origin` named, as browsers send them (`scheme://host[:port]`,
     /// lower case, no trailing slash).
     pub origins: Vec<String>,
+    /// The `host[:port]` of `--public-url` (lower case), a `Host` also taken: a proxy
+    /// in front of a loopback listener sends the public name.
+    pub public_host: Option<String>,
 }
 
 /// Why a request does not pass: its status, and the words.
@@ -98,12 +104,17 @@ impl Gate {
     }
 
     /// The first rule alone: `Host`.
-    fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+    pub fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         let Some(port) = self.loopback_port else {
             return Ok(());
         };
         let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-        match host.is_some_and(|host| is_loopback_authority(host, port)) {
+        let public = |host: &str| {
+            self.public_host
+                .as_deref()
+                .is_some_and(|p| host.eq_ignore_ascii_case(p))
+        };
+        match host.is_some_and(|host| is_loopback_authority(host, port) || public(host)) {
             true => Ok(()),
             false => Err((
                 StatusCode::MISDIRECTED_REQUEST,
@@ -150,7 +161,7 @@ impl Gate {
             (header::VARY, HeaderValue::from_static("origin")),
             (
                 header::ACCESS_CONTROL_EXPOSE_HEADERS,
-                HeaderValue::from_static("mcp-session-id"),
+                HeaderValue::from_static("mcp-session-id, www-authenticate"),
             ),
         ]
     }
@@ -173,6 +184,7 @@ mod tests {
             loopback_port: Some(8123),
             token: token.map(str::to_owned),
             origins: origins.iter().filter_map(|o| Gate::origin(o)).collect(),
+            public_host: Some("gw.example.com".into()),
         }
     }
 
@@ -204,6 +216,22 @@ mod tests {
         );
         assert_eq!(
             status(&[(header::HOST, "127.0.0.1:9999")]),
+            StatusCode::MISDIRECTED_REQUEST
+        );
+        // The public URL's name, as a proxy in front sends it; no other name.
+        let public = [(header::HOST, "GW.example.com"), JSON];
+        assert!(
+            gate.check(&Method::POST, &headers(&public)).is_err(),
+            "no token"
+        );
+        let public = [
+            public[0].clone(),
+            (header::AUTHORIZATION, "Bearer s3cret"),
+            JSON,
+        ];
+        assert!(gate.check(&Method::POST, &headers(&public)).is_ok());
+        assert_eq!(
+            status(&[(header::HOST, "gw.example.com.evil:8123")]),
             StatusCode::MISDIRECTED_REQUEST
         );
         for origin in ["http://evil.example", "http://localhost:3000", "null"] {

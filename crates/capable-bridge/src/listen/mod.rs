@@ -16,8 +16,9 @@
 //! A 2026-07-28 request's JSON-RPC error gets the HTTP status that revision gives it
 //! (`400` for a missing envelope or an unsupported version, `404` for an unknown
 //! method); a 2026-07-28 host that closes a request's stream cancels the request.
-//! Every request passes the gate first (`gate.rs`: `Host`, `Origin`, the token), before
-//! its body is read.
+//! Every request passes the gate first (`gate.rs`: `Host`, `Origin`, the token), and
+//! with `--auth-issuer` its caller is known (`identity.rs`: an OAuth access token, a
+//! session and a 2026-07-28 server behind per caller), before its body is read.
 //!
 //! A 2026-07-28 host has no session: all it says of itself comes with each request, in
 //! `_meta` — its version, `clientCapabilities` and `clientInfo` (one key, read with its
@@ -28,10 +29,12 @@
 //! declared `elicitation`. Requests that declare the same share one task and one server
 //! behind; they are a [`Pool`] as legacy sessions are (`pool.rs`).
 
+mod answer;
 mod batch;
 mod bodies;
 mod connections;
 mod gate;
+mod identity;
 mod params;
 mod pool;
 mod queue;
@@ -48,16 +51,17 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
+use capable::core::auth::resource::Caller;
 use capable::core::jsonrpc::{codes, FramingError, Incoming, RpcError};
 use capable::core::method::Method::{CallTool, ListTools};
 use capable::core::server::{decoded_header, judge_post_declared, PostHeaders, Verdict};
-use futures_util::stream::{self, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use self::answer::{answer, get};
 use self::gate::Gate;
 use self::pool::{Busy, Commands, InFlight, Pool};
-use self::session::{Command, Events, Kind, Posted};
+use self::session::{Command, Kind, Posted};
 use super::host::Target;
 use crate::{BridgeError, ListenConfig};
 
@@ -86,13 +90,17 @@ struct Listener {
     bodies: bodies::Bodies,
     /// What the tools' `Mcp-Param-*` headers must agree with.
     params: Arc<params::Params>,
+    /// Who is calling, when the listener is a protected resource (`--auth-issuer`).
+    identity: Option<identity::Identity>,
 }
 
 impl Listener {
-    fn spawn(&self, kind: Kind) -> Commands {
+    /// A host's task, its audit lines naming `caller`.
+    fn spawn(&self, kind: Kind, caller: Option<&Arc<Caller>>) -> Commands {
         let (tx, rx) = mpsc::unbounded_channel();
         let bound = self.stream_buffer;
-        let task = tokio::spawn(session::run(self.target.clone(), kind, bound, rx));
+        let run = session::run(self.target.clone(), kind, bound, rx);
+        let task = tokio::spawn(crate::audit::as_caller(caller.cloned(), run));
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         // Those that ended are let go, so that nothing grows per session.
         tasks.retain(|t| !t.is_finished());
@@ -103,16 +111,20 @@ impl Listener {
     /// The task of the 2026-07-28 hosts that declare `declared` (`message` declares
     /// it): for a request, started if need be, with the request's hold on it; for a
     /// notification, the task if one runs.
+    /// Two callers never share one: the key is the caller's and the declaration.
     fn modern(
         &self,
         message: &Incoming,
         declared: &str,
+        caller: Option<&Arc<Caller>>,
     ) -> Result<Option<(Commands, Option<InFlight>)>, Busy> {
+        let key = owned(caller, declared);
         let mut moderns = self.moderns();
         if !matches!(message, Incoming::Request { .. }) {
-            return Ok(moderns.existing(declared).map(|tx| (tx, None)));
+            return Ok(moderns.existing(&key).map(|tx| (tx, None)));
         }
-        let (tx, held) = moderns.task(declared, Instant::now(), || self.spawn(Kind::Modern))?;
+        let spawn = || self.spawn(Kind::Modern, caller);
+        let (tx, held) = moderns.task(&key, Instant::now(), spawn)?;
         Ok(Some((tx, Some(held))))
     }
 
@@ -144,6 +156,15 @@ impl Listener {
     }
 }
 
+/// The pool key of `id` (a session id, a declaration) for `caller`: another caller's
+/// key is never the same, so a session id replayed by another identity is not found.
+fn owned(caller: Option<&Arc<Caller>>, id: &str) -> String {
+    match caller {
+        Some(caller) => format!("{}{id}", caller.key()),
+        None => id.to_owned(),
+    }
+}
+
 /// `503` with `Retry-After`: every task of a full pool is busy.
 fn busy(what: &'static str) -> Response {
     (
@@ -163,9 +184,19 @@ pub async fn serve(target: Arc<Target>, args: &ListenConfig) -> Result<(), Bridg
             "--listen {addr} is not a loopback address: pass --allow-remote (and --listen-token) to serve other machines"
         )));
     }
-    if !loopback && args.token.is_none() {
-        return Err(BridgeError::Config("--allow-remote needs --listen-token: the listener must not be open to anyone who can reach it".into()));
+    if !loopback && args.token.is_none() && args.auth.is_none() {
+        return Err(BridgeError::Config("--allow-remote needs --listen-token or --auth-issuer: the listener must not be open to anyone who can reach it".into()));
     }
+    if args.token.is_some() && args.auth.is_some() {
+        return Err(BridgeError::Config(
+            "--listen-token and --auth-issuer both want the Authorization header: give one".into(),
+        ));
+    }
+    // The issuer is known before anything listens: unreachable, it stops the bridge.
+    let identity = match &args.auth {
+        Some(auth) => Some(identity::Identity::discover(auth).await?),
+        None => None,
+    };
     if let Some(token) = &args.token {
         if token.trim().is_empty() {
             return Err(BridgeError::Config(
@@ -206,6 +237,9 @@ pub async fn serve(target: Arc<Target>, args: &ListenConfig) -> Result<(), Bridg
             loopback_port: loopback.then_some(port),
             token: args.token.clone(),
             origins,
+            public_host: identity
+                .as_ref()
+                .and_then(|i| public_authority(i.resource().resource())),
         },
         sessions: Mutex::new(Pool::new(args.max_sessions)),
         modern: Mutex::new(Pool::new(args.max_sessions)),
@@ -217,10 +251,13 @@ pub async fn serve(target: Arc<Target>, args: &ListenConfig) -> Result<(), Bridg
         body_timeout: args.body_timeout,
         bodies: bodies::Bodies::new(args.max_body_total),
         params: Arc::default(),
+        identity,
     });
-    let router = Router::new()
-        .route("/mcp", any(handle))
-        .with_state(listener.clone());
+    let mut router = Router::new().route("/mcp", any(handle));
+    if let Some(identity) = &listener.identity {
+        router = identity::routes(router, identity.resource(), &listener.gate);
+    }
+    let router = router.with_state(listener.clone());
     let bounds = connections::Bounds {
         max_connections: args.max_connections,
         header_timeout: args.header_timeout,
@@ -256,6 +293,23 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
     if let Err(refused) = listener.gate.check(&method, &headers) {
         return refused.into_response();
     }
+    let caller = match &listener.identity {
+        Some(identity) => {
+            match identity::caller(identity, &headers, &listener.target.audit).await {
+                Ok(caller) => Some(caller),
+                Err(mut refused) => {
+                    // A page of an allowed origin reads the challenge too (a browser
+                    // client logs in from it).
+                    if let Some(origin) = headers.get(header::ORIGIN) {
+                        let grant = grant_headers(listener.gate.grant(origin));
+                        refused.headers_mut().extend(grant);
+                    }
+                    return refused;
+                }
+            }
+        }
+        None => None,
+    };
     // A body that never ends (or dribbles in) holds its connection no longer than
     // --body-timeout; all bodies together take no more than --max-body-total.
     let length = headers
@@ -295,7 +349,8 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
                 .into_response();
         }
     };
-    let mut response = past_gate(&listener, method, &headers, body).await;
+    let served = past_gate(&listener, method, &headers, body, caller.as_ref());
+    let mut response = crate::audit::as_caller(caller.clone(), served).await;
     // The gate let the request through: its origin, if it sent one, is allowed.
     if let Some(origin) = headers.get(header::ORIGIN) {
         response
@@ -316,11 +371,12 @@ async fn past_gate(
     method: Method,
     headers: &HeaderMap,
     body: Bytes,
+    caller: Option<&Arc<Caller>>,
 ) -> Response {
     let session = headers
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+        .map(|id| owned(caller, id));
     let unknown = || {
         (
             StatusCode::NOT_FOUND,
@@ -340,12 +396,12 @@ async fn past_gate(
                 return unknown();
             };
             match method {
-                Method::POST => post(listener, Some(found), headers, body).await,
+                Method::POST => post(listener, Some(found), headers, body, caller).await,
                 Method::GET => get(found, headers).await,
                 _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
             }
         }
-        (Method::POST, None) => post(listener, None, headers, body).await,
+        (Method::POST, None) => post(listener, None, headers, body, caller).await,
         _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
     }
 }
@@ -356,6 +412,7 @@ async fn post(
     found: Option<(Commands, InFlight)>,
     headers: &HeaderMap,
     body: Bytes,
+    caller: Option<&Arc<Caller>>,
 ) -> Response {
     let message = match Incoming::parse(body.clone()) {
         Ok(message) => message,
@@ -375,8 +432,11 @@ async fn post(
         Some((tx, held)) => (tx, Kind::Legacy, None, Some(held)),
         None if verdict == Verdict::Legacy => {
             let id = session_id();
-            let spawn = || listener.spawn(Kind::Legacy);
-            match listener.sessions().task(&id, Instant::now(), spawn) {
+            let spawn = || listener.spawn(Kind::Legacy, caller);
+            match listener
+                .sessions()
+                .task(&owned(caller, &id), Instant::now(), spawn)
+            {
                 Ok((tx, held)) => (tx, Kind::Legacy, Some(id), Some(held)),
                 Err(Busy) => return busy("every session is busy: retry, or DELETE one"),
             }
@@ -395,7 +455,7 @@ async fn post(
                 );
                 return StatusCode::ACCEPTED.into_response();
             }
-            _ => match listener.modern(&message, &declared) {
+            _ => match listener.modern(&message, &declared, caller) {
                 Err(Busy) => {
                     return busy(
                         "every 2026-07-28 declaration the bridge serves at once is busy: retry",
@@ -469,152 +529,14 @@ fn refused(message: &Incoming, status: u16, error: &RpcError) -> Response {
     (status, json, body.to_string()).into_response()
 }
 
-/// A request's answer: JSON when the answer is all there is, else an SSE stream.
-async fn answer(
-    tx: mpsc::UnboundedSender<Command>,
-    kind: Kind,
-    stream: u64,
-    events: Events,
-    headers: &HeaderMap,
-    held: Option<InFlight>,
-    learn: Option<Arc<params::Params>>,
-) -> Response {
-    let Events {
-        priming,
-        mut events,
-    } = events;
-    let mut gone = Gone {
-        tx,
-        stream,
-        armed: true,
-        _held: held,
-    };
-    let Some(first) = events.recv().await else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
-    };
-    let sse = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("text/event-stream"));
-    if first.ends || !sse {
-        // A host that takes only JSON gets the answer alone.
-        let mut last = first;
-        while !last.ends {
-            match events.recv().await {
-                Some(next) => last = next,
-                None => {
-                    return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response()
-                }
-            }
-        }
-        gone.disarm();
-        if let Some(params) = learn {
-            params.learn(&last.data);
-        }
-        let status = match kind {
-            Kind::Modern => modern_status(&last.data),
-            Kind::Legacy => StatusCode::OK,
-        };
-        return (
-            status,
-            [(header::CONTENT_TYPE, "application/json")],
-            last.data,
-        )
-            .into_response();
-    }
-    let ends = first.ends;
-    let rest = stream::unfold(
-        (events, gone, ends, learn),
-        |(mut events, mut gone, ended, learn)| async move {
-            if ended {
-                gone.disarm();
-                return None;
-            }
-            let event = events.recv().await?;
-            let ends = event.ends;
-            if let (true, Some(params)) = (ends, &learn) {
-                params.learn(&event.data);
-            }
-            Some((event, (events, gone, ends, learn)))
-        },
-    );
-    sse::response(priming, stream::once(async move { first }).chain(rest))
-}
-
-/// The host's `GET`: the standalone stream, or the one it comes back to; the session
-/// is busy (never idle, never made room of) while it is open.
-async fn get((tx, held): (Commands, InFlight), headers: &HeaderMap) -> Response {
-    let last_event_id = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let (reply, events) = oneshot::channel();
-    if tx
-        .send(Command::Get {
-            last_event_id,
-            reply,
-        })
-        .is_err()
-    {
-        return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
-    }
-    match events.await {
-        Ok(Some(Events { priming, events })) => {
-            let events = stream::unfold((events, held), |(mut events, held)| async move {
-                let event = events.recv().await?;
-                Some((event, (events, held)))
-            });
-            sse::response(priming, events)
-        }
-        Ok(None) => (StatusCode::BAD_REQUEST, "unknown Last-Event-ID").into_response(),
-        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response(),
-    }
-}
-
-/// The HTTP status 2026-07-28 gives a JSON-RPC error answer.
-fn modern_status(answer: &[u8]) -> StatusCode {
-    if !answer.windows(8).any(|w| w == b"\"error\":") {
-        return StatusCode::OK;
-    }
-    let code = serde_json::from_slice::<serde_json::Value>(answer)
-        .ok()
-        .and_then(|v| v.pointer("/error/code")?.as_i64());
-    match code {
-        Some(codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
-        Some(
-            codes::INVALID_PARAMS
-            | codes::HEADER_MISMATCH
-            | codes::MISSING_CLIENT_CAPABILITY
-            | codes::UNSUPPORTED_PROTOCOL_VERSION,
-        ) => StatusCode::BAD_REQUEST,
-        _ => StatusCode::OK,
-    }
-}
-
-/// Tells a host's task that nobody reads a stream any more, when dropped before the
-/// stream ended; holds a 2026-07-28 declaration's task busy until then.
-struct Gone {
-    tx: mpsc::UnboundedSender<Command>,
-    stream: u64,
-    armed: bool,
-    _held: Option<InFlight>,
-}
-
-impl Gone {
-    /// The stream ended as it should: nothing to tell.
-    fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for Gone {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = self.tx.send(Command::Gone {
-                stream: self.stream,
-            });
-        }
-    }
+/// The `host[:port]` of the public URL, which a proxy in front may send as `Host`.
+fn public_authority(url: &str) -> Option<String> {
+    let url = url::Url::parse(url).ok()?;
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}").to_ascii_lowercase(),
+        None => host.to_ascii_lowercase(),
+    })
 }
 
 /// A fresh session id: 16 random bytes, hex (visible ASCII, as the specification asks).

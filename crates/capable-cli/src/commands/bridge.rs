@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use capable::config::{ConfigFile, ServerPolicy, ServerTarget};
 use capable_bridge::{
-    BridgeConfig, BridgeError, ConfigPolicy, Connector, ListenConfig, Stop, Unavailable, Upstream,
+    BridgeConfig, BridgeError, ConfigPolicy, Connector, ListenAuth, ListenConfig, Stop,
+    Unavailable, Upstream,
 };
 
 use crate::commands::Context;
@@ -147,6 +148,11 @@ fn listen(args: &BridgeArgs, addr: std::net::SocketAddr) -> ListenConfig {
     listen.max_body_total = args.max_body_total;
     listen.stream_buffer = args.stream_buffer;
     listen.max_batch = args.max_batch;
+    if let (Some(issuer), Some(public_url)) = (&args.auth_issuer, &args.public_url) {
+        let mut auth = ListenAuth::new(issuer, public_url);
+        auth.scopes = args.auth_scope.clone();
+        listen.auth = Some(auth);
+    }
     listen
 }
 

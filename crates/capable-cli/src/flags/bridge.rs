@@ -23,9 +23,28 @@ pub struct BridgeArgs {
     )]
     pub listen_token: Option<String>,
     /// With --listen: accept an address that is not loopback (then give a
-    /// --listen-token too).
+    /// --listen-token or --auth-issuer too).
     #[arg(long)]
     pub allow_remote: bool,
+    /// With --listen: the gateway is an OAuth protected resource of this issuer (its
+    /// metadata read at start, RFC 8414 / OpenID Connect): every request carries an
+    /// access token it issued for --public-url (JWT, RFC 9068); clients find it
+    /// through the gateway's protected resource metadata (RFC 9728).
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "public_url",
+        conflicts_with = "listen_token"
+    )]
+    pub auth_issuer: Option<String>,
+    /// With --auth-issuer: the gateway's URL as its callers reach it (e.g.
+    /// `https://mcp.example.com/mcp`), the audience its tokens must name.
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    pub public_url: Option<String>,
+    /// With --auth-issuer: a scope every request's token must hold (else 403
+    /// insufficient_scope naming it); repeat for more.
+    #[arg(long, value_name = "SCOPE", requires = "auth_issuer")]
+    pub auth_scope: Vec<String>,
     /// With --listen: a web page of this origin may call the bridge (its `Origin`
     /// accepted, its CORS preflight granted), e.g. `http://localhost:6274`; repeat for
     /// more. Without it, only pages of the listener's own origin.

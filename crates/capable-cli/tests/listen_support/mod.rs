@@ -72,10 +72,26 @@ pub fn http(
     body: &str,
     stop: impl Fn(&str) -> bool,
 ) -> Http {
+    exchange(port, method, "/mcp", headers, body, stop)
+}
+
+/// `METHOD PATH` with `headers` and `body`, the whole answer read.
+pub fn http_at(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Http {
+    exchange(port, method, path, headers, body, |_| false)
+}
+
+fn exchange(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    stop: impl Fn(&str) -> bool,
+) -> Http {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut request = format!(
-        "{method} /mcp HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {

@@ -80,6 +80,10 @@ pub struct ServerMetadata {
     /// DPoP proof algorithms (RFC 9449 §5.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// Where the keys that sign its tokens are published (a JWK Set): what a
+    /// protected resource verifies JWT access tokens with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwks_uri: Option<String>,
 }
 
 fn lists(list: &Option<Vec<String>>, item: &str) -> bool {

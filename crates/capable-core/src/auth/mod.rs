@@ -38,11 +38,15 @@
 //! | `token.rs` | token requests (every grant) and answers, expiry |
 //! | `revocation.rs` | revoking tokens at logout (RFC 7009) |
 //! | `jwt.rs` | JWT framing for client assertions and DPoP proofs |
+//! | `access_token.rs` | a bearer token's form before its signature: JWT access token, or opaque |
+//! | `resource.rs` | the other side: a protected resource's metadata, challenges, and which tokens it accepts |
+//! | `verified.rs` | a protected resource's memory: verified tokens by hash, when keys may be fetched again |
 //!
 //! Randomness (PKCE verifiers, `state`, `jti`) and the clock (token expiry, in
 //! seconds since the Unix epoch: tokens outlive the process) are the shell's to give.
 //! Secrets never show in a `Debug` output.
 
+pub mod access_token;
 pub mod authorize;
 pub mod challenge;
 pub mod client;
@@ -56,9 +60,11 @@ pub mod jwt;
 pub mod metadata;
 pub mod need;
 pub mod registration;
+pub mod resource;
 pub mod revocation;
 pub mod scope;
 pub mod token;
+pub mod verified;
 
 pub use authorize::{CallbackError, Pending, Pkce};
 pub use challenge::Challenge;

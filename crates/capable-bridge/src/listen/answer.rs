@@ -1,0 +1,165 @@
+//! What a host gets back: a request's answer (JSON when the answer is all there is,
+//! else an SSE stream that the answer ends, with the status 2026-07-28 gives a
+//! JSON-RPC error), and the standalone stream of a legacy session's `GET`.
+
+use std::sync::Arc;
+
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use capable::core::jsonrpc::codes;
+use futures_util::stream::{self, StreamExt};
+use tokio::sync::{mpsc, oneshot};
+
+use super::params::Params;
+use super::pool::{Commands, InFlight};
+use super::session::{Command, Events, Kind};
+use super::sse;
+
+/// A request's answer: JSON when the answer is all there is, else an SSE stream. The
+/// answer to a `tools/list` teaches `learn` its tools' `Mcp-Param-*` rules.
+pub(super) async fn answer(
+    tx: mpsc::UnboundedSender<Command>,
+    kind: Kind,
+    stream: u64,
+    events: Events,
+    headers: &HeaderMap,
+    held: Option<InFlight>,
+    learn: Option<Arc<Params>>,
+) -> Response {
+    let Events {
+        priming,
+        mut events,
+    } = events;
+    let mut gone = Gone {
+        tx,
+        stream,
+        armed: true,
+        _held: held,
+    };
+    let Some(first) = events.recv().await else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
+    };
+    let sse = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    if first.ends || !sse {
+        // A host that takes only JSON gets the answer alone.
+        let mut last = first;
+        while !last.ends {
+            match events.recv().await {
+                Some(next) => last = next,
+                None => {
+                    return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response()
+                }
+            }
+        }
+        gone.disarm();
+        if let Some(params) = learn {
+            params.learn(&last.data);
+        }
+        let status = match kind {
+            Kind::Modern => modern_status(&last.data),
+            Kind::Legacy => StatusCode::OK,
+        };
+        return (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            last.data,
+        )
+            .into_response();
+    }
+    let ends = first.ends;
+    let rest = stream::unfold(
+        (events, gone, ends, learn),
+        |(mut events, mut gone, ended, learn)| async move {
+            if ended {
+                gone.disarm();
+                return None;
+            }
+            let event = events.recv().await?;
+            let ends = event.ends;
+            if let (true, Some(params)) = (ends, &learn) {
+                params.learn(&event.data);
+            }
+            Some((event, (events, gone, ends, learn)))
+        },
+    );
+    sse::response(priming, stream::once(async move { first }).chain(rest))
+}
+
+/// The host's `GET`: the standalone stream, or the one it comes back to; the session
+/// is busy (never idle, never made room of) while it is open.
+pub(super) async fn get((tx, held): (Commands, InFlight), headers: &HeaderMap) -> Response {
+    let last_event_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (reply, events) = oneshot::channel();
+    if tx
+        .send(Command::Get {
+            last_event_id,
+            reply,
+        })
+        .is_err()
+    {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
+    }
+    match events.await {
+        Ok(Some(Events { priming, events })) => {
+            let events = stream::unfold((events, held), |(mut events, held)| async move {
+                let event = events.recv().await?;
+                Some((event, (events, held)))
+            });
+            sse::response(priming, events)
+        }
+        Ok(None) => (StatusCode::BAD_REQUEST, "unknown Last-Event-ID").into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response(),
+    }
+}
+
+/// The HTTP status 2026-07-28 gives a JSON-RPC error answer.
+fn modern_status(answer: &[u8]) -> StatusCode {
+    if !answer.windows(8).any(|w| w == b"\"error\":") {
+        return StatusCode::OK;
+    }
+    let code = serde_json::from_slice::<serde_json::Value>(answer)
+        .ok()
+        .and_then(|v| v.pointer("/error/code")?.as_i64());
+    match code {
+        Some(codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            codes::INVALID_PARAMS
+            | codes::HEADER_MISMATCH
+            | codes::MISSING_CLIENT_CAPABILITY
+            | codes::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Tells a host's task that nobody reads a stream any more, when dropped before the
+/// stream ended; holds a 2026-07-28 declaration's task busy until then.
+struct Gone {
+    tx: mpsc::UnboundedSender<Command>,
+    stream: u64,
+    armed: bool,
+    _held: Option<InFlight>,
+}
+
+impl Gone {
+    /// The stream ended as it should: nothing to tell.
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.tx.send(Command::Gone {
+                stream: self.stream,
+            });
+        }
+    }
+}

@@ -1,0 +1,454 @@
+//! `capable bridge --listen --auth-issuer --public-url`: the gateway as an OAuth 2.1
+//! protected resource of a real identity provider (`tests/peers/oidc_issuer.mjs`:
+//! oidc-provider issuing JWT access tokens for the gateway). A client that speaks the
+//! MCP authorization specification — `capable` itself, the TypeScript SDK's client —
+//! logs in to the gateway with no gateway-specific step; a request without a good token
+//! gets its `401` (or `403`) and nothing reaches the server behind; two callers at once
+//! never see each other's sessions; the audit names the caller on every line of their
+//! requests, and never holds a token. Everything binds 127.0.0.1; processes are stopped by PID.
+//!
+//! Without `.peers` these tests fail, saying how to install them; set
+//! `CAPABLE_SKIP_PEERS=1` to skip them instead.
+
+#[path = "bridge_support/mod.rs"]
+mod bridge_support;
+mod common;
+#[path = "listen_support/mod.rs"]
+mod listen_support;
+
+use bridge_support::Bridge;
+use common::oauth::{free_port, node, run, Peer, Scratch, NODE22};
+use common::peers_wanted;
+use listen_support::{http, post, Http};
+use serde_json::{json, Value};
+
+const OIDC: &str = ".peers/oidc/node_modules/oidc-provider/package.json";
+const SDK: &str = ".peers/npm/node_modules/@modelcontextprotocol/sdk/package.json";
+
+/// The identity provider, the gateway in front of the fixture, and where they are.
+struct Gateway {
+    _issuer: Peer,
+    issuer: String,
+    bridge: Bridge,
+    port: u16,
+    url: String,
+}
+
+/// oidc-provider for a gateway on a free port, and the gateway (`--trace`, so that
+/// what reaches the server behind shows), requiring `mcp:tools`.
+fn gateway(profile: &str) -> Gateway {
+    let (as_port, port) = (free_port(), free_port());
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let issuer = format!("http://127.0.0.1:{as_port}");
+    let peer = Peer::start(
+        vec![
+            node(),
+            "tests/peers/oidc_issuer.mjs".into(),
+            as_port.to_string(),
+            url.clone(),
+        ],
+        vec![as_port],
+        url.clone(),
+        issuer.clone(),
+    );
+    let listen = format!("127.0.0.1:{port}");
+    let server = common::fixture(profile);
+    let mut args = vec![
+        "--trace",
+        "--listen",
+        &listen,
+        "--auth-issuer",
+        &issuer,
+        "--public-url",
+        &url,
+        "--auth-scope",
+        "mcp:tools",
+        "--",
+    ];
+    args.extend(server.iter().map(String::as_str));
+    let bridge = Bridge::start(&args);
+    bridge.audit_until(|l| l["event"] == "listening");
+    Gateway {
+        _issuer: peer,
+        issuer,
+        bridge,
+        port,
+        url,
+    }
+}
+
+impl Gateway {
+    /// A client credentials token of `client` (`alice-app`, `bob-app`) for the gateway.
+    fn token(&self, client: &str) -> String {
+        let secret = format!("{}-secret", client.trim_end_matches("-app"));
+        let basic = base64(&format!("{client}:{secret}"));
+        let body = format!(
+            "grant_type=client_credentials&scope=mcp%3Atools&resource={}",
+            self.url.replace(':', "%3A").replace('/', "%2F")
+        );
+        let (status, answer) = common::oauth::post(
+            &format!("{}/token", self.issuer),
+            &[("Authorization", &format!("Basic {basic}"))],
+            "application/x-www-form-urlencoded",
+            &body,
+        );
+        assert_eq!(status, 200, "{answer}");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        answer["access_token"].as_str().unwrap().to_owned()
+    }
+
+    /// A token the provider's key (`issuer`), another key under its `kid` (`other`) or
+    /// none (`none`) signed: `claims` over good ones, `header` over an access token's.
+    fn mint(&self, key: &str, claims: Value, header: Value) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let mut all = json!({"iss": self.issuer, "aud": self.url, "sub": "mallory",
+            "client_id": "mallory-app", "scope": "mcp:tools", "iat": now, "exp": now + 600});
+        for (k, v) in claims.as_object().unwrap() {
+            all[k] = v.clone();
+        }
+        let request = json!({"claims": all, "header": header, "key": key});
+        let (status, token) = common::oauth::post(
+            &format!("{}/test/mint", self.issuer),
+            &[],
+            "application/json",
+            &request.to_string(),
+        );
+        assert_eq!(status, 200, "{token}");
+        token
+    }
+
+    fn initialize(&self, token: &str) -> Http {
+        let bearer = format!("Bearer {token}");
+        post(
+            self.port,
+            &[("Authorization", &bearer)],
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "h", "version": "1"}}}),
+        )
+    }
+}
+
+fn base64(text: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+fn wanted() -> bool {
+    peers_wanted(&[OIDC, NODE22])
+}
+
+/// The challenge a refused request carries, as one string.
+fn challenge(answer: &Http) -> String {
+    answer
+        .header("www-authenticate")
+        .unwrap_or_else(|| panic!("no challenge: {} {}", answer.status, answer.body))
+        .to_owned()
+}
+
+#[test]
+fn capable_logs_in_to_the_gateway_through_its_metadata_and_is_served_as_itself() {
+    if !wanted() {
+        return;
+    }
+    let g = gateway("read-only");
+    // Without a token: 401, pointing at the metadata, naming the scope.
+    let bare = post(
+        g.port,
+        &[],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    );
+    assert_eq!(bare.status, 401, "{}", bare.body);
+    let metadata = format!(
+        "http://127.0.0.1:{}/.well-known/oauth-protected-resource/mcp",
+        g.port
+    );
+    assert_eq!(
+        challenge(&bare),
+        format!("Bearer resource_metadata=\"{metadata}\", scope=\"mcp:tools\"")
+    );
+    // A page of an allowed origin (here the gateway's own) may read the challenge.
+    let origin = format!("http://127.0.0.1:{}", g.port);
+    let page = post(
+        g.port,
+        &[("Origin", &origin)],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    );
+    assert_eq!(page.status, 401);
+    assert_eq!(
+        page.header("access-control-allow-origin"),
+        Some(origin.as_str())
+    );
+    let exposed = page.header("access-control-expose-headers").unwrap_or("");
+    assert!(exposed.contains("www-authenticate"), "{exposed}");
+    let stream = http(g.port, "GET", &[], "", |_| false);
+    assert_eq!(stream.status, 401, "every method of /mcp wants the token");
+    let doc = metadata_at(&metadata);
+    assert_eq!(doc["resource"], g.url.as_str());
+    assert_eq!(doc["authorization_servers"], json!([g.issuer]));
+    assert_eq!(doc["scopes_supported"], json!(["mcp:tools"]));
+
+    // capable, as any client of the specification: discovery, registration, login.
+    let dir = Scratch::new("gateway-login");
+    let store = dir.store();
+    let login = run(
+        &[
+            "--login",
+            "headless",
+            "--token-store",
+            &store,
+            "auth",
+            "login",
+            "--url",
+            &g.url,
+        ],
+        &[],
+    );
+    login.expect_code(0);
+    assert!(
+        login.stderr.contains("scopes mcp:tools"),
+        "{}",
+        login.stderr
+    );
+    let read = run(
+        &[
+            "--login",
+            "never",
+            "--token-store",
+            &store,
+            "resources",
+            "--url",
+            &g.url,
+        ],
+        &[],
+    );
+    read.expect_code(0);
+    assert!(read.stdout.contains("docs://"), "{}", read.stdout);
+    // The server behind was started for that caller, and the audit says who it was.
+    let ready = g
+        .bridge
+        .audit_until(|l| l["event"] == "state" && l["state"] == "ready");
+    assert_eq!(ready["caller"]["sub"], "mcp-user");
+    assert_eq!(ready["caller"]["iss"], g.issuer.as_str());
+    assert!(ready["caller"]["clientId"].is_string());
+    // No token of the store is in anything the gateway wrote.
+    let said = g.bridge.stderr_text();
+    for secret in common::oauth::secrets(&store) {
+        assert!(!said.contains(&secret), "a secret of the store was written");
+    }
+}
+
+/// The metadata document at `url` (a GET, as a browser client may: any origin).
+fn metadata_at(url: &str) -> Value {
+    let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
+    let (port, path) = rest.split_once('/').unwrap();
+    let port: u16 = port.parse().unwrap();
+    let answer = listen_support::http_at(port, "GET", &format!("/{path}"), &[], "");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.header("access-control-allow-origin"), Some("*"));
+    answer.json()
+}
+
+#[test]
+fn bad_tokens_are_refused_with_their_reason_and_nothing_reaches_the_server() {
+    if !wanted() {
+        return;
+    }
+    let g = gateway("read-only");
+    let good = g.mint("issuer", json!({}), json!({}));
+    let cases = [
+        (
+            "wrong audience",
+            g.mint(
+                "issuer",
+                json!({"aud": "http://127.0.0.1:1/mcp"}),
+                json!({}),
+            ),
+        ),
+        (
+            "expired",
+            g.mint("issuer", json!({"exp": 1_000_000_000}), json!({})),
+        ),
+        (
+            "another issuer",
+            g.mint("issuer", json!({"iss": "http://127.0.0.1:1"}), json!({})),
+        ),
+        ("alg none", g.mint("none", json!({}), json!({}))),
+        (
+            "another key, the same kid",
+            g.mint("other", json!({}), json!({})),
+        ),
+        (
+            "an unknown kid",
+            g.mint("other", json!({}), json!({"kid": "nobody"})),
+        ),
+        (
+            "an ID token",
+            g.mint("issuer", json!({}), json!({"typ": "JWT"})),
+        ),
+        (
+            "a forged signature",
+            format!("{}x", &good[..good.len() - 1]),
+        ),
+        ("claims changed", {
+            let parts: Vec<&str> = good.split('.').collect();
+            let other = g.mint("issuer", json!({"sub": "admin"}), json!({}));
+            format!(
+                "{}.{}.{}",
+                parts[0],
+                other.split('.').nth(1).unwrap(),
+                parts[2]
+            )
+        }),
+        ("oversized", format!("{good}{}", "A".repeat(10_000))),
+        ("opaque", "an-opaque-token".to_owned()),
+    ];
+    for (case, token) in &cases {
+        let answer = g.initialize(token);
+        assert_eq!(answer.status, 401, "{case}: {}", answer.body);
+        let said = challenge(&answer);
+        assert!(said.contains("error=\"invalid_token\""), "{case}: {said}");
+        assert_eq!(answer.json()["error"], "invalid_token", "{case}");
+        assert!(answer.header("mcp-session-id").is_none(), "{case}");
+    }
+    // A good token without the scope: 403, naming it.
+    let scopeless = g.mint("issuer", json!({"scope": "openid"}), json!({}));
+    let answer = g.initialize(&scopeless);
+    assert_eq!(answer.status, 403, "{}", answer.body);
+    let said = challenge(&answer);
+    assert!(
+        said.contains("scope=\"mcp:tools\", error=\"insufficient_scope\""),
+        "{said}"
+    );
+    // Nothing reached the server behind; none was even started.
+    assert!(
+        g.bridge.sent_upstream().is_empty(),
+        "{}",
+        g.bridge.stderr_text()
+    );
+    // The good one is served, after all of them.
+    assert_eq!(g.initialize(&good).status, 200);
+    assert_eq!(g.bridge.sent_upstream_count_until("initialize", 1), 1);
+    // Each refusal was audited with its reason; no token anywhere in what was written.
+    let refused = g.bridge.audit_count_until(1, |l| l["event"] == "refused");
+    assert!(refused >= 1);
+    let said = g.bridge.stderr_text();
+    for (case, token) in cases.iter().filter(|(_, t)| t.len() > 20) {
+        let signature = token.rsplit('.').next().unwrap_or(token);
+        assert!(
+            signature.len() < 20 || !said.contains(signature),
+            "{case}: the token was written"
+        );
+    }
+    assert!(!said.contains(&good), "the good token was written");
+}
+
+#[test]
+fn two_callers_never_share_a_session_or_a_server() {
+    if !wanted() {
+        return;
+    }
+    let g = gateway("read-only");
+    let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
+    let opened = g.initialize(&alice);
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let session = opened.header("mcp-session-id").unwrap().to_owned();
+    let as_who = |token: &str, method: &str, id: i64| {
+        let bearer = format!("Bearer {token}");
+        post(
+            g.port,
+            &[("Authorization", &bearer), ("Mcp-Session-Id", &session)],
+            json!({"jsonrpc": "2.0", "id": id, "method": method}),
+        )
+    };
+    // Bob presenting Alice's session id: as if there were none.
+    let stolen = as_who(&bob, "resources/list", 2);
+    assert_eq!(stolen.status, 404, "{}", stolen.body);
+    assert!(!stolen.body.contains("docs://"));
+    let bearer = format!("Bearer {bob}");
+    let deleted = http(
+        g.port,
+        "DELETE",
+        &[("Authorization", &bearer), ("Mcp-Session-Id", &session)],
+        "",
+        |_| false,
+    );
+    assert_eq!(deleted.status, 404, "Bob cannot end Alice's session");
+    // Alice's session is hers, and still there.
+    let mine = as_who(&alice, "resources/list", 3);
+    assert_eq!(mine.status, 200, "{}", mine.body);
+    assert!(mine.body.contains("docs://"), "{}", mine.body);
+
+    // 2026-07-28 callers declaring the same: one server behind each.
+    let modern = |token: &str| {
+        let bearer = format!("Bearer {token}");
+        let meta = Bridge::meta(json!({}));
+        post(
+            g.port,
+            &[
+                ("Authorization", &bearer),
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "resources/list"),
+            ],
+            json!({"jsonrpc": "2.0", "id": 9, "method": "resources/list", "params": {"_meta": meta}}),
+        )
+    };
+    assert_eq!(modern(&alice).status, 200);
+    assert_eq!(modern(&bob).status, 200);
+    assert_eq!(modern(&alice).status, 200);
+    let ready = |sub: &str| {
+        let sub = sub.to_owned();
+        g.bridge.audit_count_until(0, move |l| {
+            l["event"] == "state" && l["state"] == "ready" && l["caller"]["sub"] == sub.as_str()
+        })
+    };
+    g.bridge
+        .audit_count_until(3, |l| l["event"] == "state" && l["state"] == "ready");
+    assert_eq!(
+        ready("alice-app"),
+        2,
+        "her session and her 2026-07-28 server"
+    );
+    assert_eq!(ready("bob-app"), 1, "his own 2026-07-28 server, not hers");
+    // Every line of a caller's requests names them; none names a token.
+    let said = g.bridge.stderr_text();
+    assert!(!said.contains(&alice) && !said.contains(&bob));
+}
+
+/// The TypeScript SDK's client as a confidential client (its
+/// `ClientCredentialsProvider`): from the gateway's 401 to its metadata, the issuer,
+/// a token for the gateway, and the calls — no step of the gateway's own.
+#[test]
+fn the_typescript_sdk_client_finds_the_issuer_through_the_gateway_and_is_served() {
+    if !wanted() || !peers_wanted(&[SDK]) {
+        return;
+    }
+    let g = gateway("read-only");
+    let out = std::process::Command::new(node())
+        .args([
+            "tests/peers/ts_gateway_client.mjs",
+            &g.url,
+            "bob-app",
+            "bob-secret",
+            "mcp:tools",
+            &g.issuer,
+        ])
+        .current_dir(common::workspace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        seen["resources"],
+        json!(["docs://manual/current", "docs://manual/archive"])
+    );
+    let ready = g
+        .bridge
+        .audit_until(|l| l["event"] == "state" && l["state"] == "ready");
+    assert_eq!(ready["caller"]["sub"], "bob-app");
+    assert_eq!(ready["caller"]["clientId"], "bob-app");
+}

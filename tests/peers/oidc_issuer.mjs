@@ -1,0 +1,113 @@
+// A real identity provider for the gateway identity tests: oidc-provider (OpenID
+// Certified; npm `oidc-provider`, from .peers/oidc) issuing JWT access tokens
+// (RFC 9068, ES256) for one resource, the gateway (`capable bridge --listen
+// --auth-issuer`), with the scope `mcp:tools`.
+//
+//   node tests/peers/oidc_issuer.mjs AS_PORT GATEWAY_URL
+//
+// It binds 127.0.0.1. Logins need no person: the interaction pages approve at once
+// (account `mcp-user`, every scope asked for). Two confidential clients, `alice-app`
+// and `bob-app` (secrets `alice-secret`, `bob-secret`), get tokens by the client
+// credentials grant; a client credentials token's subject is its client. Dynamic
+// registration is on, for clients that log in as a person would.
+//
+// For the bad-token tests, POST /test/mint {claims, header, key} signs claims with
+// the provider's own key (`key: "issuer"`), another key under the same `kid`
+// (`"other"`), or none (`alg: none`), with jose, the library oidc-provider signs with.
+import http from "node:http";
+import crypto from "node:crypto";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const peers = process.env.PEERS_DIR || path.join(here, "..", "..", ".peers");
+const load = (rel) => import(pathToFileURL(path.join(peers, "oidc", "node_modules", rel)).href);
+
+const { default: Provider, errors } = await load("oidc-provider/lib/index.js");
+const { SignJWT } = await load("jose/dist/webapi/index.js").catch(() => load("jose/dist/node/esm/index.js"));
+
+const asPort = Number(process.argv[2]);
+const gateway = process.argv[3];
+const issuer = `http://127.0.0.1:${asPort}`;
+
+const signing = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" });
+const other = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" });
+const kid = "issuer-key-1";
+const jwk = { ...signing.privateKey.export({ format: "jwk" }), kid, alg: "ES256", use: "sig" };
+
+const client = (id, secret) => ({
+  client_id: id, client_secret: secret, grant_types: ["client_credentials"],
+  redirect_uris: [], response_types: [], scope: "mcp:tools openid",
+});
+
+const provider = new Provider(issuer, {
+  clients: [client("alice-app", "alice-secret"), client("bob-app", "bob-secret")],
+  jwks: { keys: [jwk] },
+  clientDefaults: { id_token_signed_response_alg: "ES256", grant_types: ["authorization_code"], response_types: ["code"] },
+  cookies: { keys: ["capable-test-cookie-key"] },
+  scopes: ["openid", "offline_access", "mcp:tools"],
+  features: {
+    devInteractions: { enabled: false },
+    registration: { enabled: true },
+    clientCredentials: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => gateway,
+      useGrantedResource: () => true,
+      getResourceServerInfo: (ctx, indicator) => {
+        if (indicator !== gateway) throw new errors.InvalidTarget();
+        return { scope: "mcp:tools", audience: gateway, accessTokenTTL: 3600, accessTokenFormat: "jwt", jwt: { sign: { alg: "ES256" } } };
+      },
+    },
+  },
+  issueRefreshToken: async (ctx, c) => c.grantTypeAllowed("refresh_token"),
+  interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
+  findAccount: async (ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
+});
+provider.proxy = false;
+
+const readBody = (req) => new Promise((resolve) => {
+  let data = "";
+  req.on("data", (c) => (data += c));
+  req.on("end", () => resolve(data ? JSON.parse(data) : {}));
+});
+
+const b64 = (v) => Buffer.from(JSON.stringify(v)).toString("base64url");
+
+async function mint({ claims, header, key }) {
+  const protectedHeader = { alg: "ES256", typ: "at+jwt", kid, ...header };
+  if (key === "none") return `${b64({ ...protectedHeader, alg: "none" })}.${b64(claims)}.`;
+  const secret = key === "other" ? other.privateKey : signing.privateKey;
+  return new SignJWT(claims).setProtectedHeader(protectedHeader).sign(secret);
+}
+
+const callback = provider.callback();
+http
+  .createServer(async (req, res) => {
+    try {
+      if (req.url === "/test/mint" && req.method === "POST") {
+        const token = await mint(await readBody(req));
+        return res.writeHead(200, { "content-type": "text/plain", "content-length": Buffer.byteLength(token) }).end(token);
+      }
+      if (!req.url.startsWith("/interaction/")) return callback(req, res);
+      const details = await provider.interactionDetails(req, res);
+      let result;
+      if (details.prompt.name === "login") {
+        result = { login: { accountId: "mcp-user" } };
+      } else {
+        const grant = details.grantId
+          ? await provider.Grant.find(details.grantId)
+          : new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });
+        const missing = details.prompt.details;
+        if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+        for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes || {})) {
+          grant.addResourceScope(indicator, scopes.join(" "));
+        }
+        result = { consent: { grantId: await grant.save() } };
+      }
+      await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
+    } catch (e) {
+      res.writeHead(500).end(String(e));
+    }
+  })
+  .listen(asPort, "127.0.0.1");
