@@ -20,10 +20,10 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
-use capable::core::secrets::Secrets;
+use capable::internal::secrets::Secrets;
 
-use capable::core::server::ClientNotice;
-use capable::core::{Notice, Violation};
+use capable::internal::server::ClientNotice;
+use capable::internal::{Notice, Violation};
 use serde_json::{json, Map, Value};
 
 use super::audit_limit::{Held, Limiter};
@@ -119,7 +119,7 @@ impl Audit {
 
     /// The `suppressed` line of what was held back of `kind`.
     fn held(&self, kind: &str, held: &Held) {
-        let time = capable::core::time::rfc3339;
+        let time = capable::internal::time::rfc3339;
         self.write(
             "suppressed",
             json!({"of": kind.trim_end(), "count": held.count,
@@ -137,7 +137,7 @@ impl Audit {
         let mut line = Map::new();
         line.insert(
             "time".into(),
-            capable::core::time::rfc3339(std::time::SystemTime::now()).into(),
+            capable::internal::time::rfc3339(std::time::SystemTime::now()).into(),
         );
         line.insert("event".into(), event.into());
         if let Value::Object(members) = members {

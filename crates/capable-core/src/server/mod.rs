@@ -41,7 +41,7 @@
 //! | `http_post.rs` | over Streamable HTTP: a POST without a session judged — its era, its headers against its body |
 //!
 //! ```
-//! use capable_core::server::{Event, ServerConfig, ServerConnection};
+//! use capable_core::internal::server::{Event, ServerConfig, ServerConnection};
 //! use capable_core::{Incoming, Outbox};
 //! use capable_core::model::Implementation;
 //! use serde_json::json;
