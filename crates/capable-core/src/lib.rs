@@ -67,7 +67,7 @@
 //!
 //! ```compile_fail
 //! // A module of the core is not a path a host can name…
-//! use capable_core::connection::Connection;
+//! use capable_core::connection::Connection; // a private path
 //! ```
 //!
 //! ```

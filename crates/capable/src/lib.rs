@@ -33,7 +33,7 @@
 //!
 //! ```compile_fail
 //! // The core is no longer re-exported whole…
-//! use capable::core::server::ServerConnection;
+//! use capable::core::server::ServerConnection; // a private path
 //! ```
 //!
 //! ```
