@@ -8,7 +8,7 @@
 #![no_main]
 
 use arbitrary::{Result, Unstructured};
-use capable_core::gating::{self, ListenFilter};
+use capable_core::internal::gating::{self, ListenFilter};
 use capable_core::{
     Incoming, Method, Negotiating, ProtocolChoice, ProtocolVersion, ServerCapabilities, Step,
     Timing,

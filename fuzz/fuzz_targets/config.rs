@@ -9,7 +9,7 @@
 #![no_main]
 
 use capable::config::{expand_vars, server_from_text, ConfigFile, ServerTarget};
-use capable_core::http::redact::check_header;
+use capable_core::internal::http::redact::check_header;
 use libfuzzer_sys::fuzz_target;
 
 fn lookup(var: &str) -> Option<String> {
@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(rest) else {
         return;
     };
-    let _ = capable_core::time::parse_duration(text);
+    let _ = capable_core::internal::time::parse_duration(text);
     if let Ok(out) = expand_vars(text, &lookup) {
         // Expansion is one pass: a value is never expanded again.
         if !text.contains("${") {

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use base64::Engine as _;
-use capable_core::http::param_headers::{header_safe, header_value, param_headers};
-use capable_core::http::redact::check_header;
-use capable_core::http::{Action, End, ExchangeId, Head, HttpSession, Reconnect, StreamEvent};
+use capable_core::internal::http::param_headers::{header_safe, header_value, param_headers};
+use capable_core::internal::http::redact::check_header;
+use capable_core::internal::http::{Action, End, ExchangeId, Head, HttpSession, Reconnect, StreamEvent};
 use capable_core::{
     Method, Negotiated, Outbox, Outgoing, ProtocolVersion, RequestId, ServerCapabilities,
 };

@@ -7,9 +7,9 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use capable_core::http::param_headers::header_safe;
-use capable_core::jsonrpc::Incoming;
-use capable_core::server::{decoded_header, judge_post, PostHeaders, Verdict};
+use capable_core::internal::http::param_headers::header_safe;
+use capable_core::internal::jsonrpc::Incoming;
+use capable_core::internal::server::{decoded_header, judge_post, PostHeaders, Verdict};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -60,8 +60,8 @@ enum Refused {
     Malformed,
 }
 
-fn refused(e: &capable_core::jsonrpc::FramingError) -> Refused {
-    use capable_core::jsonrpc::FramingError as F;
+fn refused(e: &capable_core::internal::jsonrpc::FramingError) -> Refused {
+    use capable_core::internal::jsonrpc::FramingError as F;
     match e {
         F::NotJson(_) => Refused::NotJson,
         F::Batch => Refused::Batch,

@@ -16,8 +16,8 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use capable_core::auth::challenge::{oauth_challenges, parse, Challenge};
-use capable_core::auth::need::{classify, NeedKind};
+use capable_core::internal::auth::challenge::{oauth_challenges, parse, Challenge};
+use capable_core::internal::auth::need::{classify, NeedKind};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]

@@ -1,6 +1,9 @@
 //! What the fuzz targets share: a made-up clock, handshakes that reach a ready
 //! connection in any version, and a reader of what the client wrote.
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 use std::time::{Duration, Instant, SystemTime};
 
 use capable_core::model::Implementation;

@@ -20,15 +20,15 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use capable::core::secrets::Secrets;
+use capable::internal::secrets::Secrets;
 
-use capable::core::server::ClientNotice;
-use capable::core::{Notice, Violation};
+use capable::internal::server::ClientNotice;
+use capable::internal::{Notice, Violation};
 use serde_json::{json, Map, Value};
 
 use super::audit_limit::{Held, Limiter};
 use crate::{BridgeError, Hints};
-use capable::core::auth::resource::Caller;
+use capable::internal::auth::resource::Caller;
 
 tokio::task_local! {
     /// Whose requests the task serves (`--auth-issuer`): every line it writes names
@@ -132,7 +132,7 @@ impl Audit {
 
     /// The `suppressed` line of what was held back of `kind`.
     fn held(&self, kind: &str, held: &Held) {
-        let time = capable::core::time::rfc3339;
+        let time = capable::internal::time::rfc3339;
         self.write(
             "suppressed",
             json!({"of": kind.trim_end(), "count": held.count,
@@ -150,7 +150,7 @@ impl Audit {
         let mut line = Map::new();
         line.insert(
             "time".into(),
-            capable::core::time::rfc3339(std::time::SystemTime::now()).into(),
+            capable::internal::time::rfc3339(std::time::SystemTime::now()).into(),
         );
         line.insert("event".into(), event.into());
         if let Ok(Some(caller)) = CALLER.try_with(|c| c.as_ref().map(|c| c.audit())) {

@@ -1,5 +1,5 @@
 //! The one server behind a bridge: its session while it is up, and the rule that
-//! brings it back when it goes away — the core's ([`capable::core::restart`]): a
+//! brings it back when it goes away — the core's ([`capable::internal::restart`]): a
 //! crash, a broken connection or a timeout is retried after a doubling delay with
 //! jitter, a bounded number of times in a row; a refused version, a violation or a
 //! refused authorization is not. The host keeps its own session with the bridge all
@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use capable::core::restart::{Decision, GiveUpReason, RestartPolicy, Restarts};
 use capable::events::{ServerNotification, SessionEvent};
+use capable::internal::restart::{Decision, GiveUpReason, RestartPolicy, Restarts};
 use capable::Session;
 use futures_util::future::BoxFuture;
 use serde_json::json;
@@ -137,10 +137,10 @@ impl Behind {
         }
     }
 
-    fn decide(&mut self, failure: capable::core::restart::Failure) {
+    fn decide(&mut self, failure: capable::internal::restart::Failure) {
         match self.restarts.failed(Instant::now(), failure) {
             Decision::RetryAfter(delay) => {
-                self.retry_at = Some(capable::core::time::deadline(Instant::now(), delay));
+                self.retry_at = Some(capable::internal::time::deadline(Instant::now(), delay));
                 self.audit.state(
                     &self.name,
                     "restarting",

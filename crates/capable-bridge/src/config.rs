@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use capable::config::ConfigFile;
-use capable::core::secrets::Secrets;
 use capable::host::OAuthProvider;
+use capable::internal::secrets::Secrets;
 use capable::{ClientOptions, Session};
 use futures_util::future::BoxFuture;
 

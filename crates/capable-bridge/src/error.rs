@@ -95,10 +95,10 @@ impl Unavailable {
 
     /// What the restart rule makes of it: the client library's failure class, or a
     /// configuration failure (never retried) for anything else.
-    pub fn failure(&self) -> capable::core::restart::Failure {
+    pub fn failure(&self) -> capable::internal::restart::Failure {
         match self {
             Unavailable::Client(e) => e.failure(),
-            Unavailable::Other { .. } => capable::core::restart::Failure::Config,
+            Unavailable::Other { .. } => capable::internal::restart::Failure::Config,
         }
     }
 }

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use capable::core::jsonrpc::{codes, Payload, RpcError};
-use capable::core::Method;
+use capable::internal::jsonrpc::{codes, Payload, RpcError};
+use capable::internal::Method;
 use capable::{Error, ErrorKind};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};

@@ -11,10 +11,10 @@
 
 use std::sync::Arc;
 
-use capable::core::jsonrpc::{split_batch, FramingError, Incoming};
-use capable::core::model::Implementation;
-use capable::core::server::{Hello, ServerConfig, ServerConnection};
-use capable::core::Outbox;
+use capable::internal::jsonrpc::{split_batch, FramingError, Incoming};
+use capable::internal::model::Implementation;
+use capable::internal::server::{Hello, ServerConfig, ServerConnection};
+use capable::internal::Outbox;
 use tokio::sync::mpsc;
 
 use super::audit::Audit;
@@ -147,7 +147,7 @@ impl Host {
     }
 
     /// The version the host speaks, once it said.
-    pub fn version(&self) -> Option<capable::core::ProtocolVersion> {
+    pub fn version(&self) -> Option<capable::internal::ProtocolVersion> {
         self.relay.as_ref().and_then(Relay::host_version)
     }
 

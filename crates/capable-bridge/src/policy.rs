@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use capable::core::Method;
+//! use capable::internal::Method;
 //! use capable_bridge::{BridgeConfig, Connector, Policy, Upstream, Verdict};
 //! use serde_json::{Map, Value};
 //!
@@ -50,8 +50,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use capable::config::ServerPolicy;
-use capable::core::jsonrpc::{codes, Payload};
-use capable::core::Method;
+use capable::internal::jsonrpc::{codes, Payload};
+use capable::internal::Method;
 use capable::Error;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
@@ -332,8 +332,8 @@ fn cut(result: &str, budget: usize, server: &str) -> Option<Payload> {
     text.truncate(end);
     let note = format!(
         "[capable bridge: the result was cut to {} of its {}: the outputBudget of server {server:?}]",
-        capable::core::text::size(budget),
-        capable::core::text::size(result.len()),
+        capable::internal::text::size(budget),
+        capable::internal::text::size(result.len()),
     );
     let mut cut =
         json!({"content": [{"type": "text", "text": text}, {"type": "text", "text": note}]});

@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use capable::core::jsonrpc::Payload;
-use capable::core::model::{CallToolResult, ProgressParams, Task};
-use capable::core::task_bridge;
-use capable::core::task_call;
-use capable::core::{Era, Method};
+use capable::internal::jsonrpc::Payload;
+use capable::internal::model::{CallToolResult, ProgressParams, Task};
+use capable::internal::task_bridge;
+use capable::internal::task_call;
+use capable::internal::{Era, Method};
 use capable::{Error, RequestOptions, Session, TaskWait};
 use serde_json::{json, Map, Value};
 

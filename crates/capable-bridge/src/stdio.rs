@@ -89,7 +89,7 @@ fn host_failure(e: &capable::transport::TransportError) -> String {
     match e {
         capable::transport::TransportError::MessageTooLarge { limit } => format!(
             "the host sent a line longer than --max-message ({}): the bridge cannot read it",
-            capable::core::text::size(*limit)
+            capable::internal::text::size(*limit)
         ),
         other => format!("reading the host's messages failed: {other}"),
     }

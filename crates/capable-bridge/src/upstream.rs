@@ -8,11 +8,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use capable::core::server::{Hello, ServerMethod};
-use capable::core::task_bridge::{self, TaskBridge};
-use capable::core::Extension;
-use capable::core::RpcError;
 use capable::input::{Handler, InputHandlers};
+use capable::internal::server::{Hello, ServerMethod};
+use capable::internal::task_bridge::{self, TaskBridge};
+use capable::internal::Extension;
+use capable::internal::RpcError;
 use capable::{ClientOptions, ProtocolChoice};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -144,7 +144,7 @@ fn ask_host(asks: mpsc::UnboundedSender<Asked>, method: ServerMethod) -> Handler
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             let gone = || RpcError {
-                code: capable::core::jsonrpc::codes::INTERNAL_ERROR,
+                code: capable::internal::jsonrpc::codes::INTERNAL_ERROR,
                 message: "the host is gone".into(),
                 data: None,
             };

@@ -21,8 +21,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use capable::core::model::Tool;
 use capable::file::{FileError, FileKind};
+use capable::internal::model::Tool;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 

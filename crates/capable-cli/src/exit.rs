@@ -15,7 +15,7 @@
 //! | 128+N | stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP; a task in progress is cancelled first) |
 
 use capable::auth::AuthError;
-use capable::core::{Flag, NegotiationError, Refusal};
+use capable::internal::{Flag, NegotiationError, Refusal};
 use capable::{Error, ErrorKind};
 
 use capable::config::ConfigError;
@@ -185,7 +185,7 @@ impl CliError {
 
 #[cfg(test)]
 mod tests {
-    use capable::core::Method;
+    use capable::internal::Method;
 
     use super::*;
 

@@ -161,7 +161,7 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
             healthy_after,
             server,
         } => {
-            let reconnect = reconnect.then(|| capable::core::restart::RestartPolicy {
+            let reconnect = reconnect.then(|| capable::internal::restart::RestartPolicy {
                 max_attempts: max_restarts,
                 healthy_after,
                 ..Default::default()

@@ -33,7 +33,7 @@ fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
 /// Prints text for people on stdout, every character that could act on a terminal
 /// spelled out (a server's words are shown exactly, never obeyed).
 pub fn print(text: &str) -> Result<(), CliError> {
-    write_stdout(capable::core::text::printable(text, true).as_bytes())
+    write_stdout(capable::internal::text::printable(text, true).as_bytes())
 }
 
 /// Writes bytes the user asked for as they are (a file to redirect); on a terminal
@@ -48,7 +48,8 @@ pub fn raw(bytes: &[u8]) -> Result<(), CliError> {
 
 /// Prints one line for people on stderr, in one write (errors, hints, progress).
 pub fn eprint_line(text: &str) {
-    let mut line = capable::core::text::printable(&crate::secrets::scrub(text), true).into_owned();
+    let mut line =
+        capable::internal::text::printable(&crate::secrets::scrub(text), true).into_owned();
     line.push('\n');
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

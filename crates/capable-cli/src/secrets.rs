@@ -4,12 +4,12 @@
 //! writes: stdout, stderr, `--trace`, logs, the audit report. A server that says one
 //! back (an error body echoing the request, a crash report printing its environment)
 //! is shown with `***` in its place. The rule for which values count is the core's
-//! ([`capable::core::secrets`]).
+//! ([`capable::internal::secrets`]).
 
 use std::borrow::Cow;
 use std::sync::{LazyLock, RwLock};
 
-use capable::core::secrets::Secrets;
+use capable::internal::secrets::Secrets;
 
 use capable::config::ServerTarget;
 

@@ -16,7 +16,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bridge_support::{many as bridge, many_entry as fixture, Bridge};
-use capable::core::ProtocolVersion;
+use capable::internal::ProtocolVersion;
 use capable_test_support::assert_valid_result;
 use serde_json::{json, Value};
 

@@ -8,7 +8,7 @@ mod bridge_support;
 mod common;
 
 use bridge_support::{many, many_entry};
-use capable::core::ProtocolVersion;
+use capable::internal::ProtocolVersion;
 use serde_json::json;
 
 const V: ProtocolVersion = ProtocolVersion::V2025_11_25;

@@ -13,7 +13,7 @@ mod common;
 use std::time::Duration;
 
 use bridge_support::{wait_gone, Bridge};
-use capable::core::ProtocolVersion;
+use capable::internal::ProtocolVersion;
 use capable_test_support::assert_valid_result;
 use serde_json::{json, Value};
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bridge_support::{wait_gone, Bridge, ANSWER};
-use capable::core::ProtocolVersion;
+use capable::internal::ProtocolVersion;
 use serde_json::json;
 
 const V: ProtocolVersion = ProtocolVersion::V2025_11_25;

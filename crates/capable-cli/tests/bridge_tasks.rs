@@ -14,7 +14,7 @@ mod bridge_support;
 mod common;
 
 use bridge_support::Bridge;
-use capable::core::ProtocolVersion;
+use capable::internal::ProtocolVersion;
 use capable_test_support::assert_valid_result;
 use serde_json::{json, Value};
 

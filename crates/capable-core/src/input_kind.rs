@@ -12,7 +12,7 @@
 //! | anything else | — | `-32601` |
 //!
 //! ```
-//! use capable_core::input_kind::InputKind;
+//! use capable_core::internal::input_kind::InputKind;
 //! use capable_core::ClientCapabilities;
 //! use serde_json::json;
 //!
@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::capabilities::ClientCapabilities;
 use crate::jsonrpc::{codes, RpcError};
 
-/// What a server asks of the host (see the [module](self)).
+/// What a server asks of the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InputKind {
@@ -58,7 +58,7 @@ impl InputKind {
     }
 
     /// Whether a client that declared `declared` may be asked this; else the error to
-    /// answer `method` with (see the [module](self)).
+    /// answer `method` with.
     pub fn check(self, method: &str, declared: &ClientCapabilities) -> Result<(), RpcError> {
         let handled = match self {
             InputKind::Elicitation { url: true } => declared.elicitation_url,

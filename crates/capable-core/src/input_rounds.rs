@@ -18,7 +18,7 @@
 //! | anything else | any | [`RoundError::Malformed`] |
 //!
 //! ```
-//! use capable_core::input_rounds::{InputRounds, Round};
+//! use capable_core::internal::input_rounds::{InputRounds, Round};
 //! use capable_core::{Method, Payload};
 //! use serde_json::json;
 //!

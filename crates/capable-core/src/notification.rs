@@ -22,7 +22,7 @@
 //! still handed to the host, never dropped.
 //!
 //! ```
-//! use capable_core::notification::{Notification, NotificationMethod};
+//! use capable_core::internal::notification::{Notification, NotificationMethod};
 //! use serde_json::json;
 //!
 //! let n = Notification::from_value("notifications/resources/updated", &json!({"uri": "docs://a"}));

@@ -10,7 +10,7 @@
 //! message's record ([`Outbox::messages`]) instead of parsing the line back.
 //!
 //! ```
-//! use capable_core::outbox::{Outbox, Outgoing};
+//! use capable_core::internal::outbox::{Outbox, Outgoing};
 //! use capable_core::{Method, RequestId};
 //!
 //! let mut out = Outbox::new();

@@ -24,7 +24,7 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use capable_core::restart::{Decision, Failure, RestartPolicy, Restarts};
+//! use capable_core::internal::restart::{Decision, Failure, RestartPolicy, Restarts};
 //!
 //! let policy = RestartPolicy { jitter: 0.0, max_attempts: 2, ..RestartPolicy::default() };
 //! let mut restarts = Restarts::new(policy, 7);

@@ -14,7 +14,7 @@
 //! would garble the output and protect nothing.
 //!
 //! ```
-//! use capable_core::secrets::Secrets;
+//! use capable_core::internal::secrets::Secrets;
 //! let mut secrets = Secrets::default();
 //! secrets.add_header_value("Bearer s3cr3t-t0ken");
 //! secrets.add_env("API_KEY", "k-123456");

@@ -112,7 +112,7 @@ pub enum Carry {
     /// A 2026-07-28 host's `tasks/cancel`.
     CancelForModern,
     /// A 2026-07-28 host's `tasks/update`: its answers go to the questions the server
-    /// asked (the bridge answers it, [`crate::task_questions`]).
+    /// asked (the bridge answers it, `task_questions`).
     UpdateForModern,
 }
 

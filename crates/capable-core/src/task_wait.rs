@@ -23,7 +23,7 @@
 //! ```
 //! use std::time::{Duration, Instant};
 //! use capable_core::model::Task;
-//! use capable_core::task_wait::{TaskStep, TaskWaiter};
+//! use capable_core::internal::task_wait::{TaskStep, TaskWaiter};
 //! use capable_core::Era;
 //!
 //! let working: Task = serde_json::from_value(serde_json::json!(

@@ -59,8 +59,8 @@ pub fn size(bytes: usize) -> String {
 /// (`k`, `kb`, `m`, … are taken too). It must be positive and fit in memory.
 ///
 /// ```
-/// assert_eq!(capable_core::text::parse_size("64KiB"), Ok(64 * 1024));
-/// assert!(capable_core::text::parse_size("0").is_err());
+/// assert_eq!(capable_core::internal::text::parse_size("64KiB"), Ok(64 * 1024));
+/// assert!(capable_core::internal::text::parse_size("0").is_err());
 /// ```
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim();

@@ -33,7 +33,7 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use capable_core::watch::{WatchAction, WatchEvent, WatchMode, WatchPolicy, Watcher};
+//! use capable_core::internal::watch::{WatchAction, WatchEvent, WatchMode, WatchPolicy, Watcher};
 //! # use capable_core::{model::Implementation, Negotiated, ProtocolVersion, ServerCapabilities};
 //! # let negotiated = Negotiated {
 //! #     version: ProtocolVersion::V2025_11_25,

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use capable_core::auth::{Discovered, Discovery, DiscoveryError, MetadataSource, Next};
+use capable_core::internal::auth::{Discovered, Discovery, DiscoveryError, MetadataSource, Next};
 use serde_json::{json, Value};
 
 const MCP: &str = "http://localhost:3000/mcp";

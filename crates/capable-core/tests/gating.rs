@@ -6,7 +6,7 @@
 
 mod common;
 
-use capable_core::jsonrpc::codes;
+use capable_core::internal::jsonrpc::codes;
 use capable_core::{
     Capability, Flag, Method, ProtocolChoice, ProtocolVersion, Refusal, ResponseError,
 };

@@ -8,8 +8,8 @@ mod common;
 
 use std::time::Duration;
 
-use capable_core::auth::NeedKind;
-use capable_core::http::{
+use capable_core::internal::auth::NeedKind;
+use capable_core::internal::http::{
     Action, AuthNeed, Body, End, ExchangeId, Failure, Head, HttpMethod, HttpSession, Reconnect,
     Request,
 };

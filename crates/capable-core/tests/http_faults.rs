@@ -7,8 +7,10 @@ mod common;
 
 use std::time::Duration;
 
-use capable_core::http::redirect::redirected;
-use capable_core::http::{Action, End, Failure, HttpMethod, Reconnect, Request, StreamEvent};
+use capable_core::internal::http::redirect::redirected;
+use capable_core::internal::http::{
+    Action, End, Failure, HttpMethod, Reconnect, Request, StreamEvent,
+};
 use capable_core::{Notice, ProtocolVersion};
 use serde_json::json;
 

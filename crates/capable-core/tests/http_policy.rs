@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use capable_core::http::{
+use capable_core::internal::http::{
     Action, Body, End, ExchangeId, Failure, HttpMethod, HttpSession, StreamEvent,
 };
 use capable_core::{Notice, ProtocolVersion};

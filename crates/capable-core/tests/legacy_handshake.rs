@@ -5,7 +5,7 @@
 
 mod common;
 
-use capable_core::jsonrpc::codes;
+use capable_core::internal::jsonrpc::codes;
 use capable_core::Outbox;
 use capable_core::{
     Era, Negotiating, NegotiationError, Notice, ProtocolChoice, ProtocolVersion, RpcError,

@@ -6,7 +6,7 @@
 mod common;
 
 use bytes::Bytes;
-use capable_core::jsonrpc::{FramingError, Incoming};
+use capable_core::internal::jsonrpc::{FramingError, Incoming};
 use capable_core::{Event, ListenFilter, Listened, Notice, Outbox, ProtocolChoice, ResponseError};
 use capable_test_support::{config, feed, legacy_connection, moment, t0, take};
 use common::{everything, modern, send, Conn};

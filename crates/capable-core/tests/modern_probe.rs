@@ -6,7 +6,7 @@
 
 mod common;
 
-use capable_core::jsonrpc::codes;
+use capable_core::internal::jsonrpc::codes;
 use capable_core::Outbox;
 use capable_core::{Era, Method, NegotiationError, Notice, ProtocolChoice, ProtocolVersion, Step};
 use capable_test_support::{config, discover_result, incoming, initialize_result, t0, take};

@@ -8,7 +8,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use capable_core::input_kind::InputKind;
+use capable_core::internal::input_kind::InputKind;
 use capable_core::Outbox;
 use capable_core::{
     ClientCapabilities, Event, Method, Notice, ProtocolChoice, RequestId, ResponseError, Timing,
@@ -433,7 +433,7 @@ fn routing_progress_with_our_token_is_an_event_and_an_unknown_token_a_notice() {
 /// is kept as arrived at the moment `handle_result` asked for, once.
 #[test]
 fn routing_a_result_asks_for_the_moment_only_when_the_cache_keeps_it() {
-    use capable_core::cache::CacheKey;
+    use capable_core::internal::cache::CacheKey;
     use capable_core::{Incoming, Now};
     use std::time::{Duration, SystemTime};
 

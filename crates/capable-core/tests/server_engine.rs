@@ -5,8 +5,8 @@
 
 mod common;
 
-use capable_core::jsonrpc::codes;
-use capable_core::server::{ClientNotice, Event, Phase};
+use capable_core::internal::jsonrpc::codes;
+use capable_core::internal::server::{ClientNotice, Event, Phase};
 use capable_core::{Incoming, Method, ProtocolChoice, ProtocolVersion, RequestId};
 use capable_test_support::assert_valid_result;
 use serde_json::json;

@@ -7,9 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use capable_core::jsonrpc::codes;
-use capable_core::notification::Notification;
-use capable_core::server::{ClientNotice, Event, NotAllowed, ServerMethod, Withheld};
+use capable_core::internal::jsonrpc::codes;
+use capable_core::internal::notification::Notification;
+use capable_core::internal::server::{ClientNotice, Event, NotAllowed, ServerMethod, Withheld};
 use capable_core::{ProtocolChoice, RequestId};
 use capable_test_support::{assert_valid_result, at_ms};
 use serde_json::{json, Value};

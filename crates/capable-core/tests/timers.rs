@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use capable_core::jsonrpc::codes;
+use capable_core::internal::jsonrpc::codes;
 use capable_core::Outbox;
 use capable_core::{
     ClientConfig, Connection, Era, Event, Method, Negotiating, NegotiationError, NotSent, Notice,

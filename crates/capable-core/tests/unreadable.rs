@@ -6,7 +6,9 @@
 mod common;
 
 use bytes::Bytes;
-use capable_core::jsonrpc::{split_batch, split_batch_within, BatchRefusal, FramingError};
+use capable_core::internal::jsonrpc::{
+    split_batch, split_batch_within, BatchRefusal, FramingError,
+};
 use capable_core::Outbox;
 use capable_core::{
     ClientConfig, Event, Incoming, Method, Negotiating, NegotiationError, Notice, ProtocolChoice,

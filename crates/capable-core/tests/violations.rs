@@ -6,7 +6,7 @@
 
 mod common;
 
-use capable_core::jsonrpc::codes;
+use capable_core::internal::jsonrpc::codes;
 use capable_core::Outbox;
 use capable_core::{
     Event, GatePolicy, ListenFilter, Method, Notice, ProtocolChoice, Refusal, ResponseError, Timing,

@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "read-only")]
     pub profile: Profile,
     /// How often the content changes once someone subscribed.
-    #[arg(long, value_name = "DURATION", value_parser = capable_core::time::parse_duration, default_value = "500ms")]
+    #[arg(long, value_name = "DURATION", value_parser = capable_core::internal::time::parse_duration, default_value = "500ms")]
     pub update_interval: Duration,
     /// A fault to add to the profile: where and how the server breaks.
     #[arg(long, value_enum, value_name = "FAULT")]

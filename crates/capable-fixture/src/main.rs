@@ -1,6 +1,8 @@
 //! `capable-fixture --profile P [--update-interval D]`: the fixture server on stdio,
 //! the same as `capable fixture`, as a binary of its own for the tests.
 
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 
 /// Run a built-in stdio MCP server (one profile of how servers declare themselves).

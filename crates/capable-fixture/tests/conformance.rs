@@ -12,7 +12,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use capable_core::http::param_headers::param_headers;
+use capable_core::internal::http::param_headers::param_headers;
 use capable_core::ProtocolVersion;
 use capable_test_support::{assert_valid, assert_valid_from_server, assert_valid_result};
 use serde_json::{json, Value};

@@ -9,6 +9,9 @@
 //! tests can use it. With the `http-peer` feature it also has `http_peer`, a scripted
 //! HTTP server on tokio that the tests of `capable` and the CLI share.
 
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 mod from_server;
 #[cfg(feature = "http-peer")]
 pub mod http_peer;
@@ -65,9 +68,13 @@ pub struct SchemaValidator {
 /// What kind of JSON-RPC message a line is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// It has an `id` and a `method`.
     Request,
+    /// It has a `method` and no `id`.
     Notification,
+    /// It answers a request with a `result`.
     Result,
+    /// It answers a request with an `error`.
     Error,
 }
 

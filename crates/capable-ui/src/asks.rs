@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable::core::RpcError;
 use capable::input::Handler;
+use capable::internal::RpcError;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use capable::core::secrets::Secrets;
+use capable::internal::secrets::Secrets;
 use futures_util::stream::{self, Stream};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
@@ -130,7 +130,7 @@ impl Bus {
 
 /// Now, RFC 3339 in UTC with milliseconds.
 pub fn now() -> String {
-    capable::core::time::rfc3339(std::time::SystemTime::now())
+    capable::internal::time::rfc3339(std::time::SystemTime::now())
 }
 
 #[cfg(test)]

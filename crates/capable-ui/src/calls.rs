@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use capable::core::model::{CallToolResult, JsonObject, Task};
+use capable::internal::model::{CallToolResult, JsonObject, Task};
 use capable::{Error, RequestOptions, Session, TaskWait, ToolCall};
 use serde_json::json;
 use tokio::task::AbortHandle;

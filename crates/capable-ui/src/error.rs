@@ -123,7 +123,7 @@ impl IntoResponse for ApiError {
 
 #[cfg(test)]
 mod tests {
-    use capable::core::{Method, Refusal};
+    use capable::internal::{Method, Refusal};
 
     use super::*;
 

@@ -21,7 +21,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use capable::core::model::CallToolResult;
+use capable::internal::model::CallToolResult;
 
 use crate::bus::{now, Bus};
 use crate::exchange::{self, Outcome};

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use capable::auth::{AuthError, HostRedirect};
 
-use capable::core::http::loopback::same_secret as same;
+use capable::internal::http::loopback::same_secret as same;
 use tokio::sync::oneshot;
 
 /// The path the authorization server sends the browser back to.

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use capable::config::ConfigEntry;
-use capable::core::secrets::Secrets;
 use capable::host::OAuthProvider;
+use capable::internal::secrets::Secrets;
 use capable::ClientOptions;
 
 /// What the inspector shows, and how it connects.

@@ -42,10 +42,10 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use capable::core::http::loopback;
+use capable::internal::http::loopback;
 // Compared without stopping at the first differing byte: the core's rule, shared with
 // the bridge's listener.
-use capable::core::http::loopback::same_secret as same;
+use capable::internal::http::loopback::same_secret as same;
 
 /// The cookie the page is served with is `capable_ui_PORT`: cookies ignore ports, so
 /// two inspectors open in one browser would otherwise overwrite each other's.

@@ -12,11 +12,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use capable::config::{ConfigEntry, ServerTarget};
-use capable::core::model::ResourceTemplate;
-use capable::core::restart::RestartPolicy;
 use capable::host::{
     Host, HostError, HostEvent, HostOptions, ListKind, OAuthProvider, ServerError, ServerState,
 };
+use capable::internal::model::ResourceTemplate;
+use capable::internal::restart::RestartPolicy;
 use capable::{Capability, ClientOptions, Direction, ErrorKind, Flag, Method, Roots, Session, Tap};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
@@ -194,7 +194,7 @@ impl Servers {
     }
 
     /// The tools server `name` listed (none when it is not ready).
-    pub fn tools(&self, name: &str) -> Vec<capable::core::model::Tool> {
+    pub fn tools(&self, name: &str) -> Vec<capable::internal::model::Tool> {
         self.host
             .tools()
             .into_iter()
@@ -345,7 +345,7 @@ fn describe(entry: &ConfigEntry) -> String {
         Ok(ServerTarget::Http { url, .. }) => {
             format!(
                 "http: {}",
-                capable::core::http::redact::redact_unparsed(url)
+                capable::internal::http::redact::redact_unparsed(url)
             )
         }
         Err(e) => format!("unusable config entry: {e}"),

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use capable::core::secrets::Secrets;
+use capable::internal::secrets::Secrets;
 
 use crate::asks::Asks;
 use crate::bus::Bus;

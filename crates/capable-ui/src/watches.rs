@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable::core::{Flag, Refusal};
+use capable::internal::{Flag, Refusal};
 use capable::{Error, Session, WatchPolicy};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;

@@ -379,7 +379,7 @@ fn entry_target(
                 .iter()
                 .map(|(k, v)| {
                     let v = expand(v)?;
-                    capable::core::http::redact::check_header(k, &v).map_err(|detail| {
+                    capable::internal::http::redact::check_header(k, &v).map_err(|detail| {
                         ConfigError::Unsupported {
                             path: path.into(),
                             name: name.into(),

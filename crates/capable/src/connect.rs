@@ -195,10 +195,13 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
                 if let Some(tap) = &options.tap {
                     tap.received(&line);
                 }
-                let budget =
-                    capable_core::jsonrpc::within_value_budget(&line, options.max_message_size);
+                let budget = capable_core::internal::jsonrpc::within_value_budget(
+                    &line,
+                    options.max_message_size,
+                );
                 if let Err(values) = budget {
-                    let limit = capable_core::jsonrpc::value_budget(options.max_message_size);
+                    let limit =
+                        capable_core::internal::jsonrpc::value_budget(options.max_message_size);
                     return Err(Error::Transport(TransportError::TooManyValues {
                         values,
                         limit,

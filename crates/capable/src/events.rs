@@ -37,7 +37,7 @@ const EVENT_CAPACITY: usize = 256;
 ///
 /// ```no_run
 /// # async fn f(session: &capable::Session) {
-/// use capable::core::Notification;
+/// use capable::internal::Notification;
 /// let mut notifications = session.notifications().expect("taken once");
 /// while let Some(n) = notifications.recv().await {
 ///     match n.kind {
@@ -126,7 +126,7 @@ impl EventLog {
         if count > LOGGED_PER_KIND + 1 {
             return;
         }
-        let text = capable_core::text::printable(&n.to_string(), false).into_owned();
+        let text = capable_core::internal::text::printable(&n.to_string(), false).into_owned();
         if count == LOGGED_PER_KIND + 1 {
             tracing::warn!("{text} (more notices like this one are kept in the session's notice log, not logged)");
         } else if n.is_informational() {

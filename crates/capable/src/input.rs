@@ -19,7 +19,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use capable_core::input_kind::InputKind;
+use capable_core::internal::input_kind::InputKind;
 use capable_core::{ClientCapabilities, RpcError};
 use serde_json::{json, Map, Value};
 
@@ -201,7 +201,7 @@ impl InputHandlers {
             (InputKind::Roots, _, _, None, Some(roots)) => Ok(json!({ "roots": roots.get() })),
             // Declared means handled: the check above let nothing else through.
             _ => Err(RpcError {
-                code: capable_core::jsonrpc::codes::METHOD_NOT_FOUND,
+                code: capable_core::internal::jsonrpc::codes::METHOD_NOT_FOUND,
                 message: format!("the client has no handler for {method}"),
                 data: None,
             }),

@@ -23,6 +23,26 @@
 //! The protocol logic lives in the sans-IO crate [`capable_core`]; this crate moves
 //! bytes and keeps time. With the `audit` feature (on by default), [`audit`] checks a
 //! server's every declared capability against what it does.
+//!
+//! The core's types this API names are re-exported here: the protocol's vocabulary at
+//! the root ([`Method`], [`ProtocolVersion`], [`ServerCapabilities`], [`Notice`], …), the
+//! MCP payloads in [`model`], and the rest in the module whose API names them
+//! ([`auth::Token`], [`host::RestartPolicy`], [`transport::Outbox`]). A host needs no
+//! other path into the core; the hidden `internal` module is the workspace's own door
+//! and not part of the stable API.
+//!
+//! ```compile_fail
+//! // The core is no longer re-exported whole…
+//! use capable::core::server::ServerConnection; // a private path
+//! ```
+//!
+//! ```
+//! // …what this crate's API names is here.
+//! use capable::auth::Token;
+//! use capable::host::RestartPolicy;
+//! use capable::model::{CallToolResult, Tool};
+//! use capable::{Method, Notice, RpcError};
+//! ```
 
 #![deny(missing_docs)]
 
@@ -55,13 +75,12 @@ pub mod tap;
 pub mod transport;
 pub mod watch;
 
-pub use capable_core as core;
-pub use capable_core::cache::CachePolicy;
-pub use capable_core::Extension;
+pub use capable_core::model;
 pub use capable_core::{
-    Capability, ClientCapabilities, ClientConfig, Era, Flag, GatePolicy, ListenFilter, Method,
-    Params, ProtocolChoice, ProtocolVersion, Refusal, Revision, ServerCapabilities, Timeouts,
-    Violation,
+    CachePolicy, Capability, ClientCapabilities, ClientConfig, Era, Extension, Flag, GatePolicy,
+    InputKind, ListenFilter, Method, Negotiated, NegotiationError, Notice, Notification, Params,
+    Payload, ProtocolChoice, ProtocolVersion, Refusal, RequestId, Revision, RpcError,
+    ServerCapabilities, Timeouts, Violation,
 };
 pub use connect::{connect, connect_http, connect_stdio};
 pub use error::{Error, ErrorKind};
@@ -78,3 +97,17 @@ pub use tap::{Direction, Tap};
 pub use transport::http::{HttpConfig, HttpTransport, Reconnect};
 pub use transport::stdio::{BurstPauses, ServerCommand, StdioLimits, StdioTransport};
 pub use watch::{Watch, WatchEvent, WatchMode, WatchPolicy};
+
+/// The workspace's own door to the core: **not part of the stable API; may change in
+/// any release.**
+///
+/// capable's sister crates (the bridge, the inspector, the CLI, benchmarks, interop
+/// tests) reach the core through here: its root items and its internal modules, by the
+/// path they have inside the core (`capable::internal::server::Engine` is
+/// `capable_core::internal::server::Engine`). A host author uses the items at this
+/// crate's root, [`model`] and the public modules instead.
+#[doc(hidden)]
+pub mod internal {
+    pub use capable_core::internal::*;
+    pub use capable_core::*;
+}

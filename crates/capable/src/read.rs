@@ -67,14 +67,14 @@ impl ResourceRead {
     }
 
     /// Modern: how long the content stays fresh, capped at
-    /// [`MAX_TTL`](capable_core::time::MAX_TTL); `None` without a positive `ttlMs`.
+    /// [`MAX_TTL`](capable_core::internal::time::MAX_TTL); `None` without a positive `ttlMs`.
     pub fn ttl(&self) -> Option<std::time::Duration> {
-        self.ttl_ms.and_then(capable_core::time::ttl)
+        self.ttl_ms.and_then(capable_core::internal::time::ttl)
     }
 
     /// `read_at` as RFC 3339 UTC (`2026-11-29T22:04:05.123Z`).
     pub fn read_at_rfc3339(&self) -> String {
-        capable_core::time::rfc3339(self.read_at)
+        capable_core::internal::time::rfc3339(self.read_at)
     }
 
     /// All text contents joined (blobs left out).

@@ -17,7 +17,7 @@
 //! [`WatchEvent::Mode`]) or ends with [`Error::Violation`]. The refused method is never
 //! sent again in the session.
 
-use capable_core::watch::{WatchAction, WatchEnd, Watcher};
+use capable_core::internal::watch::{WatchAction, WatchEnd, Watcher};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::broadcast::Receiver;
@@ -28,11 +28,11 @@ use crate::events::SessionEvent;
 use crate::read::ResourceRead;
 use crate::session::{ListenEvent, Listener, Session};
 
-pub use capable_core::watch::{WatchMode, WatchPolicy};
+pub use capable_core::internal::watch::{WatchMode, WatchPolicy};
 
-/// What a watch reports: the core's [`WatchEvent`](capable_core::watch::WatchEvent)
+/// What a watch reports: the core's [`WatchEvent`](capable_core::internal::watch::WatchEvent)
 /// with each revision as a [`ResourceRead`].
-pub type WatchEvent = capable_core::watch::WatchEvent<ResourceRead>;
+pub type WatchEvent = capable_core::internal::watch::WatchEvent<ResourceRead>;
 
 /// An open watch on one resource. Call [`Watch::next`] for events and
 /// [`Watch::close`] when done (it unsubscribes or closes the listen stream).
@@ -145,7 +145,7 @@ impl Watch<'_> {
             WatchAction::Read => {
                 let read = self
                     .session
-                    .read_resource_with(uri, capable_core::cache::CachePolicy::Refresh)
+                    .read_resource_with(uri, capable_core::internal::cache::CachePolicy::Refresh)
                     .await?;
                 let (revision, ttl_ms) = (read.revision().clone(), read.ttl_ms);
                 self.watcher.handle_read(now(), read, &revision, ttl_ms);

@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable::core::model::ListToolsResult;
+use capable::internal::model::ListToolsResult;
 use capable::{connect, CachePolicy, ClientOptions, ListenEvent, ListenFilter, Method};
 use common::{Scripted, Wire};
 use serde_json::{json, Value};
@@ -52,7 +52,7 @@ fn server(lists: Arc<Mutex<u32>>) -> Scripted {
     }))
 }
 
-fn names(tools: &[capable::core::model::Tool]) -> Vec<String> {
+fn names(tools: &[capable::internal::model::Tool]) -> Vec<String> {
     tools.iter().map(|t| t.name.clone()).collect()
 }
 

@@ -152,15 +152,14 @@ async fn an_absurd_ttl_is_capped_and_said_so_and_a_watch_goes_on() {
     let mut revisions = 0;
     while revisions == 0 {
         if let capable::WatchEvent::Revision(read) = watch.next().await.expect("no panic") {
-            assert_eq!(read.ttl(), Some(capable::core::time::MAX_TTL));
+            assert_eq!(read.ttl(), Some(capable::internal::time::MAX_TTL));
             revisions += 1;
         }
     }
     assert!(
-        session
-            .notices()
-            .iter()
-            .any(|n| matches!(n, capable::core::Notice::TtlCapped { ttl_ms } if *ttl_ms == 1e30)),
+        session.notices().iter().any(
+            |n| matches!(n, capable::internal::Notice::TtlCapped { ttl_ms } if *ttl_ms == 1e30)
+        ),
         "{:?}",
         session.notices()
     );
@@ -268,7 +267,7 @@ async fn a_malformed_tool_costs_the_server_that_tool_not_its_list() {
         let dropped: Vec<String> = session
             .notices()
             .into_iter()
-            .filter(|n| matches!(n, capable::core::Notice::EntryDropped { .. }))
+            .filter(|n| matches!(n, capable::internal::Notice::EntryDropped { .. }))
             .map(|n| n.to_string())
             .collect();
         assert_eq!(dropped.len(), 2, "{dropped:?}");

@@ -399,7 +399,7 @@ async fn assert_listen_refused(session: &Session, wire: &Wire, filter: ListenFil
     }
     // Give the writer a chance to show anything it might have queued (past the cache:
     // the list must go out).
-    let _: capable::core::model::ListResourcesResult = session
+    let _: capable::internal::model::ListResourcesResult = session
         .list_page_with(Method::ListResources, None, capable::CachePolicy::Bypass)
         .await
         .expect("list");
@@ -460,7 +460,7 @@ async fn listen_is_refused_in_a_legacy_session() {
 async fn caching_hints_of_modern_lists_and_reads_reach_the_host() {
     within(LIMIT, async {
         let (session, _wire) = common::connect_wire(&fixture("modern")).await;
-        let page: capable::core::model::ListToolsResult = session
+        let page: capable::internal::model::ListToolsResult = session
             .list_page(capable::Method::ListTools, None)
             .await
             .expect("tools page");

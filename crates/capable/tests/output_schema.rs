@@ -5,8 +5,8 @@
 
 mod common;
 
-use capable::core::model::Tool;
-use capable::core::Notice;
+use capable::internal::model::Tool;
+use capable::internal::Notice;
 use capable::{connect, ClientOptions};
 use common::Scripted;
 use serde_json::{json, Value};

@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use capable::core::skills::{digest, SkillError};
+use capable::internal::skills::{digest, SkillError};
 use capable::{connect, ClientOptions, Error, Method, Refusal};
 use common::Scripted;
 use serde_json::{json, Value};

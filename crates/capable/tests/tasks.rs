@@ -10,7 +10,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable::core::model::TaskStatus;
+use capable::internal::model::TaskStatus;
 use capable::{
     connect, ClientOptions, ElicitationPolicy, Error, InputHandlers, Method, Refusal, TaskWait,
     ToolCall,

@@ -117,7 +117,8 @@ async fn a_violation_is_an_event_logged_once_and_the_watch_falls_back_to_the_pol
                 violations += 1;
             }
             SessionEvent::Notice(notice) => {
-                if let capable::core::Notice::UndeclaredNotification { method, needs } = *notice {
+                if let capable::internal::Notice::UndeclaredNotification { method, needs } = *notice
+                {
                     assert_eq!(method, "notifications/resources/list_changed");
                     assert_eq!(needs, "resources.listChanged");
                     undeclared += 1;
@@ -132,7 +133,7 @@ async fn a_violation_is_an_event_logged_once_and_the_watch_falls_back_to_the_pol
     assert!(session
         .notices()
         .iter()
-        .any(|n| matches!(n, capable::core::Notice::UndeclaredNotification { .. })));
+        .any(|n| matches!(n, capable::internal::Notice::UndeclaredNotification { .. })));
     // Never retried: the method is marked broken.
     assert!(matches!(
         session.subscribe(MANUAL).await,

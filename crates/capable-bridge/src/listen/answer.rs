@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use capable::core::jsonrpc::codes;
+use capable::internal::jsonrpc::codes;
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 

@@ -11,7 +11,7 @@
 use axum::body::Bytes;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use capable::core::jsonrpc::{codes, split_batch_within, BatchRefusal, Incoming};
+use capable::internal::jsonrpc::{codes, split_batch_within, BatchRefusal, Incoming};
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 

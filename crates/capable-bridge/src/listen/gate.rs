@@ -25,10 +25,10 @@
 //!
 //! The rules themselves (what a loopback name, the own origin, a bearer value and a
 //! JSON body are) are the core's, shared with the inspector's gate
-//! ([`capable::core::http::loopback`]).
+//! ([`capable::internal::http::loopback`]).
 
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use capable::core::http::loopback::{
+use capable::internal::http::loopback::{
     bearer, is_json, is_loopback_authority, is_loopback_origin, same_secret,
 };
 

@@ -1,6 +1,6 @@
 //! Who is calling (`--auth-issuer`, `--public-url`): the listener as an OAuth 2.1
 //! protected resource. The decisions are the core's
-//! ([`capable::core::auth::resource`], [`capable::core::auth::verified`]); this is
+//! ([`capable::internal::auth::resource`], [`capable::internal::auth::verified`]); this is
 //! their shell:
 //!
 //! - at start, the issuer's metadata is discovered (RFC 8414, then OpenID Connect, its
@@ -21,9 +21,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
 
-use capable::core::auth::resource::{bearer, form, Caller, Form, ProtectedResource, Refusal};
-use capable::core::auth::verified::{KeyRefetch, TokenKey, Verified};
-use capable::core::auth::{Discovery, Next};
+use capable::internal::auth::resource::{bearer, form, Caller, Form, ProtectedResource, Refusal};
+use capable::internal::auth::verified::{KeyRefetch, TokenKey, Verified};
+use capable::internal::auth::{Discovery, Next};
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;

@@ -51,10 +51,10 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
-use capable::core::auth::resource::Caller;
-use capable::core::jsonrpc::{codes, FramingError, Incoming, RpcError};
-use capable::core::method::Method::{CallTool, ListTools};
-use capable::core::server::{decoded_header, judge_post_declared, PostHeaders, Verdict};
+use capable::internal::auth::resource::Caller;
+use capable::internal::jsonrpc::{codes, FramingError, Incoming, RpcError};
+use capable::internal::method::Method::{CallTool, ListTools};
+use capable::internal::server::{decoded_header, judge_post_declared, PostHeaders, Verdict};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -513,7 +513,7 @@ fn post_headers(headers: &HeaderMap) -> PostHeaders<'_> {
 
 /// Whether `message` is a `notifications/cancelled`.
 fn is_cancellation(message: &Incoming) -> bool {
-    matches!(message, Incoming::Notification { method, .. } if method == capable::core::method::ClientNotificationMethod::Cancelled.as_str())
+    matches!(message, Incoming::Notification { method, .. } if method == capable::internal::method::ClientNotificationMethod::Cancelled.as_str())
 }
 
 /// A POST refused before anything is served: `status`, and `error` under the

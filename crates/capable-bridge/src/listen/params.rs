@@ -14,8 +14,8 @@ use std::sync::Mutex;
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
-use capable::core::jsonrpc::{Incoming, RpcError};
-use capable::core::server::ParamRules;
+use capable::internal::jsonrpc::{Incoming, RpcError};
+use capable::internal::server::ParamRules;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 

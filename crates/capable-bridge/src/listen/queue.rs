@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use capable::core::server::streams::StreamEvent;
+use capable::internal::server::streams::StreamEvent;
 use tokio::sync::mpsc;
 
 /// The task's end of a stream.

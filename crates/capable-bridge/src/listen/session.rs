@@ -9,10 +9,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use capable::core::jsonrpc::{Incoming, Payload, RequestId};
-use capable::core::method::ClientNotificationMethod;
-use capable::core::server::streams::{StreamEvent, Streams, STANDALONE};
-use capable::core::ProtocolVersion;
+use capable::internal::jsonrpc::{Incoming, Payload, RequestId};
+use capable::internal::method::ClientNotificationMethod;
+use capable::internal::server::streams::{StreamEvent, Streams, STANDALONE};
+use capable::internal::ProtocolVersion;
 use tokio::sync::{mpsc, oneshot};
 
 use super::queue;

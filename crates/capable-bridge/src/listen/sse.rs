@@ -1,7 +1,7 @@
 //! The listener's SSE responses, framed as the transport asks:
 //!
 //! - each message is one event, its `id` naming its stream (see the core's
-//!   [`Streams`](capable::core::server::streams::Streams)), its JSON in `data` lines;
+//!   [`Streams`](capable::internal::server::streams::Streams)), its JSON in `data` lines;
 //! - a legacy session of 2025-11-25 or later gets a **priming event** first — an id,
 //!   `retry`, and an empty `data` line — so that a host cut off before anything came
 //!   can come back for the whole stream after that long; the empty `data` line is what
@@ -16,7 +16,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use capable::core::server::streams::StreamEvent;
+use capable::internal::server::streams::StreamEvent;
 use futures_util::stream::{self, Stream, StreamExt};
 
 /// How long a host whose stream broke waits before it comes back for the rest (the

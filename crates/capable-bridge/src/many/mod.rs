@@ -30,12 +30,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capable::config::ConfigFile;
-use capable::core::jsonrpc::{codes, Payload};
-use capable::core::model::ResourceTemplate;
-use capable::core::server::merge::merged;
-use capable::core::Method;
-use capable::core::ServerCapabilities;
 use capable::host::{Host, HostError, HostEvent, HostOptions};
+use capable::internal::jsonrpc::{codes, Payload};
+use capable::internal::model::ResourceTemplate;
+use capable::internal::server::merge::merged;
+use capable::internal::Method;
+use capable::internal::ServerCapabilities;
 use capable::{Error, RequestOptions, Session};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;

@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use capable::core::jsonrpc::codes;
-use capable::core::server::fanout;
-use capable::core::Method;
 use capable::host::{split, Host};
+use capable::internal::jsonrpc::codes;
+use capable::internal::server::fanout;
+use capable::internal::Method;
 use capable::{Error, Session};
 use serde_json::{json, Map, Value};
 
@@ -47,8 +47,8 @@ impl Many {
     /// Whether the host may listen for updates of a URI: its owner declared
     /// `resources.subscribe` (or is down, and is asked again when it is back). For
     /// the engine, which acknowledges a 2026-07-28 host's listen stream with these
-    /// URIs alone ([`ServerConnection::set_subscribable`](capable::core::server::ServerConnection::set_subscribable)).
-    pub fn subscribable(&self) -> capable::core::server::Subscribable {
+    /// URIs alone ([`ServerConnection::set_subscribable`](capable::internal::server::ServerConnection::set_subscribable)).
+    pub fn subscribable(&self) -> capable::internal::server::Subscribable {
         let (host, templates) = (self.host.clone(), self.templates.clone());
         Box::new(move |uri| {
             let Some(server) = owner_in(&host, &templates, uri) else {

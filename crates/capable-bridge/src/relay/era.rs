@@ -1,7 +1,7 @@
 //! Across eras: a legacy host in front of a 2026-07-28 server, and the other way round.
 //! What maps is mapped, by the core's rules; what does not was never declared to the
 //! host (the engine tells each version only what it defines), so it is refused there —
-//! or, for tasks, refused by the bridge with why ([`capable::core::task_bridge`]).
+//! or, for tasks, refused by the bridge with why ([`capable::internal::task_bridge`]).
 //!
 //! | the host | the server | the bridge |
 //! |---|---|---|
@@ -11,17 +11,17 @@
 //! | 2026-07-28 `_meta` log level | legacy | `logging/setLevel` when it changes |
 //! | legacy, asked a question | 2026-07-28 `input_required` | the session asks the host (a request of the engine's) and retries |
 //! | 2026-07-28, asked a question | legacy `elicitation/create`, … | an `input_required` round for the host's waiting request, every question asked by then in it; its retry answers (`rounds.rs`) |
-//! | 2026-07-28, answered | legacy | `resultType`, and a list's or read's caching hints, added ([`capable::core::server::modern_result`]) |
+//! | 2026-07-28, answered | legacy | `resultType`, and a list's or read's caching hints, added ([`capable::internal::server::modern_result`]) |
 //! | 2025-11-25 `tasks`: `tools/call` with `params.task`, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` | 2026-07-28 with the tasks extension | declared as `tasks` (the extension to the server); `resultType: "task"` ⇄ `{task}`, a call run at once a task of the bridge's (completed, or failed for `isError`) that it answers for itself, `tasks/result` by polling `tasks/get` within the bound, `tasks/list` from the tasks the host started (`tasks.rs`) |
 //! | 2026-07-28 with the tasks extension: `tools/call`, `tasks/get`, `tasks/cancel` | 2025-11-25 with `tasks.requests.tools.call` | declared as the extension; `params.task` asked when the tool allows it, the outcome of an ended task fetched with `tasks/result`; a task's questions, asked on a `tasks/result` of the bridge's, in `tasks/get`, answered by `tasks/update` (`tasks.rs`, `task_input.rs`) |
 //! | 2026-07-28 without the tasks extension: `tools/call` of a tool that requires a task | 2025-11-25 with `tasks.requests.tools.call` | the task run and waited for within the bound: the tool's result; statuses as progress; the host's cancel a `tasks/cancel` (`tasks.rs`) |
 
 use std::time::Instant;
 
-use capable::core::bridge::{answer_form, local, Asker, Local};
-use capable::core::jsonrpc::{codes, RequestId, RpcError};
-use capable::core::server::{ClientRequest, LogLevel};
-use capable::core::{Era, Method};
+use capable::internal::bridge::{answer_form, local, Asker, Local};
+use capable::internal::jsonrpc::{codes, RequestId, RpcError};
+use capable::internal::server::{ClientRequest, LogLevel};
+use capable::internal::{Era, Method};
 use futures_util::FutureExt;
 use serde_json::value::RawValue;
 use serde_json::Value;

@@ -22,11 +22,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use capable::core::jsonrpc::{codes, RequestId, RpcError};
-use capable::core::notification::Notification;
-use capable::core::server::fanout::{self, Owner, Refused, Step, Wait};
-use capable::core::server::{ClientRequest, Interest};
-use capable::core::Method;
+use capable::internal::jsonrpc::{codes, RequestId, RpcError};
+use capable::internal::notification::Notification;
+use capable::internal::server::fanout::{self, Owner, Refused, Step, Wait};
+use capable::internal::server::{ClientRequest, Interest};
+use capable::internal::Method;
 use capable::{Error, ListenEvent, ListenFilter, ServerNotification, Session};
 use futures_util::future::{AbortHandle, BoxFuture};
 use futures_util::stream::{self, BoxStream, FuturesUnordered, SelectAll};

@@ -2,10 +2,10 @@
 //! table), what the host wants to hear of (kept open at the server in the server's
 //! era), its events (to the audit) and its restarts; or the many servers' events.
 
-use capable::core::bridge::FollowStep;
-use capable::core::notification::Notification;
-use capable::core::server::{Interest, Withheld};
 use capable::events::SessionEvent;
+use capable::internal::bridge::FollowStep;
+use capable::internal::notification::Notification;
+use capable::internal::server::{Interest, Withheld};
 use capable::{Error, ListenEvent, Listener};
 use futures_util::FutureExt;
 use serde_json::{json, Value};
@@ -155,7 +155,7 @@ impl Relay {
     /// Keeps what the host wants to hear of open at the server, in the server's era: a
     /// listen stream (2026-07-28), or subscriptions (legacy, for a 2026-07-28 host; a
     /// legacy host's own subscribe requests reach the server as they are). The core's
-    /// [`Follow`](capable::core::bridge::Follow) decides; this carries its steps out.
+    /// [`Follow`](capable::internal::bridge::Follow) decides; this carries its steps out.
     pub(super) fn follow(&mut self, interest: Interest) {
         let Some(era) = self.servers.era() else {
             // Many servers: each URI at its own (their lists they tell of themselves).

@@ -48,19 +48,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use capable::core::bridge::{Exchanges, Follow};
-use capable::core::input_rounds::may_ask_for_input;
-use capable::core::jsonrpc::FramingError;
-use capable::core::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
-use capable::core::model::ProgressParams;
-use capable::core::server::fanout::Fanout;
-use capable::core::server::{
+use capable::internal::bridge::{Exchanges, Follow};
+use capable::internal::input_rounds::may_ask_for_input;
+use capable::internal::jsonrpc::FramingError;
+use capable::internal::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
+use capable::internal::model::ProgressParams;
+use capable::internal::server::fanout::Fanout;
+use capable::internal::server::{
     ClientRequest, Event, LogLevel, Rounds, ServerConfig, ServerConnection,
 };
-use capable::core::task_bridge::{Carry, Route, TaskBridge};
-use capable::core::task_questions::TaskQuestions;
-use capable::core::task_started::Started;
-use capable::core::{Era, Extension, Outbox};
+use capable::internal::task_bridge::{Carry, Route, TaskBridge};
+use capable::internal::task_questions::TaskQuestions;
+use capable::internal::task_started::Started;
+use capable::internal::{Era, Extension, Outbox};
 use capable::{CachePolicy, Error, ListenEvent, Listener, RequestOptions};
 use futures_util::future::{AbortHandle, Abortable, BoxFuture};
 use futures_util::stream::FuturesUnordered;
@@ -89,7 +89,7 @@ type Forward = BoxFuture<'static, (u64, Answer)>;
 
 /// One host request at the server (the core's table decides whose it is); its handle
 /// cancels it there.
-type Exchange = capable::core::bridge::Exchange<AbortHandle>;
+type Exchange = capable::internal::bridge::Exchange<AbortHandle>;
 
 /// Something the relay must act on (see [`Relay::next`]).
 pub enum Wake {
@@ -226,7 +226,7 @@ impl Relay {
 
     /// Lets the server's notifications of no protocol method pass to the host where
     /// `allow` says so of their method (by default none does).
-    pub fn pass_notifications(&mut self, allow: capable::core::server::Custom) {
+    pub fn pass_notifications(&mut self, allow: capable::internal::server::Custom) {
         self.engine.set_custom_notifications(allow);
     }
 
@@ -258,7 +258,7 @@ impl Relay {
     }
 
     /// The version the host speaks, once known.
-    pub fn host_version(&self) -> Option<capable::core::ProtocolVersion> {
+    pub fn host_version(&self) -> Option<capable::internal::ProtocolVersion> {
         self.engine.phase().version()
     }
 

@@ -1,7 +1,7 @@
 //! A legacy server's questions to a 2026-07-28 host, which takes no requests: each goes
 //! to the host in an `input_required` round, the answer to a request of the host's
 //! waiting on the server, and the host's retry brings the answers back and carries the
-//! exchange on. The core's [`Rounds`](capable::core::server::Rounds) decides (what is
+//! exchange on. The core's [`Rounds`](capable::internal::server::Rounds) decides (what is
 //! kept, what a retry gets, deadlines); this file carries it out.
 //!
 //! | what happens | what the bridge does |
@@ -15,9 +15,9 @@
 
 use std::time::Instant;
 
-use capable::core::bridge::Asker;
-use capable::core::input_rounds::may_ask_for_input;
-use capable::core::server::{
+use capable::internal::bridge::Asker;
+use capable::internal::input_rounds::may_ask_for_input;
+use capable::internal::server::{
     client_allows, same_request, ClientRequest, Lapsed, Next, ServerMethod,
 };
 use serde_json::Value;
@@ -112,7 +112,7 @@ impl Relay {
             // knows no rounds): nothing they could answer, so they are refused, not
             // passed on. (Of many servers, a 2026-07-28 one's own rounds pass.)
             // (A task's questions are answered by `tasks/update`, not in a round.)
-            let legacy_behind = self.servers.era() == Some(capable::core::Era::Legacy);
+            let legacy_behind = self.servers.era() == Some(capable::internal::Era::Legacy);
             let in_a_round = may_ask_for_input(request.method);
             if legacy_behind && in_a_round && params.get("inputResponses").is_some() {
                 let why = invalid_params(

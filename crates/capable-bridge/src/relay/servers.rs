@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use capable::core::jsonrpc::Payload;
-use capable::core::model::Implementation;
-use capable::core::server::ServerConfig;
-use capable::core::task_bridge::TaskBridge;
-use capable::core::{Era, Method, ProtocolVersion};
+use capable::internal::jsonrpc::Payload;
+use capable::internal::model::Implementation;
+use capable::internal::server::ServerConfig;
+use capable::internal::task_bridge::TaskBridge;
+use capable::internal::{Era, Method, ProtocolVersion};
 use capable::{Error, RequestOptions, Session};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;

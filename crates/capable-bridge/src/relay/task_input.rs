@@ -1,7 +1,7 @@
 //! A 2025-11-25 task's questions, for a 2026-07-28 host: the server asks them on a
 //! `tasks/result`, which such a host never calls; the bridge calls it, and the host
 //! reads them in `tasks/get` and answers with `tasks/update`. What is shown, kept and
-//! answered is the core's [`TaskQuestions`](capable::core::task_questions); this file
+//! answered is the core's [`TaskQuestions`](capable::internal::task_questions); this file
 //! sends the `tasks/result` and routes the questions and answers.
 //!
 //! | what happens | what the bridge does |
@@ -14,9 +14,9 @@
 
 use std::time::Duration;
 
-use capable::core::jsonrpc::{Payload, RequestId};
-use capable::core::task_questions::related_task;
-use capable::core::Method;
+use capable::internal::jsonrpc::{Payload, RequestId};
+use capable::internal::task_questions::related_task;
+use capable::internal::Method;
 use capable::RequestOptions;
 use futures_util::FutureExt;
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! Tasks across eras: a 2025-11-25 host's tasks carried out at a 2026-07-28 server
 //! with the tasks extension, and a 2026-07-28 host's at a 2025-11-25 server with core
 //! tasks. What the host is told, which request is carried and how, what is refused,
-//! and every wire form are the core's ([`capable::core::task_bridge`]); this file
+//! and every wire form are the core's ([`capable::internal::task_bridge`]); this file
 //! sends the requests each one takes, on the session to the server behind.
 //!
 //! | the host asks | the bridge asks the server |
@@ -22,13 +22,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use capable::core::jsonrpc::{codes, Payload, RequestId};
-use capable::core::model::Task;
-use capable::core::notification::{Notification, NotificationMethod};
-use capable::core::task_bridge::{self, Carry};
-use capable::core::task_call;
-use capable::core::task_started::{Listed, Started};
-use capable::core::Method;
+use capable::internal::jsonrpc::{codes, Payload, RequestId};
+use capable::internal::model::Task;
+use capable::internal::notification::{Notification, NotificationMethod};
+use capable::internal::task_bridge::{self, Carry};
+use capable::internal::task_call;
+use capable::internal::task_started::{Listed, Started};
+use capable::internal::Method;
 use capable::{Error, RequestOptions, Session, TaskWait};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -148,7 +148,7 @@ impl Relay {
                 let Ok(result) = answer.decode::<Value>() else {
                     return answer;
                 };
-                let at = capable::core::time::rfc3339(SystemTime::now());
+                let at = capable::internal::time::rfc3339(SystemTime::now());
                 let made = self.started.settle(result, ttl, Instant::now(), &at);
                 return Payload::from_json(made.to_string().into_bytes());
             }

@@ -31,7 +31,7 @@ fn named(ctx: &Context) -> bool {
 async fn login(ctx: &Context) -> Result<(), CliError> {
     let (url, entry) = ctx.http_target()?;
     let oauth = ctx.oauth(&url, entry.as_ref(), ctx.login_mode(true))?;
-    let server = capable::core::http::redact::redact(&url);
+    let server = capable::internal::http::redact::redact(&url);
     let info = match oauth.login().await? {
         Login::Authorized(info) => info,
         Login::NotRequired => {
@@ -53,7 +53,7 @@ async fn login(ctx: &Context) -> Result<(), CliError> {
     } else {
         output::eprint_line(&format!(
             "Logged in to {} (issuer {}{}, {}); stored in {}",
-            capable::core::http::redact::redact_text(&info.server),
+            capable::internal::http::redact::redact_text(&info.server),
             info.issuer,
             scopes(&info)
                 .map(|s| format!(", scopes {s}"))
@@ -90,7 +90,7 @@ fn status(ctx: &Context) -> Result<(), CliError> {
     let mut t = Table::new(&["server", "issuer", "scopes", "expires", "refresh"]);
     for i in &infos {
         t.row(vec![
-            capable::core::http::redact::redact_text(&i.server),
+            capable::internal::http::redact::redact_text(&i.server),
             i.issuer.clone(),
             scopes(i).unwrap_or("-").to_owned(),
             expiry(i),
@@ -127,12 +127,12 @@ async fn logout(ctx: &Context) -> Result<(), CliError> {
         .await?;
     if ctx.global.json {
         output::json(
-            &serde_json::json!({"server": capable::core::http::redact::redact(&url), "removed": removed}),
+            &serde_json::json!({"server": capable::internal::http::redact::redact(&url), "removed": removed}),
         )?;
     } else {
         output::eprint_line(&format!(
             "removed {removed} stored token(s) for {}",
-            capable::core::http::redact::redact(&url)
+            capable::internal::http::redact::redact(&url)
         ));
     }
     Ok(())
@@ -158,7 +158,7 @@ fn expiry(info: &TokenInfo) -> String {
         Some(at) if at <= now => "expired".into(),
         Some(at) => format!(
             "expires in {}",
-            capable::core::time::humanize(std::time::Duration::from_secs(at - now))
+            capable::internal::time::humanize(std::time::Duration::from_secs(at - now))
         ),
     }
 }

@@ -71,7 +71,7 @@ fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<(Upstream, Policies), Cl
         let name = match (&g.server, ctx.target(&args.server)?) {
             (Some(name), _) => name.clone(),
             (None, ServerTarget::Http { url, .. }) => {
-                capable::core::http::redact::redact_unparsed(&url)
+                capable::internal::http::redact::redact_unparsed(&url)
             }
             (None, ServerTarget::Stdio(command)) => command.program,
         };

@@ -6,8 +6,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use capable::config::{ConfigFile, ServerTarget};
-use capable::core::restart::RestartPolicy;
 use capable::host::{Host, HostOptions, ServerError, ServerState, ServerStatus};
+use capable::internal::restart::RestartPolicy;
 use capable::Tap;
 
 use super::Context;
@@ -91,8 +91,8 @@ fn trace(name: &str) -> Tap {
         };
         let text = String::from_utf8_lossy(line);
         let shown = crate::output::one_line(&text, 4000);
-        let line =
-            capable::core::text::printable(&format!("{name} {arrow} {shown}"), false).into_owned();
+        let line = capable::internal::text::printable(&format!("{name} {arrow} {shown}"), false)
+            .into_owned();
         let _ = writeln!(std::io::stderr().lock(), "{line}");
     })
 }

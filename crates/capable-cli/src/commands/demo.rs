@@ -172,7 +172,7 @@ async fn subscribe_then_read(s: &Session) -> Value {
                 "modes": modes,
                 "fallback": format!(
                     "the host's explicit re-read policy (every {}): watch falls back to polling; reading never depended on subscribe",
-                    capable::core::time::humanize(FALLBACK_POLL)
+                    capable::internal::time::humanize(FALLBACK_POLL)
                 ),
                 "read": read,
             })

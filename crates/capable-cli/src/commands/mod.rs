@@ -248,7 +248,7 @@ impl Context {
             })?),
         };
         config.authorization_params = entry.authorization_params.into_iter().collect();
-        capable::core::auth::authorize::check_extra_params(&config.authorization_params)
+        capable::internal::auth::authorize::check_extra_params(&config.authorization_params)
             .map_err(|e| CliError::Usage(format!("oauth.authorizationParams: {e}")))?;
         config.send_resource = entry.send_resource.unwrap_or(true);
         config.issuer = entry.issuer;
@@ -351,14 +351,14 @@ fn read_inline_or_file(
 
 fn reqwest_url(url: &str) -> Result<capable::transport::http::Url, CliError> {
     let parsed = capable::transport::http::Url::parse(url).map_err(|e| {
-        let shown = capable::core::http::redact::redact_unparsed(url);
+        let shown = capable::internal::http::redact::redact_unparsed(url);
         CliError::Usage(format!("{shown:?} is not a URL: {e}"))
     })?;
     match parsed.scheme() {
         "http" | "https" => Ok(parsed),
         other => Err(CliError::Usage(format!(
             "{:?}: the scheme must be http or https, not {other}",
-            capable::core::http::redact::redact(&parsed)
+            capable::internal::http::redact::redact(&parsed)
         ))),
     }
 }

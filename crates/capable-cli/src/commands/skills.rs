@@ -6,7 +6,7 @@
 //! printed; a supporting file (`--file`) is read only when asked for, and verified
 //! the same way. A tampered skill is refused (exit 6) and nothing of it is printed.
 
-use capable::core::model::Skill;
+use capable::internal::model::Skill;
 use capable::Session;
 use serde_json::json;
 
@@ -17,8 +17,8 @@ use crate::output::{self, one_line, Table};
 
 fn files(skill: &Skill) -> String {
     match &skill.resources {
-        capable::core::model::SkillFiles::Listed(files) => files.len().to_string(),
-        capable::core::model::SkillFiles::Dynamic => "dynamic".into(),
+        capable::internal::model::SkillFiles::Listed(files) => files.len().to_string(),
+        capable::internal::model::SkillFiles::Dynamic => "dynamic".into(),
     }
 }
 
@@ -107,7 +107,7 @@ pub async fn show(
                 skill.name(),
                 skill.uri
             );
-            if let capable::core::model::SkillFiles::Listed(files) = &skill.resources {
+            if let capable::internal::model::SkillFiles::Listed(files) = &skill.resources {
                 let others: Vec<&str> = files
                     .iter()
                     .filter(|f| f.uri != skill.uri)

@@ -4,7 +4,7 @@
 //! only to a client that does). `list` needs a 2025-11-25 server that declares
 //! `tasks.list`: 2026-07-28 has no way to list tasks, and says so (exit 5).
 
-use capable::core::model::Task;
+use capable::internal::model::Task;
 use capable::Session;
 
 use super::{with_session, Context};

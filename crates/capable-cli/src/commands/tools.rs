@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use capable::core::model::{CallToolResult, Task, Tool};
-use capable::core::{Method, Notification};
+use capable::internal::model::{CallToolResult, Task, Tool};
+use capable::internal::{Method, Notification};
 use capable::{Error, RequestOptions, Session, TaskWait, ToolCall};
 
 use super::{parse_args, with_session, Context};
@@ -88,7 +88,7 @@ pub async fn list(ctx: &Context, args: &ServerArgs) -> Result<(), CliError> {
 /// the server says for how long.
 pub async fn list_and_keep(s: &Session, cache: &ServerCache) -> Result<Vec<Tool>, CliError> {
     let (tools, hint) = s.list_tools_with_hint().await?;
-    let ttl = hint.ttl_ms.and_then(capable::core::time::ttl);
+    let ttl = hint.ttl_ms.and_then(capable::internal::time::ttl);
     let scope = hint.cache_scope.as_deref().unwrap_or("private");
     cache.keep_tools(&tools, ttl, scope);
     Ok(tools)
@@ -217,7 +217,7 @@ async fn follow(
     task: Task,
     deadline: Option<Duration>,
     quiet: bool,
-) -> Result<capable::core::model::CallToolResult, CliError> {
+) -> Result<capable::internal::model::CallToolResult, CliError> {
     let id = task.task_id.clone();
     let wait = TaskWait {
         on_status: Some(Box::new(move |t: &Task| {

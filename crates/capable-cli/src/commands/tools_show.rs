@@ -6,7 +6,7 @@
 //! The tool comes from the on-disk cache while the server's last `tools/list` is
 //! fresh, else from listing (and the list is kept), as for `tools call`.
 
-use capable::core::model::Tool;
+use capable::internal::model::Tool;
 use capable::Session;
 
 use super::{with_session, Context};

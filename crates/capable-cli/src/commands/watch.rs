@@ -13,16 +13,16 @@
 //!
 //! `--reconnect` keeps watching through a server that crashes or a connection that
 //! breaks: the server is started (or connected) again by the restart rule a host uses
-//! ([`capable::core::restart`]: doubling delays with jitter, at most `--max-restarts`
+//! ([`capable::internal::restart`]: doubling delays with jitter, at most `--max-restarts`
 //! in a row, counted anew after `--healthy-after` of being up). What a restart cannot
 //! cure — a refused version, a contract violation, a missing subscription — ends the
 //! watch as without it.
 
 use std::time::{Duration, Instant};
 
-use capable::core::restart::{Decision, GiveUpReason, RestartPolicy, Restarts};
-use capable::core::watch::WatchMode;
-use capable::core::{Flag, Refusal};
+use capable::internal::restart::{Decision, GiveUpReason, RestartPolicy, Restarts};
+use capable::internal::watch::WatchMode;
+use capable::internal::{Flag, Refusal};
 use capable::{Error, ResourceRead, Session, WatchEvent, WatchPolicy};
 use serde_json::json;
 

@@ -73,12 +73,12 @@ pub struct BridgeArgs {
     /// With --listen: the most bytes of request bodies read at once, all connections
     /// together (a body that does not fit is refused, `503`: hundreds of large bodies
     /// at once hold no more than this).
-    #[arg(long, value_name = "SIZE", value_parser = capable::core::text::parse_size, default_value = "256MiB")]
+    #[arg(long, value_name = "SIZE", value_parser = capable::internal::text::parse_size, default_value = "256MiB")]
     pub max_body_total: usize,
     /// With --listen: the most bytes a host may leave unread on one stream (its `GET`, a
     /// request's SSE answer) behind a message; past it the stream is closed (a legacy
     /// host resumes it with Last-Event-ID).
-    #[arg(long, value_name = "SIZE", value_parser = capable::core::text::parse_size, default_value = "8MiB")]
+    #[arg(long, value_name = "SIZE", value_parser = capable::internal::text::parse_size, default_value = "8MiB")]
     pub stream_buffer: usize,
     /// With --listen: the most messages a 2025-03-26 host's batch may hold (past it the
     /// batch is refused whole, `400`).

@@ -97,7 +97,7 @@ pub struct Global {
     pub refresh: bool,
     /// The largest message accepted from a server (`64MiB`, `512KiB`, bytes); a
     /// larger one ends the session with a clear error instead of exhausting memory.
-    #[arg(long, global = true, value_name = "SIZE", value_parser = capable::core::text::parse_size, default_value = "64MiB")]
+    #[arg(long, global = true, value_name = "SIZE", value_parser = capable::internal::text::parse_size, default_value = "64MiB")]
     pub max_message: usize,
     /// When to colour help, errors and log lines: `auto` (on a terminal, unless
     /// NO_COLOR is set), `always`, `never`.
@@ -504,20 +504,20 @@ pub fn parse_header(s: &str) -> Result<(String, String), String> {
         .split_once(':')
         .ok_or_else(|| "a header is written 'Name: value' (the value is not shown)".to_owned())?;
     let (name, value) = (name.trim(), value.trim());
-    capable::core::http::redact::check_header(name, value)?;
+    capable::internal::http::redact::check_header(name, value)?;
     Ok((name.to_owned(), value.to_owned()))
 }
 
 /// `2s`, `500ms`, `1m`, `1.5s`, `90` (seconds), at most a year.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    capable::core::time::parse_duration(s)
+    capable::internal::time::parse_duration(s)
 }
 
 fn parse_protocol(s: &str) -> Result<ProtocolChoice, String> {
     s.parse().map_err(|_| {
         format!(
             "{s:?} is not a protocol choice: use auto, legacy, modern or one of {}",
-            capable::core::version::list(&capable::ProtocolVersion::ALL)
+            capable::internal::version::list(&capable::ProtocolVersion::ALL)
         )
     })
 }

@@ -8,7 +8,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use capable::core::ProtocolVersion;
+use capable::internal::ProtocolVersion;
 use capable_test_support::assert_valid_from_server;
 use serde_json::{json, Value};
 

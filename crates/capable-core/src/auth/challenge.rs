@@ -6,7 +6,7 @@
 //! the current challenge; a comma followed by a bare token starts the next one.
 //!
 //! ```
-//! use capable_core::auth::challenge::parse;
+//! use capable_core::internal::auth::challenge::parse;
 //! let c = parse(r#"Bearer error="invalid_token", error_description="Missing header, or expired", resource_metadata="https://mcp.test/.well-known/oauth-protected-resource/mcp", scope="a b""#);
 //! assert_eq!(c.len(), 1);
 //! assert_eq!(c[0].param("error_description"), Some("Missing header, or expired"));

@@ -19,8 +19,8 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use capable_core::auth::device::{parse_device_authorization, DevicePoll, DeviceStep};
-//! use capable_core::auth::TokenError;
+//! use capable_core::internal::auth::device::{parse_device_authorization, DevicePoll, DeviceStep};
+//! use capable_core::internal::auth::TokenError;
 //!
 //! let answer = br#"{"device_code":"d","user_code":"WDJB-MJHT",
 //!     "verification_uri":"https://as.test/device","expires_in":600,"interval":2}"#;

@@ -14,7 +14,7 @@
 //!   could be more than one request's is nobody's: it is never guessed.
 //!
 //! ```
-//! use capable_core::bridge::{Asker, Exchange, Exchanges};
+//! use capable_core::internal::bridge::{Asker, Exchange, Exchanges};
 //! use capable_core::{Method, RequestId};
 //!
 //! let mut table: Exchanges<&str> = Exchanges::default();

@@ -431,7 +431,7 @@ impl<W> Connection<W> {
         self.subscriptions.iter().map(String::as_str)
     }
 
-    /// The result kept for `key`, if still fresh at `now` (see [`crate::cache`]).
+    /// The result kept for `key`, if still fresh at `now` (see [`ResponseCache`](crate::ResponseCache)).
     pub fn cached(
         &self,
         key: &crate::cache::CacheKey,

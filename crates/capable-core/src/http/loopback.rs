@@ -6,7 +6,7 @@
 //! values in, verdicts out; the servers wrap them in their own answers.
 //!
 //! ```
-//! use capable_core::http::loopback::{bearer, is_json, is_loopback_authority, is_loopback_origin, same_secret};
+//! use capable_core::internal::http::loopback::{bearer, is_json, is_loopback_authority, is_loopback_origin, same_secret};
 //!
 //! assert!(is_loopback_authority("LOCALHOST:8123", 8123));
 //! assert!(!is_loopback_authority("localhost:8124", 8123));

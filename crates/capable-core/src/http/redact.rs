@@ -48,7 +48,7 @@ pub fn redact_text(url: &str) -> String {
 /// an `@` after the scheme and anything after a `?` is `***`.
 ///
 /// ```
-/// use capable_core::http::redact::redact_unparsed;
+/// use capable_core::internal::http::redact::redact_unparsed;
 /// assert_eq!(redact_unparsed("http://u:pw@host:99999/mcp?k=v"), "http://***@host:99999/mcp?***");
 /// assert_eq!(redact_unparsed("localhost:8080/mcp"), "localhost:8080/mcp");
 /// ```

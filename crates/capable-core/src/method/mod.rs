@@ -61,7 +61,7 @@ use props::{CORE_TASKS, CORE_TASKS_CANCEL, CORE_TASKS_LIST, SKILLS_EXTENSION, TA
 /// above it.
 macro_rules! methods {
     ($($(#[doc = $doc:literal])* $method:ident = $name:literal: $props:expr;)*) => {
-        /// A client→server request method: one row of [the method table](self).
+        /// A client→server request method: one row of the method table.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Method {
             $($(#[doc = $doc])* $method,)*

@@ -61,7 +61,7 @@ pub(crate) const SKILLS_EXTENSION: Need = Need::Extension(Extension::Skills);
 
 /// What a method is to tasks: how a bridge between the two designs of tasks
 /// (2025-11-25's core tasks, 2026-07-28's extension) treats it. The bridge's own table
-/// ([`crate::task_bridge`]) says what it does with each role, per direction.
+/// says what it does with each role, per direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TaskRole {

@@ -25,7 +25,7 @@
 //! server that holds its URI ([`Fanout::holds`]): another server's is not the host's.
 //!
 //! ```
-//! use capable_core::server::fanout::{Fanout, Owner, Step};
+//! use capable_core::internal::server::fanout::{Fanout, Owner, Step};
 //! use capable_core::{Era, ServerCapabilities};
 //! use serde_json::json;
 //!

@@ -9,7 +9,7 @@
 //! | anything else (experimental, extensions, tasks) | nothing: it is one server's, and not routed |
 //!
 //! ```
-//! use capable_core::server::merge::merged;
+//! use capable_core::internal::server::merge::merged;
 //! use capable_core::{Capability, Flag, ServerCapabilities};
 //! use serde_json::json;
 //!

@@ -42,7 +42,7 @@
 //! | `param_rules.rs` | over Streamable HTTP: a `tools/call`'s `Mcp-Param-*` headers against its arguments |
 //!
 //! ```
-//! use capable_core::server::{Event, ServerConfig, ServerConnection};
+//! use capable_core::internal::server::{Event, ServerConfig, ServerConnection};
 //! use capable_core::{Incoming, Outbox};
 //! use capable_core::model::Implementation;
 //! use serde_json::json;

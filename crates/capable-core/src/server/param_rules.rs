@@ -20,7 +20,7 @@
 //! listed has no rules to hold it to ([`ParamRules::knows`] tells).
 //!
 //! ```
-//! use capable_core::server::ParamRules;
+//! use capable_core::internal::server::ParamRules;
 //! use serde_json::json;
 //!
 //! let mut rules = ParamRules::default();

@@ -9,7 +9,7 @@
 //! the line that names the error (by the rules of [`Cause`]) wherever it was:
 //!
 //! ```
-//! use capable_core::stderr::StderrLog;
+//! use capable_core::internal::stderr::StderrLog;
 //!
 //! let mut log = StderrLog::new();
 //! log.push("loading config".into());
@@ -23,7 +23,7 @@
 //! assert!(text.contains(" lines left out …\n"));
 //! assert!(text.ends_with("retry 999"));
 //! // The text keeps its cause findable, markers and all.
-//! assert_eq!(capable_core::stderr::cause_of(&text), Some("Error: Cannot find module 'x'"));
+//! assert_eq!(capable_core::internal::stderr::cause_of(&text), Some("Error: Cannot find module 'x'"));
 //! ```
 
 mod cause;

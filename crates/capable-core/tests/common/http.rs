@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use capable_core::http::{
+use capable_core::internal::http::{
     Action, Body, ExchangeId, Failure, Head, HttpSession, Reconnect, Request,
 };
-use capable_core::outbox::{Outgoing, OutgoingRequest};
+use capable_core::internal::outbox::{Outgoing, OutgoingRequest};
 use capable_core::{Method, Negotiated, ProtocolVersion, RequestId, ServerCapabilities};
 use serde_json::{json, Value};
 

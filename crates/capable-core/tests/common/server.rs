@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use capable_core::server::{Event, ServerConfig, ServerConnection};
+use capable_core::internal::server::{Event, ServerConfig, ServerConnection};
 use capable_core::{Incoming, Outbox, ProtocolChoice, ProtocolVersion};
 use capable_test_support::{assert_valid_result, take_from_server};
 use serde_json::{json, Value};

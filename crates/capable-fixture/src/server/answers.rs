@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capable_core::jsonrpc::{codes, RequestId};
-use capable_core::server::{ClientRequest, ServerMethod};
+use capable_core::internal::jsonrpc::{codes, RequestId};
+use capable_core::internal::server::{ClientRequest, ServerMethod};
 use capable_core::Method;
 use serde_json::{json, Value};
 

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use capable_core::jsonrpc::RequestId;
+use capable_core::internal::jsonrpc::RequestId;
 use serde_json::{json, Value};
 
 use super::{Fixture, Profile};

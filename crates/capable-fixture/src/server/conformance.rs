@@ -20,8 +20,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use capable_core::jsonrpc::{codes, RequestId};
-use capable_core::server::ClientRequest;
+use capable_core::internal::jsonrpc::{codes, RequestId};
+use capable_core::internal::server::ClientRequest;
 use capable_core::Era;
 use serde_json::{json, Value};
 

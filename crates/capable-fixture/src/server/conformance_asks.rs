@@ -21,7 +21,7 @@
 
 use serde_json::{json, Map, Value};
 
-use capable_core::server::ServerMethod;
+use capable_core::internal::server::ServerMethod;
 
 /// One question: the key its answer comes back under (2026-07-28), what it asks.
 pub(super) struct Ask {

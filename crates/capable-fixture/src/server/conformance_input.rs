@@ -21,7 +21,7 @@ use std::hash::BuildHasher;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Instant;
 
-use capable_core::jsonrpc::{codes, Payload, RequestId, RpcError};
+use capable_core::internal::jsonrpc::{codes, Payload, RequestId, RpcError};
 use serde_json::{json, Map, Value};
 
 use super::conformance::complete;

@@ -6,8 +6,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use capable_core::jsonrpc::{self, codes, Incoming, RequestId, RpcError};
-use capable_core::server::Phase;
+use capable_core::internal::jsonrpc::{self, codes, Incoming, RequestId, RpcError};
+use capable_core::internal::server::Phase;
 use serde_json::{json, Value};
 
 use super::{Fixture, Profile};

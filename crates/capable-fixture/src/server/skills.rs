@@ -3,7 +3,7 @@
 //! describes it; the other's `SKILL.md` differs from the file its entry's digest and
 //! size name, as a tampered skill would.
 
-use capable_core::skills::digest;
+use capable_core::internal::skills::digest;
 use serde_json::{json, Value};
 
 /// The faithful skill's `SKILL.md`.

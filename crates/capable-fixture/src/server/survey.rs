@@ -8,8 +8,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use capable_core::jsonrpc::{Payload, RequestId, RpcError};
-use capable_core::server::ServerMethod;
+use capable_core::internal::jsonrpc::{Payload, RequestId, RpcError};
+use capable_core::internal::server::ServerMethod;
 use serde_json::{json, Value};
 
 use super::{answers, Fixture, Profile};

@@ -29,8 +29,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use capable_core::jsonrpc::{codes, Payload, RequestId, RpcError};
-use capable_core::server::ServerMethod;
+use capable_core::internal::jsonrpc::{codes, Payload, RequestId, RpcError};
+use capable_core::internal::server::ServerMethod;
 use capable_core::{Extension, Method};
 use serde_json::{json, Map, Value};
 

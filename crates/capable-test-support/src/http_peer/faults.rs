@@ -18,6 +18,7 @@ pub struct OwnRuntimePeer {
 }
 
 impl OwnRuntimePeer {
+    /// Starts a peer at `/mcp` answering with `handler`, on a runtime of its own.
     pub fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> OwnRuntimePeer {
         // Built on a thread of its own: a runtime cannot be entered from inside another.
         let (runtime, peer) = std::thread::spawn(move || {
@@ -37,6 +38,7 @@ impl OwnRuntimePeer {
         }
     }
 
+    /// The peer's MCP endpoint.
     pub fn url(&self) -> String {
         self.peer
             .as_ref()

@@ -16,17 +16,22 @@ use tokio::net::{TcpListener, TcpStream};
 /// One request as the peer received it.
 #[derive(Clone, Debug)]
 pub struct Seen {
+    /// The HTTP method (`POST`, `GET`, `DELETE`).
     pub method: String,
+    /// The request target: path and query.
     pub path: String,
     /// Header names lower-cased.
     pub headers: HashMap<String, String>,
+    /// The body read as JSON, if it is JSON.
     pub body: Option<Value>,
     /// The body as sent (a form, for a token request).
     pub raw: Vec<u8>,
+    /// When the peer read it.
     pub at: Instant,
 }
 
 impl Seen {
+    /// The value of header `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .get(&name.to_ascii_lowercase())
@@ -38,6 +43,7 @@ impl Seen {
         self.body.as_ref()?.get("method")?.as_str()
     }
 
+    /// The JSON-RPC id of a POST body.
     pub fn rpc_id(&self) -> Option<&Value> {
         self.body.as_ref()?.get("id")
     }
@@ -76,16 +82,21 @@ pub enum Reply {
     Raw(u16, Vec<(String, String)>, Vec<u8>),
 }
 
+/// How a test answers each request.
 pub type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
 
+/// The running peer; it stops when dropped.
 pub struct Peer {
+    /// Its MCP endpoint: `http://127.0.0.1:PORT` and the path it was started with.
     pub url: String,
+    /// The port it listens on.
     pub port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Peer {
+    /// Listens on a free port of 127.0.0.1 and answers every request with `handler`.
     pub async fn start(
         path: &str,
         handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
@@ -116,6 +127,7 @@ impl Peer {
         }
     }
 
+    /// Every request received so far, in order.
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
@@ -128,6 +140,7 @@ impl Peer {
             .collect()
     }
 
+    /// The requests whose HTTP method is `http_method`.
     pub fn requests(&self, http_method: &str) -> Vec<Seen> {
         self.seen()
             .into_iter()
@@ -262,6 +275,7 @@ pub fn priming(id: &str, retry_ms: u64) -> String {
 }
 
 /// A legacy `initialize` result.
+/// A legacy `initialize` answer to request `id`: `version`, `capabilities`.
 pub fn initialize_result(id: &Value, version: &str, capabilities: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
         "protocolVersion": version,
@@ -270,6 +284,7 @@ pub fn initialize_result(id: &Value, version: &str, capabilities: Value) -> Valu
     }})
 }
 
+/// A JSON-RPC result answering request `id`.
 pub fn result(id: &Value, result: Value) -> Value {
     serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
 }

@@ -9,7 +9,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use capable::core::model::JsonObject;
+use capable::internal::model::JsonObject;
 use serde::Deserialize;
 use serde_json::{json, Value};
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use capable::core::model::JsonObject;
+use capable::internal::model::JsonObject;
 use serde::Deserialize;
 use serde_json::json;
 

@@ -65,7 +65,7 @@ impl AuditReport {
                     serde_json::to_string_pretty(&f.request).unwrap_or_default(),
                     serde_json::to_string_pretty(&f.response).unwrap_or_default(),
                     f.protocol_version,
-                    capable_core::time::rfc3339(f.at),
+                    capable_core::internal::time::rfc3339(f.at),
                 ));
             }
         }

@@ -192,7 +192,7 @@ pub struct Finding {
 }
 
 fn rfc3339<S: Serializer>(at: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&capable_core::time::rfc3339(*at))
+    s.serialize_str(&capable_core::internal::time::rfc3339(*at))
 }
 
 /// What kind of contract violation a [`Finding`] records.

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::probe::Auditor;
 use super::report::{FindingKind, Outcome};
 use crate::session::ListenEvent;
-use capable_core::time::humanize;
+use capable_core::internal::time::humanize;
 
 const SUBSCRIBE: &str = "resources.subscribe";
 const LISTEN: &str = "open and close a listen stream";

@@ -17,8 +17,8 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use capable_core::auth::need::remedy;
-use capable_core::auth::{jwt, scope, AuthNeed, Remedy};
+use capable_core::internal::auth::need::remedy;
+use capable_core::internal::auth::{jwt, scope, AuthNeed, Remedy};
 use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use reqwest::Url;
 
@@ -517,9 +517,12 @@ impl OAuthClient {
             .iter()
             .filter_map(|v| v.to_str().ok().map(str::to_owned))
             .collect();
-        if let Some(need) =
-            capable_core::auth::need::classify(status, &challenges, None, self.server.as_str())
-        {
+        if let Some(need) = capable_core::internal::auth::need::classify(
+            status,
+            &challenges,
+            None,
+            self.server.as_str(),
+        ) {
             return Ok(Probe::Needs(need));
         }
         if matches!(status, 404 | 405 | 500..) {

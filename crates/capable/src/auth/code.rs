@@ -36,9 +36,9 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use capable_core::auth::authorize::{callback_params, is_redirect_to, validate_callback};
-use capable_core::auth::token::oauth_error;
-use capable_core::auth::{CallbackError, Pending};
+use capable_core::internal::auth::authorize::{callback_params, is_redirect_to, validate_callback};
+use capable_core::internal::auth::token::oauth_error;
+use capable_core::internal::auth::{CallbackError, Pending};
 use reqwest::Url;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

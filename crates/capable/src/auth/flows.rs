@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use capable_core::auth::client::other_secret_method;
-use capable_core::auth::forgotten::{self, ClientRefusal};
-use capable_core::auth::revocation::{revocation_request, revocation_retry};
-use capable_core::auth::token::{
+use capable_core::internal::auth::client::other_secret_method;
+use capable_core::internal::auth::forgotten::{self, ClientRefusal};
+use capable_core::internal::auth::revocation::{revocation_request, revocation_retry};
+use capable_core::internal::auth::token::{
     assertion_claims, issued_token, parse_token_response, token_request, CLIENT_ASSERTION_JWT,
 };
-use capable_core::auth::{
+use capable_core::internal::auth::{
     jwt, scope, AuthMethod, AuthNeed, Discovered, Discovery, Grant, Next, Registration,
     RegistrationSource, Token, TokenError, TokenRequest,
 };
@@ -190,7 +190,7 @@ impl OAuthClient {
             AuthMethod::PrivateKeyJwt
         } else {
             settings.auth_method.unwrap_or_else(|| {
-                capable_core::auth::client::auth_method(
+                capable_core::internal::auth::client::auth_method(
                     &d.metadata,
                     None,
                     settings.client_secret.is_some(),
@@ -230,7 +230,11 @@ impl OAuthClient {
                 .client_auth
                 .or(settings.auth_method)
                 .unwrap_or_else(|| {
-                    capable_core::auth::client::auth_method(&Default::default(), None, has_secret)
+                    capable_core::internal::auth::client::auth_method(
+                        &Default::default(),
+                        None,
+                        has_secret,
+                    )
                 });
             return client(
                 settings.client_secret.clone(),
@@ -290,7 +294,7 @@ impl OAuthClient {
             resource_metadata: None,
             issuer: latest.key.issuer.clone(),
             metadata: Default::default(),
-            source: capable_core::auth::MetadataSource::Configured,
+            source: capable_core::internal::auth::MetadataSource::Configured,
             notes: Vec::new(),
         };
         let refused = match self
@@ -361,7 +365,7 @@ impl OAuthClient {
                 resource_metadata: None,
                 issuer: stored.key.issuer.clone(),
                 metadata: Default::default(),
-                source: capable_core::auth::MetadataSource::Configured,
+                source: capable_core::internal::auth::MetadataSource::Configured,
                 notes: Vec::new(),
             };
             let outcome = match self.with_assertion(&d, request, &client) {

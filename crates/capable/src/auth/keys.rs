@@ -1,11 +1,11 @@
 //! ES256 keys and signatures, randomness and the wall clock, on aws-lc-rs (the
 //! crypto provider rustls already uses, so no second one is linked). The JWT framing
-//! is the core's ([`capable_core::auth::jwt`]); only the signature is computed here.
+//! is the core's ([`capable_core::internal::auth::jwt`]); only the signature is computed here.
 
 use aws_lc_rs::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use capable_core::auth::jwt::{self, EcPublicKey};
+use capable_core::internal::auth::jwt::{self, EcPublicKey};
 use serde_json::Value;
 
 use super::AuthError;

@@ -11,15 +11,15 @@
 
 use std::time::Instant;
 
-use capable_core::auth::authorize::{authorization_url, state_from_random};
-use capable_core::auth::client::{choose, Purpose};
-use capable_core::auth::device::{
+use capable_core::internal::auth::authorize::{authorization_url, state_from_random};
+use capable_core::internal::auth::client::{choose, Purpose};
+use capable_core::internal::auth::device::{
     device_request, parse_device_authorization, DeviceOutcome, DevicePoll, DeviceStep,
 };
-use capable_core::auth::forgotten::{self, ClientRefusal};
-use capable_core::auth::registration::{registered, registration_retry};
-use capable_core::auth::token::token_request;
-use capable_core::auth::{
+use capable_core::internal::auth::forgotten::{self, ClientRefusal};
+use capable_core::internal::auth::registration::{registered, registration_retry};
+use capable_core::internal::auth::token::token_request;
+use capable_core::internal::auth::{
     scope, CallbackError, Discovered, Grant, Identity, Pending, Pkce, Registration, Token,
     TokenError,
 };

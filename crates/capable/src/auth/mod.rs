@@ -1,5 +1,5 @@
 //! OAuth 2.1 authorization for HTTP servers: the I/O of what the core's
-//! [`capable_core::auth`] decides.
+//! [`capable_core::internal::auth`] decides.
 //!
 //! An [`OAuthClient`] stands for one MCP server. Given to a connection
 //! ([`HttpConfig::oauth`](crate::HttpConfig::oauth)), it presents the stored token on
@@ -52,7 +52,12 @@ mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use capable_core::auth::{AuthMethod, ClientSettings, ScopeRefusal};
+// The core's OAuth types this module's API names, re-exported as part of it.
+pub use capable_core::internal::auth::registration::RegistrationError;
+pub use capable_core::internal::auth::{
+    AuthMethod, CallbackError, ClientSettings, DiscoveryError, Registration, RegistrationSource,
+    ScopeRefusal, Token, TokenError,
+};
 pub use client::{Login, OAuthClient, TokenInfo};
 pub use store::{CredentialKey, CredentialStore, FileStore, MemoryStore, StoredToken};
 
@@ -183,7 +188,7 @@ pub struct OAuthConfig {
     pub redirect_uri: Option<String>,
     /// Extra parameters of the authorization request a provider wants (Auth0's
     /// `audience`, Google's `access_type=offline` and `prompt=consent`). The flow's
-    /// own parameters cannot be given ([`capable_core::auth::authorize::RESERVED`]).
+    /// own parameters cannot be given ([`capable_core::internal::auth::authorize::RESERVED`]).
     pub authorization_params: Vec<(String, String)>,
     /// Whether to send the RFC 8707 `resource` parameter (default: yes, as MCP
     /// requires); off for an authorization server that rejects it.
@@ -298,7 +303,7 @@ pub enum AuthError {
     },
     /// Discovery failed.
     #[error(transparent)]
-    Discovery(#[from] capable_core::auth::DiscoveryError),
+    Discovery(#[from] capable_core::internal::auth::DiscoveryError),
     /// The authorization server does not advertise PKCE with S256.
     #[error("the authorization server {issuer} does not advertise PKCE with S256 (code_challenge_methods_supported); refusing to authorize without it")]
     NoPkce {
@@ -310,13 +315,13 @@ pub enum AuthError {
     NoClient(String),
     /// Dynamic registration failed.
     #[error(transparent)]
-    Registration(#[from] capable_core::auth::registration::RegistrationError),
+    Registration(#[from] capable_core::internal::auth::registration::RegistrationError),
     /// The authorization answer was refused.
     #[error(transparent)]
-    Callback(#[from] capable_core::auth::CallbackError),
+    Callback(#[from] capable_core::internal::auth::CallbackError),
     /// A token request failed.
     #[error(transparent)]
-    Token(#[from] capable_core::auth::TokenError),
+    Token(#[from] capable_core::internal::auth::TokenError),
     /// An authorization server could not be reached.
     #[error("{what}: {url}: {detail}")]
     Unreachable {
@@ -336,7 +341,7 @@ pub enum AuthError {
         status: u16,
     },
     /// The user did not authorize in time (or the device code expired first).
-    #[error("no authorization within {}", capable_core::time::humanize(*after))]
+    #[error("no authorization within {}", capable_core::internal::time::humanize(*after))]
     TimedOut {
         /// How long it waited.
         after: Duration,
@@ -399,7 +404,7 @@ impl AuthError {
     /// The same error with `scrub` applied to every text a server chose (an error
     /// description, a detail): a hostile server may echo a secret it was sent.
     pub(crate) fn scrubbed(self, scrub: &dyn Fn(&str) -> String) -> AuthError {
-        use capable_core::auth::{CallbackError, TokenError};
+        use capable_core::internal::auth::{CallbackError, TokenError};
         match self {
             AuthError::Token(TokenError::Refused {
                 url,

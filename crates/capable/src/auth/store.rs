@@ -19,7 +19,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use capable_core::auth::{AuthMethod, Registration, Token};
+use capable_core::internal::auth::{AuthMethod, Registration, Token};
 use serde::{Deserialize, Serialize};
 
 /// The key of a stored token.
@@ -375,7 +375,7 @@ fn flock(_file: &std::fs::File) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capable_core::auth::RegistrationSource;
+    use capable_core::internal::auth::RegistrationSource;
 
     fn token(resource: &str, issuer: &str, access: &str) -> StoredToken {
         StoredToken {

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use capable_core::auth::metadata::secure_enough;
-use capable_core::auth::TokenRequest;
+use capable_core::internal::auth::metadata::secure_enough;
+use capable_core::internal::auth::TokenRequest;
 use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, COOKIE, LOCATION};
 use reqwest::Url;
 use serde_json::Value;
@@ -156,7 +156,7 @@ impl Wire {
 /// An authorization server endpoint, refused unless HTTPS (or loopback HTTP).
 pub(crate) fn endpoint(what: &str, url: &str) -> Result<Url, AuthError> {
     let parsed = Url::parse(url).map_err(|e| {
-        let shown = capable_core::http::redact::redact_unparsed(url);
+        let shown = capable_core::internal::http::redact::redact_unparsed(url);
         AuthError::Config(format!("{what} {shown:?} is not a URL: {e}"))
     })?;
     if !secure_enough(&parsed) {

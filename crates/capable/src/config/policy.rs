@@ -67,13 +67,13 @@ pub(super) fn read(raw: &Value) -> Result<Option<ServerPolicy>, String> {
     let timeout = match &entry.timeout {
         None => None,
         Some(Value::Number(ms)) => ms.as_u64().map(Duration::from_millis),
-        Some(Value::String(text)) => Some(capable_core::time::parse_duration(text)?),
+        Some(Value::String(text)) => Some(capable_core::internal::time::parse_duration(text)?),
         Some(other) => return Err(format!("timeout {other} is not a duration")),
     };
     let output_budget = match &entry.output_budget {
         None => None,
         Some(Value::Number(bytes)) => bytes.as_u64().map(|b| b as usize),
-        Some(Value::String(text)) => Some(capable_core::text::parse_size(text)?),
+        Some(Value::String(text)) => Some(capable_core::internal::text::parse_size(text)?),
         Some(other) => return Err(format!("outputBudget {other} is not a size")),
     };
     let policy = ServerPolicy {

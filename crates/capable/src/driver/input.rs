@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use capable_core::input_kind::InputKind;
-use capable_core::method::ClientNotificationMethod;
+use capable_core::internal::input_kind::InputKind;
+use capable_core::internal::method::ClientNotificationMethod;
 use capable_core::RequestId;
 use serde_json::Value;
 use tokio::sync::mpsc;

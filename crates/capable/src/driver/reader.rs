@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use capable_core::jsonrpc::{value_budget, within_value_budget, FramingError};
+use capable_core::internal::jsonrpc::{value_budget, within_value_budget, FramingError};
 use capable_core::{Event, Incoming, Notice, Notification, RequestId, ResponseError};
 use tokio::sync::mpsc;
 
@@ -156,7 +156,7 @@ pub(crate) fn cut_off(line: &[u8]) -> Notice {
     Notice::SkippedLine {
         reason: format!(
             "the server's output ended in the middle of a message ({} written)",
-            capable_core::text::size(line.len())
+            capable_core::internal::text::size(line.len())
         ),
     }
 }

@@ -8,7 +8,7 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
-use capable_core::time::humanize;
+use capable_core::internal::time::humanize;
 use capable_core::{Method, NegotiationError, Refusal, RpcError, Violation};
 
 use crate::auth::AuthError;
@@ -16,6 +16,7 @@ use crate::transport::stdio::SpawnError;
 use crate::transport::TransportError;
 
 mod kind;
+pub use capable_core::internal::skills::SkillError;
 pub use kind::ErrorKind;
 
 /// A failed client operation.
@@ -73,7 +74,7 @@ pub enum Error {
         /// a grace period.
         status: Option<ExitStatus>,
         /// Its stderr, bounded: the first lines, `… N lines left out …` where some
-        /// fell between, the last lines (see [`capable_core::stderr::StderrLog`]).
+        /// fell between, the last lines (see [`capable_core::internal::stderr::StderrLog`]).
         stderr: String,
     },
     /// An HTTP server answered a request with an HTTP error and no JSON-RPC answer.
@@ -126,7 +127,7 @@ pub enum Error {
     /// A skill file is not what its entry describes (or the skill cannot be
     /// verified at all): it was not used.
     #[error(transparent)]
-    Skill(#[from] capable_core::skills::SkillError),
+    Skill(#[from] capable_core::internal::skills::SkillError),
     /// A task ended with a JSON-RPC error.
     #[error("task {task_id} failed{}: {error}", message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default())]
     TaskFailed {
@@ -192,7 +193,7 @@ fn stderr_hint(stderr: &str) -> String {
     }
     let last: Vec<&str> = stderr.lines().rev().take(5).collect();
     let last: Vec<&str> = last.into_iter().rev().collect();
-    let cause = match capable_core::stderr::cause_of(stderr) {
+    let cause = match capable_core::internal::stderr::cause_of(stderr) {
         Some(cause) if !last.contains(&cause) => format!(": {}", cause.trim()),
         _ => String::new(),
     };
@@ -217,7 +218,7 @@ fn body_hint(body: &str) -> String {
 impl Error {
     /// The line of an exited server's stderr that names its error (`Error: Cannot find
     /// module …`, a Python exception, a Rust panic; see
-    /// [`capable_core::stderr::Cause`]), when it wrote one.
+    /// [`capable_core::internal::stderr::Cause`]), when it wrote one.
     ///
     /// ```
     /// let stderr = "node:internal/modules/cjs/loader:1228\n  throw err;\n\n\
@@ -232,7 +233,7 @@ impl Error {
     /// ```
     pub fn stderr_cause(&self) -> Option<&str> {
         match self {
-            Error::ServerExited { stderr, .. } => capable_core::stderr::cause_of(stderr),
+            Error::ServerExited { stderr, .. } => capable_core::internal::stderr::cause_of(stderr),
             _ => None,
         }
     }
@@ -240,7 +241,7 @@ impl Error {
     /// Whether the server said the resource does not exist (`-32002` in legacy
     /// revisions, `-32602` in 2026-07-28; both are accepted).
     pub fn is_resource_not_found(&self) -> bool {
-        use capable_core::jsonrpc::codes;
+        use capable_core::internal::jsonrpc::codes;
         matches!(self, Error::Rpc { method: Method::ReadResource, error }
             if error.code == codes::RESOURCE_NOT_FOUND || error.code == codes::INVALID_PARAMS)
     }

@@ -1,11 +1,11 @@
 //! What a client error means for restarting: each [`Error`] mapped onto the core's
 //! [`Failure`], whose [`is_retryable`](Failure::is_retryable) the restart decision
-//! ([`capable_core::restart`]) reads. The mapping goes by the error's type and its
+//! ([`capable_core::internal::restart`]) reads. The mapping goes by the error's type and its
 //! cause, never by its words.
 
 use std::io::ErrorKind;
 
-use capable_core::restart::Failure;
+use capable_core::internal::restart::Failure;
 use capable_core::NegotiationError;
 
 use crate::error::Error;
@@ -18,7 +18,7 @@ impl Error {
     ///
     /// ```
     /// use capable::Error;
-    /// use capable::core::restart::Failure;
+    /// use capable::internal::restart::Failure;
     /// let crash = Error::ServerExited { status: None, stderr: String::new() };
     /// assert_eq!(crash.failure(), Failure::Exited);
     /// assert!(crash.failure().is_retryable());

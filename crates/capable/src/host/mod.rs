@@ -8,7 +8,7 @@
 //!   [`ServerState`] and the reason (starting, ready, restarting, refused, failed,
 //!   stopped). A broken config entry is a server in state `Refused` next to the
 //!   others, never an error that hides them.
-//! - **Restarts** by the core's rule ([`capable_core::restart`]): a crashed stdio
+//! - **Restarts** by the core's rule ([`capable_core::internal::restart`]): a crashed stdio
 //!   server is started again, an HTTP server reconnected, after a doubling delay with
 //!   jitter, a bounded number of times in a row (the count starts anew only after a
 //!   healthy period); a server refused for its protocol version or a contract
@@ -71,7 +71,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capable_core::model::{CallToolResult, GetPromptResult, JsonObject};
-use capable_core::restart::RestartPolicy;
 use tokio::sync::{broadcast, watch};
 
 use crate::config::{ConfigEntry, ConfigFile, ServerTarget};
@@ -80,6 +79,7 @@ use crate::options::ClientOptions;
 use crate::read::ResourceRead;
 use crate::session::Session;
 
+pub use capable_core::internal::restart::{Failure, RestartPolicy};
 pub use catalog::{qualify, split, HostPrompt, HostResource, HostTool, ListKind};
 pub use events::HostEvent;
 pub use options::{HostOptions, OAuthProvider};

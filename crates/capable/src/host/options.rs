@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use capable_core::restart::RestartPolicy;
+use capable_core::internal::restart::RestartPolicy;
 
 use crate::auth::OAuthClient;
 use crate::config::OAuthEntry;

@@ -4,9 +4,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use capable_core::internal::restart::Failure;
+use capable_core::internal::time::humanize;
 use capable_core::model::Implementation;
-use capable_core::restart::Failure;
-use capable_core::time::humanize;
 use capable_core::{Era, ProtocolVersion};
 
 use crate::config::ConfigError;
@@ -34,7 +34,7 @@ pub enum ServerError {
 
 impl ServerError {
     /// What the failure means for restarting (see
-    /// [`Failure::is_retryable`](capable_core::restart::Failure::is_retryable)).
+    /// [`Failure::is_retryable`](capable_core::internal::restart::Failure::is_retryable)).
     pub fn failure(&self) -> Failure {
         match self {
             ServerError::Config(_) | ServerError::InvalidName { .. } => Failure::Config,

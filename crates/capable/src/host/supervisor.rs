@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use capable_core::restart::{Decision, GiveUpReason, Restarts};
+use capable_core::internal::restart::{Decision, GiveUpReason, Restarts};
 use capable_core::{Era, Flag, ListenFilter, Method, NegotiationError};
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;

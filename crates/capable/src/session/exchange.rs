@@ -6,7 +6,7 @@
 use std::task::Poll;
 use std::time::Duration;
 
-use capable_core::cache::{CacheKey, CachePolicy};
+use capable_core::internal::cache::{CacheKey, CachePolicy};
 use capable_core::model::ProgressParams;
 use capable_core::{Method, NotSent, Params, Payload, Timing};
 use serde::de::DeserializeOwned;
@@ -31,7 +31,7 @@ pub struct RequestOptions {
     pub on_progress: Option<ProgressCallback>,
     /// What the request does with the session's cache of results that carry
     /// `ttlMs` (lists, reads, discover): serve a fresh one (the default), refresh it,
-    /// or bypass it. See [`capable_core::cache`].
+    /// or bypass it. See [`capable_core::internal::cache`].
     pub cache: CachePolicy,
     /// 2026-07-28: hand a result back as it came — an `input_required` one included,
     /// whatever its `resultType` — instead of answering the server's questions with
@@ -124,7 +124,7 @@ impl Session {
         // bypassing one does.
         let key = match options.cache {
             CachePolicy::Use | CachePolicy::Refresh
-                if capable_core::cache::applies_to(self.era()) =>
+                if capable_core::internal::cache::applies_to(self.era()) =>
             {
                 CacheKey::new(method, params)
             }
@@ -138,7 +138,9 @@ impl Session {
         let answer = self
             .exchange_keyed(method, params, &mut options, key)
             .await?;
-        if !capable_core::input_rounds::applies_to(self.era()) || options.pass_input_required {
+        if !capable_core::internal::input_rounds::applies_to(self.era())
+            || options.pass_input_required
+        {
             return Ok(answer);
         }
         self.complete_input(method, params, answer, &mut options)

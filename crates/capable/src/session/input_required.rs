@@ -7,7 +7,7 @@
 //! What a result means, how the retry is built and when to stop are the core's
 //! [`InputRounds`]; this file asks the handlers and sends the retries.
 
-use capable_core::input_rounds::{self, InputRounds, Round, RoundError};
+use capable_core::internal::input_rounds::{self, InputRounds, Round, RoundError};
 use capable_core::model::JsonObject;
 use capable_core::{Method, Params};
 
@@ -17,7 +17,7 @@ use crate::error::Error;
 use super::exchange::RequestOptions;
 use super::Session;
 
-pub use capable_core::input_rounds::MAX_INPUT_ROUNDS;
+pub use capable_core::internal::input_rounds::MAX_INPUT_ROUNDS;
 
 impl Session {
     /// Follows `input_required` rounds until the answer is complete.

@@ -4,8 +4,8 @@
 
 use std::future::Future;
 
-use capable_core::cache::CachePolicy;
-use capable_core::jsonrpc::Payload;
+use capable_core::internal::cache::CachePolicy;
+use capable_core::internal::jsonrpc::Payload;
 use capable_core::model::{
     CallToolResult, CompleteArgument, CompleteContext, CompleteParams, CompleteResult, Empty,
     GetPromptParams, GetPromptResult, JsonObject, ListParams, Page, Prompt, ReadResourceResult,
@@ -27,7 +27,7 @@ impl Session {
     ///
     /// ```no_run
     /// # async fn f(session: &capable::Session) -> Result<(), capable::Error> {
-    /// use capable::core::model::ListToolsResult;
+    /// use capable::internal::model::ListToolsResult;
     /// let page: ListToolsResult = session.list_page(capable::Method::ListTools, None).await?;
     /// println!("{} tools, fresh for {:?} ms", page.tools.len(), page.cache.ttl_ms);
     /// # Ok(()) }
@@ -116,7 +116,7 @@ impl Session {
                     method,
                     reached: format!(
                         "more than {} in all",
-                        capable_core::text::size(limits.max_list_bytes)
+                        capable_core::internal::text::size(limits.max_list_bytes)
                     ),
                 });
             }

@@ -191,7 +191,7 @@ impl Session {
 
     /// What the server wrote to stderr, bounded: its first lines and its last, with
     /// `… N lines left out …` where some fell between, and the line that names its
-    /// error kept in its place ([`capable_core::stderr::StderrLog`]); secrets scrubbed.
+    /// error kept in its place ([`capable_core::internal::stderr::StderrLog`]); secrets scrubbed.
     pub fn stderr_tail(&self) -> String {
         self.shared.peer.stderr_tail()
     }

@@ -5,10 +5,10 @@
 //! only, and a supporting file is read when the host asks for it. A file that is not
 //! what the entry describes (size, digest, frontmatter; an unlisted file) is refused
 //! with [`Error::Skill`] and never handed to the host. The rules are
-//! [`capable_core::skills`]'.
+//! [`capable_core::internal::skills`]'.
 
+use capable_core::internal::skills;
 use capable_core::model::{GetSkillResult, ListSkillsResult, Skill, UriParams};
-use capable_core::skills;
 use capable_core::Method;
 
 use crate::error::Error;

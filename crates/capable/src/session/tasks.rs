@@ -8,8 +8,8 @@
 //! A task is never cancelled with `notifications/cancelled`: only `tasks/cancel`. Every
 //! tasks method passes the gating table like any other (a server that did not
 //! declare tasks, or a modern session that did not declare the extension, is refused
-//! locally). Whether a call runs as a task is the core's [`capable_core::task_call`];
-//! waiting ([`Session::await_task`], decided by the core's [`capable_core::task_wait`])
+//! locally). Whether a call runs as a task is the core's [`capable_core::internal::task_call`];
+//! waiting ([`Session::await_task`], decided by the core's [`capable_core::internal::task_wait`])
 //! polls `tasks/get` at the server's
 //! `pollIntervalMs` (bounded to 100 ms … 1 min), answers a task's questions
 //! (`input_required`) with the host's handlers through `tasks/update`, and ends with
@@ -18,11 +18,11 @@
 
 use std::time::Duration;
 
+use capable_core::internal::task_wait::{TaskOutcome, TaskStep, TaskWaiter};
 use capable_core::model::{
     CallToolParams, CallToolResult, JsonObject, ListTasksResult, Task, TaskIdParams,
     UpdateTaskParams,
 };
-use capable_core::task_wait::{TaskOutcome, TaskStep, TaskWaiter};
 use capable_core::Method;
 use serde_json::Value;
 
@@ -81,7 +81,7 @@ impl Session {
         options: RequestOptions,
         ask: bool,
     ) -> Result<ToolCall, Error> {
-        let task = capable_core::task_call::asks_for_task(
+        let task = capable_core::internal::task_call::asks_for_task(
             self.tool_task_support(name),
             ask,
             self.negotiated(),
@@ -99,7 +99,9 @@ impl Session {
             method: Method::CallTool,
             detail,
         };
-        if let Some(task) = capable_core::task_call::started_task(&payload).map_err(malformed)? {
+        if let Some(task) =
+            capable_core::internal::task_call::started_task(&payload).map_err(malformed)?
+        {
             return Ok(ToolCall::Task(Box::new(task)));
         }
         let result =
@@ -207,7 +209,10 @@ impl Session {
     /// modern, the client did too).
     pub fn supports_tasks(&self) -> bool {
         let st = self.shared.lock();
-        capable_core::task_call::supports_tasks(self.negotiated(), &st.conn.config().capabilities)
+        capable_core::internal::task_call::supports_tasks(
+            self.negotiated(),
+            &st.conn.config().capabilities,
+        )
     }
 }
 

@@ -11,7 +11,7 @@
 //! - a [`Peer`] handle for the server's lifecycle: exit status, shutdown, stderr.
 //!
 //! Transports decide nothing about MCP: the HTTP transport carries out what the core's
-//! [`http`](capable_core::http) policy tells it.
+//! [`http`](capable_core::internal::http) policy tells it.
 //!
 //! A transport of your own implements [`Transport`], [`MessageSink::send`],
 //! [`MessageSource::recv`] and [`Peer`], and connects with [`connect`](crate::connect):
@@ -38,7 +38,7 @@ pub mod stdio;
 #[cfg(test)]
 mod test_rng;
 
-pub use capable_core::outbox::{Outbox, Outgoing, OutgoingRequest};
+pub use capable_core::{Outbox, Outgoing, OutgoingRequest, RequestTarget};
 use shortcut::{Bypass, Inlet, Sealed};
 
 /// A boxed future, for the rarely-called [`Peer`] methods.
@@ -68,7 +68,7 @@ pub enum TransportError {
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// A message exceeded the configured size limit.
-    #[error("the server sent a message larger than the limit of {}", capable_core::text::size(*limit))]
+    #[error("the server sent a message larger than the limit of {}", capable_core::internal::text::size(*limit))]
     MessageTooLarge {
         /// The limit in bytes.
         limit: usize,

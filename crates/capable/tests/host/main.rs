@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use capable::config::ConfigFile;
-use capable::core::restart::RestartPolicy;
 use capable::host::{Host, HostError, HostEvent, HostOptions, ListKind, ServerError, ServerState};
+use capable::internal::restart::RestartPolicy;
 use capable::{ClientOptions, Era, Error};
 use common::within;
 use http_peer::{initialize_result, result, Peer, Reply, Seen};

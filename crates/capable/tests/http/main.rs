@@ -229,8 +229,9 @@ async fn reconnects_of_the_standalone_stream_are_bounded_when_it_keeps_closing_e
     // Wait for the transport to say it gave up (the notice log, then the event stream,
     // so that nothing is missed), then count: no wall-clock guess.
     let mut events = session.events();
-    let gave_up =
-        |n: &capable::core::Notice| matches!(n, capable::core::Notice::StreamGivenUp { .. });
+    let gave_up = |n: &capable::internal::Notice| {
+        matches!(n, capable::internal::Notice::StreamGivenUp { .. })
+    };
     tokio::time::timeout(Duration::from_secs(10), async {
         if session.notices().iter().any(gave_up) {
             return;

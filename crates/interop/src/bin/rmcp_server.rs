@@ -6,6 +6,8 @@
 //! `initialize` handshake, `server/discover`, the per-request `_meta` of the
 //! 2026-07-28 era, result shapes per era — is rmcp's own behaviour.
 
+#![forbid(unsafe_code)]
+
 use std::sync::Arc;
 
 use rmcp::model::{

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use capable_core::http::redact::redact;
-use capable_core::http::{
+use capable_core::internal::http::redact::redact;
+use capable_core::internal::http::{
     redirect, Action, Body, End, ExchangeId, Failure, Head, HttpMethod, Request,
 };
 use http_body::Body as _;
@@ -499,7 +499,7 @@ async fn read_body(answer: Answer, limit: usize) -> Result<Vec<u8>, TransportErr
 
 #[cfg(test)]
 mod size_tests {
-    use capable_core::http::Action;
+    use capable_core::internal::http::Action;
 
     /// Every request's exchange runs as a task holding this future: it stays small
     /// (an authorization flow, which would dwarf it, is boxed where it is awaited).

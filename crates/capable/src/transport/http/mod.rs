@@ -26,8 +26,8 @@ pub mod sse_decoder;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable_core::http::HttpSession;
-pub use capable_core::http::Reconnect;
+use capable_core::internal::http::HttpSession;
+pub use capable_core::internal::http::Reconnect;
 use capable_core::{Negotiated, Outbox, Outgoing};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 pub use reqwest::Url;
@@ -99,10 +99,10 @@ pub(super) struct Http {
     exchanges: Exchanges,
     headers: header_cache::HeaderCache,
     /// The token generation each exchange's last request carried.
-    sent: Mutex<std::collections::HashMap<capable_core::http::ExchangeId, u64>>,
+    sent: Mutex<std::collections::HashMap<capable_core::internal::http::ExchangeId, u64>>,
     /// The host's header values and the URL's credentials, cut out of what a server
     /// says back in an error.
-    secrets: capable_core::secrets::Secrets,
+    secrets: capable_core::internal::secrets::Secrets,
 }
 
 /// How what the exchanges receive reaches the session.
@@ -163,8 +163,10 @@ impl Http {
 
     fn sent_lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<capable_core::http::ExchangeId, u64>>
-    {
+    ) -> std::sync::MutexGuard<
+        '_,
+        std::collections::HashMap<capable_core::internal::http::ExchangeId, u64>,
+    > {
         self.sent.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -187,7 +189,7 @@ impl HttpTransport {
         for (name, value) in &config.headers {
             // A header that cannot be sent is refused here, never dropped on the way:
             // a request without its credential is worse than no request.
-            capable_core::http::redact::check_header(name, value)
+            capable_core::internal::http::redact::check_header(name, value)
                 .map_err(TransportError::Broken)?;
             let (Ok(n), Ok(mut v)) = (
                 HeaderName::from_bytes(name.as_bytes()),
@@ -209,7 +211,7 @@ impl HttpTransport {
             http: Arc::new(Http {
                 client,
                 secrets: {
-                    let mut s = capable_core::secrets::Secrets::default();
+                    let mut s = capable_core::internal::secrets::Secrets::default();
                     s.add_url(&config.url);
                     for (_, value) in &config.headers {
                         s.add_header_value(value);
@@ -324,7 +326,10 @@ impl MessageSink for HttpSink {
 struct HttpBypass {
     http: Arc<Http>,
     /// The exchange the last write started, until its caller takes it or lets go.
-    started: Option<(capable_core::http::ExchangeId, capable_core::http::Request)>,
+    started: Option<(
+        capable_core::internal::http::ExchangeId,
+        capable_core::internal::http::Request,
+    )>,
 }
 
 impl Bypass for HttpBypass {
@@ -341,7 +346,7 @@ impl Bypass for HttpBypass {
         self.detach();
         for action in actions {
             match action {
-                capable_core::http::Action::Send {
+                capable_core::internal::http::Action::Send {
                     exchange,
                     request,
                     blocking: false,

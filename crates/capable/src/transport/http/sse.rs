@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use capable_core::http::StreamEvent;
+pub use capable_core::internal::http::StreamEvent;
 use futures_util::StreamExt;
 
 use super::sse_decoder::SseDecoder;

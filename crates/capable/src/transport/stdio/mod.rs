@@ -203,7 +203,7 @@ impl StdioTransport {
                 stderr_ended,
                 grace: limits.shutdown_grace,
                 secrets: {
-                    let mut s = capable_core::secrets::Secrets::default();
+                    let mut s = capable_core::internal::secrets::Secrets::default();
                     for (name, value) in &command.env {
                         s.add_env(name, value);
                     }

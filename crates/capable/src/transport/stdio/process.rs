@@ -7,8 +7,8 @@ use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable_core::secrets::Secrets;
-use capable_core::stderr::{StderrLog, LINE_BYTES};
+use capable_core::internal::secrets::Secrets;
+use capable_core::internal::stderr::{StderrLog, LINE_BYTES};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Child;
 use tokio::sync::broadcast;
