@@ -25,7 +25,7 @@
 //! | `era.rs` | across eras: what the bridge answers itself, questions to the host, results to a 2026-07-28 host |
 //! | `rounds.rs` | a legacy server's questions to a 2026-07-28 host as `input_required` rounds, and the host's retries, as the core decides |
 //! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
-//! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI |
+//! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI (planned by the core's `Fanout`, the requests waiting in its `Subscribing`) |
 //! | `tasks.rs` | tasks across eras: the requests each carried host request takes |
 //! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: `tasks/result` opened, `tasks/update` answered |
 //! | `servers.rs` | one server or many, as the relay forwards to them |

@@ -9,14 +9,17 @@
 //! | `era.rs` | across the eras: what the bridge answers itself ([`local`]), in which form a result goes back |
 //! | `follow.rs` | what the one server behind keeps open for what its host wants to hear of, in the server's era |
 //! | `exchanges.rs` | [`Exchanges`]: the host requests at the server, by the bridge's token; ownership of cancels, progress, answers and questions |
+//! | `subscribing.rs` | [`Subscribing`]: many servers, a legacy host's subscribe requests waiting for the server that owns each URI, and what each is answered |
 //! | `relay.rs` | [`Relay`]: the relay's state (exchanges, a legacy server's rounds for a 2026-07-28 host and the retries that answer them, the questions put to a legacy host, the log level followed) and its decisions, with scripted tests (`relay_tests.rs`) |
 
 mod era;
 mod exchanges;
 mod follow;
 mod relay;
+mod subscribing;
 
 pub use era::{answer_form, local, Local};
 pub use exchanges::{Asker, Exchange, Exchanges};
 pub use follow::{Follow, FollowStep};
 pub use relay::{Answered, Cancelled, Lapse, Relay, Retried, Taken, Then, Whose, Withdrawn};
+pub use subscribing::{refusal, Outcome, Subscribing};
