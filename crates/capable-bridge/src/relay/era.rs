@@ -18,7 +18,7 @@
 
 use std::time::Instant;
 
-use capable::core::bridge::{answer_form, local, Local, Withdrawn};
+use capable::core::bridge::{answer_form, local, tell_log_level, Local, Tell, Withdrawn};
 use capable::core::jsonrpc::{codes, RequestId, RpcError};
 use capable::core::server::{ClientRequest, LogLevel};
 use capable::core::{Era, Method};
@@ -71,16 +71,19 @@ impl Relay {
         }
     }
 
-    /// The server's log level follows what the host asks for: a 2026-07-28 server's
-    /// goes in every later request; a legacy server is told when it changes.
+    /// The server's log level follows what the host asks for, as the core's
+    /// [`tell_log_level`] says for each server.
     fn follow_log_level(&mut self, level: LogLevel) {
         let changed = self.state.log_level(level);
         for session in self.servers.sessions() {
-            match session.era() {
-                Era::Modern => {
+            let declared = session.check(Method::SetLoggingLevel).is_ok();
+            match tell_log_level(changed, session.era(), declared) {
+                // Set on the session at once (no request: it goes in every later one's
+                // `_meta`), so the future is ready when first polled.
+                Tell::InEveryRequest => {
                     let _ = session.set_logging_level(level.as_str()).now_or_never();
                 }
-                Era::Legacy if changed && session.check(Method::SetLoggingLevel).is_ok() => {
+                Tell::SetLevel => {
                     self.background.push(
                         async move {
                             let _ = session.set_logging_level(level.as_str()).await;
@@ -88,7 +91,7 @@ impl Relay {
                         .boxed(),
                     );
                 }
-                Era::Legacy => {}
+                Tell::Nothing => {}
             }
         }
     }

@@ -47,8 +47,7 @@ pub use servers::Servers;
 use std::sync::Arc;
 use std::time::Instant;
 
-use capable::core::bridge::{Answered, Follow};
-use capable::core::input_rounds::may_ask_for_input;
+use capable::core::bridge::{forwarding, Answered, Follow};
 use capable::core::jsonrpc::FramingError;
 use capable::core::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
 use capable::core::model::ProgressParams;
@@ -313,12 +312,11 @@ impl Relay {
             wants_progress,
             ..
         } = request;
-        // Kept (shared, not copied) for the retry of a round it may get: a 2026-07-28
-        // host's call, prompt or read at a legacy server (one of many, maybe).
+        // The params kept (shared, not copied) for the retry of a round it may get, as
+        // the core's table says (a server of many may be a legacy one).
         let legacy_behind = self.servers.one().is_none_or(|s| s.era() == Era::Legacy);
-        let asked =
-            (self.host_era() == Some(Era::Modern) && legacy_behind && may_ask_for_input(method))
-                .then(|| params.clone());
+        let how = forwarding(self.host_era(), legacy_behind, method);
+        let asked = how.keep_params.then(|| params.clone());
         // The params as the server gets them, through the policy (one server: here;
         // many: where the request's server is known).
         let upstream = match upstream_params(&params) {
@@ -372,7 +370,7 @@ impl Relay {
             // The host asked: the server answers, whatever the cache holds.
             cache: CachePolicy::Bypass,
             // A 2026-07-28 host answers the server's questions itself and retries.
-            pass_input_required: self.host_era() == Some(Era::Modern),
+            pass_input_required: how.pass_input_required,
             ..RequestOptions::default()
         };
         let (answer, legacy_answer, server) = match (carry, self.servers.one()) {
