@@ -4,6 +4,11 @@
 //! belongs to. The bridge's shell (`capable-bridge`) runs the exchanges; every decision
 //! about them is made here and tested with scripted events.
 //!
+//! Not here yet: the engine that faces the host and the sessions' I/O stay in the
+//! shell, which calls these decisions and carries out their outcomes (the relay is not
+//! yet driven by events in and commands out); how tasks cross the eras is decided in
+//! the core's `task_bridge`, `task_questions` and `task_started`.
+//!
 //! | file | concern |
 //! |---|---|
 //! | `era.rs` | across the eras: what the bridge answers itself ([`local`]), in which form a result goes back |
