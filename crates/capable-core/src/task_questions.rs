@@ -13,6 +13,7 @@
 //! | what happens | what it decides |
 //! |---|---|
 //! | the host's `tasks/get` finds the server's task `input_required` | [`TaskQuestions::present`]: the questions come on a `tasks/result` the bridge opens (`true`: open it, once per task); the host sees `working` until they are here |
+//! | the server asks | [`TaskQuestions::claims`]: a task's when it names a task whose `tasks/result` is open, or names none while exactly one is open and no request of the host's could take it |
 //! | the server asks, naming the task | [`TaskQuestions::ask`]: kept under a key of its own (`q1`, `q2`, …) |
 //! | the host's `tasks/get` again | [`TaskQuestions::present`]: `input_required` with every question not yet answered in `inputRequests`, whatever the server's status says meanwhile |
 //! | the host's `tasks/update` | [`TaskQuestions::update`]: each answer to its question's waiter; a key that names no open question is ignored (and said); a task that asks nothing is refused (`-32602`) |
@@ -181,6 +182,18 @@ impl<W> TaskQuestions<W> {
         }
     }
 
+    /// The task a question of the server's (`params`) is for, among those whose
+    /// `tasks/result` the bridge has open: the task it names, if that one is; one that
+    /// names none goes to the only task open when `nothing_else` of the host's could
+    /// take it ([`TaskQuestions::only_fetching`]). `None`: no task's.
+    pub fn claims<'a>(&'a self, params: &'a Value, nothing_else: bool) -> Option<&'a str> {
+        match related_task(params) {
+            Some(id) => Some(id).filter(|id| self.is_fetching(id)),
+            None if nothing_else => self.only_fetching(),
+            None => None,
+        }
+    }
+
     /// The host's `tasks/update` of task `task_id` with `responses`
     /// (`inputResponses`): the answers, each to its question, which is closed.
     /// Refused (`-32602`, nothing answered) when the task asks nothing through the
@@ -341,6 +354,28 @@ mod tests {
         q.ask("t1", 2, ServerMethod::CreateMessage, json!({}), "b")
             .unwrap();
         assert_eq!(q.drain(), ["b"]);
+    }
+
+    #[test]
+    fn a_question_is_a_tasks_when_it_names_one_being_fetched_or_nothing_else_could_take_it() {
+        let mut q = TaskQuestions::<&str>::new();
+        let plain = json!({"message": "?"});
+        assert_eq!(q.claims(&question(1), true), None, "t1 is not fetched");
+        assert!(q.present(&mut task("input_required")), "t1 fetched");
+        assert_eq!(q.claims(&question(1), false), Some("t1"));
+        assert_eq!(
+            q.claims(&plain, false),
+            None,
+            "a request of the host's takes it"
+        );
+        assert_eq!(q.claims(&plain, true), Some("t1"));
+        let t2 = json!({"_meta": {RELATED_TASK: {"taskId": "t2"}}});
+        assert_eq!(q.claims(&t2, true), None, "t2 is not fetched");
+        let mut other = task("input_required");
+        other["taskId"] = json!("t2");
+        assert!(q.present(&mut other), "t2 fetched");
+        assert_eq!(q.claims(&t2, false), Some("t2"));
+        assert_eq!(q.claims(&plain, true), None, "two open: neither's");
     }
 
     #[test]

@@ -18,7 +18,7 @@
 
 use std::time::Instant;
 
-use capable::internal::bridge::{answer_form, local, Asker, Local};
+use capable::internal::bridge::{answer_form, local, tell_log_level, Local, Tell, Withdrawn};
 use capable::internal::jsonrpc::{codes, RequestId, RpcError};
 use capable::internal::server::{ClientRequest, LogLevel};
 use capable::internal::{Era, Method};
@@ -71,17 +71,19 @@ impl Relay {
         }
     }
 
-    /// The server's log level follows what the host asks for: a 2026-07-28 server's
-    /// goes in every later request; a legacy server is told when it changes.
+    /// The server's log level follows what the host asks for, as the core's
+    /// [`tell_log_level`] says for each server.
     fn follow_log_level(&mut self, level: LogLevel) {
-        let changed = self.log_level != Some(level);
-        self.log_level = Some(level);
+        let changed = self.state.log_level(level);
         for session in self.servers.sessions() {
-            match session.era() {
-                Era::Modern => {
+            let declared = session.check(Method::SetLoggingLevel).is_ok();
+            match tell_log_level(changed, session.era(), declared) {
+                // Set on the session at once (no request: it goes in every later one's
+                // `_meta`), so the future is ready when first polled.
+                Tell::InEveryRequest => {
                     let _ = session.set_logging_level(level.as_str()).now_or_never();
                 }
-                Era::Legacy if changed && session.check(Method::SetLoggingLevel).is_ok() => {
+                Tell::SetLevel => {
                     self.background.push(
                         async move {
                             let _ = session.set_logging_level(level.as_str()).await;
@@ -89,7 +91,7 @@ impl Relay {
                         .boxed(),
                     );
                 }
-                Era::Legacy => {}
+                Tell::Nothing => {}
             }
         }
     }
@@ -102,13 +104,7 @@ impl Relay {
         // The host request it is about, as the core's table reads it: over HTTP the
         // question goes on that request's stream (a host without a standalone stream
         // hears it there). A legacy session is one host's: no other host's stream.
-        let about = match self
-            .exchanges
-            .asker(ask.server.as_deref(), false, |_| false)
-        {
-            Asker::To(token) => self.exchanges.progress_to(token).cloned(),
-            _ => None,
-        };
+        let about = self.state.about(ask.server.as_deref());
         let now = Instant::now();
         let (method, params, reply) = (ask.method, &ask.params, ask.reply);
         let out = &mut self.out;
@@ -117,7 +113,7 @@ impl Relay {
             .request_about(method, params, about.as_ref(), None, reply, now, out);
         match sent {
             Ok(id) => {
-                self.questions.insert(ask.token, id);
+                self.state.asked_host(ask.token, id);
             }
             Err((why, reply)) => {
                 let _ = reply.send(Err(cannot_ask(&why)));
@@ -129,19 +125,18 @@ impl Relay {
     /// cancelled it), the host is told to give it up; a 2026-07-28 host's round drops
     /// it (see `rounds.rs`), and so does a task's `inputRequests` (`task_input.rs`).
     pub(super) fn ask_over(&mut self, token: u64) {
-        if let Some(id) = self.questions.remove(&token) {
-            let reason = "the server withdrew its question";
-            let _ = self.engine.cancel(id, reason, &mut self.out);
-        } else if let Some((key, method)) = self.rounds.withdraw(token) {
-            let notice = format!(
-                "the server withdrew its question {key} ({}) of a 2026-07-28 host's round",
-                method.as_str()
-            );
-            self.audit.host_round("info", &notice);
-        } else if self.task_questions.withdraw(token) {
-            let notice =
-                "the server withdrew a question of a task's that a 2026-07-28 host follows";
-            self.audit.host_round("info", notice);
+        match self.state.withdrawn(token) {
+            Withdrawn::AtHost(id) => {
+                let reason = "the server withdrew its question";
+                let _ = self.engine.cancel(id, reason, &mut self.out);
+            }
+            Withdrawn::FromRound(notice) => self.audit.host_round("info", &notice),
+            Withdrawn::Unknown if self.task_questions.withdraw(token) => {
+                let notice =
+                    "the server withdrew a question of a task's that a 2026-07-28 host follows";
+                self.audit.host_round("info", notice);
+            }
+            Withdrawn::Unknown => {}
         }
     }
 

@@ -1,8 +1,9 @@
 //! Many servers' resource subscriptions (`capable bridge --config`): what the host
 //! subscribes to (legacy `resources/subscribe`) or listens for (a 2026-07-28
 //! `subscriptions/listen` with `resourceSubscriptions`) is asked of the server that owns
-//! each URI, in that server's era, as the core's [`Fanout`] plans it; the updates reach
-//! the host through the engine's table.
+//! each URI, in that server's era, as the core's [`Fanout`] plans it; which host request
+//! waits for which server's outcome, and what it is answered, is the core's
+//! [`Subscribing`]; the updates reach the host through the engine's table.
 //!
 //! | when | the bridge |
 //! |---|---|
@@ -22,6 +23,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use capable::internal::bridge::{refusal, Outcome, Subscribing};
 use capable::internal::jsonrpc::{codes, RequestId, RpcError};
 use capable::internal::notification::Notification;
 use capable::internal::server::fanout::{self, Owner, Refused, Step, Wait};
@@ -48,23 +50,14 @@ pub enum Fanned {
     Stepped(Step, Result<(), Error>),
 }
 
-/// A legacy host's `resources/subscribe` or `resources/unsubscribe`, waiting for what
-/// its server answers.
-struct Awaiting {
-    id: RequestId,
-    method: Method,
-    uri: String,
-    wait: Wait,
-}
-
 /// The 2026-07-28 servers' listen streams (one a server), the legacy servers' steps in
-/// flight, and the host's requests waiting for either.
+/// flight, and the host's requests waiting for either (the core's table).
 #[derive(Default)]
 pub(super) struct Streams {
     open: SelectAll<BoxStream<'static, Listened>>,
     aborts: HashMap<String, AbortHandle>,
     steps: FuturesUnordered<BoxFuture<'static, (Step, Result<(), Error>)>>,
-    awaiting: Vec<Awaiting>,
+    awaiting: Subscribing,
 }
 
 impl Streams {
@@ -210,52 +203,25 @@ impl Relay {
         server: Option<String>,
     ) {
         // The same request waiting already: this one waits with it.
-        let same = self
-            .streams
-            .awaiting
-            .iter()
-            .find(|a| a.uri == uri && a.method == method)
-            .map(|a| a.wait.clone());
-        let wait = match same {
+        let wait = match self.streams.awaiting.same(method, &uri) {
             Some(wait) => wait,
             None => {
                 // Planned as if it were answered: what it asks is wanted meanwhile.
-                self.streams.awaiting.push(Awaiting {
-                    id: id.clone(),
-                    method,
-                    uri: uri.clone(),
-                    wait: Wait::Nothing,
-                });
-                let steps = self.fan_out(&self.engine.interest());
-                self.streams.awaiting.pop();
+                let steps = self.fan_out_with(&self.engine.interest(), Some((method, &uri)));
                 server.map_or(Wait::Nothing, |s| fanout::wait_for(&steps, &s, &uri))
             }
         };
-        match wait {
-            Wait::Nothing => _ = self.engine.respond(&id, &json!({}), &mut self.out),
-            wait => self.streams.awaiting.push(Awaiting {
-                id,
-                method,
-                uri,
-                wait,
-            }),
+        if let Some(id) = self.streams.awaiting.wait(id, method, uri, wait) {
+            self.engine.respond(&id, &json!({}), &mut self.out);
         }
     }
 
-    /// Answers the host's requests waiting for `which`, each as `answer` says.
-    fn answer_awaiting(
-        &mut self,
-        which: impl Fn(&Wait) -> bool,
-        answer: impl Fn(&Awaiting) -> Result<(), RpcError>,
-    ) {
-        let (done, waiting) = std::mem::take(&mut self.streams.awaiting)
-            .into_iter()
-            .partition::<Vec<_>, _>(|a| which(&a.wait));
-        self.streams.awaiting = waiting;
-        for a in done {
-            match answer(&a) {
-                Ok(()) => _ = self.engine.respond(&a.id, &json!({}), &mut self.out),
-                Err(e) => _ = self.engine.respond_error(&a.id, &e, &mut self.out),
+    /// Answers the host's requests, each with its outcome.
+    fn answer_awaiting(&mut self, answered: Vec<(RequestId, Outcome)>) {
+        for (id, outcome) in answered {
+            match outcome {
+                Ok(()) => _ = self.engine.respond(&id, &json!({}), &mut self.out),
+                Err(e) => _ = self.engine.respond_error(&id, &e, &mut self.out),
             }
         }
     }
@@ -263,16 +229,16 @@ impl Relay {
     /// Brings the servers to what the host wants now (see the module documentation):
     /// `interest`, and what its requests waiting ask. Returns the steps taken.
     pub(super) fn fan_out(&mut self, interest: &Interest) -> Vec<Step> {
+        self.fan_out_with(interest, None)
+    }
+
+    /// [`Relay::fan_out`], with what `also` asks wanted too (a request about to wait).
+    fn fan_out_with(&mut self, interest: &Interest, also: Option<(Method, &str)>) -> Vec<Step> {
         let Servers::Many(many) = &self.servers else {
             return Vec::new();
         };
-        let mut wanted = interest.resource_subscriptions.clone();
-        for a in &self.streams.awaiting {
-            wanted.retain(|uri| *uri != a.uri);
-            if a.method == Method::Subscribe {
-                wanted.push(a.uri.clone());
-            }
-        }
+        let held = &interest.resource_subscriptions;
+        let wanted = self.streams.awaiting.wanted(held, also);
         let routes: Vec<Route> = wanted.into_iter().map(|uri| Route::of(many, uri)).collect();
         let plan = self
             .fanout
@@ -374,8 +340,8 @@ impl Relay {
             }
         }
         let answer = done.map_err(|e| host_error(&e, &self.audit));
-        let of_step = |wait: &Wait| matches!(wait, Wait::Step(s) if *s == step);
-        self.answer_awaiting(of_step, |_| answer.clone());
+        let answered = self.streams.awaiting.stepped(&step, &answer);
+        self.answer_awaiting(answered);
     }
 
     /// `server` went down or is gone: what it held is forgotten, its stream ended; a
@@ -387,18 +353,8 @@ impl Relay {
             format!("server {server:?} went down before it acknowledged the subscription"),
             Some(json!({"server": server})),
         );
-        self.answer_waiting_at(server, |_| Err(why.clone()));
-    }
-
-    /// Answers the host's requests waiting for `server`'s acknowledgement, each as
-    /// `answer` says.
-    fn answer_waiting_at(
-        &mut self,
-        server: &str,
-        answer: impl Fn(&Awaiting) -> Result<(), RpcError>,
-    ) {
-        let at = |wait: &Wait| matches!(wait, Wait::Acknowledged { server: s } if s == server);
-        self.answer_awaiting(at, answer);
+        let answered = self.streams.awaiting.ended(server, &why);
+        self.answer_awaiting(answered);
     }
 
     /// A notification of one of the many servers: an update only from the server that
@@ -425,13 +381,8 @@ impl Relay {
                         self.refused(many, why, true);
                     }
                 }
-                self.answer_waiting_at(&server, |a| {
-                    let left_out = refused.iter().find(|why| why.uri() == a.uri);
-                    match (a.method, left_out) {
-                        (Method::Subscribe, Some(why)) => Err(refusal(why)),
-                        _ => Ok(()),
-                    }
-                });
+                let answered = self.streams.awaiting.acknowledged(&server, &refused);
+                self.answer_awaiting(answered);
             }
             ended => {
                 let why = match &ended {
@@ -449,16 +400,11 @@ impl Relay {
                         data: Some(json!({"server": server})),
                     },
                 };
-                self.answer_waiting_at(&server, |_| Err(why.clone()));
+                let answered = self.streams.awaiting.ended(&server, &why);
+                self.answer_awaiting(answered);
                 // Opened again at the next plan.
                 self.server_down(&server);
             }
         }
     }
-}
-
-/// The error of a host's subscribe refused with `why`.
-fn refusal(why: &Refused) -> RpcError {
-    let data = json!({"uri": why.uri(), "server": why.server()});
-    invalid_params(why.to_string(), Some(data))
 }

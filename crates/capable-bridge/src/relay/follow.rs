@@ -239,7 +239,7 @@ impl Relay {
             return;
         };
         let interest = self.engine.interest();
-        self.log_level = None;
+        self.state.forget_log_level();
         let steps = self
             .following
             .restarted(interest, session.era(), self.host_era());

@@ -21,11 +21,11 @@
 //!
 //! | file | concern |
 //! |---|---|
-//! | `mod.rs` | the relay: exchanges, answers, progress, the next thing to act on |
+//! | `mod.rs` | the relay: sends exchanges, answers, progress, the next thing to act on; the state and its decisions are the core's [`capable::internal::bridge::Relay`] |
 //! | `era.rs` | across eras: what the bridge answers itself, questions to the host, results to a 2026-07-28 host |
-//! | `rounds.rs` | a legacy server's questions to a 2026-07-28 host as `input_required` rounds, and the host's retries |
+//! | `rounds.rs` | a legacy server's questions to a 2026-07-28 host as `input_required` rounds, and the host's retries, as the core decides |
 //! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
-//! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI |
+//! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI (planned by the core's `Fanout`, the requests waiting in its `Subscribing`) |
 //! | `tasks.rs` | tasks across eras: the requests each carried host request takes |
 //! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: `tasks/result` opened, `tasks/update` answered |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
@@ -44,25 +44,21 @@ mod tasks;
 
 pub use servers::Servers;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use capable::internal::bridge::{Exchanges, Follow};
-use capable::internal::input_rounds::may_ask_for_input;
+use capable::internal::bridge::{forwarding, Answered, Follow};
 use capable::internal::jsonrpc::FramingError;
 use capable::internal::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
 use capable::internal::model::ProgressParams;
 use capable::internal::server::fanout::Fanout;
-use capable::internal::server::{
-    ClientRequest, Event, LogLevel, Rounds, ServerConfig, ServerConnection,
-};
+use capable::internal::server::{ClientRequest, Event, ServerConfig, ServerConnection};
 use capable::internal::task_bridge::{Carry, Route, TaskBridge};
 use capable::internal::task_questions::TaskQuestions;
 use capable::internal::task_started::Started;
 use capable::internal::{Era, Extension, Outbox};
 use capable::{CachePolicy, Error, ListenEvent, Listener, RequestOptions};
-use futures_util::future::{AbortHandle, Abortable, BoxFuture};
+use futures_util::future::{Abortable, BoxFuture};
 use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, StreamExt};
 use serde_json::Value;
@@ -87,9 +83,16 @@ type Answer = Result<Payload, Error>;
 /// A host request on its way: its exchange, and the server's answer.
 type Forward = BoxFuture<'static, (u64, Answer)>;
 
+/// What cancels an exchange at the server.
+type AbortHandle = futures_util::future::AbortHandle;
+
 /// One host request at the server (the core's table decides whose it is); its handle
 /// cancels it there.
 type Exchange = capable::internal::bridge::Exchange<AbortHandle>;
+
+/// The relay's state and decisions, the core's: exchanges, rounds, the questions put to
+/// a legacy host, the log level followed.
+type State = capable::internal::bridge::Relay<AbortHandle, Reply, Answer>;
 
 /// Something the relay must act on (see [`Relay::next`]).
 pub enum Wake {
@@ -128,24 +131,19 @@ pub struct Relay {
     out: Outbox,
     servers: Servers,
     forwards: FuturesUnordered<Abortable<Forward>>,
-    exchanges: Exchanges<AbortHandle>,
+    /// The exchanges, the rounds, the questions put to the host, the log level: the
+    /// core's (see [`State`]).
+    state: State,
     /// What the relay asks the server of its own (subscriptions, log levels).
     background: FuturesUnordered<BoxFuture<'static, ()>>,
     progress_tx: mpsc::UnboundedSender<(u64, ProgressParams)>,
     progress_rx: mpsc::UnboundedReceiver<(u64, ProgressParams)>,
     asks: mpsc::UnboundedReceiver<Asked>,
-    /// The engine's id of each question put to a legacy host, by its token.
-    questions: HashMap<u64, i64>,
-    /// The server's questions for a 2026-07-28 host, put to it as `input_required`
-    /// rounds (see `rounds.rs`).
-    rounds: Rounds<Reply, Answer>,
     /// The listen stream open at the server (2026-07-28), or opening.
     listener: Option<Listener>,
     opening: Option<BoxFuture<'static, Result<Listener, Error>>>,
     /// What is open at the one server for what the host wants to hear of (the core's).
     following: Follow,
-    /// The log level a legacy server was last asked for, for a 2026-07-28 host.
-    log_level: Option<LogLevel>,
     /// What each of many servers holds for the host, and their listen streams.
     fanout: Fanout,
     streams: fanout::Streams,
@@ -195,17 +193,14 @@ impl Relay {
             out: Outbox::new(),
             servers,
             forwards: FuturesUnordered::new(),
-            exchanges: Exchanges::default(),
+            state: State::new(ask_timeout, super::random()),
             background: FuturesUnordered::new(),
             progress_tx,
             progress_rx,
             asks,
-            questions: HashMap::new(),
-            rounds: Rounds::new(ask_timeout, super::random()),
             listener: None,
             opening: None,
             following: Follow::default(),
-            log_level: None,
             fanout: Fanout::default(),
             streams: fanout::Streams::default(),
             tasks,
@@ -300,9 +295,9 @@ impl Relay {
     /// The host cancelled request `id`: its exchange is dropped (cancelled at the
     /// server), and any question of it the host had is given up.
     fn cancelled(&mut self, id: &RequestId) {
-        if let Some((token, exchange)) = self.exchanges.cancelled_by(id) {
-            exchange.handle.abort();
-            for reply in self.rounds.give_up(token) {
+        if let Some(cancelled) = self.state.cancelled(id) {
+            cancelled.handle.abort();
+            for reply in cancelled.questions {
                 let _ = reply.send(Err(gone("the host cancelled the request")));
             }
         }
@@ -317,12 +312,11 @@ impl Relay {
             wants_progress,
             ..
         } = request;
-        // Kept (shared, not copied) for the retry of a round it may get: a 2026-07-28
-        // host's call, prompt or read at a legacy server (one of many, maybe).
+        // The params kept (shared, not copied) for the retry of a round it may get, as
+        // the core's table says (a server of many may be a legacy one).
         let legacy_behind = self.servers.one().is_none_or(|s| s.era() == Era::Legacy);
-        let asked =
-            (self.host_era() == Some(Era::Modern) && legacy_behind && may_ask_for_input(method))
-                .then(|| params.clone());
+        let how = forwarding(self.host_era(), legacy_behind, method);
+        let asked = how.keep_params.then(|| params.clone());
         // The params as the server gets them, through the policy (one server: here;
         // many: where the request's server is known).
         let upstream = match upstream_params(&params) {
@@ -364,7 +358,7 @@ impl Relay {
             },
             None => None,
         };
-        let token = self.exchanges.reserve();
+        let token = self.state.reserve();
         let on_progress = wants_progress.then(|| {
             let tx = self.progress_tx.clone();
             Box::new(move |p: &ProgressParams| {
@@ -376,7 +370,7 @@ impl Relay {
             // The host asked: the server answers, whatever the cache holds.
             cache: CachePolicy::Bypass,
             // A 2026-07-28 host answers the server's questions itself and retries.
-            pass_input_required: self.host_era() == Some(Era::Modern),
+            pass_input_required: how.pass_input_required,
             ..RequestOptions::default()
         };
         let (answer, legacy_answer, server) = match (carry, self.servers.one()) {
@@ -407,14 +401,14 @@ impl Relay {
         exchange_at.task_ttl = task_ttl;
         exchange_at.params = asked;
         exchange_at.server = server;
-        self.exchanges.insert(token, exchange_at);
+        self.state.open(token, exchange_at);
         self.forwards.push(exchange);
     }
 
     /// The next thing to act on. Cancel-safe: nothing is lost when another branch of
     /// the caller's `select!` wins.
     pub async fn next(&mut self) -> Wake {
-        let timer = match (self.engine.poll_timeout(), self.rounds.poll_timeout()) {
+        let timer = match (self.engine.poll_timeout(), self.state.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -481,8 +475,8 @@ impl Relay {
                     let message = format!("the host did not answer {} in time", expired.method);
                     let _ = expired.waiter.send(Err(gone(&message)));
                 }
-                for lapsed in self.rounds.handle_timeout(now) {
-                    self.lapsed(lapsed);
+                for lapse in self.state.handle_timeout(now) {
+                    self.lapsed(lapse);
                 }
             }
         }
@@ -491,7 +485,7 @@ impl Relay {
     /// Progress of exchange `token`, under its host request's token: after the answer
     /// (or while the host has a question of it) it is dropped.
     fn progress(&mut self, token: u64, p: &ProgressParams) {
-        let Some(id) = self.exchanges.progress_to(token).cloned() else {
+        let Some(id) = self.state.progress_to(token).cloned() else {
             return;
         };
         let message = p.message.as_deref();
@@ -503,11 +497,20 @@ impl Relay {
     /// The server's answer to exchange `token`, as its host request gets it; while the
     /// host holds a round of it, kept for the host's retry.
     fn answer(&mut self, token: u64, answer: Answer) {
-        let Some(answer) = self.keep_for_retry(token, answer) else {
-            return;
-        };
-        let Some((id, exchange)) = self.exchanges.answered(token) else {
-            return;
+        let (id, exchange, answer) = match self.state.answered(token, answer) {
+            Answered::To {
+                id,
+                exchange,
+                answer,
+            } => (id, exchange, answer),
+            Answered::Kept { over, notice } => {
+                self.audit.host_round("info", &notice);
+                for reply in over {
+                    let _ = reply.send(Err(gone("the request it was asked in is over")));
+                }
+                return;
+            }
+            Answered::Dropped => return,
         };
         let Exchange {
             method,
@@ -543,10 +546,11 @@ impl Relay {
     /// Ends the relay: every exchange in flight is dropped (and cancelled at the
     /// server), every question to the host fails, and the server is shut down in order.
     pub async fn close(mut self) {
-        for (_, exchange) in self.exchanges.drain() {
-            exchange.handle.abort();
+        let (handles, questions) = self.state.close();
+        for handle in handles {
+            handle.abort();
         }
-        let open = self.rounds.drain().into_iter();
+        let open = questions.into_iter();
         let open = open.chain(self.task_questions.drain());
         for waiter in self.engine.close().into_iter().chain(open) {
             let _ = waiter.send(Err(gone("the host is gone")));

@@ -15,7 +15,6 @@
 use std::time::Duration;
 
 use capable::internal::jsonrpc::{Payload, RequestId};
-use capable::internal::task_questions::related_task;
 use capable::internal::Method;
 use capable::RequestOptions;
 use futures_util::FutureExt;
@@ -72,12 +71,7 @@ impl Relay {
     /// host's `tasks/get` (`None`), or given back when it is of no task being fetched.
     /// `nothing_else` says no request of the host's could take it.
     pub(super) fn ask_for_task(&mut self, ask: Ask, nothing_else: bool) -> Option<Ask> {
-        let questions = &self.task_questions;
-        let task_id = match related_task(&ask.params) {
-            Some(id) => Some(id).filter(|id| questions.is_fetching(id)),
-            None if nothing_else => questions.only_fetching(),
-            None => None,
-        };
+        let task_id = self.task_questions.claims(&ask.params, nothing_else);
         let Some(task_id) = task_id.map(str::to_owned) else {
             return Some(ask);
         };

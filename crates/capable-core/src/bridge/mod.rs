@@ -4,16 +4,30 @@
 //! belongs to. The bridge's shell (`capable-bridge`) runs the exchanges; every decision
 //! about them is made here and tested with scripted events.
 //!
+//! Not here yet: the engine that faces the host and the sessions' I/O stay in the
+//! shell, which calls these decisions and carries out their outcomes (the relay is not
+//! yet driven by events in and commands out); how tasks cross the eras is decided in
+//! the core's `task_bridge`, `task_questions` and `task_started`.
+//!
 //! | file | concern |
 //! |---|---|
 //! | `era.rs` | across the eras: what the bridge answers itself ([`local`]), in which form a result goes back |
 //! | `follow.rs` | what the one server behind keeps open for what its host wants to hear of, in the server's era |
+//! | `forwarding.rs` | what goes to a server with a host's request: its params kept for a round's retry, `input_required` passed, the log level told ([`forwarding`], [`tell_log_level`]) |
 //! | `exchanges.rs` | [`Exchanges`]: the host requests at the server, by the bridge's token; ownership of cancels, progress, answers and questions |
+//! | `subscribing.rs` | [`Subscribing`]: many servers, a legacy host's subscribe requests waiting for the server that owns each URI, and what each is answered |
+//! | `relay.rs` | [`Relay`]: the relay's state (exchanges, a legacy server's rounds for a 2026-07-28 host and the retries that answer them, the questions put to a legacy host, the log level followed) and its decisions, with scripted tests (`relay_tests.rs`) |
 
 mod era;
 mod exchanges;
 mod follow;
+mod forwarding;
+mod relay;
+mod subscribing;
 
 pub use era::{answer_form, local, Local};
 pub use exchanges::{Asker, Exchange, Exchanges};
 pub use follow::{Follow, FollowStep};
+pub use forwarding::{forwarding, tell_log_level, Forwarding, Tell};
+pub use relay::{Answered, Cancelled, Lapse, Relay, Retried, Taken, Then, Whose, Withdrawn};
+pub use subscribing::{refusal, Outcome, Subscribing};

@@ -1,0 +1,476 @@
+//! The relay's state between a host and the servers behind it, and what it decides about
+//! the host's requests and the servers' questions ([`Relay`]), with no I/O: the shell
+//! sends the exchanges, puts the questions to the host and carries out each outcome.
+//!
+//! It holds, for one relay:
+//!
+//! - the host requests at the servers, by the relay's token ([`Exchanges`]);
+//! - a legacy server's questions to a 2026-07-28 host, in `input_required` rounds
+//!   ([`Rounds`]), and which host request is the retry of which round;
+//! - the server's questions put to a legacy host, as the engine's requests (so that the
+//!   server withdrawing one cancels it at the host);
+//! - the log level the host last asked for (a legacy server is told when it changes).
+//!
+//! | what happens | what the relay decides |
+//! |---|---|
+//! | the host cancels its request | only that request's exchange is over ([`Relay::cancelled`]); questions of it the host has in a round fail |
+//! | the server answers an exchange | to the host request waiting for it; kept for the retry while the host holds a round of it ([`Relay::answered`]) |
+//! | a legacy server asks a 2026-07-28 host | the request it belongs to ([`Relay::whose_question`]): never a guess among hosts a shared session cannot tell apart, never `roots/list` for such a session ([`Relay::never_asked`]) |
+//! | the host retries | see [`Relay::retry`]: a retry of another request (method, tool, prompt, URI or arguments) is refused and the round stays open; `inputResponses` without a round of the relay's, for a legacy server behind, are refused, never passed on |
+//! | the server withdraws a question | a legacy host's is cancelled at the host; a round's is dropped from it ([`Relay::withdrawn`]) |
+//! | a round's deadline passes | its questions fail, its exchange is over and cancelled at the server ([`Relay::handle_timeout`]) |
+//! | the host asks for a log level | a legacy server is told only when it changes ([`Relay::log_level`]) |
+//!
+//! Its outcomes are enums the shell matches whole (no wildcard): a new outcome is a
+//! compile error there, never silently dropped.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::exchanges::{Asker, Exchange, Exchanges};
+use crate::input_rounds::may_ask_for_input;
+use crate::jsonrpc::{codes, RequestId, RpcError};
+use crate::server::{same_request, Lapsed, LogLevel, Next, Rounds, ServerMethod};
+use crate::Method;
+
+/// The relay's state (see the module documentation). `H` is the shell's handle to an
+/// exchange (what cancels it at the server), `Q` where the answer to a question of the
+/// server's goes, `A` the server's answer to an exchange.
+pub struct Relay<H, Q, A> {
+    exchanges: Exchanges<H>,
+    rounds: Rounds<Q, A>,
+    /// The engine's id of each question put to a legacy host, by the question's token.
+    questions: HashMap<u64, i64>,
+    /// The log level the host last asked for.
+    log_level: Option<LogLevel>,
+}
+
+impl<H, Q, A> std::fmt::Debug for Relay<H, Q, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay")
+            .field("exchanges", &self.exchanges.len())
+            .field("rounds", &self.rounds)
+            .field("questions", &self.questions.len())
+            .field("log_level", &self.log_level)
+            .finish()
+    }
+}
+
+/// An exchange the host cancelled ([`Relay::cancelled`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Cancelled<H, Q> {
+    /// Its handle: cancel it at the server.
+    pub handle: H,
+    /// The questions of it the host had in a round: each fails.
+    pub questions: Vec<Q>,
+}
+
+/// Where the server's answer to an exchange goes ([`Relay::answered`]).
+#[derive(Debug)]
+pub enum Answered<H, Q, A> {
+    /// To host request `id`; the exchange is over.
+    To {
+        /// The host request.
+        id: RequestId,
+        /// The exchange, taken out.
+        exchange: Exchange<H>,
+        /// The answer.
+        answer: A,
+    },
+    /// Kept for the host's retry of the round it holds; `over`: questions not yet put to
+    /// the host, each fails; `notice` says so for the audit.
+    Kept {
+        /// Questions that can no longer be put to the host.
+        over: Vec<Q>,
+        /// What happened, for the audit.
+        notice: String,
+    },
+    /// No host request waits for it any more: dropped.
+    Dropped,
+}
+
+/// Whose a legacy server's question to a 2026-07-28 host is ([`Relay::whose_question`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Whose {
+    /// The exchange of this token's: keep it for its round ([`Relay::keep_question`]).
+    Exchange(u64),
+    /// Nobody's, on purpose: the server is told why, and the audit says so at `level`.
+    PutToNone {
+        /// The audit's level: `info` or `warning`.
+        level: &'static str,
+        /// Why.
+        why: String,
+    },
+    /// No request of the host's that may be asked one waits on the server.
+    Nobody,
+}
+
+/// What a host request that may be the retry of a round comes to ([`Relay::retry`]).
+#[derive(Debug)]
+pub enum Retried<Q, A> {
+    /// No round of the relay's: the request goes on as it is.
+    Pass,
+    /// Refused: the host request gets this error, and nothing else happens.
+    Refused(RpcError),
+    /// Taken: its answers go to their questions; see [`Taken`].
+    Taken(Taken<Q, A>),
+}
+
+/// A retry taken ([`Retried::Taken`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Taken<Q, A> {
+    /// Each answered question's reply, and its answer.
+    pub answers: Vec<(Q, Value)>,
+    /// Questions that can no longer be put to the host (the request they were asked in
+    /// is over): each fails.
+    pub over: Vec<Q>,
+    /// What the retry brought that was ignored, for the audit.
+    pub notices: Vec<String>,
+    /// What the retry itself gets.
+    pub then: Then<A>,
+}
+
+/// What a retry taken gets ([`Taken::then`]).
+#[derive(Debug)]
+pub enum Then<A> {
+    /// The next round: the retry is answered with it.
+    Round(Value),
+    /// The server's answer to exchange `token`, kept while the host held the round: the
+    /// retry carries the exchange on and is answered with it (as any answer is).
+    Answer(u64, A),
+    /// Nothing yet: the retry carries the exchange on, under its id.
+    Wait,
+    /// The exchange is over: the retry gets this error.
+    Over(RpcError),
+}
+
+/// What passed its deadline ([`Relay::handle_timeout`]).
+#[derive(Debug)]
+pub enum Lapse<H, Q> {
+    /// A question nobody answered in time: it fails.
+    Question(Q),
+    /// The host never came back to a round: its exchange is over; cancel it at the
+    /// server with `handle`, and the audit gets `notice`.
+    Round {
+        /// The exchange's handle.
+        handle: H,
+        /// What happened, for the audit.
+        notice: String,
+    },
+}
+
+/// What the server withdrawing its question comes to ([`Relay::withdrawn`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Withdrawn {
+    /// A legacy host has it as the engine's request of this id: cancel it there.
+    AtHost(i64),
+    /// It was dropped from a round; `notice` says so for the audit.
+    FromRound(String),
+    /// None of the relay's (a task's, maybe).
+    Unknown,
+}
+
+impl<H, Q, A> Relay<H, Q, A> {
+    /// A relay whose questions to the host and rounds last `ask_timeout`; `secret` makes
+    /// its rounds' states unguessable ([`Rounds::new`]).
+    pub fn new(ask_timeout: Duration, secret: [u8; 32]) -> Self {
+        Relay {
+            exchanges: Exchanges::default(),
+            rounds: Rounds::new(ask_timeout, secret),
+            questions: HashMap::new(),
+            log_level: None,
+        }
+    }
+
+    /// A token for the next exchange (its progress and its answer name it), never
+    /// given twice.
+    pub fn reserve(&mut self) -> u64 {
+        self.exchanges.reserve()
+    }
+
+    /// Opens `exchange` under `token` (from [`reserve`](Self::reserve)).
+    pub fn open(&mut self, token: u64, exchange: Exchange<H>) {
+        self.exchanges.insert(token, exchange);
+    }
+
+    /// Exchange `token`, while it is open.
+    pub fn exchange(&self, token: u64) -> Option<&Exchange<H>> {
+        self.exchanges.get(token)
+    }
+
+    /// Where progress of exchange `token` goes: its host request, while the host waits
+    /// for it (none while it holds a round).
+    pub fn progress_to(&self, token: u64) -> Option<&RequestId> {
+        self.exchanges.progress_to(token)
+    }
+
+    /// The host cancelled its request `id`: that request's exchange, over, with the
+    /// questions of it the host had — `None` when no exchange answers `id` (another
+    /// request's is never touched).
+    pub fn cancelled(&mut self, id: &RequestId) -> Option<Cancelled<H, Q>> {
+        let (token, exchange) = self.exchanges.cancelled_by(id)?;
+        Some(Cancelled {
+            handle: exchange.handle,
+            questions: self.rounds.give_up(token),
+        })
+    }
+
+    /// The server answered exchange `token` with `answer` (see [`Answered`]).
+    pub fn answered(&mut self, token: u64, answer: A) -> Answered<H, Q, A> {
+        let answer = match self.exchanges.get(token) {
+            Some(e) if self.exchanges.in_a_round(token) => {
+                let method = e.method;
+                match self.rounds.keep(token, answer) {
+                    Ok(over) => {
+                        let notice = format!(
+                            "the server answered {} while the host holds a round of it: kept \
+                             for the host's retry",
+                            method.as_str()
+                        );
+                        return Answered::Kept { over, notice };
+                    }
+                    Err(answer) => answer,
+                }
+            }
+            _ => answer,
+        };
+        match self.exchanges.answered(token) {
+            Some((id, exchange)) => Answered::To {
+                id,
+                exchange,
+                answer,
+            },
+            None => Answered::Dropped,
+        }
+    }
+
+    /// The host request a legacy host's question of server `from` (`None`: the one
+    /// server behind) is about: the oldest that may be asked one there. A legacy
+    /// session is one host's.
+    pub fn about(&self, from: Option<&str>) -> Option<RequestId> {
+        match self.exchanges.asker(from, false, |_| false) {
+            Asker::To(token) => self.exchanges.progress_to(token).cloned(),
+            _ => None,
+        }
+    }
+
+    /// The server's question `token` was put to a legacy host as the engine's request
+    /// `id`.
+    pub fn asked_host(&mut self, token: u64, id: i64) {
+        self.questions.insert(token, id);
+    }
+
+    /// A question of the server's for a 2026-07-28 host that is nobody's whatever is in
+    /// flight ([`Whose::PutToNone`]), before any request or task could claim it: roots
+    /// are a legacy session's, asked as it starts or when they change, never about one
+    /// request, and a `shared` session (of hosts the relay cannot tell apart) has no one
+    /// host whose roots they are.
+    pub fn never_asked(&self, method: ServerMethod, shared: bool) -> Option<Whose> {
+        let why = "roots/list asks for a session's roots, and this server's session is \
+                   shared by 2026-07-28 hosts the bridge cannot tell apart";
+        (shared && method == ServerMethod::ListRoots).then(|| Whose::PutToNone {
+            level: "info",
+            why: why.to_owned(),
+        })
+    }
+
+    /// Whose a question of server `from` (`None`: the one server behind) for a
+    /// 2026-07-28 host is (after [`never_asked`](Self::never_asked), and after a task
+    /// being fetched had its claim): `shared`, the requests may be several hosts' the
+    /// relay cannot tell apart.
+    pub fn whose_question(&self, from: Option<&str>, shared: bool) -> Whose {
+        let holds = |token| self.rounds.holds(token);
+        match self.exchanges.asker(from, shared, holds) {
+            Asker::To(token) => Whose::Exchange(token),
+            Asker::Ambiguous(candidates) => Whose::PutToNone {
+                level: "warning",
+                why: format!(
+                    "{candidates} requests in flight could have asked it, of hosts the bridge \
+                     cannot tell apart, and the server did not say which: it is put to none \
+                     of them"
+                ),
+            },
+            Asker::Nobody => Whose::Nobody,
+        }
+    }
+
+    /// Keeps question `token` of the server's (`method`, `params`, answered through
+    /// `reply`) for a round of `exchange` (from [`Whose::Exchange`]).
+    pub fn keep_question(
+        &mut self,
+        exchange: u64,
+        token: u64,
+        method: ServerMethod,
+        params: Value,
+        reply: Q,
+        now: Instant,
+    ) {
+        self.rounds.ask(exchange, token, method, params, reply, now);
+    }
+
+    /// Every host request waiting with questions kept for it, answered with a round
+    /// carrying them: the host request's id and the round.
+    pub fn put_rounds(&mut self, now: Instant) -> Vec<(RequestId, Value)> {
+        let mut put = Vec::new();
+        for token in self.exchanges.awaited() {
+            let Some(round) = self.rounds.round(token, now) else {
+                continue;
+            };
+            if let Some(id) = self.exchanges.put_in_a_round(token) {
+                put.push((id, round));
+            }
+        }
+        put
+    }
+
+    /// A 2026-07-28 host's request `id` (`method`, `params`) that may be the retry of a
+    /// round of the relay's: `legacy_behind` says the server it would go to is a legacy
+    /// one, which knows no rounds. See [`Retried`].
+    pub fn retry(
+        &mut self,
+        id: &RequestId,
+        method: Method,
+        params: &Value,
+        legacy_behind: bool,
+        now: Instant,
+    ) -> Retried<Q, A> {
+        let Some(state) = self.rounds.ours(params) else {
+            // Answers to no round of the relay's, for a legacy server (which knows no
+            // rounds): nothing they could answer, so refused, not passed on. (A
+            // 2026-07-28 server's own rounds pass; a task's questions are answered by
+            // `tasks/update`, not in a round.)
+            if legacy_behind && may_ask_for_input(method) && params.get("inputResponses").is_some()
+            {
+                return Retried::Refused(invalid(
+                    "inputResponses answer the inputRequests of a round, and no round of this \
+                     request is open: send its requestState with them, or leave them out",
+                ));
+            }
+            return Retried::Pass;
+        };
+        let token = self.rounds.exchange(state);
+        let exchange = token.and_then(|t| self.exchanges.get(t));
+        let another = exchange.is_some_and(|e| {
+            let original = e.params.as_ref().and_then(|p| p.decode::<Value>().ok());
+            e.method != method || original.is_some_and(|o| !same_request(&o, params))
+        });
+        if another {
+            return Retried::Refused(invalid(
+                "this requestState was given for another request: a retry repeats its method \
+                 and params, adding inputResponses",
+            ));
+        }
+        let retry = match self.rounds.retry(state, params, now) {
+            Ok(retry) => retry,
+            Err(why) => return Retried::Refused(why),
+        };
+        let token = retry.exchange;
+        let mut over = retry.over;
+        let then = match (retry.next, self.exchanges.get(token).is_some()) {
+            (Next::Round(round), true) => Then::Round(round),
+            (Next::Answer(answer), true) => {
+                self.exchanges.carried_on(token, id.clone());
+                Then::Answer(token, answer)
+            }
+            (Next::Wait, true) => {
+                self.exchanges.carried_on(token, id.clone());
+                Then::Wait
+            }
+            (_, false) => {
+                over.extend(self.rounds.give_up(token));
+                Then::Over(invalid("the request this retry carries on is over"))
+            }
+        };
+        Retried::Taken(Taken {
+            answers: retry.answers,
+            over,
+            notices: retry.notices,
+            then,
+        })
+    }
+
+    /// The server's question `token` is over there: see [`Withdrawn`].
+    pub fn withdrawn(&mut self, token: u64) -> Withdrawn {
+        if let Some(id) = self.questions.remove(&token) {
+            return Withdrawn::AtHost(id);
+        }
+        match self.rounds.withdraw(token) {
+            Some((key, method)) => Withdrawn::FromRound(format!(
+                "the server withdrew its question {key} ({}) of a 2026-07-28 host's round",
+                method.as_str()
+            )),
+            None => Withdrawn::Unknown,
+        }
+    }
+
+    /// The host asks for log level `level`: whether it changed (a legacy server is told
+    /// then; a 2026-07-28 one gets it in every request anyway).
+    pub fn log_level(&mut self, level: LogLevel) -> bool {
+        self.log_level.replace(level) != Some(level)
+    }
+
+    /// The server behind restarted: it knows no level, and is told the next one asked.
+    pub fn forget_log_level(&mut self) {
+        self.log_level = None;
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) should be called next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.rounds.poll_timeout()
+    }
+
+    /// What is past its deadline at `now` (see [`Lapse`]).
+    pub fn handle_timeout(&mut self, now: Instant) -> Vec<Lapse<H, Q>> {
+        let mut lapses = Vec::new();
+        for lapsed in self.rounds.handle_timeout(now) {
+            match lapsed {
+                Lapsed::Question(reply) => lapses.push(Lapse::Question(reply)),
+                Lapsed::Round {
+                    exchange,
+                    answer_dropped,
+                } => {
+                    let Some(gone) = self.exchanges.remove(exchange) else {
+                        continue;
+                    };
+                    let dropped = match answer_dropped {
+                        true => "; the server's answer to it was dropped",
+                        false => "; it is cancelled at the server",
+                    };
+                    let notice = format!(
+                        "the host did not come back to a round of its {} in time{dropped}",
+                        gone.method.as_str()
+                    );
+                    lapses.push(Lapse::Round {
+                        handle: gone.handle,
+                        notice,
+                    });
+                }
+            }
+        }
+        lapses
+    }
+
+    /// Everything, given up (the relay ends): every exchange's handle (cancel each at
+    /// the server), and every question kept for a round (each fails).
+    pub fn close(&mut self) -> (Vec<H>, Vec<Q>) {
+        let handles = self.exchanges.drain().map(|(_, e)| e.handle).collect();
+        self.questions.clear();
+        (handles, self.rounds.drain())
+    }
+}
+
+fn invalid(message: &str) -> RpcError {
+    RpcError {
+        code: codes::INVALID_PARAMS,
+        message: message.to_owned(),
+        data: None,
+    }
+}
+
+#[cfg(test)]
+#[path = "relay_tests.rs"]
+mod tests;
