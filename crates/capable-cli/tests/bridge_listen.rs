@@ -15,7 +15,7 @@ mod listen_support;
 use std::time::Duration;
 
 use bridge_support::{client, wait_gone, Bridge};
-use listen_support::{http, initialize, initialize_at, listening, post};
+use listen_support::{http, initialize, initialize_at, listening, peak_kib, post};
 use serde_json::json;
 
 #[test]
@@ -556,13 +556,6 @@ fn bodies_read_at_once_share_one_room_given_back_when_they_end() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// The peak memory of a process, from /proc (kB).
-fn peak_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
 /// A batch of millions of tiny messages is refused having read no further than one

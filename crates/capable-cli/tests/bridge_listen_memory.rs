@@ -13,8 +13,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use bridge_support::Bridge;
-use listen_support::{initialize_at, post};
+use listen_support::{initialize_at, listening_to, peak_kib, post};
 use serde_json::json;
 
 /// A legacy server that declares logging and tools (no list changes); its one tool
@@ -66,38 +65,13 @@ fn settle(pid: u32) {
     }
 }
 
-/// The peak memory of a process, from /proc (kB).
-fn peak_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 /// A host whose standalone stream is open and never read while its server writes
 /// 64 MiB to it: the bridge's peak grows by less than 40 MiB (1 MiB of
 /// `--stream-buffer`, the 16 MiB resumption keeps, what is in flight), and the stream
 /// is closed, as the audit says. (Without the bound it grows by all 64 MiB.)
 #[test]
 fn a_stream_nobody_reads_costs_the_bridge_its_bound_not_what_the_server_sent() {
-    let b = Bridge::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--stream-buffer",
-        "1MiB",
-        "--",
-        "python3",
-        "-c",
-        SERVER,
-    ]);
-    let url = b.audit_until(|l| l["event"] == "listening")["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let port: u16 = url
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap();
+    let (b, port) = listening_to(&["--stream-buffer", "1MiB"], &["python3", "-c", SERVER]);
     let session = initialize_at(port, "2025-11-25");
     // The standalone stream, opened and then never read: the socket's buffers fill,
     // and what the server says piles up in the bridge until its bound.

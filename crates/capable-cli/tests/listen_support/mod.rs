@@ -15,10 +15,16 @@ use super::bridge_support::Bridge;
 /// the port it listens on.
 pub fn listening(flags: &[&str], profile: &str) -> (Bridge, u16) {
     let server = super::common::fixture(profile);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    listening_to(flags, &server)
+}
+
+/// `capable bridge --listen 127.0.0.1:0 [FLAGS] -- SERVER…`, and the port it listens on.
+pub fn listening_to(flags: &[&str], server: &[&str]) -> (Bridge, u16) {
     let mut args = vec!["--listen", "127.0.0.1:0"];
     args.extend_from_slice(flags);
     args.push("--");
-    args.extend(server.iter().map(String::as_str));
+    args.extend_from_slice(server);
     let b = Bridge::start(&args);
     let url = b.audit_until(|l| l["event"] == "listening")["url"]
         .as_str()
@@ -30,6 +36,13 @@ pub fn listening(flags: &[&str], profile: &str) -> (Bridge, u16) {
         .parse()
         .unwrap();
     (b, port)
+}
+
+/// The peak memory of a process, from /proc (kB).
+pub fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
 /// One HTTP exchange, as it came back.
