@@ -70,6 +70,9 @@ use super::forward::{host_error, upstream_params};
 use super::upstream::{Ask, Asked};
 use crate::policy::{self, Policy};
 
+/// The most progress updates waiting for the relay at once.
+const PROGRESS_QUEUE: usize = 1024;
+
 /// Where the host's answer to a question of the server's goes.
 type Reply = oneshot::Sender<Result<Value, RpcError>>;
 
@@ -136,8 +139,11 @@ pub struct Relay {
     state: State,
     /// What the relay asks the server of its own (subscriptions, log levels).
     background: FuturesUnordered<BoxFuture<'static, ()>>,
-    progress_tx: mpsc::UnboundedSender<(u64, ProgressParams)>,
-    progress_rx: mpsc::UnboundedReceiver<(u64, ProgressParams)>,
+    /// Progress of the exchanges, on its way from their sessions (bounded: past
+    /// [`PROGRESS_QUEUE`] updates waiting, a server's flood of them is dropped, never
+    /// held; the answer still comes).
+    progress_tx: mpsc::Sender<(u64, ProgressParams)>,
+    progress_rx: mpsc::Receiver<(u64, ProgressParams)>,
     asks: mpsc::UnboundedReceiver<Asked>,
     /// The listen stream open at the server (2026-07-28), or opening.
     listener: Option<Listener>,
@@ -181,7 +187,7 @@ impl Relay {
     ) -> Relay {
         let mut config = config;
         config.request_timeout = ask_timeout;
-        let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+        let (progress_tx, progress_rx) = mpsc::channel(PROGRESS_QUEUE);
         let mut engine = ServerConnection::new(config);
         engine.set_shared(shared);
         if let Servers::Many(many) = &servers {
@@ -362,7 +368,7 @@ impl Relay {
         let on_progress = wants_progress.then(|| {
             let tx = self.progress_tx.clone();
             Box::new(move |p: &ProgressParams| {
-                let _ = tx.send((token, p.clone()));
+                let _ = tx.try_send((token, p.clone()));
             }) as capable::ProgressCallback
         });
         let options = RequestOptions {
