@@ -1,9 +1,10 @@
 //! capable's MCP bridge as a library: capable between hosts and servers. A host (a
 //! desktop app, an editor, an agent) talks to the bridge over stdio
 //! ([`serve_stdio`]) or Streamable HTTP ([`serve_listen`], many hosts at once, both
-//! protocol eras); behind it is one server ([`Upstream::One`], any
-//! [`Connector`]: a command, a URL with its credentials) or the servers of a config as
-//! one ([`Upstream::Many`]). `capable bridge` is this crate behind its flags.
+//! protocol eras; or [`HttpBridge`]'s axum router in an application's own server);
+//! behind it is one server ([`Upstream::One`], any [`Connector`]: a command, a URL
+//! with its credentials) or the servers of a config as one ([`Upstream::Many`]).
+//! `capable bridge` is this crate behind its flags.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), capable_bridge::BridgeError> {
@@ -83,6 +84,67 @@ pub async fn serve_listen(
 ) -> Result<(), BridgeError> {
     let target = host::Target::open(config, stop, listen.token.as_deref())?;
     listen::serve(target, &listen).await
+}
+
+/// The bridge's Streamable HTTP side as an axum [`Router`](axum::Router), for an
+/// application that serves HTTP itself ([`serve_listen`] is this, bound and served
+/// with its connection bounds). The router serves `/mcp` (and, with
+/// [`ListenConfig::auth`], the protected resource metadata) with everything of the
+/// listener but the connections: the gate (`Host`, `Origin`, the token or the
+/// caller's access token), the bounds of bodies, batches, sessions and streams, both
+/// eras. Bounding connections (how many, how long their headers may take) is the
+/// serving application's part. [`run`](HttpBridge::run) must be polled beside the
+/// server: it lets idle sessions go, and ends every session's server when `stop` is
+/// signalled.
+///
+/// ```no_run
+/// # async fn run(config: capable_bridge::BridgeConfig) -> Result<(), capable_bridge::BridgeError> {
+/// use capable_bridge::{HttpBridge, ListenConfig, Stop};
+///
+/// let socket = tokio::net::TcpListener::bind("127.0.0.1:8080").await.unwrap();
+/// // The address as the application listens on it: the `Host` gate expects its port.
+/// let listen = ListenConfig::new(socket.local_addr().unwrap());
+/// let bridge = HttpBridge::new(config, listen, Stop::never()).await?;
+/// let app = axum::Router::new().nest("/bridge", bridge.router());
+/// let serving = async move {
+///     let _ = axum::serve(socket, app).await;
+/// };
+/// bridge.run(serving).await
+/// # }
+/// ```
+pub struct HttpBridge {
+    prepared: listen::Prepared,
+}
+
+impl HttpBridge {
+    /// The listener for `config`'s server or servers, at `listen.addr` (loopback
+    /// unless [`ListenConfig::allow_remote`]); with [`ListenConfig::auth`], the issuer
+    /// is reached first ([`BridgeError::Issuer`] if it cannot be).
+    pub async fn new(
+        config: BridgeConfig,
+        listen: ListenConfig,
+        stop: Stop,
+    ) -> Result<HttpBridge, BridgeError> {
+        let target = host::Target::open(config, stop, listen.token.as_deref())?;
+        let prepared = listen::Prepared::new(target, &listen).await?;
+        Ok(HttpBridge { prepared })
+    }
+
+    /// The routes, to serve (or nest) in the application's router; every clone
+    /// serves the same sessions.
+    pub fn router(&self) -> axum::Router {
+        self.prepared.router()
+    }
+
+    /// Runs beside `serving` (the application's server) until it ends or `stop` is
+    /// signalled ([`BridgeError::Stopped`]); then every session's server is shut down
+    /// in order.
+    pub async fn run(
+        self,
+        serving: impl std::future::Future<Output = ()>,
+    ) -> Result<(), BridgeError> {
+        self.prepared.run(serving).await
+    }
 }
 
 /// `N` random bytes as hex (visible ASCII: a session id, the prefix of the bridge's own

@@ -178,45 +178,9 @@ fn busy(what: &'static str) -> Response {
 /// Serves the target's server on `addr` until a signal comes.
 pub async fn serve(target: Arc<Target>, args: &ListenConfig) -> Result<(), BridgeError> {
     let addr = args.addr;
-    let loopback = addr.ip().is_loopback();
-    if !loopback && !args.allow_remote {
-        return Err(BridgeError::Config(format!(
-            "--listen {addr} is not a loopback address: pass --allow-remote (and --listen-token) to serve other machines"
-        )));
-    }
-    if !loopback && args.token.is_none() && args.auth.is_none() {
-        return Err(BridgeError::Config("--allow-remote needs --listen-token or --auth-issuer: the listener must not be open to anyone who can reach it".into()));
-    }
-    if args.token.is_some() && args.auth.is_some() {
-        return Err(BridgeError::Config(
-            "--listen-token and --auth-issuer both want the Authorization header: give one".into(),
-        ));
-    }
-    // The issuer is known before anything listens: unreachable, it stops the bridge.
-    let identity = match &args.auth {
-        Some(auth) => Some(identity::Identity::discover(auth).await?),
-        None => None,
-    };
-    if let Some(token) = &args.token {
-        if token.trim().is_empty() {
-            return Err(BridgeError::Config(
-                "--listen-token is empty: every request would be refused; give a token, or none"
-                    .into(),
-            ));
-        }
-    }
-    let mut origins = Vec::new();
-    for given in &args.allow_origins {
-        match Gate::origin(given) {
-            Some(origin) => origins.push(origin),
-            None => {
-                return Err(BridgeError::Config(format!(
-                    "--allow-origin {given}: an origin is scheme://host[:port] (http or https), \
-                     as a browser sends it"
-                )))
-            }
-        }
-    }
+    // Everything the flags say is checked (and the issuer reached) before anything
+    // listens.
+    let prepared = Prepared::new(target.clone(), args).await?;
     let socket = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|error| BridgeError::Bind { addr, error })?;
@@ -228,56 +192,143 @@ pub async fn serve(target: Arc<Target>, args: &ListenConfig) -> Result<(), Bridg
         SocketAddr::V6(a) => format!("http://[{}]:{port}/mcp", a.ip()),
         SocketAddr::V4(a) => format!("http://{}:{port}/mcp", a.ip()),
     };
+    let prepared = prepared.on_port(port);
     target
         .audit
         .record("listening", serde_json::json!({"url": shown}));
-    let listener = Arc::new(Listener {
-        target: target.clone(),
-        gate: Gate {
-            loopback_port: loopback.then_some(port),
-            token: args.token.clone(),
-            origins,
-            public_host: identity
-                .as_ref()
-                .and_then(|i| public_authority(i.resource().resource())),
-        },
-        sessions: Mutex::new(Pool::new(args.max_sessions)),
-        modern: Mutex::new(Pool::new(args.max_sessions)),
-        tasks: Mutex::new(Vec::new()),
-        idle: args.session_idle,
-        max_batch: args.max_batch,
-        max_body: target.max_message(),
-        stream_buffer: args.stream_buffer,
-        body_timeout: args.body_timeout,
-        bodies: bodies::Bodies::new(args.max_body_total),
-        params: Arc::default(),
-        identity,
-    });
-    let mut router = Router::new().route("/mcp", any(handle));
-    if let Some(identity) = &listener.identity {
-        router = identity::routes(router, identity.resource(), &listener.gate);
-    }
-    let router = router.with_state(listener.clone());
     let bounds = connections::Bounds {
         max_connections: args.max_connections,
         header_timeout: args.header_timeout,
     };
-    let stop = target.stop.clone();
-    let stopped = tokio::select! {
-        () = listener.sweep() => None,
-        () = connections::serve(socket, router, bounds) => None,
-        signal = stop.stopped() => Some(signal),
-    };
-    // Every session's task ends as its commands do, shutting its server down.
-    listener.sessions().clear();
-    listener.moderns().clear();
-    let tasks = std::mem::take(&mut *listener.tasks.lock().unwrap_or_else(|e| e.into_inner()));
-    let _ = tokio::time::timeout(
-        Duration::from_secs(10),
-        futures_util::future::join_all(tasks),
-    )
-    .await;
-    target.stopped(stopped)
+    let router = prepared.router();
+    prepared
+        .run(connections::serve(socket, router, bounds))
+        .await
+}
+
+/// The listener, ready to serve: its [`Router`] for any HTTP server, and what runs
+/// beside it (idle sessions let go, every session ended when the bridge stops).
+pub struct Prepared {
+    listener: Arc<Listener>,
+}
+
+impl Prepared {
+    /// Checks `args` (tokens, origins; the issuer reached) and makes the listener for
+    /// `args.addr` (whose port the `Host` gate expects on loopback).
+    pub async fn new(target: Arc<Target>, args: &ListenConfig) -> Result<Prepared, BridgeError> {
+        let addr = args.addr;
+        let loopback = addr.ip().is_loopback();
+        if !loopback && !args.allow_remote {
+            return Err(BridgeError::Config(format!(
+                "--listen {addr} is not a loopback address: pass --allow-remote (and --listen-token) to serve other machines"
+            )));
+        }
+        if !loopback && args.token.is_none() && args.auth.is_none() {
+            return Err(BridgeError::Config("--allow-remote needs --listen-token or --auth-issuer: the listener must not be open to anyone who can reach it".into()));
+        }
+        if args.token.is_some() && args.auth.is_some() {
+            return Err(BridgeError::Config(
+                "--listen-token and --auth-issuer both want the Authorization header: give one"
+                    .into(),
+            ));
+        }
+        if let Some(token) = &args.token {
+            if token.trim().is_empty() {
+                return Err(BridgeError::Config(
+                    "--listen-token is empty: every request would be refused; give a token, or none"
+                        .into(),
+                ));
+            }
+        }
+        let mut origins = Vec::new();
+        for given in &args.allow_origins {
+            match Gate::origin(given) {
+                Some(origin) => origins.push(origin),
+                None => {
+                    return Err(BridgeError::Config(format!(
+                    "--allow-origin {given}: an origin is scheme://host[:port] (http or https), \
+                         as a browser sends it"
+                )))
+                }
+            }
+        }
+        // The issuer is known before anything listens: unreachable, it stops the bridge.
+        let identity = match &args.auth {
+            Some(auth) => Some(identity::Identity::discover(auth).await?),
+            None => None,
+        };
+        let listener = Listener {
+            target: target.clone(),
+            gate: Gate {
+                loopback_port: loopback.then_some(addr.port()),
+                token: args.token.clone(),
+                origins,
+                public_host: identity
+                    .as_ref()
+                    .and_then(|i| public_authority(i.resource().resource())),
+            },
+            sessions: Mutex::new(Pool::new(args.max_sessions)),
+            modern: Mutex::new(Pool::new(args.max_sessions)),
+            tasks: Mutex::new(Vec::new()),
+            idle: args.session_idle,
+            max_batch: args.max_batch,
+            max_body: target.max_message(),
+            stream_buffer: args.stream_buffer,
+            body_timeout: args.body_timeout,
+            bodies: bodies::Bodies::new(args.max_body_total),
+            params: Arc::default(),
+            identity,
+        };
+        Ok(Prepared {
+            listener: Arc::new(listener),
+        })
+    }
+
+    /// The listener on `port` after all (it was bound to port 0).
+    fn on_port(mut self, port: u16) -> Prepared {
+        if let Some(listener) = Arc::get_mut(&mut self.listener) {
+            if listener.gate.loopback_port.is_some() {
+                listener.gate.loopback_port = Some(port);
+            }
+        }
+        self
+    }
+
+    /// `/mcp` (and, as a protected resource, its metadata), every request through the
+    /// gate and the bounds of bodies, batches and streams.
+    pub fn router(&self) -> Router {
+        let mut router = Router::new().route("/mcp", any(handle));
+        if let Some(identity) = &self.listener.identity {
+            router = identity::routes(router, identity.resource(), &self.listener.gate);
+        }
+        router.with_state(self.listener.clone())
+    }
+
+    /// Lets idle sessions go while `serving` runs, until it ends or the bridge's stop
+    /// is signalled; then every session's server is shut down (within 10 s).
+    pub async fn run(
+        self,
+        serving: impl std::future::Future<Output = ()>,
+    ) -> Result<(), BridgeError> {
+        let listener = self.listener;
+        let target = listener.target.clone();
+        let stop = target.stop.clone();
+        let stopped = tokio::select! {
+            () = listener.sweep() => None,
+            () = serving => None,
+            signal = stop.stopped() => Some(signal),
+        };
+        // Every session's task ends as its commands do, shutting its server down.
+        listener.sessions().clear();
+        listener.moderns().clear();
+        let tasks = std::mem::take(&mut *listener.tasks.lock().unwrap_or_else(|e| e.into_inner()));
+        let _ = tokio::time::timeout(
+            Duration::from_secs(10),
+            futures_util::future::join_all(tasks),
+        )
+        .await;
+        target.stopped(stopped)
+    }
 }
 
 async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Response {
