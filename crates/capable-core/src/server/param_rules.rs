@@ -90,6 +90,12 @@ impl ParamRules {
         self.complete || self.tools.contains_key(tool)
     }
 
+    /// Whether `tool` is known to have no `Mcp-Param-*` headers: a call of it needs
+    /// no check, and its arguments need not be read.
+    pub fn knows_none(&self, tool: &str) -> bool {
+        self.knows(tool) && !self.tools.contains_key(tool)
+    }
+
     /// Holds a `tools/call` of `tool` with `arguments` to its headers; `header` gives
     /// a header's value by its lower-case name (`mcp-param-region`). `Err` is the
     /// `-32020` error to answer (with HTTP `400`), naming the header, never its value.
