@@ -5,7 +5,8 @@
 //! ```text
 //! cargo build --release -p capable-cli -p capable-bench
 //! target/release/capable-bench-bridge [--rounds 5] [-n 20000] [-c 32] [--warmup 1000]
-//!                                     [--handshakes 20] [--mcp-remote PATH] [--json]
+//!                                     [--handshakes 20] [--mcp-remote PATH]
+//!                                     [--against PATH] [--json]
 //! ```
 //!
 //! Every round runs each client once, in an order that rotates from round to round,
@@ -21,6 +22,12 @@
 //! | `http-direct` | Streamable HTTP | `capable-bench-http-server` |
 //! | `http-bridged` | stdio, legacy | `capable bridge --url` that server |
 //! | `http-mcp-remote` | stdio, legacy | `mcp-remote` that server (`.peers/mcp-remote`; left out when missing) |
+//!
+//! `--against PATH` names another `capable` binary (an earlier build, say) and adds
+//! its bridged rows to the same rounds (`stdio-bridged@against`, `stdio-bridged-2026@against`,
+//! `http-bridged@against`), so a change's cost is one run's ratio — this build's
+//! throughput over that one's, round by round — not two runs' drift
+//! (`against_build` in the report).
 //!
 //! Both bench servers are legacy (2025-11-25), so the direct clients speak legacy; a
 //! bridged client is held to the legacy era (`--legacy`) to compare like with like —
@@ -50,6 +57,7 @@ struct Settings {
     warmup: usize,
     handshakes: usize,
     mcp_remote: Option<PathBuf>,
+    against: Option<PathBuf>,
     json: bool,
 }
 
@@ -74,6 +82,7 @@ fn parse(args: Vec<String>) -> Result<Settings, String> {
         mcp_remote: Some(
             workspace().join(".peers/mcp-remote/node_modules/mcp-remote/dist/proxy.js"),
         ),
+        against: None,
         json: false,
     };
     let mut it = args.into_iter();
@@ -90,11 +99,12 @@ fn parse(args: Vec<String>) -> Result<Settings, String> {
             "--warmup" => s.warmup = number(value()?)?,
             "--handshakes" => s.handshakes = number(value()?)?.max(1),
             "--mcp-remote" => s.mcp_remote = Some(PathBuf::from(value()?)),
+            "--against" => s.against = Some(PathBuf::from(value()?)),
             "--json" => s.json = true,
             _ => {
                 return Err(
                     "usage: capable-bench-bridge [--rounds R] [-n N] [-c C] [--warmup W] \
-                     [--handshakes H] [--mcp-remote PATH] [--json]"
+                     [--handshakes H] [--mcp-remote PATH] [--against PATH] [--json]"
                         .into(),
                 )
             }
@@ -167,6 +177,7 @@ fn clients(s: &Settings, url: &str) -> Vec<(&'static str, Vec<String>)> {
         args
     };
     let bridged = behind(&capable, &["bridge", "--", &server]);
+    let http_bridged = legacy(behind(&capable, &["bridge", "--url", url]));
     // `sh -c 'cat | SERVER | cat' SERVER`: the host's bytes and the server's each
     // pass one more process, which only copies them.
     let cat_relay = behind("sh", &["-c", "cat | \"$0\" | cat", &server]);
@@ -176,11 +187,20 @@ fn clients(s: &Settings, url: &str) -> Vec<(&'static str, Vec<String>)> {
         ("stdio-bridged-2026", bridged),
         ("stdio-cat-relay", cat_relay),
         ("http-direct", vec!["--url".to_owned(), url.to_owned()]),
-        (
-            "http-bridged",
-            legacy(behind(&capable, &["bridge", "--url", url])),
-        ),
+        ("http-bridged", http_bridged),
     ];
+    if let Some(other) = &s.against {
+        let other = other.display().to_string();
+        let bridged = behind(&other, &["bridge", "--", &server]);
+        clients.extend([
+            ("stdio-bridged@against", legacy(bridged.clone())),
+            ("stdio-bridged-2026@against", bridged),
+            (
+                "http-bridged@against",
+                legacy(behind(&other, &["bridge", "--url", url])),
+            ),
+        ]);
+    }
     match &s.mcp_remote {
         Some(path) if path.exists() => {
             let proxy = path.display().to_string();
@@ -192,6 +212,13 @@ fn clients(s: &Settings, url: &str) -> Vec<(&'static str, Vec<String>)> {
 }
 
 fn run(s: &Settings) -> i32 {
+    if let Some(other) = s.against.as_deref().filter(|p| !p.exists()) {
+        eprintln!(
+            "capable-bench-bridge: --against {}: no such file",
+            other.display()
+        );
+        return 2;
+    }
     for needed in ["capable", "capable-bench", "capable-bench-server"] {
         if !sibling(needed).exists() {
             eprintln!(
@@ -291,7 +318,13 @@ fn report(rounds: &[BTreeMap<&str, Value>], clients: &[(&str, Vec<String>)]) -> 
         ("stdio-cat-relay", "stdio-direct"),
         ("http-bridged", "http-direct"),
         ("http-mcp-remote", "http-direct"),
+        ("stdio-bridged@against", "stdio-direct"),
+        ("stdio-bridged-2026@against", "stdio-direct"),
+        ("http-bridged@against", "http-direct"),
     ] {
+        if !clients.iter().any(|(name, _)| *name == bridged) {
+            continue;
+        }
         let ratio = |metric: &str| {
             per_round(&|r| Some(value(r, bridged, metric)? / value(r, direct, metric)?))
         };
@@ -307,7 +340,27 @@ fn report(rounds: &[BTreeMap<&str, Value>], clients: &[(&str, Vec<String>)]) -> 
             }),
         );
     }
-    json!({"median": medians, "against_direct": against, "rounds": rounds.len()})
+    // This build over the other (`--against`), round by round: > 1 is faster here.
+    let mut builds = serde_json::Map::new();
+    for row in ["stdio-bridged", "stdio-bridged-2026", "http-bridged"] {
+        let other = format!("{row}@against");
+        if !rounds.iter().any(|r| r.contains_key(other.as_str())) {
+            continue;
+        }
+        let ratio =
+            |metric: &str| per_round(&|r| Some(value(r, row, metric)? / value(r, &other, metric)?));
+        let added =
+            per_round(&|r| Some(value(r, row, "seq_p50_us")? - value(r, &other, "seq_p50_us")?));
+        builds.insert(
+            format!("{row}/{other}"),
+            json!({
+                "seq_ratio": ratio("seq_read_rps"),
+                "pipelined_ratio": ratio("pipelined_read_rps"),
+                "added_p50_us": added,
+            }),
+        );
+    }
+    json!({"median": medians, "against_direct": against, "against_build": builds, "rounds": rounds.len()})
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
