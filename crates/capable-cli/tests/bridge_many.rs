@@ -549,7 +549,9 @@ fn a_subscription_is_answered_once_its_server_took_it() {
     for profile in ["subscribe", "modern"] {
         let (mut b, _file) = bridge(
             &format!("answered-{profile}"),
-            json!({"live": fixture(profile, &["--update-interval", "200ms"])}),
+            // A server slow to take a subscription: the bridge's answer to the ping
+            // sent with it comes first however busy the machine.
+            json!({"live": fixture(profile, &["--update-interval", "200ms", "--fault", "slow-subscribe"])}),
             &["--trace"],
         );
         b.initialize(V, json!({}));

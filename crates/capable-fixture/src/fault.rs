@@ -35,6 +35,10 @@ pub enum Fault {
     /// After each notification it receives, sends one of its own that no protocol
     /// defines (`x/custom`, params `{"n": 1}`), then serves on normally.
     CustomNotification,
+    /// Takes 300 ms over each `resources/subscribe`, `resources/unsubscribe` and
+    /// `subscriptions/listen` before it answers (or acknowledges) it: a server whose
+    /// answer surely comes after anything its client answers on its own.
+    SlowSubscribe,
     /// The soak's server: floods (bursts of updates, log messages and garbage every
     /// 250 ms), changes its content every second, and crashes (status 1) after a random
     /// 3 to 12 s — one start in four already in the handshake.
@@ -54,6 +58,7 @@ impl Fault {
             Fault::IgnoreEof => "ignore-eof",
             Fault::FloodUndeclared => "flood-undeclared",
             Fault::CustomNotification => "custom-notification",
+            Fault::SlowSubscribe => "slow-subscribe",
             Fault::Chaos => "chaos",
         }
     }
@@ -98,6 +103,16 @@ impl Fault {
             }
             _ => false,
         }
+    }
+
+    /// How long the server takes over a `method` request before it handles it.
+    pub(crate) fn delay(self, method: &str) -> Option<std::time::Duration> {
+        let subscribing = matches!(
+            method,
+            "resources/subscribe" | "resources/unsubscribe" | "subscriptions/listen"
+        );
+        (self == Fault::SlowSubscribe && subscribing)
+            .then_some(std::time::Duration::from_millis(300))
     }
 
     /// What the server writes after receiving a notification.
