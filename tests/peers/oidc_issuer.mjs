@@ -3,7 +3,11 @@
 // (RFC 9068, ES256) for one resource, the gateway (`capable bridge --listen
 // --auth-issuer`), with the scope `mcp:tools`.
 //
-//   node tests/peers/oidc_issuer.mjs AS_PORT GATEWAY_URL
+//   node tests/peers/oidc_issuer.mjs AS_PORT GATEWAY_URL [opaque]
+//
+// With `opaque`, its access tokens for the gateway are opaque instead, and mean
+// something only through its introspection endpoint (RFC 7662), where the gateway
+// asks as the confidential client `gateway-app` (secret `gateway-secret`).
 //
 // It binds 127.0.0.1. Logins need no person: the interaction pages approve at once
 // (account `mcp-user`, every scope asked for). Two confidential clients, `alice-app`
@@ -28,6 +32,7 @@ const { SignJWT } = await load("jose/dist/webapi/index.js").catch(() => load("jo
 
 const asPort = Number(process.argv[2]);
 const gateway = process.argv[3];
+const format = process.argv[4] === "opaque" ? "opaque" : "jwt";
 const issuer = `http://127.0.0.1:${asPort}`;
 
 const signing = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" });
@@ -41,7 +46,7 @@ const client = (id, secret) => ({
 });
 
 const provider = new Provider(issuer, {
-  clients: [client("alice-app", "alice-secret"), client("bob-app", "bob-secret")],
+  clients: [client("alice-app", "alice-secret"), client("bob-app", "bob-secret"), client("gateway-app", "gateway-secret")],
   jwks: { keys: [jwk] },
   clientDefaults: { id_token_signed_response_alg: "ES256", grant_types: ["authorization_code"], response_types: ["code"] },
   cookies: { keys: ["capable-test-cookie-key"] },
@@ -50,13 +55,15 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: false },
     registration: { enabled: true },
     clientCredentials: { enabled: true },
+    introspection: { enabled: true },
+    revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => gateway,
       useGrantedResource: () => true,
       getResourceServerInfo: (ctx, indicator) => {
         if (indicator !== gateway) throw new errors.InvalidTarget();
-        return { scope: "mcp:tools", audience: gateway, accessTokenTTL: 3600, accessTokenFormat: "jwt", jwt: { sign: { alg: "ES256" } } };
+        return { scope: "mcp:tools", audience: gateway, accessTokenTTL: 3600, accessTokenFormat: format, jwt: { sign: { alg: "ES256" } } };
       },
     },
   },

@@ -185,6 +185,40 @@ pub struct ListenAuth {
     pub fetch_timeout: Duration,
     /// How many verified tokens are remembered (until each expires).
     pub max_tokens: usize,
+    /// The gateway's own client at the issuer, for introspecting opaque tokens
+    /// (RFC 7662). Without it, only JWT access tokens are taken.
+    pub introspection: Option<IntrospectionClient>,
+}
+
+/// The gateway's own client registration at its issuer, with which it asks what an
+/// opaque token means (HTTP Basic at the issuer's `introspection_endpoint`). The
+/// secret never shows in a `Debug` output.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct IntrospectionClient {
+    /// The client id.
+    pub client_id: String,
+    /// The client secret.
+    pub client_secret: String,
+}
+
+impl IntrospectionClient {
+    /// The client `client_id` with `client_secret`.
+    pub fn new(client_id: impl Into<String>, client_secret: impl Into<String>) -> Self {
+        IntrospectionClient {
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for IntrospectionClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IntrospectionClient")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"[redacted]")
+            .finish()
+    }
 }
 
 impl ListenAuth {
@@ -197,6 +231,7 @@ impl ListenAuth {
             scopes: Vec::new(),
             fetch_timeout: Duration::from_secs(5),
             max_tokens: 10_000,
+            introspection: None,
         }
     }
 }

@@ -60,7 +60,9 @@ mod stdio;
 mod stop;
 mod upstream;
 
-pub use config::{BridgeConfig, Connector, Hints, ListenAuth, ListenConfig, Upstream};
+pub use config::{
+    BridgeConfig, Connector, Hints, IntrospectionClient, ListenAuth, ListenConfig, Upstream,
+};
 pub use error::{BridgeError, Unavailable};
 pub use policy::{ConfigPolicy, Policy, Verdict};
 pub use stop::{Stop, StopHandle};

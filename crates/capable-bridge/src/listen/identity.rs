@@ -13,8 +13,10 @@
 //!   per [`REFETCH`] whatever callers send, each fetch bounded by the timeout and
 //!   [`MAX_DOCUMENT`] bytes.
 //!
-//! Opaque tokens would need introspection (RFC 7662), which this listener does not do
-//! yet: they are refused as `invalid_token`, saying so.
+//! Opaque tokens are asked of the issuer (RFC 7662, [`super::introspect`]) when the
+//! gateway has a client of its own there ([`ListenAuth::introspection`]); without
+//! one they are refused as `invalid_token`, saying so. An issuer that publishes no
+//! keys but introspects has its JWTs introspected too.
 
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -34,6 +36,7 @@ use axum::routing::get;
 use axum::Router;
 
 use super::gate::Gate;
+use super::introspect::Introspector;
 use crate::audit::Audit;
 use crate::{BridgeError, ListenAuth};
 
@@ -59,8 +62,11 @@ struct Key {
 pub struct Identity {
     resource: ProtectedResource,
     http: reqwest::Client,
-    jwks_uri: String,
+    /// Where the issuer's keys are (`None`: it publishes none; its tokens are
+    /// introspected).
+    jwks_uri: Option<String>,
     keys: RwLock<Vec<Key>>,
+    introspector: Option<Introspector>,
     refetch: Mutex<KeyRefetch>,
     verified: Mutex<Verified>,
     started: Instant,
@@ -108,23 +114,38 @@ impl Identity {
                 }
             }
         };
-        let jwks_uri = metadata.jwks_uri.ok_or_else(|| {
-            failed("its metadata names no jwks_uri: its tokens cannot be verified".into())
-        })?;
+        let introspector = match (&auth.introspection, metadata.introspection_endpoint) {
+            (Some(client), Some(endpoint)) => {
+                Some(Introspector::new(endpoint, &auth.issuer, client))
+            }
+            (Some(_), None) => return Err(failed(
+                "its metadata names no introspection_endpoint: opaque tokens cannot be asked about"
+                    .into(),
+            )),
+            (None, _) => None,
+        };
+        if metadata.jwks_uri.is_none() && introspector.is_none() {
+            return Err(failed(
+                "its metadata names no jwks_uri: its tokens cannot be verified (give the gateway a client there to introspect them)".into(),
+            ));
+        }
         let identity = Identity {
             resource,
             http,
-            jwks_uri,
+            jwks_uri: metadata.jwks_uri,
             keys: RwLock::new(Vec::new()),
+            introspector,
             refetch: Mutex::new(KeyRefetch::new(REFETCH.as_millis() as u64, 0)),
             verified: Mutex::new(Verified::new(auth.max_tokens)),
             started: Instant::now(),
         };
-        let keys = identity.fetch_keys().await.map_err(failed)?;
+        let Some(jwks_uri) = &identity.jwks_uri else {
+            return Ok(identity);
+        };
+        let keys = identity.fetch_keys(jwks_uri).await.map_err(failed)?;
         if keys.is_empty() {
             return Err(failed(format!(
-                "{} holds no key this gateway can verify with",
-                identity.jwks_uri
+                "{jwks_uri} holds no key this gateway can verify with"
             )));
         }
         *identity.keys.write().unwrap_or_else(|e| e.into_inner()) = keys;
@@ -144,11 +165,20 @@ impl Identity {
         if let Some(caller) = self.verified().get(&key, now) {
             return Ok(caller);
         }
-        let header = match form(token)? {
-            Form::Jwt(header) => header,
-            Form::Opaque => {
+        let form = form(token)?;
+        let header = match (form, &self.jwks_uri, &self.introspector) {
+            (Form::Jwt(header), Some(_), _) => header,
+            (_, _, Some(introspector)) => {
+                let caller = introspector
+                    .ask(&self.http, &self.resource, token, key, unix_now)
+                    .await?;
+                let caller = Arc::new(caller);
+                self.verified().insert(key, caller.clone(), unix_now());
+                return Ok(caller);
+            }
+            (_, _, None) => {
                 return Err(Refusal::Invalid(
-                    "this gateway takes JWT access tokens (RFC 9068); an opaque token would need introspection, which it does not do"
+                    "this gateway takes JWT access tokens (RFC 9068); an opaque token needs introspection, for which it has no client at the issuer"
                         .into(),
                 ))
             }
@@ -166,8 +196,8 @@ impl Identity {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .may(self.started.elapsed().as_millis() as u64);
-            if due {
-                if let Ok(keys) = self.fetch_keys().await {
+            if let (true, Some(jwks_uri)) = (due, &self.jwks_uri) {
+                if let Ok(keys) = self.fetch_keys(jwks_uri).await {
                     if !keys.is_empty() {
                         *self.keys.write().unwrap_or_else(|e| e.into_inner()) = keys;
                     }
@@ -215,17 +245,17 @@ impl Identity {
     }
 
     /// The issuer's keys, as published now: the asymmetric signing keys of its set.
-    async fn fetch_keys(&self) -> Result<Vec<Key>, String> {
-        let (status, body) = fetch(&self.http, &self.jwks_uri).await?;
+    async fn fetch_keys(&self, jwks_uri: &str) -> Result<Vec<Key>, String> {
+        let (status, body) = fetch(&self.http, jwks_uri).await?;
         if !(200..300).contains(&status) {
-            return Err(format!("{} answered {status}", self.jwks_uri));
+            return Err(format!("{jwks_uri} answered {status}"));
         }
         let set: Value = serde_json::from_slice(&body)
-            .map_err(|_| format!("{} is not a JSON key set", self.jwks_uri))?;
+            .map_err(|_| format!("{jwks_uri} is not a JSON key set"))?;
         let listed = set
             .get("keys")
             .and_then(Value::as_array)
-            .ok_or_else(|| format!("{} is not a key set (no keys)", self.jwks_uri))?;
+            .ok_or_else(|| format!("{jwks_uri} is not a key set (no keys)"))?;
         let keys = listed
             .iter()
             .filter(|k| k.get("use").and_then(Value::as_str) != Some("enc"))
@@ -307,7 +337,9 @@ pub async fn caller(
         refusal.body().to_string(),
     )
         .into_response();
-    if let Ok(value) = HeaderValue::from_str(&challenge) {
+    // An issuer that could not say is no fault of the token: no challenge then.
+    let challenged = matches!(refusal.status(), 401 | 403);
+    if let (true, Ok(value)) = (challenged, HeaderValue::from_str(&challenge)) {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, value);
@@ -317,12 +349,21 @@ pub async fn caller(
 
 /// GETs `url` as JSON: its status and at most [`MAX_DOCUMENT`] bytes of body.
 async fn fetch(http: &reqwest::Client, url: &str) -> Result<(u16, Vec<u8>), String> {
-    let mut response = http
+    let response = http
         .get(url)
         .header("accept", "application/json")
         .send()
         .await
         .map_err(|e| format!("{url}: {}", describe(&e)))?;
+    read_bounded(response, url).await
+}
+
+/// The status of `response` (from `url`) and at most [`MAX_DOCUMENT`] bytes of its
+/// body.
+pub(super) async fn read_bounded(
+    mut response: reqwest::Response,
+    url: &str,
+) -> Result<(u16, Vec<u8>), String> {
     let status = response.status().as_u16();
     let mut body = Vec::new();
     while let Some(chunk) = response
@@ -339,7 +380,7 @@ async fn fetch(http: &reqwest::Client, url: &str) -> Result<(u16, Vec<u8>), Stri
 }
 
 /// What a failed fetch was, in a few words.
-fn describe(e: &reqwest::Error) -> &'static str {
+pub(super) fn describe(e: &reqwest::Error) -> &'static str {
     if e.is_timeout() {
         "no answer within the fetch timeout"
     } else if e.is_connect() {

@@ -18,7 +18,8 @@
 //! method); a 2026-07-28 host that closes a request's stream cancels the request.
 //! Every request passes the gate first (`gate.rs`: `Host`, `Origin`, the token), and
 //! with `--auth-issuer` its caller is known (`identity.rs`: an OAuth access token, a
-//! session and a 2026-07-28 server behind per caller), before its body is read.
+//! JWT verified or an opaque one asked of the issuer in `introspect.rs`; a session
+//! and a 2026-07-28 server behind per caller), before its body is read.
 //!
 //! A 2026-07-28 host has no session: all it says of itself comes with each request, in
 //! `_meta` — its version, `clientCapabilities` and `clientInfo` (one key, read with its
@@ -35,6 +36,7 @@ mod bodies;
 mod connections;
 mod gate;
 mod identity;
+mod introspect;
 mod params;
 mod pool;
 mod queue;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use capable::config::{ConfigFile, ServerPolicy, ServerTarget};
 use capable_bridge::{
-    BridgeConfig, BridgeError, ConfigPolicy, Connector, ListenAuth, ListenConfig, Stop,
-    Unavailable, Upstream,
+    BridgeConfig, BridgeError, ConfigPolicy, Connector, IntrospectionClient, ListenAuth,
+    ListenConfig, Stop, Unavailable, Upstream,
 };
 
 use crate::commands::Context;
@@ -39,8 +39,11 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     config.connect_timeout = ctx.global.timeout;
     config.pass_notifications = args.pass_notifications.clone();
     config.audit_log = args.audit_log.clone();
-    if let Some(token) = &args.listen_token {
-        crate::secrets::keep(|s| s.add(token));
+    for secret in [&args.listen_token, &args.auth_client_secret]
+        .into_iter()
+        .flatten()
+    {
+        crate::secrets::keep(|s| s.add(secret));
     }
     config.secrets = crate::secrets::kept();
     config.hints = Some(Arc::new(|e: &capable::Error| {
@@ -151,6 +154,9 @@ fn listen(args: &BridgeArgs, addr: std::net::SocketAddr) -> ListenConfig {
     if let (Some(issuer), Some(public_url)) = (&args.auth_issuer, &args.public_url) {
         let mut auth = ListenAuth::new(issuer, public_url);
         auth.scopes = args.auth_scope.clone();
+        if let (Some(id), Some(secret)) = (&args.auth_client_id, &args.auth_client_secret) {
+            auth.introspection = Some(IntrospectionClient::new(id, secret));
+        }
         listen.auth = Some(auth);
     }
     listen

@@ -45,6 +45,26 @@ pub struct BridgeArgs {
     /// insufficient_scope naming it); repeat for more.
     #[arg(long, value_name = "SCOPE", requires = "auth_issuer")]
     pub auth_scope: Vec<String>,
+    /// With --auth-issuer: the gateway's own client at the issuer, with which it asks
+    /// what an opaque (non-JWT) access token means (introspection, RFC 7662); its
+    /// secret from --auth-client-secret.
+    #[arg(
+        long,
+        value_name = "ID",
+        requires = "auth_issuer",
+        requires = "auth_client_secret"
+    )]
+    pub auth_client_id: Option<String>,
+    /// With --auth-client-id: its secret at the issuer; from the environment is better
+    /// than a flag others see in `ps`.
+    #[arg(
+        long,
+        value_name = "SECRET",
+        env = "CAPABLE_AUTH_CLIENT_SECRET",
+        hide_env_values = true,
+        requires = "auth_client_id"
+    )]
+    pub auth_client_secret: Option<String>,
     /// With --listen: a web page of this origin may call the bridge (its `Origin`
     /// accepted, its CORS preflight granted), e.g. `http://localhost:6274`; repeat for
     /// more. Without it, only pages of the listener's own origin.

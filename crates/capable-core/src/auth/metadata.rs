@@ -50,6 +50,10 @@ pub struct ServerMetadata {
     /// Token revocation (RFC 7009).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revocation_endpoint: Option<String>,
+    /// Token introspection (RFC 7662): where a protected resource asks what an opaque
+    /// token means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub introspection_endpoint: Option<String>,
     /// The device authorization grant (RFC 8628).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_authorization_endpoint: Option<String>,

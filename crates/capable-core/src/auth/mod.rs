@@ -40,6 +40,7 @@
 //! | `jwt.rs` | JWT framing for client assertions and DPoP proofs |
 //! | `access_token.rs` | a bearer token's form before its signature: JWT access token, or opaque |
 //! | `resource.rs` | the other side: a protected resource's metadata, challenges, and which tokens it accepts |
+//! | `introspection.rs` | an opaque token's meaning, asked of its issuer (RFC 7662) and judged as a JWT's claims are |
 //! | `verified.rs` | a protected resource's memory: verified tokens by hash, when keys may be fetched again |
 //!
 //! Randomness (PKCE verifiers, `state`, `jti`) and the clock (token expiry, in
@@ -56,6 +57,7 @@ pub mod discovery;
 #[cfg(test)]
 mod fixtures;
 pub mod forgotten;
+pub mod introspection;
 pub mod jwt;
 pub mod metadata;
 pub mod need;

@@ -74,6 +74,9 @@ pub enum Refusal {
     Invalid(String),
     /// A good token without these scopes: `403`, `insufficient_scope`.
     InsufficientScope(Vec<String>),
+    /// Whether the token is good cannot be known now: its issuer did not answer as it
+    /// must (introspection failed). `503`, no challenge: the token may well be good.
+    Unavailable(String),
 }
 
 impl Refusal {
@@ -82,6 +85,7 @@ impl Refusal {
         match self {
             Refusal::Missing | Refusal::Invalid(_) => 401,
             Refusal::InsufficientScope(_) => 403,
+            Refusal::Unavailable(_) => 503,
         }
     }
 
@@ -91,6 +95,7 @@ impl Refusal {
             Refusal::Missing => None,
             Refusal::Invalid(_) => Some("invalid_token"),
             Refusal::InsufficientScope(_) => Some("insufficient_scope"),
+            Refusal::Unavailable(_) => Some("temporarily_unavailable"),
         }
     }
 
@@ -98,7 +103,7 @@ impl Refusal {
     pub fn description(&self) -> String {
         match self {
             Refusal::Missing => "this gateway wants an OAuth access token (Authorization: Bearer); its protected resource metadata names the issuer".into(),
-            Refusal::Invalid(why) => why.clone(),
+            Refusal::Invalid(why) | Refusal::Unavailable(why) => why.clone(),
             Refusal::InsufficientScope(missing) => {
                 format!("the token lacks the scope {}", missing.join(" "))
             }

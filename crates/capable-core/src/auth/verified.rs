@@ -4,6 +4,10 @@
 //! ([`KeyRefetch`]: a token naming an unknown key fetches them at most once in a
 //! while, so a stream of forged `kid`s cannot make the gateway hammer the issuer).
 //!
+//! An opaque token its issuer said was no good is remembered too, briefly
+//! ([`Refused`]): the same bad token sent again is refused without asking the issuer
+//! again.
+//!
 //! The token itself is never kept: its SHA-256 is the key.
 
 use std::collections::HashMap;
@@ -11,7 +15,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::resource::Caller;
+use super::resource::{Caller, Refusal};
 
 /// A token's SHA-256: how [`Verified`] knows it without keeping it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,6 +84,56 @@ impl Verified {
     /// Whether none is.
     pub fn is_empty(&self) -> bool {
         self.callers.is_empty()
+    }
+}
+
+/// Tokens refused by their issuer's introspection, each for `ttl` seconds, at most
+/// `capacity` of them (when full, the oldest refusal goes).
+#[derive(Debug)]
+pub struct Refused {
+    refusals: HashMap<TokenKey, (Refusal, u64)>,
+    capacity: usize,
+    ttl: u64,
+}
+
+impl Refused {
+    /// At most `capacity` refusals (at least one), each remembered `ttl` seconds.
+    pub fn new(capacity: usize, ttl: u64) -> Refused {
+        Refused {
+            refusals: HashMap::new(),
+            capacity: capacity.max(1),
+            ttl,
+        }
+    }
+
+    /// Why the token `key` names was refused, if it was within the last `ttl`
+    /// seconds before `now`.
+    pub fn get(&mut self, key: &TokenKey, now: u64) -> Option<Refusal> {
+        let (refusal, until) = self.refusals.get(key)?;
+        if *until <= now {
+            self.refusals.remove(key);
+            return None;
+        }
+        Some(refusal.clone())
+    }
+
+    /// Remembers that the token `key` names was refused at `now`, and why.
+    pub fn insert(&mut self, key: TokenKey, refusal: Refusal, now: u64) {
+        if self.refusals.len() >= self.capacity && !self.refusals.contains_key(&key) {
+            self.refusals.retain(|_, (_, until)| *until > now);
+            if self.refusals.len() >= self.capacity {
+                let oldest = self
+                    .refusals
+                    .iter()
+                    .min_by_key(|(_, (_, until))| *until)
+                    .map(|(k, _)| *k);
+                if let Some(oldest) = oldest {
+                    self.refusals.remove(&oldest);
+                }
+            }
+        }
+        self.refusals
+            .insert(key, (refusal, now.saturating_add(self.ttl)));
     }
 }
 
@@ -170,6 +224,21 @@ mod tests {
         assert!(!r.may(11_001));
         assert!(!r.may(20_999));
         assert!(r.may(21_000));
+    }
+
+    #[test]
+    fn a_refused_token_is_refused_again_for_a_while_without_asking() {
+        let mut r = Refused::new(2, 30);
+        let (a, b, c) = (TokenKey::of("a"), TokenKey::of("b"), TokenKey::of("c"));
+        let no = Refusal::Invalid("not active".into());
+        r.insert(a, no.clone(), 100);
+        assert_eq!(r.get(&a, 129), Some(no.clone()));
+        assert_eq!(r.get(&a, 130), None, "asked again once the while is over");
+        r.insert(a, no.clone(), 200);
+        r.insert(b, no.clone(), 201);
+        r.insert(c, no.clone(), 202);
+        assert_eq!(r.get(&a, 202), None, "the oldest made room");
+        assert!(r.get(&b, 202).is_some() && r.get(&c, 202).is_some());
     }
 
     #[test]

@@ -48,8 +48,8 @@ pub const DEFAULT_INHERITED_ENV: [&str; 11] = [
 
 /// capable's own secrets in its environment, never passed to a server, even one that
 /// inherits the whole environment ([`ServerCommand::inherit_env`]): the bridge
-/// listener's bearer token.
-pub const NEVER_INHERITED_ENV: [&str; 1] = ["CAPABLE_BRIDGE_TOKEN"];
+/// listener's bearer token, the gateway's client secret at its issuer.
+pub const NEVER_INHERITED_ENV: [&str; 2] = ["CAPABLE_BRIDGE_TOKEN", "CAPABLE_AUTH_CLIENT_SECRET"];
 
 /// How to start a stdio server.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
