@@ -38,7 +38,9 @@ pub async fn capable(s: Settings) -> Result<Figures, String> {
     // `connect_http` as a host calls it: the first connection probes (`server/discover`,
     // refused, then `initialize`); later ones to the same origin reuse the era found.
     let connect = || async {
-        capable::connect_http(HttpConfig::new(url.clone()), crate::client_options(&s))
+        let mut config = HttpConfig::new(url.clone());
+        config.headers = s.headers.clone();
+        capable::connect_http(config, crate::client_options(&s))
             .await
             .map_err(|e| e.to_string())
     };

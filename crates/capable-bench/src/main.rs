@@ -85,6 +85,9 @@ pub struct Settings {
     /// Time each sequential read too, for its median latency (`seq_p50_us`); off by
     /// default, so that the throughput loops stay as they are.
     pub latency: bool,
+    /// HTTP mode (client): extra headers on every request (`--header "Name: value"`,
+    /// e.g. a gateway's `Authorization`).
+    pub headers: Vec<(String, String)>,
 }
 
 impl Settings {
@@ -111,6 +114,7 @@ impl Settings {
             threads: 0,
             latency: false,
             legacy: false,
+            headers: Vec::new(),
         };
         let (mut server_set, mut clients_set) = (false, false);
         let mut it = args.iter();
@@ -147,6 +151,14 @@ impl Settings {
                 "--server-arg" => s.server_args.push(value(a)?),
                 "--latency" => s.latency = true,
                 "--legacy" => s.legacy = true,
+                "--header" => {
+                    let header = value(a)?;
+                    let (name, v) = header
+                        .split_once(':')
+                        .ok_or_else(|| format!("--header {header:?}: not \"Name: value\""))?;
+                    s.headers
+                        .push((name.trim().to_owned(), v.trim().to_owned()));
+                }
                 "--threads" => s.threads = number(value(a)?, a)?,
                 "--json" => s.json = true,
                 "--guard" => s.guard = true,
