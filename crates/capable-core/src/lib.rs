@@ -97,6 +97,7 @@ mod negotiation;
 mod notice;
 mod notification;
 mod outbox;
+mod pins;
 mod restart;
 mod revision;
 mod secrets;
@@ -132,6 +133,9 @@ pub use negotiation::{
 pub use notice::Notice;
 pub use notification::{LogMessage, Notification, NotificationMethod};
 pub use outbox::{Outbox, Outgoing, OutgoingRequest, Target as RequestTarget};
+pub use pins::{
+    Judged, Pin, PinChange, PinKind, PinPolicy, Pins, PinsError, ServerPins, PINS_VERSION,
+};
 pub use revision::Revision;
 pub use server::ServerMethod;
 pub use time::Now;
@@ -200,6 +204,9 @@ pub mod internal {
     }
     pub mod outbox {
         pub use crate::outbox::*;
+    }
+    pub mod pins {
+        pub use crate::pins::*;
     }
     pub mod restart {
         pub use crate::restart::*;
