@@ -91,9 +91,10 @@ impl Audit {
     }
 
     /// Writes one line: `event` and `members`, stamped with the time — unless a flood
-    /// of its kind is being held back (never a violation).
+    /// of its kind is being held back (never evidence: a violation, a changed
+    /// definition).
     pub fn record(&self, event: &str, members: Value) {
-        if event != "violation" {
+        if event != "violation" && event != "definition_changed" {
             let part = |name: &str| members.get(name).and_then(Value::as_str).unwrap_or("");
             let kind = format!(
                 "{event} {} {}{}",
@@ -177,6 +178,36 @@ impl Audit {
         };
         members.insert("server".into(), server.into());
         self.record("violation", Value::Object(members));
+    }
+
+    /// What a host's pins said, if `event` is theirs: a definition that differs from
+    /// its pin (both definitions, the server's version, whether it was withheld —
+    /// evidence, as a violation is), one held, pins that could not be saved. Whether
+    /// it was.
+    pub fn pins(&self, event: &capable::host::HostEvent) -> bool {
+        use capable::host::HostEvent;
+        match event {
+            HostEvent::DefinitionChanged {
+                server,
+                server_version,
+                change,
+                withheld,
+            } => self.record(
+                "definition_changed",
+                json!({"server": server, "serverVersion": server_version, "kind": change.kind,
+                    "name": change.name, "pinned": change.pinned, "now": change.now,
+                    "withheld": withheld}),
+            ),
+            HostEvent::DefinitionHeld { server, kind, name } => self.record(
+                "definition_held",
+                json!({"server": server, "kind": kind, "name": name}),
+            ),
+            HostEvent::PinsUnsaved { server, error } => {
+                self.record("pins_unsaved", json!({"server": server, "error": error}))
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// An answer of server `server` to `method` that breaks the protocol (not JSON, not

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use capable::config::ConfigFile;
-use capable::host::OAuthProvider;
+use capable::host::{OAuthProvider, PinStore};
 use capable::internal::secrets::Secrets;
 use capable::{ClientOptions, Session};
 use futures_util::future::BoxFuture;
@@ -101,6 +101,10 @@ pub struct BridgeConfig {
     /// What every list, request and result passes, for one server and many alike
     /// (none by default: everything as the servers have it).
     pub policy: Option<Arc<dyn Policy>>,
+    /// Many servers' tools and prompts judged against pinned definitions as their
+    /// lists arrive (a changed one withheld, with evidence in the audit). None by
+    /// default.
+    pub pins: Option<PinStore>,
 }
 
 impl BridgeConfig {
@@ -116,6 +120,7 @@ impl BridgeConfig {
             secrets: Secrets::default(),
             hints: None,
             policy: None,
+            pins: None,
         }
     }
 }
@@ -128,6 +133,7 @@ impl std::fmt::Debug for BridgeConfig {
             .field("pass_notifications", &self.pass_notifications)
             .field("audit_log", &self.audit_log)
             .field("policy", &self.policy.is_some())
+            .field("pins", &self.pins.as_ref().map(PinStore::path))
             .finish_non_exhaustive()
     }
 }

@@ -196,6 +196,7 @@ impl Host {
                     client: options,
                     oauth: t.config.oauth.clone(),
                     connect_timeout: Some(t.config.connect_timeout),
+                    pins: t.config.pins.clone(),
                     ..HostOptions::default()
                 };
                 let policy = t.config.policy.clone();

@@ -154,6 +154,20 @@ pub struct PinPolicy {
     pub hold_new: bool,
 }
 
+impl PinPolicy {
+    /// The same, passing changed definitions on (with their evidence).
+    pub fn passing_changes(mut self) -> PinPolicy {
+        self.pass_changed = true;
+        self
+    }
+
+    /// The same, holding new definitions until accepted.
+    pub fn holding_new(mut self) -> PinPolicy {
+        self.hold_new = true;
+        self
+    }
+}
+
 /// A definition that differs from its pin.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PinChange {

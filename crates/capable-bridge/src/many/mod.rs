@@ -84,6 +84,8 @@ impl Many {
         audit: Arc<Audit>,
     ) -> Many {
         let host = Host::new(options.clone());
+        // What the pins judged as the servers started is evidence, kept for the audit.
+        let mut starting = host.events();
         for entry in &file.servers {
             if !only.is_empty() && !only.contains(&entry.name) {
                 continue;
@@ -120,6 +122,10 @@ impl Many {
         // What happened while they started is the state the host is offered; only what
         // comes after is news.
         let events = host.events();
+        while let Ok(event) = starting.try_recv() {
+            audit.pins(&event);
+        }
+        drop(starting);
         for status in host.servers() {
             let more = match status.state.error() {
                 Some(e) => json!({"error": e.to_string()}),

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use capable::host::{split, Host};
+use capable::host::{split, Host, ListKind};
 use capable::internal::jsonrpc::codes;
 use capable::internal::server::fanout;
 use capable::internal::Method;
@@ -33,6 +33,17 @@ impl Many {
                 &format!("{qualified:?} names no server: names are SERVER/NAME"),
             ));
         };
+        let pinned = match method {
+            Method::CallTool => Some(ListKind::Tools),
+            Method::GetPrompt => Some(ListKind::Prompts),
+            _ => None,
+        };
+        if pinned.is_some_and(|list| self.host.withheld(list, &qualified)) {
+            return Err(not_offered(
+                method,
+                &format!("{qualified:?} is withheld: its definition differs from the one pinned (or is new and held until accepted)"),
+            ));
+        }
         let session = self.session(method, server)?;
         params.insert(member.into(), json!(name));
         Ok((server.to_owned(), session))

@@ -101,7 +101,9 @@ impl Relay {
                 server,
                 notification: n,
             } if n.kind.list_changed().is_none() => self.many_notify(&server, &n),
-            _ => {}
+            other => {
+                self.audit.pins(&other);
+            }
         }
     }
 

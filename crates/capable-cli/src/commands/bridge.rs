@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use capable::config::{ConfigFile, ServerPolicy, ServerTarget};
+use capable::host::{PinPolicy, PinStore};
 use capable_bridge::{
     BridgeConfig, BridgeError, ConfigPolicy, Connector, IntrospectionClient, ListenAuth,
     ListenConfig, Stop, Unavailable, Upstream,
@@ -30,7 +31,9 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
         ));
     }
     let (upstream, policies) = upstream(ctx, args)?;
+    let pins = pins(args, &upstream)?;
     let mut config = BridgeConfig::new(upstream);
+    config.pins = pins;
     if !policies.is_empty() {
         config.policy = Some(Arc::new(ConfigPolicy::new(policies)));
     }
@@ -121,6 +124,31 @@ fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<(Upstream, Policies), Cl
     let policies = config.policies.clone();
     let only = args.only.clone();
     Ok((Upstream::Many { config, only }, policies))
+}
+
+/// The pinned definitions of many servers (none for one, nor with `--no-pins`): a
+/// lock file that cannot be read stops the start, saying why.
+fn pins(args: &BridgeArgs, upstream: &Upstream) -> Result<Option<PinStore>, CliError> {
+    let Upstream::Many { config, .. } = upstream else {
+        return Ok(None);
+    };
+    if args.no_pins {
+        return Ok(None);
+    }
+    let path = match &args.pins {
+        Some(path) => path.clone(),
+        None => PinStore::beside(std::path::Path::new(&config.path)),
+    };
+    let mut policy = PinPolicy::default();
+    if args.pass_changed {
+        policy = policy.passing_changes();
+    }
+    if args.hold_new {
+        policy = policy.holding_new();
+    }
+    PinStore::open(path, policy)
+        .map(Some)
+        .map_err(|e| CliError::Usage(format!("pinned definitions: {e}")))
 }
 
 /// Why the server behind cannot be had, as the bridge tells its host: the client

@@ -112,6 +112,22 @@ pub struct BridgeArgs {
     /// Many servers (a config): only these (comma-separated names).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Many servers: where their tools' and prompts' definitions are pinned (default:
+    /// `NAME.pins.json` beside the config). A definition that later differs from its
+    /// pin is withheld from hosts, with both definitions in the audit.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_pins")]
+    pub pins: Option<PathBuf>,
+    /// Many servers: no pinned definitions (nothing judged, nothing written).
+    #[arg(long)]
+    pub no_pins: bool,
+    /// Many servers: a definition that differs from its pin is passed to hosts (the
+    /// evidence still in the audit) instead of withheld.
+    #[arg(long, conflicts_with = "no_pins")]
+    pub pass_changed: bool,
+    /// Many servers: a definition never seen is held from hosts until accepted, instead
+    /// of pinned on first sight.
+    #[arg(long, conflicts_with = "no_pins")]
+    pub hold_new: bool,
     /// Append every violation and notice to FILE too, as JSON lines (they always go
     /// to stderr).
     #[arg(long, value_name = "FILE")]

@@ -338,6 +338,12 @@ impl TempFile {
 impl Drop for TempFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+        // A config's pinned definitions, which `bridge --config` keeps beside it.
+        if let Some(stem) = self.0.file_stem() {
+            let mut pins = stem.to_os_string();
+            pins.push(".pins.json");
+            let _ = std::fs::remove_file(self.0.with_file_name(pins));
+        }
     }
 }
 

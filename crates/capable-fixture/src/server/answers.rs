@@ -58,12 +58,16 @@ pub(super) fn confirm_text(answer: &Value) -> String {
     )
 }
 
-/// The tools most profiles serve: `echo` and `confirm`.
+/// The tools most profiles serve: `echo` and `confirm`. `echo`'s description is
+/// `CAPABLE_FIXTURE_ECHO_DESCRIPTION` when set: a server whose tool changes between
+/// two starts, for the pinned-definition tests.
 pub(super) fn tools() -> Vec<Value> {
+    let echo = std::env::var("CAPABLE_FIXTURE_ECHO_DESCRIPTION")
+        .unwrap_or_else(|_| "Echoes its message.".to_owned());
     vec![
         json!({
             "name": "echo",
-            "description": "Echoes its message.",
+            "description": echo,
             "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
         }),
         json!({

@@ -163,6 +163,10 @@ pub(crate) struct Lists {
     pub(crate) tools: Option<Vec<Tool>>,
     pub(crate) resources: Option<Vec<Resource>>,
     pub(crate) prompts: Option<Vec<Prompt>>,
+    /// The tools the host's pins keep out of the merged view (by the server's name).
+    pub(crate) withheld_tools: Vec<String>,
+    /// The prompts likewise.
+    pub(crate) withheld_prompts: Vec<String>,
 }
 
 /// One list as read from a server.
@@ -186,6 +190,24 @@ impl Lists {
             Fetched::Tools(t) => self.tools = Some(t),
             Fetched::Resources(r) => self.resources = Some(r),
             Fetched::Prompts(p) => self.prompts = Some(p),
+        }
+    }
+
+    /// The names of `list` the host's pins keep out, as of its last reading.
+    pub(crate) fn withhold(&mut self, list: ListKind, names: Vec<String>) {
+        match list {
+            ListKind::Tools => self.withheld_tools = names,
+            ListKind::Prompts => self.withheld_prompts = names,
+            ListKind::Resources => {}
+        }
+    }
+
+    /// Whether `name` of `list` is kept out by the host's pins.
+    pub(crate) fn is_withheld(&self, list: ListKind, name: &str) -> bool {
+        match list {
+            ListKind::Tools => self.withheld_tools.iter().any(|n| n == name),
+            ListKind::Prompts => self.withheld_prompts.iter().any(|n| n == name),
+            ListKind::Resources => false,
         }
     }
 

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use capable_core::{Notice, Violation};
+use capable_core::{Notice, PinChange, PinKind, Violation};
 
 use crate::error::Error;
 use crate::events::ServerNotification;
@@ -67,6 +67,38 @@ pub enum HostEvent {
         /// The notification.
         notification: ServerNotification,
     },
+    /// A definition differs from its pin (a changed description or schema: the
+    /// definition the team reviewed is no longer the one the model would read). With
+    /// both definitions, as evidence; withheld from the merged view unless the pin
+    /// policy passes changes.
+    DefinitionChanged {
+        /// The server.
+        server: String,
+        /// Its version, as it said in its handshake.
+        server_version: Option<String>,
+        /// The pinned and the current definition.
+        change: Box<PinChange>,
+        /// Whether it was withheld.
+        withheld: bool,
+    },
+    /// A definition never seen before, held until accepted (the pin policy holds new
+    /// ones).
+    DefinitionHeld {
+        /// The server.
+        server: String,
+        /// Its kind.
+        kind: PinKind,
+        /// Its name.
+        name: String,
+    },
+    /// The lock file could not be written: the definitions were judged, the new pins
+    /// are kept for this run only.
+    PinsUnsaved {
+        /// The server whose list brought new pins.
+        server: String,
+        /// Why, in words.
+        error: String,
+    },
     /// A line the server wrote to stderr (a stdio server, while it is up; secrets
     /// scrubbed). The lines written before it was ready are in its session's
     /// [`stderr_tail`](crate::Session::stderr_tail).
@@ -88,6 +120,9 @@ impl HostEvent {
             | HostEvent::Violation { server, .. }
             | HostEvent::Notice { server, .. }
             | HostEvent::Notification { server, .. }
+            | HostEvent::DefinitionChanged { server, .. }
+            | HostEvent::DefinitionHeld { server, .. }
+            | HostEvent::PinsUnsaved { server, .. }
             | HostEvent::Stderr { server, .. } => server,
         }
     }

@@ -56,6 +56,7 @@
 //! | `state.rs` | [`ServerState`], [`ServerError`], [`ServerStatus`] |
 //! | `supervisor.rs` | one task per server: connect, read lists, follow, restart; stopped and started again by hand |
 //! | `catalog.rs` | the naming rule and the merged view |
+//! | `pins.rs` | [`PinStore`]: definitions judged against their pins as lists arrive |
 //! | `events.rs` | [`HostEvent`] |
 //! | `failure.rs` | what each client error means for restarting |
 
@@ -63,6 +64,7 @@ pub mod catalog;
 mod events;
 mod failure;
 mod options;
+mod pins;
 mod state;
 mod supervisor;
 
@@ -80,9 +82,11 @@ use crate::read::ResourceRead;
 use crate::session::Session;
 
 pub use capable_core::internal::restart::{Failure, RestartPolicy};
+pub use capable_core::{Pin, PinChange, PinKind, PinPolicy, Pins, PinsError};
 pub use catalog::{qualify, split, HostPrompt, HostResource, HostTool, ListKind};
 pub use events::HostEvent;
 pub use options::{HostOptions, OAuthProvider};
+pub use pins::{PinStore, PinStoreError, MAX_PINS_FILE};
 pub use state::{ServerError, ServerState, ServerStatus};
 
 pub use supervisor::connect;
@@ -131,6 +135,13 @@ pub enum HostError {
     /// The host is shut down: no server starts again.
     #[error("the host is shut down")]
     ShutDown,
+    /// The tool or prompt is withheld by the host's pins (its definition changed since
+    /// it was pinned, or it is new and held until accepted): nothing was sent.
+    #[error("{name:?} is withheld: its definition differs from the one pinned (or is new and held until accepted)")]
+    Withheld {
+        /// The name given.
+        name: String,
+    },
     /// The server's session failed the operation (refused by its gating table,
     /// answered with an error, …).
     #[error("{server}: {error}")]
@@ -151,6 +162,7 @@ pub(crate) struct Shared {
     connect_timeout: Option<Duration>,
     seed: u64,
     oauth: Option<OAuthProvider>,
+    pins: Option<PinStore>,
 }
 
 impl Shared {
@@ -191,6 +203,7 @@ impl Host {
             connect_timeout: options.connect_timeout,
             seed: options.seed,
             oauth: options.oauth.clone(),
+            pins: options.pins.clone(),
         };
         Host {
             shared: Arc::new(shared),
@@ -427,6 +440,18 @@ impl Host {
         tools
     }
 
+    /// Whether `qualified` (`server/name`) is a tool or prompt (`list`) the host's pins
+    /// withhold: its definition changed since it was pinned, or it is new and held.
+    pub fn withheld(&self, list: ListKind, qualified: &str) -> bool {
+        let Some((server, name)) = split(qualified) else {
+            return false;
+        };
+        self.all()
+            .iter()
+            .find(|s| s.name == server)
+            .is_some_and(|s| s.slot().lists.is_withheld(list, name))
+    }
+
     /// Every ready server's resources, under `server/uri`.
     pub fn resources(&self) -> Vec<HostResource> {
         let mut resources = Vec::new();
@@ -452,6 +477,9 @@ impl Host {
         name: &str,
         arguments: Option<&JsonObject>,
     ) -> Result<CallToolResult, HostError> {
+        if self.withheld(ListKind::Tools, name) {
+            return Err(HostError::Withheld { name: name.into() });
+        }
         let (server, session, tool) = self.route(name)?;
         session
             .call_tool(tool, arguments)
@@ -480,6 +508,9 @@ impl Host {
         name: &str,
         arguments: Option<&JsonObject>,
     ) -> Result<GetPromptResult, HostError> {
+        if self.withheld(ListKind::Prompts, name) {
+            return Err(HostError::Withheld { name: name.into() });
+        }
         let (server, session, prompt) = self.route(name)?;
         session
             .get_prompt(prompt, arguments)

@@ -12,6 +12,8 @@ use crate::error::Error;
 use crate::options::ClientOptions;
 use crate::transport::http::{HttpConfig, Url};
 
+use super::PinStore;
+
 #[cfg(doc)]
 use super::Host;
 
@@ -44,6 +46,9 @@ pub struct HostOptions {
     /// their entries). Not asked for a server whose headers carry an `Authorization`
     /// of their own.
     pub oauth: Option<OAuthProvider>,
+    /// Pinned definitions: each server's tools and prompts judged against them when
+    /// their list arrives (see [`PinStore`]). Default: none, nothing judged.
+    pub pins: Option<PinStore>,
 }
 
 /// The OAuth client of each HTTP server of a host: called with the server's URL and
@@ -125,6 +130,7 @@ impl Default for HostOptions {
             event_capacity: 1024,
             seed,
             oauth: None,
+            pins: None,
         }
     }
 }

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::catalog::{self, Fetched, ListKind, Lists};
+use super::PinStore;
 use super::{HostEvent, OAuthProvider, ServerError, ServerState, ServerStatus, Shared};
 use crate::config::ServerTarget;
 use crate::error::Error;
@@ -25,6 +26,7 @@ use crate::events::{ServerNotification, SessionEvent};
 use crate::options::ClientOptions;
 use crate::session::{ListenEvent, Listener, Session};
 use crate::transport::http::{HttpConfig, Url};
+use capable_core::PinKind;
 
 /// One server of a host.
 pub(super) struct Server {
@@ -162,7 +164,10 @@ impl Server {
                 match outcome {
                     None => {}
                     Some(Ok(items)) => {
+                        let version = slot.status.server_info.as_ref().map(|i| i.version.clone());
+                        let (items, withheld) = self.pinned(host, items, version, &mut events);
                         slot.lists.set(items);
+                        slot.lists.withhold(list, withheld);
                         events.push(self.list_changed(list));
                     }
                     Some(Err(error)) => {
@@ -181,23 +186,119 @@ impl Server {
 
     /// One list read again after its `list_changed`.
     fn refreshed(&self, host: &Shared, list: ListKind, outcome: Result<Fetched, Error>) {
-        let event = {
+        let mut events = Vec::new();
+        {
             let mut slot = self.slot();
             slot.status.list_errors.retain(|(l, _)| *l != list);
-            let event = match outcome {
+            match outcome {
                 Ok(items) => {
+                    let version = slot.status.server_info.as_ref().map(|i| i.version.clone());
+                    let (items, withheld) = self.pinned(host, items, version, &mut events);
                     slot.lists.set(items);
-                    self.list_changed(list)
+                    slot.lists.withhold(list, withheld);
+                    events.push(self.list_changed(list));
                 }
                 Err(error) => {
                     slot.status.list_errors.push((list, error.clone()));
-                    self.list_failed(list, error)
+                    events.push(self.list_failed(list, error));
                 }
-            };
+            }
             slot.count();
-            event
+        }
+        for event in events {
+            host.emit(event);
+        }
+    }
+
+    /// `fetched` as the host's pins let it into the merged view (all of it without
+    /// pins; resources are not pinned), and the names they keep out; what they
+    /// withheld, held or could not save goes into `events`.
+    fn pinned(
+        &self,
+        host: &Shared,
+        fetched: Fetched,
+        server_version: Option<String>,
+        events: &mut Vec<HostEvent>,
+    ) -> (Fetched, Vec<String>) {
+        let Some(pins) = &host.pins else {
+            return (fetched, Vec::new());
         };
-        host.emit(event);
+        match fetched {
+            Fetched::Tools(tools) => {
+                let (tools, out) = self.judge(pins, PinKind::Tool, tools, server_version, events);
+                (Fetched::Tools(tools), out)
+            }
+            Fetched::Prompts(prompts) => {
+                let (prompts, out) =
+                    self.judge(pins, PinKind::Prompt, prompts, server_version, events);
+                (Fetched::Prompts(prompts), out)
+            }
+            resources @ Fetched::Resources(_) => (resources, Vec::new()),
+        }
+    }
+
+    /// The `items` of `kind` that pass `pins`, and the names kept out.
+    fn judge<T: serde::Serialize>(
+        &self,
+        pins: &PinStore,
+        kind: PinKind,
+        items: Vec<T>,
+        server_version: Option<String>,
+        events: &mut Vec<HostEvent>,
+    ) -> (Vec<T>, Vec<String>) {
+        let values: Vec<serde_json::Value> = items
+            .iter()
+            .map(|i| serde_json::to_value(i).unwrap_or_default())
+            .collect();
+        let judged = match pins.judge(&self.name, kind, &values) {
+            Ok(judged) => judged,
+            Err(error) => {
+                events.push(HostEvent::PinsUnsaved {
+                    server: self.name.clone(),
+                    error: error.to_string(),
+                });
+                // Judged all the same (the new pins held in memory): judge again,
+                // now that they are known, so that nothing changed slips through.
+                match pins.judge(&self.name, kind, &values) {
+                    Ok(judged) => judged,
+                    Err(_) => return (Vec::new(), Vec::new()),
+                }
+            }
+        };
+        let withheld = !pins.policy().pass_changed;
+        let mut out = Vec::new();
+        for change in judged.changed {
+            if withheld {
+                out.push(change.name.clone());
+            }
+            events.push(HostEvent::DefinitionChanged {
+                server: self.name.clone(),
+                server_version: server_version.clone(),
+                change: Box::new(change),
+                withheld,
+            });
+        }
+        for name in judged.held {
+            out.push(name.clone());
+            events.push(HostEvent::DefinitionHeld {
+                server: self.name.clone(),
+                kind,
+                name,
+            });
+        }
+        let mut pass = judged.pass.into_iter().peekable();
+        let passed = items
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, item)| match pass.peek() {
+                Some(&next) if next == i => {
+                    pass.next();
+                    Some(item)
+                }
+                _ => None,
+            })
+            .collect();
+        (passed, out)
     }
 
     /// The session ended: out of the slot (no new call reaches it) and out of the

@@ -12,6 +12,7 @@
 mod common;
 mod lifecycle;
 mod lists;
+mod pins;
 
 use capable_test_support::http_peer;
 

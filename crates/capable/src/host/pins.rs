@@ -1,0 +1,204 @@
+//! Pinned definitions in a host ([`PinStore`]): each server's tools and prompts judged
+//! against the lock file when their list arrives ([`capable_core::Pins::judge`]), before
+//! they reach the merged view. A definition that differs from its pin is withheld (or,
+//! by [`PinPolicy::pass_changed`], passed) and reported as
+//! [`HostEvent::DefinitionChanged`](super::HostEvent::DefinitionChanged) with both
+//! definitions; a new one is pinned on first sight (the file written at once,
+//! atomically) or held by [`PinPolicy::hold_new`]. Nothing of this runs per call.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use capable_core::{Judged, PinKind, PinPolicy, Pins, PinsError};
+use serde_json::Value;
+
+/// The largest lock file read.
+pub const MAX_PINS_FILE: u64 = 16 << 20;
+
+/// Why a host's pins cannot be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PinStoreError {
+    /// The file cannot be read or written.
+    #[error("{path}: {error}")]
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        error: std::io::Error,
+    },
+    /// The file is not a lock file this build reads, or was edited by hand.
+    #[error("{path}: {error}")]
+    Pins {
+        /// The lock file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        error: PinsError,
+    },
+}
+
+/// A host's pinned definitions and where they are kept.
+#[derive(Clone, Debug)]
+pub struct PinStore {
+    path: PathBuf,
+    policy: PinPolicy,
+    pins: Arc<Mutex<Pins>>,
+}
+
+impl PinStore {
+    /// The pins kept at `path` (none yet when the file does not exist), judged under
+    /// `policy`. A file that is too large, unreadable, of another version or edited by
+    /// hand is an error: nothing is withheld silently, nothing accepted by default.
+    pub fn open(path: impl Into<PathBuf>, policy: PinPolicy) -> Result<PinStore, PinStoreError> {
+        let path = path.into();
+        let io = |error| PinStoreError::Io {
+            path: path.clone(),
+            error,
+        };
+        let pins = match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Pins::new(),
+            Err(e) => return Err(io(e)),
+            Ok(meta) if !meta.is_file() => {
+                return Err(io(std::io::Error::other("not a regular file")))
+            }
+            Ok(meta) if meta.len() > MAX_PINS_FILE => {
+                return Err(io(std::io::Error::other(format!(
+                    "larger than {MAX_PINS_FILE} bytes"
+                ))))
+            }
+            Ok(_) => {
+                let text = std::fs::read_to_string(&path).map_err(io)?;
+                Pins::parse(&text).map_err(|error| PinStoreError::Pins {
+                    path: path.clone(),
+                    error,
+                })?
+            }
+        };
+        Ok(PinStore {
+            path,
+            policy,
+            pins: Arc::new(Mutex::new(pins)),
+        })
+    }
+
+    /// The lock file of a config file: `NAME.pins.json` beside `config` (`team.json` →
+    /// `team.pins.json`).
+    pub fn beside(config: &Path) -> PathBuf {
+        let stem = config
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "capable".into());
+        config.with_file_name(format!("{stem}.pins.json"))
+    }
+
+    /// How definitions are judged.
+    pub fn policy(&self) -> PinPolicy {
+        self.policy
+    }
+
+    /// Where the pins are kept.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A copy of the pins as they are now.
+    pub fn pins(&self) -> Pins {
+        self.lock().clone()
+    }
+
+    /// Judges `items` (`server`'s `kind` list); new pins are written to the file
+    /// before this returns.
+    pub(crate) fn judge(
+        &self,
+        server: &str,
+        kind: PinKind,
+        items: &[Value],
+    ) -> Result<Judged, PinStoreError> {
+        let mut pins = self.lock();
+        let judged = pins.judge(server, kind, items, self.policy);
+        if judged.must_save() {
+            self.save(&pins)?;
+        }
+        Ok(judged)
+    }
+
+    /// Writes `pins` to the file: a temporary file beside it, renamed over it.
+    fn save(&self, pins: &Pins) -> Result<(), PinStoreError> {
+        let io = |error| PinStoreError::Io {
+            path: self.path.clone(),
+            error,
+        };
+        let mut temporary = self.path.clone().into_os_string();
+        temporary.push(format!(".{}.tmp", std::process::id()));
+        let temporary = PathBuf::from(temporary);
+        std::fs::write(&temporary, pins.to_text()).map_err(io)?;
+        std::fs::rename(&temporary, &self.path).map_err(|e| {
+            let _ = std::fs::remove_file(&temporary);
+            io(e)
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pins> {
+        self.pins.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "capable-pins-{name}-{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("team.pins.json")
+    }
+
+    #[test]
+    fn first_sight_is_written_and_a_later_store_withholds_a_change() {
+        let path = scratch("written");
+        let store = PinStore::open(&path, PinPolicy::default()).unwrap();
+        let v1 = [json!({"name": "search", "description": "v1"})];
+        assert_eq!(
+            store.judge("docs", PinKind::Tool, &v1).unwrap().pass,
+            vec![0]
+        );
+        let again = PinStore::open(&path, PinPolicy::default()).unwrap();
+        let v2 = [json!({"name": "search", "description": "v2"})];
+        let judged = again.judge("docs", PinKind::Tool, &v2).unwrap();
+        assert!(judged.pass.is_empty());
+        assert_eq!(judged.changed.len(), 1);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_corrupted_or_odd_file_is_an_error_never_a_fresh_start() {
+        let path = scratch("corrupt");
+        std::fs::write(&path, "{ not json").unwrap();
+        assert!(matches!(
+            PinStore::open(&path, PinPolicy::default()),
+            Err(PinStoreError::Pins { .. })
+        ));
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        assert!(matches!(
+            PinStore::open(&path, PinPolicy::default()),
+            Err(PinStoreError::Io { .. })
+        ));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn the_lock_file_sits_beside_its_config() {
+        assert_eq!(
+            PinStore::beside(Path::new("/etc/capable/team.json")),
+            PathBuf::from("/etc/capable/team.pins.json")
+        );
+    }
+}
