@@ -152,6 +152,7 @@ async fn run(mut cli: Cli) -> Result<(), CliError> {
         },
         Command::Demo => commands::demo::run(&ctx).await,
         Command::Servers => commands::servers::run(&ctx).await,
+        Command::Pins { action, file } => commands::pins::run(&ctx, action, file).await,
         Command::Watch {
             uri,
             poll,

@@ -194,8 +194,8 @@ pub struct Judged {
     pub changed: Vec<PinChange>,
     /// New definitions pinned now (the shell writes the file).
     pub pinned: Vec<(String, Pin)>,
-    /// New definitions held until accepted (by name).
-    pub held: Vec<String>,
+    /// New definitions held until accepted: each name and what it would be pinned as.
+    pub held: Vec<(String, Pin)>,
 }
 
 impl Judged {
@@ -355,7 +355,7 @@ impl Pins {
                         now,
                     });
                 }
-                None if policy.hold_new => judged.held.push(name.to_owned()),
+                None if policy.hold_new => judged.held.push((name.to_owned(), now)),
                 None => {
                     self.set(server, kind, name, now.clone());
                     judged.pinned.push((name.to_owned(), now));
@@ -439,7 +439,8 @@ mod tests {
         };
         let held = pins.judge("docs", PinKind::Prompt, &[json!({"name": "p"})], policy);
         assert!(held.pass.is_empty());
-        assert_eq!(held.held, vec!["p".to_owned()]);
+        assert_eq!(held.held.len(), 1);
+        assert_eq!(held.held[0].0, "p");
         assert!(pins.get("docs", PinKind::Prompt, "p").is_none());
         pins.set(
             "docs",

@@ -6,12 +6,25 @@ use std::io::Write;
 use std::time::Duration;
 
 use capable::config::{ConfigFile, ServerTarget};
-use capable::host::{Host, HostOptions, ServerError, ServerState, ServerStatus};
+use capable::host::{
+    Host, HostOptions, Pending, PinPolicy, PinStore, ServerError, ServerState, ServerStatus,
+};
 use capable::internal::restart::RestartPolicy;
 use capable::Tap;
 
 use super::Context;
 use crate::exit::CliError;
+
+/// How a config host judges its servers' definitions against their pins (the lock
+/// file beside the config, or `file`).
+pub enum Pinning {
+    /// Not at all.
+    Off,
+    /// Pinned on first sight (written), changes withheld.
+    Write(Option<std::path::PathBuf>),
+    /// Judged, nothing written.
+    Look(Option<std::path::PathBuf>),
+}
 
 /// Every server of the config (`--config FILE` or the default search), connected
 /// concurrently and settled; `run` gets the host, which is shut down afterwards
@@ -19,6 +32,7 @@ use crate::exit::CliError;
 pub async fn with_config_host<T>(
     ctx: &Context,
     command: &str,
+    pinning: Pinning,
     run: impl AsyncFnOnce(&Host) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
     let g = &ctx.global;
@@ -47,12 +61,18 @@ pub async fn with_config_host<T>(
         *probe = (*probe).min(g.timeout / 2);
         options
     };
+    let pins = match pinning {
+        Pinning::Off => None,
+        Pinning::Write(lock) => Some(open_pins(lock, &file)?),
+        Pinning::Look(lock) => Some(open_pins(lock, &file)?.looking_only()),
+    };
     let options = HostOptions {
         client: client(ctx),
         restart: RestartPolicy::never(),
         connect_timeout: Some(g.timeout),
         shutdown_timeout: Duration::from_secs(10),
         oauth: Some(ctx.host_oauth()),
+        pins,
         ..HostOptions::default()
     };
     let host = Host::new(options);
@@ -79,6 +99,35 @@ pub async fn with_config_host<T>(
     };
     host.shutdown().await;
     result
+}
+
+/// The pins of `config`'s servers: at `lock`, else beside the config.
+fn open_pins(lock: Option<std::path::PathBuf>, config: &ConfigFile) -> Result<PinStore, CliError> {
+    let path = lock.unwrap_or_else(|| PinStore::beside(std::path::Path::new(&config.path)));
+    PinStore::open(path, PinPolicy::default())
+        .map_err(|e| CliError::Usage(format!("pinned definitions: {e}")))
+}
+
+/// What the host's pins hold back, said on stderr, as the command's verdict: exit 6
+/// when a definition differs from its pin (the evidence is `capable pins diff`).
+pub fn pins_verdict(pending: &[Pending]) -> Option<CliError> {
+    for p in pending {
+        let (server, kind, name) = p.key();
+        let what = match p {
+            Pending::Changed(_) => "differs from its pinned definition: withheld",
+            _ => "is new and held until accepted",
+        };
+        crate::output::eprint_line(&format!(
+            "capable: server {server}: {} {name} {what} (`capable pins diff` shows it, `capable pins accept {server}/{name}` accepts it)",
+            kind.said()
+        ));
+    }
+    pending
+        .iter()
+        .any(|p| matches!(p, Pending::Changed(_)))
+        .then(|| {
+            CliError::Violations("a server's definitions changed since they were pinned".into())
+        })
 }
 
 /// `--trace` for one of many servers: each line says whose it is.

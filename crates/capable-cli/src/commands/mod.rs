@@ -8,6 +8,7 @@ pub mod bridge;
 pub mod config_host;
 pub mod demo;
 pub mod inspect;
+pub mod pins;
 pub mod prompts;
 pub mod read;
 pub mod resources;

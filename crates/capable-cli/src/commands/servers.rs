@@ -11,14 +11,14 @@ use std::time::Instant;
 use capable::host::{Host, ServerStatus};
 use serde_json::{json, Value};
 
-use super::config_host::{trouble, with_config_host, worst_code};
+use super::config_host::{trouble, with_config_host, worst_code, Pinning};
 use super::Context;
 use crate::exit::CliError;
 use crate::output::{self, one_line, Table};
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
     let started = Instant::now();
-    let servers = with_config_host(ctx, "capable servers", async |host: &Host| {
+    let servers = with_config_host(ctx, "capable servers", Pinning::Off, async |host: &Host| {
         Ok(host.servers())
     })
     .await?;

@@ -312,6 +312,17 @@ pub enum Command {
     /// and error. Exit 0 when all are healthy, else the highest exit code among the
     /// others.
     Servers,
+    /// Pinned definitions of the config's servers (a lock file beside the config,
+    /// `NAME.pins.json`): `show` what is pinned, `diff` what the servers list now
+    /// against it (exit 6 when something changed), `accept` changes (SERVER/NAME, or
+    /// SERVER for all of a server's; none: everything pending).
+    Pins {
+        #[command(subcommand)]
+        action: Option<PinsAction>,
+        /// The lock file (default: beside the config).
+        #[arg(long, value_name = "FILE", global = true)]
+        file: Option<std::path::PathBuf>,
+    },
     /// Run the built-in stdio MCP server (the embedded default the demo runs against).
     Fixture(capable_fixture::Args),
     /// Serve a server (or every server of a config) to a host as one MCP server, on
@@ -382,6 +393,20 @@ pub enum Command {
         /// Where to write them (created if missing), e.g. ~/.local/share/man/man1.
         #[arg(value_name = "DIR")]
         dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PinsAction {
+    /// What is pinned (the default).
+    Show,
+    /// Starts every server and shows each definition that differs from its pin (or
+    /// is held), field by field; nothing is written. Exit 6 when any differs.
+    Diff,
+    /// Starts every server and pins what differs (or is held) as it is now.
+    Accept {
+        /// SERVER/NAME, or SERVER for all of its pending definitions; none: all.
+        names: Vec<String>,
     },
 }
 

@@ -86,7 +86,7 @@ pub use capable_core::{Pin, PinChange, PinKind, PinPolicy, Pins, PinsError};
 pub use catalog::{qualify, split, HostPrompt, HostResource, HostTool, ListKind};
 pub use events::HostEvent;
 pub use options::{HostOptions, OAuthProvider};
-pub use pins::{PinStore, PinStoreError, MAX_PINS_FILE};
+pub use pins::{Pending, PinStore, PinStoreError, MAX_PINS_FILE};
 pub use state::{ServerError, ServerState, ServerStatus};
 
 pub use supervisor::connect;
@@ -438,6 +438,11 @@ impl Host {
             s.slot().lists.tools_of(&s.name, &mut tools);
         }
         tools
+    }
+
+    /// The host's pinned definitions, if it has them ([`HostOptions::pins`]).
+    pub fn pins(&self) -> Option<&PinStore> {
+        self.shared.pins.as_ref()
     }
 
     /// Whether `qualified` (`server/name`) is a tool or prompt (`list`) the host's pins

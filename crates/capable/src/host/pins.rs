@@ -6,10 +6,12 @@
 //! definitions; a new one is pinned on first sight (the file written at once,
 //! atomically) or held by [`PinPolicy::hold_new`]. Nothing of this runs per call.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use capable_core::{Judged, PinKind, PinPolicy, Pins, PinsError};
+use capable_core::{Judged, Pin, PinChange, PinKind, PinPolicy, Pins, PinsError};
+use serde::Serialize;
 use serde_json::Value;
 
 /// The largest lock file read.
@@ -39,12 +41,58 @@ pub enum PinStoreError {
     },
 }
 
+/// A definition waiting to be accepted: one that differs from its pin, or one never
+/// seen that the policy holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Pending {
+    /// It differs from its pin.
+    Changed(PinChange),
+    /// It was never seen, and is held.
+    Held {
+        /// The server.
+        server: String,
+        /// Its kind.
+        kind: PinKind,
+        /// Its name.
+        name: String,
+        /// What it would be pinned as.
+        now: Pin,
+    },
+}
+
+impl Pending {
+    /// Its server, kind and name.
+    pub fn key(&self) -> (&str, PinKind, &str) {
+        match self {
+            Pending::Changed(c) => (&c.server, c.kind, &c.name),
+            Pending::Held {
+                server, kind, name, ..
+            } => (server, *kind, name),
+        }
+    }
+
+    /// What accepting it pins.
+    pub fn now(&self) -> &Pin {
+        match self {
+            Pending::Changed(c) => &c.now,
+            Pending::Held { now, .. } => now,
+        }
+    }
+}
+
+type PendingKey = (String, PinKind, String);
+
 /// A host's pinned definitions and where they are kept.
 #[derive(Clone, Debug)]
 pub struct PinStore {
     path: PathBuf,
     policy: PinPolicy,
+    /// Whether definitions seen for the first time are written to the file.
+    write_new: bool,
     pins: Arc<Mutex<Pins>>,
+    pending: Arc<Mutex<BTreeMap<PendingKey, Pending>>>,
 }
 
 impl PinStore {
@@ -79,8 +127,56 @@ impl PinStore {
         Ok(PinStore {
             path,
             policy,
+            write_new: true,
             pins: Arc::new(Mutex::new(pins)),
+            pending: Arc::new(Mutex::new(BTreeMap::new())),
         })
+    }
+
+    /// The same store, judging without writing: definitions seen for the first time
+    /// pass (or are held) for this run only — what a command that only looks does.
+    pub fn looking_only(mut self) -> PinStore {
+        self.write_new = false;
+        self
+    }
+
+    /// What waits to be accepted, as of each server's last list.
+    pub fn pending(&self) -> Vec<Pending> {
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.values().cloned().collect()
+    }
+
+    /// Accepts what waits and `wanted(server, name)` picks: each pinned as it is now,
+    /// the file read afresh and written with them alone added. Returns what was
+    /// accepted.
+    pub fn accept(
+        &self,
+        wanted: impl Fn(&str, &str) -> bool,
+    ) -> Result<Vec<Pending>, PinStoreError> {
+        let chosen: Vec<Pending> = self
+            .pending()
+            .into_iter()
+            .filter(|p| {
+                let (server, _, name) = p.key();
+                wanted(server, name)
+            })
+            .collect();
+        if chosen.is_empty() {
+            return Ok(chosen);
+        }
+        let mut on_disk = PinStore::open(&self.path, self.policy)?.pins();
+        for p in &chosen {
+            let (server, kind, name) = p.key();
+            on_disk.set(server, kind, name, p.now().clone());
+            self.lock().set(server, kind, name, p.now().clone());
+        }
+        self.save(&on_disk)?;
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        for p in &chosen {
+            let (server, kind, name) = p.key();
+            pending.remove(&(server.to_owned(), kind, name.to_owned()));
+        }
+        Ok(chosen)
     }
 
     /// The lock file of a config file: `NAME.pins.json` beside `config` (`team.json` →
@@ -118,7 +214,25 @@ impl PinStore {
     ) -> Result<Judged, PinStoreError> {
         let mut pins = self.lock();
         let judged = pins.judge(server, kind, items, self.policy);
-        if judged.must_save() {
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            pending.retain(|(s, k, _), _| s != server || *k != kind);
+            for change in &judged.changed {
+                let key = (server.to_owned(), kind, change.name.clone());
+                pending.insert(key, Pending::Changed(change.clone()));
+            }
+            for (name, now) in &judged.held {
+                let key = (server.to_owned(), kind, name.clone());
+                let held = Pending::Held {
+                    server: server.to_owned(),
+                    kind,
+                    name: name.clone(),
+                    now: now.clone(),
+                };
+                pending.insert(key, held);
+            }
+        }
+        if judged.must_save() && self.write_new {
             self.save(&pins)?;
         }
         Ok(judged)
@@ -174,6 +288,31 @@ mod tests {
         let judged = again.judge("docs", PinKind::Tool, &v2).unwrap();
         assert!(judged.pass.is_empty());
         assert_eq!(judged.changed.len(), 1);
+        assert_eq!(again.pending().len(), 1);
+        // Accepted: pinned as it is now, and nothing waits.
+        let accepted = again.accept(|server, name| server == "docs" && name == "search");
+        assert_eq!(accepted.unwrap().len(), 1);
+        assert!(again.pending().is_empty());
+        let third = PinStore::open(&path, PinPolicy::default()).unwrap();
+        assert_eq!(
+            third.judge("docs", PinKind::Tool, &v2).unwrap().pass,
+            vec![0]
+        );
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_store_that_only_looks_writes_nothing() {
+        let path = scratch("looking");
+        let store = PinStore::open(&path, PinPolicy::default())
+            .unwrap()
+            .looking_only();
+        let v1 = [json!({"name": "search", "description": "v1"})];
+        assert_eq!(
+            store.judge("docs", PinKind::Tool, &v1).unwrap().pass,
+            vec![0]
+        );
+        assert!(!path.exists());
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 

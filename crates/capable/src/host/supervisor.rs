@@ -278,7 +278,7 @@ impl Server {
                 withheld,
             });
         }
-        for name in judged.held {
+        for (name, _) in judged.held {
             out.push(name.clone());
             events.push(HostEvent::DefinitionHeld {
                 server: self.name.clone(),
