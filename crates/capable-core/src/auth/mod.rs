@@ -40,12 +40,14 @@
 //! | `jwt.rs` | JWT framing for client assertions and DPoP proofs |
 //! | `access_token.rs` | a bearer token's form before its signature: JWT access token, or opaque |
 //! | `resource.rs` | the other side: a protected resource's metadata, challenges, and which tokens it accepts |
+//! | `access.rs` | a protected resource's rules: who a rule admits, the groups a token's claim names |
 //! | `verified.rs` | a protected resource's memory: verified tokens by hash, when keys may be fetched again |
 //!
 //! Randomness (PKCE verifiers, `state`, `jti`) and the clock (token expiry, in
 //! seconds since the Unix epoch: tokens outlive the process) are the shell's to give.
 //! Secrets never show in a `Debug` output.
 
+pub mod access;
 pub mod access_token;
 pub mod authorize;
 pub mod challenge;

@@ -122,6 +122,7 @@ mod tests {
             subject: sub.into(),
             client_id: None,
             scopes: vec![],
+            groups: vec![],
             expires_at,
         })
     }
