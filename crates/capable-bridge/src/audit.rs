@@ -42,6 +42,12 @@ pub async fn as_caller<F: std::future::Future>(caller: Option<Arc<Caller>>, work
     CALLER.scope(caller, work).await
 }
 
+/// The caller whose requests the task at hand serves (`None`: nobody logs in, or the
+/// task serves no caller's requests).
+pub fn caller() -> Option<Arc<Caller>> {
+    CALLER.try_with(Clone::clone).ok().flatten()
+}
+
 /// Where audit lines go, and the words of what hosts are told: scrubbed of every
 /// secret, with the embedding application's hints.
 pub struct Audit {

@@ -185,11 +185,15 @@ pub struct ListenAuth {
     pub fetch_timeout: Duration,
     /// How many verified tokens are remembered (until each expires).
     pub max_tokens: usize,
+    /// The claim that names a caller's groups or roles, for a policy's rules (dotted
+    /// for a nested claim: `roles`, `realm_access.roles`); read once per token, when
+    /// it is verified. Default `groups`.
+    pub groups_claim: String,
 }
 
 impl ListenAuth {
     /// Tokens of `issuer` for `public_url`; no scope required, 5 s per fetch, 10,000
-    /// tokens remembered.
+    /// tokens remembered, groups in the claim `groups`.
     pub fn new(issuer: impl Into<String>, public_url: impl Into<String>) -> ListenAuth {
         ListenAuth {
             issuer: issuer.into(),
@@ -197,6 +201,7 @@ impl ListenAuth {
             scopes: Vec::new(),
             fetch_timeout: Duration::from_secs(5),
             max_tokens: 10_000,
+            groups_claim: "groups".into(),
         }
     }
 }

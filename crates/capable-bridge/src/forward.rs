@@ -143,6 +143,9 @@ pub mod code {
     pub const UNAVAILABLE: i64 = -32001;
     /// The server behind needs authorization the bridge cannot get here.
     pub const AUTHORIZATION_REQUIRED: i64 = -32010;
+    /// The caller asked more than its rate limit allows (`data.retryAfter`: seconds);
+    /// over HTTP, `429` with `Retry-After`.
+    pub const RATE_LIMITED: i64 = -32011;
 }
 
 /// How a failure reaches the host: the server's own JSON-RPC error exactly as it came;

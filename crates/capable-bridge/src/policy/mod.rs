@@ -1,39 +1,52 @@
 //! The one policy seam: what the bridge asks before a host's request reaches a server,
 //! as a server's result goes back, and of each item of a server's list — for one server
-//! and for many alike, once per request, at the point where the server is known.
+//! and for many alike, once per request, at the point where the server is known, and
+//! always knowing who is calling.
 //!
 //! | hook | when | may |
 //! |---|---|---|
-//! | [`Policy::on_list`] | each item of a server's `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` | keep it back |
-//! | [`Policy::on_request`] | a host's request on its way to a server (params with the server's own names) | allow it, edit its params, or deny it (`-32602`, nothing sent) |
+//! | [`Policy::on_list`] | each item of a server's `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` | keep it back (from this caller) |
+//! | [`Policy::on_request`] | a host's request on its way to a server (params with the server's own names) | allow it, edit its params, deny it (`-32602`) or hold it back for a while (`-32011`, HTTP `429`); nothing is sent unless allowed |
+//! | [`Policy::on_end`] | a request it allowed has ended (answered, failed, cancelled) | count it out |
 //! | [`Policy::on_result`] | a server's result on its way back | replace it |
 //! | [`Policy::request_timeout`] | a server connected | give it its own request timeout |
 //!
+//! The caller is the [`Caller`] the gateway verified (`--auth-issuer`: issuer, subject,
+//! client, scopes, groups), the same for every request of a session; `None` where
+//! nobody logs in (stdio, a listener without an issuer). [`Policy::wants_callers`] says
+//! when a policy cannot work without one: such a bridge refuses to start.
+//!
 //! [`Policy::inspects`] says which methods a policy looks at: the others pass as they
 //! came, never decoded (the bridge forwards params and results as bytes). The config's
-//! `allowTools`, `denyTools`, `timeout` and `outputBudget` are the first policy
-//! ([`ConfigPolicy`]); a gateway's identities, rate limits and pinned tool definitions
-//! plug in here too.
+//! `allowTools`, `denyTools`, `timeout`, `outputBudget`, `access` and `rateLimit` are
+//! the first policy ([`ConfigPolicy`], `config.rs`, with its limits in `limits.rs`).
 //!
 //! ```
 //! use std::sync::Arc;
 //! use capable::internal::Method;
-//! use capable_bridge::{BridgeConfig, Connector, Policy, Upstream, Verdict};
+//! use capable_bridge::{BridgeConfig, Caller, Connector, Policy, Upstream, Verdict};
 //! use serde_json::{Map, Value};
 //!
-//! /// Tools whose name starts with `delete_` are neither listed nor called.
+//! /// Tools whose name starts with `delete_` are neither listed nor called, but by
+//! /// the subject `root`.
 //! struct NoDeletes;
+//!
+//! fn may(name: &str, caller: Option<&Caller>) -> bool {
+//!     !name.starts_with("delete_") || caller.is_some_and(|c| c.subject == "root")
+//! }
 //!
 //! impl Policy for NoDeletes {
 //!     fn inspects(&self, _server: &str, method: Method) -> bool {
 //!         matches!(method, Method::ListTools | Method::CallTool)
 //!     }
-//!     fn on_list(&self, _server: &str, _method: Method, tool: &Value) -> bool {
-//!         !tool["name"].as_str().unwrap_or("").starts_with("delete_")
+//!     fn on_list(&self, _server: &str, _method: Method, tool: &Value, caller: Option<&Caller>) -> bool {
+//!         may(tool["name"].as_str().unwrap_or(""), caller)
 //!     }
-//!     fn on_request(&self, _server: &str, _method: Method, params: &mut Map<String, Value>) -> Verdict {
+//!     fn on_request(
+//!         &self, _server: &str, _method: Method, params: &mut Map<String, Value>, caller: Option<&Caller>,
+//!     ) -> Verdict {
 //!         match params.get("name").and_then(Value::as_str) {
-//!             Some(name) if name.starts_with("delete_") => Verdict::Deny(format!("{name} is not offered")),
+//!             Some(name) if !may(name, caller) => Verdict::Deny(format!("{name} is not offered")),
 //!             _ => Verdict::Allow,
 //!         }
 //!     }
@@ -45,11 +58,15 @@
 //! # config }
 //! ```
 
-use std::collections::BTreeMap;
+mod config;
+mod limits;
+#[cfg(test)]
+mod tests;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use capable::config::ServerPolicy;
+use capable::internal::auth::resource::Caller;
 use capable::internal::jsonrpc::{codes, Payload};
 use capable::internal::Method;
 use capable::Error;
@@ -57,7 +74,9 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
 
-use crate::forward::{answer_error, Forwarded};
+pub use self::config::ConfigPolicy;
+use crate::audit::Audit;
+use crate::forward::{answer_error, code, Forwarded};
 
 /// What a policy says of a host's request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +86,14 @@ pub enum Verdict {
     Allow,
     /// It is refused with these words (`-32602`); the server never sees it.
     Deny(String),
+    /// Not now: the caller asked too much (`-32011` with `data.retryAfter` in seconds;
+    /// over HTTP, `429` with `Retry-After`). The server never sees it.
+    Limited {
+        /// How long until a request may pass again.
+        retry_after: Duration,
+        /// Which limit, in words.
+        why: String,
+    },
 }
 
 /// What the bridge asks of its policy (see the module documentation). Every hook has
@@ -82,18 +109,30 @@ pub trait Policy: Send + Sync + 'static {
 
     /// Whether `item` of `server`'s list (`method`: `tools/list`, `prompts/list`,
     /// `resources/list` or `resources/templates/list`), as the server listed it, is
-    /// offered to hosts.
-    fn on_list(&self, server: &str, method: Method, item: &Value) -> bool {
-        let _ = (server, method, item);
+    /// offered to `caller`.
+    fn on_list(&self, server: &str, method: Method, item: &Value, caller: Option<&Caller>) -> bool {
+        let _ = (server, method, item, caller);
         true
     }
 
-    /// A host's request of `method` on its way to `server`: `params` as the server
+    /// `caller`'s request of `method` on its way to `server`: `params` as the server
     /// will get them (a tool's or prompt's own name, not the bridge's `server/name`);
     /// edit them to rewrite the request.
-    fn on_request(&self, server: &str, method: Method, params: &mut Map<String, Value>) -> Verdict {
-        let _ = (server, method, params);
+    fn on_request(
+        &self,
+        server: &str,
+        method: Method,
+        params: &mut Map<String, Value>,
+        caller: Option<&Caller>,
+    ) -> Verdict {
+        let _ = (server, method, params, caller);
         Verdict::Allow
+    }
+
+    /// A request [`on_request`](Policy::on_request) allowed has ended: answered,
+    /// failed, or cancelled before its answer (once, whichever).
+    fn on_end(&self, server: &str, method: Method, caller: Option<&Caller>) {
+        let _ = (server, method, caller);
     }
 
     /// `server`'s result to `method`, on its way back to the host.
@@ -105,6 +144,13 @@ pub trait Policy: Send + Sync + 'static {
     /// `server`'s own request timeout (`None`: the bridge's).
     fn request_timeout(&self, server: &str) -> Option<Duration> {
         let _ = server;
+        None
+    }
+
+    /// A rule of the policy that cannot be judged without knowing who is calling, in
+    /// words (`None`: none). A bridge whose hosts do not log in (stdio, a listener
+    /// without an issuer) refuses to start with it rather than judge it open or shut.
+    fn wants_callers(&self) -> Option<String> {
         None
     }
 }
@@ -121,30 +167,59 @@ fn list_member(method: Method) -> Option<&'static str> {
     }
 }
 
-/// `params` of a host's request to `server` through `policy`: edited, or the error the
-/// host gets.
+/// `params` of `caller`'s request to `server` through `policy`: edited, or the error
+/// the host gets (audited, naming the caller).
 pub(crate) fn request(
     policy: &dyn Policy,
     server: &str,
     method: Method,
     params: &mut Map<String, Value>,
+    caller: Option<&Caller>,
+    audit: &Audit,
 ) -> Result<(), Error> {
-    match policy.on_request(server, method, params) {
-        Verdict::Allow => Ok(()),
-        Verdict::Deny(why) => Err(answer_error(method, codes::INVALID_PARAMS, why, None)),
+    let (event, error) = match policy.on_request(server, method, params, caller) {
+        Verdict::Allow => return Ok(()),
+        Verdict::Deny(why) => (
+            "denied",
+            answer_error(method, codes::INVALID_PARAMS, why, None),
+        ),
+        Verdict::Limited { retry_after, why } => {
+            let seconds = retry_seconds(retry_after);
+            let data = json!({"retryAfter": seconds});
+            let error = answer_error(method, code::RATE_LIMITED, why, Some(data));
+            ("limited", error)
+        }
+    };
+    let name = params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str);
+    let mut line = json!({"server": server, "method": method.as_str(), "why": error.to_string()});
+    if let Some(name) = name {
+        line["name"] = name.into();
     }
+    audit.record(event, line);
+    Err(error)
+}
+
+/// Whole seconds to wait, at least one (`Retry-After` counts in seconds).
+pub(crate) fn retry_seconds(wait: Duration) -> u64 {
+    let ceiling = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    ceiling.max(1)
 }
 
 /// `server`'s result to `method` through `policy`: a list's items judged one by one
-/// (the list rewritten only when one is kept back), then [`Policy::on_result`].
+/// for `caller` (the list rewritten only when one is kept back), then
+/// [`Policy::on_result`].
 pub(crate) fn result(
     policy: &dyn Policy,
     server: &str,
     method: Method,
+    caller: Option<&Caller>,
     result: Payload,
 ) -> Payload {
     let result = match list_member(method) {
-        Some(member) => filtered(policy, server, method, member, result),
+        Some(member) => filtered(policy, server, method, member, caller, result),
         None => result,
     };
     policy.on_result(server, method, result)
@@ -155,6 +230,7 @@ fn filtered(
     server: &str,
     method: Method,
     member: &str,
+    caller: Option<&Caller>,
     result: Payload,
 ) -> Payload {
     let Ok(Value::Object(mut fields)) = result.decode::<Value>() else {
@@ -164,16 +240,31 @@ fn filtered(
         return result;
     };
     let before = items.len();
-    items.retain(|item| policy.on_list(server, method, item));
+    items.retain(|item| policy.on_list(server, method, item, caller));
     if items.len() == before {
         return result;
     }
     Payload::from_json(Value::Object(fields).to_string().into_bytes())
 }
 
-/// The policy a result passes on its way back, with its server's name (`None`: none
-/// looks at it).
-pub(crate) type After = Option<(Arc<dyn Policy>, String)>;
+/// A request the policy let through: its result passes the policy on its way back,
+/// and the policy hears of its end when this is dropped (answered, failed, cancelled).
+pub(crate) struct Passed {
+    policy: Arc<dyn Policy>,
+    server: String,
+    method: Method,
+    caller: Option<Arc<Caller>>,
+}
+
+impl Drop for Passed {
+    fn drop(&mut self) {
+        self.policy
+            .on_end(&self.server, self.method, self.caller.as_deref());
+    }
+}
+
+/// The policy a result passes on its way back (`None`: none looks at it).
+pub(crate) type After = Option<Passed>;
 
 /// The policy the one server's request of `method` passes (`one`: its name; `None`
 /// for many, whose requests pass it where their server is known): its params edited,
@@ -183,6 +274,7 @@ pub(crate) fn before_one(
     one: Option<&str>,
     method: Method,
     params: Forwarded,
+    audit: &Audit,
 ) -> Result<(Forwarded, After), Error> {
     // Decoded only for a policy that looks at it.
     let inspected = |server: &&str| policy.is_some_and(|p| p.inspects(server, method));
@@ -190,28 +282,36 @@ pub(crate) fn before_one(
         return Ok((params, None));
     };
     let mut map = params.into_map();
-    let after = through(policy, server, method, &mut map)?;
+    let after = through(policy, server, method, &mut map, audit)?;
     Ok((Forwarded::from_map(&map), after))
 }
 
 /// `params` of a request of `method` to `server` through `policy` (none, or one that
-/// does not look at it: as they are): edited, and the policy its result passes; or the
-/// error the host gets.
+/// does not look at it: as they are), for the caller of the task at hand: edited, and
+/// the policy its result passes; or the error the host gets.
 pub(crate) fn through(
     policy: Option<&Arc<dyn Policy>>,
     server: &str,
     method: Method,
     params: &mut Map<String, Value>,
+    audit: &Audit,
 ) -> Result<After, Error> {
     let Some(policy) = policy.filter(|p| p.inspects(server, method)) else {
         return Ok(None);
     };
-    request(&**policy, server, method, params)?;
-    Ok(Some((policy.clone(), server.to_owned())))
+    let caller = crate::audit::caller();
+    request(&**policy, server, method, params, caller.as_deref(), audit)?;
+    Ok(Some(Passed {
+        policy: policy.clone(),
+        server: server.to_owned(),
+        method,
+        caller,
+    }))
 }
 
-/// Whether an item of `server`'s list of `method` is offered (the policy's word); the
-/// item is made (`item`) only for a policy that looks at it.
+/// Whether an item of `server`'s list of `method` is offered to the caller of the
+/// task at hand (the policy's word); the item is made (`item`) only for a policy that
+/// looks at it.
 pub(crate) fn listed(
     policy: Option<&Arc<dyn Policy>>,
     server: &str,
@@ -219,12 +319,16 @@ pub(crate) fn listed(
     item: impl FnOnce() -> Value,
 ) -> bool {
     match policy.filter(|p| p.inspects(server, method)) {
-        Some(p) => p.on_list(server, method, &item()),
+        Some(p) => {
+            let caller = crate::audit::caller();
+            p.on_list(server, method, &item(), caller.as_deref())
+        }
         None => true,
     }
 }
 
-/// `answer`, its result through `policy` (from [`before_one`]) when there is one.
+/// `answer`, its result through `policy` (from [`before_one`]) when there is one; the
+/// policy hears of its end when it ends.
 pub(crate) fn after(
     policy: After,
     method: Method,
@@ -232,227 +336,12 @@ pub(crate) fn after(
 ) -> BoxFuture<'static, Result<Payload, Error>> {
     match policy {
         None => answer,
-        Some((policy, server)) => answer
-            .map(move |answer| answer.map(|payload| result(&*policy, &server, method, payload)))
+        Some(passed) => answer
+            .map(move |answer| {
+                let (policy, server) = (&*passed.policy, passed.server.as_str());
+                let caller = passed.caller.as_deref();
+                answer.map(|payload| result(policy, server, method, caller, payload))
+            })
             .boxed(),
-    }
-}
-
-/// The config's policies, one per server by name (`allowTools`, `denyTools`, `timeout`,
-/// `outputBudget`; `disabled` is for the bridge of many, which does not start such a
-/// server): the first [`Policy`].
-#[derive(Clone, Debug, Default)]
-pub struct ConfigPolicy {
-    servers: BTreeMap<String, ServerPolicy>,
-}
-
-impl ConfigPolicy {
-    /// The policies of a config's servers, by name.
-    pub fn new(servers: BTreeMap<String, ServerPolicy>) -> ConfigPolicy {
-        ConfigPolicy { servers }
-    }
-
-    fn of(&self, server: &str) -> Option<&ServerPolicy> {
-        self.servers.get(server)
-    }
-}
-
-impl Policy for ConfigPolicy {
-    fn inspects(&self, server: &str, method: Method) -> bool {
-        let Some(p) = self.of(server) else {
-            return false;
-        };
-        let limits_tools = p.allow_tools.is_some() || !p.deny_tools.is_empty();
-        match method {
-            Method::ListTools => limits_tools,
-            Method::CallTool => limits_tools || p.output_budget.is_some(),
-            _ => false,
-        }
-    }
-
-    fn on_list(&self, server: &str, method: Method, item: &Value) -> bool {
-        match (method, self.of(server)) {
-            (Method::ListTools, Some(p)) => {
-                p.offers_tool(item.get("name").and_then(Value::as_str).unwrap_or(""))
-            }
-            _ => true,
-        }
-    }
-
-    fn on_request(&self, server: &str, method: Method, params: &mut Map<String, Value>) -> Verdict {
-        let (Method::CallTool, Some(p)) = (method, self.of(server)) else {
-            return Verdict::Allow;
-        };
-        let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-        match p.offers_tool(name) {
-            true => Verdict::Allow,
-            false => Verdict::Deny(format!("tool {name:?} is not offered by this bridge")),
-        }
-    }
-
-    fn on_result(&self, server: &str, method: Method, result: Payload) -> Payload {
-        let budget = match (method, self.of(server)) {
-            (Method::CallTool, Some(p)) => p.output_budget,
-            _ => None,
-        };
-        match budget {
-            Some(budget) if result.json().len() > budget => {
-                cut(result.json(), budget, server).unwrap_or(result)
-            }
-            _ => result,
-        }
-    }
-
-    fn request_timeout(&self, server: &str) -> Option<Duration> {
-        self.of(server).and_then(|p| p.timeout)
-    }
-}
-
-/// A tool result over its server's budget, cut: its text kept up to the budget, its
-/// structured content left out, and a note that says so. What is no tool result (a
-/// task the call became, an unreadable answer) is not cut (`None`).
-fn cut(result: &str, budget: usize, server: &str) -> Option<Payload> {
-    let parsed: Value = serde_json::from_str(result).ok()?;
-    parsed.get("content")?;
-    let mut text = String::new();
-    for block in parsed
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(t) = block.get("text").and_then(Value::as_str) {
-            text.push_str(t);
-        }
-    }
-    let mut end = budget.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    let note = format!(
-        "[capable bridge: the result was cut to {} of its {}: the outputBudget of server {server:?}]",
-        capable::internal::text::size(budget),
-        capable::internal::text::size(result.len()),
-    );
-    let mut cut =
-        json!({"content": [{"type": "text", "text": text}, {"type": "text", "text": note}]});
-    if parsed.get("isError") == Some(&Value::Bool(true)) {
-        cut["isError"] = json!(true);
-    }
-    Some(Payload::from_json(cut.to_string().into_bytes()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn policy() -> ConfigPolicy {
-        let docs = ServerPolicy {
-            allow_tools: Some(vec!["search".into(), "read".into()]),
-            deny_tools: vec!["read".into()],
-            output_budget: Some(14),
-            timeout: Some(Duration::from_secs(3)),
-            ..ServerPolicy::default()
-        };
-        ConfigPolicy::new([("docs".to_owned(), docs)].into())
-    }
-
-    fn payload(v: Value) -> Payload {
-        Payload::from_json(v.to_string().into_bytes())
-    }
-
-    #[test]
-    fn a_servers_list_keeps_back_what_its_policy_does_and_others_pass_untouched() {
-        let p = policy();
-        let list = json!({"tools": [{"name": "search"}, {"name": "read"}, {"name": "drop"}], "nextCursor": "c"});
-        let kept = result(&p, "docs", Method::ListTools, payload(list.clone()));
-        assert_eq!(
-            kept.decode::<Value>().unwrap(),
-            json!({"tools": [{"name": "search"}], "nextCursor": "c"})
-        );
-        // Another server, another list: as they came, byte for byte.
-        let raw = r#"{"tools":[{"name":"drop"}] }"#;
-        let other = result(
-            &p,
-            "web",
-            Method::ListTools,
-            Payload::from_json(raw.as_bytes().to_vec()),
-        );
-        assert_eq!(other.json(), raw);
-        assert!(!p.inspects("web", Method::CallTool));
-        assert!(!p.inspects("docs", Method::ReadResource));
-        assert!(p.inspects("docs", Method::ListTools));
-    }
-
-    #[test]
-    fn a_tool_kept_back_is_refused_before_the_server_sees_it() {
-        let p = policy();
-        let mut params = json!({"name": "read"}).as_object().unwrap().clone();
-        let refused = request(&p, "docs", Method::CallTool, &mut params).unwrap_err();
-        let Error::Rpc { error, .. } = refused else {
-            panic!("not an rpc error");
-        };
-        assert_eq!(error.code, codes::INVALID_PARAMS);
-        assert!(error.message.contains("\"read\""), "{}", error.message);
-        let mut params = json!({"name": "search"}).as_object().unwrap().clone();
-        assert!(request(&p, "docs", Method::CallTool, &mut params).is_ok());
-        assert_eq!(p.request_timeout("docs"), Some(Duration::from_secs(3)));
-        assert_eq!(p.request_timeout("web"), None);
-    }
-
-    #[test]
-    fn a_result_over_budget_is_cut_with_a_note_and_keeps_its_error_flag() {
-        let p = policy();
-        // 14 bytes fall inside the seventh `é`: the text ends before it.
-        let long = json!({"content": [{"type": "text", "text": "aéééééééé"}], "isError": true});
-        let cut = result(&p, "docs", Method::CallTool, payload(long))
-            .decode::<Value>()
-            .unwrap();
-        assert_eq!(cut["content"][0]["text"], "aéééééé");
-        assert!(cut["content"][1]["text"]
-            .as_str()
-            .unwrap()
-            .contains("outputBudget of server \"docs\""));
-        assert_eq!(cut["isError"], true);
-        // A task the call became is no tool result: never cut.
-        let task =
-            r#"{"task":{"taskId":"t-1","status":"working","createdAt":"2026-12-06T10:00:00Z"}}"#;
-        let kept = result(
-            &p,
-            "docs",
-            Method::CallTool,
-            Payload::from_json(task.as_bytes().to_vec()),
-        );
-        assert_eq!(kept.json(), task);
-        let short = r#"{"content":[]}"#;
-        let kept = result(
-            &p,
-            "docs",
-            Method::CallTool,
-            Payload::from_json(short.as_bytes().to_vec()),
-        );
-        assert_eq!(kept.json(), short);
-    }
-
-    #[test]
-    fn a_policy_implements_only_what_it_needs() {
-        struct ReadOnly;
-        impl Policy for ReadOnly {
-            fn on_request(&self, _: &str, method: Method, _: &mut Map<String, Value>) -> Verdict {
-                match method {
-                    Method::CallTool => Verdict::Deny("read-only".into()),
-                    _ => Verdict::Allow,
-                }
-            }
-        }
-        let mut params = Map::new();
-        assert!(request(&ReadOnly, "any", Method::CallTool, &mut params).is_err());
-        assert!(request(&ReadOnly, "any", Method::ReadResource, &mut params).is_ok());
-        let list = payload(json!({"tools": [{"name": "x"}]}));
-        assert_eq!(
-            result(&ReadOnly, "any", Method::ListTools, list.clone()).json(),
-            list.json()
-        );
     }
 }

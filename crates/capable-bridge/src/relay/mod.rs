@@ -334,7 +334,7 @@ impl Relay {
         };
         let one = self.servers.one().map(|_| self.servers.name());
         let (upstream, policy) =
-            match policy::before_one(self.policy.as_ref(), one, method, upstream) {
+            match policy::before_one(self.policy.as_ref(), one, method, upstream, &self.audit) {
                 Ok(passed) => passed,
                 Err(e) => {
                     let error = host_error(&e, &self.audit);
