@@ -241,7 +241,15 @@ fn filtered(
     };
     let before = items.len();
     items.retain(|item| policy.on_list(server, method, item, caller));
-    if items.len() == before {
+    let kept_back = items.len() != before;
+    // A list judged for a caller is that caller's: a 2026-07-28 server's `public` is
+    // not shared across callers (a `private` cache is not shared across
+    // authorization contexts).
+    let public = caller.is_some() && fields.get("cacheScope") == Some(&json!("public"));
+    if public {
+        fields.insert("cacheScope".into(), "private".into());
+    }
+    if !kept_back && !public {
         return result;
     }
     Payload::from_json(Value::Object(fields).to_string().into_bytes())

@@ -401,3 +401,19 @@ fn calls_at_once_are_counted_out_as_they_end_across_the_gateway_and_a_server() {
         Verdict::Allow
     );
 }
+
+#[test]
+fn a_list_judged_for_a_caller_is_never_cached_for_others() {
+    let p = team();
+    let alice = caller("alice", &["eng"], &[]);
+    let list = json!({"tools": [{"name": "search"}], "ttlMs": 60000, "cacheScope": "public"});
+    let seen = listed(&p, Method::ListTools, list.clone(), Some(&alice));
+    assert_eq!(seen["cacheScope"], "private");
+    assert_eq!(seen["ttlMs"], 60000);
+    assert_eq!(seen["tools"], json!([{"name": "search"}]));
+    let private = json!({"tools": [], "ttlMs": 0, "cacheScope": "private"});
+    assert_eq!(
+        listed(&p, Method::ListTools, private.clone(), Some(&alice)),
+        private
+    );
+}

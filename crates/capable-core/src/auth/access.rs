@@ -113,7 +113,7 @@ impl Rule {
         };
         let anyone = self.subjects.is_empty() && self.groups.is_empty();
         let named = anyone
-            || self.subjects.iter().any(|s| *s == caller.subject)
+            || self.subjects.contains(&caller.subject)
             || self
                 .groups
                 .iter()
