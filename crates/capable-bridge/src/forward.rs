@@ -49,6 +49,21 @@ impl Forwarded {
         }
     }
 
+    /// The `name` member, when it is a string (a tool's or prompt's name); the other
+    /// members are skipped, not decoded.
+    pub fn name(&self) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Named {
+            name: Option<String>,
+        }
+        match self {
+            Forwarded::AsSent(raw) => serde_json::from_str::<Named>(raw.get()).ok()?.name,
+            Forwarded::Edited { members, .. } => {
+                serde_json::from_str(members.get("name")?.get()).ok()
+            }
+        }
+    }
+
     /// Params edited as an object (by a policy).
     pub fn from_map(map: &Map<String, Value>) -> Forwarded {
         let text = serde_json::to_string(map).unwrap_or_else(|_| "{}".into());

@@ -165,6 +165,17 @@ fn each_caller_sees_and_calls_only_what_its_rules_allow_in_both_eras() {
     assert_eq!(line["caller"]["sub"], "bob-app");
     assert_eq!(line["server"], "docs");
     assert_eq!(line["name"], "confirm");
+    // Each call that went on is audited with its caller and what the server did; the
+    // refused ones are no call.
+    let calls = g.bridge.audit_count_until(2, |l| l["event"] == "called");
+    assert_eq!(calls, 2, "{}", g.bridge.stderr_text());
+    let his = g
+        .bridge
+        .audit_until(|l| l["event"] == "called" && l["caller"]["sub"] == "bob-app");
+    assert_eq!(
+        (&his["server"], &his["name"], &his["outcome"]),
+        (&json!("docs"), &json!("echo"), &json!("ok"))
+    );
     let written = g.bridge.stderr_text();
     assert!(!written.contains(&alice) && !written.contains(&bob));
 }
@@ -211,6 +222,9 @@ fn a_caller_over_its_rate_limit_gets_429_and_retry_after_and_another_is_served()
     assert_eq!(g.bridge.sent_upstream_count_until("tools/call", 3), 3);
     let limited = g.bridge.audit_until(|l| l["event"] == "limited");
     assert_eq!(limited["caller"]["sub"], "alice-app");
+    // The calls served, and only those, are audited as calls.
+    let called = |l: &Value| l["event"] == "called" && l["server"] == "docs";
+    assert_eq!(g.bridge.audit_count_until(3, called), 3);
 }
 
 #[test]

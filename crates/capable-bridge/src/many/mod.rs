@@ -245,7 +245,8 @@ impl Many {
         let policy =
             match policy::through(self.policy.as_ref(), &server, method, &mut params, audit) {
                 Ok(policy) => policy,
-                Err(e) => return (futures_util::future::ready(Err(e)).boxed(), Some(server)),
+                // Refused by the policy: the bridge answers it, the server never hears of it.
+                Err(e) => return (futures_util::future::ready(Err(e)).boxed(), None),
             };
         let bound = self.task_bound;
         let at = Some(server.clone());
