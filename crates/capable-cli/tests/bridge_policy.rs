@@ -244,3 +244,23 @@ fn rules_naming_callers_without_an_issuer_stop_the_start_saying_why() {
         assert!(said.contains("--auth-issuer"), "{said}");
     }
 }
+
+/// Without an issuer, everyone is one caller: a stdio host over its limit reads the
+/// JSON-RPC error, with how long to wait, and nothing more reaches the server.
+#[test]
+fn a_stdio_host_over_its_limit_reads_the_json_rpc_error_and_when_to_retry() {
+    let mut servers = json!({"docs": many_entry("no-resources", &[])});
+    servers["docs"]["rateLimit"] = json!({"requests": 1, "per": "1h", "concurrent": 4});
+    let file = config("stdio", json!({}), servers);
+    let path = file.0.to_str().unwrap();
+    let mut b = Bridge::start(&["--trace", "--config", path, "--server", "docs"]);
+    b.initialize(capable::internal::ProtocolVersion::V2025_11_25, json!({}));
+    let call = json!({"name": "echo", "arguments": {"message": "hi"}});
+    let served = b.request(1, "tools/call", call.clone());
+    assert!(served["result"]["content"].is_array(), "{served}");
+    let limited = b.request(2, "tools/call", call);
+    assert_eq!(limited["error"]["code"], -32011, "{limited}");
+    let wait = limited["error"]["data"]["retryAfter"].as_u64().unwrap();
+    assert!((3500..=3600).contains(&wait), "{wait}");
+    assert_eq!(b.sent_upstream_count("tools/call"), 1);
+}
