@@ -180,6 +180,39 @@ fn each_caller_sees_and_calls_only_what_its_rules_allow_in_both_eras() {
     assert!(!written.contains(&alice) && !written.contains(&bob));
 }
 
+/// One server of the config (`--server`): its list filtered for each caller as the
+/// server gives it, in both eras, and a denied call refused before it is sent.
+#[test]
+fn one_server_alone_is_filtered_per_caller_too() {
+    if !wanted() {
+        return;
+    }
+    let file = team("one");
+    let path = file.0.to_str().unwrap();
+    let g = gateway_to(&["--config", path, "--server", "docs"]);
+    let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
+    let his = session(&g, &bob);
+    assert_eq!(
+        tools(&legacy(&g, &bob, &his, "tools/list", json!({}))),
+        ["echo"]
+    );
+    assert_eq!(tools(&modern(&g, &bob, "tools/list", json!({}))), ["echo"]);
+    assert_eq!(
+        tools(&modern(&g, &alice, "tools/list", json!({}))),
+        ["confirm", "echo"]
+    );
+    let call = json!({"name": "confirm", "arguments": {}});
+    let denied = legacy(&g, &bob, &his, "tools/call", call);
+    let said = denied.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(said.contains("access.tools.confirm"), "{said}");
+    assert_eq!(g.bridge.sent_upstream_count("tools/call"), 0);
+    let denied = g.bridge.audit_until(|l| l["event"] == "denied");
+    assert_eq!(denied["caller"]["sub"], "bob-app");
+}
+
 #[test]
 fn a_caller_over_its_rate_limit_gets_429_and_retry_after_and_another_is_served() {
     if !wanted() {
