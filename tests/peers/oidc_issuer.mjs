@@ -12,8 +12,10 @@
 // It binds 127.0.0.1. Logins need no person: the interaction pages approve at once
 // (account `mcp-user`, every scope asked for). Two confidential clients, `alice-app`
 // and `bob-app` (secrets `alice-secret`, `bob-secret`), get tokens by the client
-// credentials grant; a client credentials token's subject is its client. Dynamic
-// registration is on, for clients that log in as a person would.
+// credentials grant; a client credentials token's subject is its client, and its
+// groups are in the nested claim `org.groups` (alice-app: eng and admins; bob-app:
+// eng), for the gateway's per-identity rules. Dynamic registration is on, for clients
+// that log in as a person would.
 //
 // For the bad-token tests, POST /test/mint {claims, header, key} signs claims with
 // the provider's own key (`key: "issuer"`), another key under the same `kid`
@@ -39,6 +41,8 @@ const signing = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" });
 const other = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" });
 const kid = "issuer-key-1";
 const jwk = { ...signing.privateKey.export({ format: "jwk" }), kid, alg: "ES256", use: "sig" };
+
+const groups = { "alice-app": ["eng", "admins"], "bob-app": ["eng"] };
 
 const client = (id, secret) => ({
   client_id: id, client_secret: secret, grant_types: ["client_credentials"],
@@ -67,6 +71,8 @@ const provider = new Provider(issuer, {
       },
     },
   },
+  extraTokenClaims: async (ctx, token) =>
+    token.kind === "ClientCredentials" ? { org: { groups: groups[token.clientId] ?? [] } } : undefined,
   issueRefreshToken: async (ctx, c) => c.grantTypeAllowed("refresh_token"),
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   findAccount: async (ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),

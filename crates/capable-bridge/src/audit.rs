@@ -29,6 +29,13 @@ use serde_json::{json, Map, Value};
 use super::audit_limit::{Held, Limiter};
 use crate::{BridgeError, Hints};
 use capable::internal::auth::resource::Caller;
+use capable::internal::jsonrpc::Payload;
+use capable::internal::Method;
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use std::time::Instant;
+
+use crate::forward::Forwarded;
 
 tokio::task_local! {
     /// Whose requests the task serves (`--auth-issuer`): every line it writes names
@@ -40,6 +47,58 @@ tokio::task_local! {
 /// `sub`, `clientId`; never the token).
 pub async fn as_caller<F: std::future::Future>(caller: Option<Arc<Caller>>, work: F) -> F::Output {
     CALLER.scope(caller, work).await
+}
+
+/// The caller whose requests the task at hand serves (`None`: nobody logs in, or the
+/// task serves no caller's requests).
+pub fn caller() -> Option<Arc<Caller>> {
+    CALLER.try_with(Clone::clone).ok().flatten()
+}
+
+/// The tool a verified caller calls (`params`' name), when the request is a
+/// `tools/call` and the task serves a caller: its answer is audited as
+/// [`called`] says. `None` otherwise, at the cost of a look at the task.
+pub fn calling(method: Method, params: &Forwarded) -> Option<String> {
+    if method != Method::CallTool || caller().is_none() {
+        return None;
+    }
+    Some(params.name().unwrap_or_default())
+}
+
+/// `answer` of the call of a tool (from [`calling`]) at a server, with a `called`
+/// line when it ends: who called what, and what the server did (`ok`, `toolError`,
+/// the JSON-RPC error's code, or the failure's kind), and how long it took.
+pub fn called(
+    call: Option<(String, &str)>,
+    audit: &Arc<Audit>,
+    answer: BoxFuture<'static, Result<Payload, capable::Error>>,
+) -> BoxFuture<'static, Result<Payload, capable::Error>> {
+    let Some((tool, server)) = call else {
+        return answer;
+    };
+    // The server's own name of the tool (many servers' `server/name` less `server/`),
+    // as the `denied` lines name it.
+    let tool = match tool.strip_prefix(server).and_then(|t| t.strip_prefix('/')) {
+        Some(own) => own.to_owned(),
+        None => tool,
+    };
+    let (audit, server, started) = (audit.clone(), server.to_owned(), Instant::now());
+    answer
+        .inspect(move |answer| {
+            let outcome = match answer {
+                Ok(result) if result.mentions("\"isError\":true") => "toolError".to_owned(),
+                Ok(_) => "ok".to_owned(),
+                Err(capable::Error::Rpc { error, .. }) => format!("error {}", error.code),
+                Err(e) => e.kind().as_str().to_owned(),
+            };
+            let ms = started.elapsed().as_millis() as u64;
+            audit.record(
+                "called",
+                json!({"server": server, "method": Method::CallTool.as_str(), "name": tool,
+                    "outcome": outcome, "ms": ms}),
+            );
+        })
+        .boxed()
 }
 
 /// Where audit lines go, and the words of what hosts are told: scrubbed of every

@@ -194,6 +194,10 @@ pub struct ListenAuth {
     /// The gateway's own client at the issuer, for introspecting opaque tokens
     /// (RFC 7662). Without it, only JWT access tokens are taken.
     pub introspection: Option<IntrospectionClient>,
+    /// The claim that names a caller's groups or roles, for a policy's rules (dotted
+    /// for a nested claim: `roles`, `realm_access.roles`); read once per token, when
+    /// it is verified. Default `groups`.
+    pub groups_claim: String,
 }
 
 /// The gateway's own client registration at its issuer, with which it asks what an
@@ -229,7 +233,7 @@ impl std::fmt::Debug for IntrospectionClient {
 
 impl ListenAuth {
     /// Tokens of `issuer` for `public_url`; no scope required, 5 s per fetch, 10,000
-    /// tokens remembered.
+    /// tokens remembered, groups in the claim `groups`.
     pub fn new(issuer: impl Into<String>, public_url: impl Into<String>) -> ListenAuth {
         ListenAuth {
             issuer: issuer.into(),
@@ -238,6 +242,7 @@ impl ListenAuth {
             fetch_timeout: Duration::from_secs(5),
             max_tokens: 10_000,
             introspection: None,
+            groups_claim: "groups".into(),
         }
     }
 }

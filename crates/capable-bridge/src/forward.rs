@@ -49,6 +49,21 @@ impl Forwarded {
         }
     }
 
+    /// The `name` member, when it is a string (a tool's or prompt's name); the other
+    /// members are skipped, not decoded.
+    pub fn name(&self) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Named {
+            name: Option<String>,
+        }
+        match self {
+            Forwarded::AsSent(raw) => serde_json::from_str::<Named>(raw.get()).ok()?.name,
+            Forwarded::Edited { members, .. } => {
+                serde_json::from_str(members.get("name")?.get()).ok()
+            }
+        }
+    }
+
     /// Params edited as an object (by a policy).
     pub fn from_map(map: &Map<String, Value>) -> Forwarded {
         let text = serde_json::to_string(map).unwrap_or_else(|_| "{}".into());
@@ -143,6 +158,9 @@ pub mod code {
     pub const UNAVAILABLE: i64 = -32001;
     /// The server behind needs authorization the bridge cannot get here.
     pub const AUTHORIZATION_REQUIRED: i64 = -32010;
+    /// The caller asked more than its rate limit allows (`data.retryAfter`: seconds);
+    /// over HTTP, `429` with `Retry-After`.
+    pub const RATE_LIMITED: i64 = -32011;
 }
 
 /// How a failure reaches the host: the server's own JSON-RPC error exactly as it came;

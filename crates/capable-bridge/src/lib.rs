@@ -38,7 +38,7 @@
 //! | `listen/` | the host over Streamable HTTP (`--listen`): sessions, streams, the gate, who is calling (`--auth-issuer`) |
 //! | `audit.rs` | the JSON lines of what the host did not see |
 //! | `many/` | the servers of a config as one |
-//! | `policy.rs` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike; the config's policies ([`ConfigPolicy`]) |
+//! | `policy/` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike, knowing the [`Caller`]; the config's policies ([`ConfigPolicy`]: tools, who may use what, rate limits) |
 //! | `config.rs`, `error.rs`, `stop.rs` | the public face: what to serve, what ends it, what stops it |
 
 #![deny(missing_docs)]
@@ -60,6 +60,7 @@ mod stdio;
 mod stop;
 mod upstream;
 
+pub use capable::internal::auth::resource::Caller;
 pub use config::{
     BridgeConfig, Connector, Hints, IntrospectionClient, ListenAuth, ListenConfig, Upstream,
 };
@@ -72,6 +73,7 @@ pub use stop::{Stop, StopHandle};
 /// ([`BridgeError::Host`]) or `stop` is signalled ([`BridgeError::Stopped`]); the
 /// servers behind are shut down in order either way.
 pub async fn serve_stdio(config: BridgeConfig, stop: Stop) -> Result<(), BridgeError> {
+    callers_known(&config, false)?;
     let target = host::Target::open(config, stop, None)?;
     stdio::serve(target).await
 }
@@ -84,6 +86,7 @@ pub async fn serve_listen(
     listen: ListenConfig,
     stop: Stop,
 ) -> Result<(), BridgeError> {
+    callers_known(&config, listen.auth.is_some())?;
     let target = host::Target::open(config, stop, listen.token.as_deref())?;
     listen::serve(target, &listen).await
 }
@@ -127,6 +130,7 @@ impl HttpBridge {
         listen: ListenConfig,
         stop: Stop,
     ) -> Result<HttpBridge, BridgeError> {
+        callers_known(&config, listen.auth.is_some())?;
         let target = host::Target::open(config, stop, listen.token.as_deref())?;
         let prepared = listen::Prepared::new(target, &listen).await?;
         Ok(HttpBridge { prepared })
@@ -146,6 +150,20 @@ impl HttpBridge {
         serving: impl std::future::Future<Output = ()>,
     ) -> Result<(), BridgeError> {
         self.prepared.run(serving).await
+    }
+}
+
+/// Refuses a policy with rules naming who may call ([`Policy::wants_callers`]) where
+/// nobody logs in (`known`: the hosts are verified callers): such a rule would be
+/// judged for nobody, never silently open.
+fn callers_known(config: &BridgeConfig, known: bool) -> Result<(), BridgeError> {
+    let rule = config.policy.as_ref().and_then(|p| p.wants_callers());
+    match (rule, known) {
+        (Some(rule), false) => Err(BridgeError::Config(format!(
+            "the rule {rule} names who may call, but this bridge's hosts do not log in: \
+             serve it with --listen and --auth-issuer (a gateway that knows its callers)"
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -27,8 +27,10 @@ use capable::ServerCommand;
 
 use crate::file::{self, FileError, FileKind};
 
+mod access;
 mod policy;
 
+pub use access::{Access, GatewayPolicy, RateLimit, Rule};
 pub use policy::ServerPolicy;
 
 /// A configured server: a stdio command or an HTTP endpoint.
@@ -304,6 +306,19 @@ fn servers_of(text: &str, path: &str) -> Result<serde_json::Map<String, Value>, 
     Ok(servers.clone())
 }
 
+/// The `gateway` section of a config document: a mistake in it makes the file
+/// unreadable (its rules and limits are never silently dropped).
+fn gateway_of(text: &str, path: &str) -> Result<GatewayPolicy, ConfigError> {
+    let doc: Value = serde_json::from_str(text).map_err(|e| ConfigError::Unreadable {
+        path: path.into(),
+        detail: e.to_string(),
+    })?;
+    access::gateway(&doc).map_err(|detail| ConfigError::Unreadable {
+        path: path.into(),
+        detail,
+    })
+}
+
 /// Finds server `name` in a config document (`lookup` resolves `${VAR}`).
 pub fn server_from_text(
     text: &str,
@@ -477,8 +492,12 @@ pub struct ConfigFile {
     pub servers: Vec<ConfigEntry>,
     /// What a host that serves them as one (`capable bridge --config`) applies to each,
     /// by server name: the entries' `disabled`, `allowTools`, `denyTools`, `timeout`
-    /// and `outputBudget` (a server with none of them has none here).
+    /// and `outputBudget`, `access` and `rateLimit` (a server with none of them has none
+    /// here).
     pub policies: BTreeMap<String, ServerPolicy>,
+    /// The file's `gateway` section: where callers' groups are read from, each caller's
+    /// limit across every server.
+    pub gateway: GatewayPolicy,
 }
 
 /// One server of a [`ConfigFile`].
@@ -506,6 +525,7 @@ impl ConfigFile {
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ConfigFile, ConfigError> {
         let raw = servers_of(text, path)?;
+        let gateway = gateway_of(text, path)?;
         let mut policies = BTreeMap::new();
         let servers = raw
             .iter()
@@ -526,6 +546,7 @@ impl ConfigFile {
             path: path.into(),
             policies,
             servers,
+            gateway,
         })
     }
 }

@@ -1,6 +1,6 @@
 //! What a host gets back: a request's answer (JSON when the answer is all there is,
 //! else an SSE stream that the answer ends, with the status 2026-07-28 gives a
-//! JSON-RPC error), and the standalone stream of a legacy session's `GET`.
+//! JSON-RPC error; `429` and `Retry-After` for a caller over its rate limit), and the standalone stream of a legacy session's `GET`.
 
 use std::sync::Arc;
 
@@ -58,9 +58,17 @@ pub(super) async fn answer(
         if let Some(params) = learn {
             params.learn(&last.data);
         }
+        let error = last.data.windows(8).any(|w| w == b"\"error\":");
+        if let Some(seconds) = error.then(|| retry_after(&last.data)).flatten() {
+            let headers = [
+                (header::CONTENT_TYPE, "application/json".to_owned()),
+                (header::RETRY_AFTER, seconds.to_string()),
+            ];
+            return (StatusCode::TOO_MANY_REQUESTS, headers, last.data).into_response();
+        }
         let status = match kind {
-            Kind::Modern => modern_status(&last.data),
-            Kind::Legacy => StatusCode::OK,
+            Kind::Modern if error => modern_status(&last.data),
+            _ => StatusCode::OK,
         };
         return (
             status,
@@ -118,11 +126,25 @@ pub(super) async fn get((tx, held): (Commands, InFlight), headers: &HeaderMap) -
     }
 }
 
+/// The seconds to wait of an answer that refuses a request for the caller's rate limit
+/// (`-32011`, `data.retryAfter`), in either era: it is answered `429` with
+/// `Retry-After`, the JSON-RPC error in its body; `None` for any other answer.
+fn retry_after(answer: &[u8]) -> Option<u64> {
+    let answer: serde_json::Value = serde_json::from_slice(answer).ok()?;
+    if answer.pointer("/error/code")?.as_i64()? != crate::forward::code::RATE_LIMITED {
+        return None;
+    }
+    let seconds = answer.pointer("/error/data/retryAfter");
+    Some(
+        seconds
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(1)
+            .max(1),
+    )
+}
+
 /// The HTTP status 2026-07-28 gives a JSON-RPC error answer.
 fn modern_status(answer: &[u8]) -> StatusCode {
-    if !answer.windows(8).any(|w| w == b"\"error\":") {
-        return StatusCode::OK;
-    }
     let code = serde_json::from_slice::<serde_json::Value>(answer)
         .ok()
         .and_then(|v| v.pointer("/error/code")?.as_i64());

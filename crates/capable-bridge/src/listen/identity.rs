@@ -84,7 +84,8 @@ impl Identity {
             return Err(failed("no signature verification is built in".into()));
         }
         let resource = ProtectedResource::new(&auth.public_url, &auth.issuer, auth.scopes.clone())
-            .map_err(|e| BridgeError::Config(e.to_string()))?;
+            .map_err(|e| BridgeError::Config(e.to_string()))?
+            .with_groups_claim(auth.groups_claim.clone());
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(auth.fetch_timeout)

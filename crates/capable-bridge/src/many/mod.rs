@@ -247,10 +247,13 @@ impl Many {
             }
             Err(e) => return (futures_util::future::ready(Err(e)).boxed(), None),
         };
-        let policy = match policy::through(self.policy.as_ref(), &server, method, &mut params) {
-            Ok(policy) => policy,
-            Err(e) => return (futures_util::future::ready(Err(e)).boxed(), Some(server)),
-        };
+        let audit = &self.audit;
+        let policy =
+            match policy::through(self.policy.as_ref(), &server, method, &mut params, audit) {
+                Ok(policy) => policy,
+                // Refused by the policy: the bridge answers it, the server never hears of it.
+                Err(e) => return (futures_util::future::ready(Err(e)).boxed(), None),
+            };
         let bound = self.task_bound;
         let at = Some(server.clone());
         let answer = async move {
@@ -408,13 +411,14 @@ impl Many {
         let learn = self.all_templates();
         let (host, templates) = (self.host.clone(), self.templates.clone());
         let policy = self.policy.clone();
+        let audit = self.audit.clone();
         let method = Method::ReadResource;
         let mut params = params;
         async move {
             let _ = learn.await;
             let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
             let (server, session) = route::by_uri_learnt(&host, &templates, method, uri)?;
-            let after = policy::through(policy.as_ref(), &server, method, &mut params)?;
+            let after = policy::through(policy.as_ref(), &server, method, &mut params, &audit)?;
             let answer = session.request_payload(method, &params, options).await;
             let answer = futures_util::future::ready(answer).boxed();
             policy::after(after, method, answer).await

@@ -334,7 +334,7 @@ impl Relay {
         };
         let one = self.servers.one().map(|_| self.servers.name());
         let (upstream, policy) =
-            match policy::before_one(self.policy.as_ref(), one, method, upstream) {
+            match policy::before_one(self.policy.as_ref(), one, method, upstream, &self.audit) {
                 Ok(passed) => passed,
                 Err(e) => {
                     let error = host_error(&e, &self.audit);
@@ -342,6 +342,8 @@ impl Relay {
                     return;
                 }
             };
+        // A verified caller's tool call: audited with what the server did.
+        let called = crate::audit::calling(method, &upstream);
         let host_declared = || {
             let caps = self.engine.phase().capabilities();
             caps.is_some_and(|c| c.has_extension(Extension::Tasks))
@@ -399,6 +401,12 @@ impl Relay {
             _ => self.servers.exchange(method, upstream, options),
         };
         let answer = policy::after(policy, method, answer);
+        // Many servers: only a call that went to one of them (not one the bridge refused).
+        let at = server
+            .as_deref()
+            .or(self.servers.one().map(|_| self.servers.name()));
+        let called = called.zip(at);
+        let answer = crate::audit::called(called, &self.audit, answer);
         let exchange = async move { (token, answer.await) };
         let (exchange, abort) = futures_util::future::abortable(exchange.boxed());
         let mut exchange_at = Exchange::new(id, method, abort);

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use capable::config::{ConfigFile, ServerPolicy, ServerTarget};
+use capable::config::{ConfigFile, GatewayPolicy, ServerPolicy, ServerTarget};
 use capable::host::{PinPolicy, PinStore};
 use capable_bridge::{
     BridgeConfig, BridgeError, ConfigPolicy, Connector, IntrospectionClient, ListenAuth,
@@ -30,12 +30,13 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
                 .into(),
         ));
     }
-    let (upstream, policies) = upstream(ctx, args)?;
+    let (upstream, policies, gateway) = upstream(ctx, args)?;
     let pins = pins(args, &upstream)?;
     let mut config = BridgeConfig::new(upstream);
     config.pins = pins;
-    if !policies.is_empty() {
-        config.policy = Some(Arc::new(ConfigPolicy::new(policies)));
+    if !policies.is_empty() || gateway.rate_limit.is_some() {
+        let policy = ConfigPolicy::new(policies).with_gateway(&gateway);
+        config.policy = Some(Arc::new(policy));
     }
     config.client = ctx.options();
     config.oauth = Some(ctx.host_oauth());
@@ -54,7 +55,10 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     }));
     let stop = stop_on_signal(ctx);
     let served = match args.listen {
-        Some(addr) => capable_bridge::serve_listen(config, listen(args, addr), stop).await,
+        Some(addr) => {
+            let listen = listen(args, addr, &gateway);
+            capable_bridge::serve_listen(config, listen, stop).await
+        }
         None => capable_bridge::serve_stdio(config, stop).await,
     };
     served.map_err(|e| match e {
@@ -67,9 +71,12 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     })
 }
 
-/// The server or servers behind, as the flags name them, and their policies in the
-/// config (`--server NAME`: that entry's; many: every entry's).
-fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<(Upstream, Policies), CliError> {
+/// The server or servers behind, as the flags name them, their policies in the config
+/// (`--server NAME`: that entry's; many: every entry's), and its `gateway` section.
+fn upstream(
+    ctx: &Context,
+    args: &BridgeArgs,
+) -> Result<(Upstream, Policies, GatewayPolicy), CliError> {
     let g = &ctx.global;
     if g.server.is_some() || g.url.is_some() || !args.server.command.is_empty() {
         // The server's name in the audit: its config name, else its URL (credentials
@@ -86,9 +93,11 @@ fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<(Upstream, Policies), Cl
             signals: ctx.signals.clone(),
         });
         let mut policies = Policies::new();
+        let mut gateway = GatewayPolicy::default();
         if let Some(entry) = &g.server {
             let file = ConfigFile::load(g.config.as_deref())?;
             policies.extend(file.policies.into_iter().filter(|(name, _)| name == entry));
+            gateway = file.gateway;
         }
         let server = args.server.clone();
         let connect = Connector::new(move |options| {
@@ -101,7 +110,7 @@ fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<(Upstream, Policies), Cl
                     .map_err(unavailable)
             })
         });
-        return Ok((Upstream::One { name, connect }, policies));
+        return Ok((Upstream::One { name, connect }, policies, gateway));
     }
     let mut config = ConfigFile::load(g.config.as_deref())?;
     for entry in &mut config.servers {
@@ -122,8 +131,9 @@ fn upstream(ctx: &Context, args: &BridgeArgs) -> Result<(Upstream, Policies), Cl
         )));
     }
     let policies = config.policies.clone();
+    let gateway = config.gateway.clone();
     let only = args.only.clone();
-    Ok((Upstream::Many { config, only }, policies))
+    Ok((Upstream::Many { config, only }, policies, gateway))
 }
 
 /// The pinned definitions of many servers (none for one, nor with `--no-pins`): a
@@ -165,8 +175,8 @@ fn unavailable(e: CliError) -> Unavailable {
     }
 }
 
-/// The listener's bounds, from the flags.
-fn listen(args: &BridgeArgs, addr: std::net::SocketAddr) -> ListenConfig {
+/// The listener's bounds, from the flags (and the config's `gateway.groupsClaim`).
+fn listen(args: &BridgeArgs, addr: std::net::SocketAddr, gateway: &GatewayPolicy) -> ListenConfig {
     let mut listen = ListenConfig::new(addr);
     listen.token = args.listen_token.clone();
     listen.allow_remote = args.allow_remote;
@@ -184,6 +194,9 @@ fn listen(args: &BridgeArgs, addr: std::net::SocketAddr) -> ListenConfig {
         auth.scopes = args.auth_scope.clone();
         if let (Some(id), Some(secret)) = (&args.auth_client_id, &args.auth_client_secret) {
             auth.introspection = Some(IntrospectionClient::new(id, secret));
+        }
+        if let Some(claim) = &gateway.groups_claim {
+            auth.groups_claim = claim.clone();
         }
         listen.auth = Some(auth);
     }

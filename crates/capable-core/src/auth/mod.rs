@@ -40,6 +40,7 @@
 //! | `jwt.rs` | JWT framing for client assertions and DPoP proofs |
 //! | `access_token.rs` | a bearer token's form before its signature: JWT access token, or opaque |
 //! | `resource.rs` | the other side: a protected resource's metadata, challenges, and which tokens it accepts |
+//! | `access.rs` | a protected resource's rules: who a rule admits, the groups a token's claim names |
 //! | `introspection.rs` | an opaque token's meaning, asked of its issuer (RFC 7662) and judged as a JWT's claims are |
 //! | `verified.rs` | a protected resource's memory: verified tokens by hash, when keys may be fetched again |
 //!
@@ -47,6 +48,7 @@
 //! seconds since the Unix epoch: tokens outlive the process) are the shell's to give.
 //! Secrets never show in a `Debug` output.
 
+pub mod access;
 pub mod access_token;
 pub mod authorize;
 pub mod challenge;

@@ -46,6 +46,7 @@ pub struct ProtectedResource {
     scopes: Vec<String>,
     metadata_path: String,
     metadata_url: String,
+    groups_claim: Option<String>,
 }
 
 /// Why a resource cannot be set up as given.
@@ -127,6 +128,10 @@ pub struct Caller {
     pub client_id: Option<String>,
     /// The scopes granted.
     pub scopes: Vec<String>,
+    /// The groups (or roles) the token's groups claim puts the caller in, sorted, at
+    /// most [`MAX_GROUPS`](super::access::MAX_GROUPS)
+    /// ([`ProtectedResource::with_groups_claim`]; none without one).
+    pub groups: Vec<String>,
     /// When the token expires (seconds since the Unix epoch).
     pub expires_at: u64,
 }
@@ -200,7 +205,16 @@ impl ProtectedResource {
             scopes,
             metadata_path,
             metadata_url,
+            groups_claim: None,
         })
+    }
+
+    /// The resource reading its callers' groups from the claim at `path` (dotted for
+    /// a nested claim: `groups`, `roles`, `realm_access.roles`), once per token, when
+    /// it is accepted ([`groups_in`](super::access::groups_in)).
+    pub fn with_groups_claim(mut self, path: impl Into<String>) -> ProtectedResource {
+        self.groups_claim = Some(path.into());
+        self
     }
 
     /// The resource identifier, the audience.
@@ -315,6 +329,11 @@ impl ProtectedResource {
             subject: subject.to_owned(),
             client_id: text("client_id").map(str::to_owned),
             scopes,
+            groups: self
+                .groups_claim
+                .as_deref()
+                .map(|path| super::access::groups_in(claims, path))
+                .unwrap_or_default(),
             expires_at,
         })
     }
@@ -490,6 +509,17 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("mcp:admin"));
+    }
+
+    #[test]
+    fn a_callers_groups_are_read_once_from_the_configured_claim() {
+        let mut c = claims();
+        c["org"] = json!({"roles": ["ops", "eng", 3]});
+        assert!(gateway(&[]).accept(&c, NOW).unwrap().groups.is_empty());
+        let g = gateway(&[]).with_groups_claim("org.roles");
+        assert_eq!(g.accept(&c, NOW).unwrap().groups, ["eng", "ops"]);
+        c["org"] = json!("not an object");
+        assert!(g.accept(&c, NOW).unwrap().groups.is_empty());
     }
 
     #[test]

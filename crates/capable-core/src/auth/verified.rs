@@ -176,6 +176,7 @@ mod tests {
             subject: sub.into(),
             client_id: None,
             scopes: vec![],
+            groups: vec![],
             expires_at,
         })
     }

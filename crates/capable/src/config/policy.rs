@@ -1,11 +1,14 @@
 //! A server's policy in a config file: what a host that serves many servers as one
 //! (`capable bridge --config`) applies to each — read from the entry's `disabled`,
-//! `allowTools`, `denyTools`, `timeout` and `outputBudget`.
+//! `allowTools`, `denyTools`, `timeout`, `outputBudget`, and for a gateway `access` and
+//! `rateLimit` (`access.rs`).
 
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
+
+use super::access::{self, Access, RateLimit};
 
 /// What a host of many servers applies to one of them, from its config entry:
 ///
@@ -31,6 +34,10 @@ pub struct ServerPolicy {
     /// The most bytes one of its tool results may take: a larger one is cut, with a
     /// note that says so.
     pub output_budget: Option<usize>,
+    /// Who may list and use its tools, prompts and resources (`access`).
+    pub access: Option<Access>,
+    /// How much each caller may ask of it (`rateLimit`).
+    pub rate_limit: Option<RateLimit>,
 }
 
 impl ServerPolicy {
@@ -57,6 +64,10 @@ struct PolicyEntry {
     timeout: Option<Value>,
     #[serde(default, rename = "outputBudget")]
     output_budget: Option<Value>,
+    #[serde(default)]
+    access: Option<Access>,
+    #[serde(default, rename = "rateLimit")]
+    rate_limit: Option<Value>,
 }
 
 /// The policy of entry `raw` (`None` when it sets none); an error for a key of the
@@ -76,7 +87,14 @@ pub(super) fn read(raw: &Value) -> Result<Option<ServerPolicy>, String> {
         Some(Value::String(text)) => Some(capable_core::internal::text::parse_size(text)?),
         Some(other) => return Err(format!("outputBudget {other} is not a size")),
     };
+    let rate_limit = entry
+        .rate_limit
+        .as_ref()
+        .map(access::rate_limit)
+        .transpose()?;
     let policy = ServerPolicy {
+        access: entry.access,
+        rate_limit,
         disabled: entry.disabled,
         allow_tools: entry.allow_tools,
         deny_tools: entry.deny_tools,
@@ -120,5 +138,30 @@ mod tests {
         let bad = file.servers.iter().find(|e| e.name == "bad").unwrap();
         assert!(bad.target.is_err(), "{:?}", bad.target);
         assert!(ServerPolicy::default().offers_tool("anything"));
+    }
+
+    #[test]
+    fn who_may_call_and_how_much_are_read_and_a_mistake_in_them_breaks_the_entry() {
+        let text = r#"{"gateway": {"groupsClaim": "roles"}, "mcpServers": {
+            "docs": {"command": "d", "access": {"allow": {"groups": ["eng"]},
+                     "tools": {"drop": {"subjects": ["alice"]}}},
+                     "rateLimit": {"requests": 5, "per": "1m", "concurrent": 1}},
+            "typo": {"command": "t", "access": {"allow": {"group": ["eng"]}}},
+            "nolimit": {"command": "n", "rateLimit": {"requests": 5}}}}"#;
+        let file = ConfigFile::from_text(text, "f.json", &|_| None).unwrap();
+        let docs = &file.policies["docs"];
+        let access = docs.access.as_ref().unwrap();
+        assert_eq!(access.allow.groups, ["eng"]);
+        assert_eq!(access.tools["drop"].subjects, ["alice"]);
+        let limit = docs.rate_limit.unwrap();
+        assert_eq!(limit.requests.unwrap().1, Duration::from_secs(60));
+        assert_eq!(file.gateway.groups_claim.as_deref(), Some("roles"));
+        for broken in ["typo", "nolimit"] {
+            let entry = file.servers.iter().find(|e| e.name == broken).unwrap();
+            assert!(entry.target.is_err(), "{broken}: {:?}", entry.target);
+            assert!(!file.policies.contains_key(broken));
+        }
+        let bad_gateway = r#"{"gateway": {"rateLimit": {"concurrent": 0}}, "mcpServers": {}}"#;
+        assert!(ConfigFile::from_text(bad_gateway, "f.json", &|_| None).is_err());
     }
 }
