@@ -271,7 +271,9 @@ impl Relay {
             Event::Forwarded(token, answer) => {
                 // What the server said on its way to the answer (progress, task
                 // statuses, questions) goes first.
-                self.drain();
+                if self.drain() {
+                    self.put_rounds();
+                }
                 self.answer(token, answer)
             }
             Event::Asked(asked) => {
@@ -284,11 +286,16 @@ impl Relay {
         }
     }
 
-    /// Acts on what waits in the inbox already, in the order it came.
-    fn drain(&mut self) {
+    /// Acts on what waits in the inbox already, in the order it came: whether a
+    /// question of the server's was among it (then [`put_rounds`](Self::put_rounds)
+    /// puts it to a 2026-07-28 host).
+    fn drain(&mut self) -> bool {
+        let mut asked = false;
         while let Some(event) = self.queue.try_next() {
+            asked |= matches!(event, Event::Asked(Asked::Ask(_)));
             self.act(event);
         }
+        asked
     }
 
     /// Acts on `event` alone (a question is kept, not yet put in a round).
