@@ -5,6 +5,10 @@
 //! refused authorization is not. The host keeps its own session with the bridge all
 //! along: while the server is down its requests fail with why; once it is back they
 //! reach the new one.
+//!
+//! What it waits for — the session's notifications and events, a restart's delay and
+//! its connection — is set going on the relay's queue (`relay/events.rs`) and comes
+//! back as [`Change`]s; while it is replaced, the old session's are stopped.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,11 +16,14 @@ use std::time::Instant;
 use capable::events::{ServerNotification, SessionEvent};
 use capable::internal::restart::{Decision, GiveUpReason, RestartPolicy, Restarts};
 use capable::Session;
-use futures_util::future::BoxFuture;
+use futures_util::future::{AbortHandle, BoxFuture};
+use futures_util::stream::{self, StreamExt};
+use futures_util::FutureExt;
 use serde_json::json;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 use super::audit::Audit;
+use crate::relay::{Event, Queue};
 use crate::Unavailable;
 
 /// Connects the server behind again, as it was connected the first time.
@@ -38,12 +45,10 @@ pub enum Change {
 pub struct Behind {
     name: String,
     session: Arc<Session>,
-    notifications: Option<mpsc::Receiver<ServerNotification>>,
-    events: broadcast::Receiver<SessionEvent>,
+    /// What stops following the session's notifications and events.
+    following: Vec<AbortHandle>,
     connect: Connect,
     restarts: Restarts,
-    retry_at: Option<Instant>,
-    connecting: Option<BoxFuture<'static, Result<Session, Unavailable>>>,
     audit: Arc<Audit>,
 }
 
@@ -58,15 +63,37 @@ impl Behind {
         audit_ready(&audit, name, &session);
         Behind {
             name: name.to_owned(),
-            notifications: session.notifications(),
-            events: session.events(),
             session: Arc::new(session),
+            following: Vec::new(),
             connect,
             restarts,
-            retry_at: None,
-            connecting: None,
             audit,
         }
+    }
+
+    /// Follows the session's notifications and events on `queue` (those of the session
+    /// it replaced, if any, no longer).
+    pub fn follow(&mut self, queue: &mut Queue) {
+        for stop in self.following.drain(..) {
+            stop.abort();
+        }
+        if let Some(mut notifications) = self.session.notifications() {
+            let notified = stream::poll_fn(move |cx| notifications.poll_recv(cx))
+                .map(|n| Event::Behind(Change::Notification(n)));
+            let (notified, stop) = stream::abortable(notified);
+            self.following.push(stop);
+            queue.follow(notified.boxed());
+        }
+        // Its end (the session is gone) ends the stream.
+        let events = stream::unfold(self.session.events(), |mut events| async move {
+            match events.recv().await {
+                Err(broadcast::error::RecvError::Closed) => None,
+                event => Some((Event::Behind(Change::Event(event)), events)),
+            }
+        });
+        let (events, stop) = stream::abortable(events);
+        self.following.push(stop);
+        queue.follow(events.boxed());
     }
 
     /// The server's session (a closed one while it is down).
@@ -84,45 +111,38 @@ impl Behind {
         &self.name
     }
 
-    /// The next thing to act on (cancel-safe).
-    pub async fn next(&mut self) -> Change {
-        tokio::select! {
-            Some(n) = recv(&mut self.notifications) => Change::Notification(n),
-            event = self.events.recv() => Change::Event(event),
-            () = super::relay::sleep_until(self.retry_at) => {
-                self.retry_at = None;
-                Change::Retry
-            }
-            connected = take_ready(&mut self.connecting) => Change::Connected(Box::new(connected)),
-        }
-    }
-
-    /// The session ended with `error`: restart it after a delay, or give up.
-    pub fn ended(&mut self, error: capable::Error) {
+    /// The session ended with `error`: restart it after a delay (on `queue`), or give
+    /// up.
+    pub fn ended(&mut self, error: capable::Error, queue: &mut Queue) {
         let failure = error.failure();
         self.audit.state(
             &self.name,
             "closed",
             json!({"kind": error.kind().as_str(), "error": error.to_string()}),
         );
-        self.decide(failure);
+        self.decide(failure, queue);
     }
 
-    /// The delay is over: connect again.
-    pub fn retry(&mut self) {
-        self.connecting = Some((self.connect)());
+    /// The delay is over: connect again (on `queue`).
+    pub fn retry(&mut self, queue: &mut Queue) {
+        let connecting = (self.connect)();
+        queue.push(connecting.map(|c| Event::Behind(Change::Connected(Box::new(c)))));
     }
 
     /// A restart connected: the new session replaces the old one (returned, to be
-    /// closed). Or it failed: decided again.
-    pub fn connected(&mut self, connected: Result<Session, Unavailable>) -> Option<Arc<Session>> {
+    /// closed), followed on `queue`. Or it failed: decided again.
+    pub fn connected(
+        &mut self,
+        connected: Result<Session, Unavailable>,
+        queue: &mut Queue,
+    ) -> Option<Arc<Session>> {
         match connected {
             Ok(session) => {
                 self.restarts.ready(Instant::now());
                 audit_ready(&self.audit, &self.name, &session);
-                self.notifications = session.notifications();
-                self.events = session.events();
-                Some(std::mem::replace(&mut self.session, Arc::new(session)))
+                let old = std::mem::replace(&mut self.session, Arc::new(session));
+                self.follow(queue);
+                Some(old)
             }
             Err(e) => {
                 let failure = e.failure();
@@ -131,16 +151,18 @@ impl Behind {
                     "failed",
                     json!({"kind": e.name(), "error": e.to_string()}),
                 );
-                self.decide(failure);
+                self.decide(failure, queue);
                 None
             }
         }
     }
 
-    fn decide(&mut self, failure: capable::internal::restart::Failure) {
+    fn decide(&mut self, failure: capable::internal::restart::Failure, queue: &mut Queue) {
         match self.restarts.failed(Instant::now(), failure) {
             Decision::RetryAfter(delay) => {
-                self.retry_at = Some(capable::internal::time::deadline(Instant::now(), delay));
+                let at = capable::internal::time::deadline(Instant::now(), delay);
+                let retry = tokio::time::sleep_until(at.into());
+                queue.push(retry.map(|()| Event::Behind(Change::Retry)));
                 self.audit.state(
                     &self.name,
                     "restarting",
@@ -176,25 +198,4 @@ fn audit_ready(audit: &Audit, name: &str, session: &Session) {
             "pid": session.server_process_id(),
         }),
     );
-}
-
-/// The next item of an optional channel; pending for ever without one.
-pub async fn recv<T>(rx: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The outcome of the future in `slot`, which is then emptied; pending for ever while
-/// there is none (cancel-safe: the future stays in its slot until it is done).
-pub async fn take_ready<T>(slot: &mut Option<BoxFuture<'static, T>>) -> T {
-    match slot {
-        Some(future) => {
-            let done = future.await;
-            *slot = None;
-            done
-        }
-        None => std::future::pending().await,
-    }
 }

@@ -15,7 +15,6 @@ use capable::internal::jsonrpc::{split_batch, FramingError, Incoming};
 use capable::internal::model::Implementation;
 use capable::internal::server::{Hello, ServerConfig, ServerConnection};
 use capable::internal::Outbox;
-use tokio::sync::mpsc;
 
 use super::audit::Audit;
 use super::forward::unavailable;
@@ -23,7 +22,7 @@ use capable::host::HostOptions;
 
 use super::behind::Behind;
 use super::many::Many;
-use super::relay::{Relay, Servers, Wake};
+use super::relay::{Event, Inbox, Queue, Relay, Servers};
 use super::upstream;
 use crate::{BridgeConfig, BridgeError, Stop, Unavailable, Upstream};
 
@@ -187,8 +186,9 @@ impl Host {
     /// `msg` is answered with why.
     async fn connect(&mut self, hello: &Hello, msg: &Incoming) {
         let t = &self.target;
-        let (asks_tx, asks) = mpsc::unbounded_channel();
-        let options = upstream::options(&t.config.client, hello, &asks_tx);
+        // The server's questions come to the relay's inbox.
+        let (inbox, queue) = super::relay::queue();
+        let options = upstream::options(&t.config.client, hello, &inbox);
         let ask_timeout = t.config.client.config.timeouts.progress_cap;
         let connect = match &t.config.upstream {
             Upstream::Many { config, only } => {
@@ -202,7 +202,7 @@ impl Host {
                 let policy = t.config.policy.clone();
                 let many = Many::start(config, only, host, policy, t.audit.clone()).await;
                 let servers = Servers::Many(Box::new(many));
-                self.relay = Some(self.relay_to(servers, hello, asks, ask_timeout));
+                self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
                 return;
             }
             Upstream::One { connect, .. } => connect.clone(),
@@ -232,7 +232,7 @@ impl Host {
                 let again = upstream::connector(&connect, options);
                 let behind = Behind::new(name, session, again, t.audit.clone());
                 let servers = Servers::One(behind);
-                self.relay = Some(self.relay_to(servers, hello, asks, ask_timeout));
+                self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
             }
             Err(e) => {
                 t.audit.state(
@@ -253,14 +253,14 @@ impl Host {
         &self,
         servers: Servers,
         hello: &Hello,
-        asks: mpsc::UnboundedReceiver<super::upstream::Asked>,
+        queue: (Inbox, Queue),
         ask_timeout: std::time::Duration,
     ) -> Relay {
         let tasks = servers.task_bridge(hello.version);
         let config = servers.declaration(tasks);
         let audit = self.target.audit.clone();
         let shared = self.shared;
-        let mut relay = Relay::new(servers, config, tasks, asks, ask_timeout, audit, shared);
+        let mut relay = Relay::new(servers, config, tasks, queue, ask_timeout, audit, shared);
         if let Some(policy) = &self.target.config.policy {
             relay.set_policy(policy.clone());
         }
@@ -284,18 +284,18 @@ impl Host {
         }
     }
 
-    /// The relay's next wake-up; pending for ever before there is a relay.
-    pub async fn next(&mut self) -> Wake {
+    /// The relay's next event; pending for ever before there is a relay.
+    pub async fn next(&mut self) -> Event {
         match &mut self.relay {
             Some(relay) => relay.next().await,
             None => std::future::pending().await,
         }
     }
 
-    /// Acts on `wake`.
-    pub fn on(&mut self, wake: Wake) {
+    /// Acts on `event`.
+    pub fn on(&mut self, event: Event) {
         if let Some(relay) = &mut self.relay {
-            relay.on(wake);
+            relay.on(event);
         }
     }
 

@@ -15,9 +15,10 @@ use capable::internal::Extension;
 use capable::internal::RpcError;
 use capable::{ClientOptions, ProtocolChoice};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::behind::Connect;
+use crate::relay::{Event, Inbox};
 use crate::Connector;
 
 tokio::task_local! {
@@ -55,11 +56,7 @@ pub struct Ask {
 /// The client options for the server behind a host that said `hello`: the bridge's
 /// (timeouts, limits, tap, gating policy), with the host's declaration, version and
 /// identity in place of the bridge's own.
-pub fn options(
-    client: &ClientOptions,
-    hello: &Hello,
-    asks: &mpsc::UnboundedSender<Asked>,
-) -> ClientOptions {
+pub fn options(client: &ClientOptions, hello: &Hello, asks: &Inbox) -> ClientOptions {
     let mut options = client.clone();
     let declared = &hello.capabilities;
     let ask = |method| Some(ask_host(asks.clone(), method));
@@ -123,14 +120,15 @@ pub fn connector(connect: &Connector, options: ClientOptions) -> Connect {
     Arc::new(move || connect.connect(options.clone()))
 }
 
-/// A handler that asks the host `method` and waits for its answer. However it ends
-/// (answered, or dropped when the server cancels its question), it says so.
-fn ask_host(asks: mpsc::UnboundedSender<Asked>, method: ServerMethod) -> Handler {
+/// A handler that asks the host `method` (through the relay's inbox) and waits for its
+/// answer. However it ends (answered, or dropped when the server cancels its
+/// question), it says so.
+fn ask_host(asks: Inbox, method: ServerMethod) -> Handler {
     /// Says [`Asked::Over`] when dropped.
-    struct Over(mpsc::UnboundedSender<Asked>, u64);
+    struct Over(Inbox, u64);
     impl Drop for Over {
         fn drop(&mut self) {
-            let _ = self.0.send(Asked::Over(self.1));
+            let _ = self.0.send(Event::Asked(Asked::Over(self.1)));
         }
     }
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -156,7 +154,7 @@ fn ask_host(asks: mpsc::UnboundedSender<Asked>, method: ServerMethod) -> Handler
                 params,
                 reply,
             };
-            if asks.send(Asked::Ask(ask)).is_err() {
+            if !asks.send(Event::Asked(Asked::Ask(ask))) {
                 return Err(gone());
             }
             let _over = Over(asks, token);

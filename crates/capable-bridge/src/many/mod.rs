@@ -38,6 +38,7 @@ use capable::internal::Method;
 use capable::internal::ServerCapabilities;
 use capable::{Error, RequestOptions, Session};
 use futures_util::future::BoxFuture;
+use futures_util::stream::{self, StreamExt};
 use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
@@ -47,6 +48,7 @@ use super::forward::answer_error;
 use super::run_task::call_without_tasks;
 use super::upstream;
 use crate::policy::{self, Policy};
+use crate::relay::{Event, Queue};
 
 mod route;
 
@@ -56,7 +58,8 @@ const START_WAIT: Duration = Duration::from_secs(5);
 /// The servers of a config, as one (see the module documentation).
 pub struct Many {
     host: Arc<Host>,
-    events: broadcast::Receiver<HostEvent>,
+    /// The host's events, until the relay follows them ([`Many::follow`]).
+    events: Option<broadcast::Receiver<HostEvent>>,
     /// What every list, request and result of theirs passes.
     policy: Option<Arc<dyn Policy>>,
     audit: Arc<Audit>,
@@ -136,7 +139,7 @@ impl Many {
         Many {
             task_bound: options.client.config.timeouts.progress_cap,
             host: Arc::new(host),
-            events,
+            events: Some(events),
             policy,
             audit,
             templates: Arc::new(Mutex::new(Vec::new())),
@@ -175,9 +178,19 @@ impl Many {
         (capabilities, instructions)
     }
 
-    /// The next event of the servers.
-    pub async fn next(&mut self) -> Result<HostEvent, broadcast::error::RecvError> {
-        self.events.recv().await
+    /// Follows the servers' events on `queue` (from their first start on; once).
+    pub fn follow(&mut self, queue: &mut Queue) {
+        let Some(events) = self.events.take() else {
+            return;
+        };
+        // Their end (the host is gone) ends the stream.
+        let events = stream::unfold(events, |mut events| async move {
+            match events.recv().await {
+                Err(broadcast::error::RecvError::Closed) => None,
+                event => Some((Event::Many(event), events)),
+            }
+        });
+        queue.follow(events.boxed());
     }
 
     /// Every ready server's session.

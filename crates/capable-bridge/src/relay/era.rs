@@ -84,12 +84,10 @@ impl Relay {
                     let _ = session.set_logging_level(level.as_str()).now_or_never();
                 }
                 Tell::SetLevel => {
-                    self.background.push(
-                        async move {
-                            let _ = session.set_logging_level(level.as_str()).await;
-                        }
-                        .boxed(),
-                    );
+                    self.queue.push(async move {
+                        let _ = session.set_logging_level(level.as_str()).await;
+                        super::Event::Nothing
+                    });
                 }
                 Tell::Nothing => {}
             }

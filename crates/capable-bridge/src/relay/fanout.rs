@@ -30,17 +30,13 @@ use capable::internal::server::fanout::{self, Owner, Refused, Step, Wait};
 use capable::internal::server::{ClientRequest, Interest};
 use capable::internal::Method;
 use capable::{Error, ListenEvent, ListenFilter, ServerNotification, Session};
-use futures_util::future::{AbortHandle, BoxFuture};
-use futures_util::stream::{self, BoxStream, FuturesUnordered, SelectAll};
-use futures_util::{FutureExt, StreamExt};
+use futures_util::future::AbortHandle;
+use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
-use super::{invalid_params, Relay, Servers};
+use super::{invalid_params, Event, Queue, Relay, Servers};
 use crate::forward::host_error;
 use crate::many::Many;
-
-/// Something on one server's listen stream (its end: `Ok(None)` or an error).
-type Listened = (String, Result<Option<ListenEvent>, Error>);
 
 /// What the relay acts on for the many servers' subscriptions.
 pub enum Fanned {
@@ -50,19 +46,24 @@ pub enum Fanned {
     Stepped(Step, Result<(), Error>),
 }
 
-/// The 2026-07-28 servers' listen streams (one a server), the legacy servers' steps in
-/// flight, and the host's requests waiting for either (the core's table).
+/// What stops the 2026-07-28 servers' listen streams (one a server; the streams and the
+/// legacy servers' steps in flight are on the relay's queue), and the host's requests
+/// waiting for either (the core's table).
 #[derive(Default)]
 pub(super) struct Streams {
-    open: SelectAll<BoxStream<'static, Listened>>,
     aborts: HashMap<String, AbortHandle>,
-    steps: FuturesUnordered<BoxFuture<'static, (Step, Result<(), Error>)>>,
     awaiting: Subscribing,
 }
 
 impl Streams {
-    /// Opens `server`'s stream with `filter`; the one it had ends.
-    fn open(&mut self, server: &str, session: Arc<Session>, filter: ListenFilter) {
+    /// Opens `server`'s stream with `filter` on `queue`; the one it had ends.
+    fn open(
+        &mut self,
+        queue: &mut Queue,
+        server: &str,
+        session: Arc<Session>,
+        filter: ListenFilter,
+    ) {
         self.close(server);
         let name = server.to_owned();
         let bound = session.options().config.timeouts.request;
@@ -90,30 +91,16 @@ impl Streams {
                 .boxed(),
                 Err(e) => stream::once(async move { Err(e) }).boxed(),
             })
-            .map(move |event| (name.clone(), event));
+            .map(move |event| Event::Fanout(Fanned::Listened(name.clone(), event)));
         let (events, abort) = stream::abortable(events);
         self.aborts.insert(server.to_owned(), abort);
-        self.open.push(events.boxed());
+        queue.follow(events.boxed());
     }
 
     /// Ends `server`'s stream, if it has one (dropped: cancelled at the server).
     fn close(&mut self, server: &str) {
         if let Some(abort) = self.aborts.remove(server) {
             abort.abort();
-        }
-    }
-
-    /// The next thing on any stream, or the next step's outcome; pending for ever
-    /// while there is none. Cancel-safe.
-    pub(super) async fn next(&mut self) -> Fanned {
-        tokio::select! {
-            Some((server, l)) = self.open.next(), if !self.open.is_empty() => {
-                Fanned::Listened(server, l)
-            }
-            Some((step, done)) = self.steps.next(), if !self.steps.is_empty() => {
-                Fanned::Stepped(step, done)
-            }
-            else => std::future::pending().await,
         }
     }
 }
@@ -276,7 +263,7 @@ impl Relay {
             }
             Step::Listen { server, filter } => {
                 if let Some(session) = many.ready(&server) {
-                    self.streams.open(&server, session, filter);
+                    self.streams.open(&mut self.queue, &server, session, filter);
                 }
             }
             Step::StopListening { server } => self.streams.close(&server),
@@ -290,20 +277,17 @@ impl Relay {
         let Some(session) = self.servers.many().and_then(|m| m.ready(&server)) else {
             return;
         };
-        self.streams.steps.push(
-            async move {
-                let done = match method {
-                    Method::Subscribe => session.subscribe(&uri).await,
-                    _ => session.unsubscribe(&uri).await,
-                };
-                let step = match method {
-                    Method::Subscribe => Step::Subscribe { server, uri },
-                    _ => Step::Unsubscribe { server, uri },
-                };
-                (step, done)
-            }
-            .boxed(),
-        );
+        self.queue.push(async move {
+            let done = match method {
+                Method::Subscribe => session.subscribe(&uri).await,
+                _ => session.unsubscribe(&uri).await,
+            };
+            let step = match method {
+                Method::Subscribe => Step::Subscribe { server, uri },
+                _ => Step::Unsubscribe { server, uri },
+            };
+            Event::Fanout(Fanned::Stepped(step, done))
+        });
     }
 
     /// Something of the many servers' subscriptions.

@@ -6,14 +6,17 @@ use capable::events::SessionEvent;
 use capable::internal::bridge::FollowStep;
 use capable::internal::notification::Notification;
 use capable::internal::server::{Interest, Withheld};
-use capable::{Error, ListenEvent, Listener};
-use futures_util::FutureExt;
+use std::sync::Arc;
+
+use capable::{Error, ListenEvent, Session};
+use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 use capable::host::{HostEvent, ListKind, ServerState};
 
-use super::{Change, Relay, Servers};
+use super::{Event, Relay, Servers};
+use crate::behind::Change;
 
 impl Relay {
     pub(super) fn on_behind(&mut self, change: Change) {
@@ -25,15 +28,15 @@ impl Relay {
             Change::Notification(n) => self.notify(&n.kind, &n.params),
             Change::Event(Ok(SessionEvent::Violation(v))) => self.audit.violation(&name, &v),
             Change::Event(Ok(SessionEvent::Notice(n))) => self.audit.server_notice(&name, &n),
-            Change::Event(Ok(SessionEvent::Closed(e))) => behind.ended(*e),
+            Change::Event(Ok(SessionEvent::Closed(e))) => behind.ended(*e, &mut self.queue),
             Change::Event(Ok(_)) | Change::Event(Err(broadcast::error::RecvError::Closed)) => {}
             Change::Event(Err(broadcast::error::RecvError::Lagged(missed))) => {
                 self.audit
                     .record("lagged", json!({"server": name, "missed": missed}));
             }
-            Change::Retry => behind.retry(),
+            Change::Retry => behind.retry(&mut self.queue),
             Change::Connected(connected) => {
-                if behind.connected(*connected).is_some() {
+                if behind.connected(*connected, &mut self.queue).is_some() {
                     self.restarted();
                 }
             }
@@ -176,38 +179,37 @@ impl Relay {
         for step in steps {
             match step {
                 FollowStep::Listen(interest) => {
-                    // The new stream replaces the old one once it is open.
-                    self.listener = None;
-                    let session = session.clone();
-                    self.opening = Some(async move { session.listen(&interest).await }.boxed());
+                    // The new stream replaces the old one (dropped: cancelled there).
+                    self.stop_listening();
+                    let (stream, stop) = stream::abortable(listen(session.clone(), interest));
+                    self.listening = Some(stop);
+                    self.queue.follow(stream.boxed());
                 }
-                FollowStep::StopListening => {
-                    self.listener = None;
-                    self.opening = None;
-                }
+                FollowStep::StopListening => self.stop_listening(),
                 FollowStep::Subscribe(uri) => {
                     let session = session.clone();
-                    let subscribe = async move {
+                    self.queue.push(async move {
                         let _ = session.subscribe(&uri).await;
-                    };
-                    self.background.push(subscribe.boxed());
+                        Event::Nothing
+                    });
                 }
                 FollowStep::Unsubscribe(uri) => {
                     let session = session.clone();
-                    let unsubscribe = async move {
+                    self.queue.push(async move {
                         let _ = session.unsubscribe(&uri).await;
-                    };
-                    self.background.push(unsubscribe.boxed());
+                        Event::Nothing
+                    });
                 }
                 _ => {}
             }
         }
     }
 
-    pub(super) fn opened(&mut self, opened: Result<Listener, Error>) {
-        match opened {
-            Ok(listener) => self.listener = Some(listener),
-            Err(e) => self.listen_failed(&e),
+    /// Ends the listen stream open at the one server, or opening (dropped: cancelled
+    /// there).
+    fn stop_listening(&mut self) {
+        if let Some(stop) = self.listening.take() {
+            stop.abort();
         }
     }
 
@@ -216,7 +218,7 @@ impl Relay {
             Ok(Some(ListenEvent::Notification(n))) => self.notify(&n.kind, &n.params),
             Ok(Some(ListenEvent::Acknowledged(_))) => {}
             ended => {
-                self.listener = None;
+                self.listening = None;
                 if let Err(e) = ended {
                     self.listen_failed(&e);
                 }
@@ -226,7 +228,7 @@ impl Relay {
         }
     }
 
-    fn listen_failed(&self, e: &Error) {
+    pub(super) fn listen_failed(&self, e: &Error) {
         let error = e.to_string();
         self.audit.record(
             "listen_failed",
@@ -255,4 +257,26 @@ impl Relay {
         }
         self.lists_changed();
     }
+}
+
+/// The listen stream at `session` for `interest`: [`Event::Opened`] once it is opened
+/// (or failed to), then each of its events as [`Event::Listened`], its end the last.
+fn listen(session: Arc<Session>, interest: Interest) -> BoxStream<'static, Event> {
+    let opened = async move { session.listen(&interest).await };
+    stream::once(opened)
+        .flat_map(|opened| match opened {
+            Ok(listener) => {
+                let events = stream::unfold(Some(listener), |listener| async move {
+                    let mut listener = listener?;
+                    let event = listener.recv().await;
+                    let more = matches!(event, Ok(Some(_)));
+                    Some((Event::Listened(event), more.then_some(listener)))
+                });
+                stream::once(async { Event::Opened(Ok(())) })
+                    .chain(events)
+                    .boxed()
+            }
+            Err(e) => stream::once(async move { Event::Opened(Err(e)) }).boxed(),
+        })
+        .boxed()
 }

@@ -13,7 +13,6 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::Value;
 
-use super::Wake;
 use crate::behind::Behind;
 use crate::forward::Forwarded;
 use crate::many::Many;
@@ -130,11 +129,11 @@ impl Servers {
         }
     }
 
-    /// The next thing of the servers to act on (cancel-safe).
-    pub async fn next(&mut self) -> Wake {
+    /// Follows what the servers tell (notifications, events, restarts) on `queue`.
+    pub fn follow(&mut self, queue: &mut super::Queue) {
         match self {
-            Servers::One(one) => Wake::Behind(one.next().await),
-            Servers::Many(many) => Wake::Many(many.next().await),
+            Servers::One(one) => one.follow(queue),
+            Servers::Many(many) => many.follow(queue),
         }
     }
 

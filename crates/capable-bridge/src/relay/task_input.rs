@@ -17,10 +17,9 @@ use std::time::Duration;
 use capable::internal::jsonrpc::{Payload, RequestId};
 use capable::internal::Method;
 use capable::RequestOptions;
-use futures_util::FutureExt;
 use serde_json::{json, Value};
 
-use super::{gone, invalid_params, Relay};
+use super::{gone, invalid_params, Event, Relay};
 use crate::upstream::Ask;
 
 impl Relay {
@@ -53,9 +52,9 @@ impl Relay {
             let result = session.request::<_, Value>(Method::TaskResult, &params, options);
             // The outcome is the host's to fetch with tasks/get: only the end matters.
             let _ = tokio::time::timeout(bound, result).await;
-            task_id
+            Event::Fetched(task_id)
         };
-        self.fetches.push(fetch.boxed());
+        self.queue.push(fetch);
     }
 
     /// The bridge's `tasks/result` for `task_id` ended: the questions still open fail.

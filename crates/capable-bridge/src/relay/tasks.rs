@@ -32,9 +32,8 @@ use capable::internal::Method;
 use capable::{Error, RequestOptions, Session, TaskWait};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
 
-use super::Relay;
+use super::{Event, Inbox, Relay};
 use crate::forward::answer_error;
 use crate::run_task::{call_without_tasks, ended, task_of, wait_for_host};
 use crate::upstream::FOR_TASK;
@@ -50,7 +49,7 @@ pub(super) struct How {
     /// The tasks the host started through the bridge (for `tasks/list`).
     pub started: Vec<Listed>,
     /// Where the statuses of a task waited on go (`notifications/tasks/status`).
-    pub statuses: mpsc::UnboundedSender<Value>,
+    pub statuses: Inbox,
 }
 
 /// What the relay does with a carried host request before anything is sent.
@@ -217,7 +216,7 @@ pub(super) async fn carry(
             // notification; 2026-07-28 servers send none).
             let wait = TaskWait {
                 on_status: Some(Box::new(move |task: &Task| {
-                    let _ = statuses.send(task_bridge::legacy_task(task));
+                    let _ = statuses.send(Event::TaskStatus(task_bridge::legacy_task(task)));
                 })),
                 deadline: None,
             };

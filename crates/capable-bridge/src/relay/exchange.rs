@@ -1,0 +1,197 @@
+//! A host request's trip through the relay: sent on to the server as an exchange (its
+//! params through the policy, carried across the eras as the core's tables say), its
+//! progress under the host's token, and the server's answer under the host's id — or
+//! kept for the host's retry while it holds a round of it (the core's
+//! [`Relay::answered`](capable::internal::bridge::Relay::answered)).
+
+use std::time::Instant;
+
+use capable::internal::bridge::{forwarding, Answered};
+use capable::internal::model::ProgressParams;
+use capable::internal::server::ClientRequest;
+use capable::internal::task_bridge::{Carry, Route};
+use capable::internal::{Era, Extension};
+use capable::{CachePolicy, Error, RequestOptions};
+use futures_util::FutureExt;
+
+use super::{gone, tasks, Answer, Event, Exchange, Relay};
+use crate::forward::{host_error, upstream_params};
+use crate::policy;
+
+impl Relay {
+    /// Sends a host request on to the server, as a new exchange.
+    pub(super) fn forward(&mut self, request: ClientRequest) {
+        let ClientRequest {
+            id,
+            method,
+            params,
+            wants_progress,
+            ..
+        } = request;
+        // The params kept (shared, not copied) for the retry of a round it may get, as
+        // the core's table says (a server of many may be a legacy one).
+        let legacy_behind = self.servers.one().is_none_or(|s| s.era() == Era::Legacy);
+        let how = forwarding(self.host_era(), legacy_behind, method);
+        let asked = how.keep_params.then(|| params.clone());
+        // The params as the server gets them, through the policy (one server: here;
+        // many: where the request's server is known).
+        let upstream = match upstream_params(&params) {
+            Ok(upstream) => upstream,
+            Err(e) => {
+                self.engine.respond_error(&id, &e, &mut self.out);
+                return;
+            }
+        };
+        let one = self.servers.one().map(|_| self.servers.name());
+        let (upstream, policy) =
+            match policy::before_one(self.policy.as_ref(), one, method, upstream, &self.audit) {
+                Ok(passed) => passed,
+                Err(e) => {
+                    let error = host_error(&e, &self.audit);
+                    self.engine.respond_error(&id, &error, &mut self.out);
+                    return;
+                }
+            };
+        // A verified caller's tool call: audited with what the server did.
+        let called = crate::audit::calling(method, &upstream);
+        let host_declared = || {
+            let caps = self.engine.phase().capabilities();
+            caps.is_some_and(|c| c.has_extension(Extension::Tasks))
+        };
+        let route = self
+            .tasks
+            .route(method, || params.mentions("\"task\""), host_declared);
+        let carry = match route {
+            Route::Pass => None,
+            Route::Carry(carry) => Some(carry),
+            Route::Refuse(e) => {
+                self.engine.respond_error(&id, &e, &mut self.out);
+                return;
+            }
+        };
+        let task_ttl = match carry {
+            Some(carry) => match self.own_task(&id, method, carry, &params) {
+                tasks::Before::Answered => return,
+                tasks::Before::Send { ttl } => ttl,
+            },
+            None => None,
+        };
+        let token = self.state.reserve();
+        let on_progress = wants_progress.then(|| {
+            let inbox = self.inbox.clone();
+            Box::new(move |p: &ProgressParams| inbox.progress(token, p))
+                as capable::ProgressCallback
+        });
+        let options = RequestOptions {
+            on_progress,
+            // The host asked: the server answers, whatever the cache holds.
+            cache: CachePolicy::Bypass,
+            // A 2026-07-28 host answers the server's questions itself and retries.
+            pass_input_required: how.pass_input_required,
+            ..RequestOptions::default()
+        };
+        let (answer, legacy_answer, server) = match (carry, self.servers.one()) {
+            (Some(carry), Some(session)) => {
+                let session = session.clone();
+                let legacy = session.era() == Era::Legacy;
+                let how = tasks::How {
+                    carry,
+                    method,
+                    bound: self.engine.config().request_timeout,
+                    started: match carry {
+                        Carry::ListForLegacy => self.started.listing(Instant::now()),
+                        _ => Vec::new(),
+                    },
+                    statuses: self.inbox.clone(),
+                };
+                let carried = tasks::carry(session, how, upstream.into_map(), options);
+                (carried.boxed(), legacy, None)
+            }
+            _ => self.servers.exchange(method, upstream, options),
+        };
+        let answer = policy::after(policy, method, answer);
+        // Many servers: only a call that went to one of them (not one the bridge refused).
+        let at = server
+            .as_deref()
+            .or(self.servers.one().map(|_| self.servers.name()));
+        let called = called.zip(at);
+        let answer = crate::audit::called(called, &self.audit, answer);
+        let (answer, abort) = futures_util::future::abortable(answer);
+        let exchange = async move {
+            match answer.await {
+                Ok(answer) => Event::Forwarded(token, answer),
+                // Cancelled by the host: nothing to answer.
+                Err(_) => Event::Nothing,
+            }
+        };
+        let mut exchange_at = Exchange::new(id, method, abort);
+        exchange_at.legacy_answer = legacy_answer;
+        exchange_at.carry = carry;
+        exchange_at.task_ttl = task_ttl;
+        exchange_at.params = asked;
+        exchange_at.server = server;
+        self.state.open(token, exchange_at);
+        self.queue.push(exchange);
+    }
+
+    /// Progress of exchange `token`, under its host request's token: after the answer
+    /// (or while the host has a question of it) it is dropped.
+    pub(super) fn progress(&mut self, token: u64, p: &ProgressParams) {
+        let Some(id) = self.state.progress_to(token).cloned() else {
+            return;
+        };
+        let message = p.message.as_deref();
+        let _ = self
+            .engine
+            .progress(&id, p.progress, p.total, message, &mut self.out);
+    }
+
+    /// The server's answer to exchange `token`, as its host request gets it; while the
+    /// host holds a round of it, kept for the host's retry.
+    pub(super) fn answer(&mut self, token: u64, answer: Answer) {
+        let (id, exchange, answer) = match self.state.answered(token, answer) {
+            Answered::To {
+                id,
+                exchange,
+                answer,
+            } => (id, exchange, answer),
+            Answered::Kept { over, notice } => {
+                self.audit.host_round("info", &notice);
+                for reply in over {
+                    let _ = reply.send(Err(gone("the request it was asked in is over")));
+                }
+                return;
+            }
+            Answered::Dropped => return,
+        };
+        let Exchange {
+            method,
+            legacy_answer,
+            carry,
+            task_ttl,
+            server,
+            ..
+        } = exchange;
+        // A server's answer the host cannot be given as it came is the server's breach:
+        // the audit keeps it, not only the host's error.
+        let (failed, malformed) = match answer.map(|p| self.carried(carry, task_ttl, p)) {
+            Ok(payload) => match payload.raw_value() {
+                Ok(raw) => return self.respond(&id, method, raw, legacy_answer),
+                Err(e) => {
+                    let message = format!("the server's answer is not valid JSON: {e}");
+                    (gone(&message), true)
+                }
+            },
+            Err(e) => (
+                host_error(&e, &self.audit),
+                matches!(e, Error::MalformedResult { .. }),
+            ),
+        };
+        if malformed {
+            let server = server.as_deref().unwrap_or(self.servers.name());
+            self.audit
+                .malformed(server, method.as_str(), &failed.message);
+        }
+        self.engine.respond_error(&id, &failed, &mut self.out);
+    }
+}
