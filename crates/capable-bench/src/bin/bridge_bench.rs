@@ -43,6 +43,10 @@
 //! median latency (bridged p50 − direct p50). The targets: ≥ 0.8× direct, ≤ 30 µs added,
 //! ≤ 10 MiB idle.
 
+#[path = "shared/mod.rs"]
+mod shared;
+
+use shared::{median, number, sibling};
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -88,10 +92,6 @@ fn parse(args: Vec<String>) -> Result<Settings, String> {
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
-        let number = |v: String| {
-            v.parse::<usize>()
-                .map_err(|_| format!("{v:?} is not a number"))
-        };
         match a.as_str() {
             "--rounds" => s.rounds = number(value()?)?.max(1),
             "-n" => s.n = number(value()?)?.max(1),
@@ -115,14 +115,6 @@ fn parse(args: Vec<String>) -> Result<Settings, String> {
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A binary next to this one.
-fn sibling(name: &str) -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| Some(p.parent()?.join(name)))
-        .unwrap_or_else(|| PathBuf::from(name))
 }
 
 /// The HTTP bench server for the run, stopped by its PID when dropped.
@@ -361,16 +353,4 @@ fn report(rounds: &[BTreeMap<&str, Value>], clients: &[(&str, Vec<String>)]) -> 
         );
     }
     json!({"median": medians, "against_direct": against, "against_build": builds, "rounds": rounds.len()})
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(match v.len() % 2 {
-        1 => v[m],
-        _ => (v[m - 1] + v[m]) / 2.0,
-    })
 }

@@ -28,9 +28,12 @@
 //! cached: a signature check and the claims), the second is a lookup; the median of
 //! each, and of their difference. The bar: ≤ 1 ms for the first.
 
+#[path = "shared/mod.rs"]
+mod shared;
+
+use shared::{median, number, sibling};
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -77,10 +80,6 @@ fn parse(args: Vec<String>) -> Result<Settings, String> {
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
-        let number = |v: String| {
-            v.parse::<usize>()
-                .map_err(|_| format!("{v:?} is not a number"))
-        };
         match a.as_str() {
             "--rounds" => s.rounds = number(value()?)?.max(1),
             "-n" => s.n = number(value()?)?.max(1),
@@ -96,14 +95,6 @@ fn parse(args: Vec<String>) -> Result<Settings, String> {
         }
     }
     Ok(s)
-}
-
-/// A binary next to this one.
-fn sibling(name: &str) -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| Some(p.parent()?.join(name)))
-        .unwrap_or_else(|| PathBuf::from(name))
 }
 
 /// The issuer: its address, and the key it signs with.
@@ -398,17 +389,5 @@ fn report(rounds: &[Vec<(&str, Value)>], rows: &[&str], first: Value) -> Value {
         },
         "new_token": first,
         "rounds": rounds.len(),
-    })
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(match v.len() % 2 {
-        1 => v[m],
-        _ => (v[m - 1] + v[m]) / 2.0,
     })
 }
