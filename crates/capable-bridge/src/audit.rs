@@ -27,6 +27,7 @@ use capable::internal::{Notice, Violation};
 use serde_json::{json, Map, Value};
 
 use super::audit_limit::{Held, Limiter};
+use super::metrics::Metrics;
 use crate::{BridgeError, Hints};
 use capable::internal::auth::resource::Caller;
 
@@ -49,15 +50,18 @@ pub struct Audit {
     limiter: Mutex<Limiter>,
     secrets: Secrets,
     hints: Option<Hints>,
+    /// Every line is counted here too (before a flood is summarised).
+    metrics: Arc<Metrics>,
 }
 
 impl Audit {
     /// Lines to stderr, and appended to `path` when given (created if missing); every
-    /// one scrubbed of `secrets`.
+    /// one scrubbed of `secrets`, and counted in `metrics`.
     pub fn open(
         path: Option<&Path>,
         secrets: Secrets,
         hints: Option<Hints>,
+        metrics: Arc<Metrics>,
     ) -> Result<Audit, BridgeError> {
         let file = match path {
             Some(path) => Some(Mutex::new(
@@ -77,7 +81,13 @@ impl Audit {
             limiter: Mutex::new(Limiter::default()),
             secrets,
             hints,
+            metrics,
         })
+    }
+
+    /// The bridge's metrics, which the audit's events count into.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// `text` with every secret cut out (`***`).
@@ -93,6 +103,7 @@ impl Audit {
     /// Writes one line: `event` and `members`, stamped with the time — unless a flood
     /// of its kind is being held back (never a violation).
     pub fn record(&self, event: &str, members: Value) {
+        self.metrics.event(event);
         if event != "violation" {
             let part = |name: &str| members.get(name).and_then(Value::as_str).unwrap_or("");
             let kind = format!(
@@ -176,6 +187,7 @@ impl Audit {
             _ => Map::new(),
         };
         members.insert("server".into(), server.into());
+        self.metrics.violation(server, v.method);
         self.record("violation", Value::Object(members));
     }
 
@@ -194,6 +206,7 @@ impl Audit {
             true => "info",
             false => "warning",
         };
+        self.metrics.notice(true, level == "warning");
         self.record(
             "notice",
             json!({"side": "server", "server": server, "level": level, "notice": notice.to_string()}),
@@ -202,6 +215,7 @@ impl Audit {
 
     /// A notice of the host's side (a request the bridge refused, a line it skipped).
     pub fn host_notice(&self, notice: &ClientNotice) {
+        self.metrics.notice(false, true);
         self.record(
             "notice",
             json!({"side": "host", "level": "warning", "notice": notice.to_string()}),
@@ -212,6 +226,7 @@ impl Audit {
     /// `warning`): what became of a 2026-07-28 host's `input_required` round (an answer
     /// ignored, a round it never came back to), a message that revision does not take.
     pub fn host_round(&self, level: &str, notice: &str) {
+        self.metrics.notice(false, level == "warning");
         self.record(
             "notice",
             json!({"side": "host", "level": level, "notice": notice}),
@@ -228,6 +243,7 @@ impl Audit {
 
     /// Server `server` entered `state` (`members` say more).
     pub fn state(&self, server: &str, state: &str, members: Value) {
+        self.metrics.state(server, state);
         let mut line = json!({"server": server, "state": state});
         if let (Value::Object(line), Value::Object(more)) = (&mut line, members) {
             line.extend(more);

@@ -166,6 +166,10 @@ pub struct ListenConfig {
     /// The listener as an OAuth protected resource: every request carries an access
     /// token of this issuer, for this resource (instead of [`token`](Self::token)).
     pub auth: Option<ListenAuth>,
+    /// Serve `/metrics` on this address instead of the listener's (loopback unless
+    /// [`allow_remote`](Self::allow_remote); no token there: `Host` and `Origin` are
+    /// checked as on the listener). `/healthz` and `/readyz` are served there too.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// The listener as an OAuth 2.1 protected resource (the MCP authorization
@@ -220,6 +224,7 @@ impl ListenConfig {
             stream_buffer: 8 << 20,
             max_batch: 256,
             auth: None,
+            metrics: None,
         }
     }
 }
@@ -240,6 +245,7 @@ impl std::fmt::Debug for ListenConfig {
             .field("stream_buffer", &self.stream_buffer)
             .field("max_batch", &self.max_batch)
             .field("auth", &self.auth)
+            .field("metrics", &self.metrics)
             .finish()
     }
 }

@@ -23,6 +23,7 @@ use capable::host::HostOptions;
 
 use super::behind::Behind;
 use super::many::Many;
+use super::metrics::Metrics;
 use super::relay::{Relay, Servers, Wake};
 use super::upstream;
 use crate::{BridgeConfig, BridgeError, Stop, Unavailable, Upstream};
@@ -48,10 +49,12 @@ impl Target {
         if let Some(token) = token {
             config.secrets.add(token);
         }
+        let metrics = Arc::new(Metrics::new(servers_of(&config.upstream)));
         let audit = Audit::open(
             config.audit_log.as_deref(),
             config.secrets.clone(),
             config.hints.clone(),
+            metrics,
         )?;
         let audit = Arc::new(audit);
         // What a flood held back is said once its window has passed.
@@ -94,6 +97,23 @@ impl Target {
             Some(signal) => Err(BridgeError::Stopped(signal)),
             None => Ok(()),
         }
+    }
+}
+
+/// The servers behind `upstream`, by name, and whether the bridge needs each (not
+/// `disabled`, not left out by `--only`): the `server` labels of its metrics.
+fn servers_of(upstream: &Upstream) -> Vec<(String, bool)> {
+    match upstream {
+        Upstream::One { name, .. } => vec![(name.clone(), true)],
+        Upstream::Many { config, only } => config
+            .servers
+            .iter()
+            .map(|entry| {
+                let disabled = config.policies.get(&entry.name).is_some_and(|p| p.disabled);
+                let chosen = only.is_empty() || only.contains(&entry.name);
+                (entry.name.clone(), chosen && !disabled)
+            })
+            .collect(),
     }
 }
 

@@ -35,6 +35,7 @@ mod bodies;
 mod connections;
 mod gate;
 mod identity;
+mod ops;
 mod params;
 mod pool;
 mod queue;
@@ -91,7 +92,7 @@ struct Listener {
     /// What the tools' `Mcp-Param-*` headers must agree with.
     params: Arc<params::Params>,
     /// Who is calling, when the listener is a protected resource (`--auth-issuer`).
-    identity: Option<identity::Identity>,
+    identity: Option<Arc<identity::Identity>>,
 }
 
 impl Listener {
@@ -100,6 +101,12 @@ impl Listener {
         let (tx, rx) = mpsc::unbounded_channel();
         let bound = self.stream_buffer;
         let run = session::run(self.target.clone(), kind, bound, rx);
+        // Counted among the sessions while it runs.
+        let running = self.target.audit.metrics().session(kind == Kind::Legacy);
+        let run = async move {
+            let _running = running;
+            run.await
+        };
         let task = tokio::spawn(crate::audit::as_caller(caller.cloned(), run));
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         // Those that ended are let go, so that nothing grows per session.
@@ -166,7 +173,9 @@ fn owned(caller: Option<&Arc<Caller>>, id: &str) -> String {
 }
 
 /// `503` with `Retry-After`: every task of a full pool is busy.
-fn busy(what: &'static str) -> Response {
+fn busy(listener: &Listener, what: &'static str) -> Response {
+    let metrics = listener.target.audit.metrics();
+    metrics.refusal(crate::metrics::Refusal::SessionsBusy);
     (
         StatusCode::SERVICE_UNAVAILABLE,
         [(header::RETRY_AFTER, "1")],
@@ -210,6 +219,10 @@ pub async fn serve(target: Arc<Target>, args: &ListenConfig) -> Result<(), Bridg
 /// beside it (idle sessions let go, every session ended when the bridge stops).
 pub struct Prepared {
     listener: Arc<Listener>,
+    /// `/healthz`, `/readyz`, `/metrics`.
+    ops: Arc<ops::Ops>,
+    /// `--metrics ADDR`: the port bound for them, served beside the listener.
+    metrics_port: Option<ops::Port>,
 }
 
 impl Prepared {
@@ -254,7 +267,18 @@ impl Prepared {
         }
         // The issuer is known before anything listens: unreachable, it stops the bridge.
         let identity = match &args.auth {
-            Some(auth) => Some(identity::Identity::discover(auth).await?),
+            Some(auth) => Some(Arc::new(identity::Identity::discover(auth).await?)),
+            None => None,
+        };
+        let ops = Arc::new(ops::Ops::new(target.audit.metrics().clone()));
+        let metrics_port = match args.metrics {
+            Some(at) if !at.ip().is_loopback() && !args.allow_remote => {
+                return Err(BridgeError::Config(format!(
+                    "--metrics {at} is not a loopback address: pass --allow-remote to serve \
+                     the metrics (which need no token there) to other machines"
+                )))
+            }
+            Some(at) => Some(ops::Port::bind(at, &ops, &target.audit).await?),
             None => None,
         };
         let listener = Listener {
@@ -281,6 +305,8 @@ impl Prepared {
         };
         Ok(Prepared {
             listener: Arc::new(listener),
+            ops,
+            metrics_port,
         })
     }
 
@@ -298,9 +324,17 @@ impl Prepared {
     /// gate and the bounds of bodies, batches and streams.
     pub fn router(&self) -> Router {
         let mut router = Router::new().route("/mcp", any(handle));
-        if let Some(identity) = &self.listener.identity {
-            router = identity::routes(router, identity.resource(), &self.listener.gate);
+        let l = &self.listener;
+        if let Some(identity) = &l.identity {
+            router = identity::routes(router, identity.resource(), &l.gate);
         }
+        let checks = ops::Checks {
+            gate: l.gate.clone(),
+            metrics: self.metrics_port.is_none(),
+            identity: l.identity.clone(),
+            audit: l.target.audit.clone(),
+        };
+        router = ops::routes(router, &self.ops, checks);
         router.with_state(self.listener.clone())
     }
 
@@ -313,9 +347,22 @@ impl Prepared {
         let listener = self.listener;
         let target = listener.target.clone();
         let stop = target.stop.clone();
+        let metrics = async move {
+            match self.metrics_port {
+                Some(port) => {
+                    let bounds = connections::Bounds {
+                        max_connections: 16,
+                        header_timeout: Duration::from_secs(10),
+                    };
+                    connections::serve(port.socket, port.router, bounds).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
         let stopped = tokio::select! {
             () = listener.sweep() => None,
             () = serving => None,
+            () = metrics => None,
             signal = stop.stopped() => Some(signal),
         };
         // Every session's task ends as its commands do, shutting its server down.
@@ -342,6 +389,8 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
     }
     // The gate first: the body of a request it turns away is never read.
     if let Err(refused) = listener.gate.check(&method, &headers) {
+        let metrics = listener.target.audit.metrics();
+        metrics.refusal(ops::refusal_of(refused.0));
         return refused.into_response();
     }
     let caller = match &listener.identity {
@@ -349,6 +398,8 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
             match identity::caller(identity, &headers, &listener.target.audit).await {
                 Ok(caller) => Some(caller),
                 Err(mut refused) => {
+                    let refusal = crate::metrics::Refusal::AccessToken;
+                    listener.target.audit.metrics().refusal(refusal);
                     // A page of an allowed origin reads the challenge too (a browser
                     // client logs in from it).
                     if let Some(origin) = headers.get(header::ORIGIN) {
@@ -388,6 +439,8 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
                 .into_response()
         }
         Err(bodies::Refused::NoRoom) => {
+            let refusal = crate::metrics::Refusal::BodiesBusy;
+            l.target.audit.metrics().refusal(refusal);
             l.target.audit.record(
                 "busy",
                 serde_json::json!({"why": "the bodies being read take --max-body-total"}),
@@ -489,7 +542,7 @@ async fn post(
                 .task(&owned(caller, &id), Instant::now(), spawn)
             {
                 Ok((tx, held)) => (tx, Kind::Legacy, Some(id), Some(held)),
-                Err(Busy) => return busy("every session is busy: retry, or DELETE one"),
+                Err(Busy) => return busy(listener, "every session is busy: retry, or DELETE one"),
             }
         }
         None => match verdict {
@@ -509,6 +562,7 @@ async fn post(
             _ => match listener.modern(&message, &declared, caller) {
                 Err(Busy) => {
                     return busy(
+                        listener,
                         "every 2026-07-28 declaration the bridge serves at once is busy: retry",
                     )
                 }

@@ -333,10 +333,12 @@ impl Relay {
             }
         };
         let one = self.servers.one().map(|_| self.servers.name());
+        let one_slot = self.audit.metrics().server(one);
         let (upstream, policy) =
             match policy::before_one(self.policy.as_ref(), one, method, upstream) {
                 Ok(passed) => passed,
                 Err(e) => {
+                    self.audit.metrics().refused_request(method, one_slot);
                     let error = host_error(&e, &self.audit);
                     self.engine.respond_error(&id, &error, &mut self.out);
                     return;
@@ -399,7 +401,17 @@ impl Relay {
             _ => self.servers.exchange(method, upstream, options),
         };
         let answer = policy::after(policy, method, answer);
-        let exchange = async move { (token, answer.await) };
+        // Counted as it ends (or as the host gives up on it): atomics, no lock.
+        let metrics = self.audit.metrics();
+        let slot = server
+            .as_deref()
+            .map_or(one_slot, |s| metrics.server(Some(s)));
+        let sent = metrics.sent(method, slot);
+        let exchange = async move {
+            let answer = answer.await;
+            sent.answered(answer.is_ok());
+            (token, answer)
+        };
         let (exchange, abort) = futures_util::future::abortable(exchange.boxed());
         let mut exchange_at = Exchange::new(id, method, abort);
         exchange_at.legacy_answer = legacy_answer;

@@ -148,6 +148,7 @@ fn listen(args: &BridgeArgs, addr: std::net::SocketAddr) -> ListenConfig {
     listen.max_body_total = args.max_body_total;
     listen.stream_buffer = args.stream_buffer;
     listen.max_batch = args.max_batch;
+    listen.metrics = args.metrics;
     if let (Some(issuer), Some(public_url)) = (&args.auth_issuer, &args.public_url) {
         let mut auth = ListenAuth::new(issuer, public_url);
         auth.scopes = args.auth_scope.clone();

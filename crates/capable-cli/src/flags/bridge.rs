@@ -45,6 +45,12 @@ pub struct BridgeArgs {
     /// insufficient_scope naming it); repeat for more.
     #[arg(long, value_name = "SCOPE", requires = "auth_issuer")]
     pub auth_scope: Vec<String>,
+    /// With --listen: serve `/metrics` (Prometheus) on ADDR instead of the listener's
+    /// port, with `/healthz` and `/readyz` (e.g. `127.0.0.1:9464`). Loopback unless
+    /// --allow-remote; no token there (on the listener, `/metrics` wants what `/mcp`
+    /// wants).
+    #[arg(long, value_name = "ADDR", requires = "listen")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// With --listen: a web page of this origin may call the bridge (its `Origin`
     /// accepted, its CORS preflight granted), e.g. `http://localhost:6274`; repeat for
     /// more. Without it, only pages of the listener's own origin.

@@ -319,7 +319,7 @@ pub enum Command {
     /// NAME`, `-- CMD`, or `--config FILE [--only a,b]`. What the host sees is exactly
     /// what the server declared; every request passes the gating table; violations
     /// and notices go to stderr as JSON lines.
-    Bridge(BridgeArgs),
+    Bridge(Box<BridgeArgs>),
     /// Walk the scenario "open the current acceptance instructions" through every fixture profile.
     Demo,
     /// Follow a resource: print each new revision with its read time. Uses the server's
