@@ -227,6 +227,40 @@ fn metrics_on_a_port_of_their_own_leave_the_listener() {
     );
 }
 
+#[test]
+fn a_scraper_that_hammers_metrics_fails_no_request() {
+    let (_b, port, _file) = listening_many("hammer", json!({"a": echo()}), &[]);
+    let session = session(port, None);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let scrapers: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut statuses = std::collections::BTreeSet::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    statuses.insert(http_at(port, "GET", "/metrics", &[], "").status);
+                }
+                statuses
+            })
+        })
+        .collect();
+    call_echo(port, &session, 50, None);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for scraper in scrapers {
+        let statuses = scraper.join().unwrap();
+        // Written, or told to come back (one scrape is written at a time): never an
+        // error, never a request held up for good.
+        assert!(statuses.contains(&200), "{statuses:?}");
+        assert!(
+            statuses.iter().all(|s| [200, 429].contains(s)),
+            "{statuses:?}"
+        );
+    }
+    let text = http_at(port, "GET", "/metrics", &[], "").body;
+    let calls = r#"capable_bridge_requests_total{method="tools/call",server="a",outcome="ok"}"#;
+    assert_eq!(sample(&text, calls), Some(50.0), "{text}");
+}
+
 /// Debian's Prometheus server, its data in a directory of its own, stopped (by its
 /// PID) and its directory removed when dropped.
 struct Prometheus {
