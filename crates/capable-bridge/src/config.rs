@@ -101,6 +101,10 @@ pub struct BridgeConfig {
     /// What every list, request and result passes, for one server and many alike
     /// (none by default: everything as the servers have it).
     pub policy: Option<Arc<dyn Policy>>,
+    /// Many servers: what joins a server's name and a tool's or prompt's in the merged
+    /// lists (`__` by default: `docs__search`). 1 to 8 characters of `[a-zA-Z0-9_-]`,
+    /// so every merged name keeps to `^[a-zA-Z0-9_-]{1,64}$`.
+    pub name_separator: String,
 }
 
 impl BridgeConfig {
@@ -116,6 +120,7 @@ impl BridgeConfig {
             secrets: Secrets::default(),
             hints: None,
             policy: None,
+            name_separator: "__".into(),
         }
     }
 }

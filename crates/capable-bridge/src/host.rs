@@ -49,6 +49,12 @@ impl Target {
         if let Some(token) = token {
             config.secrets.add(token);
         }
+        if !super::many::valid_separator(&config.name_separator) {
+            return Err(BridgeError::Config(format!(
+                "the name separator {:?} would make names hosts refuse: give 1 to 8 characters of [a-zA-Z0-9_-]",
+                config.name_separator
+            )));
+        }
         let metrics = Arc::new(Metrics::new(servers_of(&config.upstream)));
         let audit = Audit::open(
             config.audit_log.as_deref(),
@@ -219,7 +225,15 @@ impl Host {
                     ..HostOptions::default()
                 };
                 let policy = t.config.policy.clone();
-                let many = Many::start(config, only, host, policy, t.audit.clone()).await;
+                let many = Many::start(
+                    config,
+                    only,
+                    host,
+                    policy,
+                    t.audit.clone(),
+                    &t.config.name_separator,
+                )
+                .await;
                 let servers = Servers::Many(Box::new(many));
                 self.relay = Some(self.relay_to(servers, hello, asks, ask_timeout));
                 return;

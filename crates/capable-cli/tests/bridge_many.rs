@@ -70,7 +70,7 @@ fn many_servers_are_one_with_their_names_side_by_side_and_their_policies_applied
     assert_valid_result(V, "ListToolsResult", &tools);
     assert_eq!(
         names(&tools, "tools"),
-        ["a/echo", "a/confirm", "b/echo", "bad/echo"]
+        ["a__echo", "a__confirm", "b__echo", "bad__echo"]
     );
     b.audit_count_until(2, |l| l["event"] == "notice" && l["server"] == "bad");
     let dropped: Vec<Value> = b
@@ -87,14 +87,14 @@ fn many_servers_are_one_with_their_names_side_by_side_and_their_policies_applied
     let a = b.request(
         2,
         "tools/call",
-        json!({"name": "a/echo", "arguments": {"message": "to a"}}),
+        json!({"name": "a__echo", "arguments": {"message": "to a"}}),
     );
     assert_eq!(text(&a), "to a");
     // b's budget is 10 bytes: cut, with a note.
     let cut = b.request(
         3,
         "tools/call",
-        json!({"name": "b/echo", "arguments": {"message": "a long message for b"}}),
+        json!({"name": "b__echo", "arguments": {"message": "a long message for b"}}),
     );
     assert_valid_result(V, "CallToolResult", &cut);
     assert!(
@@ -102,7 +102,7 @@ fn many_servers_are_one_with_their_names_side_by_side_and_their_policies_applied
         "{cut}"
     );
     // Denied, unknown and unnamed tools are not offered.
-    for (id, name) in [(4, "b/confirm"), (5, "off/echo"), (6, "echo")] {
+    for (id, name) in [(4, "b__confirm"), (5, "off__echo"), (6, "echo")] {
         let refused = b.request(id, "tools/call", json!({"name": name}));
         assert!(refused.get("error").is_some(), "{name}: {refused}");
     }
@@ -134,13 +134,13 @@ fn a_servers_list_change_reaches_the_host_and_a_crashed_server_comes_back() {
         &[],
     );
     b.initialize(V, json!({}));
-    let call = b.request(1, "tools/call", json!({"name": "grow/grow"}));
+    let call = b.request(1, "tools/call", json!({"name": "grow__grow"}));
     assert_eq!(text(&call), "added grown-1");
     // The host hears of it, then lists the new tool.
     let until = Instant::now() + bridge_support::ANSWER;
     loop {
         let tools = b.request(2, "tools/list", json!({}));
-        if names(&tools, "tools").contains(&"grow/grown-1".to_owned()) {
+        if names(&tools, "tools").contains(&"grow__grown-1".to_owned()) {
             break;
         }
         assert!(Instant::now() < until, "{tools}");
@@ -158,7 +158,7 @@ fn a_servers_list_change_reaches_the_host_and_a_crashed_server_comes_back() {
         let call = b.request(
             3,
             "tools/call",
-            json!({"name": "soon/echo", "arguments": {"message": "back"}}),
+            json!({"name": "soon__echo", "arguments": {"message": "back"}}),
         );
         if call.get("result").is_some() {
             assert_eq!(text(&call), "back");
@@ -271,9 +271,9 @@ fn a_2026_host_in_front_of_many_legacy_servers() {
     assert_valid_result(b.version, "ListToolsResult", &tools);
     assert_eq!(
         names(&tools, "tools"),
-        ["a/echo", "a/confirm", "b/echo", "b/confirm"]
+        ["a__echo", "a__confirm", "b__echo", "b__confirm"]
     );
-    let mut call = json!({"name": "b/echo", "arguments": {"message": "modern"}});
+    let mut call = json!({"name": "b__echo", "arguments": {"message": "modern"}});
     call["_meta"] = Bridge::meta(json!({}));
     let answer = b.request(3, "tools/call", call);
     assert_valid_result(b.version, "CallToolResult", &answer);
@@ -632,4 +632,78 @@ fn a_subscription_its_server_refuses_is_refused_to_the_host_with_the_violation()
     assert_eq!(again["error"]["code"], -32601, "{again}");
     assert_eq!(again["error"]["data"]["kind"], "capability_not_offered");
     assert_eq!(b.close(), Some(0));
+}
+
+/// Whether `name` keeps to the function-name rule of the model providers,
+/// `^[a-zA-Z0-9_-]{1,64}$`.
+fn keeps_the_rule(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[test]
+fn merged_names_keep_to_the_rule_the_same_each_start_and_reach_the_original() {
+    let long = "s".repeat(70);
+    let servers = json!({
+        "a.b": fixture("no-resources", &[]),
+        "a_b": fixture("no-resources", &[]),
+        long.clone(): fixture("no-resources", &[]),
+    });
+    let listed = |b: &mut Bridge| {
+        b.initialize(V, json!({}));
+        b.request(1, "tools/list", json!({}))["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let (mut b, file) = bridge("names", servers, &[]);
+    let tools = listed(&mut b);
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 6, "{names:?}");
+    assert!(names.iter().all(|n| keeps_the_rule(n)), "{names:?}");
+    // `a.b` and `a_b` would both be `a_b__echo`: each has a hash of its own whole
+    // name instead, and the bridge says so; the long server's names are cut to 64.
+    assert!(!names.contains(&"a_b__echo"), "{names:?}");
+    assert!(names.iter().filter(|n| n.starts_with("a_b__echo_")).count() == 2);
+    assert!(
+        names.iter().filter(|n| n.len() == 64).count() == 2,
+        "{names:?}"
+    );
+    b.audit_until(|l| {
+        l["event"] == "notice"
+            && l["notice"]
+                .as_str()
+                .unwrap_or("")
+                .contains("a.b/echo, a_b/echo")
+    });
+    // Each name reaches its own server under the name it knows.
+    for (id, tool) in tools.iter().enumerate() {
+        let origin = &tool["_meta"]["capable/origin"];
+        if origin["name"] != "echo" {
+            continue;
+        }
+        let server = origin["server"].as_str().unwrap();
+        let call = json!({"name": tool["name"], "arguments": {"message": server}});
+        let answer = b.request(10 + id as i64, "tools/call", call);
+        assert_eq!(text(&answer), server, "{answer}");
+    }
+    assert_eq!(b.close(), Some(0));
+    // Another start, the same names.
+    let mut again = Bridge::start(&["--config", file.path()]);
+    let names_again: Vec<Value> = listed(&mut again)
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    let names: Vec<Value> = tools.iter().map(|t| t["name"].clone()).collect();
+    assert_eq!(names_again, names);
+    assert_eq!(again.close(), Some(0));
+    // A separator that would break the rule is refused before anything starts.
+    let refused = common::capable(
+        &["bridge", "--config", file.path(), "--name-separator", "/"],
+        Duration::from_secs(20),
+    );
+    refused.expect_code(2);
+    assert!(refused.stderr.contains("separator"), "{}", refused.stderr);
 }

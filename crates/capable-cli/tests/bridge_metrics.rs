@@ -55,7 +55,7 @@ fn late(flag: &std::path::Path) -> Value {
     json!({"command": "sh", "args": ["-c", script]})
 }
 
-/// `n` calls of `a/echo` in the legacy session `session`, each answered.
+/// `n` calls of `a__echo` in the legacy session `session`, each answered.
 fn call_echo(port: u16, session: &str, n: usize, token: Option<&str>) {
     let bearer = token.map(|t| format!("Bearer {t}"));
     for id in 0..n {
@@ -64,7 +64,7 @@ fn call_echo(port: u16, session: &str, n: usize, token: Option<&str>) {
             headers.push(("Authorization", bearer.as_str()));
         }
         let call = json!({"jsonrpc": "2.0", "id": 100 + id, "method": "tools/call",
-            "params": {"name": "a/echo", "arguments": {"message": "m"}}});
+            "params": {"name": "a__echo", "arguments": {"message": "m"}}});
         let answer = post(port, &headers, call);
         assert_eq!(answer.status, 200, "{}", answer.body);
         assert!(answer.body.contains(r#""text":"m""#), "{}", answer.body);

@@ -38,6 +38,7 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     config.oauth = Some(ctx.host_oauth());
     config.connect_timeout = ctx.global.timeout;
     config.pass_notifications = args.pass_notifications.clone();
+    config.name_separator = args.name_separator.clone();
     config.audit_log = args.audit_log.clone();
     if let Some(token) = &args.listen_token {
         crate::secrets::keep(|s| s.add(token));

@@ -95,6 +95,11 @@ pub struct BridgeArgs {
     /// that starts with `x/`. Repeat for more. Without it none reaches the host.
     #[arg(long = "pass-notification", value_name = "METHOD")]
     pub pass_notifications: Vec<String>,
+    /// Many servers (a config): what joins a server's name and a tool's or prompt's in
+    /// the merged lists (`docs__search`); 1 to 8 characters of `[a-zA-Z0-9_-]`, so every
+    /// merged name keeps to the `^[a-zA-Z0-9_-]{1,64}$` rule hosts apply.
+    #[arg(long, value_name = "SEP", default_value = "__")]
+    pub name_separator: String,
     /// Many servers (a config): only these (comma-separated names).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Vec<String>,
