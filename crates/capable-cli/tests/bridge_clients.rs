@@ -363,4 +363,29 @@ fn real_clients_in_front_of_many_servers_with_colliding_names() {
     );
     assert_eq!(seen["protocolVersion"], "2026-07-28", "{seen}");
     assert_eq!(seen["echo"], "Echo: hi from ts", "{seen}");
+    // The Python SDK's client lists the same names and calls one.
+    let python = servers::path(servers::PYTHON);
+    let (seen, _) = bridge_support::host(
+        &python,
+        &[
+            "tests/peers/py_client.py",
+            "auto",
+            "--echo",
+            "fixture__echo",
+        ],
+        &["--config", file.path()],
+    );
+    no_error(&seen);
+    let names: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    // (What a server offers follows what the host declared: not the TypeScript list.)
+    for echo in ["everything__echo", "python__echo", "fixture__echo"] {
+        assert!(names.contains(&echo), "{echo}: {names:?}");
+    }
+    assert!(names.iter().all(|n| rule(n)), "{names:?}");
+    assert_eq!(seen["echo"], "hi from python", "{seen}");
 }
