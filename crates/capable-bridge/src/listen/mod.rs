@@ -231,56 +231,14 @@ impl Prepared {
     pub async fn new(target: Arc<Target>, args: &ListenConfig) -> Result<Prepared, BridgeError> {
         let addr = args.addr;
         let loopback = addr.ip().is_loopback();
-        if !loopback && !args.allow_remote {
-            return Err(BridgeError::Config(format!(
-                "--listen {addr} is not a loopback address: pass --allow-remote (and --listen-token) to serve other machines"
-            )));
-        }
-        if !loopback && args.token.is_none() && args.auth.is_none() {
-            return Err(BridgeError::Config("--allow-remote needs --listen-token or --auth-issuer: the listener must not be open to anyone who can reach it".into()));
-        }
-        if args.token.is_some() && args.auth.is_some() {
-            return Err(BridgeError::Config(
-                "--listen-token and --auth-issuer both want the Authorization header: give one"
-                    .into(),
-            ));
-        }
-        if let Some(token) = &args.token {
-            if token.trim().is_empty() {
-                return Err(BridgeError::Config(
-                    "--listen-token is empty: every request would be refused; give a token, or none"
-                        .into(),
-                ));
-            }
-        }
-        let mut origins = Vec::new();
-        for given in &args.allow_origins {
-            match Gate::origin(given) {
-                Some(origin) => origins.push(origin),
-                None => {
-                    return Err(BridgeError::Config(format!(
-                    "--allow-origin {given}: an origin is scheme://host[:port] (http or https), \
-                         as a browser sends it"
-                )))
-                }
-            }
-        }
+        let origins = gate::checked(args)?;
         // The issuer is known before anything listens: unreachable, it stops the bridge.
         let identity = match &args.auth {
             Some(auth) => Some(Arc::new(identity::Identity::discover(auth).await?)),
             None => None,
         };
         let ops = Arc::new(ops::Ops::new(target.audit.metrics().clone()));
-        let metrics_port = match args.metrics {
-            Some(at) if !at.ip().is_loopback() && !args.allow_remote => {
-                return Err(BridgeError::Config(format!(
-                    "--metrics {at} is not a loopback address: pass --allow-remote to serve \
-                     the metrics (which need no token there) to other machines"
-                )))
-            }
-            Some(at) => Some(ops::Port::bind(at, &ops, &target.audit).await?),
-            None => None,
-        };
+        let metrics_port = ops::Port::of(args, &ops, &target.audit).await?;
         let listener = Listener {
             target: target.clone(),
             gate: Gate {
@@ -347,18 +305,7 @@ impl Prepared {
         let listener = self.listener;
         let target = listener.target.clone();
         let stop = target.stop.clone();
-        let metrics = async move {
-            match self.metrics_port {
-                Some(port) => {
-                    let bounds = connections::Bounds {
-                        max_connections: 16,
-                        header_timeout: Duration::from_secs(10),
-                    };
-                    connections::serve(port.socket, port.router, bounds).await;
-                }
-                None => std::future::pending().await,
-            }
-        };
+        let metrics = ops::serve(self.metrics_port);
         let stopped = tokio::select! {
             () = listener.sweep() => None,
             () = serving => None,

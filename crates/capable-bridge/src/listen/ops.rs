@@ -155,6 +155,25 @@ pub struct Port {
 }
 
 impl Port {
+    /// The port `args.metrics` names, bound; none without it. An address that is not
+    /// loopback needs `args.allow_remote`.
+    pub async fn of(
+        args: &crate::ListenConfig,
+        ops: &Arc<Ops>,
+        audit: &Arc<Audit>,
+    ) -> Result<Option<Port>, crate::BridgeError> {
+        match args.metrics {
+            Some(at) if !at.ip().is_loopback() && !args.allow_remote => {
+                Err(crate::BridgeError::Config(format!(
+                    "--metrics {at} is not a loopback address: pass --allow-remote to serve \
+                     the metrics (which need no token there) to other machines"
+                )))
+            }
+            Some(at) => Ok(Some(Port::bind(at, ops, audit).await?)),
+            None => Ok(None),
+        }
+    }
+
     /// Binds `addr` and makes its routes: every path through the `Host` rule of a
     /// loopback address (its own port) and the `Origin` rule; no token.
     pub async fn bind(
@@ -187,5 +206,20 @@ impl Port {
         };
         audit.record("metrics", serde_json::json!({"url": url}));
         Ok(Port { socket, router })
+    }
+}
+
+/// Serves `port`'s routes (16 connections at most, 10 s for headers), for ever; with
+/// no port, waits for ever.
+pub async fn serve(port: Option<Port>) {
+    match port {
+        Some(port) => {
+            let bounds = super::connections::Bounds {
+                max_connections: 16,
+                header_timeout: std::time::Duration::from_secs(10),
+            };
+            super::connections::serve(port.socket, port.router, bounds).await;
+        }
+        None => std::future::pending().await,
     }
 }
