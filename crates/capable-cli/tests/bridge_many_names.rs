@@ -79,6 +79,9 @@ fn merged_names_keep_to_the_rule_the_same_each_start_and_reach_the_original() {
         let answer = b.request(10 + id as i64, "tools/call", call);
         assert_eq!(text(&answer), server, "{answer}");
     }
+    // The form of earlier versions, `server/name`, still reaches its server.
+    let old = json!({"name": "a.b/echo", "arguments": {"message": "old"}});
+    assert_eq!(text(&b.request(99, "tools/call", old)), "old");
     assert_eq!(b.close(), Some(0));
     // Another start, the same names.
     let mut again = Bridge::start(&["--config", file.path()]);

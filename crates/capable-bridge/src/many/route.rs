@@ -34,17 +34,20 @@ impl Many {
             let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
             routes.get(asked).cloned()
         };
-        // Not listed yet (a 2026-07-28 host calls what it listed on another
-        // connection): listed now, as the host would see it.
-        let found = known(asked).or_else(|| {
-            match tools {
-                true => drop(self.tools()),
-                false => drop(self.prompts()),
-            }
-            known(asked)
-        });
-        // The merged names of old (`server/name`) are still understood.
-        let found = found.or_else(|| split(asked).map(|(s, n)| (s.to_owned(), n.to_owned())));
+        let found = match split(asked) {
+            // The merged names of old (`server/name`) are still understood (no name
+            // of now has a `/`).
+            Some((server, name)) => Some((server.to_owned(), name.to_owned())),
+            // Not listed yet (a 2026-07-28 host calls what it listed on another
+            // connection): listed now, as the host would see it — what a list costs.
+            None => known(asked).or_else(|| {
+                match tools {
+                    true => drop(self.tools()),
+                    false => drop(self.prompts()),
+                }
+                known(asked)
+            }),
+        };
         let Some((server, name)) = found else {
             return Err(not_offered(
                 method,
