@@ -3,6 +3,8 @@
     .peers/venv/bin/python tests/peers/py_client.py MODE -- CMD ARGS...   # a stdio server (the bridge)
     .peers/venv/bin/python tests/peers/py_client.py MODE --url URL        # Streamable HTTP at URL
 
+`--echo NAME` (before `--`) names the tool to call as echo (default `echo`).
+
 MODE is `legacy` (the initialize handshake) or `auto` (server/discover first, then a
 fallback). The host declares elicitation and accepts every question with
 {"approve": true}. It connects, lists and calls what the server offers, and prints one
@@ -35,6 +37,7 @@ async def main(mode: str, rest: list[str]) -> None:
     else:
         command = rest[rest.index("--") + 1 :]
         server = StdioServerParameters(command=command[0], args=command[1:])
+    echo = own[own.index("--echo") + 1] if "--echo" in own else "echo"
     seen: dict = {}
     try:
         async with Client(server, mode=mode, elicitation_callback=accept, raise_exceptions=True) as client:
@@ -45,8 +48,8 @@ async def main(mode: str, rest: list[str]) -> None:
             if "tools" in caps:
                 tools = [t.name for t in (await client.list_tools()).tools]
                 seen["tools"] = tools
-                if "echo" in tools:
-                    seen["echo"] = text(await client.call_tool("echo", {"message": "hi from python"}))
+                if echo in tools:
+                    seen["echo"] = text(await client.call_tool(echo, {"message": "hi from python"}))
                 if "confirm" in tools:
                     seen["confirm"] = text(await client.call_tool("confirm", {}))
             if "resources" in caps:

@@ -27,6 +27,7 @@ use capable::internal::{Notice, Violation};
 use serde_json::{json, Map, Value};
 
 use super::audit_limit::{Held, Limiter};
+use super::metrics::Metrics;
 use crate::{BridgeError, Hints};
 use capable::internal::auth::resource::Caller;
 use capable::internal::jsonrpc::Payload;
@@ -108,15 +109,18 @@ pub struct Audit {
     limiter: Mutex<Limiter>,
     secrets: Secrets,
     hints: Option<Hints>,
+    /// Every line is counted here too (before a flood is summarised).
+    metrics: Arc<Metrics>,
 }
 
 impl Audit {
     /// Lines to stderr, and appended to `path` when given (created if missing); every
-    /// one scrubbed of `secrets`.
+    /// one scrubbed of `secrets`, and counted in `metrics`.
     pub fn open(
         path: Option<&Path>,
         secrets: Secrets,
         hints: Option<Hints>,
+        metrics: Arc<Metrics>,
     ) -> Result<Audit, BridgeError> {
         let file = match path {
             Some(path) => Some(Mutex::new(
@@ -136,7 +140,13 @@ impl Audit {
             limiter: Mutex::new(Limiter::default()),
             secrets,
             hints,
+            metrics,
         })
+    }
+
+    /// The bridge's metrics, which the audit's events count into.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// `text` with every secret cut out (`***`).
@@ -153,6 +163,7 @@ impl Audit {
     /// of its kind is being held back (never evidence: a violation, a changed
     /// definition).
     pub fn record(&self, event: &str, members: Value) {
+        self.metrics.event(event);
         if event != "violation" && event != "definition_changed" {
             let part = |name: &str| members.get(name).and_then(Value::as_str).unwrap_or("");
             let kind = format!(
@@ -236,6 +247,7 @@ impl Audit {
             _ => Map::new(),
         };
         members.insert("server".into(), server.into());
+        self.metrics.violation(server, v.method);
         self.record("violation", Value::Object(members));
     }
 
@@ -284,6 +296,7 @@ impl Audit {
             true => "info",
             false => "warning",
         };
+        self.metrics.notice(true, level == "warning");
         self.record(
             "notice",
             json!({"side": "server", "server": server, "level": level, "notice": notice.to_string()}),
@@ -292,6 +305,7 @@ impl Audit {
 
     /// A notice of the host's side (a request the bridge refused, a line it skipped).
     pub fn host_notice(&self, notice: &ClientNotice) {
+        self.metrics.notice(false, true);
         self.record(
             "notice",
             json!({"side": "host", "level": "warning", "notice": notice.to_string()}),
@@ -302,6 +316,7 @@ impl Audit {
     /// `warning`): what became of a 2026-07-28 host's `input_required` round (an answer
     /// ignored, a round it never came back to), a message that revision does not take.
     pub fn host_round(&self, level: &str, notice: &str) {
+        self.metrics.notice(false, level == "warning");
         self.record(
             "notice",
             json!({"side": "host", "level": level, "notice": notice}),
@@ -318,6 +333,7 @@ impl Audit {
 
     /// Server `server` entered `state` (`members` say more).
     pub fn state(&self, server: &str, state: &str, members: Value) {
+        self.metrics.state(server, state);
         let mut line = json!({"server": server, "state": state});
         if let (Value::Object(line), Value::Object(more)) = (&mut line, members) {
             line.extend(more);

@@ -105,6 +105,10 @@ pub struct BridgeConfig {
     /// lists arrive (a changed one withheld, with evidence in the audit). None by
     /// default.
     pub pins: Option<PinStore>,
+    /// Many servers: what joins a server's name and a tool's or prompt's in the merged
+    /// lists (`__` by default: `docs__search`). 1 to 8 characters of `[a-zA-Z0-9_-]`,
+    /// so every merged name keeps to `^[a-zA-Z0-9_-]{1,64}$`.
+    pub name_separator: String,
 }
 
 impl BridgeConfig {
@@ -121,6 +125,7 @@ impl BridgeConfig {
             hints: None,
             policy: None,
             pins: None,
+            name_separator: "__".into(),
         }
     }
 }
@@ -172,6 +177,10 @@ pub struct ListenConfig {
     /// The listener as an OAuth protected resource: every request carries an access
     /// token of this issuer, for this resource (instead of [`token`](Self::token)).
     pub auth: Option<ListenAuth>,
+    /// Serve `/metrics` on this address instead of the listener's (loopback unless
+    /// [`allow_remote`](Self::allow_remote); no token there: `Host` and `Origin` are
+    /// checked as on the listener). `/healthz` and `/readyz` are served there too.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// The listener as an OAuth 2.1 protected resource (the MCP authorization
@@ -266,6 +275,7 @@ impl ListenConfig {
             stream_buffer: 8 << 20,
             max_batch: 256,
             auth: None,
+            metrics: None,
         }
     }
 }
@@ -286,6 +296,7 @@ impl std::fmt::Debug for ListenConfig {
             .field("stream_buffer", &self.stream_buffer)
             .field("max_batch", &self.max_batch)
             .field("auth", &self.auth)
+            .field("metrics", &self.metrics)
             .finish()
     }
 }

@@ -253,7 +253,7 @@ mod tests {
             method: capable::Method::CallTool,
             error: error.clone(),
         };
-        let audit = Audit::open(None, Default::default(), None).unwrap();
+        let audit = Audit::open(None, Default::default(), None, Default::default()).unwrap();
         assert_eq!(host_error(&e, &audit), error);
         let timeout = host_error(
             &Error::Timeout {

@@ -22,6 +22,7 @@ use capable::host::HostOptions;
 
 use super::behind::Behind;
 use super::many::Many;
+use super::metrics::Metrics;
 use super::relay::{Event, Inbox, Queue, Relay, Servers};
 use super::upstream;
 use crate::{BridgeConfig, BridgeError, Stop, Unavailable, Upstream};
@@ -47,10 +48,18 @@ impl Target {
         if let Some(token) = token {
             config.secrets.add(token);
         }
+        if !super::many::valid_separator(&config.name_separator) {
+            return Err(BridgeError::Config(format!(
+                "the name separator {:?} would make names hosts refuse: give 1 to 8 characters of [a-zA-Z0-9_-]",
+                config.name_separator
+            )));
+        }
+        let metrics = Arc::new(Metrics::new(servers_of(&config.upstream)));
         let audit = Audit::open(
             config.audit_log.as_deref(),
             config.secrets.clone(),
             config.hints.clone(),
+            metrics,
         )?;
         let audit = Arc::new(audit);
         // What a flood held back is said once its window has passed.
@@ -93,6 +102,23 @@ impl Target {
             Some(signal) => Err(BridgeError::Stopped(signal)),
             None => Ok(()),
         }
+    }
+}
+
+/// The servers behind `upstream`, by name, and whether the bridge needs each (not
+/// `disabled`, not left out by `--only`): the `server` labels of its metrics.
+fn servers_of(upstream: &Upstream) -> Vec<(String, bool)> {
+    match upstream {
+        Upstream::One { name, .. } => vec![(name.clone(), true)],
+        Upstream::Many { config, only } => config
+            .servers
+            .iter()
+            .map(|entry| {
+                let disabled = config.policies.get(&entry.name).is_some_and(|p| p.disabled);
+                let chosen = only.is_empty() || only.contains(&entry.name);
+                (entry.name.clone(), chosen && !disabled)
+            })
+            .collect(),
     }
 }
 
@@ -200,7 +226,15 @@ impl Host {
                     ..HostOptions::default()
                 };
                 let policy = t.config.policy.clone();
-                let many = Many::start(config, only, host, policy, t.audit.clone()).await;
+                let many = Many::start(
+                    config,
+                    only,
+                    host,
+                    policy,
+                    t.audit.clone(),
+                    &t.config.name_separator,
+                )
+                .await;
                 let servers = Servers::Many(Box::new(many));
                 self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
                 return;

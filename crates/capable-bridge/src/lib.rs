@@ -37,6 +37,7 @@
 //! | `forward.rs` | a request's params on the way there, its failure on the way back |
 //! | `listen/` | the host over Streamable HTTP (`--listen`): sessions, streams, the gate, who is calling (`--auth-issuer`) |
 //! | `audit.rs` | the JSON lines of what the host did not see |
+//! | `metrics/` | the counts an operator scrapes (`/metrics`), and what `/readyz` answers |
 //! | `many/` | the servers of a config as one |
 //! | `policy/` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike, knowing the [`Caller`]; the config's policies ([`ConfigPolicy`]: tools, who may use what, rate limits) |
 //! | `config.rs`, `error.rs`, `stop.rs` | the public face: what to serve, what ends it, what stops it |
@@ -52,6 +53,7 @@ mod forward;
 mod host;
 mod listen;
 mod many;
+mod metrics;
 mod pipes;
 mod policy;
 mod relay;

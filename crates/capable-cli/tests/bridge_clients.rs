@@ -330,7 +330,7 @@ fn real_clients_in_front_of_many_servers_with_colliding_names() {
     // A legacy host and a 2026-07-28 one, each calling one server's own echo.
     let (seen, _) = bridge_support::host(
         "node",
-        &["tests/peers/ts_client.mjs", "v1", "--echo", "python/echo"],
+        &["tests/peers/ts_client.mjs", "v1", "--echo", "python__echo"],
         &["--config", file.path()],
     );
     no_error(&seen);
@@ -340,9 +340,16 @@ fn real_clients_in_front_of_many_servers_with_colliding_names() {
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
-    for echo in ["everything/echo", "python/echo", "fixture/echo"] {
+    for echo in ["everything__echo", "python__echo", "fixture__echo"] {
         assert!(tools.contains(&echo), "{echo}: {tools:?}");
     }
+    // Every merged name keeps to the function-name rule hosts apply to tools.
+    let rule = |n: &str| {
+        (1..=64).contains(&n.len())
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    assert!(tools.iter().all(|n| rule(n)), "{tools:?}");
     assert_eq!(seen["echo"], "hi from ts", "{seen}");
     let (seen, _) = bridge_support::host(
         "node",
@@ -350,10 +357,35 @@ fn real_clients_in_front_of_many_servers_with_colliding_names() {
             "tests/peers/ts_client.mjs",
             "v2-modern",
             "--echo",
-            "everything/echo",
+            "everything__echo",
         ],
         &["--config", file.path()],
     );
     assert_eq!(seen["protocolVersion"], "2026-07-28", "{seen}");
     assert_eq!(seen["echo"], "Echo: hi from ts", "{seen}");
+    // The Python SDK's client lists the same names and calls one.
+    let python = servers::path(servers::PYTHON);
+    let (seen, _) = bridge_support::host(
+        &python,
+        &[
+            "tests/peers/py_client.py",
+            "auto",
+            "--echo",
+            "fixture__echo",
+        ],
+        &["--config", file.path()],
+    );
+    no_error(&seen);
+    let names: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    // (What a server offers follows what the host declared: not the TypeScript list.)
+    for echo in ["everything__echo", "python__echo", "fixture__echo"] {
+        assert!(names.contains(&echo), "{echo}: {names:?}");
+    }
+    assert!(names.iter().all(|n| rule(n)), "{names:?}");
+    assert_eq!(seen["echo"], "hi from python", "{seen}");
 }

@@ -430,13 +430,13 @@ fn a_question_of_one_of_many_servers_goes_to_a_request_waiting_on_it() {
     b.version = MODERN;
     let caps = json!({"elicitation": {}});
     // Waits on `slow` for a second and a half, asked first.
-    let slow = json!({"name": "slow/echo", "arguments": {"message": "late"},
+    let slow = json!({"name": "slow__echo", "arguments": {"message": "late"},
         "_meta": Bridge::meta(caps.clone())});
     b.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": slow}));
-    let call = json!({"name": "ask/confirm", "arguments": {}});
+    let call = json!({"name": "ask__confirm", "arguments": {}});
     let first = modern(&mut b, 2, "tools/call", call, caps.clone());
     assert_valid_result(MODERN, "InputRequiredResult", &first);
-    let mut retry = json!({"name": "ask/confirm", "arguments": {},
+    let mut retry = json!({"name": "ask__confirm", "arguments": {},
         "inputResponses": {"elicitation-1": {"action": "accept", "content": {"approve": true}}}});
     retry["requestState"] = first["result"]["requestState"].clone();
     let done = modern(&mut b, 3, "tools/call", retry, caps);

@@ -222,6 +222,29 @@ fn bad_tokens_are_refused_with_their_reason_and_nothing_reaches_the_server() {
         );
     }
     assert!(!said.contains(&good), "the good token was written");
+    // /metrics wants an access token as /mcp does, and counted every refusal; the
+    // probes want none (a load balancer has no token).
+    let at = |path: &str, token: Option<&str>| {
+        let bearer = token.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = bearer
+            .iter()
+            .map(|b| ("Authorization", b.as_str()))
+            .collect();
+        listen_support::http_at(g.port, "GET", path, &headers, "")
+    };
+    assert_eq!(at("/metrics", None).status, 401);
+    assert_eq!(at("/metrics", Some("an-opaque-token")).status, 401);
+    assert_eq!(at("/healthz", None).status, 200);
+    assert_eq!(at("/readyz", None).status, 200);
+    let scrape = at("/metrics", Some(&good));
+    assert_eq!(scrape.status, 200, "{}", scrape.body);
+    let refusals = scrape
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"capable_bridge_refusals_total{reason="access_token"} "#))
+        .and_then(|n| n.parse::<usize>().ok());
+    // The bad tokens, the scopeless one, and the two scrapes before.
+    assert_eq!(refusals, Some(cases.len() + 3), "{}", scrape.body);
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! `capable bridge --config FILE [--only a,b]`: many servers as one. Their tools,
-//! resources and prompts merged under `server/name` (two servers' `echo` side by
+//! resources and prompts merged under `server__name` (two servers' `echo` side by
 //! side), calls routed to their server, each server's policy applied (`allowTools`,
 //! `denyTools`, `timeout`, `outputBudget`, `disabled`), a tool with a schema that is no
 //! schema dropped with a notice, `list_changed` forwarded, crashed servers restarted
@@ -68,7 +68,7 @@ fn many_servers_are_one_with_their_names_side_by_side_and_their_policies_applied
     assert_valid_result(V, "ListToolsResult", &tools);
     assert_eq!(
         names(&tools, "tools"),
-        ["a/echo", "a/confirm", "b/echo", "bad/echo"]
+        ["a__echo", "a__confirm", "b__echo", "bad__echo"]
     );
     b.audit_count_until(2, |l| l["event"] == "notice" && l["server"] == "bad");
     let dropped: Vec<Value> = b
@@ -85,14 +85,14 @@ fn many_servers_are_one_with_their_names_side_by_side_and_their_policies_applied
     let a = b.request(
         2,
         "tools/call",
-        json!({"name": "a/echo", "arguments": {"message": "to a"}}),
+        json!({"name": "a__echo", "arguments": {"message": "to a"}}),
     );
     assert_eq!(text(&a), "to a");
     // b's budget is 10 bytes: cut, with a note.
     let cut = b.request(
         3,
         "tools/call",
-        json!({"name": "b/echo", "arguments": {"message": "a long message for b"}}),
+        json!({"name": "b__echo", "arguments": {"message": "a long message for b"}}),
     );
     assert_valid_result(V, "CallToolResult", &cut);
     assert!(
@@ -100,7 +100,7 @@ fn many_servers_are_one_with_their_names_side_by_side_and_their_policies_applied
         "{cut}"
     );
     // Denied, unknown and unnamed tools are not offered.
-    for (id, name) in [(4, "b/confirm"), (5, "off/echo"), (6, "echo")] {
+    for (id, name) in [(4, "b__confirm"), (5, "off__echo"), (6, "echo")] {
         let refused = b.request(id, "tools/call", json!({"name": name}));
         assert!(refused.get("error").is_some(), "{name}: {refused}");
     }
@@ -132,13 +132,13 @@ fn a_servers_list_change_reaches_the_host_and_a_crashed_server_comes_back() {
         &[],
     );
     b.initialize(V, json!({}));
-    let call = b.request(1, "tools/call", json!({"name": "grow/grow"}));
+    let call = b.request(1, "tools/call", json!({"name": "grow__grow"}));
     assert_eq!(text(&call), "added grown-1");
     // The host hears of it, then lists the new tool.
     let until = Instant::now() + bridge_support::ANSWER;
     loop {
         let tools = b.request(2, "tools/list", json!({}));
-        if names(&tools, "tools").contains(&"grow/grown-1".to_owned()) {
+        if names(&tools, "tools").contains(&"grow__grown-1".to_owned()) {
             break;
         }
         assert!(Instant::now() < until, "{tools}");
@@ -156,7 +156,7 @@ fn a_servers_list_change_reaches_the_host_and_a_crashed_server_comes_back() {
         let call = b.request(
             3,
             "tools/call",
-            json!({"name": "soon/echo", "arguments": {"message": "back"}}),
+            json!({"name": "soon__echo", "arguments": {"message": "back"}}),
         );
         if call.get("result").is_some() {
             assert_eq!(text(&call), "back");
@@ -269,9 +269,9 @@ fn a_2026_host_in_front_of_many_legacy_servers() {
     assert_valid_result(b.version, "ListToolsResult", &tools);
     assert_eq!(
         names(&tools, "tools"),
-        ["a/echo", "a/confirm", "b/echo", "b/confirm"]
+        ["a__echo", "a__confirm", "b__echo", "b__confirm"]
     );
-    let mut call = json!({"name": "b/echo", "arguments": {"message": "modern"}});
+    let mut call = json!({"name": "b__echo", "arguments": {"message": "modern"}});
     call["_meta"] = Bridge::meta(json!({}));
     let answer = b.request(3, "tools/call", call);
     assert_valid_result(b.version, "CallToolResult", &answer);

@@ -49,11 +49,11 @@ fn one_broken_entry_does_not_hold_the_answer_to_the_host() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert!(names.contains(&"good/echo"), "{names:?}");
+    assert!(names.contains(&"good__echo"), "{names:?}");
     let call = b.request(
         3,
         "tools/call",
-        json!({"name": "good/echo", "arguments": {"message": "here"}}),
+        json!({"name": "good__echo", "arguments": {"message": "here"}}),
     );
     assert_eq!(call["result"]["content"][0]["text"], "here", "{call}");
 }

@@ -47,7 +47,7 @@ fn a_tool_changed_since_it_was_pinned_is_withheld_from_the_host_with_the_evidenc
     b.initialize(V, json!({}));
     let first = tools(&mut b, 1);
     assert!(
-        first.contains(&("docs/echo".into(), FIRST.into())),
+        first.contains(&("docs__echo".into(), FIRST.into())),
         "{first:?}"
     );
     assert_eq!(b.close(), Some(0));
@@ -60,18 +60,26 @@ fn a_tool_changed_since_it_was_pinned_is_withheld_from_the_host_with_the_evidenc
     let names: Vec<String> = tools(&mut b, 1).into_iter().map(|(n, _)| n).collect();
     assert_eq!(
         names,
-        ["docs/confirm"],
+        ["docs__confirm"],
         "the changed tool is withheld, the other goes on"
     );
     let call = b.request(
         2,
         "tools/call",
-        json!({"name": "docs/echo", "arguments": {"message": "hi"}}),
+        json!({"name": "docs__echo", "arguments": {"message": "hi"}}),
     );
     assert!(
         call.get("error").is_some() || call["result"]["isError"] == true,
         "{call}"
     );
+    // Named as SERVER/NAME, which goes straight to its server: withheld all the same.
+    let direct = b.request(
+        3,
+        "tools/call",
+        json!({"name": "docs/echo", "arguments": {"message": "hi"}}),
+    );
+    let said = direct["error"]["message"].as_str().unwrap_or("");
+    assert!(said.contains("withheld"), "{direct}");
     assert!(
         b.sent_upstream()
             .iter()
@@ -98,7 +106,7 @@ fn a_tool_changed_since_it_was_pinned_is_withheld_from_the_host_with_the_evidenc
     flags.push("--pass-changed");
     let (mut b, _config) = bridge("pins-pass", json!({"docs": docs(RUG)}), &flags);
     b.initialize(V, json!({}));
-    assert!(tools(&mut b, 1).contains(&("docs/echo".into(), RUG.into())));
+    assert!(tools(&mut b, 1).contains(&("docs__echo".into(), RUG.into())));
     let evidence = b.audit_until(|l| l["event"] == "definition_changed");
     assert_eq!(evidence["withheld"], false);
     assert_eq!(b.close(), Some(0));

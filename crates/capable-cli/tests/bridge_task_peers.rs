@@ -172,13 +172,13 @@ fn a_tool_that_requires_a_task_is_run_and_waited_for_behind_many_servers() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["name"] == "ev/simulate-research-query")
+        .find(|t| t["name"] == "ev__simulate-research-query")
         .unwrap_or_else(|| panic!("no research tool: {tools}"));
     assert!(
         research["execution"].get("taskSupport").is_none(),
         "listed as a plain tool: {research}"
     );
-    let call = json!({"name": "ev/simulate-research-query", "arguments": {"topic": "kelp"}});
+    let call = json!({"name": "ev__simulate-research-query", "arguments": {"topic": "kelp"}});
     let done = b.request(2, "tools/call", call);
     assert_valid_result(V, "CallToolResult", &done);
     let report = done["result"]["content"][0]["text"].as_str().unwrap_or("");

@@ -167,6 +167,49 @@ impl Gate {
     }
 }
 
+/// What `args` say of who may call, checked before anything listens: a remote address
+/// only with `--allow-remote` and a token (or an issuer), one kind of token, none
+/// empty; the origins `--allow-origin` names, as browsers send them.
+pub fn checked(args: &crate::ListenConfig) -> Result<Vec<String>, crate::BridgeError> {
+    use crate::BridgeError;
+    let addr = args.addr;
+    let loopback = addr.ip().is_loopback();
+    if !loopback && !args.allow_remote {
+        return Err(BridgeError::Config(format!(
+            "--listen {addr} is not a loopback address: pass --allow-remote (and --listen-token) to serve other machines"
+        )));
+    }
+    if !loopback && args.token.is_none() && args.auth.is_none() {
+        return Err(BridgeError::Config("--allow-remote needs --listen-token or --auth-issuer: the listener must not be open to anyone who can reach it".into()));
+    }
+    if args.token.is_some() && args.auth.is_some() {
+        return Err(BridgeError::Config(
+            "--listen-token and --auth-issuer both want the Authorization header: give one".into(),
+        ));
+    }
+    if let Some(token) = &args.token {
+        if token.trim().is_empty() {
+            return Err(BridgeError::Config(
+                "--listen-token is empty: every request would be refused; give a token, or none"
+                    .into(),
+            ));
+        }
+    }
+    let mut origins = Vec::new();
+    for given in &args.allow_origins {
+        match Gate::origin(given) {
+            Some(origin) => origins.push(origin),
+            None => {
+                return Err(BridgeError::Config(format!(
+                    "--allow-origin {given}: an origin is scheme://host[:port] (http or https), \
+                     as a browser sends it"
+                )))
+            }
+        }
+    }
+    Ok(origins)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

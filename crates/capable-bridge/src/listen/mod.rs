@@ -37,6 +37,7 @@ mod connections;
 mod gate;
 mod identity;
 mod introspect;
+mod ops;
 mod params;
 mod pool;
 mod queue;
@@ -93,7 +94,7 @@ struct Listener {
     /// What the tools' `Mcp-Param-*` headers must agree with.
     params: Arc<params::Params>,
     /// Who is calling, when the listener is a protected resource (`--auth-issuer`).
-    identity: Option<identity::Identity>,
+    identity: Option<Arc<identity::Identity>>,
 }
 
 impl Listener {
@@ -102,6 +103,12 @@ impl Listener {
         let (tx, rx) = mpsc::unbounded_channel();
         let bound = self.stream_buffer;
         let run = session::run(self.target.clone(), kind, bound, rx);
+        // Counted among the sessions while it runs.
+        let running = self.target.audit.metrics().session(kind == Kind::Legacy);
+        let run = async move {
+            let _running = running;
+            run.await
+        };
         let task = tokio::spawn(crate::audit::as_caller(caller.cloned(), run));
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         // Those that ended are let go, so that nothing grows per session.
@@ -168,7 +175,9 @@ fn owned(caller: Option<&Arc<Caller>>, id: &str) -> String {
 }
 
 /// `503` with `Retry-After`: every task of a full pool is busy.
-fn busy(what: &'static str) -> Response {
+fn busy(listener: &Listener, what: &'static str) -> Response {
+    let metrics = listener.target.audit.metrics();
+    metrics.refusal(crate::metrics::Refusal::SessionsBusy);
     (
         StatusCode::SERVICE_UNAVAILABLE,
         [(header::RETRY_AFTER, "1")],
@@ -212,6 +221,10 @@ pub async fn serve(target: Arc<Target>, args: &ListenConfig) -> Result<(), Bridg
 /// beside it (idle sessions let go, every session ended when the bridge stops).
 pub struct Prepared {
     listener: Arc<Listener>,
+    /// `/healthz`, `/readyz`, `/metrics`.
+    ops: Arc<ops::Ops>,
+    /// `--metrics ADDR`: the port bound for them, served beside the listener.
+    metrics_port: Option<ops::Port>,
 }
 
 impl Prepared {
@@ -220,45 +233,14 @@ impl Prepared {
     pub async fn new(target: Arc<Target>, args: &ListenConfig) -> Result<Prepared, BridgeError> {
         let addr = args.addr;
         let loopback = addr.ip().is_loopback();
-        if !loopback && !args.allow_remote {
-            return Err(BridgeError::Config(format!(
-                "--listen {addr} is not a loopback address: pass --allow-remote (and --listen-token) to serve other machines"
-            )));
-        }
-        if !loopback && args.token.is_none() && args.auth.is_none() {
-            return Err(BridgeError::Config("--allow-remote needs --listen-token or --auth-issuer: the listener must not be open to anyone who can reach it".into()));
-        }
-        if args.token.is_some() && args.auth.is_some() {
-            return Err(BridgeError::Config(
-                "--listen-token and --auth-issuer both want the Authorization header: give one"
-                    .into(),
-            ));
-        }
-        if let Some(token) = &args.token {
-            if token.trim().is_empty() {
-                return Err(BridgeError::Config(
-                    "--listen-token is empty: every request would be refused; give a token, or none"
-                        .into(),
-                ));
-            }
-        }
-        let mut origins = Vec::new();
-        for given in &args.allow_origins {
-            match Gate::origin(given) {
-                Some(origin) => origins.push(origin),
-                None => {
-                    return Err(BridgeError::Config(format!(
-                    "--allow-origin {given}: an origin is scheme://host[:port] (http or https), \
-                         as a browser sends it"
-                )))
-                }
-            }
-        }
+        let origins = gate::checked(args)?;
         // The issuer is known before anything listens: unreachable, it stops the bridge.
         let identity = match &args.auth {
-            Some(auth) => Some(identity::Identity::discover(auth).await?),
+            Some(auth) => Some(Arc::new(identity::Identity::discover(auth).await?)),
             None => None,
         };
+        let ops = Arc::new(ops::Ops::new(target.audit.metrics().clone()));
+        let metrics_port = ops::Port::of(args, &ops, &target.audit).await?;
         let listener = Listener {
             target: target.clone(),
             gate: Gate {
@@ -283,6 +265,8 @@ impl Prepared {
         };
         Ok(Prepared {
             listener: Arc::new(listener),
+            ops,
+            metrics_port,
         })
     }
 
@@ -300,9 +284,17 @@ impl Prepared {
     /// gate and the bounds of bodies, batches and streams.
     pub fn router(&self) -> Router {
         let mut router = Router::new().route("/mcp", any(handle));
-        if let Some(identity) = &self.listener.identity {
-            router = identity::routes(router, identity.resource(), &self.listener.gate);
+        let l = &self.listener;
+        if let Some(identity) = &l.identity {
+            router = identity::routes(router, identity.resource(), &l.gate);
         }
+        let checks = ops::Checks {
+            gate: l.gate.clone(),
+            metrics: self.metrics_port.is_none(),
+            identity: l.identity.clone(),
+            audit: l.target.audit.clone(),
+        };
+        router = ops::routes(router, &self.ops, checks);
         router.with_state(self.listener.clone())
     }
 
@@ -315,9 +307,11 @@ impl Prepared {
         let listener = self.listener;
         let target = listener.target.clone();
         let stop = target.stop.clone();
+        let metrics = ops::serve(self.metrics_port);
         let stopped = tokio::select! {
             () = listener.sweep() => None,
             () = serving => None,
+            () = metrics => None,
             signal = stop.stopped() => Some(signal),
         };
         // Every session's task ends as its commands do, shutting its server down.
@@ -344,6 +338,8 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
     }
     // The gate first: the body of a request it turns away is never read.
     if let Err(refused) = listener.gate.check(&method, &headers) {
+        let metrics = listener.target.audit.metrics();
+        metrics.refusal(ops::refusal_of(refused.0));
         return refused.into_response();
     }
     let caller = match &listener.identity {
@@ -351,6 +347,8 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
             match identity::caller(identity, &headers, &listener.target.audit).await {
                 Ok(caller) => Some(caller),
                 Err(mut refused) => {
+                    let refusal = crate::metrics::Refusal::AccessToken;
+                    listener.target.audit.metrics().refusal(refusal);
                     // A page of an allowed origin reads the challenge too (a browser
                     // client logs in from it).
                     if let Some(origin) = headers.get(header::ORIGIN) {
@@ -390,6 +388,8 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
                 .into_response()
         }
         Err(bodies::Refused::NoRoom) => {
+            let refusal = crate::metrics::Refusal::BodiesBusy;
+            l.target.audit.metrics().refusal(refusal);
             l.target.audit.record(
                 "busy",
                 serde_json::json!({"why": "the bodies being read take --max-body-total"}),
@@ -491,7 +491,7 @@ async fn post(
                 .task(&owned(caller, &id), Instant::now(), spawn)
             {
                 Ok((tx, held)) => (tx, Kind::Legacy, Some(id), Some(held)),
-                Err(Busy) => return busy("every session is busy: retry, or DELETE one"),
+                Err(Busy) => return busy(listener, "every session is busy: retry, or DELETE one"),
             }
         }
         None => match verdict {
@@ -511,6 +511,7 @@ async fn post(
             _ => match listener.modern(&message, &declared, caller) {
                 Err(Busy) => {
                     return busy(
+                        listener,
                         "every 2026-07-28 declaration the bridge serves at once is busy: retry",
                     )
                 }

@@ -4,7 +4,7 @@
 //!
 //! | the host asks | the bridge |
 //! |---|---|
-//! | `tools/list`, `prompts/list` | the merged list, each under `server/name` (two servers' `echo` are `a/echo` and `b/echo`), less the tools a server's `allowTools`/`denyTools` keep back and those whose input schema is no schema (each dropped with a notice); no tool says it runs as a task (`execution.taskSupport`): the bridge declares no tasks, and runs a task a tool requires itself |
+//! | `tools/list`, `prompts/list` | the merged list, each under a name every host accepts (`names.rs`: two servers' `echo` are `a__echo` and `b__echo`, the original in `_meta`), less the tools a server's `allowTools`/`denyTools` keep back and those whose input schema is no schema (each dropped with a notice); no tool says it runs as a task (`execution.taskSupport`): the bridge declares no tasks, and runs a task a tool requires itself |
 //! | `resources/list` | every server's resources, URIs as they are (a URI two servers list is the first's, with a notice) |
 //! | `resources/templates/list` | every ready server's templates, asked of each |
 //! | `tools/call`, `prompts/get` | the owning server, under the name it knows; a tool result over the server's `outputBudget` is cut, with a note; a tool that requires a task runs as one, waited for within `--progress-cap` (`run_task.rs`): the host gets its result |
@@ -23,9 +23,10 @@
 //! | file | concern |
 //! |---|---|
 //! | `mod.rs` | the servers started, their declaration, their lists merged, requests on their way |
-//! | `route.rs` | where a request goes: by `server/name`, by URI, by a completion's reference |
+//! | `names.rs` | the merged names every host accepts (`^[a-zA-Z0-9_-]{1,64}$`) |
+//! | `route.rs` | where a request goes: by merged name, by URI, by a completion's reference |
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,7 +51,10 @@ use super::upstream;
 use crate::policy::{self, Policy};
 use crate::relay::{Event, Queue};
 
+mod names;
 mod route;
+
+pub use names::valid_separator;
 
 /// The longest a host's first request waits for the servers' first starts.
 const START_WAIT: Duration = Duration::from_secs(5);
@@ -74,6 +78,12 @@ pub struct Many {
     noticed: Mutex<HashSet<String>>,
     /// How long the bridge waits for a task a tool requires (`--progress-cap`).
     task_bound: Duration,
+    /// What joins a server's name and an entry's (`names.rs`).
+    separator: String,
+    /// The tools' names as last listed: each to its server and its own name there.
+    tool_names: Mutex<HashMap<String, (String, String)>>,
+    /// The same of the prompts.
+    prompt_names: Mutex<HashMap<String, (String, String)>>,
 }
 
 impl Many {
@@ -85,6 +95,7 @@ impl Many {
         options: HostOptions,
         policy: Option<Arc<dyn Policy>>,
         audit: Arc<Audit>,
+        separator: &str,
     ) -> Many {
         let host = Host::new(options.clone());
         // What the pins judged as the servers started is evidence, kept for the audit.
@@ -146,6 +157,9 @@ impl Many {
             templates_learnt: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             declared: Mutex::new(BTreeMap::new()),
             noticed: Mutex::new(HashSet::new()),
+            separator: separator.to_owned(),
+            tool_names: Mutex::default(),
+            prompt_names: Mutex::default(),
         }
     }
 
@@ -323,11 +337,44 @@ impl Many {
                 continue;
             }
             let mut tool = listed;
-            tool["name"] = json!(t.name);
             without_task_support(&mut tool);
-            tools.push(tool);
+            tools.push((t.server, t.tool.name, tool));
         }
-        json!({"tools": tools})
+        json!({"tools": self.named(tools, &self.tool_names)})
+    }
+
+    /// `entries` (server, name, the entry) under the names every host accepts
+    /// (`names.rs`), their originals in `_meta`; `routes` learns them.
+    fn named(
+        &self,
+        entries: Vec<(String, String, Value)>,
+        routes: &Mutex<HashMap<String, (String, String)>>,
+    ) -> Vec<Value> {
+        let pairs: Vec<(&str, &str)> = entries
+            .iter()
+            .map(|(server, name, _)| (server.as_str(), name.as_str()))
+            .collect();
+        let named = names::assign(&pairs, &self.separator);
+        for said in &named.said {
+            self.notice_once(said.clone(), "bridge", said);
+        }
+        let mut learnt = HashMap::with_capacity(entries.len());
+        let mut listed = Vec::with_capacity(entries.len());
+        for ((server, name, mut entry), given) in entries.into_iter().zip(named.names) {
+            let Some(given) = given else { continue };
+            entry["name"] = json!(given);
+            let origin = json!({"server": server, "name": name});
+            match entry.get_mut("_meta").and_then(Value::as_object_mut) {
+                Some(meta) => {
+                    meta.insert(names::ORIGIN.into(), origin);
+                }
+                None => entry["_meta"] = json!({ names::ORIGIN: origin }),
+            }
+            learnt.insert(given, (server, name));
+            listed.push(entry);
+        }
+        *routes.lock().unwrap_or_else(|e| e.into_inner()) = learnt;
+        listed
     }
 
     fn resources(&self) -> Value {
@@ -353,20 +400,19 @@ impl Many {
     }
 
     fn prompts(&self) -> Value {
-        let prompts: Vec<Value> = self
+        let prompts: Vec<(String, String, Value)> = self
             .host
             .prompts()
             .into_iter()
             .filter_map(|p| {
-                let mut prompt = serde_json::to_value(&p.prompt).unwrap_or(Value::Null);
+                let prompt = serde_json::to_value(&p.prompt).unwrap_or(Value::Null);
                 if !self.listed(&p.server, Method::ListPrompts, &prompt) {
                     return None;
                 }
-                prompt["name"] = json!(p.name);
-                Some(prompt)
+                Some((p.server, p.prompt.name, prompt))
             })
             .collect();
-        json!({"prompts": prompts})
+        json!({"prompts": self.named(prompts, &self.prompt_names)})
     }
 
     /// Every ready server's templates, asked of each; their prefixes kept to route

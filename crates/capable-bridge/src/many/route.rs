@@ -1,10 +1,10 @@
-//! Where a host request goes: the server a `server/name` names, the server that owns a
+//! Where a host request goes: the server a merged name names, the server that owns a
 //! URI (the one that listed it, or whose template it fits), the server a completion's
 //! reference names.
 
 use std::sync::{Arc, Mutex};
 
-use capable::host::{split, Host, ListKind};
+use capable::host::{qualify, split, Host, ListKind};
 use capable::internal::jsonrpc::codes;
 use capable::internal::server::fanout;
 use capable::internal::Method;
@@ -15,22 +15,43 @@ use super::{not_offered, Many};
 use crate::forward::answer_error;
 
 impl Many {
-    /// The server a `server/name` member names; the member becomes the name it knows.
+    /// The server a merged name in `member` names (as listed, `names.rs`; or
+    /// `server/name`); the member becomes the name the server knows.
     pub(super) fn by_name(
         &self,
         method: Method,
         params: &mut Map<String, Value>,
         member: &str,
     ) -> Result<(String, Arc<Session>), Error> {
-        let qualified = params
-            .get(member)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let Some((server, name)) = split(&qualified) else {
+        let asked = params.get(member).and_then(Value::as_str).unwrap_or("");
+        let tools = method == Method::CallTool;
+        let routes = if tools {
+            &self.tool_names
+        } else {
+            &self.prompt_names
+        };
+        let known = |asked: &str| {
+            let routes = routes.lock().unwrap_or_else(|e| e.into_inner());
+            routes.get(asked).cloned()
+        };
+        let found = match split(asked) {
+            // The merged names of old (`server/name`) are still understood (no name
+            // of now has a `/`).
+            Some((server, name)) => Some((server.to_owned(), name.to_owned())),
+            // Not listed yet (a 2026-07-28 host calls what it listed on another
+            // connection): listed now, as the host would see it — what a list costs.
+            None => known(asked).or_else(|| {
+                match tools {
+                    true => drop(self.tools()),
+                    false => drop(self.prompts()),
+                }
+                known(asked)
+            }),
+        };
+        let Some((server, name)) = found else {
             return Err(not_offered(
                 method,
-                &format!("{qualified:?} names no server: names are SERVER/NAME"),
+                &format!("{asked:?} names nothing this bridge lists"),
             ));
         };
         let pinned = match method {
@@ -38,15 +59,16 @@ impl Many {
             Method::GetPrompt => Some(ListKind::Prompts),
             _ => None,
         };
-        if pinned.is_some_and(|list| self.host.withheld(list, &qualified)) {
+        let host_name = qualify(&server, &name);
+        if pinned.is_some_and(|list| self.host.withheld(list, &host_name)) {
             return Err(not_offered(
                 method,
-                &format!("{qualified:?} is withheld: its definition differs from the one pinned (or is new and held until accepted)"),
+                &format!("{asked:?} is withheld: its definition differs from the one pinned (or is new and held until accepted)"),
             ));
         }
-        let session = self.session(method, server)?;
+        let session = self.session(method, &server)?;
         params.insert(member.into(), json!(name));
-        Ok((server.to_owned(), session))
+        Ok((server, session))
     }
 
     /// The server that owns `uri`: the one that listed it (the first, when two did),

@@ -15,7 +15,7 @@ use super::{ConfigPolicy, Policy, Verdict};
 use crate::audit::Audit;
 
 fn audit() -> Audit {
-    Audit::open(None, Default::default(), None).unwrap()
+    Audit::open(None, Default::default(), None, Default::default()).unwrap()
 }
 
 /// The seam's `request` for `caller`.

@@ -43,10 +43,12 @@ impl Relay {
             }
         };
         let one = self.servers.one().map(|_| self.servers.name());
+        let one_slot = self.audit.metrics().server(one);
         let (upstream, policy) =
             match policy::before_one(self.policy.as_ref(), one, method, upstream, &self.audit) {
                 Ok(passed) => passed,
                 Err(e) => {
+                    self.audit.metrics().refused_request(method, one_slot);
                     let error = host_error(&e, &self.audit);
                     self.engine.respond_error(&id, &error, &mut self.out);
                     return;
@@ -116,7 +118,18 @@ impl Relay {
             .or(self.servers.one().map(|_| self.servers.name()));
         let called = called.zip(at);
         let answer = crate::audit::called(called, &self.audit, answer);
-        let (answer, abort) = futures_util::future::abortable(answer);
+        // Counted as it ends (or as the host gives up on it): atomics, no lock.
+        let metrics = self.audit.metrics();
+        let slot = server
+            .as_deref()
+            .map_or(one_slot, |s| metrics.server(Some(s)));
+        let sent = metrics.sent(method, slot);
+        let answer = async move {
+            let answer = answer.await;
+            sent.answered(answer.is_ok());
+            answer
+        };
+        let (answer, abort) = futures_util::future::abortable(answer.boxed());
         let exchange = async move {
             match answer.await {
                 Ok(answer) => Event::Forwarded(token, answer),

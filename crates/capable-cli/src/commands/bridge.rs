@@ -42,6 +42,7 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     config.oauth = Some(ctx.host_oauth());
     config.connect_timeout = ctx.global.timeout;
     config.pass_notifications = args.pass_notifications.clone();
+    config.name_separator = args.name_separator.clone();
     config.audit_log = args.audit_log.clone();
     for secret in [&args.listen_token, &args.auth_client_secret]
         .into_iter()
@@ -189,6 +190,7 @@ fn listen(args: &BridgeArgs, addr: std::net::SocketAddr, gateway: &GatewayPolicy
     listen.max_body_total = args.max_body_total;
     listen.stream_buffer = args.stream_buffer;
     listen.max_batch = args.max_batch;
+    listen.metrics = args.metrics;
     if let (Some(issuer), Some(public_url)) = (&args.auth_issuer, &args.public_url) {
         let mut auth = ListenAuth::new(issuer, public_url);
         auth.scopes = args.auth_scope.clone();

@@ -65,6 +65,12 @@ pub struct BridgeArgs {
         requires = "auth_client_id"
     )]
     pub auth_client_secret: Option<String>,
+    /// With --listen: serve `/metrics` (Prometheus) on ADDR instead of the listener's
+    /// port, with `/healthz` and `/readyz` (e.g. `127.0.0.1:9464`). Loopback unless
+    /// --allow-remote; no token there (on the listener, `/metrics` wants what `/mcp`
+    /// wants).
+    #[arg(long, value_name = "ADDR", requires = "listen")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// With --listen: a web page of this origin may call the bridge (its `Origin`
     /// accepted, its CORS preflight granted), e.g. `http://localhost:6274`; repeat for
     /// more. Without it, only pages of the listener's own origin.
@@ -109,6 +115,11 @@ pub struct BridgeArgs {
     /// that starts with `x/`. Repeat for more. Without it none reaches the host.
     #[arg(long = "pass-notification", value_name = "METHOD")]
     pub pass_notifications: Vec<String>,
+    /// Many servers (a config): what joins a server's name and a tool's or prompt's in
+    /// the merged lists (`docs__search`); 1 to 8 characters of `[a-zA-Z0-9_-]`, so every
+    /// merged name keeps to the `^[a-zA-Z0-9_-]{1,64}$` rule hosts apply.
+    #[arg(long, value_name = "SEP", default_value = "__")]
+    pub name_separator: String,
     /// Many servers (a config): only these (comma-separated names).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Vec<String>,
