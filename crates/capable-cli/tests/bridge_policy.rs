@@ -107,25 +107,30 @@ fn each_caller_sees_and_calls_only_what_its_rules_allow_in_both_eras() {
     let g = gateway_to(&["--config", file.0.to_str().unwrap()]);
     let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
     let (hers, his) = (session(&g, &alice), session(&g, &bob));
-    let all = ["docs/confirm", "docs/echo", "vault/confirm", "vault/echo"];
+    let all = [
+        "docs__confirm",
+        "docs__echo",
+        "vault__confirm",
+        "vault__echo",
+    ];
     assert_eq!(
         tools(&legacy(&g, &alice, &hers, "tools/list", json!({}))),
         all
     );
     assert_eq!(
         tools(&legacy(&g, &bob, &his, "tools/list", json!({}))),
-        ["docs/echo"]
+        ["docs__echo"]
     );
     // The same callers in 2026-07-28: the same lists, each its own.
     assert_eq!(tools(&modern(&g, &alice, "tools/list", json!({}))), all);
     assert_eq!(
         tools(&modern(&g, &bob, "tools/list", json!({}))),
-        ["docs/echo"]
+        ["docs__echo"]
     );
 
     // Bob's calls of what he is not shown: refused with the rule, nothing sent.
     let call = |name: &str| json!({"name": name, "arguments": {"message": "hi"}});
-    let denied = legacy(&g, &bob, &his, "tools/call", call("docs/confirm"));
+    let denied = legacy(&g, &bob, &his, "tools/call", call("docs__confirm"));
     assert_eq!(denied.status, 200, "{}", denied.body);
     let error = &denied.json()["error"];
     assert_eq!(error["code"], -32602, "{}", denied.body);
@@ -135,7 +140,7 @@ fn each_caller_sees_and_calls_only_what_its_rules_allow_in_both_eras() {
         "{said}"
     );
     assert!(!said.contains(&bob), "the token is never in an answer");
-    let denied = modern(&g, &bob, "tools/call", call("vault/echo"));
+    let denied = modern(&g, &bob, "tools/call", call("vault__echo"));
     assert_eq!(denied.status, 400, "{}", denied.body);
     let said = denied.json()["error"]["message"]
         .as_str()
@@ -148,13 +153,13 @@ fn each_caller_sees_and_calls_only_what_its_rules_allow_in_both_eras() {
     assert_eq!(g.bridge.sent_upstream_count("tools/call"), 0);
 
     // What they may call reaches the server: one call each.
-    let echoed = legacy(&g, &bob, &his, "tools/call", call("docs/echo"));
+    let echoed = legacy(&g, &bob, &his, "tools/call", call("docs__echo"));
     assert!(
         echoed.json()["result"]["content"].is_array(),
         "{}",
         echoed.body
     );
-    let echoed = modern(&g, &alice, "tools/call", call("vault/echo"));
+    let echoed = modern(&g, &alice, "tools/call", call("vault__echo"));
     assert_eq!(echoed.status, 200, "{}", echoed.body);
     assert_eq!(g.bridge.sent_upstream_count_until("tools/call", 2), 2);
 

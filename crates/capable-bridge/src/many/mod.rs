@@ -322,9 +322,10 @@ impl Many {
         let mut tools = Vec::new();
         for t in self.host.tools() {
             let listed = serde_json::to_value(&t.tool).unwrap_or(Value::Null);
-            if !self.listed(&t.server, Method::ListTools, &listed) {
-                continue;
-            }
+            // Named among every tool, offered to this caller or not: a name is the
+            // same for every caller, and a call of one it may not make is refused
+            // by its rule, not as unknown.
+            let offered = self.listed(&t.server, Method::ListTools, &listed);
             let schema = t.tool.input_schema_value();
             let usable = schema.get("type").and_then(Value::as_str) == Some("object")
                 && capable::compile_schema(&schema).is_ok();
@@ -338,21 +339,22 @@ impl Many {
             }
             let mut tool = listed;
             without_task_support(&mut tool);
-            tools.push((t.server, t.tool.name, tool));
+            tools.push((t.server, t.tool.name, tool, offered));
         }
         json!({"tools": self.named(tools, &self.tool_names)})
     }
 
-    /// `entries` (server, name, the entry) under the names every host accepts
-    /// (`names.rs`), their originals in `_meta`; `routes` learns them.
+    /// `entries` (server, name, the entry, whether it is offered to the caller) under
+    /// the names every host accepts (`names.rs`), their originals in `_meta`; `routes`
+    /// learns them all, the list holds those offered.
     fn named(
         &self,
-        entries: Vec<(String, String, Value)>,
+        entries: Vec<(String, String, Value, bool)>,
         routes: &Mutex<HashMap<String, (String, String)>>,
     ) -> Vec<Value> {
         let pairs: Vec<(&str, &str)> = entries
             .iter()
-            .map(|(server, name, _)| (server.as_str(), name.as_str()))
+            .map(|(server, name, _, _)| (server.as_str(), name.as_str()))
             .collect();
         let named = names::assign(&pairs, &self.separator);
         for said in &named.said {
@@ -360,8 +362,12 @@ impl Many {
         }
         let mut learnt = HashMap::with_capacity(entries.len());
         let mut listed = Vec::with_capacity(entries.len());
-        for ((server, name, mut entry), given) in entries.into_iter().zip(named.names) {
+        for ((server, name, mut entry, offered), given) in entries.into_iter().zip(named.names) {
             let Some(given) = given else { continue };
+            if !offered {
+                learnt.insert(given, (server, name));
+                continue;
+            }
             entry["name"] = json!(given);
             let origin = json!({"server": server, "name": name});
             match entry.get_mut("_meta").and_then(Value::as_object_mut) {
@@ -400,16 +406,14 @@ impl Many {
     }
 
     fn prompts(&self) -> Value {
-        let prompts: Vec<(String, String, Value)> = self
+        let prompts: Vec<(String, String, Value, bool)> = self
             .host
             .prompts()
             .into_iter()
-            .filter_map(|p| {
+            .map(|p| {
                 let prompt = serde_json::to_value(&p.prompt).unwrap_or(Value::Null);
-                if !self.listed(&p.server, Method::ListPrompts, &prompt) {
-                    return None;
-                }
-                Some((p.server, p.prompt.name, prompt))
+                let offered = self.listed(&p.server, Method::ListPrompts, &prompt);
+                (p.server, p.prompt.name, prompt, offered)
             })
             .collect();
         json!({"prompts": self.named(prompts, &self.prompt_names)})

@@ -71,6 +71,16 @@ impl Many {
         Ok((server, session))
     }
 
+    /// The name its server knows the tool a host calls `merged` by (as listed, or
+    /// `server/name`), if the bridge knows it.
+    pub fn own_tool_name(&self, merged: &str) -> Option<String> {
+        if let Some((_, name)) = split(merged) {
+            return Some(name.to_owned());
+        }
+        let routes = self.tool_names.lock().unwrap_or_else(|e| e.into_inner());
+        routes.get(merged).map(|(_, name)| name.clone())
+    }
+
     /// The server that owns `uri`: the one that listed it (the first, when two did),
     /// or whose template it fits (the longest prefix).
     pub fn owner_of(&self, uri: &str) -> Option<String> {

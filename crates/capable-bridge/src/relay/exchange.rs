@@ -116,7 +116,8 @@ impl Relay {
         let at = server
             .as_deref()
             .or(self.servers.one().map(|_| self.servers.name()));
-        let called = called.zip(at);
+        // The tool as its server names it (a merged name is the bridge's own).
+        let called = called.map(|tool| self.servers.own_tool_name(tool)).zip(at);
         let answer = crate::audit::called(called, &self.audit, answer);
         // Counted as it ends (or as the host gives up on it): atomics, no lock.
         let metrics = self.audit.metrics();

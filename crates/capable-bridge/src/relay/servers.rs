@@ -129,6 +129,15 @@ impl Servers {
         }
     }
 
+    /// The name the server knows a tool by: `tool` as the host named it, less what
+    /// merging many servers' lists added (one server's tools keep their names).
+    pub fn own_tool_name(&self, tool: String) -> String {
+        match self {
+            Servers::One(_) => tool,
+            Servers::Many(many) => many.own_tool_name(&tool).unwrap_or(tool),
+        }
+    }
+
     /// Follows what the servers tell (notifications, events, restarts) on `queue`.
     pub fn follow(&mut self, queue: &mut super::Queue) {
         match self {
