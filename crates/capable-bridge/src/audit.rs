@@ -74,14 +74,10 @@ pub fn called(
     audit: &Arc<Audit>,
     answer: BoxFuture<'static, Result<Payload, capable::Error>>,
 ) -> BoxFuture<'static, Result<Payload, capable::Error>> {
+    // `tool` is the server's own name of it (`Servers::own_tool_name`), as the
+    // `denied` lines name it.
     let Some((tool, server)) = call else {
         return answer;
-    };
-    // The server's own name of the tool (many servers' `server/name` less `server/`),
-    // as the `denied` lines name it.
-    let tool = match tool.strip_prefix(server).and_then(|t| t.strip_prefix('/')) {
-        Some(own) => own.to_owned(),
-        None => tool,
     };
     let (audit, server, started) = (audit.clone(), server.to_owned(), Instant::now());
     answer

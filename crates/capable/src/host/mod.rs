@@ -448,13 +448,18 @@ impl Host {
     /// Whether `qualified` (`server/name`) is a tool or prompt (`list`) the host's pins
     /// withhold: its definition changed since it was pinned, or it is new and held.
     pub fn withheld(&self, list: ListKind, qualified: &str) -> bool {
+        // Without pins nothing is withheld: a call pays for no lookup.
+        if self.shared.pins.is_none() {
+            return false;
+        }
         let Some((server, name)) = split(qualified) else {
             return false;
         };
-        self.all()
-            .iter()
-            .find(|s| s.name == server)
-            .is_some_and(|s| s.slot().lists.is_withheld(list, name))
+        let found = {
+            let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+            servers.iter().find(|s| s.name == server).cloned()
+        };
+        found.is_some_and(|s| s.slot().lists.is_withheld(list, name))
     }
 
     /// Every ready server's resources, under `server/uri`.
