@@ -6,9 +6,14 @@ as a real interop peer in both eras:
 
 Tools: `echo` (text), `forecast` (structured output: an `outputSchema` from its return
 type), `shout` (an MCP Apps tool: `_meta.ui.resourceUri`), and a `ui://` resource.
+
+With `PEER_ECHO_DESCRIPTION_FILE` set, `echo` describes itself with that file's text, read
+as the server starts: a server whose tool definition changes between two starts, as a
+server that changes a reviewed tool under its users would.
 """
 
 import argparse
+import os
 from typing_extensions import TypedDict
 
 from fastmcp import FastMCP
@@ -16,7 +21,10 @@ from fastmcp import FastMCP
 mcp = FastMCP(name="capable-fastmcp-peer", instructions="FastMCP peer for capable.")
 
 
-@mcp.tool()
+_described = os.environ.get("PEER_ECHO_DESCRIPTION_FILE")
+
+
+@mcp.tool(description=open(_described).read() if _described else None)
 def echo(message: str) -> str:
     """Echo a message."""
     return message

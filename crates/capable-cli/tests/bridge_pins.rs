@@ -132,3 +132,76 @@ fn a_lock_file_edited_by_hand_stops_the_start_saying_why() {
         run.stderr
     );
 }
+
+/// A server nobody here wrote (FastMCP) whose `echo` takes its description from a file:
+/// the host never sees the changed tool until `capable pins accept` takes it, then sees
+/// it as it now is.
+#[test]
+fn a_fastmcp_tool_changed_between_starts_reaches_the_host_only_once_accepted() {
+    const FASTMCP: &str = ".peers/fastmcp/bin/python";
+    if !common::peers_wanted(&[FASTMCP]) {
+        return;
+    }
+    let path = |rel: &str| common::workspace().join(rel).display().to_string();
+    let description = common::TempFile::new("bridge-pins-fastmcp.txt", FIRST);
+    let lock = common::TempFile::new("bridge-pins-fastmcp.pins.json", "");
+    std::fs::remove_file(&lock.0).unwrap();
+    let pins = ["--pins", lock.path()];
+    let entry = json!({"peer": {
+        "command": path(FASTMCP),
+        "args": [path("tests/peers/fastmcp_server.py")],
+        "env": {"PEER_ECHO_DESCRIPTION_FILE": description.path()},
+    }});
+    let echo = |b: &mut bridge_support::Bridge| {
+        tools(b, 1)
+            .into_iter()
+            .find(|(name, _)| name == "peer__echo")
+            .map(|(_, description)| description)
+    };
+
+    let (mut b, config) = bridge("pins-fastmcp", entry, &pins);
+    b.initialize(V, json!({}));
+    assert_eq!(
+        echo(&mut b).as_deref(),
+        Some(FIRST),
+        "pinned on first sight"
+    );
+    assert_eq!(b.close(), Some(0));
+
+    std::fs::write(&description.0, RUG).unwrap();
+    let start = || {
+        let mut b =
+            bridge_support::Bridge::start(&["--config", config.path(), "--pins", lock.path()]);
+        b.initialize(V, json!({}));
+        b
+    };
+    let mut b = start();
+    assert_eq!(echo(&mut b), None, "the changed tool is not listed");
+    let evidence = b.audit_until(|l| l["event"] == "definition_changed");
+    assert_eq!(evidence["server"], "peer");
+    assert_eq!(evidence["now"]["definition"]["description"], RUG);
+    assert_eq!(b.close(), Some(0));
+
+    let t = std::time::Duration::from_secs(60);
+    let accepted = common::capable(
+        &[
+            "pins",
+            "accept",
+            "peer/echo",
+            "--config",
+            config.path(),
+            "--file",
+            lock.path(),
+        ],
+        t,
+    );
+    accepted.expect_code(0);
+
+    let mut b = start();
+    assert_eq!(
+        echo(&mut b).as_deref(),
+        Some(RUG),
+        "listed as it now is, once accepted"
+    );
+    assert_eq!(b.close(), Some(0));
+}

@@ -59,6 +59,12 @@ pub use names::valid_separator;
 /// The longest a host's first request waits for the servers' first starts.
 const START_WAIT: Duration = Duration::from_secs(5);
 
+/// When no server is ready after [`START_WAIT`] but some are still in their first
+/// start, the longest the host waits more for them: a host answered with nothing ready
+/// would be offered no tools at all, and a legacy host never learns of a capability
+/// declared later. 5 s + 7 s stays inside the 15 s hosts give a server to start.
+const NONE_READY_WAIT: Duration = Duration::from_secs(7);
+
 /// The servers of a config, as one (see the module documentation).
 pub struct Many {
     host: Arc<Host>,
@@ -133,6 +139,9 @@ impl Many {
         // after START_WAIT): a server that keeps crashing, or one slow to start, joins
         // later, its lists announced with `list_changed`, its restarts in the audit.
         let _ = tokio::time::timeout(START_WAIT, host.started()).await;
+        if !host.servers().iter().any(|s| s.state.is_ready()) {
+            let _ = tokio::time::timeout(NONE_READY_WAIT, host.started()).await;
+        }
         // What happened while they started is the state the host is offered; only what
         // comes after is news.
         let events = host.events();
