@@ -98,7 +98,9 @@ function renderNav() {
     type: 'button', 'data-testid': 'server', 'data-name': s.name,
     'aria-current': s.name === app.selected ? 'true' : 'false',
     onclick: () => { app.selected = s.name; render(); },
-  }, h('span', {}, s.name), badge(s.state, s.state, { 'data-testid': 'server-state' }))));
+  }, h('span', {}, s.name),
+  (s.pins || []).length ? badge('held ' + s.pins.length, 'failed', { 'data-testid': 'server-held', title: 'definitions held back by the pins: see its Overview' }) : null,
+  badge(s.state, s.state, { 'data-testid': 'server-state' }))));
 }
 
 /**
@@ -196,7 +198,7 @@ function listen() {
     // A server's stderr is followed while its panel is shown (each line re-reads the
     // tail, coalesced); another panel reads it when it is opened.
     stderr: (d) => { if (d.server === app.selected && app.tab === 'stderr') refresh(); },
-    state: changed, lists: changed, violation: changed, notice: changed,
+    state: changed, lists: changed, violation: changed, notice: changed, pins: changed,
   }, (text, on) => { live.textContent = text; live.className = on ? 'live on' : 'live'; });
 }
 

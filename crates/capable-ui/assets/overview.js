@@ -1,8 +1,10 @@
 // A server at a glance: who it is, what it declared (the capability matrix exactly
 // as declared, the raw JSON one click away), what a host may therefore call (the
-// gating table's actions), its instructions, and the violations and notices so far.
+// gating table's actions), its instructions, the definitions its pins hold back, and
+// the violations and notices so far.
 
 import { h, json, badge } from './dom.js';
+import { pinsCard } from './pins.js';
 
 function yesNo(v) {
   if (v === null || v === undefined) return h('td', { class: 'muted' }, '');
@@ -30,6 +32,9 @@ export function overview(s) {
     if (s.listErrors && s.listErrors.length) out.appendChild(json(s.listErrors));
     return out;
   }
+  // First: a definition that changed under the user matters more than the rest.
+  const held = pinsCard(s);
+  if (held) out.appendChild(held);
   const i = s.inspect;
   const info = i.serverInfo || {};
   out.appendChild(h('div', { class: 'grid2' },

@@ -3,6 +3,7 @@
 // call shows its progress as it comes, can be cancelled, and its result is shown
 // with its structuredContent beside the check against the tool's outputSchema.
 
+import { heldBack } from './pins.js';
 import { h, fill, json, post, errorText } from './dom.js';
 import { panel } from './app.js';
 import { schemaForm } from './form.js';
@@ -218,6 +219,10 @@ export function toolsPanel(s) {
   const hidden = s.appOnlyTools || [];
   if (!el.appOnly) { el.appOnly = h('p', { class: 'muted', 'data-testid': 'app-only-tools' }); el.prepend(el.appOnly); }
   fill(el.appOnly, hidden.length ? 'Visible only to apps (their views call them), not listed: ' + hidden.join(', ') : '');
+  const held = heldBack(s, 'tool');
+  if (!el.held) { el.held = h('p', { class: 'notice', 'data-testid': 'held-tools' }); el.prepend(el.held); }
+  fill(el.held, held.length ? 'Withheld by the pins (their definitions changed or are new; see the Overview to accept): ' + held.join(', ') : '');
+  el.held.hidden = !held.length;
   return el;
 }
 

@@ -39,6 +39,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("/history.js", include_str!("../assets/history.js"), JS),
     ("/complete.js", include_str!("../assets/complete.js"), JS),
     ("/diff.js", include_str!("../assets/diff.js"), JS),
+    ("/pins.js", include_str!("../assets/pins.js"), JS),
 ];
 
 /// A route for every file of the page.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use capable::config::ConfigEntry;
-use capable::host::OAuthProvider;
+use capable::host::{OAuthProvider, PinStore};
 use capable::internal::secrets::Secrets;
 use capable::ClientOptions;
 
@@ -28,6 +28,10 @@ pub struct UiOptions {
     pub secrets: Secrets,
     /// The port on 127.0.0.1 (0, the default: any free one).
     pub port: u16,
+    /// The servers' tools and prompts judged against pinned definitions as their
+    /// lists arrive: a changed one is withheld (not offered, its call refused) and
+    /// shown with the difference and an accept button. None by default.
+    pub pins: Option<PinStore>,
 }
 
 impl UiOptions {
@@ -40,6 +44,7 @@ impl UiOptions {
             oauth: None,
             secrets: Secrets::default(),
             port: 0,
+            pins: None,
         }
     }
 }

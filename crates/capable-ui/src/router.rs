@@ -52,6 +52,7 @@ pub fn router(state: Arc<AppState>, gate: Gate) -> Router {
         .route("/api/disconnect", post(servers::disconnect))
         .route("/api/ping", post(servers::ping))
         .route("/api/export", post(servers::export))
+        .route("/api/pins/accept", post(servers::accept_pin))
         .route("/api/roots", post(roots::roots))
         .route("/api/log-level", post(logging::set_level))
         .route("/api/login", post(login::start))

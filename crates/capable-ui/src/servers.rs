@@ -55,6 +55,7 @@ impl Servers {
             restart: RestartPolicy::never(),
             connect_timeout: Some(options.timeout),
             oauth: options.oauth.clone(),
+            pins: options.pins.clone(),
             ..HostOptions::default()
         });
         // Subscribed before any server is added: no `starting` is missed.
@@ -203,6 +204,37 @@ impl Servers {
             .collect()
     }
 
+    /// Refused when the host's pins withhold `name` of `list` on server `server` (its
+    /// definition changed since it was pinned, or it is new and held): nothing is sent.
+    pub fn not_withheld(&self, list: ListKind, server: &str, name: &str) -> Result<(), ApiError> {
+        if !self
+            .host
+            .withheld(list, &capable::host::qualify(server, name))
+        {
+            return Ok(());
+        }
+        Err(ApiError::not_offered(format!(
+            "{name} is withheld: its definition differs from the one pinned (or is new and held); \
+             accept it in the Overview first — nothing was sent"
+        )))
+    }
+
+    /// Accepts the definition `name` of server `server` that waits in the pins, and
+    /// reads its list again: it is offered from now on.
+    pub async fn accept_pin(&self, server: &str, name: &str) -> Result<Value, ApiError> {
+        self.entry(server)?;
+        let accepted = self
+            .host
+            .accept_pins(|s, n| s == server && n == name)
+            .await?;
+        if accepted.is_empty() {
+            return Err(ApiError::usage(format!(
+                "nothing of {server} named {name:?} waits to be accepted"
+            )));
+        }
+        Ok(json!({"accepted": accepted}))
+    }
+
     /// What the page shows of server `name` (its entry of `GET /api/servers`).
     pub fn one_named(&self, name: &str) -> Result<Value, ApiError> {
         Ok(self.one(self.entry(name)?))
@@ -234,6 +266,15 @@ impl Servers {
             // An HTTP server that wants a login the page can start.
             let http = matches!(entry.target, Ok(ServerTarget::Http { .. }));
             v["login"] = json!(http && self.oauth.is_some() && e.kind() == ErrorKind::AuthRequired);
+        }
+        // What the pins hold back: changed or new definitions, each with both sides.
+        if let Some(pins) = self.host.pins() {
+            let pending: Vec<_> = pins
+                .pending()
+                .into_iter()
+                .filter(|p| p.key().0 == name)
+                .collect();
+            v["pins"] = json!(pending);
         }
         v["restarts"] = json!(status.restarts);
         if let Some(h) = status.handshake {
@@ -440,6 +481,11 @@ impl Servers {
                     "notice",
                     json!({"server": server, "text": notice.to_string()}),
                 );
+            }
+            HostEvent::DefinitionChanged { .. }
+            | HostEvent::DefinitionHeld { .. }
+            | HostEvent::PinsUnsaved { .. } => {
+                bus.publish("pins", json!({"server": server}));
             }
             HostEvent::Stderr { line, .. } => {
                 bus.publish("stderr", json!({"server": server, "line": &*line}));

@@ -6,6 +6,7 @@
 use std::io::Write;
 
 use capable::config::{ConfigEntry, ConfigFile, ServerTarget};
+use capable::host::{PinPolicy, PinStore};
 use capable_ui::{Ui, UiOptions};
 
 use super::Context;
@@ -14,7 +15,9 @@ use crate::flags::UiArgs;
 
 /// Serves the inspector until Ctrl-C (exit 0) or another signal.
 pub async fn run(ctx: &Context, args: &UiArgs) -> Result<(), CliError> {
-    let mut options = UiOptions::new(entries(ctx, args)?);
+    let (servers, config) = entries(ctx, args)?;
+    let mut options = UiOptions::new(servers);
+    options.pins = pins(args, config.as_deref())?;
     options.client = ctx.options();
     options.timeout = ctx.global.timeout;
     options.oauth = Some(ctx.host_oauth());
@@ -49,8 +52,25 @@ fn usage(e: capable_ui::UiError) -> CliError {
     CliError::Usage(e.to_string())
 }
 
-/// The servers to show: the one named on the command line, else the config's.
-fn entries(ctx: &Context, args: &UiArgs) -> Result<Vec<ConfigEntry>, CliError> {
+/// The pins the page judges definitions against: `--pins FILE`, else beside the
+/// config (none for a server named on the command line, or with `--no-pins`).
+fn pins(args: &UiArgs, config: Option<&str>) -> Result<Option<PinStore>, CliError> {
+    if args.no_pins {
+        return Ok(None);
+    }
+    let path = match (&args.pins, config) {
+        (Some(file), _) => file.clone(),
+        (None, Some(config)) => PinStore::beside(std::path::Path::new(config)),
+        (None, None) => return Ok(None),
+    };
+    PinStore::open(path, PinPolicy::default())
+        .map(Some)
+        .map_err(|e| CliError::Usage(format!("pinned definitions: {e}")))
+}
+
+/// The servers to show: the one named on the command line, else the config's (and
+/// the config file's path).
+fn entries(ctx: &Context, args: &UiArgs) -> Result<(Vec<ConfigEntry>, Option<String>), CliError> {
     let g = &ctx.global;
     let named = g.server.is_some() || g.url.is_some() || !args.server.command.is_empty();
     if named {
@@ -70,10 +90,11 @@ fn entries(ctx: &Context, args: &UiArgs) -> Result<Vec<ConfigEntry>, CliError> {
         if let ServerTarget::Stdio(c) = &mut target {
             c.inherit_env = g.inherit_env;
         }
-        return Ok(vec![ConfigEntry {
+        let entry = ConfigEntry {
             name,
             target: Ok(target),
-        }]);
+        };
+        return Ok((vec![entry], None));
     }
     let mut file = ConfigFile::load(g.config.as_deref())?;
     for entry in &mut file.servers {
@@ -84,7 +105,7 @@ fn entries(ctx: &Context, args: &UiArgs) -> Result<Vec<ConfigEntry>, CliError> {
             }
         }
     }
-    Ok(file.servers)
+    Ok((file.servers, Some(file.path)))
 }
 
 /// Whether a browser could show a window here.

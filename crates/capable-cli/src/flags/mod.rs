@@ -243,6 +243,14 @@ pub struct UiArgs {
     /// Print the URL but do not open a browser.
     #[arg(long)]
     pub no_open: bool,
+    /// Pin each tool's and prompt's definition on first sight in FILE (default, with a
+    /// config: `NAME.pins.json` beside it); one that later differs is withheld and
+    /// shown with the difference and an accept button.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_pins")]
+    pub pins: Option<PathBuf>,
+    /// Judge no definitions against pins.
+    #[arg(long)]
+    pub no_pins: bool,
     #[command(flatten)]
     pub server: ServerArgs,
 }

@@ -100,8 +100,31 @@ fn the_inspector_in_a_real_browser() {
                    "args": [common::servers::path("tests/peers/python_server.py")]}),
         );
     }
+    // A server whose `echo` was pinned as it first described it, and now describes
+    // otherwise: the pins are written by `capable tools --all` over a config of it alone.
+    let pins = ui_support::tempdir::Dir::new("ui-pins");
+    let first = pins.path().join("first.json");
+    let before = json!({"command": common::bin(), "args": ["fixture", "--profile", "no-resources"],
+        "env": {"CAPABLE_FIXTURE_ECHO_DESCRIPTION": beyond::PINNED}});
+    std::fs::write(
+        &first,
+        json!({"mcpServers": {"pinned": before}}).to_string(),
+    )
+    .unwrap();
+    let first = first.to_string_lossy().into_owned();
+    let wait = std::time::Duration::from_secs(60);
+    common::capable(&["tools", "--all", "--config", &first], wait).expect_code(0);
+    let mut pinned = fixture_entry(&["--profile", "no-resources"]);
+    let lock = pins.path().join("first.pins.json");
+    let lock = lock.to_string_lossy().into_owned();
+    pinned["env"] = json!({"CAPABLE_FIXTURE_ECHO_DESCRIPTION": beyond::CHANGED});
+    servers.insert("pinned".into(), pinned);
+
     let count = servers.len();
-    let ui = Ui::with_config_and(&json!({ "mcpServers": Value::Object(servers) }), &[]);
+    let ui = Ui::with_config_and(
+        &json!({ "mcpServers": Value::Object(servers) }),
+        &["--pins", &lock],
+    );
     let browser = driver.browser(1280, 1000);
     let b = &browser;
     eprintln!("started: {:?}", started.elapsed());
@@ -163,6 +186,10 @@ fn the_inspector_in_a_real_browser() {
     step("beyond::a_report_of_the_session", || {
         beyond::a_report_of_the_session(b, &ui)
     });
+    step(
+        "beyond::a_changed_definition_held_back_until_accepted",
+        || beyond::a_changed_definition_held_back_until_accepted(b, &ui),
+    );
     if peers {
         step("everything::panels", || everything::panels(b));
         step("inspector::sampling_answered_in_the_page", || {

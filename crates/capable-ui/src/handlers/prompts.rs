@@ -26,6 +26,8 @@ pub async fn get(
     deadline: Deadline,
     Command(c): Command<GetPrompt>,
 ) -> Answer {
+    app.servers
+        .not_withheld(capable::host::ListKind::Prompts, &c.server, &c.name)?;
     let session = app.servers.session(&c.server)?;
     let result = deadline
         .run(session.get_prompt(&c.name, c.arguments.as_ref()))

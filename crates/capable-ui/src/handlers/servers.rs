@@ -1,5 +1,6 @@
 //! The servers: `GET /api/servers` (the state of everything), connect and disconnect
-//! one, ping it, export it (its `mcpServers` entry, a `capable` command).
+//! one, ping it, export it (its `mcpServers` entry, a `capable` command), accept a
+//! definition its pins hold back.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -57,4 +58,17 @@ pub async fn export(State(app): State<Arc<AppState>>, Command(c): Command<OnServ
         "mcpServers": {(c.server.clone()): crate::export::entry(&target)},
         "command": crate::export::command(&target),
     })))
+}
+
+/// `{server, name}`: a definition that waits in the pins.
+#[derive(serde::Deserialize)]
+pub struct Pinned {
+    server: String,
+    name: String,
+}
+
+/// `POST /api/pins/accept {server, name}`: the tool or prompt pinned as the server lists
+/// it now (the lock file written), its list read again so that it is offered.
+pub async fn accept_pin(State(app): State<Arc<AppState>>, Command(c): Command<Pinned>) -> Answer {
+    Ok(Reply(app.servers.accept_pin(&c.server, &c.name).await?))
 }

@@ -41,6 +41,8 @@ pub async fn call(
     Deadline(timeout): Deadline,
     Command(c): Command<Call>,
 ) -> Result<Response, ApiError> {
+    app.servers
+        .not_withheld(capable::host::ListKind::Tools, &c.server, &c.tool)?;
     let session = app.servers.session(&c.server)?;
     let tool = app
         .servers

@@ -142,6 +142,13 @@ pub enum HostError {
         /// The name given.
         name: String,
     },
+    /// The pinned definitions could not be read or written (accepting a change).
+    #[error("pinned definitions: {error}")]
+    Pins {
+        /// Why.
+        #[source]
+        error: Arc<PinStoreError>,
+    },
     /// The server's session failed the operation (refused by its gating table,
     /// answered with an error, …).
     #[error("{server}: {error}")]
@@ -443,6 +450,41 @@ impl Host {
     /// The host's pinned definitions, if it has them ([`HostOptions::pins`]).
     pub fn pins(&self) -> Option<&PinStore> {
         self.shared.pins.as_ref()
+    }
+
+    /// Accepts the definitions waiting in the host's pins ([`PinStore::pending`]) that
+    /// `wanted(server, name)` picks — each pinned as it is now ([`PinStore::accept`]) —
+    /// and reads their servers' lists again, so that they join the merged view at
+    /// once ([`HostEvent::ListChanged`]). Returns what was accepted; nothing without
+    /// pins.
+    pub async fn accept_pins(
+        &self,
+        wanted: impl Fn(&str, &str) -> bool,
+    ) -> Result<Vec<Pending>, HostError> {
+        let Some(pins) = &self.shared.pins else {
+            return Ok(Vec::new());
+        };
+        let accepted = pins.accept(wanted).map_err(|error| HostError::Pins {
+            error: Arc::new(error),
+        })?;
+        let mut lists: Vec<(String, ListKind)> = Vec::new();
+        for pending in &accepted {
+            let (server, kind, _) = pending.key();
+            let list = match kind {
+                capable_core::PinKind::Tool => ListKind::Tools,
+                capable_core::PinKind::Prompt => ListKind::Prompts,
+                _ => continue,
+            };
+            if !lists.iter().any(|(s, l)| s == server && *l == list) {
+                lists.push((server.to_owned(), list));
+            }
+        }
+        for (server, list) in lists {
+            if let Ok(server) = self.find(&server) {
+                server.reread(&self.shared, list).await;
+            }
+        }
+        Ok(accepted)
     }
 
     /// Whether `qualified` (`server/name`) is a tool or prompt (`list`) the host's pins

@@ -210,6 +210,18 @@ impl Server {
         }
     }
 
+    /// Reads `list` again now, as after its `list_changed` (its pins were accepted);
+    /// nothing when the server is not ready.
+    pub(super) async fn reread(&self, host: &Shared, list: ListKind) {
+        let session = self.slot().session.clone();
+        let Some(session) = session else {
+            return;
+        };
+        if let Some(outcome) = catalog::fetch(&session, list).await {
+            self.refreshed(host, list, outcome);
+        }
+    }
+
     /// `fetched` as the host's pins let it into the merged view (all of it without
     /// pins; resources are not pinned), and the names they keep out; what they
     /// withheld, held or could not save goes into `events`.

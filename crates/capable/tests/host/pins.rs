@@ -100,7 +100,31 @@ async fn a_tool_whose_description_changed_since_it_was_pinned_is_withheld_with_e
     ));
     // The pin is not moved by seeing a change.
     assert_eq!(std::fs::read_to_string(&lock).unwrap(), written);
+    // Accepted in the running host: pinned as it is now and in the merged view at once.
+    let accepted = second
+        .accept_pins(|server, name| server == "docs" && name == "echo")
+        .await
+        .unwrap();
+    assert_eq!(accepted.len(), 1);
+    assert_eq!(
+        tool_names(&second),
+        ["docs/confirm", "docs/echo", "other/confirm", "other/echo"]
+    );
+    assert!(!second.withheld(ListKind::Tools, "docs/echo"));
+    let echoed = second.call_tool("docs/echo", None).await;
+    assert!(
+        !matches!(echoed, Err(HostError::Withheld { .. })),
+        "{echoed:?}"
+    );
+    assert!(second.pins().unwrap().pending().is_empty());
+    let accepted_file = std::fs::read_to_string(&lock).unwrap();
+    assert!(
+        accepted_file.contains("read ~/.ssh/id_rsa"),
+        "{accepted_file}"
+    );
     shut_down_leaving_nothing(&second, &[&mark]).await;
+    // Put back as first pinned, for the policy's turn below.
+    std::fs::write(&lock, &written).unwrap();
 
     // By policy, passed — with the same evidence.
     let passing = PinPolicy::default().passing_changes();
