@@ -15,7 +15,6 @@ use capable::config::{ConfigEntry, ServerTarget};
 use capable::host::{
     Host, HostError, HostEvent, HostOptions, ListKind, OAuthProvider, ServerError, ServerState,
 };
-use capable::internal::model::ResourceTemplate;
 use capable::internal::restart::RestartPolicy;
 use capable::{Capability, ClientOptions, Direction, ErrorKind, Flag, Method, Roots, Session, Tap};
 use serde_json::{json, Value};
@@ -221,7 +220,7 @@ impl Servers {
 
     /// Accepts the definition `name` of server `server` that waits in the pins, and
     /// reads its list again: it is offered from now on.
-    pub async fn accept_pin(&self, server: &str, name: &str) -> Result<Value, ApiError> {
+    pub async fn accept_pin(self: &Arc<Self>, server: &str, name: &str) -> Result<Value, ApiError> {
         self.entry(server)?;
         let accepted = self
             .host
@@ -232,6 +231,8 @@ impl Servers {
                 "nothing of {server} named {name:?} waits to be accepted"
             )));
         }
+        // The host reads tools and prompts again; the templates are the page's to read.
+        tokio::spawn(read_templates(Arc::downgrade(self), server.to_owned()));
         Ok(json!({"accepted": accepted}))
     }
 
@@ -514,7 +515,11 @@ async fn read_templates(servers: Weak<Servers>, name: String) {
         json!([])
     } else {
         match session.list_resource_templates().await {
-            Ok(list) => json!(list.into_iter().collect::<Vec<ResourceTemplate>>()),
+            // Judged by the pins as tools are: a changed one is held back.
+            Ok(list) => match servers.upgrade() {
+                Some(s) => json!(s.host.pinned_templates(&name, list)),
+                None => return,
+            },
             Err(_) => json!([]),
         }
     };

@@ -77,7 +77,11 @@ async fn diff(ctx: &Context, file: Option<PathBuf>) -> Result<(), CliError> {
         ctx,
         "pins diff",
         Pinning::Look(file),
-        async |host: &Host| Ok(host.pins().map(|p| p.pending()).unwrap_or_default()),
+        async |host: &Host| {
+            // Templates are judged only when read: read them.
+            host.templates().await;
+            Ok(host.pins().map(|p| p.pending()).unwrap_or_default())
+        },
     )
     .await?;
     if ctx.global.json {
@@ -113,6 +117,7 @@ async fn accept(ctx: &Context, file: Option<PathBuf>, names: &[String]) -> Resul
             let Some(store) = host.pins() else {
                 return Ok(Vec::new());
             };
+            host.templates().await;
             store
                 .accept(wanted)
                 .map_err(|e| CliError::Usage(format!("pinned definitions: {e}")))

@@ -58,6 +58,21 @@ pub(super) fn confirm_text(answer: &Value) -> String {
     )
 }
 
+/// The resource templates the profiles with resources serve: none, or — with
+/// `CAPABLE_FIXTURE_TEMPLATE_DESCRIPTION` set — `docs://manual/{version}` described so,
+/// a template that changes between two starts for the pinned-definition tests.
+pub(super) fn templates() -> Vec<Value> {
+    match std::env::var("CAPABLE_FIXTURE_TEMPLATE_DESCRIPTION") {
+        Ok(description) => vec![json!({
+            "uriTemplate": "docs://manual/{version}",
+            "name": "manual",
+            "description": description,
+            "mimeType": "text/plain"
+        })],
+        Err(_) => Vec::new(),
+    }
+}
+
 /// The tools most profiles serve: `echo` and `confirm`. `echo`'s description is
 /// `CAPABLE_FIXTURE_ECHO_DESCRIPTION` when set: a server whose tool changes between
 /// two starts, for the pinned-definition tests.
@@ -117,7 +132,7 @@ pub(super) fn serve(f: &Arc<Fixture>, request: ClientRequest) {
             ]})),
         ),
         Method::ListResourceTemplates => {
-            f.result(&id, &cacheable(json!({"resourceTemplates": []})))
+            f.result(&id, &cacheable(json!({"resourceTemplates": templates()})))
         }
         Method::ReadResource => read(f, &id, uri(), cacheable),
         Method::Subscribe | Method::Unsubscribe if f.profile == Profile::Subscribe => {

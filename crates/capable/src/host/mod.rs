@@ -72,7 +72,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable_core::model::{CallToolResult, GetPromptResult, JsonObject};
+use capable_core::model::{CallToolResult, GetPromptResult, JsonObject, ResourceTemplate};
 use tokio::sync::{broadcast, watch};
 
 use crate::config::{ConfigEntry, ConfigFile, ServerTarget};
@@ -450,6 +450,62 @@ impl Host {
     /// The host's pinned definitions, if it has them ([`HostOptions::pins`]).
     pub fn pins(&self) -> Option<&PinStore> {
         self.shared.pins.as_ref()
+    }
+
+    /// Every ready server's resource templates (`resources/templates/list`, where it
+    /// declared resources), read now — the host keeps no list of them — and judged by
+    /// its pins as tools are ([`Host::pinned_templates`]), by server. A server whose
+    /// list fails is left out.
+    pub async fn templates(&self) -> Vec<(String, Vec<ResourceTemplate>)> {
+        let mut all = Vec::new();
+        for status in self.servers() {
+            let Ok(session) = self.session(&status.name) else {
+                continue;
+            };
+            if session
+                .check(capable_core::Method::ListResourceTemplates)
+                .is_err()
+            {
+                continue;
+            }
+            if let Ok(templates) = session.list_resource_templates().await {
+                let passed = self.pinned_templates(&status.name, templates);
+                all.push((status.name, passed));
+            }
+        }
+        all
+    }
+
+    /// Server `server`'s resource templates as the host's pins let them through: the
+    /// host lists no templates itself, so whoever does (a bridge, an inspector) passes
+    /// them here. Judged as tools and prompts are: one whose definition differs from its
+    /// pin is left out (unless the policy passes changes) and reported as
+    /// [`HostEvent::DefinitionChanged`], a new one pinned or held. All of them without
+    /// pins.
+    pub fn pinned_templates(
+        &self,
+        server: &str,
+        templates: Vec<ResourceTemplate>,
+    ) -> Vec<ResourceTemplate> {
+        let Some(pins) = &self.shared.pins else {
+            return templates;
+        };
+        let version = self
+            .server(server)
+            .and_then(|s| s.server_info.map(|i| i.version));
+        let mut events = Vec::new();
+        let (passed, _) = supervisor::judge(
+            server,
+            pins,
+            capable_core::PinKind::ResourceTemplate,
+            templates,
+            version,
+            &mut events,
+        );
+        for event in events {
+            self.shared.emit(event);
+        }
+        passed
     }
 
     /// Accepts the definitions waiting in the host's pins ([`PinStore::pending`]) that

@@ -237,80 +237,29 @@ impl Server {
         };
         match fetched {
             Fetched::Tools(tools) => {
-                let (tools, out) = self.judge(pins, PinKind::Tool, tools, server_version, events);
+                let (tools, out) = judge(
+                    &self.name,
+                    pins,
+                    PinKind::Tool,
+                    tools,
+                    server_version,
+                    events,
+                );
                 (Fetched::Tools(tools), out)
             }
             Fetched::Prompts(prompts) => {
-                let (prompts, out) =
-                    self.judge(pins, PinKind::Prompt, prompts, server_version, events);
+                let (prompts, out) = judge(
+                    &self.name,
+                    pins,
+                    PinKind::Prompt,
+                    prompts,
+                    server_version,
+                    events,
+                );
                 (Fetched::Prompts(prompts), out)
             }
             resources @ Fetched::Resources(_) => (resources, Vec::new()),
         }
-    }
-
-    /// The `items` of `kind` that pass `pins`, and the names kept out.
-    fn judge<T: serde::Serialize>(
-        &self,
-        pins: &PinStore,
-        kind: PinKind,
-        items: Vec<T>,
-        server_version: Option<String>,
-        events: &mut Vec<HostEvent>,
-    ) -> (Vec<T>, Vec<String>) {
-        let values: Vec<serde_json::Value> = items
-            .iter()
-            .map(|i| serde_json::to_value(i).unwrap_or_default())
-            .collect();
-        let judged = match pins.judge(&self.name, kind, &values) {
-            Ok(judged) => judged,
-            Err(error) => {
-                events.push(HostEvent::PinsUnsaved {
-                    server: self.name.clone(),
-                    error: error.to_string(),
-                });
-                // Judged all the same (the new pins held in memory): judge again,
-                // now that they are known, so that nothing changed slips through.
-                match pins.judge(&self.name, kind, &values) {
-                    Ok(judged) => judged,
-                    Err(_) => return (Vec::new(), Vec::new()),
-                }
-            }
-        };
-        let withheld = !pins.policy().pass_changed;
-        let mut out = Vec::new();
-        for change in judged.changed {
-            if withheld {
-                out.push(change.name.clone());
-            }
-            events.push(HostEvent::DefinitionChanged {
-                server: self.name.clone(),
-                server_version: server_version.clone(),
-                change: Box::new(change),
-                withheld,
-            });
-        }
-        for (name, _) in judged.held {
-            out.push(name.clone());
-            events.push(HostEvent::DefinitionHeld {
-                server: self.name.clone(),
-                kind,
-                name,
-            });
-        }
-        let mut pass = judged.pass.into_iter().peekable();
-        let passed = items
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, item)| match pass.peek() {
-                Some(&next) if next == i => {
-                    pass.next();
-                    Some(item)
-                }
-                _ => None,
-            })
-            .collect();
-        (passed, out)
     }
 
     /// The session ended: out of the slot (no new call reaches it) and out of the
@@ -654,4 +603,69 @@ async fn close(session: Arc<Session>) {
             shared.close_shared().await;
         }
     }
+}
+
+/// The `items` of `kind` that server `name`'s list brought and `pins` pass, and the
+/// names kept out; what they withheld, held or could not save goes into `events`.
+pub(super) fn judge<T: serde::Serialize>(
+    name: &str,
+    pins: &PinStore,
+    kind: PinKind,
+    items: Vec<T>,
+    server_version: Option<String>,
+    events: &mut Vec<HostEvent>,
+) -> (Vec<T>, Vec<String>) {
+    let values: Vec<serde_json::Value> = items
+        .iter()
+        .map(|i| serde_json::to_value(i).unwrap_or_default())
+        .collect();
+    let judged = match pins.judge(name, kind, &values) {
+        Ok(judged) => judged,
+        Err(error) => {
+            events.push(HostEvent::PinsUnsaved {
+                server: name.to_owned(),
+                error: error.to_string(),
+            });
+            // Judged all the same (the new pins held in memory): judge again,
+            // now that they are known, so that nothing changed slips through.
+            match pins.judge(name, kind, &values) {
+                Ok(judged) => judged,
+                Err(_) => return (Vec::new(), Vec::new()),
+            }
+        }
+    };
+    let withheld = !pins.policy().pass_changed;
+    let mut out = Vec::new();
+    for change in judged.changed {
+        if withheld {
+            out.push(change.name.clone());
+        }
+        events.push(HostEvent::DefinitionChanged {
+            server: name.to_owned(),
+            server_version: server_version.clone(),
+            change: Box::new(change),
+            withheld,
+        });
+    }
+    for (name, _) in judged.held {
+        out.push(name.clone());
+        events.push(HostEvent::DefinitionHeld {
+            server: name.to_owned(),
+            kind,
+            name,
+        });
+    }
+    let mut pass = judged.pass.into_iter().peekable();
+    let passed = items
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, item)| match pass.peek() {
+            Some(&next) if next == i => {
+                pass.next();
+                Some(item)
+            }
+            _ => None,
+        })
+        .collect();
+    (passed, out)
 }
