@@ -53,6 +53,21 @@ fn a_changed_tool_is_left_out_shown_and_accepted_from_the_command_line() {
         changed.stderr
     );
 
+    let servers = capable(&["servers", "--config", file.path()], T);
+    servers.expect_code(6);
+    assert!(
+        servers
+            .stdout
+            .contains("changed since pinned, withheld: echo"),
+        "{}",
+        servers.stdout
+    );
+    assert!(
+        servers.stdout.contains("0 of 1 healthy"),
+        "{}",
+        servers.stdout
+    );
+
     let diff = capable(&["pins", "diff", "--config", file.path()], T);
     diff.expect_code(6);
     assert!(

@@ -4,27 +4,45 @@
 //! lists read, then everything is shut down. A broken entry is a row with its error
 //! like any other; it never hides the rest. The exit code is 0 when every server is
 //! ready with its lists read, else the highest exit code among the others (so a
-//! contract violation, 6, outranks a crash, 3; a broken entry is 2).
+//! contract violation, 6, outranks a crash, 3; a broken entry is 2). A tool or prompt
+//! whose definition changed since it was pinned (the lock file beside the config;
+//! nothing is written here) is named in its server's row, and the exit code is 6.
 
 use std::time::Instant;
 
-use capable::host::{Host, ServerStatus};
+use capable::host::{Host, Pending, ServerStatus};
 use serde_json::{json, Value};
 
-use super::config_host::{trouble, with_config_host, worst_code, Pinning};
+use super::config_host::{pins_verdict, trouble, with_config_host, worst_code, Pinning};
 use super::Context;
 use crate::exit::CliError;
 use crate::output::{self, one_line, Table};
 
 pub async fn run(ctx: &Context) -> Result<(), CliError> {
     let started = Instant::now();
-    let servers = with_config_host(ctx, "capable servers", Pinning::Off, async |host: &Host| {
-        Ok(host.servers())
+    // Judged against the pins (nothing written): a definition changed since it was
+    // pinned makes its server unhealthy, as a contract violation does.
+    let look = Pinning::Look(None);
+    let (servers, pending) = with_config_host(ctx, "capable servers", look, async |host: &Host| {
+        let pending = host.pins().map(|p| p.pending()).unwrap_or_default();
+        Ok((host.servers(), pending))
     })
     .await?;
+    let changed = |name: &str| -> Vec<String> {
+        pending
+            .iter()
+            .filter(|p| matches!(p, Pending::Changed(_)) && p.key().0 == name)
+            .map(|p| p.key().2.to_owned())
+            .collect()
+    };
     let elapsed = started.elapsed();
     if ctx.global.json {
-        output::json(&servers.iter().map(row_json).collect::<Vec<_>>())?;
+        let rows = servers.iter().map(|s| {
+            let mut row = row_json(s);
+            row["withheld"] = json!(changed(&s.name));
+            row
+        });
+        output::json(&rows.collect::<Vec<_>>())?;
     } else {
         let mut t = Table::new(&[
             "server",
@@ -52,11 +70,24 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
                 s.handshake
                     .map(|h| h.as_millis().to_string())
                     .unwrap_or_else(|| "-".into()),
-                trouble(s).map_or_else(String::new, |e| one_line(&e.to_string(), 200)),
+                match (trouble(s), changed(&s.name)) {
+                    (Some(e), _) => one_line(&e.to_string(), 200),
+                    (None, names) if !names.is_empty() => one_line(
+                        &format!(
+                            "changed since pinned, withheld: {} (capable pins diff)",
+                            names.join(", ")
+                        ),
+                        200,
+                    ),
+                    (None, _) => String::new(),
+                },
             ]);
         }
         output::print(&t.render())?;
-        let ready = servers.iter().filter(|s| trouble(s).is_none()).count();
+        let ready = servers
+            .iter()
+            .filter(|s| trouble(s).is_none() && changed(&s.name).is_empty())
+            .count();
         output::print(&format!(
             "{ready} of {} healthy, checked in {} ms\n",
             servers.len(),
@@ -64,7 +95,7 @@ pub async fn run(ctx: &Context) -> Result<(), CliError> {
         ))?;
     }
     match worst_code(&servers) {
-        0 => Ok(()),
+        0 => pins_verdict(&pending).map_or(Ok(()), Err),
         code => {
             let unhealthy = servers.iter().filter(|s| trouble(s).is_some()).count();
             Err(CliError::Unhealthy {
