@@ -18,8 +18,6 @@ use crate::exit::CliError;
 /// How a config host judges its servers' definitions against their pins (the lock
 /// file beside the config, or `file`).
 pub enum Pinning {
-    /// Not at all.
-    Off,
     /// Pinned on first sight (written), changes withheld.
     Write(Option<std::path::PathBuf>),
     /// Judged, nothing written.
@@ -62,9 +60,8 @@ pub async fn with_config_host<T>(
         options
     };
     let pins = match pinning {
-        Pinning::Off => None,
-        Pinning::Write(lock) => Some(open_pins(lock, &file)?),
-        Pinning::Look(lock) => Some(open_pins(lock, &file)?.looking_only()),
+        Pinning::Write(lock) => open_pins(lock, &file)?,
+        Pinning::Look(lock) => open_pins(lock, &file)?.looking_only(),
     };
     let options = HostOptions {
         client: client(ctx),
@@ -72,7 +69,7 @@ pub async fn with_config_host<T>(
         connect_timeout: Some(g.timeout),
         shutdown_timeout: Duration::from_secs(10),
         oauth: Some(ctx.host_oauth()),
-        pins,
+        pins: Some(pins),
         ..HostOptions::default()
     };
     let host = Host::new(options);
