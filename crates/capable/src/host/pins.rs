@@ -205,13 +205,14 @@ impl PinStore {
     }
 
     /// Judges `items` (`server`'s `kind` list); new pins are written to the file
-    /// before this returns.
+    /// before this returns. The verdict stands even when that write fails (the new pins
+    /// are kept in memory for this run): the write's error comes beside it.
     pub(crate) fn judge(
         &self,
         server: &str,
         kind: PinKind,
         items: &[Value],
-    ) -> Result<Judged, PinStoreError> {
+    ) -> (Judged, Option<PinStoreError>) {
         let mut pins = self.lock();
         let judged = pins.judge(server, kind, items, self.policy);
         {
@@ -232,10 +233,11 @@ impl PinStore {
                 pending.insert(key, held);
             }
         }
-        if judged.must_save() && self.write_new {
-            self.save(&pins)?;
-        }
-        Ok(judged)
+        let unsaved = match judged.must_save() && self.write_new {
+            true => self.save(&pins).err(),
+            false => None,
+        };
+        (judged, unsaved)
     }
 
     /// Writes `pins` to the file: a temporary file beside it, renamed over it.
@@ -279,13 +281,10 @@ mod tests {
         let path = scratch("written");
         let store = PinStore::open(&path, PinPolicy::default()).unwrap();
         let v1 = [json!({"name": "search", "description": "v1"})];
-        assert_eq!(
-            store.judge("docs", PinKind::Tool, &v1).unwrap().pass,
-            vec![0]
-        );
+        assert_eq!(store.judge("docs", PinKind::Tool, &v1).0.pass, vec![0]);
         let again = PinStore::open(&path, PinPolicy::default()).unwrap();
         let v2 = [json!({"name": "search", "description": "v2"})];
-        let judged = again.judge("docs", PinKind::Tool, &v2).unwrap();
+        let (judged, _) = again.judge("docs", PinKind::Tool, &v2);
         assert!(judged.pass.is_empty());
         assert_eq!(judged.changed.len(), 1);
         assert_eq!(again.pending().len(), 1);
@@ -294,10 +293,7 @@ mod tests {
         assert_eq!(accepted.unwrap().len(), 1);
         assert!(again.pending().is_empty());
         let third = PinStore::open(&path, PinPolicy::default()).unwrap();
-        assert_eq!(
-            third.judge("docs", PinKind::Tool, &v2).unwrap().pass,
-            vec![0]
-        );
+        assert_eq!(third.judge("docs", PinKind::Tool, &v2).0.pass, vec![0]);
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
@@ -308,10 +304,7 @@ mod tests {
             .unwrap()
             .looking_only();
         let v1 = [json!({"name": "search", "description": "v1"})];
-        assert_eq!(
-            store.judge("docs", PinKind::Tool, &v1).unwrap().pass,
-            vec![0]
-        );
+        assert_eq!(store.judge("docs", PinKind::Tool, &v1).0.pass, vec![0]);
         assert!(!path.exists());
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }

@@ -619,21 +619,13 @@ pub(super) fn judge<T: serde::Serialize>(
         .iter()
         .map(|i| serde_json::to_value(i).unwrap_or_default())
         .collect();
-    let judged = match pins.judge(name, kind, &values) {
-        Ok(judged) => judged,
-        Err(error) => {
-            events.push(HostEvent::PinsUnsaved {
-                server: name.to_owned(),
-                error: error.to_string(),
-            });
-            // Judged all the same (the new pins held in memory): judge again,
-            // now that they are known, so that nothing changed slips through.
-            match pins.judge(name, kind, &values) {
-                Ok(judged) => judged,
-                Err(_) => return (Vec::new(), Vec::new()),
-            }
-        }
-    };
+    let (judged, unsaved) = pins.judge(name, kind, &values);
+    if let Some(error) = unsaved {
+        events.push(HostEvent::PinsUnsaved {
+            server: name.to_owned(),
+            error: error.to_string(),
+        });
+    }
     let withheld = !pins.policy().pass_changed;
     let mut out = Vec::new();
     for change in judged.changed {
