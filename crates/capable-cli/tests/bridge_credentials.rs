@@ -10,7 +10,10 @@
 //!   credentials, and neither caller's token ever reaches it.
 //! - `exchange`: each caller reaches the server as itself; what an exchange got is
 //!   kept per caller (a second session asks nothing again), and a token the server no
-//!   longer knows is asked for again once.
+//!   longer knows is asked for again once; a 2026-07-28 caller is served the same.
+//! - An identity provider that refuses the gateway's client, or answers what is no
+//!   token: that server is left out of the caller's session with why, nothing reaches
+//!   it, and no token is in what the gateway wrote.
 //!
 //! Everything binds 127.0.0.1. Without `.peers` these tests fail, saying how to install
 //! them; set `CAPABLE_SKIP_PEERS=1` to skip them instead.
@@ -23,6 +26,7 @@ mod identity_support;
 #[path = "listen_support/mod.rs"]
 mod listen_support;
 
+use bridge_support::Bridge;
 use common::oauth::{free_port, node, Peer};
 use common::TempFile;
 use identity_support::{gateway_on, wanted, Gateway};
@@ -108,6 +112,23 @@ fn whoami(g: &Gateway, token: &str, id: &str) -> Http {
     )
 }
 
+/// `up__whoami` as a 2026-07-28 request (no session) of `token`'s caller.
+fn whoami_modern(g: &Gateway, token: &str) -> Http {
+    let bearer = format!("Bearer {token}");
+    let params = json!({"name": "up__whoami", "arguments": {}, "_meta": Bridge::meta(json!({}))});
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "up__whoami"),
+    ];
+    post(
+        g.port,
+        &headers,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}),
+    )
+}
+
 /// Whose token reached the server, as `up__whoami` said.
 fn subject(answer: &Http) -> String {
     assert_eq!(answer.status, 200, "{}", answer.body);
@@ -183,9 +204,11 @@ fn exchanged_credentials_are_each_callers_own_kept_per_caller_and_asked_again_on
     assert_eq!(subject(&whoami(&g, &alice, &hers)), "user:alice-app");
     assert_eq!(exchanges(idp_port), 2);
 
-    // Alice's second session uses what her exchange got: nothing asked again.
+    // Alice's second session, and her 2026-07-28 requests (no session), use what her
+    // exchange got: nothing asked again.
     let again = session(&g, &alice);
     assert_eq!(subject(&whoami(&g, &alice, &again)), "user:alice-app");
+    assert_eq!(subject(&whoami_modern(&g, &alice)), "user:alice-app");
     assert_eq!(exchanges(idp_port), 2);
 
     // The server forgets every token (a restart): the refused one is asked for
@@ -225,6 +248,52 @@ fn an_exchange_the_identity_provider_refuses_fails_that_server_with_why_and_no_t
     let refused = whoami(&g, &alice, &hers);
     assert!(refused.json()["error"].is_object(), "{}", refused.body);
     assert!(!refused.body.contains(&alice));
+    assert!(upstream.seen().is_empty(), "nothing reached the server");
+    nothing_leaked(&g, &upstream, &[&alice]);
+}
+
+/// An identity provider that answers every exchange `200` with what is no token.
+fn lying_idp() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            use std::io::{Read, Write};
+            let mut request = [0u8; 16384];
+            let _ = stream.read(&mut request);
+            let body = r#"{"token_type":"N_A","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag"}"#;
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    port
+}
+
+#[test]
+fn an_identity_provider_that_answers_no_token_fails_that_server_with_why() {
+    if !wanted() {
+        return;
+    }
+    let idp_port = free_port();
+    let upstream = Upstream::start(idp_port);
+    let liar = lying_idp();
+    let idp = json!({"tokenEndpoint": format!("http://127.0.0.1:{liar}/token"),
+        "clientId": "exchange-app", "clientSecret": "exchange-secret"});
+    let credentials = json!({"mode": "exchange", "idp": idp});
+    let (g, _file, _store) = gateway("lying", idp_port, &upstream, credentials);
+    let alice = g.token("alice-app");
+    session(&g, &alice);
+    let failed = g.bridge.audit_until(|l| {
+        l["server"] == "up" && (l["state"] == "refused" || l["state"] == "failed")
+    });
+    assert!(
+        failed["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{failed}"
+    );
     assert!(upstream.seen().is_empty(), "nothing reached the server");
     nothing_leaked(&g, &upstream, &[&alice]);
 }
