@@ -26,7 +26,7 @@ mod identity_support;
 #[path = "listen_support/mod.rs"]
 mod listen_support;
 
-use bridge_support::Bridge;
+use bridge_support::{many_entry, Bridge};
 use common::oauth::{free_port, node, Peer};
 use common::TempFile;
 use identity_support::{gateway_on, wanted, Gateway};
@@ -72,7 +72,8 @@ impl Upstream {
 }
 
 /// The gateway in front of `upstream` as the server `up`, its credentials
-/// `credentials`, and the identity provider on `idp_port`.
+/// `credentials`, and a local server (`local`, the fixture); the identity provider on
+/// `idp_port`.
 fn gateway(
     test: &str,
     idp_port: u16,
@@ -82,7 +83,7 @@ fn gateway(
     let oauth = json!({"grant": "client_credentials", "clientId": "gateway-upstream",
         "clientSecret": "upstream-secret"});
     let config = json!({"mcpServers": {"up": {"url": upstream.peer.mcp, "oauth": oauth,
-        "credentials": credentials}}});
+        "credentials": credentials}, "local": many_entry("no-resources", &[])}});
     let file = TempFile::new(&format!("credentials-{test}.json"), &config.to_string());
     let store = common::oauth::Scratch::new(&format!("credentials-{test}"));
     let path = store.store();
@@ -245,9 +246,26 @@ fn an_exchange_the_identity_provider_refuses_fails_that_server_with_why_and_no_t
     let error = failed["error"].as_str().unwrap_or_default();
     assert!(error.contains("/token refused: invalid_client"), "{failed}");
     assert_eq!(failed["caller"]["sub"], "alice-app");
+    // Her call of its tool says why; her other server is served.
     let refused = whoami(&g, &alice, &hers);
-    assert!(refused.json()["error"].is_object(), "{}", refused.body);
+    let said = refused.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(said.contains("invalid_client"), "{}", refused.body);
     assert!(!refused.body.contains(&alice));
+    let bearer = format!("Bearer {alice}");
+    let echoed = post(
+        g.port,
+        &[("Authorization", &bearer), ("Mcp-Session-Id", &hers)],
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "local__echo", "arguments": {"message": "hi"}}}),
+    );
+    assert!(
+        echoed.json()["result"]["content"].is_array(),
+        "{}",
+        echoed.body
+    );
     assert!(upstream.seen().is_empty(), "nothing reached the server");
     nothing_leaked(&g, &upstream, &[&alice]);
 }
