@@ -378,6 +378,32 @@ mod tests {
     }
 
     #[test]
+    fn an_exchange_names_its_subject_tokens_kind() {
+        let form = |access_token| {
+            let grant = Grant::IdJagExchange {
+                id_token: "subject".into(),
+                audience: "https://as.test".into(),
+                access_token,
+            };
+            token_request(
+                "https://idp.test/token",
+                &grant,
+                None,
+                Some("https://mcp.test/mcp"),
+                None,
+            )
+            .form
+        };
+        let kind = |form: Vec<(String, String)>| {
+            form.into_iter()
+                .find(|(n, _)| n == "subject_token_type")
+                .map(|(_, v)| v)
+        };
+        assert_eq!(kind(form(false)).as_deref(), Some(ID_TOKEN_TYPE));
+        assert_eq!(kind(form(true)).as_deref(), Some(ACCESS_TOKEN_TYPE));
+    }
+
+    #[test]
     fn client_authentication_by_method() {
         let code = Grant::AuthorizationCode {
             code: "c".into(),
