@@ -17,6 +17,14 @@
 // eng), for the gateway's per-identity rules. Dynamic registration is on, for clients
 // that log in as a person would.
 //
+// RFC 8693 token exchange, for a gateway that sends each caller's own credentials
+// upstream: the confidential client `exchange-app` (secret `exchange-secret`,
+// `client_secret_post`) exchanges an access token this provider issued for the gateway
+// (`subject_token_type` access_token) for an identity assertion grant (ID-JAG, `typ`
+// `oauth-id-jag+jwt`) naming the same subject, for the authorization server named by
+// `audience` and the `resource` asked for; its `client_id` is the gateway's client
+// there, `gateway-upstream`. Each exchange is counted in GET /test/exchanges.
+//
 // For the bad-token tests, POST /test/mint {claims, header, key} signs claims with
 // the provider's own key (`key: "issuer"`), another key under the same `kid`
 // (`"other"`), or none (`alg: none`), with jose, the library oidc-provider signs with.
@@ -30,7 +38,7 @@ const peers = process.env.PEERS_DIR || path.join(here, "..", "..", ".peers");
 const load = (rel) => import(pathToFileURL(path.join(peers, "oidc", "node_modules", rel)).href);
 
 const { default: Provider, errors } = await load("oidc-provider/lib/index.js");
-const { SignJWT } = await load("jose/dist/webapi/index.js").catch(() => load("jose/dist/node/esm/index.js"));
+const { SignJWT, jwtVerify } = await load("jose/dist/webapi/index.js").catch(() => load("jose/dist/node/esm/index.js"));
 
 const asPort = Number(process.argv[2]);
 const gateway = process.argv[3];
@@ -42,6 +50,11 @@ const other = crypto.generateKeyPairSync("ec", { namedCurve: "P-256" });
 const kid = "issuer-key-1";
 const jwk = { ...signing.privateKey.export({ format: "jwk" }), kid, alg: "ES256", use: "sig" };
 
+const TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token";
+const ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag";
+let exchanges = 0;
+
 const groups = { "alice-app": ["eng", "admins"], "bob-app": ["eng"] };
 
 const client = (id, secret) => ({
@@ -50,7 +63,10 @@ const client = (id, secret) => ({
 });
 
 const provider = new Provider(issuer, {
-  clients: [client("alice-app", "alice-secret"), client("bob-app", "bob-secret"), client("gateway-app", "gateway-secret")],
+  clients: [
+    client("alice-app", "alice-secret"), client("bob-app", "bob-secret"), client("gateway-app", "gateway-secret"),
+    { ...client("exchange-app", "exchange-secret"), grant_types: [TOKEN_EXCHANGE], token_endpoint_auth_method: "client_secret_post" },
+  ],
   jwks: { keys: [jwk] },
   clientDefaults: { id_token_signed_response_alg: "ES256", grant_types: ["authorization_code"], response_types: ["code"] },
   cookies: { keys: ["capable-test-cookie-key"] },
@@ -79,6 +95,31 @@ const provider = new Provider(issuer, {
 });
 provider.proxy = false;
 
+// Token exchange: the gateway's caller's access token for an ID-JAG.
+provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+  const { params } = ctx.oidc;
+  if (params.subject_token_type !== ACCESS_TOKEN_TYPE || params.requested_token_type !== ID_JAG_TYPE) {
+    throw new errors.InvalidRequest("only an access token for an ID-JAG is exchanged here");
+  }
+  if (!params.audience || !params.resource) throw new errors.InvalidRequest("audience and resource are required");
+  let sub;
+  try {
+    const { payload } = await jwtVerify(params.subject_token, signing.publicKey, { issuer, audience: gateway, typ: "at+jwt" });
+    sub = payload.sub;
+  } catch {
+    const opaque = await provider.ClientCredentials.find(params.subject_token);
+    if (!opaque || opaque.isExpired) throw new errors.InvalidGrant("the subject token is not a valid access token of this provider");
+    sub = opaque.clientId;
+  }
+  exchanges += 1;
+  const now = Math.floor(Date.now() / 1000);
+  const jag = await new SignJWT({ client_id: "gateway-upstream", resource: params.resource, scope: params.scope, jti: crypto.randomUUID() })
+    .setProtectedHeader({ alg: "ES256", typ: "oauth-id-jag+jwt", kid })
+    .setIssuer(issuer).setSubject(sub).setAudience(params.audience).setIssuedAt(now).setExpirationTime(now + 300)
+    .sign(signing.privateKey);
+  ctx.body = { access_token: jag, issued_token_type: ID_JAG_TYPE, token_type: "N_A", expires_in: 300 };
+}, ["subject_token", "subject_token_type", "requested_token_type", "audience", "resource", "scope"]);
+
 const readBody = (req) => new Promise((resolve) => {
   let data = "";
   req.on("data", (c) => (data += c));
@@ -101,6 +142,9 @@ http
       if (req.url === "/test/mint" && req.method === "POST") {
         const token = await mint(await readBody(req));
         return res.writeHead(200, { "content-type": "text/plain", "content-length": Buffer.byteLength(token) }).end(token);
+      }
+      if (req.url === "/test/exchanges") {
+        return res.writeHead(200, { "content-type": "text/plain" }).end(String(exchanges));
       }
       if (!req.url.startsWith("/interaction/")) return callback(req, res);
       const details = await provider.interactionDetails(req, res);

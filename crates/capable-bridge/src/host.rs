@@ -35,6 +35,11 @@ pub struct Target {
     pub audit: Arc<Audit>,
     /// What stops the bridge.
     pub stop: Stop,
+    /// What token exchanges got, per caller (servers of `exchange` credentials).
+    pub exchanges: Arc<crate::credentials::Exchanges>,
+    /// Whether a server's credentials are exchanged per caller: then each caller's
+    /// token is kept with its session.
+    pub exchanging: bool,
 }
 
 impl Target {
@@ -73,10 +78,16 @@ impl Target {
                 }
             }
         });
+        let exchanging = match &config.upstream {
+            Upstream::Many { config, .. } => crate::credentials::any_exchange(config),
+            Upstream::One { .. } => false,
+        };
         Ok(Arc::new(Target {
             config,
             audit,
             stop,
+            exchanges: Arc::new(crate::credentials::Exchanges::new(MAX_EXCHANGE_CALLERS)),
+            exchanging,
         }))
     }
 
@@ -121,6 +132,9 @@ fn servers_of(upstream: &Upstream) -> Vec<(String, bool)> {
             .collect(),
     }
 }
+
+/// The most callers whose exchanged tokens are kept at once.
+const MAX_EXCHANGE_CALLERS: usize = 10_000;
 
 /// One host: the greeter, then the relay (see the module documentation).
 pub struct Host {
@@ -220,7 +234,11 @@ impl Host {
             Upstream::Many { config, only } => {
                 let host = HostOptions {
                     client: options,
-                    oauth: t.config.oauth.clone(),
+                    oauth: crate::credentials::provider(
+                        config,
+                        t.config.oauth.clone(),
+                        &t.exchanges,
+                    ),
                     connect_timeout: Some(t.config.connect_timeout),
                     pins: t.config.pins.clone(),
                     ..HostOptions::default()

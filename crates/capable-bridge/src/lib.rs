@@ -39,6 +39,7 @@
 //! | `audit.rs` | the JSON lines of what the host did not see |
 //! | `metrics/` | the counts an operator scrapes (`/metrics`), and what `/readyz` answers |
 //! | `many/` | the servers of a config as one |
+//! | `credentials.rs` | whose credentials go to a config's HTTP servers: the gateway's, or each caller's by token exchange |
 //! | `policy/` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike, knowing the [`Caller`]; the config's policies ([`ConfigPolicy`]: tools, who may use what, rate limits) |
 //! | `config.rs`, `error.rs`, `stop.rs` | the public face: what to serve, what ends it, what stops it |
 
@@ -48,6 +49,7 @@ mod audit;
 mod audit_limit;
 mod behind;
 mod config;
+mod credentials;
 mod error;
 mod forward;
 mod host;

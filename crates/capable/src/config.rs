@@ -28,9 +28,11 @@ use capable::ServerCommand;
 use crate::file::{self, FileError, FileKind};
 
 mod access;
+mod credentials;
 mod policy;
 
 pub use access::{Access, GatewayPolicy, RateLimit, Rule};
+pub use credentials::{Credentials, ExchangeIdp};
 pub use policy::ServerPolicy;
 
 /// A configured server: a stdio command or an HTTP endpoint.
@@ -347,11 +349,30 @@ fn entry_with_policy(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(ServerTarget, Option<ServerPolicy>), ConfigError> {
     let target = entry_target(name, raw, path, lookup)?;
-    let policy = policy::read(raw).map_err(|detail| ConfigError::Unsupported {
+    let unsupported = |detail| ConfigError::Unsupported {
         path: path.into(),
         name: name.into(),
         detail,
-    })?;
+    };
+    let mut policy = policy::read(raw).map_err(unsupported)?;
+    if let Some(credentials) = policy.as_mut().and_then(|p| p.credentials.take()) {
+        if matches!(target, ServerTarget::Stdio(_)) {
+            return Err(unsupported(
+                "has `credentials`, which are for HTTP servers (a command gets none)".into(),
+            ));
+        }
+        let expand = |s: &str| {
+            expand_vars(s, lookup).map_err(|var| ConfigError::UnsetVariable {
+                path: path.into(),
+                name: name.into(),
+                var,
+            })
+        };
+        let credentials = credentials.expand(&expand)?;
+        if let Some(policy) = policy.as_mut() {
+            policy.credentials = Some(credentials);
+        }
+    }
     Ok((target, policy))
 }
 

@@ -345,7 +345,15 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
     let caller = match &listener.identity {
         Some(identity) => {
             match identity::caller(identity, &headers, &listener.target.audit).await {
-                Ok(caller) => Some(caller),
+                Ok(caller) => {
+                    // The caller's latest token, for exchanges of its credentials.
+                    if listener.target.exchanging {
+                        let authorization = headers.get(header::AUTHORIZATION);
+                        let authorization = authorization.and_then(|v| v.to_str().ok());
+                        listener.target.exchanges.present(&caller, authorization);
+                    }
+                    Some(caller)
+                }
                 Err(mut refused) => {
                     let refusal = crate::metrics::Refusal::AccessToken;
                     listener.target.audit.metrics().refusal(refusal);

@@ -49,6 +49,19 @@ impl Many {
             }),
         };
         let Some((server, name)) = found else {
+            // A tool of a server that is not up (its start failed, its credentials
+            // were refused) is never listed: the call is told why that server is not
+            // there, not that the name means nothing.
+            if let Some(down) = self.down_server_of(asked) {
+                return Err(session_of(&self.host, method, &down)
+                    .err()
+                    .unwrap_or_else(|| {
+                        not_offered(
+                            method,
+                            &format!("{asked:?} names nothing this bridge lists"),
+                        )
+                    }));
+            }
             return Err(not_offered(
                 method,
                 &format!("{asked:?} names nothing this bridge lists"),
@@ -69,6 +82,21 @@ impl Many {
         let session = self.session(method, &server)?;
         params.insert(member.into(), json!(name));
         Ok((server, session))
+    }
+
+    /// The server not up whose merged names `asked` would be one of (its name, then
+    /// the separator).
+    fn down_server_of(&self, asked: &str) -> Option<String> {
+        self.host
+            .servers()
+            .into_iter()
+            .map(|s| s.name)
+            .filter(|name| {
+                asked
+                    .strip_prefix(name.as_str())
+                    .is_some_and(|rest| rest.starts_with(&self.separator))
+            })
+            .find(|name| self.host.session(name).is_err())
     }
 
     /// The name its server knows the tool a host calls `merged` by (as listed, or

@@ -288,6 +288,7 @@ impl Context {
                     idp_token_endpoint: idp.token_endpoint,
                     idp_client_id: idp.client_id,
                     idp_client_secret: idp.client_secret,
+                    access_token: false,
                 }
             }
             Some(other) => return Err(CliError::Usage(format!(

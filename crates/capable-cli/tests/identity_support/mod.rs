@@ -35,7 +35,12 @@ pub fn gateway(profile: &str) -> Gateway {
 
 /// The same in front of what `behind` says (`-- COMMAND…`, `--config FILE`).
 pub fn gateway_to(behind: &[&str]) -> Gateway {
-    let (as_port, port) = (free_port(), free_port());
+    gateway_on(free_port(), free_port(), behind)
+}
+
+/// The same, the identity provider on `as_port` and the gateway on `port` (for a
+/// server behind that must know them before they start).
+pub fn gateway_on(as_port: u16, port: u16, behind: &[&str]) -> Gateway {
     let url = format!("http://127.0.0.1:{port}/mcp");
     let issuer = format!("http://127.0.0.1:{as_port}");
     let peer = Peer::start(

@@ -21,6 +21,8 @@ pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 /// An OpenID Connect ID token (token exchange's subject).
 pub const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+/// RFC 8693's token type of an access token.
+pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 /// An identity assertion authorization grant (enterprise-managed authorization).
 pub const ID_JAG_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
 
@@ -59,10 +61,14 @@ pub enum Grant {
     },
     /// RFC 8693 token exchange of an ID token for an ID-JAG, at the identity provider.
     IdJagExchange {
-        /// The user's ID token.
+        /// The user's ID token (or, with `access_token`, an access token the identity
+        /// provider issued to the user).
         id_token: String,
         /// The authorization server's issuer.
         audience: String,
+        /// The subject token is an access token, not an ID token (a gateway exchanging
+        /// its caller's token).
+        access_token: bool,
     },
 }
 
@@ -115,11 +121,19 @@ pub fn token_request(
             push("grant_type", JWT_BEARER);
             push("assertion", assertion);
         }
-        Grant::IdJagExchange { id_token, audience } => {
+        Grant::IdJagExchange {
+            id_token,
+            audience,
+            access_token,
+        } => {
             push("grant_type", TOKEN_EXCHANGE);
             push("requested_token_type", ID_JAG_TYPE);
             push("subject_token", id_token);
-            push("subject_token_type", ID_TOKEN_TYPE);
+            let kind = match access_token {
+                true => ACCESS_TOKEN_TYPE,
+                false => ID_TOKEN_TYPE,
+            };
+            push("subject_token_type", kind);
             push("audience", audience);
         }
     }
@@ -361,6 +375,32 @@ mod tests {
 
     fn names(r: &TokenRequest) -> Vec<&str> {
         r.form.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    #[test]
+    fn an_exchange_names_its_subject_tokens_kind() {
+        let form = |access_token| {
+            let grant = Grant::IdJagExchange {
+                id_token: "subject".into(),
+                audience: "https://as.test".into(),
+                access_token,
+            };
+            token_request(
+                "https://idp.test/token",
+                &grant,
+                None,
+                Some("https://mcp.test/mcp"),
+                None,
+            )
+            .form
+        };
+        let kind = |form: Vec<(String, String)>| {
+            form.into_iter()
+                .find(|(n, _)| n == "subject_token_type")
+                .map(|(_, v)| v)
+        };
+        assert_eq!(kind(form(false)).as_deref(), Some(ID_TOKEN_TYPE));
+        assert_eq!(kind(form(true)).as_deref(), Some(ACCESS_TOKEN_TYPE));
     }
 
     #[test]

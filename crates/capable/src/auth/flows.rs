@@ -530,6 +530,7 @@ impl OAuthClient {
             idp_client_id,
             idp_client_secret,
             id_token,
+            access_token,
         } = &self.config.flow
         else {
             return Err(AuthError::Config("not an enterprise flow".into()));
@@ -551,6 +552,7 @@ impl OAuthClient {
         let grant = Grant::IdJagExchange {
             id_token: id_token.clone(),
             audience: d.issuer.clone(),
+            access_token: *access_token,
         };
         let scope = scope::join(scopes);
         let request = token_request(

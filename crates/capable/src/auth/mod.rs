@@ -106,6 +106,9 @@ pub enum Flow {
         idp_client_secret: Option<String>,
         /// The user's ID token.
         id_token: String,
+        /// `id_token` is the user's access token at the identity provider instead (a
+        /// gateway exchanging the token its caller presented).
+        access_token: bool,
     },
 }
 

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::access::{self, Access, RateLimit};
+use super::credentials::Credentials;
 
 /// What a host of many servers applies to one of them, from its config entry:
 ///
@@ -38,6 +39,9 @@ pub struct ServerPolicy {
     pub access: Option<Access>,
     /// How much each caller may ask of it (`rateLimit`).
     pub rate_limit: Option<RateLimit>,
+    /// Whose credentials go to it, an HTTP server (`credentials`; none said: the
+    /// gateway's own, [`Credentials::Service`]).
+    pub credentials: Option<Credentials>,
 }
 
 impl ServerPolicy {
@@ -68,6 +72,8 @@ struct PolicyEntry {
     access: Option<Access>,
     #[serde(default, rename = "rateLimit")]
     rate_limit: Option<Value>,
+    #[serde(default)]
+    credentials: Option<Credentials>,
 }
 
 /// The policy of entry `raw` (`None` when it sets none); an error for a key of the
@@ -95,6 +101,7 @@ pub(super) fn read(raw: &Value) -> Result<Option<ServerPolicy>, String> {
     let policy = ServerPolicy {
         access: entry.access,
         rate_limit,
+        credentials: entry.credentials,
         disabled: entry.disabled,
         allow_tools: entry.allow_tools,
         deny_tools: entry.deny_tools,
