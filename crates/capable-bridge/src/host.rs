@@ -24,6 +24,7 @@ use super::behind::Behind;
 use super::many::Many;
 use super::metrics::Metrics;
 use super::relay::{Event, Inbox, Queue, Relay, Servers};
+use super::reload::Generation;
 use super::upstream;
 use crate::{BridgeConfig, BridgeError, Stop, Unavailable, Upstream};
 
@@ -35,15 +36,19 @@ pub struct Target {
     pub audit: Arc<Audit>,
     /// What stops the bridge.
     pub stop: Stop,
+    /// Many servers reloaded: the config in force, which every host's servers follow.
+    pub generation: Option<tokio::sync::watch::Receiver<Arc<Generation>>>,
 }
 
 impl Target {
     /// The target of `config`, its audit open; `token`, the listener's, is a secret
-    /// too.
+    /// too; `known`: the hosts are verified callers (a reloaded policy may then name
+    /// who may call).
     pub fn open(
         mut config: BridgeConfig,
         stop: Stop,
         token: Option<&str>,
+        known: bool,
     ) -> Result<Arc<Target>, BridgeError> {
         if let Some(token) = token {
             config.secrets.add(token);
@@ -73,10 +78,24 @@ impl Target {
                 }
             }
         });
+        let generation = match config.reload.take() {
+            Some(reload) => {
+                let (audit, stop) = (audit.clone(), stop.clone());
+                Some(super::reload::start(
+                    reload,
+                    &mut config,
+                    audit,
+                    stop,
+                    known,
+                )?)
+            }
+            None => None,
+        };
         Ok(Arc::new(Target {
             config,
             audit,
             stop,
+            generation,
         }))
     }
 
@@ -226,7 +245,11 @@ impl Host {
                     ..HostOptions::default()
                 };
                 let policy = t.config.policy.clone();
-                let many = Many::start(
+                // The config in force now (a reload may have followed the first).
+                let mut generation = t.generation.clone();
+                let now = generation.as_mut().map(|g| g.borrow_and_update().clone());
+                let config = now.as_ref().map_or(config, |g| &g.config);
+                let mut many = Many::start(
                     config,
                     only,
                     host,
@@ -235,6 +258,9 @@ impl Host {
                     &t.config.name_separator,
                 )
                 .await;
+                if let Some(generation) = generation {
+                    many.reloading(generation);
+                }
                 let servers = Servers::Many(Box::new(many));
                 self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
                 return;

@@ -39,6 +39,7 @@
 //! | `audit.rs` | the JSON lines of what the host did not see |
 //! | `metrics/` | the counts an operator scrapes (`/metrics`), and what `/readyz` answers |
 //! | `many/` | the servers of a config as one |
+//! | `reload/` | the config read anew while the bridge runs ([`Reload`]): its file watched, the policy in force swapped, every host's servers following |
 //! | `policy/` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike, knowing the [`Caller`]; the config's policies ([`ConfigPolicy`]: tools, who may use what, rate limits) |
 //! | `config.rs`, `error.rs`, `stop.rs` | the public face: what to serve, what ends it, what stops it |
 
@@ -57,6 +58,7 @@ mod metrics;
 mod pipes;
 mod policy;
 mod relay;
+mod reload;
 mod run_task;
 mod stdio;
 mod stop;
@@ -68,6 +70,7 @@ pub use config::{
 };
 pub use error::{BridgeError, Unavailable};
 pub use policy::{ConfigPolicy, Policy, Verdict};
+pub use reload::{Load, Loaded, Reload};
 pub use stop::{Stop, StopHandle};
 
 /// Serves `config`'s server or servers to one host on this process's stdin and stdout,
@@ -76,7 +79,7 @@ pub use stop::{Stop, StopHandle};
 /// servers behind are shut down in order either way.
 pub async fn serve_stdio(config: BridgeConfig, stop: Stop) -> Result<(), BridgeError> {
     callers_known(&config, false)?;
-    let target = host::Target::open(config, stop, None)?;
+    let target = host::Target::open(config, stop, None, false)?;
     stdio::serve(target).await
 }
 
@@ -89,7 +92,8 @@ pub async fn serve_listen(
     stop: Stop,
 ) -> Result<(), BridgeError> {
     callers_known(&config, listen.auth.is_some())?;
-    let target = host::Target::open(config, stop, listen.token.as_deref())?;
+    let known = listen.auth.is_some();
+    let target = host::Target::open(config, stop, listen.token.as_deref(), known)?;
     listen::serve(target, &listen).await
 }
 
@@ -133,7 +137,8 @@ impl HttpBridge {
         stop: Stop,
     ) -> Result<HttpBridge, BridgeError> {
         callers_known(&config, listen.auth.is_some())?;
-        let target = host::Target::open(config, stop, listen.token.as_deref())?;
+        let known = listen.auth.is_some();
+        let target = host::Target::open(config, stop, listen.token.as_deref(), known)?;
         let prepared = listen::Prepared::new(target, &listen).await?;
         Ok(HttpBridge { prepared })
     }

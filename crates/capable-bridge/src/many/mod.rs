@@ -42,7 +42,7 @@ use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt};
 use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use super::audit::Audit;
 use super::forward::answer_error;
@@ -50,6 +50,8 @@ use super::run_task::call_without_tasks;
 use super::upstream;
 use crate::policy::{self, Policy};
 use crate::relay::{Event, Queue};
+use crate::reload::Generation;
+use capable::ClientOptions;
 
 mod names;
 mod route;
@@ -84,6 +86,14 @@ pub struct Many {
     tool_names: Mutex<HashMap<String, (String, String)>>,
     /// The same of the prompts.
     prompt_names: Mutex<HashMap<String, (String, String)>>,
+    /// The config in force, when it is reloaded: followed from [`Many::follow`] on.
+    generation: Option<watch::Receiver<Arc<Generation>>>,
+    /// The servers of the config served (`--only`; none: all).
+    only: Vec<String>,
+    /// The client options every server starts with (before its own timeout).
+    client: ClientOptions,
+    /// Each server's own request timeout as it was started: one that changes restarts it.
+    timeouts: Mutex<BTreeMap<String, Option<Duration>>>,
 }
 
 impl Many {
@@ -98,6 +108,7 @@ impl Many {
         separator: &str,
     ) -> Many {
         let host = Host::new(options.clone());
+        let mut timeouts = BTreeMap::new();
         // What the pins judged as the servers started is evidence, kept for the audit.
         let mut starting = host.events();
         for entry in &file.servers {
@@ -110,6 +121,7 @@ impl Many {
                 continue;
             }
             let timeout = policy.as_ref().and_then(|p| p.request_timeout(&entry.name));
+            timeouts.insert(entry.name.clone(), timeout);
             let added = match (&entry.target, timeout) {
                 (Ok(target), timeout) => {
                     // Its questions name it; its own timeout, when it has one.
@@ -160,7 +172,51 @@ impl Many {
             separator: separator.to_owned(),
             tool_names: Mutex::default(),
             prompt_names: Mutex::default(),
+            generation: None,
+            only: only.to_vec(),
+            client: options.client,
+            timeouts: Mutex::new(timeouts),
         }
+    }
+
+    /// Follows the config in force from now on (a reload): each new one is applied to
+    /// these servers as it comes.
+    pub fn reloading(&mut self, generation: watch::Receiver<Arc<Generation>>) {
+        self.generation = Some(generation);
+    }
+
+    /// Applies a reloaded config to these servers (in the background: the host's
+    /// requests go on meanwhile): the added started, the removed stopped, the changed
+    /// — or those whose own timeout changed — restarted, the others untouched.
+    pub fn apply(&self, generation: &Generation) {
+        let entries = crate::reload::served(&generation.config, &self.only);
+        let policy = self.policy.clone();
+        let timeout = move |name: &str| policy.as_ref().and_then(|p| p.request_timeout(name));
+        let mut restart = Vec::new();
+        {
+            let mut timeouts = self.timeouts.lock().unwrap_or_else(|e| e.into_inner());
+            for entry in &entries {
+                let now = timeout(&entry.name);
+                if timeouts
+                    .insert(entry.name.clone(), now)
+                    .is_some_and(|was| was != now)
+                {
+                    restart.push(entry.name.clone());
+                }
+            }
+        }
+        let (host, client) = (self.host.clone(), self.client.clone());
+        let client_of = move |name: &str| {
+            let client = upstream::for_server(&client, name);
+            match timeout(name) {
+                Some(t) => client.with_request_timeout(t),
+                None => client,
+            }
+        };
+        tokio::spawn(async move {
+            // Shut down meanwhile: nothing to follow.
+            let _ = host.reload_with(&entries, &restart, &client_of).await;
+        });
     }
 
     /// What the servers can do together ([`merged`]), and their instructions, each
@@ -205,6 +261,15 @@ impl Many {
             }
         });
         queue.follow(events.boxed());
+        if let Some(generation) = self.generation.take() {
+            // Each config in force, as it comes (the bridge stopping ends it).
+            let reloads = stream::unfold(generation, |mut generation| async move {
+                generation.changed().await.ok()?;
+                let now = generation.borrow_and_update().clone();
+                Some((Event::Reloaded(now), generation))
+            });
+            queue.follow(reloads.boxed());
+        }
     }
 
     /// Every ready server's session.
