@@ -1,5 +1,6 @@
 //! `capable bridge --config FILE` reloads its config without a restart, under load: a
-//! capable client through `--listen` and a stdio host call a tool in a loop while the
+//! capable client through `--listen` (a legacy session and a 2026-07-28 client side by
+//! side) and a stdio host call a tool in a loop while the
 //! file changes (written in place, and renamed into place as editors do) — a server
 //! added, a tool's allow rule changed, a server removed — and none of their calls of
 //! the server that stayed fails; the new rule holds from the next call; each host hears
@@ -118,25 +119,33 @@ fn a_client_through_listen_calling_in_a_loop_never_fails_while_the_config_change
     };
     assert_eq!(tools(&session), ["a__echo"]);
 
-    // The load: a call of a's echo after another, until told to stop.
+    // A 2026-07-28 client beside it: no session, each request its own.
+    let config = capable::transport::http::HttpConfig::new(url.parse().unwrap());
+    let options = ClientOptions::default().with_protocol(ProtocolChoice::Modern);
+    let modern = Arc::new(rt.block_on(capable::connect_http(config, options)).unwrap());
+    assert_eq!(tools(&modern), ["a__echo"]);
+
+    // The load: a call of a's echo after another in each era, until told to stop.
     let (done, calls, failed) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicU64::new(0)),
         Arc::new(std::sync::Mutex::new(Vec::new())),
     );
-    let looping = {
-        let (session, done, calls, failed) =
-            (session.clone(), done.clone(), calls.clone(), failed.clone());
-        rt.spawn(async move {
-            while !done.load(Ordering::Relaxed) {
-                match session.call_tool("a__echo", Some(&echo("hi"))).await {
-                    Ok(r) if !r.is_error.unwrap_or(false) => {}
-                    other => failed.lock().unwrap().push(format!("{other:?}")),
+    let looping: Vec<_> = [session.clone(), modern.clone()]
+        .into_iter()
+        .map(|session| {
+            let (done, calls, failed) = (done.clone(), calls.clone(), failed.clone());
+            rt.spawn(async move {
+                while !done.load(Ordering::Relaxed) {
+                    match session.call_tool("a__echo", Some(&echo("hi"))).await {
+                        Ok(r) if !r.is_error.unwrap_or(false) => {}
+                        other => failed.lock().unwrap().push(format!("{other:?}")),
+                    }
+                    calls.fetch_add(1, Ordering::Relaxed);
                 }
-                calls.fetch_add(1, Ordering::Relaxed);
-            }
+            })
         })
-    };
+        .collect();
     let mut list_changed = |what: &str| {
         rt.block_on(async {
             tokio::time::timeout(Duration::from_secs(20), async {
@@ -169,6 +178,7 @@ fn a_client_through_listen_calling_in_a_loop_never_fails_while_the_config_change
     list_changed("adding b");
     b.audit_until(|l| l["event"] == "state" && l["server"] == "b" && l["state"] == "ready");
     assert_eq!(tools(&session), ["a__echo", "b__echo"]);
+    assert_eq!(tools(&modern), ["a__echo", "b__echo"]);
     let called = rt
         .block_on(session.call_tool("b__echo", Some(&echo("to b"))))
         .unwrap();
@@ -213,8 +223,15 @@ fn a_client_through_listen_calling_in_a_loop_never_fails_while_the_config_change
     assert_eq!(tools(&session), ["a__echo"]);
     more_calls(calls_now());
 
+    assert_eq!(
+        tools(&modern),
+        ["a__echo"],
+        "the 2026-07-28 client's view too"
+    );
     done.store(true, Ordering::Relaxed);
-    rt.block_on(looping).unwrap();
+    for looping in looping {
+        rt.block_on(looping).unwrap();
+    }
     let failed = failed.lock().unwrap().clone();
     assert_eq!(
         failed,

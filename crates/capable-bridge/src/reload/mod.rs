@@ -203,6 +203,8 @@ impl Reloader {
                     true
                 }
                 _ = stop.stopped() => return,
+                // The bridge is gone (nobody follows the config any more).
+                () = self.tx.closed() => return,
             };
             self.once(forced).await;
         }
