@@ -251,7 +251,7 @@ fn a_client_through_listen_calling_in_a_loop_never_fails_while_the_config_change
 }
 
 #[test]
-fn sighup_reloads_a_stdio_hosts_servers_and_a_fifo_in_the_files_place_changes_nothing() {
+fn sighup_reloads_a_stdio_hosts_servers_and_a_fifo_a_deleted_or_a_huge_file_changes_nothing() {
     let dir = Dir::new("hup");
     let a = many_entry("no-resources", &[]);
     dir.write(&json!({"a": a}));
@@ -310,5 +310,31 @@ fn sighup_reloads_a_stdio_hosts_servers_and_a_fifo_in_the_files_place_changes_no
     assert!(failed["why"].as_str().unwrap().contains("FIFO"), "{failed}");
     id += 1;
     assert!(call(&mut b, id, "b__echo")["result"].is_object(), "b stays");
+
+    // Gone, then too big: each refused with why; b stays all along.
+    std::fs::remove_file(dir.config()).unwrap();
+    hang_up(&b);
+    let failed = nth(&b, "reload_failed", 2);
+    assert!(
+        failed["why"].as_str().unwrap().contains("servers.json"),
+        "{failed}"
+    );
+    let huge = format!(
+        "{{\"mcpServers\": {{}}, \"x\": \"{}\"}}",
+        "y".repeat(5 << 20)
+    );
+    std::fs::write(dir.config(), huge).unwrap();
+    hang_up(&b);
+    let failed = nth(&b, "reload_failed", 3);
+    assert!(failed["why"].as_str().unwrap().contains("MiB"), "{failed}");
+    id += 1;
+    assert!(call(&mut b, id, "b__echo")["result"].is_object(), "b stays");
+    assert_eq!(
+        b.audit()
+            .iter()
+            .filter(|l| l["event"] == "reloaded")
+            .count(),
+        1
+    );
     assert!(b.close().is_some(), "SIGHUP did not stop the bridge");
 }
