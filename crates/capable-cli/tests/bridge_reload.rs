@@ -176,7 +176,9 @@ fn a_client_through_listen_calling_in_a_loop_never_fails_while_the_config_change
     let reloaded = nth(&b, "reloaded", 1);
     assert_eq!(reloaded["added"], json!(["b"]), "{reloaded}");
     list_changed("adding b");
-    b.audit_until(|l| l["event"] == "state" && l["server"] == "b" && l["state"] == "ready");
+    // Ready for each client: each has the servers of its own.
+    let b_ready = |l: &Value| l["event"] == "state" && l["server"] == "b" && l["state"] == "ready";
+    assert_eq!(b.audit_count_until(2, b_ready), 2, "{}", b.stderr_text());
     assert_eq!(tools(&session), ["a__echo", "b__echo"]);
     assert_eq!(tools(&modern), ["a__echo", "b__echo"]);
     let called = rt

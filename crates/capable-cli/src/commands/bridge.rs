@@ -33,10 +33,11 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     }
     let (upstream, policies, gateway) = upstream(ctx, args)?;
     let pins = pins(args, &upstream)?;
-    let reload = reload(ctx, args, &upstream);
+    let first = policy_of(policies, &gateway).map(Arc::new);
+    let reload = reload(ctx, args, &upstream, first.clone());
     let mut config = BridgeConfig::new(upstream);
     config.pins = pins;
-    config.policy = policy_of(policies, &gateway);
+    config.policy = first.map(|p| p as Arc<dyn capable_bridge::Policy>);
     config.reload = reload;
     config.client = ctx.options();
     config.oauth = Some(ctx.host_oauth());
@@ -144,29 +145,41 @@ fn many(mut config: ConfigFile, inherit_env: bool) -> ConfigFile {
 }
 
 /// The policy of a config's servers and its `gateway` section (none when it sets none).
-fn policy_of(
-    policies: Policies,
-    gateway: &GatewayPolicy,
-) -> Option<Arc<dyn capable_bridge::Policy>> {
+fn policy_of(policies: Policies, gateway: &GatewayPolicy) -> Option<ConfigPolicy> {
     if policies.is_empty() && gateway.rate_limit.is_none() {
         return None;
     }
-    Some(Arc::new(ConfigPolicy::new(policies).with_gateway(gateway)))
+    Some(ConfigPolicy::new(policies).with_gateway(gateway))
 }
 
 /// Many servers: their config read anew on SIGHUP and, unless `--no-watch`, when its
 /// file changes — with the bounds it was first read with, as the bridge serves it.
-fn reload(ctx: &Context, args: &BridgeArgs, upstream: &Upstream) -> Option<Reload> {
+/// Each policy read keeps the counts of the last one's limits that stay as they were.
+fn reload(
+    ctx: &Context,
+    args: &BridgeArgs,
+    upstream: &Upstream,
+    first: Option<Arc<ConfigPolicy>>,
+) -> Option<Reload> {
     let Upstream::Many { config, .. } = upstream else {
         return None;
     };
     let path = std::path::PathBuf::from(&config.path);
     let inherit_env = ctx.global.inherit_env;
     let file = path.clone();
+    let last = std::sync::Mutex::new(first);
     let mut reload = Reload::new(Arc::new(move || {
         let config = ConfigFile::load(Some(&file)).map_err(|e| e.to_string())?;
         let config = many(config, inherit_env);
-        let policy = policy_of(config.policies.clone(), &config.gateway);
+        let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+        let policy = policy_of(config.policies.clone(), &config.gateway).map(|p| {
+            Arc::new(match last.as_deref() {
+                Some(before) => p.keeping_counts(before),
+                None => p,
+            })
+        });
+        last.clone_from(&policy);
+        let policy = policy.map(|p| p as Arc<dyn capable_bridge::Policy>);
         let mut loaded = Loaded::new(config, policy);
         loaded.secrets = crate::secrets::kept();
         Ok(loaded)
