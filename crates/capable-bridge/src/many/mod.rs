@@ -24,6 +24,7 @@
 //! |---|---|
 //! | `mod.rs` | the servers started, their declaration, their lists merged, requests on their way |
 //! | `names.rs` | the merged names every host accepts (`^[a-zA-Z0-9_-]{1,64}$`) |
+//! | `reload.rs` | the servers following the config in force, one reload after the other |
 //! | `route.rs` | where a request goes: by merged name, by URI, by a completion's reference |
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -54,6 +55,7 @@ use crate::reload::Generation;
 use capable::ClientOptions;
 
 mod names;
+mod reload;
 mod route;
 
 pub use names::valid_separator;
@@ -92,7 +94,7 @@ pub struct Many {
     only: Vec<String>,
     /// The client options every server starts with (before its own timeout).
     client: ClientOptions,
-    /// Each server's own request timeout as it was started: one that changes restarts it.
+    /// Each server's own request timeout as it was started, until a reload follows them.
     timeouts: Mutex<BTreeMap<String, Option<Duration>>>,
 }
 
@@ -180,43 +182,20 @@ impl Many {
     }
 
     /// Follows the config in force from now on (a reload): each new one is applied to
-    /// these servers as it comes.
+    /// these servers as it comes (`reload.rs`), and the host told of the lists its
+    /// policy changed ([`Many::follow`]).
     pub fn reloading(&mut self, generation: watch::Receiver<Arc<Generation>>) {
-        self.generation = Some(generation);
-    }
-
-    /// Applies a reloaded config to these servers (in the background: the host's
-    /// requests go on meanwhile): the added started, the removed stopped, the changed
-    /// — or those whose own timeout changed — restarted, the others untouched.
-    pub fn apply(&self, generation: &Generation) {
-        let entries = crate::reload::served(&generation.config, &self.only);
-        let policy = self.policy.clone();
-        let timeout = move |name: &str| policy.as_ref().and_then(|p| p.request_timeout(name));
-        let mut restart = Vec::new();
-        {
-            let mut timeouts = self.timeouts.lock().unwrap_or_else(|e| e.into_inner());
-            for entry in &entries {
-                let now = timeout(&entry.name);
-                if timeouts
-                    .insert(entry.name.clone(), now)
-                    .is_some_and(|was| was != now)
-                {
-                    restart.push(entry.name.clone());
-                }
-            }
-        }
-        let (host, client) = (self.host.clone(), self.client.clone());
-        let client_of = move |name: &str| {
-            let client = upstream::for_server(&client, name);
-            match timeout(name) {
-                Some(t) => client.with_request_timeout(t),
-                None => client,
-            }
+        let timeouts =
+            std::mem::take(&mut *self.timeouts.lock().unwrap_or_else(|e| e.into_inner()));
+        let applier = reload::Applier {
+            host: Arc::downgrade(&self.host),
+            policy: self.policy.clone(),
+            client: self.client.clone(),
+            only: self.only.clone(),
+            timeouts,
         };
-        tokio::spawn(async move {
-            // Shut down meanwhile: nothing to follow.
-            let _ = host.reload_with(&entries, &restart, &client_of).await;
-        });
+        tokio::spawn(applier.run(generation.clone()));
+        self.generation = Some(generation);
     }
 
     /// What the servers can do together ([`merged`]), and their instructions, each

@@ -126,14 +126,11 @@ impl Relay {
     }
 
     /// Every list the host was offered may have changed.
-    /// The many servers' config was read anew: the servers follow it (their states
-    /// and lists come back as their events), and the host hears of the lists the new
-    /// policy offers otherwise — when its era and declaration let it hear of them.
+    /// The many servers' config was read anew: the host hears of the lists the new
+    /// policy offers otherwise — when its era and declaration let it hear of them (the
+    /// servers follow the config on their own, `many/reload.rs`: their states and
+    /// lists come back as their events).
     pub(super) fn on_reloaded(&mut self, generation: &crate::reload::Generation) {
-        let Some(many) = self.servers.many() else {
-            return;
-        };
-        many.apply(generation);
         for list in &generation.lists {
             let changed = match list {
                 ListKind::Tools => Notification::ToolsListChanged,
