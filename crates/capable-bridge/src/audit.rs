@@ -103,7 +103,8 @@ pub fn called(
 pub struct Audit {
     file: Option<Mutex<std::fs::File>>,
     limiter: Mutex<Limiter>,
-    secrets: Secrets,
+    /// Grown by a reload whose config brings new ones.
+    secrets: arc_swap::ArcSwap<Secrets>,
     hints: Option<Hints>,
     /// Every line is counted here too (before a flood is summarised).
     metrics: Arc<Metrics>,
@@ -134,10 +135,19 @@ impl Audit {
         Ok(Audit {
             file,
             limiter: Mutex::new(Limiter::default()),
-            secrets,
+            secrets: arc_swap::ArcSwap::from_pointee(secrets),
             hints,
             metrics,
         })
+    }
+
+    /// Cuts `more` out of every line from now on too (a reloaded config's secrets).
+    pub fn add_secrets(&self, more: &Secrets) {
+        self.secrets.rcu(|now| {
+            let mut all = Secrets::clone(now);
+            all.extend(more);
+            all
+        });
     }
 
     /// The bridge's metrics, which the audit's events count into.
@@ -147,7 +157,7 @@ impl Audit {
 
     /// `text` with every secret cut out (`***`).
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        self.secrets.scrub(text)
+        self.secrets.load().scrub(text)
     }
 
     /// What the embedding application would have its user do about `error`.
@@ -227,7 +237,7 @@ impl Audit {
             line.extend(members);
         }
         let text = serde_json::to_string(&Value::Object(line)).unwrap_or_default();
-        let mut text = self.secrets.scrub(&text).into_owned();
+        let mut text = self.secrets.load().scrub(&text).into_owned();
         text.push('\n');
         let _ = std::io::stderr().lock().write_all(text.as_bytes());
         if let Some(file) = &self.file {

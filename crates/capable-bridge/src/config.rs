@@ -12,7 +12,7 @@ use capable::internal::secrets::Secrets;
 use capable::{ClientOptions, Session};
 use futures_util::future::BoxFuture;
 
-use crate::{Policy, Unavailable};
+use crate::{Policy, Reload, Unavailable};
 
 /// Connects the one server behind with the client options the bridge made for a host
 /// (its declaration, version and name in them): at the host's first word, and again
@@ -109,6 +109,10 @@ pub struct BridgeConfig {
     /// lists (`__` by default: `docs__search`). 1 to 8 characters of `[a-zA-Z0-9_-]`,
     /// so every merged name keeps to `^[a-zA-Z0-9_-]{1,64}$`.
     pub name_separator: String,
+    /// Many servers: the config read anew while the bridge runs (its file watched,
+    /// or when told), applied to every host's servers and to the policy in force
+    /// (see [`Reload`]). None by default.
+    pub reload: Option<Reload>,
 }
 
 impl BridgeConfig {
@@ -126,6 +130,7 @@ impl BridgeConfig {
             policy: None,
             pins: None,
             name_separator: "__".into(),
+            reload: None,
         }
     }
 }
@@ -139,6 +144,7 @@ impl std::fmt::Debug for BridgeConfig {
             .field("audit_log", &self.audit_log)
             .field("policy", &self.policy.is_some())
             .field("pins", &self.pins.as_ref().map(PinStore::path))
+            .field("reload", &self.reload)
             .finish_non_exhaustive()
     }
 }

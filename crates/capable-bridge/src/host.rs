@@ -24,6 +24,7 @@ use super::behind::Behind;
 use super::many::Many;
 use super::metrics::Metrics;
 use super::relay::{Event, Inbox, Queue, Relay, Servers};
+use super::reload::Generation;
 use super::upstream;
 use crate::{BridgeConfig, BridgeError, Stop, Unavailable, Upstream};
 
@@ -40,15 +41,19 @@ pub struct Target {
     /// Whether a server's credentials are exchanged per caller: then each caller's
     /// token is kept with its session.
     pub exchanging: bool,
+    /// Many servers reloaded: the config in force, which every host's servers follow.
+    pub generation: Option<tokio::sync::watch::Receiver<Arc<Generation>>>,
 }
 
 impl Target {
     /// The target of `config`, its audit open; `token`, the listener's, is a secret
-    /// too.
+    /// too; `known`: the hosts are verified callers (a reloaded policy may then name
+    /// who may call).
     pub fn open(
         mut config: BridgeConfig,
         stop: Stop,
         token: Option<&str>,
+        known: bool,
     ) -> Result<Arc<Target>, BridgeError> {
         if let Some(token) = token {
             config.secrets.add(token);
@@ -78,9 +83,25 @@ impl Target {
                 }
             }
         });
-        let exchanging = match &config.upstream {
-            Upstream::Many { config, .. } => crate::credentials::any_exchange(config),
-            Upstream::One { .. } => false,
+        // A config reloaded may name `exchange` servers later: callers' tokens are kept
+        // with their sessions from the start then.
+        let exchanging = config.reload.is_some()
+            || match &config.upstream {
+                Upstream::Many { config, .. } => crate::credentials::any_exchange(config),
+                Upstream::One { .. } => false,
+            };
+        let generation = match config.reload.take() {
+            Some(reload) => {
+                let (audit, stop) = (audit.clone(), stop.clone());
+                Some(super::reload::start(
+                    reload,
+                    &mut config,
+                    audit,
+                    stop,
+                    known,
+                )?)
+            }
+            None => None,
         };
         Ok(Arc::new(Target {
             config,
@@ -88,6 +109,7 @@ impl Target {
             stop,
             exchanges: Arc::new(crate::credentials::Exchanges::new(MAX_EXCHANGE_CALLERS)),
             exchanging,
+            generation,
         }))
     }
 
@@ -244,7 +266,11 @@ impl Host {
                     ..HostOptions::default()
                 };
                 let policy = t.config.policy.clone();
-                let many = Many::start(
+                // The config in force now (a reload may have followed the first).
+                let mut generation = t.generation.clone();
+                let now = generation.as_mut().map(|g| g.borrow_and_update().clone());
+                let config = now.as_ref().map_or(config, |g| &g.config);
+                let mut many = Many::start(
                     config,
                     only,
                     host,
@@ -253,6 +279,9 @@ impl Host {
                     &t.config.name_separator,
                 )
                 .await;
+                if let Some(generation) = generation {
+                    many.reloading(generation);
+                }
                 let servers = Servers::Many(Box::new(many));
                 self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
                 return;

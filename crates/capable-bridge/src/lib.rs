@@ -40,6 +40,7 @@
 //! | `metrics/` | the counts an operator scrapes (`/metrics`), and what `/readyz` answers |
 //! | `many/` | the servers of a config as one |
 //! | `credentials.rs` | whose credentials go to a config's HTTP servers: the gateway's, or each caller's by token exchange |
+//! | `reload/` | the config read anew while the bridge runs ([`Reload`]): its file watched, the policy in force swapped, every host's servers following |
 //! | `policy/` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike, knowing the [`Caller`]; the config's policies ([`ConfigPolicy`]: tools, who may use what, rate limits) |
 //! | `config.rs`, `error.rs`, `stop.rs` | the public face: what to serve, what ends it, what stops it |
 
@@ -59,6 +60,7 @@ mod metrics;
 mod pipes;
 mod policy;
 mod relay;
+mod reload;
 mod run_task;
 mod stdio;
 mod stop;
@@ -70,6 +72,7 @@ pub use config::{
 };
 pub use error::{BridgeError, Unavailable};
 pub use policy::{ConfigPolicy, Policy, Verdict};
+pub use reload::{Load, Loaded, Reload};
 pub use stop::{Stop, StopHandle};
 
 /// Serves `config`'s server or servers to one host on this process's stdin and stdout,
@@ -78,7 +81,7 @@ pub use stop::{Stop, StopHandle};
 /// servers behind are shut down in order either way.
 pub async fn serve_stdio(config: BridgeConfig, stop: Stop) -> Result<(), BridgeError> {
     callers_known(&config, false)?;
-    let target = host::Target::open(config, stop, None)?;
+    let target = host::Target::open(config, stop, None, false)?;
     stdio::serve(target).await
 }
 
@@ -91,7 +94,8 @@ pub async fn serve_listen(
     stop: Stop,
 ) -> Result<(), BridgeError> {
     callers_known(&config, listen.auth.is_some())?;
-    let target = host::Target::open(config, stop, listen.token.as_deref())?;
+    let known = listen.auth.is_some();
+    let target = host::Target::open(config, stop, listen.token.as_deref(), known)?;
     listen::serve(target, &listen).await
 }
 
@@ -135,7 +139,8 @@ impl HttpBridge {
         stop: Stop,
     ) -> Result<HttpBridge, BridgeError> {
         callers_known(&config, listen.auth.is_some())?;
-        let target = host::Target::open(config, stop, listen.token.as_deref())?;
+        let known = listen.auth.is_some();
+        let target = host::Target::open(config, stop, listen.token.as_deref(), known)?;
         let prepared = listen::Prepared::new(target, &listen).await?;
         Ok(HttpBridge { prepared })
     }

@@ -25,6 +25,7 @@
 //! | `mod.rs` | the servers started, their declaration, their lists merged, requests on their way |
 //! | `names.rs` | the merged names every host accepts (`^[a-zA-Z0-9_-]{1,64}$`) |
 //! | `judged.rs` | what the pins judged while the servers started, written to the audit |
+//! | `reload.rs` | the servers following the config in force, one reload after the other |
 //! | `route.rs` | where a request goes: by merged name, by URI, by a completion's reference |
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -43,7 +44,7 @@ use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt};
 use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use super::audit::Audit;
 use super::forward::answer_error;
@@ -51,9 +52,12 @@ use super::run_task::call_without_tasks;
 use super::upstream;
 use crate::policy::{self, Policy};
 use crate::relay::{Event, Queue};
+use crate::reload::Generation;
+use capable::ClientOptions;
 
 mod judged;
 mod names;
+mod reload;
 mod route;
 
 pub use names::valid_separator;
@@ -92,6 +96,14 @@ pub struct Many {
     tool_names: Mutex<HashMap<String, (String, String)>>,
     /// The same of the prompts.
     prompt_names: Mutex<HashMap<String, (String, String)>>,
+    /// The config in force, when it is reloaded: followed from [`Many::follow`] on.
+    generation: Option<watch::Receiver<Arc<Generation>>>,
+    /// The servers of the config served (`--only`; none: all).
+    only: Vec<String>,
+    /// The client options every server starts with (before its own timeout).
+    client: ClientOptions,
+    /// Each server's own request timeout as it was started, until a reload follows them.
+    timeouts: Mutex<BTreeMap<String, Option<Duration>>>,
 }
 
 impl Many {
@@ -106,6 +118,7 @@ impl Many {
         separator: &str,
     ) -> Many {
         let host = Host::new(options.clone());
+        let mut timeouts = BTreeMap::new();
         // What the pins judged as the servers started is evidence, kept for the audit.
         let mut starting = host.events();
         for entry in &file.servers {
@@ -118,6 +131,7 @@ impl Many {
                 continue;
             }
             let timeout = policy.as_ref().and_then(|p| p.request_timeout(&entry.name));
+            timeouts.insert(entry.name.clone(), timeout);
             let added = match (&entry.target, timeout) {
                 (Ok(target), timeout) => {
                     // Its questions name it; its own timeout, when it has one.
@@ -169,7 +183,28 @@ impl Many {
             separator: separator.to_owned(),
             tool_names: Mutex::default(),
             prompt_names: Mutex::default(),
+            generation: None,
+            only: only.to_vec(),
+            client: options.client,
+            timeouts: Mutex::new(timeouts),
         }
+    }
+
+    /// Follows the config in force from now on (a reload): each new one is applied to
+    /// these servers as it comes (`reload.rs`), and the host told of the lists its
+    /// policy changed ([`Many::follow`]).
+    pub fn reloading(&mut self, generation: watch::Receiver<Arc<Generation>>) {
+        let timeouts =
+            std::mem::take(&mut *self.timeouts.lock().unwrap_or_else(|e| e.into_inner()));
+        let applier = reload::Applier {
+            host: Arc::downgrade(&self.host),
+            policy: self.policy.clone(),
+            client: self.client.clone(),
+            only: self.only.clone(),
+            timeouts,
+        };
+        tokio::spawn(applier.run(generation.clone()));
+        self.generation = Some(generation);
     }
 
     /// What the servers can do together ([`merged`]), and their instructions, each
@@ -214,6 +249,15 @@ impl Many {
             }
         });
         queue.follow(events.boxed());
+        if let Some(generation) = self.generation.take() {
+            // Each config in force, as it comes (the bridge stopping ends it).
+            let reloads = stream::unfold(generation, |mut generation| async move {
+                generation.changed().await.ok()?;
+                let now = generation.borrow_and_update().clone();
+                Some((Event::Reloaded(now), generation))
+            });
+            queue.follow(reloads.boxed());
+        }
     }
 
     /// Every ready server's session.

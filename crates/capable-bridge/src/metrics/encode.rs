@@ -209,6 +209,17 @@ impl Collector for Metrics {
             let labels = [("reason", *reason)];
             ConstCounter::new(n.load(Relaxed)).encode(e.encode_family(&labels)?)?;
         }
+
+        let mut e = encoder.encode_descriptor(
+            "reloads",
+            "The config read anew, by outcome: applied, or failed (the config in force stayed).",
+            None,
+            counter,
+        )?;
+        for (outcome, n) in ["applied", "failed"].iter().zip(&self.reloads) {
+            let labels = [("outcome", *outcome)];
+            ConstCounter::new(n.load(Relaxed)).encode(e.encode_family(&labels)?)?;
+        }
         Ok(())
     }
 }

@@ -21,6 +21,7 @@
 //! | `violations_total` | `server`, `method` | contract violations (the audit's evidence) |
 //! | `notices_total` | `side`, `level` | notices of the servers' side and the hosts' |
 //! | `audit_events_total` | `event` | audit lines by event (`withheld`, `malformed`, `busy`, …), counted before a flood is summarised |
+//! | `reloads_total` | `outcome` | the config read anew: `applied`, `failed` (the config in force stayed) |
 //! | `refusals_total` | `reason` | requests turned away before any server saw them: the gate's (`host`, `origin`, `token`, `media_type`, `access_token`) and the bounds' (`sessions_busy`, `bodies_busy`) |
 //!
 //! A server's request counts under `server=""` when the bridge answered it from every
@@ -151,6 +152,8 @@ pub struct Metrics {
     notices: [AtomicU64; 4],
     events: [AtomicU64; EVENTS.len()],
     refusals: [AtomicU64; REFUSALS.len()],
+    /// Reloads applied, failed.
+    reloads: [AtomicU64; 2],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -195,6 +198,7 @@ impl Metrics {
             notices: Default::default(),
             events: Default::default(),
             refusals: Default::default(),
+            reloads: Default::default(),
             servers: servers.into(),
             needed: needed.into(),
         }
@@ -299,6 +303,11 @@ impl Metrics {
         let at = EVENTS.iter().position(|e| *e == event);
         let at = at.unwrap_or(EVENTS.len() - 1);
         self.events[at].fetch_add(1, Relaxed);
+    }
+
+    /// The config read anew: applied, or failed (the one in force stayed).
+    pub fn reload(&self, applied: bool) {
+        self.reloads[usize::from(!applied)].fetch_add(1, Relaxed);
     }
 
     /// A request turned away for `why`.

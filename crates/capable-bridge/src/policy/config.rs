@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use capable::config::{Access, GatewayPolicy, Rule, ServerPolicy};
+use capable::config::{Access, GatewayPolicy, RateLimit, Rule, ServerPolicy};
 use capable::internal::auth::resource::Caller;
 use capable::internal::jsonrpc::Payload;
 use capable::internal::Method;
@@ -32,6 +32,8 @@ pub struct ConfigPolicy {
     limits: BTreeMap<String, Arc<Limit>>,
     /// Each caller's limits across every server.
     gateway: Option<Arc<Limit>>,
+    /// What the `gateway` section's limit says (to keep its counts across a reload).
+    gateway_rule: Option<RateLimit>,
 }
 
 /// Which of a server's rules a list item or a request answers to: the kind of thing
@@ -64,7 +66,24 @@ impl ConfigPolicy {
             servers,
             limits,
             gateway: None,
+            gateway_rule: None,
         }
+    }
+
+    /// With the counts of `before`'s limits where they are the same limits (a reload
+    /// that leaves a `rateLimit` as it was does not let its callers start afresh).
+    pub fn keeping_counts(mut self, before: &ConfigPolicy) -> ConfigPolicy {
+        for (name, limit) in &mut self.limits {
+            let rule = |p: &BTreeMap<String, ServerPolicy>| p.get(name).and_then(|s| s.rate_limit);
+            let kept = before.limits.get(name);
+            if let Some(kept) = kept.filter(|_| rule(&self.servers) == rule(&before.servers)) {
+                *limit = kept.clone();
+            }
+        }
+        if self.gateway_rule.is_some() && self.gateway_rule == before.gateway_rule {
+            self.gateway = before.gateway.clone();
+        }
+        self
     }
 
     /// With what the config's `gateway` section says of every server: each caller's
@@ -74,6 +93,7 @@ impl ConfigPolicy {
             .rate_limit
             .as_ref()
             .map(|l| Arc::new(Limit::new(l, "gateway.rateLimit".into())));
+        self.gateway_rule = gateway.rate_limit;
         self
     }
 

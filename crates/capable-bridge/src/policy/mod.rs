@@ -147,6 +147,14 @@ pub trait Policy: Send + Sync + 'static {
         None
     }
 
+    /// The policy a request answers to when it comes: `None` (the default), this one.
+    /// A policy that stands for another — the one a reload of the config swaps in —
+    /// gives the one in force now; the request is judged by it, its result and its end
+    /// too, whatever is swapped in meanwhile.
+    fn current(&self) -> Option<Arc<dyn Policy>> {
+        None
+    }
+
     /// A rule of the policy that cannot be judged without knowing who is calling, in
     /// words (`None`: none). A bridge whose hosts do not log in (stdio, a listener
     /// without an issuer) refuses to start with it rather than judge it open or shut.
@@ -284,6 +292,8 @@ pub(crate) fn before_one(
     params: Forwarded,
     audit: &Audit,
 ) -> Result<(Forwarded, After), Error> {
+    let current = policy.and_then(|p| p.current());
+    let policy = current.as_ref().or(policy);
     // Decoded only for a policy that looks at it.
     let inspected = |server: &&str| policy.is_some_and(|p| p.inspects(server, method));
     let Some(server) = one.filter(inspected) else {
@@ -304,6 +314,9 @@ pub(crate) fn through(
     params: &mut Map<String, Value>,
     audit: &Audit,
 ) -> Result<After, Error> {
+    // One look at the policy in force (a reload may swap it).
+    let current = policy.and_then(|p| p.current());
+    let policy = current.as_ref().or(policy);
     let Some(policy) = policy.filter(|p| p.inspects(server, method)) else {
         return Ok(None);
     };
@@ -326,6 +339,8 @@ pub(crate) fn listed(
     method: Method,
     item: impl FnOnce() -> Value,
 ) -> bool {
+    let current = policy.and_then(|p| p.current());
+    let policy = current.as_ref().or(policy);
     match policy.filter(|p| p.inspects(server, method)) {
         Some(p) => {
             let caller = crate::audit::caller();

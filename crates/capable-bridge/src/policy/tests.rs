@@ -417,3 +417,40 @@ fn a_list_judged_for_a_caller_is_never_cached_for_others() {
         private
     );
 }
+
+#[test]
+fn a_reloaded_policy_keeps_the_counts_of_the_limits_it_leaves_as_they_were() {
+    let at_once = |n| ServerPolicy {
+        rate_limit: Some(limited(0, Duration::ZERO, Some(n))),
+        ..ServerPolicy::default()
+    };
+    let gateway = GatewayPolicy {
+        rate_limit: Some(limited(0, Duration::ZERO, Some(3))),
+        ..GatewayPolicy::default()
+    };
+    let of = |docs, web| {
+        let servers = [
+            ("docs".to_owned(), at_once(docs)),
+            ("web".to_owned(), at_once(web)),
+        ];
+        ConfigPolicy::new(servers.into()).with_gateway(&gateway)
+    };
+    let alice = caller("alice", &[], &[]);
+    let call = |p: &ConfigPolicy, server: &str| {
+        let mut params = params(json!({"name": "x"}));
+        p.on_request(server, Method::CallTool, &mut params, Some(&alice))
+    };
+    let before = of(1, 1);
+    assert_eq!(call(&before, "docs"), Verdict::Allow);
+    assert_eq!(call(&before, "web"), Verdict::Allow);
+    // Reloaded: docs's limit as it was (its call still counted), web's raised.
+    let after = of(1, 2).keeping_counts(&before);
+    assert!(matches!(call(&after, "docs"), Verdict::Limited { .. }));
+    assert_eq!(call(&after, "web"), Verdict::Allow);
+    // The gateway's count went on too (its bound is 3): 2 before, 1 now — web's own
+    // raised limit would take another, the gateway's does not.
+    let Verdict::Limited { why, .. } = call(&after, "web") else {
+        panic!("the gateway's fourth call at once");
+    };
+    assert!(why.contains("gateway.rateLimit"), "{why}");
+}

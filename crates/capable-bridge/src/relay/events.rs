@@ -49,6 +49,8 @@ pub enum Event {
     Behind(Change),
     /// Something of the many servers behind.
     Many(Result<HostEvent, broadcast::error::RecvError>),
+    /// The many servers' config was read anew: the one now in force.
+    Reloaded(std::sync::Arc<crate::reload::Generation>),
     /// Something of the many servers' subscriptions: on a listen stream, or a step's
     /// outcome.
     Fanout(Fanned),

@@ -126,6 +126,22 @@ impl Relay {
     }
 
     /// Every list the host was offered may have changed.
+    /// The many servers' config was read anew: the host hears of the lists the new
+    /// policy offers otherwise — when its era and declaration let it hear of them (the
+    /// servers follow the config on their own, `many/reload.rs`: their states and
+    /// lists come back as their events).
+    pub(super) fn on_reloaded(&mut self, generation: &crate::reload::Generation) {
+        for list in &generation.lists {
+            let changed = match list {
+                ListKind::Tools => Notification::ToolsListChanged,
+                ListKind::Resources => Notification::ResourcesListChanged,
+                ListKind::Prompts => Notification::PromptsListChanged,
+                _ => continue,
+            };
+            let _ = self.engine.notify(&changed, &json!({}), &mut self.out);
+        }
+    }
+
     fn lists_changed(&mut self) {
         for list in [
             Notification::ToolsListChanged,

@@ -306,6 +306,7 @@ impl Relay {
             Event::Asked(asked) => self.asked(asked),
             Event::Behind(change) => self.on_behind(change),
             Event::Many(event) => self.on_many(event),
+            Event::Reloaded(generation) => self.on_reloaded(&generation),
             Event::Opened(Ok(())) => {}
             Event::Opened(Err(e)) => self.listen_failed(&e),
             Event::Listened(listened) => self.listened(listened),

@@ -3,7 +3,8 @@
 //! `capable bridge` as its stdio server, or reaches it over Streamable HTTP
 //! (`--listen`); behind it is the server the flags name — `--url URL` (Streamable HTTP
 //! or HTTP+SSE, either era, OAuth from the token store), `--server NAME` from a config,
-//! a stdio command after `--` — or, with none of them, every server of the config.
+//! a stdio command after `--` — or, with none of them, every server of the config,
+//! read anew when its file changes or on SIGHUP (`--no-watch`: on SIGHUP only).
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use capable::config::{ConfigFile, GatewayPolicy, ServerPolicy, ServerTarget};
 use capable::host::{PinPolicy, PinStore};
 use capable_bridge::{
     BridgeConfig, BridgeError, ConfigPolicy, Connector, IntrospectionClient, ListenAuth,
-    ListenConfig, Stop, Unavailable, Upstream,
+    ListenConfig, Loaded, Reload, Stop, Unavailable, Upstream,
 };
 
 use crate::commands::Context;
@@ -32,12 +33,12 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     }
     let (upstream, policies, gateway) = upstream(ctx, args)?;
     let pins = pins(args, &upstream)?;
+    let first = policy_of(policies, &gateway).map(Arc::new);
+    let reload = reload(ctx, args, &upstream, first.clone());
     let mut config = BridgeConfig::new(upstream);
     config.pins = pins;
-    if !policies.is_empty() || gateway.rate_limit.is_some() {
-        let policy = ConfigPolicy::new(policies).with_gateway(&gateway);
-        config.policy = Some(Arc::new(policy));
-    }
+    config.policy = first.map(|p| p as Arc<dyn capable_bridge::Policy>);
+    config.reload = reload;
     config.client = ctx.options();
     config.oauth = Some(ctx.host_oauth());
     config.connect_timeout = ctx.global.timeout;
@@ -54,7 +55,7 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     config.hints = Some(Arc::new(|e: &capable::Error| {
         CliError::Client(e.clone()).hint()
     }));
-    let stop = stop_on_signal(ctx);
+    let stop = stop_on_signal(ctx, config.reload.is_some());
     let served = match args.listen {
         Some(addr) => {
             let listen = listen(args, addr, &gateway);
@@ -113,14 +114,7 @@ fn upstream(
         });
         return Ok((Upstream::One { name, connect }, policies, gateway));
     }
-    let mut config = ConfigFile::load(g.config.as_deref())?;
-    for entry in &mut config.servers {
-        match &mut entry.target {
-            Ok(ServerTarget::Stdio(command)) => command.inherit_env = g.inherit_env,
-            Ok(target) => crate::secrets::keep_target(target),
-            Err(_) => {}
-        }
-    }
+    let config = many(ConfigFile::load(g.config.as_deref())?, g.inherit_env);
     if let Some(unknown) = args
         .only
         .iter()
@@ -135,6 +129,64 @@ fn upstream(
     let gateway = config.gateway.clone();
     let only = args.only.clone();
     Ok((Upstream::Many { config, only }, policies, gateway))
+}
+
+/// A config of many servers as the bridge serves it: its stdio servers' environment
+/// as `--inherit-env` says, its HTTP servers' secrets kept for scrubbing.
+fn many(mut config: ConfigFile, inherit_env: bool) -> ConfigFile {
+    for entry in &mut config.servers {
+        match &mut entry.target {
+            Ok(ServerTarget::Stdio(command)) => command.inherit_env = inherit_env,
+            Ok(target) => crate::secrets::keep_target(target),
+            Err(_) => {}
+        }
+    }
+    config
+}
+
+/// The policy of a config's servers and its `gateway` section (none when it sets none).
+fn policy_of(policies: Policies, gateway: &GatewayPolicy) -> Option<ConfigPolicy> {
+    if policies.is_empty() && gateway.rate_limit.is_none() {
+        return None;
+    }
+    Some(ConfigPolicy::new(policies).with_gateway(gateway))
+}
+
+/// Many servers: their config read anew on SIGHUP and, unless `--no-watch`, when its
+/// file changes — with the bounds it was first read with, as the bridge serves it.
+/// Each policy read keeps the counts of the last one's limits that stay as they were.
+fn reload(
+    ctx: &Context,
+    args: &BridgeArgs,
+    upstream: &Upstream,
+    first: Option<Arc<ConfigPolicy>>,
+) -> Option<Reload> {
+    let Upstream::Many { config, .. } = upstream else {
+        return None;
+    };
+    let path = std::path::PathBuf::from(&config.path);
+    let inherit_env = ctx.global.inherit_env;
+    let file = path.clone();
+    let last = std::sync::Mutex::new(first);
+    let mut reload = Reload::new(Arc::new(move || {
+        let config = ConfigFile::load(Some(&file)).map_err(|e| e.to_string())?;
+        let config = many(config, inherit_env);
+        let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+        let policy = policy_of(config.policies.clone(), &config.gateway).map(|p| {
+            Arc::new(match last.as_deref() {
+                Some(before) => p.keeping_counts(before),
+                None => p,
+            })
+        });
+        last.clone_from(&policy);
+        let policy = policy.map(|p| p as Arc<dyn capable_bridge::Policy>);
+        let mut loaded = Loaded::new(config, policy);
+        loaded.secrets = crate::secrets::kept();
+        Ok(loaded)
+    }));
+    reload.watch = (!args.no_watch).then_some(path);
+    reload.hangups = Some(ctx.signals.hangups());
+    Some(reload)
 }
 
 /// The pinned definitions of many servers (none for one, nor with `--no-pins`): a
@@ -205,10 +257,15 @@ fn listen(args: &BridgeArgs, addr: std::net::SocketAddr, gateway: &GatewayPolicy
     listen
 }
 
-/// A [`Stop`] that SIGINT, SIGTERM or SIGHUP signals.
-fn stop_on_signal(ctx: &Context) -> Stop {
+/// A [`Stop`] that SIGINT, SIGTERM or SIGHUP signals — or, for a bridge that reloads
+/// its config (`reloads`), SIGINT or SIGTERM only (its SIGHUP reads the config anew).
+fn stop_on_signal(ctx: &Context, reloads: bool) -> Stop {
     let (handle, stop) = Stop::new();
-    let received = ctx.signals.received();
+    let received: std::pin::Pin<Box<dyn std::future::Future<Output = i32> + Send>> = if reloads {
+        Box::pin(ctx.signals.stopping())
+    } else {
+        Box::pin(ctx.signals.received())
+    };
     tokio::spawn(async move { handle.stop(received.await) });
     stop
 }

@@ -131,6 +131,11 @@ pub struct BridgeArgs {
     /// Many servers: no pinned definitions (nothing judged, nothing written).
     #[arg(long)]
     pub no_pins: bool,
+    /// Many servers: do not watch the config file for changes. SIGHUP still reads it
+    /// anew (servers added, removed or changed, the policies in force from the next
+    /// request on; an invalid file changes nothing and the audit says why).
+    #[arg(long)]
+    pub no_watch: bool,
     /// Many servers: a definition that differs from its pin is passed to hosts (the
     /// evidence still in the audit) instead of withheld.
     #[arg(long, conflicts_with = "no_pins")]

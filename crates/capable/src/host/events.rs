@@ -13,7 +13,7 @@ use capable_core::{Notice, PinChange, PinKind, Violation};
 
 use crate::error::Error;
 use crate::events::ServerNotification;
-use crate::host::{ListKind, ServerState};
+use crate::host::{ListKind, ServerChange, ServerState};
 
 /// Something that happened to one of the host's servers.
 #[derive(Clone, Debug)]
@@ -99,6 +99,14 @@ pub enum HostEvent {
         /// Why, in words.
         error: String,
     },
+    /// A reload ([`Host::reload`](crate::host::Host::reload)) added, removed or
+    /// changed the server (its states follow as [`HostEvent::State`]).
+    Reloaded {
+        /// The server.
+        server: String,
+        /// What the reload did to it.
+        change: ServerChange,
+    },
     /// A line the server wrote to stderr (a stdio server, while it is up; secrets
     /// scrubbed). The lines written before it was ready are in its session's
     /// [`stderr_tail`](crate::Session::stderr_tail).
@@ -123,6 +131,7 @@ impl HostEvent {
             | HostEvent::DefinitionChanged { server, .. }
             | HostEvent::DefinitionHeld { server, .. }
             | HostEvent::PinsUnsaved { server, .. }
+            | HostEvent::Reloaded { server, .. }
             | HostEvent::Stderr { server, .. } => server,
         }
     }

@@ -20,6 +20,10 @@
 //!   server that is not ready fails the call at once with a typed
 //!   [`HostError::NotReady`] that carries its state.
 //! - **One stream of events** ([`HostEvent`]).
+//! - **A config read anew** ([`Host::reload`]): servers added are started, those
+//!   removed stopped, those changed restarted; the others are not touched (their
+//!   sessions and subscriptions go on). What changed is worked out first by a pure
+//!   function ([`diff`]) and said as [`HostEvent::Reloaded`].
 //! - **One server at a time, by hand**: [`Host::disconnect`] closes one server's
 //!   session (`Stopped`), [`Host::reconnect`] starts it afresh — the others go on.
 //! - **Clean shutdown**: every session closed concurrently, each server's process
@@ -58,6 +62,7 @@
 //! | `catalog.rs` | the naming rule and the merged view |
 //! | `pins.rs` | [`PinStore`]: definitions judged against their pins as lists arrive |
 //! | `events.rs` | [`HostEvent`] |
+//! | `reload.rs` | [`diff`]: what a config read anew adds, removes and changes |
 //! | `failure.rs` | what each client error means for restarting |
 
 pub mod catalog;
@@ -65,6 +70,7 @@ mod events;
 mod failure;
 mod options;
 mod pins;
+mod reload;
 mod state;
 mod supervisor;
 
@@ -87,6 +93,7 @@ pub use catalog::{qualify, split, HostPrompt, HostResource, HostTool, ListKind};
 pub use events::HostEvent;
 pub use options::{HostOptions, OAuthProvider};
 pub use pins::{Pending, PinStore, PinStoreError, MAX_PINS_FILE};
+pub use reload::{diff, Reloaded, ServerChange};
 pub use state::{ServerError, ServerState, ServerStatus};
 
 pub use supervisor::connect;
@@ -198,6 +205,8 @@ pub struct Host {
     servers: Mutex<Vec<Arc<Server>>>,
     /// Set by [`Host::shutdown`]: no server starts again.
     closed: AtomicBool,
+    /// Held by a reload, so two apply one after the other.
+    reloading: tokio::sync::Mutex<()>,
 }
 
 impl Host {
@@ -217,6 +226,7 @@ impl Host {
             options,
             servers: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            reloading: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -239,14 +249,16 @@ impl Host {
             Ok(target) => match self.add(&entry.name, target.clone()) {
                 Err(HostError::InvalidName { name, why }) => {
                     let error = ServerError::InvalidName { name, why };
-                    self.insert(&entry.name, ServerState::Refused { error }, None)
+                    let state = ServerState::Refused { error };
+                    self.insert(&entry.name, state, None, entry.target.clone())
                         .map(drop)
                 }
                 other => other,
             },
             Err(e) => {
                 let error = ServerError::Config(e.clone());
-                self.insert(&entry.name, ServerState::Refused { error }, None)
+                let state = ServerState::Refused { error };
+                self.insert(&entry.name, state, None, entry.target.clone())
                     .map(drop)
             }
         }
@@ -268,7 +280,8 @@ impl Host {
             name: name.to_owned(),
             why,
         })?;
-        let server = self.insert(name, ServerState::Starting, Some((target, options)))?;
+        let entry = Ok(target.clone());
+        let server = self.insert(name, ServerState::Starting, Some((target, options)), entry)?;
         self.start(&server);
         Ok(())
     }
@@ -278,6 +291,7 @@ impl Host {
         name: &str,
         state: ServerState,
         spec: Option<(ServerTarget, ClientOptions)>,
+        entry: Result<ServerTarget, crate::config::ConfigError>,
     ) -> Result<Arc<Server>, HostError> {
         let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
         if servers.iter().any(|s| s.name == name) {
@@ -285,7 +299,7 @@ impl Host {
                 name: name.to_owned(),
             });
         }
-        let server = Arc::new(Server::new(name, state, spec));
+        let server = Arc::new(Server::new(name, state, spec, entry));
         servers.push(server.clone());
         Ok(server)
     }

@@ -35,6 +35,9 @@ pub(super) struct Server {
     /// What to connect to, and with which options; `None` for a config entry that
     /// could not be used (it never runs).
     spec: Option<(ServerTarget, ClientOptions)>,
+    /// The config entry's target it was made from (or why it could not be used): what a
+    /// reload compares the new config with.
+    pub(super) entry: Result<ServerTarget, crate::config::ConfigError>,
     /// Its task, while one runs.
     run: Mutex<Option<Run>>,
     /// Held by whoever stops or starts the task (a reconnect, a disconnect, the
@@ -61,6 +64,7 @@ impl Server {
         name: &str,
         state: ServerState,
         spec: Option<(ServerTarget, ClientOptions)>,
+        entry: Result<ServerTarget, crate::config::ConfigError>,
     ) -> Server {
         let mut status = ServerStatus::new(name);
         status.state = state;
@@ -72,6 +76,7 @@ impl Server {
                 session: None,
             }),
             spec,
+            entry,
             run: Mutex::new(None),
             op: tokio::sync::Mutex::new(()),
         }

@@ -13,6 +13,7 @@ mod common;
 mod lifecycle;
 mod lists;
 mod pins;
+mod reload;
 
 use capable_test_support::http_peer;
 
