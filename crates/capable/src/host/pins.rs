@@ -10,9 +10,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use capable_core::model::ResourceTemplate;
 use capable_core::{Judged, Pin, PinChange, PinKind, PinPolicy, Pins, PinsError};
 use serde::Serialize;
 use serde_json::Value;
+
+use super::catalog::{split, ListKind};
+use super::{Host, HostError, HostEvent};
 
 /// The largest lock file read.
 pub const MAX_PINS_FILE: u64 = 16 << 20;
@@ -259,6 +263,179 @@ impl PinStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, Pins> {
         self.pins.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The host's side of its pins: what it withholds, what it judges, what it accepts.
+impl Host {
+    /// The host's pinned definitions, if it has them ([`HostOptions::pins`]).
+    pub fn pins(&self) -> Option<&PinStore> {
+        self.shared.pins.as_ref()
+    }
+
+    /// Every ready server's resource templates (`resources/templates/list`, where it
+    /// declared resources), read now — the host keeps no list of them — and judged by
+    /// its pins as tools are ([`Host::pinned_templates`]), by server. A server whose
+    /// list fails is left out.
+    pub async fn templates(&self) -> Vec<(String, Vec<ResourceTemplate>)> {
+        let mut all = Vec::new();
+        for status in self.servers() {
+            let Ok(session) = self.session(&status.name) else {
+                continue;
+            };
+            if session
+                .check(capable_core::Method::ListResourceTemplates)
+                .is_err()
+            {
+                continue;
+            }
+            if let Ok(templates) = session.list_resource_templates().await {
+                let passed = self.pinned_templates(&status.name, templates);
+                all.push((status.name, passed));
+            }
+        }
+        all
+    }
+
+    /// Server `server`'s resource templates as the host's pins let them through: the
+    /// host lists no templates itself, so whoever does (a bridge, an inspector) passes
+    /// them here. Judged as tools and prompts are: one whose definition differs from its
+    /// pin is left out (unless the policy passes changes) and reported as
+    /// [`HostEvent::DefinitionChanged`], a new one pinned or held. All of them without
+    /// pins.
+    pub fn pinned_templates(
+        &self,
+        server: &str,
+        templates: Vec<ResourceTemplate>,
+    ) -> Vec<ResourceTemplate> {
+        let Some(pins) = &self.shared.pins else {
+            return templates;
+        };
+        let version = self
+            .server(server)
+            .and_then(|s| s.server_info.map(|i| i.version));
+        let mut events = Vec::new();
+        let (passed, _) = judge(
+            server,
+            pins,
+            capable_core::PinKind::ResourceTemplate,
+            templates,
+            version,
+            &mut events,
+        );
+        for event in events {
+            self.shared.emit(event);
+        }
+        passed
+    }
+
+    /// Accepts the definitions waiting in the host's pins ([`PinStore::pending`]) that
+    /// `wanted(server, name)` picks — each pinned as it is now ([`PinStore::accept`]) —
+    /// and reads their servers' lists again, so that they join the merged view at
+    /// once ([`HostEvent::ListChanged`]). Returns what was accepted; nothing without
+    /// pins.
+    pub async fn accept_pins(
+        &self,
+        wanted: impl Fn(&str, &str) -> bool,
+    ) -> Result<Vec<Pending>, HostError> {
+        let Some(pins) = &self.shared.pins else {
+            return Ok(Vec::new());
+        };
+        let accepted = pins.accept(wanted).map_err(|error| HostError::Pins {
+            error: Arc::new(error),
+        })?;
+        let mut lists: Vec<(String, ListKind)> = Vec::new();
+        for pending in &accepted {
+            let (server, kind, _) = pending.key();
+            let list = match kind {
+                capable_core::PinKind::Tool => ListKind::Tools,
+                capable_core::PinKind::Prompt => ListKind::Prompts,
+                _ => continue,
+            };
+            if !lists.iter().any(|(s, l)| s == server && *l == list) {
+                lists.push((server.to_owned(), list));
+            }
+        }
+        for (server, list) in lists {
+            if let Ok(server) = self.find(&server) {
+                server.reread(&self.shared, list).await;
+            }
+        }
+        Ok(accepted)
+    }
+
+    /// Whether `qualified` (`server/name`) is a tool or prompt (`list`) the host's pins
+    /// withhold: its definition changed since it was pinned, or it is new and held.
+    pub fn withheld(&self, list: ListKind, qualified: &str) -> bool {
+        // Without pins nothing is withheld: a call pays for no lookup.
+        if self.shared.pins.is_none() {
+            return false;
+        }
+        let Some((server, name)) = split(qualified) else {
+            return false;
+        };
+        let found = {
+            let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+            servers.iter().find(|s| s.name == server).cloned()
+        };
+        found.is_some_and(|s| s.slot().lists.is_withheld(list, name))
+    }
+}
+
+/// The `items` of `kind` that server `name`'s list brought and `pins` pass, and the
+/// names kept out; what they withheld, held or could not save goes into `events`.
+pub(super) fn judge<T: serde::Serialize>(
+    name: &str,
+    pins: &PinStore,
+    kind: PinKind,
+    items: Vec<T>,
+    server_version: Option<String>,
+    events: &mut Vec<HostEvent>,
+) -> (Vec<T>, Vec<String>) {
+    let values: Vec<serde_json::Value> = items
+        .iter()
+        .map(|i| serde_json::to_value(i).unwrap_or_default())
+        .collect();
+    let (judged, unsaved) = pins.judge(name, kind, &values);
+    if let Some(error) = unsaved {
+        events.push(HostEvent::PinsUnsaved {
+            server: name.to_owned(),
+            error: error.to_string(),
+        });
+    }
+    let withheld = !pins.policy().pass_changed;
+    let mut out = Vec::new();
+    for change in judged.changed {
+        if withheld {
+            out.push(change.name.clone());
+        }
+        events.push(HostEvent::DefinitionChanged {
+            server: name.to_owned(),
+            server_version: server_version.clone(),
+            change: Box::new(change),
+            withheld,
+        });
+    }
+    for (name, _) in judged.held {
+        out.push(name.clone());
+        events.push(HostEvent::DefinitionHeld {
+            server: name.to_owned(),
+            kind,
+            name,
+        });
+    }
+    let mut pass = judged.pass.into_iter().peekable();
+    let passed = items
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, item)| match pass.peek() {
+            Some(&next) if next == i => {
+                pass.next();
+                Some(item)
+            }
+            _ => None,
+        })
+        .collect();
+    (passed, out)
 }
 
 #[cfg(test)]

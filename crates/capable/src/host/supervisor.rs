@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::catalog::{self, Fetched, ListKind, Lists};
-use super::PinStore;
+use super::pins::judge;
 use super::{HostEvent, OAuthProvider, ServerError, ServerState, ServerStatus, Shared};
 use crate::config::ServerTarget;
 use crate::error::Error;
@@ -608,61 +608,4 @@ async fn close(session: Arc<Session>) {
             shared.close_shared().await;
         }
     }
-}
-
-/// The `items` of `kind` that server `name`'s list brought and `pins` pass, and the
-/// names kept out; what they withheld, held or could not save goes into `events`.
-pub(super) fn judge<T: serde::Serialize>(
-    name: &str,
-    pins: &PinStore,
-    kind: PinKind,
-    items: Vec<T>,
-    server_version: Option<String>,
-    events: &mut Vec<HostEvent>,
-) -> (Vec<T>, Vec<String>) {
-    let values: Vec<serde_json::Value> = items
-        .iter()
-        .map(|i| serde_json::to_value(i).unwrap_or_default())
-        .collect();
-    let (judged, unsaved) = pins.judge(name, kind, &values);
-    if let Some(error) = unsaved {
-        events.push(HostEvent::PinsUnsaved {
-            server: name.to_owned(),
-            error: error.to_string(),
-        });
-    }
-    let withheld = !pins.policy().pass_changed;
-    let mut out = Vec::new();
-    for change in judged.changed {
-        if withheld {
-            out.push(change.name.clone());
-        }
-        events.push(HostEvent::DefinitionChanged {
-            server: name.to_owned(),
-            server_version: server_version.clone(),
-            change: Box::new(change),
-            withheld,
-        });
-    }
-    for (name, _) in judged.held {
-        out.push(name.clone());
-        events.push(HostEvent::DefinitionHeld {
-            server: name.to_owned(),
-            kind,
-            name,
-        });
-    }
-    let mut pass = judged.pass.into_iter().peekable();
-    let passed = items
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, item)| match pass.peek() {
-            Some(&next) if next == i => {
-                pass.next();
-                Some(item)
-            }
-            _ => None,
-        })
-        .collect();
-    (passed, out)
 }
