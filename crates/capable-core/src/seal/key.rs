@@ -106,20 +106,20 @@ impl SealKey {
         if text.is_empty() {
             return Err(KeyError::Empty);
         }
-        let mut bytes = if text.len() == 2 * KEY_LEN && text.bytes().all(|b| b.is_ascii_hexdigit())
-        {
+        // Hex digits only (and not the 43 characters of unpadded base64 of 32 bytes,
+        // which are hex digits only by a 10^-20 chance): hex, whatever its length, so
+        // 32 hex digits are said to be 16 bytes rather than decoded as base64.
+        let hex = text.bytes().all(|b| b.is_ascii_hexdigit()) && text.len() != 43;
+        let mut bytes = if hex {
+            if text.len() != 2 * KEY_LEN {
+                return Err(KeyError::Length(text.len() / 2));
+            }
             decode_hex(text)
         } else {
             [URL_SAFE_NO_PAD, URL_SAFE, STANDARD_NO_PAD, STANDARD]
                 .iter()
                 .find_map(|engine| engine.decode(text).ok())
-                .ok_or_else(|| {
-                    if text.bytes().all(|b| b.is_ascii_hexdigit()) {
-                        KeyError::Length(text.len() / 2)
-                    } else {
-                        KeyError::Encoding
-                    }
-                })?
+                .ok_or(KeyError::Encoding)?
         };
         let key = <&[u8; KEY_LEN]>::try_from(bytes.as_slice())
             .map(SealKey::from_bytes)

@@ -178,6 +178,11 @@ fn keys_parse_from_hex_or_base64_and_refuse_a_wrong_length() {
         SealKey::parse("not a key!").unwrap_err(),
         KeyError::Encoding
     );
+    // 32 hex digits are also valid base64 (of 24 bytes): said as the 16 bytes they mean.
+    assert_eq!(
+        SealKey::parse(&"ab".repeat(16)).unwrap_err(),
+        KeyError::Length(16)
+    );
     // The key is never shown, whether accepted or refused.
     assert!(!format!("{from_hex:?}").to_lowercase().contains("5a5a"));
     let refused = SealKey::parse(&format!("{hex}zz")).unwrap_err();
