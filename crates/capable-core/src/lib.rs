@@ -100,6 +100,7 @@ mod outbox;
 mod pins;
 mod restart;
 mod revision;
+mod seal;
 mod secrets;
 mod server;
 mod skills;
@@ -213,6 +214,9 @@ pub mod internal {
     }
     pub mod revision {
         pub use crate::revision::*;
+    }
+    pub mod seal {
+        pub use crate::seal::*;
     }
     pub mod secrets {
         pub use crate::secrets::*;

@@ -31,6 +31,8 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
                 .into(),
         ));
     }
+    // Checked now, though nothing is sealed yet: a bad key stops the bridge before it serves.
+    let _seal_ring = crate::commands::bridge_seal::ring(args)?;
     let (upstream, policies, gateway) = upstream(ctx, args)?;
     let pins = pins(args, &upstream)?;
     let first = policy_of(policies, &gateway).map(Arc::new);

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod auth;
 pub mod bench;
 pub mod bridge;
+pub mod bridge_seal;
 pub mod config_host;
 pub mod demo;
 pub mod inspect;

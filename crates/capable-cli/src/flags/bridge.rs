@@ -65,6 +65,26 @@ pub struct BridgeArgs {
         requires = "auth_client_id"
     )]
     pub auth_client_secret: Option<String>,
+    /// With --listen: the key the gateway's replicas will seal session state with (first
+    /// step: read and checked at start, nothing is sealed yet): a file holding 32 bytes
+    /// as 64 hex digits or base64. The environment's CAPABLE_SEAL_KEY may hold the key
+    /// itself instead.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub seal_key_file: Option<PathBuf>,
+    /// The current seal key itself; from the environment (CAPABLE_SEAL_KEY), never a flag
+    /// others see in `ps`.
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "CAPABLE_SEAL_KEY",
+        hide_env_values = true,
+        hide = true
+    )]
+    pub seal_key: Option<String>,
+    /// With --seal-key-file: a previous key (a file), whose seals still open while a
+    /// rotation rolls out; repeat for more (at most 4).
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub seal_key_previous: Vec<PathBuf>,
     /// With --listen: serve `/metrics` (Prometheus) on ADDR instead of the listener's
     /// port, with `/healthz` and `/readyz` (e.g. `127.0.0.1:9464`). Loopback unless
     /// --allow-remote; no token there (on the listener, `/metrics` wants what `/mcp`

@@ -1,0 +1,164 @@
+//! Sealed state: what a gateway replica hands a host (a session id, a task id, an input
+//! round's `requestState`) carrying, encrypted and authenticated, what any other replica
+//! holding the same key needs to continue — no shared store.
+//!
+//! A seal is URL-safe base64 (no padding, so it fits an HTTP header and a JSON string
+//! unescaped) of
+//!
+//! ```text
+//! version (1) | kind (1) | key id (4) | nonce (24) | ciphertext (n) | tag (16)
+//! ```
+//!
+//! sealed with XChaCha20-Poly1305 under a random 24-byte nonce (random nonces are safe
+//! at any volume with 24 bytes). The whole header (version, kind, key id, nonce) is the
+//! associated data, so a seal of one [`SealKind`] never opens as another and no header
+//! byte can be changed unnoticed. 46 bytes of overhead: 62 characters plus 4/3 of the
+//! plaintext.
+//!
+//! Opening never panics and reads at most [`MAX_SEALED_LEN`] characters; every refusal
+//! is a [`SealError`] that says why without repeating the input. A gateway answers all of
+//! them the same way (a legacy session's 404 makes the host initialize again).
+//!
+//! ```
+//! use capable_core::internal::seal::{KeyRing, SealError, SealKey, SealKind, open, seal};
+//! let ring = KeyRing::new(SealKey::from_bytes(&[7; 32]), vec![]);
+//! let id = seal(&ring, SealKind::Session, b"upstream=abc").unwrap();
+//! assert_eq!(open(&ring, SealKind::Session, &id).unwrap(), b"upstream=abc");
+//! assert_eq!(open(&ring, SealKind::Task, &id), Err(SealError::WrongKind));
+//! ```
+
+mod key;
+mod session;
+
+pub use key::{KeyError, KeyId, KeyRing, SealKey, KEY_LEN, MAX_PREVIOUS};
+pub use session::{Caller, SessionSeal, SessionSealError, MAX_SESSION_SEAL_LEN};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use chacha20poly1305::aead::{Aead, Payload};
+use chacha20poly1305::XNonce;
+
+/// The format's version, the seal's first byte.
+pub const VERSION: u8 = 1;
+
+/// The longest seal [`open`] reads, in characters; [`seal`] refuses a plaintext that
+/// would make a longer one.
+pub const MAX_SEALED_LEN: usize = 4096;
+
+const HEADER_LEN: usize = 1 + 1 + 4 + NONCE_LEN;
+const NONCE_LEN: usize = 24;
+const TAG_LEN: usize = 16;
+
+/// The largest plaintext [`seal`] accepts: what fits in [`MAX_SEALED_LEN`] characters.
+pub const MAX_PLAINTEXT_LEN: usize = MAX_SEALED_LEN / 4 * 3 - HEADER_LEN - TAG_LEN;
+
+/// What a seal stands for; a seal made as one kind is refused as any other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SealKind {
+    /// A legacy session, sealed into its `Mcp-Session-Id`.
+    Session,
+    /// A task the gateway handed out, sealed into its task id.
+    Task,
+    /// An input round's `requestState`.
+    RequestState,
+}
+
+impl SealKind {
+    fn byte(self) -> u8 {
+        match self {
+            SealKind::Session => 1,
+            SealKind::Task => 2,
+            SealKind::RequestState => 3,
+        }
+    }
+}
+
+/// Why a seal was refused, or could not be made.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SealError {
+    /// Not a seal: not URL-safe base64, too short or too long, or an unknown version.
+    #[error("not a sealed value")]
+    Malformed,
+    /// Sealed under a key this ring does not hold: another deployment's, or one retired.
+    #[error("sealed under an unknown or retired key ({0})")]
+    UnknownKey(KeyId),
+    /// The seal was changed after it was made, or was never made with this key.
+    #[error("the sealed value was tampered with")]
+    Tampered,
+    /// A seal of another kind (a task id offered as a session id, say).
+    #[error("a sealed value of another kind")]
+    WrongKind,
+    /// The plaintext is larger than [`MAX_PLAINTEXT_LEN`].
+    #[error("{0} bytes is too much to seal (at most {MAX_PLAINTEXT_LEN})")]
+    TooLarge(usize),
+    /// The system's random source failed, so no nonce could be drawn.
+    #[error("no random nonce: {0}")]
+    Random(String),
+}
+
+/// Seals `plaintext` as `kind` under the ring's current key: a fresh random nonce each
+/// time, so two seals of the same state differ.
+pub fn seal(ring: &KeyRing, kind: SealKind, plaintext: &[u8]) -> Result<String, SealError> {
+    if plaintext.len() > MAX_PLAINTEXT_LEN {
+        return Err(SealError::TooLarge(plaintext.len()));
+    }
+    let key = ring.current();
+    let mut header = [0u8; HEADER_LEN];
+    header[0] = VERSION;
+    header[1] = kind.byte();
+    header[2..6].copy_from_slice(&key.id().0);
+    getrandom::fill(&mut header[6..]).map_err(|e| SealError::Random(e.to_string()))?;
+    let nonce = XNonce::try_from(&header[6..]).map_err(|_| SealError::Malformed)?;
+    let body = key
+        .cipher
+        .encrypt(
+            &nonce,
+            Payload {
+                msg: plaintext,
+                aad: &header,
+            },
+        )
+        .map_err(|_| SealError::TooLarge(plaintext.len()))?;
+    let mut raw = Vec::with_capacity(HEADER_LEN + body.len());
+    raw.extend_from_slice(&header);
+    raw.extend_from_slice(&body);
+    Ok(URL_SAFE_NO_PAD.encode(raw))
+}
+
+/// Opens a seal of `kind` with whichever key of the ring made it.
+pub fn open(ring: &KeyRing, kind: SealKind, sealed: &str) -> Result<Vec<u8>, SealError> {
+    if sealed.len() > MAX_SEALED_LEN {
+        return Err(SealError::Malformed);
+    }
+    let raw = URL_SAFE_NO_PAD
+        .decode(sealed)
+        .map_err(|_| SealError::Malformed)?;
+    if raw.len() < HEADER_LEN + TAG_LEN || raw[0] != VERSION {
+        return Err(SealError::Malformed);
+    }
+    let (header, body) = raw.split_at(HEADER_LEN);
+    if header[1] != kind.byte() {
+        return Err(if matches!(header[1], 1..=3) {
+            SealError::WrongKind
+        } else {
+            SealError::Malformed
+        });
+    }
+    let id = KeyId([header[2], header[3], header[4], header[5]]);
+    let key = ring.find(id).ok_or(SealError::UnknownKey(id))?;
+    let nonce = XNonce::try_from(&header[6..]).map_err(|_| SealError::Malformed)?;
+    key.cipher
+        .decrypt(
+            &nonce,
+            Payload {
+                msg: body,
+                aad: header,
+            },
+        )
+        .map_err(|_| SealError::Tampered)
+}
+
+#[cfg(test)]
+mod tests;
