@@ -109,6 +109,9 @@ pub struct BridgeConfig {
     /// lists (`__` by default: `docs__search`). 1 to 8 characters of `[a-zA-Z0-9_-]`,
     /// so every merged name keeps to `^[a-zA-Z0-9_-]{1,64}$`.
     pub name_separator: String,
+    /// Where every request's span goes ([`Traces::from_env`](crate::Traces::from_env)):
+    /// none by default (no spans, and no cost but one branch).
+    pub traces: Option<crate::Traces>,
 }
 
 impl BridgeConfig {
@@ -126,6 +129,7 @@ impl BridgeConfig {
             policy: None,
             pins: None,
             name_separator: "__".into(),
+            traces: None,
         }
     }
 }
@@ -139,6 +143,7 @@ impl std::fmt::Debug for BridgeConfig {
             .field("audit_log", &self.audit_log)
             .field("policy", &self.policy.is_some())
             .field("pins", &self.pins.as_ref().map(PinStore::path))
+            .field("traces", &self.traces.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -38,6 +38,7 @@
 //! | `listen/` | the host over Streamable HTTP (`--listen`): sessions, streams, the gate, who is calling (`--auth-issuer`) |
 //! | `audit.rs` | the JSON lines of what the host did not see |
 //! | `metrics/` | the counts an operator scrapes (`/metrics`), and what `/readyz` answers |
+//! | `traces/` | every request and its upstream call as OpenTelemetry spans, over OTLP ([`Traces`]) |
 //! | `many/` | the servers of a config as one |
 //! | `policy/` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike, knowing the [`Caller`]; the config's policies ([`ConfigPolicy`]: tools, who may use what, rate limits) |
 //! | `config.rs`, `error.rs`, `stop.rs` | the public face: what to serve, what ends it, what stops it |
@@ -60,6 +61,7 @@ mod relay;
 mod run_task;
 mod stdio;
 mod stop;
+mod traces;
 mod upstream;
 
 pub use capable::internal::auth::resource::Caller;
@@ -69,6 +71,7 @@ pub use config::{
 pub use error::{BridgeError, Unavailable};
 pub use policy::{ConfigPolicy, Policy, Verdict};
 pub use stop::{Stop, StopHandle};
+pub use traces::Traces;
 
 /// Serves `config`'s server or servers to one host on this process's stdin and stdout,
 /// until the host closes its end (`Ok`), breaks the transport

@@ -21,6 +21,7 @@
 //! | `violations_total` | `server`, `method` | contract violations (the audit's evidence) |
 //! | `notices_total` | `side`, `level` | notices of the servers' side and the hosts' |
 //! | `audit_events_total` | `event` | audit lines by event (`withheld`, `malformed`, `busy`, …), counted before a flood is summarised |
+//! | `spans_dropped_total` | | spans that never reached the OTLP collector (only when traces are on: `traces/`) |
 //! | `refusals_total` | `reason` | requests turned away before any server saw them: the gate's (`host`, `origin`, `token`, `media_type`, `access_token`) and the bounds' (`sessions_busy`, `bodies_busy`) |
 //!
 //! A server's request counts under `server=""` when the bridge answered it from every
@@ -151,6 +152,8 @@ pub struct Metrics {
     notices: [AtomicU64; 4],
     events: [AtomicU64; EVENTS.len()],
     refusals: [AtomicU64; REFUSALS.len()],
+    /// The traces whose dropped spans are counted, when they are on.
+    traces: Option<crate::Traces>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -195,9 +198,15 @@ impl Metrics {
             notices: Default::default(),
             events: Default::default(),
             refusals: Default::default(),
+            traces: None,
             servers: servers.into(),
             needed: needed.into(),
         }
+    }
+
+    /// Counts the spans `traces` dropped too (`spans_dropped_total`).
+    pub fn count_dropped_spans(&mut self, traces: crate::Traces) {
+        self.traces = Some(traces);
     }
 
     /// How many `server` label slots there are.
