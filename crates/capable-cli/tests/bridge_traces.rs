@@ -16,7 +16,6 @@ mod otlp_support;
 use std::time::{Duration, Instant};
 
 use bridge_support::Bridge;
-use capable::internal::ProtocolVersion;
 use listen_support::{http_at, post};
 use otlp_support::{Collector, Got, CLIENT, SERVER};
 use serde_json::json;
@@ -62,6 +61,22 @@ fn open_session(port: u16) -> String {
     session
 }
 
+/// Request `id` over stdio, and its answer (what the bridge writes is the relay's,
+/// checked against the schemas by the other bridge tests; not here, where the first
+/// check would cost a debug build seconds).
+#[track_caller]
+fn ask(b: &mut Bridge, id: i64, method: &str, params: serde_json::Value) -> serde_json::Value {
+    b.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    loop {
+        let message = b
+            .next_unchecked_within(bridge_support::ANSWER)
+            .unwrap_or_else(|| panic!("no answer to {id}\n{}", b.stderr_text()));
+        if message["id"] == id && message.get("method").is_none() {
+            return message;
+        }
+    }
+}
+
 /// The one span named `name` of `kind`.
 #[track_caller]
 fn one<'a>(spans: &'a [Got], name: &str, kind: i32) -> &'a Got {
@@ -87,11 +102,18 @@ fn a_tool_call_over_stdio_is_a_server_span_under_the_callers_with_its_upstream_c
     let server = common::fixture("no-resources");
     let mut args = vec!["--"];
     args.extend(server.iter().map(String::as_str));
-    let env = [("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint.as_str()), QUICK];
+    let env = [
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint.as_str()),
+        QUICK,
+    ];
     let mut b = Bridge::start_env(&args, &env);
-    b.initialize(ProtocolVersion::V2025_11_25, json!({}));
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "h", "version": "1"}});
+    ask(&mut b, 0, "initialize", init);
+    b.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let parent = caller_parent();
-    let call = b.request(
+    let call = ask(
+        &mut b,
         7,
         "tools/call",
         json!({"name": "echo", "arguments": {"message": "hi"},
@@ -107,7 +129,7 @@ fn a_tool_call_over_stdio_is_a_server_span_under_the_callers_with_its_upstream_c
     assert_eq!(seen_trace, TRACE);
     assert_ne!(seen_span, CALLER_SPAN);
     // A request without a context starts a trace of its own.
-    let listed = b.request(8, "tools/list", json!({}));
+    let listed = ask(&mut b, 8, "tools/list", json!({}));
     assert!(listed["result"]["tools"].is_array(), "{listed}");
 
     let spans = collector.spans_until(|s| s.len() >= 4);
@@ -148,7 +170,13 @@ fn over_http_the_traceparent_header_is_the_parent_and_the_server_of_many_is_name
     let endpoint = collector.endpoint();
     let config = json!({"mcpServers": {"a": bridge_support::many_entry("no-resources", &[])}});
     let file = common::TempFile::new("bridge-traces-header.json", &config.to_string());
-    let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.trim_end_matches("/v1/traces")), QUICK];
+    let env = [
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            endpoint.trim_end_matches("/v1/traces"),
+        ),
+        QUICK,
+    ];
     let (_b, port) = listening(&["--config", file.path()], &env);
     let session = open_session(port);
     let parent = caller_parent();
@@ -160,10 +188,7 @@ fn over_http_the_traceparent_header_is_the_parent_and_the_server_of_many_is_name
         "params": {"name": "a__echo", "arguments": {"message": "m"}}});
     let answer = post(port, &headers, call);
     assert_eq!(answer.status, 200, "{}", answer.body);
-    let answer = answer
-        .events()
-        .pop()
-        .unwrap_or_else(|| answer.json());
+    let answer = answer.events().pop().unwrap_or_else(|| answer.json());
     let seen = answer["result"]["_meta"]["capable.fixture/traceparent"]
         .as_str()
         .unwrap_or_else(|| panic!("the server got no traceparent: {answer}"))
@@ -209,7 +234,11 @@ fn dropped_at_least(port: u16, n: f64) -> f64 {
         let scrape = http_at(port, "GET", "/metrics", &[], "").body;
         let dropped = scrape
             .lines()
-            .find_map(|l| l.strip_prefix("capable_bridge_spans_dropped_total ")?.parse().ok())
+            .find_map(|l| {
+                l.strip_prefix("capable_bridge_spans_dropped_total ")?
+                    .parse()
+                    .ok()
+            })
             .unwrap_or(0.0);
         if dropped >= n {
             return dropped;
@@ -244,10 +273,26 @@ fn a_collector_that_hangs_or_is_down_never_slows_a_call_and_what_it_lost_is_coun
 
     // A collector that is down: every batch is lost, and counted.
     let down = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let endpoint = format!("http://127.0.0.1:{}/v1/traces", down.local_addr().unwrap().port());
+    let endpoint = format!(
+        "http://127.0.0.1:{}/v1/traces",
+        down.local_addr().unwrap().port()
+    );
     drop(down);
     let env = [
         ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint.as_str()),
+        QUICK,
+    ];
+    let (_b, port) = listening(&args, &env);
+    let session = open_session(port);
+    let took = calls(port, &session, 10);
+    assert!(took < Duration::from_secs(10), "10 calls took {took:?}");
+    dropped_at_least(port, 20.0);
+
+    // The same over gRPC.
+    let endpoint = endpoint.trim_end_matches("/v1/traces");
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
         QUICK,
     ];
     let (_b, port) = listening(&args, &env);

@@ -48,7 +48,9 @@ pub fn of(cx: &Context) -> (String, Option<String>) {
 /// each request in it that has none of its own; as it came when none needed it, or it
 /// is not JSON the listener would take (the listener says why, as without traces).
 pub fn into_body(body: Bytes, traceparent: &str, tracestate: Option<&str>) -> Bytes {
-    let valid = |s: &str, max: usize| s.len() <= max && s.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+    let valid = |s: &str, max: usize| {
+        s.len() <= max && s.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+    };
     if !valid(traceparent, MAX_PARENT) || body.len() > 64 << 20 {
         return body;
     }
@@ -130,7 +132,10 @@ mod tests {
         let out: Value = serde_json::from_slice(&into_body(body, PARENT, None)).unwrap();
         assert_eq!(out[0]["params"]["_meta"]["traceparent"], PARENT);
         assert_eq!(out[1]["params"]["_meta"]["traceparent"], "own");
-        assert!(out[2].get("params").is_none(), "a notification is left alone");
+        assert!(
+            out[2].get("params").is_none(),
+            "a notification is left alone"
+        );
     }
 
     #[test]

@@ -173,7 +173,9 @@ pub fn processor(
         counts: counts.clone(),
     };
     // The other OTEL_BSP_* are read by the builder's defaults.
-    let config = BatchConfigBuilder::default().with_max_queue_size(cap).build();
+    let config = BatchConfigBuilder::default()
+        .with_max_queue_size(cap)
+        .build();
     let inner = BatchSpanProcessor::builder(exporter)
         .with_batch_config(config)
         .build();

@@ -82,8 +82,7 @@ impl Traces {
         let set = |name: &str| var(name).is_some_and(|v| !v.trim().is_empty());
         let disabled = var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim() == "true")
             || var("OTEL_TRACES_EXPORTER").is_some_and(|v| v.trim() == "none");
-        let named =
-            set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+        let named = set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
         if !explicit && (disabled || !named) {
             return Ok(None);
         }
@@ -110,17 +109,20 @@ impl Traces {
     /// The values of the exporter's headers (`OTEL_EXPORTER_OTLP_HEADERS`,
     /// `…_TRACES_HEADERS`): secrets, to scrub from anything the bridge writes.
     pub fn header_values(var: impl Fn(&str) -> Option<String>) -> Vec<String> {
-        ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"]
-            .iter()
-            .filter_map(|name| var(name))
-            .flat_map(|headers| {
-                headers
-                    .split(',')
-                    .filter_map(|pair| Some(pair.split_once('=')?.1.trim().to_owned()))
-                    .filter(|v| !v.is_empty())
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        [
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        ]
+        .iter()
+        .filter_map(|name| var(name))
+        .flat_map(|headers| {
+            headers
+                .split(',')
+                .filter_map(|pair| Some(pair.split_once('=')?.1.trim().to_owned()))
+                .filter(|v| !v.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .collect()
     }
 
     /// Spans that never reached the collector: dropped while the queue was full, or in
@@ -155,7 +157,10 @@ impl Traces {
         let mut attributes = Vec::with_capacity(12);
         attributes.push(KeyValue::new("mcp.method.name", method));
         attributes.push(KeyValue::new("jsonrpc.request.id", request.id.to_string()));
-        attributes.push(KeyValue::new("mcp.protocol.version", request.version.to_owned()));
+        attributes.push(KeyValue::new(
+            "mcp.protocol.version",
+            request.version.to_owned(),
+        ));
         let session = SESSION.try_with(|s| s.as_deref().map(hashed));
         let transport = if session.is_ok() { "tcp" } else { "pipe" };
         attributes.push(KeyValue::new("network.transport", transport));
