@@ -108,6 +108,8 @@ pub struct Audit {
     hints: Option<Hints>,
     /// Every line is counted here too (before a flood is summarised).
     metrics: Arc<Metrics>,
+    /// Where every request's span goes, when traces are on.
+    traces: Option<crate::Traces>,
 }
 
 impl Audit {
@@ -138,6 +140,7 @@ impl Audit {
             secrets: arc_swap::ArcSwap::from_pointee(secrets),
             hints,
             metrics,
+            traces: None,
         })
     }
 
@@ -148,6 +151,17 @@ impl Audit {
             all.extend(more);
             all
         });
+    }
+
+    /// The audit of a bridge whose requests are traced to `traces`.
+    pub fn with_traces(mut self, traces: Option<crate::Traces>) -> Audit {
+        self.traces = traces;
+        self
+    }
+
+    /// Where every request's span goes (`None`: traces are off).
+    pub fn traces(&self) -> Option<&crate::Traces> {
+        self.traces.as_ref()
     }
 
     /// The bridge's metrics, which the audit's events count into.

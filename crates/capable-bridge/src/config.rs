@@ -113,6 +113,9 @@ pub struct BridgeConfig {
     /// or when told), applied to every host's servers and to the policy in force
     /// (see [`Reload`]). None by default.
     pub reload: Option<Reload>,
+    /// Where every request's span goes ([`Traces::from_env`](crate::Traces::from_env)):
+    /// none by default (no spans, and no cost but one branch).
+    pub traces: Option<crate::Traces>,
 }
 
 impl BridgeConfig {
@@ -131,6 +134,7 @@ impl BridgeConfig {
             pins: None,
             name_separator: "__".into(),
             reload: None,
+            traces: None,
         }
     }
 }
@@ -145,6 +149,7 @@ impl std::fmt::Debug for BridgeConfig {
             .field("policy", &self.policy.is_some())
             .field("pins", &self.pins.as_ref().map(PinStore::path))
             .field("reload", &self.reload)
+            .field("traces", &self.traces.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -64,6 +64,74 @@ impl Forwarded {
         }
     }
 
+    /// What a span reads of the params: the tool's or prompt's name, the resource's
+    /// URI, and the caller's trace context in `_meta` (members that are not strings
+    /// are not read).
+    pub fn trace_fields(&self) -> crate::traces::TraceFields {
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            traceparent: Option<String>,
+            tracestate: Option<String>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Read {
+            #[serde(flatten)]
+            fields: crate::traces::TraceFields,
+            #[serde(rename = "_meta")]
+            meta: Option<Meta>,
+        }
+        let text = |raw: Option<&Box<RawValue>>| {
+            raw.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+        };
+        match self {
+            Forwarded::AsSent(raw) => match serde_json::from_str::<Read>(raw.get()) {
+                Ok(Read { mut fields, meta }) => {
+                    if let Some(meta) = meta {
+                        fields.traceparent = meta.traceparent;
+                        fields.tracestate = meta.tracestate;
+                    }
+                    fields
+                }
+                Err(_) => Default::default(),
+            },
+            Forwarded::Edited { members, meta } => crate::traces::TraceFields {
+                name: text(members.get("name")),
+                uri: text(members.get("uri")),
+                traceparent: meta.as_ref().and_then(|m| text(m.get("traceparent"))),
+                tracestate: meta.as_ref().and_then(|m| text(m.get("tracestate"))),
+            },
+        }
+    }
+
+    /// The params with `traceparent` (and `tracestate`, or none) in `_meta`, in place
+    /// of the caller's.
+    pub fn with_trace(self, traceparent: &str, tracestate: Option<&str>) -> Forwarded {
+        let (members, meta) = match self {
+            Forwarded::Edited { members, meta } => (members, meta),
+            Forwarded::AsSent(raw) => {
+                let mut members: Members = serde_json::from_str(raw.get()).unwrap_or_default();
+                let meta = members
+                    .remove("_meta")
+                    .and_then(|m| serde_json::from_str::<Members>(m.get()).ok());
+                (members, meta)
+            }
+        };
+        let string = |s: &str| serde_json::value::to_raw_value(s).ok();
+        let mut meta = meta.unwrap_or_default();
+        match string(traceparent) {
+            Some(parent) => meta.insert("traceparent".to_owned(), parent),
+            None => meta.remove("traceparent"),
+        };
+        match tracestate.and_then(string) {
+            Some(state) => meta.insert("tracestate".to_owned(), state),
+            None => meta.remove("tracestate"),
+        };
+        Forwarded::Edited {
+            members,
+            meta: Some(meta),
+        }
+    }
+
     /// Params edited as an object (by a policy).
     pub fn from_map(map: &Map<String, Value>) -> Forwarded {
         let text = serde_json::to_string(map).unwrap_or_else(|_| "{}".into());

@@ -58,19 +58,29 @@ impl Target {
         if let Some(token) = token {
             config.secrets.add(token);
         }
+        // The exporter's headers may carry a collector's token.
+        if config.traces.is_some() {
+            for value in crate::Traces::header_values(|name| std::env::var(name).ok()) {
+                config.secrets.add(&value);
+            }
+        }
         if !super::many::valid_separator(&config.name_separator) {
             return Err(BridgeError::Config(format!(
                 "the name separator {:?} would make names hosts refuse: give 1 to 8 characters of [a-zA-Z0-9_-]",
                 config.name_separator
             )));
         }
-        let metrics = Arc::new(Metrics::new(servers_of(&config.upstream)));
+        let mut metrics = Metrics::new(servers_of(&config.upstream));
+        if let Some(traces) = &config.traces {
+            metrics.count_dropped_spans(traces.clone());
+        }
         let audit = Audit::open(
             config.audit_log.as_deref(),
             config.secrets.clone(),
             config.hints.clone(),
-            metrics,
-        )?;
+            Arc::new(metrics),
+        )?
+        .with_traces(config.traces.clone());
         let audit = Arc::new(audit);
         // What a flood held back is said once its window has passed.
         let flushing = Arc::downgrade(&audit);
@@ -124,6 +134,14 @@ impl Target {
     /// The most bytes of one message from the host.
     pub fn max_message(&self) -> usize {
         self.config.client.max_message_size
+    }
+
+    /// The spans still waiting sent to the collector, for at most two seconds (a
+    /// collector that is down does not hold the exit up longer).
+    pub async fn flush_traces(&self) {
+        if let Some(traces) = self.audit.traces() {
+            traces.shutdown(std::time::Duration::from_secs(2)).await;
+        }
     }
 
     /// The bridge stopped (`signal`: by one): the audit says so, and the exit follows.

@@ -38,6 +38,7 @@
 //! | `listen/` | the host over Streamable HTTP (`--listen`): sessions, streams, the gate, who is calling (`--auth-issuer`) |
 //! | `audit.rs` | the JSON lines of what the host did not see |
 //! | `metrics/` | the counts an operator scrapes (`/metrics`), and what `/readyz` answers |
+//! | `traces/` | every request and its upstream call as OpenTelemetry spans, over OTLP ([`Traces`]) |
 //! | `many/` | the servers of a config as one |
 //! | `credentials.rs` | whose credentials go to a config's HTTP servers: the gateway's, or each caller's by token exchange |
 //! | `reload/` | the config read anew while the bridge runs ([`Reload`]): its file watched, the policy in force swapped, every host's servers following |
@@ -64,6 +65,7 @@ mod reload;
 mod run_task;
 mod stdio;
 mod stop;
+mod traces;
 mod upstream;
 
 pub use capable::internal::auth::resource::Caller;
@@ -74,6 +76,7 @@ pub use error::{BridgeError, Unavailable};
 pub use policy::{ConfigPolicy, Policy, Verdict};
 pub use reload::{Load, Loaded, Reload};
 pub use stop::{Stop, StopHandle};
+pub use traces::Traces;
 
 /// Serves `config`'s server or servers to one host on this process's stdin and stdout,
 /// until the host closes its end (`Ok`), breaks the transport

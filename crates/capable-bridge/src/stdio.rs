@@ -70,6 +70,7 @@ pub async fn serve(target: Arc<Target>) -> Result<(), BridgeError> {
         bytes.clear();
     };
     host.close().await;
+    target.flush_traces().await;
     match end {
         End::Left => target.stopped(None),
         End::Signal(signal) => target.stopped(Some(signal)),

@@ -16,11 +16,13 @@
 //! |---|---|
 //! | `open` | a loopback listener, no `Authorization` |
 //! | `oauth` | `--auth-issuer` (this process) `--public-url`: every request carries a JWT access token, verified once and then known by its hash |
+//! | `traced` | `open`, with traces on (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: a loopback OTLP/HTTP collector in this process that takes every batch) and `/metrics` scraped every second; `open` counts its metrics too (they are always on), unscraped |
 //!
 //! Figures, medians over the rounds: sequential and pipelined reads per second and
 //! the median sequential read; then, round by round, `oauth` over `open` (throughput
 //! ratio, added median latency). The bars: ≤ 5 % throughput and ≤ 10 µs
-//! median added.
+//! median added. And `traced` over `open`, the same way: the bars for traces
+//! and metrics, ≤ 5 % throughput and ≤ 5 µs median added.
 //!
 //! Then **a new token's first request** (`--tokens K`): one `oauth` gateway, a legacy
 //! session opened; K tokens of the same caller, each new (its own `jti`), each
@@ -165,6 +167,78 @@ impl Issuer {
     }
 }
 
+/// A loopback OTLP/HTTP collector that takes every batch (`200`, body read and let go):
+/// its traces endpoint.
+fn collector() -> Result<String, String> {
+    let socket = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!(
+        "http://{}/v1/traces",
+        socket.local_addr().map_err(|e| e.to_string())?
+    );
+    std::thread::spawn(move || {
+        for conn in socket.incoming() {
+            let Ok(conn) = conn else { continue };
+            std::thread::spawn(move || take_batches(conn));
+        }
+    });
+    Ok(url)
+}
+
+/// Answers one connection's POSTs (HTTP/1.1, kept alive) until it closes.
+fn take_batches(conn: TcpStream) {
+    use std::io::{BufRead, BufReader, Write};
+    let Ok(mut writer) = conn.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(conn);
+    loop {
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) if line == "\r\n" => break,
+                Ok(_) => {
+                    if let Some((name, value)) = line.split_once(':') {
+                        if name.eq_ignore_ascii_case("content-length") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                }
+            }
+        }
+        let mut body = vec![0; length.min(64 << 20)];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let ok =
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+        if writer.write_all(ok).is_err() {
+            return;
+        }
+    }
+}
+
+/// Scrapes `url`'s `/metrics` every second until `stop` is set.
+fn scraper(url: &str, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    let metrics = url.trim_end_matches("/mcp").to_owned() + "/metrics";
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        let Ok(runtime) = runtime else { return };
+        let http = reqwest::Client::new();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            runtime.block_on(async {
+                if let Ok(answer) = http.get(&metrics).send().await {
+                    let _ = answer.bytes().await;
+                }
+            });
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    });
+}
+
 /// A gateway process, stopped by its PID when dropped.
 struct Gateway {
     child: Child,
@@ -173,6 +247,11 @@ struct Gateway {
 
 impl Gateway {
     fn start(issuer: Option<&Issuer>) -> Result<Gateway, String> {
+        Gateway::start_traced(issuer, None)
+    }
+
+    /// A gateway whose traces go to `traces` (an OTLP/HTTP traces endpoint), if given.
+    fn start_traced(issuer: Option<&Issuer>, traces: Option<&str>) -> Result<Gateway, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|s| s.local_addr())
             .map_err(|e| e.to_string())?
@@ -183,6 +262,15 @@ impl Gateway {
         command.args(["bridge", "--listen", &listen]);
         if let Some(issuer) = issuer {
             command.args(["--auth-issuer", &issuer.url, "--public-url", &url]);
+        }
+        for name in [
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        ] {
+            command.env_remove(name);
+        }
+        if let Some(traces) = traces {
+            command.env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces);
         }
         command
             .arg("--")
@@ -220,14 +308,20 @@ fn run(s: &Settings) -> Result<(), String> {
         }
     }
     let issuer = Issuer::start()?;
-    let rows = ["open", "oauth"];
+    let traces = collector()?;
+    let rows = ["open", "oauth", "traced"];
     let mut rounds: Vec<Vec<(&str, Value)>> = Vec::new();
     for r in 0..s.rounds {
         let mut this = Vec::new();
         for i in 0..rows.len() {
             let row = rows[(i + r) % rows.len()];
             let with = (row == "oauth").then_some(&issuer);
-            let gateway = Gateway::start(with)?;
+            let traced = (row == "traced").then_some(traces.as_str());
+            let gateway = Gateway::start_traced(with, traced)?;
+            let scraping = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            if traced.is_some() {
+                scraper(&gateway.url, scraping.clone());
+            }
             let mut client = Command::new(sibling("capable-bench"));
             client.args([
                 "client",
@@ -246,7 +340,9 @@ fn run(s: &Settings) -> Result<(), String> {
             let out = client
                 .stderr(Stdio::inherit())
                 .output()
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.to_string());
+            scraping.store(true, std::sync::atomic::Ordering::Relaxed);
+            let out = out?;
             let figures: Value = serde_json::from_slice(&out.stdout)
                 .map_err(|_| format!("{row} failed in round {}", r + 1))?;
             if !s.json {
@@ -376,17 +472,21 @@ fn report(rounds: &[Vec<(&str, Value)>], rows: &[&str], first: Value) -> Value {
     }
     let per_round =
         |f: &dyn Fn(&Round) -> Option<f64>| median(rounds.iter().filter_map(|r| f(r)).collect());
-    let ratio =
-        |metric: &str| per_round(&|r| Some(value(r, "oauth", metric)? / value(r, "open", metric)?));
-    let added =
-        per_round(&|r| Some(value(r, "oauth", "seq_p50_us")? - value(r, "open", "seq_p50_us")?));
-    json!({
-        "median": medians,
-        "oauth/open": {
+    let over = |row: &str| {
+        let ratio =
+            |metric: &str| per_round(&|r| Some(value(r, row, metric)? / value(r, "open", metric)?));
+        let added =
+            per_round(&|r| Some(value(r, row, "seq_p50_us")? - value(r, "open", "seq_p50_us")?));
+        json!({
             "seq_ratio": ratio("seq_read_rps"),
             "pipelined_ratio": ratio("pipelined_read_rps"),
             "added_p50_us": added,
-        },
+        })
+    };
+    json!({
+        "median": medians,
+        "oauth/open": over("oauth"),
+        "traced/open": over("traced"),
         "new_token": first,
         "rounds": rounds.len(),
     })

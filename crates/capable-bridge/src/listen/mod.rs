@@ -98,8 +98,9 @@ struct Listener {
 }
 
 impl Listener {
-    /// A host's task, its audit lines naming `caller`.
-    fn spawn(&self, kind: Kind, caller: Option<&Arc<Caller>>) -> Commands {
+    /// A host's task, its audit lines naming `caller`, its spans `session` (a legacy
+    /// session's id).
+    fn spawn(&self, kind: Kind, caller: Option<&Arc<Caller>>, session: Option<&str>) -> Commands {
         let (tx, rx) = mpsc::unbounded_channel();
         let bound = self.stream_buffer;
         let run = session::run(self.target.clone(), kind, bound, rx);
@@ -109,6 +110,7 @@ impl Listener {
             let _running = running;
             run.await
         };
+        let run = crate::traces::in_session(session, run);
         let task = tokio::spawn(crate::audit::as_caller(caller.cloned(), run));
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         // Those that ended are let go, so that nothing grows per session.
@@ -132,7 +134,7 @@ impl Listener {
         if !matches!(message, Incoming::Request { .. }) {
             return Ok(moderns.existing(&key).map(|tx| (tx, None)));
         }
-        let spawn = || self.spawn(Kind::Modern, caller);
+        let spawn = || self.spawn(Kind::Modern, caller, None);
         let (tx, held) = moderns.task(&key, Instant::now(), spawn)?;
         Ok(Some((tx, Some(held))))
     }
@@ -323,6 +325,7 @@ impl Prepared {
             futures_util::future::join_all(tasks),
         )
         .await;
+        target.flush_traces().await;
         target.stopped(stopped)
     }
 }
@@ -475,6 +478,11 @@ async fn post(
     body: Bytes,
     caller: Option<&Arc<Caller>>,
 ) -> Response {
+    // Traced: the caller's `traceparent` header into the `_meta` of its requests.
+    let body = match (listener.target.audit.traces(), traceparent(headers)) {
+        (Some(_), Some((parent, state))) => crate::traces::into_body(body, parent, state),
+        _ => body,
+    };
     let message = match Incoming::parse(body.clone()) {
         Ok(message) => message,
         Err(FramingError::Batch) => return batch::post(found, body, listener.max_batch).await,
@@ -493,7 +501,7 @@ async fn post(
         Some((tx, held)) => (tx, Kind::Legacy, None, Some(held)),
         None if verdict == Verdict::Legacy => {
             let id = session_id();
-            let spawn = || listener.spawn(Kind::Legacy, caller);
+            let spawn = || listener.spawn(Kind::Legacy, caller, Some(&id));
             match listener
                 .sessions()
                 .task(&owned(caller, &id), Instant::now(), spawn)
@@ -571,6 +579,12 @@ fn post_headers(headers: &HeaderMap) -> PostHeaders<'_> {
         method: text("mcp-method"),
         name: text("mcp-name"),
     }
+}
+
+/// The W3C `traceparent` (and `tracestate`) headers, when there is one.
+fn traceparent(headers: &HeaderMap) -> Option<(&str, Option<&str>)> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    Some((text("traceparent")?, text("tracestate")))
 }
 
 /// Whether `message` is a `notifications/cancelled`.

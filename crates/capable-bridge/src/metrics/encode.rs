@@ -220,6 +220,15 @@ impl Collector for Metrics {
             let labels = [("outcome", *outcome)];
             ConstCounter::new(n.load(Relaxed)).encode(e.encode_family(&labels)?)?;
         }
+        if let Some(traces) = &self.traces {
+            let e = encoder.encode_descriptor(
+                "spans_dropped",
+                "Spans that never reached the OTLP collector: dropped while the queue was full, or in a batch it refused or never got.",
+                None,
+                counter,
+            )?;
+            ConstCounter::new(traces.dropped()).encode(e)?;
+        }
         Ok(())
     }
 }

@@ -22,6 +22,7 @@
 //! | `notices_total` | `side`, `level` | notices of the servers' side and the hosts' |
 //! | `audit_events_total` | `event` | audit lines by event (`withheld`, `malformed`, `busy`, …), counted before a flood is summarised |
 //! | `reloads_total` | `outcome` | the config read anew: `applied`, `failed` (the config in force stayed) |
+//! | `spans_dropped_total` | | spans that never reached the OTLP collector (only when traces are on: `traces/`) |
 //! | `refusals_total` | `reason` | requests turned away before any server saw them: the gate's (`host`, `origin`, `token`, `media_type`, `access_token`) and the bounds' (`sessions_busy`, `bodies_busy`) |
 //!
 //! A server's request counts under `server=""` when the bridge answered it from every
@@ -154,6 +155,8 @@ pub struct Metrics {
     refusals: [AtomicU64; REFUSALS.len()],
     /// Reloads applied, failed.
     reloads: [AtomicU64; 2],
+    /// The traces whose dropped spans are counted, when they are on.
+    traces: Option<crate::Traces>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -199,9 +202,15 @@ impl Metrics {
             events: Default::default(),
             refusals: Default::default(),
             reloads: Default::default(),
+            traces: None,
             servers: servers.into(),
             needed: needed.into(),
         }
+    }
+
+    /// Counts the spans `traces` dropped too (`spans_dropped_total`).
+    pub fn count_dropped_spans(&mut self, traces: crate::Traces) {
+        self.traces = Some(traces);
     }
 
     /// How many `server` label slots there are.

@@ -26,6 +26,7 @@ impl Relay {
             method,
             params,
             wants_progress,
+            version,
             ..
         } = request;
         // The params kept (shared, not copied) for the retry of a round it may get, as
@@ -44,10 +45,25 @@ impl Relay {
         };
         let one = self.servers.one().map(|_| self.servers.name());
         let one_slot = self.audit.metrics().server(one);
+        // Traced (when traces are on): a span from here to the answer, its parent the
+        // caller's `traceparent`.
+        let mut traced = self.audit.traces().map(|traces| {
+            let request = crate::traces::Request {
+                method,
+                id: &id,
+                version: version.as_str(),
+                params: &upstream,
+                server: one,
+            };
+            traces.request(request)
+        });
         let (upstream, policy) =
             match policy::before_one(self.policy.as_ref(), one, method, upstream, &self.audit) {
                 Ok(passed) => passed,
                 Err(e) => {
+                    if let Some(traced) = traced {
+                        traced.refused();
+                    }
                     self.audit.metrics().refused_request(method, one_slot);
                     let error = host_error(&e, &self.audit);
                     self.engine.respond_error(&id, &error, &mut self.out);
@@ -77,6 +93,11 @@ impl Relay {
                 tasks::Before::Send { ttl } => ttl,
             },
             None => None,
+        };
+        // The call upstream: a child span, its context in the params' `_meta`.
+        let upstream = match &mut traced {
+            Some(traced) => traced.upstream(upstream),
+            None => upstream,
         };
         let token = self.state.reserve();
         let on_progress = wants_progress.then(|| {
@@ -111,6 +132,9 @@ impl Relay {
             }
             _ => self.servers.exchange(method, upstream, options),
         };
+        if let (Some(traced), Some(server)) = (&traced, server.as_deref()) {
+            traced.server(server);
+        }
         let answer = policy::after(policy, method, answer);
         // Many servers: only a call that went to one of them (not one the bridge refused).
         let at = server
@@ -125,9 +149,13 @@ impl Relay {
             .as_deref()
             .map_or(one_slot, |s| metrics.server(Some(s)));
         let sent = metrics.sent(method, slot);
+        let traced = traced.map(|traced| (traced, self.audit.clone()));
         let answer = async move {
             let answer = answer.await;
             sent.answered(answer.is_ok());
+            if let Some((traced, audit)) = traced {
+                traced.end(&answer, &audit);
+            }
             answer
         };
         let (answer, abort) = futures_util::future::abortable(answer.boxed());

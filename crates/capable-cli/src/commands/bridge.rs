@@ -53,6 +53,14 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     {
         crate::secrets::keep(|s| s.add(secret));
     }
+    config.traces = capable_bridge::Traces::from_env(args.otlp).map_err(CliError::Usage)?;
+    if config.traces.is_some() {
+        // The exporter's headers may carry a collector's token.
+        let var = |name: &str| std::env::var(name).ok();
+        for value in capable_bridge::Traces::header_values(var) {
+            crate::secrets::keep(|s| s.add(&value));
+        }
+    }
     config.secrets = crate::secrets::kept();
     config.hints = Some(Arc::new(|e: &capable::Error| {
         CliError::Client(e.clone()).hint()

@@ -91,6 +91,13 @@ pub struct BridgeArgs {
     /// wants).
     #[arg(long, value_name = "ADDR", requires = "listen")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Trace every request (and its call to the server behind) over OTLP to the
+    /// collector the standard variables name (`OTEL_EXPORTER_OTLP_ENDPOINT`, default
+    /// `http://localhost:4318`; `OTEL_EXPORTER_OTLP_PROTOCOL` `http/protobuf` or
+    /// `grpc`; `OTEL_EXPORTER_OTLP_HEADERS`). Without it, traces are on when an
+    /// endpoint variable is set.
+    #[arg(long)]
+    pub otlp: bool,
     /// With --listen: a web page of this origin may call the bridge (its `Origin`
     /// accepted, its CORS preflight granted), e.g. `http://localhost:6274`; repeat for
     /// more. Without it, only pages of the listener's own origin.

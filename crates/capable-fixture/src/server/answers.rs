@@ -266,6 +266,11 @@ fn echo(f: &Fixture, id: &RequestId, params: &Value, modern: bool) {
     if modern {
         result["resultType"] = json!("complete");
     }
+    // The trace context the call came with, said back (a bridge's tests read what it
+    // passed on).
+    if let Some(parent) = params.pointer("/_meta/traceparent") {
+        result["_meta"] = json!({"capable.fixture/traceparent": parent});
+    }
     f.result(id, &result);
 }
 
