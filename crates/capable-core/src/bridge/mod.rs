@@ -16,6 +16,7 @@
 //! | `forwarding.rs` | what goes to a server with a host's request: its params kept for a round's retry, `input_required` passed, the log level told ([`forwarding`], [`tell_log_level`]) |
 //! | `exchanges.rs` | [`Exchanges`]: the host requests at the server, by the bridge's token; ownership of cancels, progress, answers and questions |
 //! | `subscribing.rs` | [`Subscribing`]: many servers, a legacy host's subscribe requests waiting for the server that owns each URI, and what each is answered |
+//! | `task_carry.rs` | [`TaskCarry`]: one host request carried across the eras' tasks — the requests it takes at the server, in order ([`Command`]), their outcomes ([`Upstream`]), the host's answer, a legacy host's `tasks/result` bounded |
 //! | `relay.rs` | [`Relay`]: the relay's state (exchanges, a legacy server's rounds for a 2026-07-28 host and the retries that answer them, the questions put to a legacy host, the log level followed) and its decisions, with scripted tests (`relay_tests.rs`) |
 
 mod era;
@@ -24,6 +25,7 @@ mod follow;
 mod forwarding;
 mod relay;
 mod subscribing;
+mod task_carry;
 
 pub use era::{answer_form, local, Local};
 pub use exchanges::{Asker, Exchange, Exchanges};
@@ -31,3 +33,4 @@ pub use follow::{Follow, FollowStep};
 pub use forwarding::{forwarding, tell_log_level, Forwarding, Tell};
 pub use relay::{Answered, Cancelled, Lapse, Relay, Retried, Taken, Then, Whose, Withdrawn};
 pub use subscribing::{refusal, Outcome, Subscribing};
+pub use task_carry::{Command, Failure, Known, TaskCarry, Upstream};
