@@ -24,7 +24,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use capable::internal::bridge::{Command, Failure, Known, TaskCarry, Upstream};
+use capable::internal::bridge::{
+    self, Carried, Command, Failure, Known, OwnTask, TaskCarry, Upstream,
+};
 use capable::internal::jsonrpc::{Payload, RequestId};
 use capable::internal::model::{CallToolResult, Task};
 use capable::internal::notification::{Notification, NotificationMethod};
@@ -33,7 +35,6 @@ use capable::internal::task_call;
 use capable::internal::task_started::{Listed, Started};
 use capable::internal::Method;
 use capable::{Error, RequestOptions, Session, TaskWait};
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{Event, Inbox, Relay};
@@ -62,19 +63,6 @@ pub(super) enum Before {
     Send { ttl: Option<u64> },
 }
 
-/// The members of a legacy host's task request the relay reads itself.
-#[derive(Deserialize)]
-struct Asked {
-    #[serde(rename = "taskId")]
-    task_id: Option<String>,
-    task: Option<TaskAsked>,
-}
-
-#[derive(Deserialize)]
-struct TaskAsked {
-    ttl: Option<f64>,
-}
-
 /// No task started yet; the bridge's own named after a random prefix, which no
 /// server's task id takes.
 pub(super) fn started() -> Started {
@@ -82,9 +70,10 @@ pub(super) fn started() -> Started {
 }
 
 impl Relay {
-    /// A carried host request, before anything is sent: a legacy host's `tasks/get`,
-    /// `tasks/result` or `tasks/cancel` of a task of the bridge's is answered here; the
-    /// `ttl` a task call asked for is noted.
+    /// A carried host request, before anything is sent, as the core's
+    /// [`own_task`](bridge::own_task) decides: a legacy host's `tasks/get`,
+    /// `tasks/result` or `tasks/cancel` of a task of the bridge's is answered here, a
+    /// 2026-07-28 host's `tasks/update` too; the `ttl` a task call asked for is noted.
     pub(super) fn own_task(
         &mut self,
         id: &RequestId,
@@ -92,70 +81,34 @@ impl Relay {
         carry: Carry,
         params: &Payload,
     ) -> Before {
-        use Carry::*;
-        if carry == UpdateForModern {
-            self.update_task(id, params);
-            return Before::Answered;
-        }
-        let asks_ttl = carry == CallForLegacy { asked: true };
-        if !asks_ttl && !matches!(carry, GetForLegacy | ResultForLegacy | CancelForLegacy) {
-            return Before::Send { ttl: None };
-        }
-        // Malformed params are the server's to refuse, as they would have been.
-        let Ok(Some(asked)) = params.decode_or_default::<Option<Asked>>() else {
-            return Before::Send { ttl: None };
-        };
-        if asks_ttl {
-            // A negative or absurd ttl saturates (the core caps it).
-            let ttl = asked.task.and_then(|t| t.ttl).map(|t| t as u64);
-            return Before::Send { ttl };
-        }
-        match asked.task_id {
-            Some(task_id) if self.started.owns(&task_id) => {
-                match self.started.answer(method, &task_id, Instant::now()) {
-                    Ok(answer) => self.engine.respond(id, &answer, &mut self.out),
-                    Err(e) => self.engine.respond_error(id, &e, &mut self.out),
-                };
-                Before::Answered
+        match bridge::own_task(&mut self.started, carry, method, params, Instant::now()) {
+            OwnTask::Update => self.update_task(id, params),
+            OwnTask::Answered(Ok(answer)) => {
+                self.engine.respond(id, &answer, &mut self.out);
             }
-            _ => Before::Send { ttl: None },
+            OwnTask::Answered(Err(e)) => {
+                self.engine.respond_error(id, &e, &mut self.out);
+            }
+            OwnTask::Send { ttl } => return Before::Send { ttl },
         }
+        Before::Answered
     }
 
-    /// An answer carried out for the host arrived: a task it started is kept for its
-    /// `tasks/list`; a result the server gave at once, where the host asked for a
-    /// task, becomes a task of the bridge's, over (the host gets its `{task}`); a
-    /// legacy task a 2026-07-28 host sees shows the questions it asks.
+    /// An answer carried out for the host arrived, as the core's
+    /// [`carried`](bridge::carried) makes it: a task a legacy host started is kept for
+    /// its `tasks/list`, a result given at once where it asked for a task is a task of
+    /// the bridge's; a legacy task a 2026-07-28 host sees shows the questions it asks.
     pub(super) fn carried(
         &mut self,
         carry: Option<Carry>,
         ttl: Option<u64>,
         answer: Payload,
     ) -> Payload {
-        match carry {
-            Some(Carry::CallForLegacy { asked: true }) => {}
-            Some(Carry::GetForModern) => return self.with_questions(answer),
-            Some(Carry::CallForModern { declared: true }) => {
-                return match task_call::started_task(&answer) {
-                    Ok(Some(_)) => self.with_questions(answer),
-                    _ => answer,
-                };
-            }
-            _ => return answer,
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        match bridge::carried(&mut self.started, carry, ttl, answer, now, wall) {
+            Carried::Answer(answer) => answer,
+            Carried::WithQuestions(task) => self.with_questions(task),
         }
-        match task_call::started_task(&answer) {
-            Ok(Some(task)) => self.started.record(task.task_id),
-            Ok(None) => {
-                let Ok(result) = answer.decode::<Value>() else {
-                    return answer;
-                };
-                let at = capable::internal::time::rfc3339(SystemTime::now());
-                let made = self.started.settle(result, ttl, Instant::now(), &at);
-                return Payload::from_json(made.to_string().into_bytes());
-            }
-            Err(_) => {}
-        }
-        answer
     }
 
     /// A task the bridge waits on for a legacy host changed: the host hears of it
