@@ -104,6 +104,10 @@ impl Relay {
         ttl: Option<u64>,
         answer: Payload,
     ) -> Payload {
+        // Most answers are of no carried request: no clock is read for them.
+        let Some(carry) = carry else {
+            return answer;
+        };
         let (now, wall) = (Instant::now(), SystemTime::now());
         match bridge::carried(&mut self.started, carry, ttl, answer, now, wall) {
             Carried::Answer(answer) => answer,

@@ -98,21 +98,21 @@ pub fn own_task(
     }
 }
 
-/// The server's `answer` to a host request carried as `carry` (`None`: not carried),
-/// whose task call asked for `ttl`, at `now` (`wall`: the same instant on the wall
+/// The server's `answer` to a host request carried as `carry`, whose task call asked
+/// for `ttl`, at `now` (`wall`: the same instant on the wall
 /// clock, for a task the bridge makes): see [`Carried`].
 pub fn carried(
     started: &mut Started,
-    carry: Option<Carry>,
+    carry: Carry,
     ttl: Option<u64>,
     answer: Payload,
     now: Instant,
     wall: SystemTime,
 ) -> Carried {
     match carry {
-        Some(Carry::CallForLegacy { asked: true }) => {}
-        Some(Carry::GetForModern) => return Carried::WithQuestions(answer),
-        Some(Carry::CallForModern { declared: true }) => {
+        Carry::CallForLegacy { asked: true } => {}
+        Carry::GetForModern => return Carried::WithQuestions(answer),
+        Carry::CallForModern { declared: true } => {
             return match task_call::started_task(&answer) {
                 Ok(Some(_)) => Carried::WithQuestions(answer),
                 _ => Carried::Answer(answer),
@@ -168,7 +168,7 @@ mod tests {
         let result = payload(json!({"content": [{"type": "text", "text": "hi"}]}));
         let made = answer(carried(
             &mut started,
-            Some(how),
+            how,
             ttl,
             result,
             t0,
@@ -217,7 +217,7 @@ mod tests {
         let made = payload(json!({"resultType": "task", "taskId": "s1", "status": "working"}));
         let same = answer(carried(
             &mut started,
-            Some(how),
+            how,
             None,
             made,
             t0,
@@ -267,7 +267,7 @@ mod tests {
         assert_eq!(got, OwnTask::Update);
 
         let task = payload(json!({"resultType": "task", "taskId": "t", "status": "working"}));
-        let declared = Some(Carry::CallForModern { declared: true });
+        let declared = Carry::CallForModern { declared: true };
         let wall = SystemTime::now();
         let shown = carried(&mut started, declared, None, task.clone(), t0, wall);
         assert!(matches!(shown, Carried::WithQuestions(_)));
@@ -277,7 +277,7 @@ mod tests {
             matches!(shown, Carried::Answer(_)),
             "a plain result asks nothing"
         );
-        let get = Some(Carry::GetForModern);
+        let get = Carry::GetForModern;
         assert!(matches!(
             carried(&mut started, get, None, task, t0, wall),
             Carried::WithQuestions(_)
