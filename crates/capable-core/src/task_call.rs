@@ -39,13 +39,23 @@ pub fn supports_tasks(negotiated: &Negotiated, client: &ClientCapabilities) -> b
 pub fn asks_for_task(support: Option<TaskSupport>, ask: bool, negotiated: &Negotiated) -> bool {
     // The tool's own support first: most tools run no task, and their calls skip the
     // gate check of task calls.
-    let wanted = match support {
+    wants_task(support, ask) && takes_task_calls(negotiated)
+}
+
+/// Whether a call of a tool with `support` wants a task, whatever the server takes:
+/// the tool requires one, or allows one and the caller `ask`s.
+pub fn wants_task(support: Option<TaskSupport>, ask: bool) -> bool {
+    match support {
         Some(TaskSupport::Required) => true,
         Some(TaskSupport::Optional) => ask,
         Some(TaskSupport::Forbidden) | None => false,
-    };
-    wanted
-        && negotiated.era() == Era::Legacy
+    }
+}
+
+/// Whether the server of `negotiated` takes task calls: a 2025-11-25 one that declared
+/// them (a modern server decides itself).
+pub fn takes_task_calls(negotiated: &Negotiated) -> bool {
+    negotiated.era() == Era::Legacy
         && gating::check_task_call(negotiated.version, &negotiated.capabilities).is_ok()
 }
 

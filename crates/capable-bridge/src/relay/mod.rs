@@ -28,7 +28,7 @@
 //! | `rounds.rs` | a legacy server's questions to a 2026-07-28 host as `input_required` rounds, and the host's retries, as the core decides |
 //! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
 //! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI (planned by the core's `Fanout`, the requests waiting in its `Subscribing`) |
-//! | `tasks.rs` | tasks across eras: the requests each carried host request takes |
+//! | `tasks.rs` | tasks across eras: a legacy host's own tasks answered, and the driver that runs the commands of the core's `TaskCarry` (the requests each carried host request takes, decided there) on the session |
 //! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: `tasks/result` opened, `tasks/update` answered |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
 //!

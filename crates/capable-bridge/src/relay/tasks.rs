@@ -1,8 +1,10 @@
 //! Tasks across eras: a 2025-11-25 host's tasks carried out at a 2026-07-28 server
 //! with the tasks extension, and a 2026-07-28 host's at a 2025-11-25 server with core
 //! tasks. What the host is told, which request is carried and how, what is refused,
-//! and every wire form are the core's ([`capable::internal::task_bridge`]); this file
-//! sends the requests each one takes, on the session to the server behind.
+//! and every wire form are the core's ([`capable::internal::task_bridge`]); the requests
+//! each one takes, in order, and the answer the host gets are the core's
+//! [`TaskCarry`]'s (scripted tests there); this file runs its commands on the session
+//! to the server behind.
 //!
 //! | the host asks | the bridge asks the server |
 //! |---|---|
@@ -22,20 +24,21 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use capable::internal::jsonrpc::{codes, Payload, RequestId};
-use capable::internal::model::Task;
+use capable::internal::bridge::{
+    self, Carried, Command, Failure, Known, OwnTask, TaskCarry, Upstream,
+};
+use capable::internal::jsonrpc::{Payload, RequestId};
+use capable::internal::model::{CallToolResult, Task};
 use capable::internal::notification::{Notification, NotificationMethod};
 use capable::internal::task_bridge::{self, Carry};
 use capable::internal::task_call;
 use capable::internal::task_started::{Listed, Started};
 use capable::internal::Method;
 use capable::{Error, RequestOptions, Session, TaskWait};
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::{Event, Inbox, Relay};
-use crate::forward::answer_error;
-use crate::run_task::{call_without_tasks, ended, task_of, wait_for_host};
+use crate::run_task::{call_without_tasks, ended, wait_for_host};
 use crate::upstream::FOR_TASK;
 
 /// How a host request is carried out.
@@ -60,19 +63,6 @@ pub(super) enum Before {
     Send { ttl: Option<u64> },
 }
 
-/// The members of a legacy host's task request the relay reads itself.
-#[derive(Deserialize)]
-struct Asked {
-    #[serde(rename = "taskId")]
-    task_id: Option<String>,
-    task: Option<TaskAsked>,
-}
-
-#[derive(Deserialize)]
-struct TaskAsked {
-    ttl: Option<f64>,
-}
-
 /// No task started yet; the bridge's own named after a random prefix, which no
 /// server's task id takes.
 pub(super) fn started() -> Started {
@@ -80,9 +70,10 @@ pub(super) fn started() -> Started {
 }
 
 impl Relay {
-    /// A carried host request, before anything is sent: a legacy host's `tasks/get`,
-    /// `tasks/result` or `tasks/cancel` of a task of the bridge's is answered here; the
-    /// `ttl` a task call asked for is noted.
+    /// A carried host request, before anything is sent, as the core's
+    /// [`own_task`](bridge::own_task) decides: a legacy host's `tasks/get`,
+    /// `tasks/result` or `tasks/cancel` of a task of the bridge's is answered here, a
+    /// 2026-07-28 host's `tasks/update` too; the `ttl` a task call asked for is noted.
     pub(super) fn own_task(
         &mut self,
         id: &RequestId,
@@ -90,70 +81,38 @@ impl Relay {
         carry: Carry,
         params: &Payload,
     ) -> Before {
-        use Carry::*;
-        if carry == UpdateForModern {
-            self.update_task(id, params);
-            return Before::Answered;
-        }
-        let asks_ttl = carry == CallForLegacy { asked: true };
-        if !asks_ttl && !matches!(carry, GetForLegacy | ResultForLegacy | CancelForLegacy) {
-            return Before::Send { ttl: None };
-        }
-        // Malformed params are the server's to refuse, as they would have been.
-        let Ok(Some(asked)) = params.decode_or_default::<Option<Asked>>() else {
-            return Before::Send { ttl: None };
-        };
-        if asks_ttl {
-            // A negative or absurd ttl saturates (the core caps it).
-            let ttl = asked.task.and_then(|t| t.ttl).map(|t| t as u64);
-            return Before::Send { ttl };
-        }
-        match asked.task_id {
-            Some(task_id) if self.started.owns(&task_id) => {
-                match self.started.answer(method, &task_id, Instant::now()) {
-                    Ok(answer) => self.engine.respond(id, &answer, &mut self.out),
-                    Err(e) => self.engine.respond_error(id, &e, &mut self.out),
-                };
-                Before::Answered
+        match bridge::own_task(&mut self.started, carry, method, params, Instant::now()) {
+            OwnTask::Update => self.update_task(id, params),
+            OwnTask::Answered(Ok(answer)) => {
+                self.engine.respond(id, &answer, &mut self.out);
             }
-            _ => Before::Send { ttl: None },
+            OwnTask::Answered(Err(e)) => {
+                self.engine.respond_error(id, &e, &mut self.out);
+            }
+            OwnTask::Send { ttl } => return Before::Send { ttl },
         }
+        Before::Answered
     }
 
-    /// An answer carried out for the host arrived: a task it started is kept for its
-    /// `tasks/list`; a result the server gave at once, where the host asked for a
-    /// task, becomes a task of the bridge's, over (the host gets its `{task}`); a
-    /// legacy task a 2026-07-28 host sees shows the questions it asks.
+    /// An answer carried out for the host arrived, as the core's
+    /// [`carried`](bridge::carried) makes it: a task a legacy host started is kept for
+    /// its `tasks/list`, a result given at once where it asked for a task is a task of
+    /// the bridge's; a legacy task a 2026-07-28 host sees shows the questions it asks.
     pub(super) fn carried(
         &mut self,
         carry: Option<Carry>,
         ttl: Option<u64>,
         answer: Payload,
     ) -> Payload {
-        match carry {
-            Some(Carry::CallForLegacy { asked: true }) => {}
-            Some(Carry::GetForModern) => return self.with_questions(answer),
-            Some(Carry::CallForModern { declared: true }) => {
-                return match task_call::started_task(&answer) {
-                    Ok(Some(_)) => self.with_questions(answer),
-                    _ => answer,
-                };
-            }
-            _ => return answer,
+        // Most answers are of no carried request: no clock is read for them.
+        let Some(carry) = carry else {
+            return answer;
+        };
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        match bridge::carried(&mut self.started, carry, ttl, answer, now, wall) {
+            Carried::Answer(answer) => answer,
+            Carried::WithQuestions(task) => self.with_questions(task),
         }
-        match task_call::started_task(&answer) {
-            Ok(Some(task)) => self.started.record(task.task_id),
-            Ok(None) => {
-                let Ok(result) = answer.decode::<Value>() else {
-                    return answer;
-                };
-                let at = capable::internal::time::rfc3339(SystemTime::now());
-                let made = self.started.settle(result, ttl, Instant::now(), &at);
-                return Payload::from_json(made.to_string().into_bytes());
-            }
-            Err(_) => {}
-        }
-        answer
     }
 
     /// A task the bridge waits on for a legacy host changed: the host hears of it
@@ -165,11 +124,12 @@ impl Relay {
 }
 
 /// Carries out a host request as `how` says, with `params` (the host's own envelope
-/// out), on `session`: the answer the host gets, in its era's form.
+/// out), on `session`: the answer the host gets, in its era's form. Which requests it
+/// takes and what the host gets is the core's [`TaskCarry`]'s; this runs its commands.
 pub(super) async fn carry(
     session: Arc<Session>,
     how: How,
-    mut params: Map<String, Value>,
+    params: Map<String, Value>,
     options: RequestOptions,
 ) -> Result<Payload, Error> {
     let How {
@@ -179,135 +139,109 @@ pub(super) async fn carry(
         started,
         statuses,
     } = how;
-    let named = params
-        .get("taskId")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let task_id = || {
-        named.clone().ok_or_else(|| {
-            let message = format!("{method} needs params.taskId");
-            answer_error(method, codes::INVALID_PARAMS, message, None)
-        })
-    };
-    let answer = match carry {
-        Carry::ListToolsForLegacy => {
-            let mut list: Value = session.request(method, &params, options).await?;
-            task_bridge::tools_for_legacy(&mut list);
-            list
+    let mut known = Known::new(bound);
+    if let Carry::CallForModern { .. } = carry {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+        known.support = session.tool_task_support(name);
+        known.task_calls = task_call::takes_task_calls(session.negotiated());
+    }
+    known.started = started;
+    let mut machine = TaskCarry::new(carry, method, params, known);
+    // The host request's own options go with the one request that is its own.
+    let mut options = Some(options);
+    let now = || tokio::time::Instant::now().into_std();
+    loop {
+        if let Some(done) = machine.poll_done() {
+            return done.map_err(|failure| match failure {
+                Failure::Upstream(e) => e,
+                Failure::Refused(error) => Error::Rpc { method, error },
+                Failure::Malformed(detail) => Error::MalformedResult {
+                    method: Method::CallTool,
+                    detail,
+                },
+            });
         }
-        Carry::CallForLegacy { asked } => {
-            params.remove("task");
-            let payload = session.request_payload(method, &params, options).await?;
-            match task_of(&payload)? {
-                None => return Ok(payload),
-                Some(task) if asked => json!({"task": task_bridge::legacy_task(&task)}),
-                // The host asked for no task: it gets what the call would have given.
-                Some(task) => {
-                    let waited = wait_for_host(&session, task, bound, None).await;
-                    serde_json::to_value(waited.map_err(|e| ended(method, e))?).unwrap_or_default()
-                }
+        // Every step leads to a command or to the end: none is a carry lost.
+        let Some(command) = machine.poll_upstream() else {
+            return Err(Error::Closed);
+        };
+        let (token, outcome) = match command {
+            Command::Request {
+                token,
+                method,
+                params,
+                host_options,
+            } => {
+                let options = match host_options {
+                    true => options.take().unwrap_or_default(),
+                    false => RequestOptions::default(),
+                };
+                let answer = session.request_payload(method, &params, options).await;
+                (token, answer.map(Upstream::Answer))
             }
-        }
-        Carry::GetForLegacy => task_bridge::legacy_task(&session.get_task(&task_id()?).await?),
-        Carry::ResultForLegacy => {
-            let task_id = task_id()?;
-            let task = session.get_task(&task_id).await?;
-            // The host hears of each change while it waits (2025-11-25 has the
-            // notification; 2026-07-28 servers send none).
-            let wait = TaskWait {
-                on_status: Some(Box::new(move |task: &Task| {
-                    let _ = statuses.send(Event::TaskStatus(task_bridge::legacy_task(task)));
-                })),
-                deadline: None,
-            };
-            // The server's questions meanwhile reach the host as this task's.
-            let waiting = FOR_TASK.scope(task_id.clone(), session.await_task(task, wait));
-            let waited = tokio::time::timeout(bound, waiting);
-            match waited.await {
-                Ok(Ok(result)) => task_bridge::with_related_task(
-                    serde_json::to_value(result).unwrap_or_default(),
-                    &task_id,
-                ),
-                Ok(Err(e)) => return Err(ended(method, e)),
-                // The task goes on at the server: the host may ask again.
-                Err(_) => {
-                    let message = format!(
-                        "task {task_id} did not end within {bound:?}; it goes on at the server: \
-                         ask tasks/result again, or tasks/cancel it"
-                    );
-                    return Err(answer_error(method, codes::INTERNAL_ERROR, message, None));
-                }
+            Command::GetTask { token, task_id } => {
+                let task = session.get_task(&task_id).await;
+                (token, task.map(|t| Upstream::Task(Box::new(t))))
             }
-        }
-        Carry::ListForLegacy => {
-            let mut tasks = Vec::with_capacity(started.len());
-            for listed in started {
-                let id = match listed {
-                    Listed::Settled(task) => {
-                        tasks.push(task);
+            Command::CancelTask { token, task_id } => {
+                let cancelled = session.cancel_task(&task_id).await;
+                (token, cancelled.map(|()| Upstream::Cancelled))
+            }
+            Command::LearnSupport { token, name } => {
+                // Learns the tools' `execution.taskSupport`; a failure leaves it unknown.
+                let _ = session.list_tools().await;
+                (
+                    token,
+                    Ok(Upstream::Support(session.tool_task_support(&name))),
+                )
+            }
+            Command::CallWithoutTasks { token, params } => {
+                let options = options.take().unwrap_or_default();
+                let answer = call_without_tasks(&session, params, options, bound).await;
+                (token, answer.map(Upstream::Answer))
+            }
+            Command::WaitForHost { token, task } => {
+                let waited = wait_for_host(&session, task, bound, None).await;
+                (token, waited.map_err(|e| ended(method, e)).map(result))
+            }
+            Command::AwaitResult { token, task } => {
+                let task_id = task.task_id.clone();
+                let statuses = statuses.clone();
+                // The host hears of each change while it waits (2025-11-25 has the
+                // notification; 2026-07-28 servers send none).
+                let wait = TaskWait {
+                    on_status: Some(Box::new(move |task: &Task| {
+                        let _ = statuses.send(Event::TaskStatus(task_bridge::legacy_task(task)));
+                    })),
+                    deadline: None,
+                };
+                // The server's questions meanwhile reach the host as this task's.
+                let waiting = FOR_TASK.scope(task_id, session.await_task(task, wait));
+                let until = machine.poll_timeout().unwrap_or_else(now);
+                match tokio::time::timeout_at(until.into(), waiting).await {
+                    Ok(waited) => (token, waited.map_err(|e| ended(method, e)).map(result)),
+                    // The task goes on at the server: the host may ask again.
+                    Err(_) => {
+                        machine.handle_timeout(now());
                         continue;
                     }
-                    Listed::AtServer(id) => id,
-                };
-                match session.get_task(&id).await {
-                    Ok(task) => tasks.push(task_bridge::legacy_task(&task)),
-                    // Expired, or unknown at the server now: not listed.
-                    Err(Error::Rpc { .. }) => {}
-                    Err(e) => return Err(e),
                 }
             }
-            json!({ "tasks": tasks })
-        }
-        Carry::CancelForLegacy => {
-            let task_id = task_id()?;
-            session.cancel_task(&task_id).await?;
-            task_bridge::legacy_task(&session.get_task(&task_id).await?)
-        }
-        Carry::CallForModern { declared } => {
-            let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-            if session.tool_task_support(name).is_none() {
-                // Learns the tools' `execution.taskSupport`; a failure leaves the call plain.
-                let _ = session.list_tools().await;
-            }
-            if !declared {
-                return call_without_tasks(&session, params, options, bound).await;
-            }
-            let support = session.tool_task_support(name);
-            if task_call::asks_for_task(support, true, session.negotiated()) {
-                params.insert("task".into(), json!({}));
-            }
-            let payload = session.request_payload(method, &params, options).await?;
-            match task_of(&payload)? {
-                Some(task) => task_bridge::modern_task(&task, "task", None),
-                // A plain result: the relay adds what 2026-07-28 requires.
-                None => return Ok(payload),
-            }
-        }
-        Carry::GetForModern => {
-            let task_id = task_id()?;
-            let task = session.get_task(&task_id).await?;
-            let outcome = match task_bridge::needs_outcome(&task) {
-                true => {
-                    let params = json!({"taskId": task_id});
-                    let fetched = session
-                        .request::<_, Value>(Method::TaskResult, &params, RequestOptions::default())
-                        .await;
-                    match fetched {
-                        Ok(result) => Some(Ok(result)),
-                        Err(Error::Rpc { error, .. }) => Some(Err(error)),
-                        Err(e) => return Err(e),
-                    }
-                }
-                false => None,
-            };
-            task_bridge::modern_task(&task, "complete", outcome)
-        }
-        Carry::CancelForModern => {
-            session.cancel_task(&task_id()?).await?;
-            json!({})
-        }
-        // Answered by the relay before anything is sent (`own_task`).
-        Carry::UpdateForModern => json!({"resultType": "complete"}),
-    };
-    Ok(Payload::from_json(answer.to_string().into_bytes()))
+        };
+        let outcome = outcome.unwrap_or_else(|error| Upstream::Failed {
+            rpc: match &error {
+                Error::Rpc { error, .. } => Some(error.clone()),
+                _ => None,
+            },
+            error,
+        });
+        machine.handle_upstream(token, outcome, now());
+    }
+}
+
+/// A tool's result, as an answer.
+fn result(result: CallToolResult) -> Upstream<Error> {
+    Upstream::Answer(Payload::from_json(
+        serde_json::to_vec(&result).unwrap_or_default(),
+    ))
 }

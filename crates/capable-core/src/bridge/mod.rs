@@ -16,18 +16,24 @@
 //! | `forwarding.rs` | what goes to a server with a host's request: its params kept for a round's retry, `input_required` passed, the log level told ([`forwarding`], [`tell_log_level`]) |
 //! | `exchanges.rs` | [`Exchanges`]: the host requests at the server, by the bridge's token; ownership of cancels, progress, answers and questions |
 //! | `subscribing.rs` | [`Subscribing`]: many servers, a legacy host's subscribe requests waiting for the server that owns each URI, and what each is answered |
+//! | `own_tasks.rs` | a host's carried task requests before anything is sent (the tasks the bridge made for a legacy host answered by it, [`own_task`]) and their answers after (a result given at once made a task of the bridge's, [`carried`]) |
+//! | `task_carry.rs` | [`TaskCarry`]: one host request carried across the eras' tasks — the requests it takes at the server, in order ([`Command`]), their outcomes ([`Upstream`]), the host's answer, a legacy host's `tasks/result` bounded |
 //! | `relay.rs` | [`Relay`]: the relay's state (exchanges, a legacy server's rounds for a 2026-07-28 host and the retries that answer them, the questions put to a legacy host, the log level followed) and its decisions, with scripted tests (`relay_tests.rs`) |
 
 mod era;
 mod exchanges;
 mod follow;
 mod forwarding;
+mod own_tasks;
 mod relay;
 mod subscribing;
+mod task_carry;
 
 pub use era::{answer_form, local, Local};
 pub use exchanges::{Asker, Exchange, Exchanges};
 pub use follow::{Follow, FollowStep};
 pub use forwarding::{forwarding, tell_log_level, Forwarding, Tell};
+pub use own_tasks::{carried, own_task, Carried, OwnTask};
 pub use relay::{Answered, Cancelled, Lapse, Relay, Retried, Taken, Then, Whose, Withdrawn};
 pub use subscribing::{refusal, Outcome, Subscribing};
+pub use task_carry::{Command, Failure, Known, TaskCarry, Upstream};
