@@ -62,8 +62,8 @@ impl Loaded {
 /// Reads the config anew, or says in words why it cannot be used.
 pub type Load = Arc<dyn Fn() -> Result<Loaded, String> + Send + Sync>;
 
-/// How a bridge of many servers ([`Upstream::Many`]) reloads its config (see the
-/// [module](self)).
+/// How a bridge of many servers ([`Upstream::Many`]) reloads its config: its file
+/// watched (editors' renames included), or told by a count that SIGHUP bumps.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct Reload {

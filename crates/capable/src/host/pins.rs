@@ -267,7 +267,7 @@ impl PinStore {
 
 /// The host's side of its pins: what it withholds, what it judges, what it accepts.
 impl Host {
-    /// The host's pinned definitions, if it has them ([`HostOptions::pins`]).
+    /// The host's pinned definitions, if it has them ([`HostOptions::pins`](super::HostOptions::pins)).
     pub fn pins(&self) -> Option<&PinStore> {
         self.shared.pins.as_ref()
     }

@@ -97,7 +97,7 @@ pub fn diff(old: &[ConfigEntry], new: &[ConfigEntry]) -> Reloaded {
 }
 
 impl Host {
-    /// Applies `file` anew (see the [module](self)): servers added are started, those
+    /// Applies `file` anew ([`diff`] says what changes): servers added are started, those
     /// removed stopped (their sessions closed, their process groups ended, bounded by
     /// [`HostOptions::shutdown_timeout`](crate::host::HostOptions::shutdown_timeout)),
     /// those whose entry changed stopped and started again in their place; the others
