@@ -12,6 +12,8 @@
 #[path = "bridge_support/mod.rs"]
 mod bridge_support;
 mod common;
+#[path = "identity_support/mod.rs"]
+mod identity_support;
 #[path = "listen_support/mod.rs"]
 mod listen_support;
 
@@ -94,6 +96,59 @@ fn a_sealed_session_goes_on_at_any_replica_holding_its_key_and_no_other() {
         !refused.to_string().contains(&session),
         "the id is not repeated: {refused}"
     );
+}
+
+#[test]
+fn a_sealed_session_goes_on_elsewhere_only_for_the_caller_it_was_sealed_for() {
+    if !identity_support::wanted() {
+        return;
+    }
+    let key = key_file("identity.key", 0x44);
+    let key = key.to_str().unwrap();
+    let fixture = common::fixture("read-only");
+    let mut behind = vec!["--seal-key-file", key, "--"];
+    behind.extend(fixture.iter().map(String::as_str));
+    // Replica A with the identity provider; B beside it, for the same public URL.
+    let a = identity_support::gateway_to(&behind);
+    let b_port = free_port();
+    let b_listen = format!("127.0.0.1:{b_port}");
+    let mut flags = vec!["--listen", &b_listen, "--auth-issuer", &a.issuer];
+    flags.extend(["--public-url", &a.url, "--auth-scope", "mcp:tools"]);
+    flags.extend(&behind);
+    let b = bridge_support::Bridge::start(&flags);
+    b.audit_until(|l| l["event"] == "listening");
+
+    let (alice, bob) = (a.token("alice-app"), a.token("bob-app"));
+    let opened = a.initialize(&alice);
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let session = opened.header("mcp-session-id").unwrap().to_owned();
+    // A proxy in front sends the public URL's authority as `Host`.
+    let public = a.url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let at_b = |token: &str, id: i64| {
+        let bearer = format!("Bearer {token}");
+        let headers = [
+            ("Host", public),
+            ("Authorization", bearer.as_str()),
+            ("Mcp-Session-Id", session.as_str()),
+        ];
+        post(
+            b_port,
+            &headers,
+            json!({"jsonrpc": "2.0", "id": id, "method": "resources/list"}),
+        )
+    };
+    // Bob with Alice's session, at a replica that never saw it: as if there were none.
+    let stolen = at_b(&bob, 2);
+    assert_eq!(stolen.status, 404, "{}", stolen.body);
+    let refused = b.audit_until(|l| l["event"] == "sealed");
+    assert_eq!(refused["why"], "sealed for another caller", "{refused}");
+    // Alice with hers: continued there; Bob still refused once B holds it.
+    let mine = at_b(&alice, 3);
+    assert_eq!(mine.status, 200, "{}", mine.body);
+    assert!(mine.body.contains("docs://"), "{}", mine.body);
+    assert_eq!(at_b(&bob, 4).status, 404);
+    let said = b.stderr_text();
+    assert!(!said.contains(&alice) && !said.contains(&bob));
 }
 
 /// A free loopback port (bound, then let go: the replica binds it next).
