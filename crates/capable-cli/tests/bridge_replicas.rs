@@ -81,6 +81,22 @@ fn a_sealed_session_goes_on_at_any_replica_holding_its_key_and_no_other() {
     );
     assert_eq!(ping.status, 200, "{}", ping.body);
 
+    // A host whose stream broke with its replica comes back elsewhere with its
+    // Last-Event-ID: a fresh stream there (nothing to replay), not a refusal.
+    let later = initialize_at(a, "2025-11-25");
+    let back = |port: u16| {
+        let headers = [
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", later.as_str()),
+            ("Last-Event-ID", "999999-7"),
+        ];
+        listen_support::http(port, "GET", &headers, "", |body| !body.is_empty())
+    };
+    let resumed = back(b);
+    assert_eq!(resumed.status, 200, "{}", resumed.body);
+    assert_eq!(resumed.header("content-type"), Some("text/event-stream"));
+    assert_eq!(back(c).status, 404);
+
     // Under a retired key, changed by one character, or not sealed at all: 404, and the
     // host initializes again.
     assert_eq!(echo(c, &session, "on c").0, 404);

@@ -471,7 +471,7 @@ async fn past_gate(
             };
             match method {
                 Method::POST => post(listener, Some(found), headers, body, caller).await,
-                Method::GET => get(found, headers).await,
+                Method::GET => get(found, headers, listener.seal.is_some()).await,
                 _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
             }
         }

@@ -22,8 +22,10 @@
 //!   HTTP server sees a new session; state the server kept per session is not carried);
 //! - stdio servers: each replica runs its own, so per-session state of a stdio server
 //!   (what a tool remembered between calls) is that replica's;
-//! - streams: an SSE answer or standalone `GET` lives on one replica; `Last-Event-ID`
-//!   of a stream another replica served finds nothing here.
+//! - streams: an SSE answer or standalone `GET` lives on one replica; a `GET` with the
+//!   `Last-Event-ID` of a stream another replica served gets a fresh standalone stream
+//!   here, nothing replayed (what that stream had not delivered is lost, and said in
+//!   the audit), so a host that reconnects keeps receiving what the servers send.
 //!
 //! A seal that does not open — tampered, another deployment's, sealed under a key no
 //! longer in the ring, or expired ([`LIFETIME`] after `initialize`) — is `404`, and the
