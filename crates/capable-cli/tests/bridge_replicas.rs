@@ -409,6 +409,13 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     // one), with an error the host can retry; every other call is answered.
     let failed: Vec<_> = calls.iter().filter(|c| c["ok"] != true).collect();
     assert!(failed.len() <= 1, "{failed:?}");
+    // Never a 404: no replica ever failed to know the session.
+    assert!(
+        failed
+            .iter()
+            .all(|c| !c["error"].to_string().contains("404")),
+        "{failed:?}"
+    );
     for call in calls.iter().filter(|c| c["ok"] == true) {
         assert_eq!(call["text"], format!("call {}", call["i"]), "{call}");
     }
@@ -416,6 +423,10 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     let modern_failed: Vec<_> = modern.iter().filter_map(|c| c.as_ref().err()).collect();
     assert!(modern.len() >= 3, "{modern:?}");
     assert!(modern_failed.len() <= 1, "{modern_failed:?}");
+    assert!(
+        modern_failed.iter().all(|e| !e.contains("404")),
+        "{modern_failed:?}"
+    );
     assert!(modern.iter().flatten().all(|out| out.contains("modern")));
     // The replicas say what happened: those that did not begin the legacy session
     // continued it from its seal, the one brought back too.
@@ -427,7 +438,7 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     assert!(restored(&replicas[1]), "the replica brought back");
     assert!(restored(&replicas[0]) || restored(&replicas[2]));
     eprintln!(
-        "legacy calls failed: {}/{}; 2026-07-28 calls failed: {}/{}",
+        "legacy calls failed: {}/{} {failed:?}; 2026-07-28 calls failed: {}/{} {modern_failed:?}",
         failed.len(),
         calls.len(),
         modern_failed.len(),
