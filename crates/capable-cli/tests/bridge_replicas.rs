@@ -437,6 +437,13 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     };
     assert!(restored(&replicas[1]), "the replica brought back");
     assert!(restored(&replicas[0]) || restored(&replicas[2]));
+    // And its metrics count it.
+    let metrics = listen_support::http_at(ports[1], "GET", "/metrics", &[], "").body;
+    let sealed = metrics
+        .lines()
+        .find(|l| l.starts_with(r#"capable_bridge_audit_events_total{event="sealed"}"#));
+    let count = sealed.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
+    assert!(count.is_some_and(|n| n >= 1), "{sealed:?}");
     eprintln!(
         "legacy calls failed: {}/{} {failed:?}; 2026-07-28 calls failed: {}/{} {modern_failed:?}",
         failed.len(),
