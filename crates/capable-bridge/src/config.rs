@@ -192,6 +192,10 @@ pub struct ListenConfig {
     /// [`allow_remote`](Self::allow_remote); no token there: `Host` and `Origin` are
     /// checked as on the listener). `/healthz` and `/readyz` are served there too.
     pub metrics: Option<SocketAddr>,
+    /// The key ring the replicas share: legacy sessions are sealed into their
+    /// `Mcp-Session-Id`, so any replica holding the ring continues them (`docs/bridge.md`,
+    /// "Scaling the gateway"). Without it, sessions live in this process only.
+    pub seal: Option<capable::internal::seal::KeyRing>,
 }
 
 /// The listener as an OAuth 2.1 protected resource (the MCP authorization
@@ -287,6 +291,7 @@ impl ListenConfig {
             max_batch: 256,
             auth: None,
             metrics: None,
+            seal: None,
         }
     }
 }
@@ -308,6 +313,7 @@ impl std::fmt::Debug for ListenConfig {
             .field("max_batch", &self.max_batch)
             .field("auth", &self.auth)
             .field("metrics", &self.metrics)
+            .field("seal", &self.seal.as_ref().map(|r| r.current().id()))
             .finish()
     }
 }

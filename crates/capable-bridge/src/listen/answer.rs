@@ -97,8 +97,13 @@ pub(super) async fn answer(
 }
 
 /// The host's `GET`: the standalone stream, or the one it comes back to; the session
-/// is busy (never idle, never made room of) while it is open.
-pub(super) async fn get((tx, held): (Commands, InFlight), headers: &HeaderMap) -> Response {
+/// is busy (never idle, never made room of) while it is open. `fresh_if_unknown`: a
+/// `Last-Event-ID` this replica never gave opens a fresh stream (sealed sessions).
+pub(super) async fn get(
+    (tx, held): (Commands, InFlight),
+    headers: &HeaderMap,
+    fresh_if_unknown: bool,
+) -> Response {
     let last_event_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -107,6 +112,7 @@ pub(super) async fn get((tx, held): (Commands, InFlight), headers: &HeaderMap) -
     if tx
         .send(Command::Get {
             last_event_id,
+            fresh_if_unknown,
             reply,
         })
         .is_err()

@@ -4,7 +4,7 @@
 //! | the host | the listener |
 //! |---|---|
 //! | POSTs `initialize` without `Mcp-Session-Id` | a new legacy session (its own server behind), its id in `Mcp-Session-Id` |
-//! | POSTs with `Mcp-Session-Id` | that session's (an unknown id: `404`, so the host starts anew) |
+//! | POSTs with `Mcp-Session-Id` | that session's (an unknown id: `404`, so the host starts anew; with a seal key, another replica's sealed session is continued: `sealed.rs`) |
 //! | POSTs anything else without a session | the 2026-07-28 hosts' (stateless): its headers must agree with its body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; else `400`, `-32020`), and `initialize` is no method there (`404`, `-32601`, no session); one server behind for each declaration (below), each request under an id of the bridge's (two hosts' ids never clash); `notifications/cancelled` is not taken (closing the stream cancels) |
 //! | a request | its answer: JSON when it is all there is, else an SSE stream (progress first) that the answer ends |
 //! | a notification or an answer | `202` |
@@ -35,12 +35,14 @@ mod batch;
 mod bodies;
 mod connections;
 mod gate;
+mod headers;
 mod identity;
 mod introspect;
 mod ops;
 mod params;
 mod pool;
 mod queue;
+mod sealed;
 mod session;
 mod sse;
 
@@ -57,12 +59,13 @@ use axum::Router;
 use capable::internal::auth::resource::Caller;
 use capable::internal::jsonrpc::{codes, FramingError, Incoming, RpcError};
 use capable::internal::method::Method::{CallTool, ListTools};
-use capable::internal::server::{decoded_header, judge_post_declared, PostHeaders, Verdict};
+use capable::internal::server::{decoded_header, judge_post_declared, Verdict};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use self::answer::{answer, get};
 use self::gate::Gate;
+use self::headers::{grant_headers, post_headers, public_authority, traceparent};
 use self::pool::{Busy, Commands, InFlight, Pool};
 use self::session::{Command, Kind, Posted};
 use super::host::Target;
@@ -95,6 +98,8 @@ struct Listener {
     params: Arc<params::Params>,
     /// Who is calling, when the listener is a protected resource (`--auth-issuer`).
     identity: Option<Arc<identity::Identity>>,
+    /// The replicas' key ring: legacy sessions sealed into their ids (`sealed.rs`).
+    seal: Option<capable::internal::seal::KeyRing>,
 }
 
 impl Listener {
@@ -264,6 +269,7 @@ impl Prepared {
             bodies: bodies::Bodies::new(args.max_body_total),
             params: Arc::default(),
             identity,
+            seal: args.seal.clone(),
         };
         Ok(Prepared {
             listener: Arc::new(listener),
@@ -424,11 +430,6 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
     response
 }
 
-/// CORS headers as a header map.
-fn grant_headers(grant: Vec<(header::HeaderName, HeaderValue)>) -> HeaderMap {
-    grant.into_iter().collect()
-}
-
 /// A request past the gate.
 async fn past_gate(
     listener: &Listener,
@@ -437,10 +438,8 @@ async fn past_gate(
     body: Bytes,
     caller: Option<&Arc<Caller>>,
 ) -> Response {
-    let session = headers
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(|id| owned(caller, id));
+    let presented = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+    let session = presented.map(|id| owned(caller, id));
     let unknown = || {
         (
             StatusCode::NOT_FOUND,
@@ -451,17 +450,28 @@ async fn past_gate(
     match (method, session) {
         // A DELETE ends the session now: what it has in flight is cancelled at the
         // server, and its server is shut down.
+        // A sealed session this replica does not hold has nothing here to end.
         (Method::DELETE, Some(id)) => match listener.sessions().remove(&id) {
             true => StatusCode::OK.into_response(),
+            false if sealed::opens(listener, presented, caller) => StatusCode::OK.into_response(),
             false => unknown(),
         },
         (method, Some(id)) => {
-            let Some(found) = listener.sessions().hold(&id, Instant::now()) else {
-                return unknown();
+            let held = listener.sessions().hold(&id, Instant::now());
+            let found = match held {
+                Some(found) => found,
+                // Sealed: another replica's session, continued here.
+                None => match sealed::restore(listener, presented, caller).await {
+                    Some(Ok(found)) => found,
+                    Some(Err(Busy)) => {
+                        return busy(listener, "every session is busy: retry, or DELETE one")
+                    }
+                    None => return unknown(),
+                },
             };
             match method {
                 Method::POST => post(listener, Some(found), headers, body, caller).await,
-                Method::GET => get(found, headers).await,
+                Method::GET => get(found, headers, listener.seal.is_some()).await,
                 _ => (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response(),
             }
         }
@@ -500,7 +510,9 @@ async fn post(
     let (tx, kind, new_session, held) = match found {
         Some((tx, held)) => (tx, Kind::Legacy, None, Some(held)),
         None if verdict == Verdict::Legacy => {
-            let id = session_id();
+            let sealed = listener.seal.as_ref();
+            let sealed = sealed.and_then(|ring| sealed::seal_new(ring, &message, caller));
+            let id = sealed.unwrap_or_else(session_id);
             let spawn = || listener.spawn(Kind::Legacy, caller, Some(&id));
             match listener
                 .sessions()
@@ -571,22 +583,6 @@ async fn post(
     response
 }
 
-/// The headers [`judge_post_declared`] reads.
-fn post_headers(headers: &HeaderMap) -> PostHeaders<'_> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    PostHeaders {
-        protocol_version: text("mcp-protocol-version"),
-        method: text("mcp-method"),
-        name: text("mcp-name"),
-    }
-}
-
-/// The W3C `traceparent` (and `tracestate`) headers, when there is one.
-fn traceparent(headers: &HeaderMap) -> Option<(&str, Option<&str>)> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    Some((text("traceparent")?, text("tracestate")))
-}
-
 /// Whether `message` is a `notifications/cancelled`.
 fn is_cancellation(message: &Incoming) -> bool {
     matches!(message, Incoming::Notification { method, .. } if method == capable::internal::method::ClientNotificationMethod::Cancelled.as_str())
@@ -603,16 +599,6 @@ fn refused(message: &Incoming, status: u16, error: &RpcError) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
     let json = [(header::CONTENT_TYPE, "application/json")];
     (status, json, body.to_string()).into_response()
-}
-
-/// The `host[:port]` of the public URL, which a proxy in front may send as `Host`.
-fn public_authority(url: &str) -> Option<String> {
-    let url = url::Url::parse(url).ok()?;
-    let host = url.host_str()?;
-    Some(match url.port() {
-        Some(port) => format!("{host}:{port}").to_ascii_lowercase(),
-        None => host.to_ascii_lowercase(),
-    })
 }
 
 /// A fresh session id: 16 random bytes, hex (visible ASCII, as the specification asks).

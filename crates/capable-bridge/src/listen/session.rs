@@ -49,9 +49,13 @@ pub enum Command {
         reply: oneshot::Sender<Posted>,
     },
     /// The host's `GET`: the standalone stream, or (with `Last-Event-ID`) the stream it
-    /// comes back to, with what it missed.
+    /// comes back to, with what it missed. An id this task never gave is refused, unless
+    /// `fresh_if_unknown` (sessions are sealed: the id may be another replica's), when
+    /// the host gets a fresh standalone stream instead — nothing replayed, which the
+    /// specification allows.
     Get {
         last_event_id: Option<String>,
+        fresh_if_unknown: bool,
         reply: oneshot::Sender<Option<Events>>,
     },
     /// Nobody reads `stream` any more (the host closed it).
@@ -115,7 +119,7 @@ pub async fn run(
                     };
                     let _ = reply.send(Posted::Stream { stream, events });
                 }
-                Some(Command::Get { last_event_id, reply }) => {
+                Some(Command::Get { last_event_id, fresh_if_unknown, reply }) => {
                     let (tx, events) = queue::stream(bound);
                     let stream = match last_event_id.as_deref().and_then(|l| streams.resume(l)) {
                         Some((stream, missed)) => {
@@ -124,9 +128,19 @@ pub async fn run(
                             }
                             stream
                         }
-                        None if last_event_id.is_some() => {
+                        None if last_event_id.is_some() && !fresh_if_unknown => {
                             let _ = reply.send(None);
                             continue;
+                        }
+                        None if last_event_id.is_some() => {
+                            audit.record(
+                                "resumed",
+                                serde_json::json!({"fresh": true,
+                                "notice": "a Last-Event-ID this replica never gave (another \
+                                           replica's, which may have died): a fresh stream, \
+                                           what that stream had not delivered is lost"}),
+                            );
+                            STANDALONE
                         }
                         None => STANDALONE,
                     };

@@ -79,7 +79,7 @@ fn is_down(i: usize) -> bool {
 }
 
 /// The audit's events counted by name; any other is `other`.
-const EVENTS: [&str; 14] = [
+const EVENTS: [&str; 16] = [
     "violation",
     "notice",
     "withheld",
@@ -93,6 +93,10 @@ const EVENTS: [&str; 14] = [
     "suppressed",
     "listening",
     "refused",
+    // Sealed sessions: continued (or not) from another replica's seal, and streams
+    // resumed fresh from another replica's `Last-Event-ID`.
+    "sealed",
+    "resumed",
     "other",
 ];
 

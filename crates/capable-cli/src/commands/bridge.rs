@@ -31,8 +31,8 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
                 .into(),
         ));
     }
-    // Checked now, though nothing is sealed yet: a bad key stops the bridge before it serves.
-    let _seal_ring = crate::commands::bridge_seal::ring(args)?;
+    // Checked now: a bad key stops the bridge before it serves.
+    let seal_ring = crate::commands::bridge_seal::ring(args)?;
     let (upstream, policies, gateway) = upstream(ctx, args)?;
     let pins = pins(args, &upstream)?;
     let first = policy_of(policies, &gateway).map(Arc::new);
@@ -68,7 +68,8 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     let stop = stop_on_signal(ctx, config.reload.is_some());
     let served = match args.listen {
         Some(addr) => {
-            let listen = listen(args, addr, &gateway);
+            let mut listen = listen(args, addr, &gateway);
+            listen.seal = seal_ring;
             capable_bridge::serve_listen(config, listen, stop).await
         }
         None => capable_bridge::serve_stdio(config, stop).await,

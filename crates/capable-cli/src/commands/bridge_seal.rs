@@ -1,10 +1,11 @@
-//! `capable bridge --seal-key-file`: the key ring a gateway's replicas will seal their
-//! state with, read and checked when the bridge starts.
+//! `capable bridge --seal-key-file`: the key ring a gateway's replicas seal their legacy
+//! sessions with, read and checked when the bridge starts.
 //!
-//! First step: the keys are read and judged (a file that is missing, empty, not hex or
-//! base64, or not 32 bytes stops the bridge before it serves, naming the flag), but
-//! nothing is sealed yet — sessions still live in this process. The key's text is
-//! never repeated, in an error or anywhere else.
+//! The keys are read and judged (a file that is missing, empty, not hex or base64, or
+//! not 32 bytes stops the bridge before it serves, naming the flag); the listener then
+//! seals every legacy session's state into its `Mcp-Session-Id`, so any replica given
+//! the same keys continues it. The key's text is never repeated, in an error or
+//! anywhere else.
 
 use std::path::Path;
 

@@ -65,9 +65,9 @@ pub struct BridgeArgs {
         requires = "auth_client_id"
     )]
     pub auth_client_secret: Option<String>,
-    /// With --listen: the key the gateway's replicas will seal session state with (first
-    /// step: read and checked at start, nothing is sealed yet): a file holding 32 bytes
-    /// as 64 hex digits or base64. The environment's CAPABLE_SEAL_KEY may hold the key
+    /// With --listen: the key the gateway's replicas seal legacy sessions with, so that
+    /// any replica continues a session another began: a file holding 32 bytes as 64 hex
+    /// digits or base64. The environment's CAPABLE_SEAL_KEY may hold the key
     /// itself instead.
     #[arg(long, value_name = "FILE", requires = "listen")]
     pub seal_key_file: Option<PathBuf>,

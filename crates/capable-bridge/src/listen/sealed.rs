@@ -1,0 +1,303 @@
+//! Sealed legacy sessions: with a seal key (`--seal-key-file`), a legacy session's
+//! `Mcp-Session-Id` is its state, sealed ([`SessionSeal`]), so that a replica that never
+//! saw the session continues it — behind a load balancer with no affinity, or after the
+//! replica that began it died.
+//!
+//! What the seal holds is what the host said in `initialize`: the version it proposed,
+//! its capabilities and `clientInfo`, and who it is (the caller the listener verified).
+//! A replica that gets a request of a session it does not hold opens the seal, checks
+//! that the request's own verified caller is the one sealed (another identity gets `404`,
+//! as an unknown id does), and starts the session anew from it: the server behind is
+//! connected as the host's `initialize` would have connected it (the same proposal
+//! negotiates the same version; the same declaration is made to the servers), the
+//! replayed `initialize` answered to nobody. Then the request is served as any other.
+//!
+//! What is not in the seal, because a session id never changes after `initialize` and so
+//! cannot carry what happens later, stays with the replica that saw it:
+//!
+//! - a `logging/setLevel` after `initialize`, and `resources/subscribe`: a replica that
+//!   continues the session starts at the servers' default level with no subscription —
+//!   the host sets and subscribes again if it cares (what it does after a reconnect);
+//! - the upstream sessions: the continuing replica opens its own to each server (an
+//!   HTTP server sees a new session; state the server kept per session is not carried);
+//! - stdio servers: each replica runs its own, so per-session state of a stdio server
+//!   (what a tool remembered between calls) is that replica's;
+//! - streams: an SSE answer or standalone `GET` lives on one replica; a `GET` with the
+//!   `Last-Event-ID` of a stream another replica served gets a fresh standalone stream
+//!   here, nothing replayed (what that stream had not delivered is lost, and said in
+//!   the audit), so a host that reconnects keeps receiving what the servers send.
+//!
+//! A seal that does not open — tampered, another deployment's, sealed under a key no
+//! longer in the ring, or expired ([`LIFETIME`] after `initialize`) — is `404`, and the
+//! host initializes again. Restored sessions are tasks of the same bounded pool as
+//! those begun here.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use capable::internal::auth::resource::Caller as Verified;
+use capable::internal::jsonrpc::{Incoming, Payload, RequestId};
+use capable::internal::seal::{Caller, KeyRing, SessionSeal, SessionSealError};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use super::pool::{Busy, Commands, InFlight};
+use super::session::{Command, Kind, Posted};
+use super::{owned, Listener};
+
+/// How long a restore waits for the server behind to be connected, at most.
+const RESTORE_WAIT: Duration = Duration::from_secs(60);
+
+/// How long a sealed session id opens after its `initialize`.
+pub const LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The id of the `initialize` a restore replays (answered to nobody).
+const REPLAYED: &str = "capable/restore";
+
+/// Why a sealed session id was not continued; every one is a `404` to the host.
+#[derive(Debug)]
+pub enum Refused {
+    /// The seal did not open (tampered, foreign, a retired key's, expired).
+    Seal(SessionSealError),
+    /// It opened, but belongs to another caller than the request's.
+    OtherCaller,
+}
+
+/// Seconds since the Unix epoch.
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The caller as a seal holds it.
+fn sealed_caller(caller: Option<&Arc<Verified>>) -> Caller {
+    match caller {
+        Some(c) => Caller {
+            iss: Some(c.issuer.clone()),
+            sub: Some(c.subject.clone()),
+            client_id: c.client_id.clone(),
+        },
+        None => Caller::default(),
+    }
+}
+
+/// The sealed id of a new session `initialize` opens for `caller`; `None` when the
+/// message is no `initialize` or its state is too large to seal (the session is then
+/// this replica's only, under a random id).
+pub fn seal_new(
+    ring: &KeyRing,
+    message: &Incoming,
+    caller: Option<&Arc<Verified>>,
+) -> Option<String> {
+    let Incoming::Request { method, params, .. } = message else {
+        return None;
+    };
+    if method != "initialize" {
+        return None;
+    }
+    let params: Value = params.decode().ok()?;
+    let state = SessionSeal {
+        caller: sealed_caller(caller),
+        version: params.get("protocolVersion")?.as_str()?.to_owned(),
+        capabilities: params.get("capabilities").cloned().unwrap_or(Value::Null),
+        client_info: params.get("clientInfo").cloned().unwrap_or(Value::Null),
+        log_level: None,
+        upstream: Default::default(),
+        expires_at: now().saturating_add(LIFETIME.as_secs()),
+    };
+    state.seal(ring).ok()
+}
+
+/// The state sealed in `id`, if it opens now and is `caller`'s.
+pub fn open(
+    ring: &KeyRing,
+    id: &str,
+    caller: Option<&Arc<Verified>>,
+) -> Result<SessionSeal, Refused> {
+    let state = SessionSeal::open(ring, id, now()).map_err(Refused::Seal)?;
+    let presented = sealed_caller(caller);
+    // The identity a session is bound to is the issuer and subject (as on one replica).
+    if state.caller.iss != presented.iss || state.caller.sub != presented.sub {
+        return Err(Refused::OtherCaller);
+    }
+    Ok(state)
+}
+
+/// Whether `presented` is a sealed session id of `caller`'s that opens here.
+pub fn opens(listener: &Listener, presented: Option<&str>, caller: Option<&Arc<Verified>>) -> bool {
+    match (&listener.seal, presented) {
+        (Some(ring), Some(id)) => open(ring, id, caller).is_ok(),
+        _ => false,
+    }
+}
+
+/// The session sealed in `presented`, continued on this replica: its task started, the
+/// host's `initialize` replayed to it and answered (the server behind connected), and
+/// the request's hold on it. `None` when there is no seal to continue (no key, or the
+/// seal refused: `404`) or the server behind could not be connected (`404` too: the
+/// host's own `initialize` then says why); `Busy` when the pool has no room.
+pub async fn restore(
+    listener: &Listener,
+    presented: Option<&str>,
+    caller: Option<&Arc<Verified>>,
+) -> Option<Result<(Commands, InFlight), Busy>> {
+    let (ring, id) = (listener.seal.as_ref()?, presented?);
+    let audit = &listener.target.audit;
+    let state = match open(ring, id, caller) {
+        Ok(state) => state,
+        Err(why) => {
+            let why = match why {
+                Refused::Seal(e) => e.to_string(),
+                Refused::OtherCaller => "sealed for another caller".to_owned(),
+            };
+            audit.record("sealed", json!({"restored": false, "why": why}));
+            return None;
+        }
+    };
+    let [initialize, initialized] = replay(&state);
+    let (reply, posted) = oneshot::channel();
+    let mut replayed = false;
+    let key = owned(caller, id);
+    // The replay is sent while the pool is locked, so that a request of the same session
+    // arriving meanwhile finds the task with the replay ahead of it.
+    let held = listener.sessions().task(&key, Instant::now(), || {
+        let tx = listener.spawn(Kind::Legacy, caller, Some(id));
+        let _ = tx.send(Command::Post {
+            message: initialize,
+            reply,
+        });
+        let (ignored, _) = oneshot::channel();
+        let _ = tx.send(Command::Post {
+            message: initialized,
+            reply: ignored,
+        });
+        replayed = true;
+        tx
+    });
+    let held = match held {
+        Ok(held) => held,
+        Err(Busy) => return Some(Err(Busy)),
+    };
+    if !replayed {
+        return Some(Ok(held));
+    }
+    let answered = tokio::time::timeout(RESTORE_WAIT, initialized_ok(posted)).await;
+    if answered != Ok(true) {
+        drop(held);
+        listener.sessions().remove(&key);
+        let why = "the server behind could not be connected";
+        audit.record("sealed", json!({"restored": false, "why": why}));
+        return None;
+    }
+    audit.record(
+        "sealed",
+        json!({"restored": true, "version": state.version}),
+    );
+    Some(Ok(held))
+}
+
+/// Whether the replayed `initialize` was answered with a result.
+async fn initialized_ok(posted: oneshot::Receiver<Posted>) -> bool {
+    let Ok(Posted::Stream { mut events, .. }) = posted.await else {
+        return false;
+    };
+    while let Some(event) = events.events.recv().await {
+        if event.ends {
+            let answer: Value = serde_json::from_slice(&event.data).unwrap_or_default();
+            return answer.get("result").is_some();
+        }
+    }
+    false
+}
+
+/// What the host said to begin the session, as a restore says it again: `initialize`
+/// (under an id of the bridge's own), then `notifications/initialized`.
+pub fn replay(state: &SessionSeal) -> [Incoming; 2] {
+    let or_empty = |v: &Value| match v {
+        Value::Null => json!({}),
+        v => v.clone(),
+    };
+    let client_info = match &state.client_info {
+        Value::Null => json!({"name": "restored", "version": "0"}),
+        v => v.clone(),
+    };
+    let params = json!({
+        "protocolVersion": state.version,
+        "capabilities": or_empty(&state.capabilities),
+        "clientInfo": client_info,
+    });
+    [
+        Incoming::Request {
+            id: RequestId::String(REPLAYED.into()),
+            method: "initialize".into(),
+            params: Payload::from_json(params.to_string()),
+        },
+        Incoming::Notification {
+            method: "notifications/initialized".into(),
+            params: Payload::from_json("{}"),
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use capable::internal::seal::SealKey;
+
+    fn verified(sub: &str) -> Arc<Verified> {
+        Arc::new(Verified {
+            issuer: "https://issuer.example".into(),
+            subject: sub.into(),
+            client_id: Some("host".into()),
+            scopes: vec![],
+            groups: vec![],
+            expires_at: 0,
+        })
+    }
+
+    fn initialize() -> Incoming {
+        let params = json!({"protocolVersion": "2025-06-18",
+            "capabilities": {"roots": {}}, "clientInfo": {"name": "h", "version": "1"}});
+        Incoming::Request {
+            id: RequestId::Number(1),
+            method: "initialize".into(),
+            params: Payload::from_json(params.to_string()),
+        }
+    }
+
+    #[test]
+    fn a_session_opens_for_its_own_caller_only_and_replays_what_the_host_said() {
+        let ring = KeyRing::new(SealKey::from_bytes(&[5; 32]), vec![]);
+        let alice = verified("alice");
+        let id = seal_new(&ring, &initialize(), Some(&alice)).unwrap();
+        assert!(!id.contains("alice"));
+        let state = open(&ring, &id, Some(&alice)).unwrap();
+        assert!(matches!(
+            open(&ring, &id, Some(&verified("bob"))),
+            Err(Refused::OtherCaller)
+        ));
+        assert!(matches!(open(&ring, &id, None), Err(Refused::OtherCaller)));
+        let [Incoming::Request { method, params, .. }, Incoming::Notification { .. }] =
+            replay(&state)
+        else {
+            panic!("initialize, then initialized");
+        };
+        assert_eq!(method, "initialize");
+        let params: Value = params.decode().unwrap();
+        assert_eq!(params["protocolVersion"], "2025-06-18");
+        assert_eq!(params["capabilities"], json!({"roots": {}}));
+        assert_eq!(params["clientInfo"]["name"], "h");
+    }
+
+    #[test]
+    fn only_initialize_is_sealed() {
+        let ring = KeyRing::new(SealKey::from_bytes(&[5; 32]), vec![]);
+        let ping = Incoming::Request {
+            id: RequestId::Number(1),
+            method: "ping".into(),
+            params: Payload::from_json("{}"),
+        };
+        assert!(seal_new(&ring, &ping, None).is_none());
+    }
+}

@@ -1,0 +1,454 @@
+//! `capable bridge --listen` as replicas sharing a seal key: a legacy session begun on
+//! one replica is continued on another (its state sealed into its `Mcp-Session-Id`);
+//! a tampered id, or one sealed under a key no longer in the ring, is `404`.
+//!
+//! The kill test: three replicas on loopback behind Debian's HAProxy (round robin, no
+//! affinity, started by the test with a generated config), one HTTP server behind them;
+//! the TypeScript SDK's client in one legacy session and capable as a 2026-07-28 host
+//! calling in a loop while one replica is SIGKILLed and brought back. Skipped, saying
+//! so, without `haproxy` (unless `CAPABLE_REQUIRE_HAPROXY` is set, as in CI); without
+//! `.peers`, as the other real-peer tests. About 8 s.
+
+#[path = "bridge_support/mod.rs"]
+mod bridge_support;
+mod common;
+#[path = "identity_support/mod.rs"]
+mod identity_support;
+#[path = "listen_support/mod.rs"]
+mod listen_support;
+
+use std::path::PathBuf;
+
+use listen_support::{initialize_at, listening, post};
+use serde_json::json;
+
+/// A key file in a directory of the test's own: 32 bytes of `byte`, as hex.
+fn key_file(name: &str, byte: u8) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("capable-replicas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{byte:02x}").repeat(32)).unwrap();
+    path
+}
+
+/// `tools/call echo` in session `session` on `port`: the status, and the text it echoed.
+fn echo(port: u16, session: &str, message: &str) -> (u16, String) {
+    let answer = post(
+        port,
+        &[("Mcp-Session-Id", session)],
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"message": message}}}),
+    );
+    if answer.status != 200 {
+        return (answer.status, answer.body);
+    }
+    let result = match answer.header("content-type") {
+        Some(t) if t.starts_with("text/event-stream") => answer.events().pop().unwrap(),
+        _ => answer.json(),
+    };
+    let text = result["result"]["content"][0]["text"].as_str();
+    (200, text.unwrap_or_default().to_owned())
+}
+
+#[test]
+fn a_sealed_session_goes_on_at_any_replica_holding_its_key_and_no_other() {
+    let old = key_file("old.key", 0x11);
+    let new = key_file("new.key", 0x22);
+    let (old, new) = (old.to_str().unwrap(), new.to_str().unwrap());
+    // A seals with the old key; B, mid-rotation, with the new one and still opens the
+    // old; C retired the old key.
+    let (_a, a) = listening(&["--seal-key-file", old], "elicit");
+    let (_b, b) = listening(
+        &["--seal-key-file", new, "--seal-key-previous", old],
+        "elicit",
+    );
+    let (c_bridge, c) = listening(&["--seal-key-file", new], "elicit");
+
+    let session = initialize_at(a, "2025-06-18");
+    assert!(session.len() > 100, "a sealed id: {session}");
+    assert!(!session.contains("2025-06-18") && !session.contains("\"h\""));
+    assert_eq!(echo(a, &session, "on a"), (200, "on a".to_owned()));
+    // B never saw the session: it continues it from the seal, at the version the host
+    // negotiated with A.
+    assert_eq!(echo(b, &session, "on b"), (200, "on b".to_owned()));
+    let ping = post(
+        b,
+        &[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ],
+        json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+    );
+    assert_eq!(ping.status, 200, "{}", ping.body);
+
+    // A host whose stream broke with its replica comes back elsewhere with its
+    // Last-Event-ID: a fresh stream there (nothing to replay), not a refusal.
+    let later = initialize_at(a, "2025-11-25");
+    let back = |port: u16| {
+        let headers = [
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", later.as_str()),
+            ("Last-Event-ID", "999999-7"),
+        ];
+        listen_support::http(port, "GET", &headers, "", |body| !body.is_empty())
+    };
+    let resumed = back(b);
+    assert_eq!(resumed.status, 200, "{}", resumed.body);
+    assert_eq!(resumed.header("content-type"), Some("text/event-stream"));
+    assert_eq!(back(c).status, 404);
+
+    // Under a retired key, changed by one character, or not sealed at all: 404, and the
+    // host initializes again.
+    assert_eq!(echo(c, &session, "on c").0, 404);
+    let mut tampered = session.clone().into_bytes();
+    let at = tampered.len() / 2;
+    tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    assert_eq!(echo(b, &tampered, "tampered").0, 404);
+    assert_eq!(echo(b, "0123456789abcdef0123456789abcdef", "random").0, 404);
+    let refused = c_bridge.audit_until(|l| l["event"] == "sealed");
+    assert_eq!(refused["restored"], false, "{refused}");
+    assert!(
+        !refused.to_string().contains(&session),
+        "the id is not repeated: {refused}"
+    );
+}
+
+#[test]
+fn a_sealed_session_goes_on_elsewhere_only_for_the_caller_it_was_sealed_for() {
+    if !identity_support::wanted() {
+        return;
+    }
+    let key = key_file("identity.key", 0x44);
+    let key = key.to_str().unwrap();
+    let fixture = common::fixture("read-only");
+    let mut behind = vec!["--seal-key-file", key, "--"];
+    behind.extend(fixture.iter().map(String::as_str));
+    // Replica A with the identity provider; B beside it, for the same public URL.
+    let a = identity_support::gateway_to(&behind);
+    let b_port = free_port();
+    let b_listen = format!("127.0.0.1:{b_port}");
+    let mut flags = vec!["--listen", &b_listen, "--auth-issuer", &a.issuer];
+    flags.extend(["--public-url", &a.url, "--auth-scope", "mcp:tools"]);
+    flags.extend(&behind);
+    let b = bridge_support::Bridge::start(&flags);
+    b.audit_until(|l| l["event"] == "listening");
+
+    let (alice, bob) = (a.token("alice-app"), a.token("bob-app"));
+    let opened = a.initialize(&alice);
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let session = opened.header("mcp-session-id").unwrap().to_owned();
+    // A proxy in front sends the public URL's authority as `Host`.
+    let public = a.url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let at_b = |token: &str, id: i64| {
+        let bearer = format!("Bearer {token}");
+        let headers = [
+            ("Host", public),
+            ("Authorization", bearer.as_str()),
+            ("Mcp-Session-Id", session.as_str()),
+        ];
+        post(
+            b_port,
+            &headers,
+            json!({"jsonrpc": "2.0", "id": id, "method": "resources/list"}),
+        )
+    };
+    // Bob with Alice's session, at a replica that never saw it: as if there were none.
+    let stolen = at_b(&bob, 2);
+    assert_eq!(stolen.status, 404, "{}", stolen.body);
+    let refused = b.audit_until(|l| l["event"] == "sealed");
+    assert_eq!(refused["why"], "sealed for another caller", "{refused}");
+    // Alice with hers: continued there; Bob still refused once B holds it.
+    let mine = at_b(&alice, 3);
+    assert_eq!(mine.status, 200, "{}", mine.body);
+    assert!(mine.body.contains("docs://"), "{}", mine.body);
+    assert_eq!(at_b(&bob, 4).status, 404);
+    let said = b.stderr_text();
+    assert!(!said.contains(&alice) && !said.contains(&bob));
+}
+
+/// A free loopback port (bound, then let go: the replica binds it next).
+fn free_port() -> u16 {
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    socket.local_addr().unwrap().port()
+}
+
+/// One replica: `capable bridge --listen 127.0.0.1:PORT --seal-key-file KEY --url UPSTREAM`,
+/// listening.
+fn replica(port: u16, key: &str, upstream: &str) -> bridge_support::Bridge {
+    let addr = format!("127.0.0.1:{port}");
+    let flags = ["--listen", &addr, "--seal-key-file", key, "--url", upstream];
+    let replica = bridge_support::Bridge::start(&flags);
+    replica.audit_until(|l| l["event"] == "listening");
+    replica
+}
+
+/// HAProxy on `port` in front of `replicas`, round robin, no affinity: the shape of
+/// `deploy/haproxy.cfg`, on loopback (each replica's `Host` check wants its own port,
+/// which the server's name carries).
+fn haproxy(port: u16, replicas: &[u16]) -> Haproxy {
+    let dir = std::env::temp_dir().join(format!("capable-replicas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let servers: String = replicas
+        .iter()
+        .map(|p| format!("  server 127.0.0.1:{p} 127.0.0.1:{p} check inter 100ms fall 1 rise 1\n"))
+        .collect();
+    let config = format!(
+        "global\n  maxconn 256\n\
+         defaults\n  mode http\n  timeout connect 1s\n  timeout client 30s\n  timeout server 30s\n  \
+         retries 3\n  option redispatch 1\n\
+         frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
+         backend replicas\n  balance roundrobin\n  http-send-name-header Host\n{servers}"
+    );
+    let path = dir.join("haproxy.cfg");
+    std::fs::write(&path, config).unwrap();
+    let child = std::process::Command::new("haproxy")
+        .args(["-db", "-f"])
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start haproxy");
+    let child = Haproxy(child);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < until, "haproxy did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
+}
+
+/// A legacy session on `port` whose host answers the server's questions (elicitation).
+fn initialize_asking(port: u16) -> String {
+    let answer = post(
+        port,
+        &[],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "asking", "version": "1"}}}),
+    );
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let session = answer.header("mcp-session-id").unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        post(port, &[("Mcp-Session-Id", &session)], initialized).status,
+        202
+    );
+    session
+}
+
+/// A `tools/call confirm` in flight at the replica on `port`, in session `session`: the
+/// connection, once the server's question (`elicitation/create`) came back on it — the
+/// call waits for an answer that is never given.
+fn in_flight(port: u16, session: &str) -> std::io::BufReader<std::net::TcpStream> {
+    use std::io::{BufRead, Write};
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                      "params": {"name": "confirm", "arguments": {}}})
+    .to_string();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let mut reader = std::io::BufReader::new(s);
+    let mut line = String::new();
+    while !line.contains("elicitation/create") {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the stream ended early"
+        );
+    }
+    reader
+}
+
+/// HAProxy, stopped (by its handle) when the test ends, however it ends.
+struct Haproxy(std::process::Child);
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One 2026-07-28 host's call through `url`: `capable --protocol modern tools call echo`.
+fn modern_call(url: &str, i: usize) -> Result<String, String> {
+    let args = format!(r#"{{"message": "modern {i}"}}"#);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capable"))
+        .args(["--protocol", "modern", "--timeout", "10s", "--url", url])
+        .args(["tools", "call", "echo", "--json", "--args", &args])
+        .env(
+            "XDG_CACHE_HOME",
+            std::env::temp_dir().join("capable-replicas-cache"),
+        )
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    match out.status.success() {
+        true => Ok(text),
+        false => Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr))),
+    }
+}
+
+#[test]
+fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight() {
+    use std::io::BufRead;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    if std::process::Command::new("haproxy")
+        .arg("-v")
+        .output()
+        .is_err()
+    {
+        // CI installs it (.ci/install-peers) and requires it.
+        assert!(
+            std::env::var_os("CAPABLE_REQUIRE_HAPROXY").is_none(),
+            "CAPABLE_REQUIRE_HAPROXY is set but haproxy is not installed"
+        );
+        eprintln!("haproxy is not installed (Debian's `haproxy`, see .ci/install-peers): skipped");
+        return;
+    }
+    if !common::peers_wanted(&[".peers/npm/node_modules/@modelcontextprotocol/sdk"]) {
+        return;
+    }
+    // One HTTP server behind every replica: the fixture, served over Streamable HTTP.
+    let (_upstream, up) = listening(&[], "elicit");
+    let upstream = format!("http://127.0.0.1:{up}/mcp");
+    let key = key_file("replicas.key", 0x33);
+    let key = key.to_str().unwrap();
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let mut replicas: Vec<_> = ports.iter().map(|p| replica(*p, key, &upstream)).collect();
+    let front = free_port();
+    let _lb = haproxy(front, &ports);
+    let url = format!("http://127.0.0.1:{front}/mcp");
+
+    // capable as a 2026-07-28 host, calling in a loop until the legacy host is done.
+    let done = Arc::new(AtomicBool::new(false));
+    let modern = {
+        let (done, url) = (done.clone(), url.clone());
+        std::thread::spawn(move || {
+            let mut outcomes = Vec::new();
+            while !done.load(Ordering::Acquire) && outcomes.len() < 200 {
+                outcomes.push(modern_call(&url, outcomes.len()));
+            }
+            outcomes
+        })
+    };
+    // The TypeScript SDK's client in one legacy session, 120 calls 15 ms apart.
+    let mut ts = std::process::Command::new("node")
+        .args(["tests/peers/ts_replicas_client.mjs", &url, "120", "15"])
+        .current_dir(common::workspace())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("node");
+    let lines = std::io::BufReader::new(ts.stdout.take().unwrap()).lines();
+    let mut calls = Vec::new();
+    let mut killed_at = None;
+    let mut held = None;
+    for line in lines.map_while(Result::ok) {
+        let call: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if call["done"] == true {
+            calls.push(call);
+            break;
+        }
+        calls.push(call);
+        match calls.len() {
+            // Mid-run, the second replica is killed (SIGKILL, by its handle)…
+            30 => {
+                // A call of another legacy session held in flight there…
+                let session = initialize_asking(ports[1]);
+                held = Some((in_flight(ports[1], &session), session));
+                drop(replicas.remove(1));
+                killed_at = Some(calls.len());
+            }
+            // …and brought back on its port.
+            60 => replicas.insert(1, replica(ports[1], key, &upstream)),
+            _ => {}
+        }
+    }
+    done.store(true, Ordering::Release);
+    let _ = ts.wait();
+    let modern = modern.join().unwrap();
+
+    // The call that was in flight on the killed replica ended with its connection, no
+    // answer on it (its host sees the stream break, and may retry); its session goes on
+    // at the survivors, behind the load balancer.
+    let (mut held, session_held) = held.unwrap();
+    let mut rest = String::new();
+    let ended = std::io::Read::read_to_string(&mut held, &mut rest);
+    assert!(
+        ended.is_ok()
+            || ended
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the stream ended at once, not by a timeout: {ended:?}"
+    );
+    assert!(!rest.contains("\"result\""), "{rest}");
+    assert_eq!(
+        echo(front, &session_held, "after"),
+        (200, "after".to_owned())
+    );
+
+    let end = calls.pop().unwrap();
+    assert_eq!(end["done"], true, "the host ran to its end: {calls:?}");
+    assert_eq!(calls.len(), 120);
+    assert!(killed_at.is_some());
+    // The session is never lost: one id from the first call to the last.
+    let session = &calls[0]["session"];
+    assert!(session.as_str().is_some_and(|s| s.len() > 100), "{session}");
+    assert!(calls.iter().all(|c| &c["session"] == session) && &end["session"] == session);
+    // Only what was in flight on the killed replica fails (one call at a time: at most
+    // one), with an error the host can retry; every other call is answered.
+    let failed: Vec<_> = calls.iter().filter(|c| c["ok"] != true).collect();
+    assert!(failed.len() <= 1, "{failed:?}");
+    // Never a 404: no replica ever failed to know the session.
+    assert!(
+        failed
+            .iter()
+            .all(|c| !c["error"].to_string().contains("404")),
+        "{failed:?}"
+    );
+    for call in calls.iter().filter(|c| c["ok"] == true) {
+        assert_eq!(call["text"], format!("call {}", call["i"]), "{call}");
+    }
+    // The 2026-07-28 host likewise: at most its one call in flight failed.
+    let modern_failed: Vec<_> = modern.iter().filter_map(|c| c.as_ref().err()).collect();
+    assert!(modern.len() >= 3, "{modern:?}");
+    assert!(modern_failed.len() <= 1, "{modern_failed:?}");
+    assert!(
+        modern_failed.iter().all(|e| !e.contains("404")),
+        "{modern_failed:?}"
+    );
+    assert!(modern.iter().flatten().all(|out| out.contains("modern")));
+    // The replicas say what happened: those that did not begin the legacy session
+    // continued it from its seal, the one brought back too.
+    let restored = |r: &bridge_support::Bridge| {
+        r.audit()
+            .iter()
+            .any(|l| l["event"] == "sealed" && l["restored"] == true)
+    };
+    assert!(restored(&replicas[1]), "the replica brought back");
+    assert!(restored(&replicas[0]) || restored(&replicas[2]));
+    // And its metrics count it.
+    let metrics = listen_support::http_at(ports[1], "GET", "/metrics", &[], "").body;
+    let sealed = metrics
+        .lines()
+        .find(|l| l.starts_with(r#"capable_bridge_audit_events_total{event="sealed"}"#));
+    let count = sealed.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
+    assert!(count.is_some_and(|n| n >= 1), "{sealed:?}");
+    eprintln!(
+        "legacy calls failed: {}/{} {failed:?}; 2026-07-28 calls failed: {}/{} {modern_failed:?}",
+        failed.len(),
+        calls.len(),
+        modern_failed.len(),
+        modern.len()
+    );
+}
