@@ -65,6 +65,7 @@ mod reload;
 mod run_task;
 mod stdio;
 mod stop;
+pub mod store;
 mod traces;
 mod upstream;
 
