@@ -79,7 +79,7 @@ fn is_down(i: usize) -> bool {
 }
 
 /// The audit's events counted by name; any other is `other`.
-const EVENTS: [&str; 14] = [
+const EVENTS: [&str; 15] = [
     "violation",
     "notice",
     "withheld",
@@ -93,6 +93,7 @@ const EVENTS: [&str; 14] = [
     "suppressed",
     "listening",
     "refused",
+    "store_down",
     "other",
 ];
 
