@@ -185,3 +185,67 @@ fn a_sealed_gateway_without_a_store_says_what_it_gives_up_and_a_store_away_is_na
     assert!(!said.contains("no gateway.store"), "{said}");
     served(&call(pb, 1));
 }
+
+/// A 2026-07-28 stdio host's call of `confirm`, whose legacy server asks a question:
+/// the round it gets.
+fn confirm(b: &mut Bridge, id: i64, extra: Value) -> Value {
+    b.version = capable::internal::ProtocolVersion::V2026_07_28;
+    let mut params = json!({"name": "confirm", "_meta": Bridge::meta(json!({"elicitation": {}}))});
+    for (k, v) in extra.as_object().unwrap() {
+        params[k] = v.clone();
+    }
+    b.request(id, "tools/call", params)
+}
+
+#[test]
+fn a_round_spent_in_the_store_is_refused_and_a_first_retry_spends_it_there() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let text = json!({"gateway": {"store": {"redis": redis.url()}},
+        "mcpServers": {"docs": many_entry("elicit", &[])}});
+    let file = TempFile::new("bridge-store-rounds.json", &text.to_string());
+    let mut b = Bridge::start(&["--trace", "--config", file.path(), "--server", "docs"]);
+    let answers = |round: &Value| {
+        let asked = round["result"]["inputRequests"].as_object().unwrap();
+        let key = asked.keys().next().unwrap().clone();
+        json!({key: {"action": "accept", "content": {"approve": true}}})
+    };
+
+    // Another replica took this round's retry first: the store says it is spent.
+    let first = confirm(&mut b, 1, json!({}));
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let key = capable_bridge::store::key("spent", &[&state]);
+    assert_eq!(
+        redis.command(&format!("SET {key} 1 PX 60000")).as_deref(),
+        Some("+OK")
+    );
+    let retry = json!({"requestState": state, "inputResponses": answers(&first)});
+    let refused = confirm(&mut b, 2, retry);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("spent already"), "{message}");
+
+    // A round nobody answered yet: taken here, and spent in the store for the others.
+    let second = confirm(&mut b, 3, json!({}));
+    let state = second["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Another request's params do not spend it (the round stays open for the real one).
+    let other = json!({"arguments": {"giveUpAfterMs": 1}, "requestState": state,
+        "inputResponses": answers(&second)});
+    assert_eq!(confirm(&mut b, 4, other)["error"]["code"], -32602);
+    let key = capable_bridge::store::key("spent", &[&state]);
+    assert_eq!(
+        redis.command(&format!("EXISTS {key}")).as_deref(),
+        Some(":0")
+    );
+    let retry = json!({"requestState": state, "inputResponses": answers(&second)});
+    let done = confirm(&mut b, 5, retry);
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(
+        redis.command(&format!("EXISTS {key}")).as_deref(),
+        Some(":1")
+    );
+}

@@ -39,8 +39,10 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     let shared = crate::commands::bridge_store::open(&gateway)?;
     crate::commands::bridge_store::say_at_start(&gateway, seal_ring.is_some(), &shared).await;
     let first = policy_of(policies, &gateway, &shared).map(Arc::new);
+    let store = shared.as_ref().map(|(store, _)| store.clone());
     let reload = reload(ctx, args, &upstream, first.clone(), shared);
     let mut config = BridgeConfig::new(upstream);
+    config.store = store;
     config.pins = pins;
     config.policy = first.map(|p| p as Arc<dyn capable_bridge::Policy>);
     config.reload = reload;
