@@ -221,3 +221,133 @@ impl SharedLimits {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU32;
+
+    use capable::config::{GatewayPolicy, RateLimit, ServerPolicy};
+    use capable::internal::Method;
+    use futures_util::FutureExt;
+
+    use super::*;
+    use crate::policy::{ConfigPolicy, Policy};
+    use crate::store::{Answer, Gcra, MemoryStore};
+
+    /// A store that never answers in time.
+    struct Away;
+
+    impl Store for Away {
+        fn rate(&self, _: &str, _: Gcra) -> Answer<Option<Duration>> {
+            futures_util::future::ready(Err(StoreError::Down)).boxed()
+        }
+        fn enter(&self, _: &str, _: NonZeroU32, _: Duration) -> Answer<bool> {
+            futures_util::future::ready(Err(StoreError::Down)).boxed()
+        }
+        fn leave(&self, _: &str) -> Answer<()> {
+            futures_util::future::ready(Err(StoreError::Down)).boxed()
+        }
+        fn spend_once(&self, _: &str, _: Duration) -> Answer<bool> {
+            futures_util::future::ready(Err(StoreError::Down)).boxed()
+        }
+        fn ping(&self) -> Answer<()> {
+            futures_util::future::ready(Err(StoreError::Down)).boxed()
+        }
+        fn kind(&self) -> &'static str {
+            "away"
+        }
+    }
+
+    /// A replica's policy: `docs` with `docs_limit`, the gateway with 3 requests an
+    /// hour, counted in `store`.
+    fn replica(store: Arc<dyn Store>, when_down: WhenDown, calls: Option<u32>) -> ConfigPolicy {
+        let docs = ServerPolicy {
+            rate_limit: Some(RateLimit {
+                requests: None,
+                concurrent: calls.and_then(NonZeroU32::new),
+            }),
+            ..ServerPolicy::default()
+        };
+        let gateway = GatewayPolicy {
+            rate_limit: Some(RateLimit {
+                requests: Some((NonZeroU32::new(3).unwrap(), Duration::from_secs(3600))),
+                concurrent: None,
+            }),
+            ..GatewayPolicy::default()
+        };
+        ConfigPolicy::new([("docs".to_owned(), docs)].into())
+            .with_gateway(&gateway)
+            .with_store(store, when_down)
+    }
+
+    async fn ask(p: &ConfigPolicy, method: Method) -> Shared {
+        // The in-memory part lets it through: the store's part judges.
+        let mut params = serde_json::Map::new();
+        assert_eq!(
+            p.on_request("docs", method, &mut params, None),
+            Verdict::Allow
+        );
+        p.on_request_shared("docs", method, None).unwrap().await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn replicas_sharing_a_store_count_one_callers_requests_once() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let a = replica(store.clone(), WhenDown::Open, None);
+        let b = replica(store, WhenDown::Open, None);
+        for p in [&a, &b, &a] {
+            assert_eq!(ask(p, Method::ReadResource).await.verdict, Verdict::Allow);
+        }
+        let over = ask(&b, Method::ReadResource).await;
+        let Verdict::Limited { retry_after, why } = over.verdict else {
+            panic!("{over:?}");
+        };
+        assert_eq!(retry_after, Duration::from_secs(1200));
+        assert!(why.contains("gateway.rateLimit"), "{why}");
+        assert!(over.fallback.is_none());
+    }
+
+    #[tokio::test]
+    async fn calls_at_once_are_counted_out_as_what_is_held_is_dropped() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let a = replica(store.clone(), WhenDown::Open, Some(1));
+        let b = replica(store, WhenDown::Open, Some(1));
+        let first = ask(&a, Method::CallTool).await;
+        assert_eq!(first.verdict, Verdict::Allow);
+        let second = ask(&b, Method::CallTool).await;
+        assert!(
+            matches!(second.verdict, Verdict::Limited { .. }),
+            "{second:?}"
+        );
+        drop(first.held);
+        // Counted out off the request's way: its task runs first.
+        tokio::task::yield_now().await;
+        assert_eq!(ask(&b, Method::CallTool).await.verdict, Verdict::Allow);
+    }
+
+    #[tokio::test]
+    async fn a_store_that_is_away_counts_on_this_replica_when_open_and_refuses_when_closed() {
+        let open = replica(Arc::new(Away), WhenDown::Open, Some(1));
+        for _ in 0..3 {
+            let shared = ask(&open, Method::CallTool).await;
+            assert_eq!(shared.verdict, Verdict::Allow);
+            let why = shared.fallback.unwrap();
+            assert!(why.contains("counted on this replica alone"), "{why}");
+        }
+        // This replica's own count: 3 requests an hour.
+        let over = ask(&open, Method::ReadResource).await;
+        assert!(matches!(over.verdict, Verdict::Limited { .. }), "{over:?}");
+
+        let closed = replica(Arc::new(Away), WhenDown::Closed, None);
+        let refused = ask(&closed, Method::ReadResource).await;
+        let Verdict::Limited { retry_after, why } = refused.verdict else {
+            panic!("{refused:?}");
+        };
+        assert_eq!(retry_after, Duration::from_secs(1));
+        assert!(why.contains("cannot be reached"), "{why}");
+        assert!(refused
+            .fallback
+            .unwrap()
+            .contains("refuses until it answers"));
+    }
+}
