@@ -116,6 +116,10 @@ pub struct BridgeConfig {
     /// Where every request's span goes ([`Traces::from_env`](crate::Traces::from_env)):
     /// none by default (no spans, and no cost but one branch).
     pub traces: Option<crate::Traces>,
+    /// The store the gateway's replicas share ([`crate::store`]): a 2026-07-28 round's
+    /// `requestState` is spent there once, whichever replica it reaches. None by
+    /// default (spent in this process alone).
+    pub store: Option<Arc<dyn crate::store::Store>>,
 }
 
 impl BridgeConfig {
@@ -135,6 +139,7 @@ impl BridgeConfig {
             name_separator: "__".into(),
             reload: None,
             traces: None,
+            store: None,
         }
     }
 }

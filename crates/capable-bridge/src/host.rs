@@ -363,6 +363,10 @@ impl Host {
         if let Some(policy) = &self.target.config.policy {
             relay.set_policy(policy.clone());
         }
+        if let Some(store) = &self.target.config.store {
+            // A state is good while its round is open: remembered twice as long.
+            relay.set_store(store.clone(), ask_timeout.saturating_mul(2));
+        }
         // The notifications of no protocol method that pass to the host: a method, or
         // a prefix ending in `*`.
         let passed: Arc<[String]> = self.target.config.pass_notifications.clone().into();

@@ -65,6 +65,7 @@ mod reload;
 mod run_task;
 mod stdio;
 mod stop;
+pub mod store;
 mod traces;
 mod upstream;
 
@@ -73,7 +74,7 @@ pub use config::{
     BridgeConfig, Connector, Hints, IntrospectionClient, ListenAuth, ListenConfig, Upstream,
 };
 pub use error::{BridgeError, Unavailable};
-pub use policy::{ConfigPolicy, Policy, Verdict};
+pub use policy::{ConfigPolicy, Policy, Shared, Verdict};
 pub use reload::{Load, Loaded, Reload};
 pub use stop::{Stop, StopHandle};
 pub use traces::Traces;

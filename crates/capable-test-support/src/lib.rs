@@ -15,8 +15,10 @@
 mod from_server;
 #[cfg(feature = "http-peer")]
 pub mod http_peer;
+mod redis_server;
 
 pub use from_server::{assert_valid_from_server, take_from_server};
+pub use redis_server::{redis_binary, RedisServer};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

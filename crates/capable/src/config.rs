@@ -30,10 +30,12 @@ use crate::file::{self, FileError, FileKind};
 mod access;
 mod credentials;
 mod policy;
+mod store;
 
 pub use access::{Access, GatewayPolicy, RateLimit, Rule};
 pub use credentials::{Credentials, ExchangeIdp};
 pub use policy::ServerPolicy;
+pub use store::{PasswordFrom, StoreConfig, WhenDown};
 
 /// A configured server: a stdio command or an HTTP endpoint.
 #[derive(Clone, Debug, PartialEq)]

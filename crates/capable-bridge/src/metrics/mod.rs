@@ -79,7 +79,7 @@ fn is_down(i: usize) -> bool {
 }
 
 /// The audit's events counted by name; any other is `other`.
-const EVENTS: [&str; 16] = [
+const EVENTS: [&str; 17] = [
     "violation",
     "notice",
     "withheld",
@@ -97,6 +97,7 @@ const EVENTS: [&str; 16] = [
     // resumed fresh from another replica's `Last-Event-ID`.
     "sealed",
     "resumed",
+    "store_down",
     "other",
 ];
 

@@ -12,14 +12,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use capable::config::{Access, GatewayPolicy, RateLimit, Rule, ServerPolicy};
+use capable::config::{Access, GatewayPolicy, RateLimit, Rule, ServerPolicy, WhenDown};
 use capable::internal::auth::resource::Caller;
 use capable::internal::jsonrpc::Payload;
 use capable::internal::Method;
 use serde_json::{json, Map, Value};
 
 use super::limits::Limit;
+use super::shared::{Shared, SharedLimits};
 use super::{Policy, Verdict};
+use crate::store::Store;
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
 
 /// The config's policies, one per server by name (`allowTools`, `denyTools`, `timeout`,
 /// `outputBudget`, `access`, `rateLimit`; `disabled` is for the bridge of many, which
@@ -34,6 +38,8 @@ pub struct ConfigPolicy {
     gateway: Option<Arc<Limit>>,
     /// What the `gateway` section's limit says (to keep its counts across a reload).
     gateway_rule: Option<RateLimit>,
+    /// The store the replicas share, where the limits are counted (none: here).
+    shared: Option<SharedLimits>,
 }
 
 /// Which of a server's rules a list item or a request answers to: the kind of thing
@@ -67,7 +73,15 @@ impl ConfigPolicy {
             limits,
             gateway: None,
             gateway_rule: None,
+            shared: None,
         }
+    }
+
+    /// With the limits counted in `store`, which every replica of the gateway shares
+    /// (`gateway.store`), and `when_down` holding while it cannot be reached.
+    pub fn with_store(mut self, store: Arc<dyn Store>, when_down: WhenDown) -> ConfigPolicy {
+        self.shared = Some(SharedLimits { store, when_down });
+        self
     }
 
     /// With the counts of `before`'s limits where they are the same limits (a reload
@@ -194,7 +208,8 @@ impl Policy for ConfigPolicy {
             ));
         }
         let mut limits = self.limits(server).peekable();
-        if limits.peek().is_none() {
+        // With a store, the limits are counted there (`on_request_shared`).
+        if limits.peek().is_none() || self.shared.is_some() {
             return Verdict::Allow;
         }
         let key = key(caller);
@@ -219,8 +234,25 @@ impl Policy for ConfigPolicy {
         Verdict::Allow
     }
 
+    fn on_request_shared(
+        &self,
+        server: &str,
+        method: Method,
+        caller: Option<&Caller>,
+    ) -> Option<BoxFuture<'static, Shared>> {
+        let shared = self.shared.clone()?;
+        let limits: Vec<Arc<Limit>> = self.limits(server).cloned().collect();
+        if limits.is_empty() {
+            return None;
+        }
+        let (caller, call) = (key(caller), method == Method::CallTool);
+        Some(async move { shared.admit(limits, caller, call).await }.boxed())
+    }
+
     fn on_end(&self, server: &str, method: Method, caller: Option<&Caller>) {
-        if method != Method::CallTool || !self.limits(server).any(|l| l.limits_calls()) {
+        // With a store, a call is counted out as what `on_request_shared` held is dropped.
+        let shared = self.shared.is_some();
+        if shared || method != Method::CallTool || !self.limits(server).any(|l| l.limits_calls()) {
             return;
         }
         let key = key(caller);

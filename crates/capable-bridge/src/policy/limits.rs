@@ -95,15 +95,50 @@ impl<C: Clock + Clone> Limit<C> {
         }
         checked.0.map_err(|not_until| {
             let wait = not_until.wait_time_from(rate.clock.now());
-            let why = format!(
-                "rate limit: at most {} requests per {} for each caller ({}); retry in {}",
-                rate.requests,
-                capable::internal::time::humanize(rate.per),
-                self.scope,
-                capable::internal::time::humanize(wait),
-            );
-            (wait, why)
+            (wait, self.rate_why(wait))
         })
+    }
+
+    /// The request rate's words, `wait` to go.
+    pub fn rate_why(&self, wait: Duration) -> String {
+        let (requests, per) = self
+            .rate
+            .as_ref()
+            .map_or((0, Duration::ZERO), |r| (r.requests.get(), r.per));
+        format!(
+            "rate limit: at most {requests} requests per {} for each caller ({}); retry in {}",
+            capable::internal::time::humanize(per),
+            self.scope,
+            capable::internal::time::humanize(wait),
+        )
+    }
+
+    /// The calls-at-once limit's words.
+    pub fn calls_why(&self) -> String {
+        let max = self.calls.as_ref().map_or(0, |c| c.max.get());
+        format!(
+            "rate limit: at most {max} tool calls at once for each caller ({}); retry when one ends",
+            self.scope
+        )
+    }
+
+    /// The request rate, if it is limited.
+    pub fn rate_rule(&self) -> Option<crate::store::Gcra> {
+        let rate = self.rate.as_ref()?;
+        Some(crate::store::Gcra {
+            requests: rate.requests,
+            per: rate.per,
+        })
+    }
+
+    /// The most calls at once, if they are limited.
+    pub fn calls_max(&self) -> Option<NonZeroU32> {
+        self.calls.as_ref().map(|c| c.max)
+    }
+
+    /// Where the config sets these limits.
+    pub fn scope(&self) -> &str {
+        &self.scope
     }
 
     /// Whether the caller `key` may start one more tool call now (it is counted in
@@ -114,10 +149,7 @@ impl<C: Clock + Clone> Limit<C> {
         };
         let mut in_flight = calls.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         match in_flight.get_mut(key) {
-            Some(n) if *n >= calls.max.get() => Err(format!(
-                "rate limit: at most {} tool calls at once for each caller ({}); retry when one ends",
-                calls.max, self.scope
-            )),
+            Some(n) if *n >= calls.max.get() => Err(self.calls_why()),
             Some(n) => {
                 *n += 1;
                 Ok(())

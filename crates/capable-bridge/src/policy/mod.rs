@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | [`Policy::on_list`] | each item of a server's `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list` | keep it back (from this caller) |
 //! | [`Policy::on_request`] | a host's request on its way to a server (params with the server's own names) | allow it, edit its params, deny it (`-32602`) or hold it back for a while (`-32011`, HTTP `429`); nothing is sent unless allowed |
+//! | [`Policy::on_request_shared`] | a request `on_request` allowed, before it is sent: what only a store the replicas share can say (a global rate limit) | the same as `on_request`, later (awaited, bounded by the store's timeout) |
 //! | [`Policy::on_end`] | a request it allowed has ended (answered, failed, cancelled) | count it out |
 //! | [`Policy::on_result`] | a server's result on its way back | replace it |
 //! | [`Policy::request_timeout`] | a server connected | give it its own request timeout |
@@ -60,6 +61,7 @@
 
 mod config;
 mod limits;
+mod shared;
 #[cfg(test)]
 mod tests;
 
@@ -75,6 +77,7 @@ use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
 
 pub use self::config::ConfigPolicy;
+pub use self::shared::Shared;
 use crate::audit::Audit;
 use crate::forward::{answer_error, code, Forwarded};
 
@@ -127,6 +130,21 @@ pub trait Policy: Send + Sync + 'static {
     ) -> Verdict {
         let _ = (server, method, params, caller);
         Verdict::Allow
+    }
+
+    /// What of `caller`'s request of `method` to `server` only a store shared by
+    /// every replica can judge (a rate limit counted across them), once
+    /// [`on_request`](Policy::on_request) allowed it: a future the bridge awaits
+    /// before anything is sent (`None`, the default: nothing to ask). Its
+    /// [`Shared::held`] is kept while the request runs and dropped as it ends.
+    fn on_request_shared(
+        &self,
+        server: &str,
+        method: Method,
+        caller: Option<&Caller>,
+    ) -> Option<BoxFuture<'static, Shared>> {
+        let _ = (server, method, caller);
+        None
     }
 
     /// A request [`on_request`](Policy::on_request) allowed has ended: answered,
@@ -185,8 +203,30 @@ pub(crate) fn request(
     caller: Option<&Caller>,
     audit: &Audit,
 ) -> Result<(), Error> {
-    let (event, error) = match policy.on_request(server, method, params, caller) {
-        Verdict::Allow => return Ok(()),
+    match policy.on_request(server, method, params, caller) {
+        Verdict::Allow => Ok(()),
+        verdict => Err(refused(verdict, server, method, named(params), audit)),
+    }
+}
+
+/// What a request is about, for the audit: its `name` or `uri`.
+fn named(params: &Map<String, Value>) -> Option<String> {
+    params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// The error a request refused by `verdict` gets (audited, naming the caller).
+fn refused(
+    verdict: Verdict,
+    server: &str,
+    method: Method,
+    name: Option<String>,
+    audit: &Audit,
+) -> Error {
+    let (event, error) = match verdict {
         Verdict::Deny(why) => (
             "denied",
             answer_error(method, codes::INVALID_PARAMS, why, None),
@@ -197,17 +237,18 @@ pub(crate) fn request(
             let error = answer_error(method, code::RATE_LIMITED, why, Some(data));
             ("limited", error)
         }
+        // Never refused (the callers let it pass); a denial in words if it were.
+        Verdict::Allow => (
+            "denied",
+            answer_error(method, codes::INVALID_PARAMS, "refused".into(), None),
+        ),
     };
-    let name = params
-        .get("name")
-        .or_else(|| params.get("uri"))
-        .and_then(Value::as_str);
     let mut line = json!({"server": server, "method": method.as_str(), "why": error.to_string()});
     if let Some(name) = name {
         line["name"] = name.into();
     }
     audit.record(event, line);
-    Err(error)
+    error
 }
 
 /// Whole seconds to wait, at least one (`Retry-After` counts in seconds).
@@ -270,6 +311,9 @@ pub(crate) struct Passed {
     server: String,
     method: Method,
     caller: Option<Arc<Caller>>,
+    /// What the policy asks of the shared store before the request is sent, with
+    /// what it is about and where a refusal is audited.
+    shared: Option<(BoxFuture<'static, Shared>, Option<String>, Arc<Audit>)>,
 }
 
 impl Drop for Passed {
@@ -290,7 +334,7 @@ pub(crate) fn before_one(
     one: Option<&str>,
     method: Method,
     params: Forwarded,
-    audit: &Audit,
+    audit: &Arc<Audit>,
 ) -> Result<(Forwarded, After), Error> {
     let current = policy.and_then(|p| p.current());
     let policy = current.as_ref().or(policy);
@@ -312,7 +356,7 @@ pub(crate) fn through(
     server: &str,
     method: Method,
     params: &mut Map<String, Value>,
-    audit: &Audit,
+    audit: &Arc<Audit>,
 ) -> Result<After, Error> {
     // One look at the policy in force (a reload may swap it).
     let current = policy.and_then(|p| p.current());
@@ -322,11 +366,15 @@ pub(crate) fn through(
     };
     let caller = crate::audit::caller();
     request(&**policy, server, method, params, caller.as_deref(), audit)?;
+    let shared = policy
+        .on_request_shared(server, method, caller.as_deref())
+        .map(|shared| (shared, named(params), audit.clone()));
     Ok(Some(Passed {
         policy: policy.clone(),
         server: server.to_owned(),
         method,
         caller,
+        shared,
     }))
 }
 
@@ -350,8 +398,9 @@ pub(crate) fn listed(
     }
 }
 
-/// `answer`, its result through `policy` (from [`before_one`]) when there is one; the
-/// policy hears of its end when it ends.
+/// `answer`, its result through `policy` (from [`before_one`]) when there is one —
+/// once what the policy asks of the shared store let it through; the policy hears of
+/// its end when it ends.
 pub(crate) fn after(
     policy: After,
     method: Method,
@@ -359,12 +408,32 @@ pub(crate) fn after(
 ) -> BoxFuture<'static, Result<Payload, Error>> {
     match policy {
         None => answer,
-        Some(passed) => answer
-            .map(move |answer| {
-                let (policy, server) = (&*passed.policy, passed.server.as_str());
-                let caller = passed.caller.as_deref();
-                answer.map(|payload| result(policy, server, method, caller, payload))
-            })
-            .boxed(),
+        Some(mut passed) => async move {
+            // Kept while the request runs (a call counted in, in the store).
+            let mut _held = None;
+            if let Some((shared, name, audit)) = passed.shared.take() {
+                let shared = shared.await;
+                if let Some(why) = &shared.fallback {
+                    let line =
+                        json!({"server": passed.server, "method": method.as_str(), "why": why});
+                    audit.record("store_down", line);
+                }
+                if shared.verdict != Verdict::Allow {
+                    return Err(refused(
+                        shared.verdict,
+                        &passed.server,
+                        method,
+                        name,
+                        &audit,
+                    ));
+                }
+                _held = shared.held;
+            }
+            let answer = answer.await;
+            let (policy, server) = (&*passed.policy, passed.server.as_str());
+            let caller = passed.caller.as_deref();
+            answer.map(|payload| result(policy, server, method, caller, payload))
+        }
+        .boxed(),
     }
 }

@@ -62,6 +62,12 @@ pub enum Event {
     TaskStatus(Value),
     /// The bridge's `tasks/result` of this task ended (`task_input.rs`).
     Fetched(String),
+    /// A round's retry whose `requestState` the shared store was asked to spend: the
+    /// first to (`Ok(true)`), spent already (`Ok(false)`), or no answer.
+    Spent(
+        capable::internal::server::ClientRequest,
+        Result<bool, crate::store::StoreError>,
+    ),
     /// A question put to the host may have timed out.
     Timer,
     /// Nothing to do (an exchange the host cancelled ended, a request of the relay's

@@ -121,6 +121,9 @@ pub struct Relay {
     audit: Arc<Audit>,
     /// What the one server's lists, requests and results pass (many: `Many` holds it).
     policy: Option<Arc<dyn Policy>>,
+    /// Where a round's `requestState` is spent once across replicas, and for how long
+    /// it is remembered there (none: in this relay alone).
+    spend: Option<(Arc<dyn crate::store::Store>, std::time::Duration)>,
 }
 
 impl Relay {
@@ -162,7 +165,18 @@ impl Relay {
             task_questions: TaskQuestions::new(),
             audit,
             policy: None,
+            spend: None,
         }
+    }
+
+    /// Spends each round's `requestState` in `store` too, before the retry is taken:
+    /// a state spent already there (on any replica sharing it) is refused.
+    pub fn set_store(
+        &mut self,
+        store: Arc<dyn crate::store::Store>,
+        remembered: std::time::Duration,
+    ) {
+        self.spend = Some((store, remembered));
     }
 
     /// What the one server's lists, requests and results pass.
@@ -313,6 +327,7 @@ impl Relay {
             Event::Fanout(fanned) => self.fanned(fanned),
             Event::TaskStatus(status) => self.task_status(&status),
             Event::Fetched(task_id) => self.fetched(&task_id),
+            Event::Spent(request, spent) => self.spent(request, spent),
             Event::Nothing => {}
             Event::Timer => {
                 let now = Instant::now();

@@ -88,9 +88,59 @@ impl Relay {
     }
 
     /// A 2026-07-28 host's request that is the retry of one of the bridge's rounds
-    /// (`None`: taken, or refused), or a request to pass on: the core's
+    /// (`None`: taken, refused, or its state being spent in the shared store first),
+    /// or a request to pass on: the core's
     /// [`Relay::retry`](capable::internal::bridge::Relay::retry) decides.
     pub(super) fn round_answered(&mut self, request: ClientRequest) -> Option<ClientRequest> {
+        let Some((store, remembered)) = self.spend.clone() else {
+            return self.take_round(request);
+        };
+        let params: Value = request.params.decode().unwrap_or_default();
+        let Some(state) = self.state.spendable_round(request.method, &params) else {
+            return self.take_round(request);
+        };
+        let spend = store.spend_once(&crate::store::key("spent", &[state]), remembered);
+        self.queue
+            .push(async move { super::Event::Spent(request, spend.await) });
+        None
+    }
+
+    /// The shared store's word on a retry's `requestState`: spent already elsewhere,
+    /// refused; else (the first, or the store not answering: this relay still spends
+    /// it once) taken here.
+    pub(super) fn spent(
+        &mut self,
+        request: ClientRequest,
+        spent: Result<bool, crate::store::StoreError>,
+    ) {
+        match spent {
+            Ok(false) => {
+                let why = super::invalid_params(
+                    "this requestState was spent already (a round is answered once, whichever \
+                     replica its retry reaches)",
+                    None,
+                );
+                self.engine.respond_error(&request.id, &why, &mut self.out);
+            }
+            Ok(true) => self.take_then_forward(request),
+            Err(e) => {
+                let notice = format!("{e}: a requestState spent in this replica alone");
+                self.audit.host_round("warning", &notice);
+                self.take_then_forward(request);
+            }
+        }
+    }
+
+    /// A retry taken, or passed on when it is none of the relay's rounds'.
+    fn take_then_forward(&mut self, request: ClientRequest) {
+        if let Some(request) = self.take_round(request) {
+            self.forward(request);
+        }
+    }
+
+    /// The core's [`Relay::retry`](capable::internal::bridge::Relay::retry) on a
+    /// retry: taken, refused, or passed on (`Some`).
+    fn take_round(&mut self, request: ClientRequest) -> Option<ClientRequest> {
         let params: Value = request.params.decode().unwrap_or_default();
         let legacy_behind = self.servers.era() == Some(capable::internal::Era::Legacy);
         let now = Instant::now();

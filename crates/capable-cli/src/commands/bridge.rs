@@ -15,6 +15,7 @@ use capable_bridge::{
     ListenConfig, Loaded, Reload, Stop, Unavailable, Upstream,
 };
 
+use crate::commands::bridge_store::Shared;
 use crate::commands::Context;
 use crate::exit::CliError;
 use crate::flags::{BridgeArgs, LoginFlag};
@@ -35,9 +36,13 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     let seal_ring = crate::commands::bridge_seal::ring(args)?;
     let (upstream, policies, gateway) = upstream(ctx, args)?;
     let pins = pins(args, &upstream)?;
-    let first = policy_of(policies, &gateway).map(Arc::new);
-    let reload = reload(ctx, args, &upstream, first.clone());
+    let shared = crate::commands::bridge_store::open(&gateway)?;
+    crate::commands::bridge_store::say_at_start(&gateway, seal_ring.is_some(), &shared).await;
+    let first = policy_of(policies, &gateway, &shared).map(Arc::new);
+    let store = shared.as_ref().map(|(store, _)| store.clone());
+    let reload = reload(ctx, args, &upstream, first.clone(), shared);
     let mut config = BridgeConfig::new(upstream);
+    config.store = store;
     config.pins = pins;
     config.policy = first.map(|p| p as Arc<dyn capable_bridge::Policy>);
     config.reload = reload;
@@ -155,22 +160,29 @@ fn many(mut config: ConfigFile, inherit_env: bool) -> ConfigFile {
     config
 }
 
-/// The policy of a config's servers and its `gateway` section (none when it sets none).
-fn policy_of(policies: Policies, gateway: &GatewayPolicy) -> Option<ConfigPolicy> {
+/// The policy of a config's servers and its `gateway` section (none when it sets none),
+/// its limits counted in the store the replicas share when the config names one.
+fn policy_of(policies: Policies, gateway: &GatewayPolicy, shared: &Shared) -> Option<ConfigPolicy> {
     if policies.is_empty() && gateway.rate_limit.is_none() {
         return None;
     }
-    Some(ConfigPolicy::new(policies).with_gateway(gateway))
+    let policy = ConfigPolicy::new(policies).with_gateway(gateway);
+    Some(match shared {
+        Some((store, when_down)) => policy.with_store(store.clone(), *when_down),
+        None => policy,
+    })
 }
 
 /// Many servers: their config read anew on SIGHUP and, unless `--no-watch`, when its
 /// file changes — with the bounds it was first read with, as the bridge serves it.
-/// Each policy read keeps the counts of the last one's limits that stay as they were.
+/// Each policy read keeps the counts of the last one's limits that stay as they were,
+/// and the store opened at start (a changed `gateway.store` needs a restart).
 fn reload(
     ctx: &Context,
     args: &BridgeArgs,
     upstream: &Upstream,
     first: Option<Arc<ConfigPolicy>>,
+    shared: Shared,
 ) -> Option<Reload> {
     let Upstream::Many { config, .. } = upstream else {
         return None;
@@ -183,7 +195,7 @@ fn reload(
         let config = ConfigFile::load(Some(&file)).map_err(|e| e.to_string())?;
         let config = many(config, inherit_env);
         let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
-        let policy = policy_of(config.policies.clone(), &config.gateway).map(|p| {
+        let policy = policy_of(config.policies.clone(), &config.gateway, &shared).map(|p| {
             Arc::new(match last.as_deref() {
                 Some(before) => p.keeping_counts(before),
                 None => p,

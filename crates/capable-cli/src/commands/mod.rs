@@ -6,6 +6,7 @@ pub mod auth;
 pub mod bench;
 pub mod bridge;
 pub mod bridge_seal;
+pub mod bridge_store;
 pub mod config_host;
 pub mod demo;
 pub mod inspect;

@@ -352,13 +352,7 @@ impl<H, Q, A> Relay<H, Q, A> {
             }
             return Retried::Pass;
         };
-        let token = self.rounds.exchange(state);
-        let exchange = token.and_then(|t| self.exchanges.get(t));
-        let another = exchange.is_some_and(|e| {
-            let original = e.params.as_ref().and_then(|p| p.decode::<Value>().ok());
-            e.method != method || original.is_some_and(|o| !same_request(&o, params))
-        });
-        if another {
+        if self.another_request(state, method, params) {
             return Retried::Refused(invalid(
                 "this requestState was given for another request: a retry repeats its method \
                  and params, adding inputResponses",
@@ -390,6 +384,27 @@ impl<H, Q, A> Relay<H, Q, A> {
             over,
             notices: retry.notices,
             then,
+        })
+    }
+
+    /// The `requestState` of `params` (of `method`) if it has the form of this relay's
+    /// rounds' and the retry would not be refused as another request's or for
+    /// `inputResponses` that are no object (which leave the round open): what a store
+    /// shared by replicas spends once before [`retry`](Self::retry) takes it.
+    pub fn spendable_round<'p>(&self, method: Method, params: &'p Value) -> Option<&'p str> {
+        let state = self.rounds.ours(params)?;
+        let answers_ok = params.get("inputResponses").is_none_or(Value::is_object);
+        (answers_ok && !self.another_request(state, method, params)).then_some(state)
+    }
+
+    /// Whether a retry of round `state` is another request's (another method, or
+    /// other params than the request the round was given for).
+    fn another_request(&self, state: &str, method: Method, params: &Value) -> bool {
+        let token = self.rounds.exchange(state);
+        let exchange = token.and_then(|t| self.exchanges.get(t));
+        exchange.is_some_and(|e| {
+            let original = e.params.as_ref().and_then(|p| p.decode::<Value>().ok());
+            e.method != method || original.is_some_and(|o| !same_request(&o, params))
         })
     }
 

@@ -79,6 +79,8 @@ pub struct GatewayPolicy {
     pub groups_claim: Option<String>,
     /// Each caller's limit across every server.
     pub rate_limit: Option<RateLimit>,
+    /// The store the gateway's replicas share (`store`; none: each counts alone).
+    pub store: Option<super::store::StoreConfig>,
 }
 
 #[derive(Deserialize)]
@@ -99,6 +101,8 @@ struct GatewayEntry {
     groups_claim: Option<String>,
     #[serde(default, rename = "rateLimit")]
     rate_limit: Option<Value>,
+    #[serde(default)]
+    store: Option<Value>,
 }
 
 /// A `rateLimit` object (`{"requests": 10, "per": "1s", "concurrent": 2}`).
@@ -153,6 +157,12 @@ pub(super) fn gateway(doc: &Value) -> Result<GatewayPolicy, String> {
             .rate_limit
             .as_ref()
             .map(rate_limit)
+            .transpose()
+            .map_err(|e| format!("gateway.{e}"))?,
+        store: entry
+            .store
+            .as_ref()
+            .map(super::store::store)
             .transpose()
             .map_err(|e| format!("gateway.{e}"))?,
     })

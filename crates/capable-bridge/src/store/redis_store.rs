@@ -1,0 +1,237 @@
+//! The store in Redis (or any service speaking its protocol), through the client's
+//! tokio connection manager: connected on first use, reconnected after a failure. Each
+//! call is bounded by the store's timeout; after a failure the store rests a second
+//! ([`REST`]) before it is asked again, so that while Redis is gone a request pays
+//! nothing for it, and at most one timeout when it just went.
+
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{IntoConnectionInfo, Script};
+use tokio::time::Instant;
+
+use super::{Answer, Gcra, Store, StoreError};
+
+/// How long the store is let rest after a failure before it is asked again.
+pub const REST: Duration = Duration::from_secs(1);
+
+/// GCRA (the theoretical arrival time of the caller's next request, in µs of the
+/// server's clock): 0 if the request passes (and is counted), else the µs to wait.
+const RATE: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local emission = tonumber(ARGV[1])
+local period = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local new_tat = tat + emission
+local allow_at = new_tat - period
+if allow_at > now then return allow_at - now end
+redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', math.ceil((new_tat - now) / 1000))
+return 0
+";
+
+/// One more call in flight if fewer than `ARGV[1]` are (1), else none (0); the count
+/// fades `ARGV[2]` ms after the last call entered.
+const ENTER: &str = r"
+local n = redis.call('INCR', KEYS[1])
+if n > tonumber(ARGV[1]) then
+  redis.call('DECR', KEYS[1])
+  return 0
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+";
+
+/// One call less in flight; the key gone at zero.
+const LEAVE: &str = r"
+local n = redis.call('DECR', KEYS[1])
+if n <= 0 then redis.call('DEL', KEYS[1]) end
+return n
+";
+
+/// A store in Redis.
+#[derive(Clone)]
+pub struct RedisStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    manager: ConnectionManager,
+    timeout: Duration,
+    /// Not asked before this, after a failure.
+    resting_until: Mutex<Option<Instant>>,
+    scripts: [Script; 3],
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL is left out: it may name a user, and the password is in the client.
+        f.debug_struct("RedisStore")
+            .field("timeout", &self.inner.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// The store at `url` (`redis://host:port/db`; its password, if any, `password`),
+    /// each call bounded by `timeout`. Nothing is connected yet: the first call does,
+    /// so a gateway starts while Redis is away. Call within a tokio runtime.
+    pub fn new(
+        url: &str,
+        password: Option<&str>,
+        timeout: Duration,
+    ) -> Result<RedisStore, StoreError> {
+        let info = url
+            .into_connection_info()
+            .map_err(|e| StoreError::Failed(format!("not a Redis URL: {}", e.category())))?;
+        let info = match password {
+            Some(password) => {
+                let settings = info.redis_settings().clone().set_password(password);
+                info.set_redis_settings(settings)
+            }
+            None => info,
+        };
+        let client = redis::Client::open(info).map_err(failed)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(10))
+            .set_max_delay(REST);
+        let manager = ConnectionManager::new_lazy_with_config(client, config).map_err(failed)?;
+        Ok(RedisStore {
+            inner: Arc::new(Inner {
+                manager,
+                timeout,
+                resting_until: Mutex::new(None),
+                scripts: [Script::new(RATE), Script::new(ENTER), Script::new(LEAVE)],
+            }),
+        })
+    }
+
+    /// `call` on a connection, bounded by the timeout; a failure lets the store rest.
+    async fn call<T, F, Fut>(&self, call: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        let inner = &self.inner;
+        {
+            let mut resting = inner
+                .resting_until
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            match *resting {
+                Some(until) if Instant::now() < until => return Err(StoreError::Down),
+                Some(_) => *resting = None,
+                None => {}
+            }
+        }
+        let answer = match tokio::time::timeout(inner.timeout, call(inner.manager.clone())).await {
+            Ok(Ok(answer)) => return Ok(answer),
+            Ok(Err(e)) => failed(e),
+            Err(_) => StoreError::TimedOut(inner.timeout),
+        };
+        *inner
+            .resting_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Instant::now() + REST);
+        Err(answer)
+    }
+
+    fn script<T: redis::FromRedisValue + Send + 'static>(
+        &self,
+        which: usize,
+        key: &str,
+        args: Vec<u64>,
+    ) -> Answer<T> {
+        let store = self.clone();
+        let key = key.to_owned();
+        let script = store.inner.scripts[which].clone();
+        async move {
+            store
+                .call(|mut c| async move {
+                    let mut invocation = script.key(&key);
+                    for arg in args {
+                        invocation.arg(arg);
+                    }
+                    invocation.invoke_async::<T>(&mut c).await
+                })
+                .await
+        }
+        .boxed()
+    }
+}
+
+/// A client's error in words that name neither the URL nor its password.
+fn failed(e: redis::RedisError) -> StoreError {
+    let detail = match e.detail() {
+        Some(detail) if !e.is_io_error() => format!("{}: {detail}", e.category()),
+        _ => e.category().to_owned(),
+    };
+    StoreError::Failed(detail)
+}
+
+impl Store for RedisStore {
+    fn rate(&self, key: &str, rate: Gcra) -> Answer<Option<Duration>> {
+        let args = vec![rate.emission_us(), rate.period_us()];
+        self.script::<u64>(0, key, args)
+            .map(|wait| wait.map(|us| (us > 0).then(|| Duration::from_micros(us))))
+            .boxed()
+    }
+
+    fn enter(&self, key: &str, max: NonZeroU32, fade: Duration) -> Answer<bool> {
+        let fade = u64::try_from(fade.as_millis()).unwrap_or(u64::MAX).max(1);
+        let args = vec![u64::from(max.get()), fade];
+        self.script::<u64>(1, key, args)
+            .map(|entered| entered.map(|n| n == 1))
+            .boxed()
+    }
+
+    fn leave(&self, key: &str) -> Answer<()> {
+        self.script::<i64>(2, key, Vec::new())
+            .map(|left| left.map(|_| ()))
+            .boxed()
+    }
+
+    fn spend_once(&self, key: &str, ttl: Duration) -> Answer<bool> {
+        let store = self.clone();
+        let key = key.to_owned();
+        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        async move {
+            store
+                .call(|mut c| async move {
+                    redis::cmd("SET")
+                        .arg(&key)
+                        .arg(1)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ttl)
+                        .query_async::<Option<String>>(&mut c)
+                        .await
+                })
+                .await
+                .map(|set| set.is_some())
+        }
+        .boxed()
+    }
+
+    fn ping(&self) -> Answer<()> {
+        let store = self.clone();
+        async move {
+            let ping = |mut c: ConnectionManager| async move {
+                redis::cmd("PING").query_async::<String>(&mut c).await
+            };
+            store.call(ping).await.map(|_| ())
+        }
+        .boxed()
+    }
+
+    fn kind(&self) -> &'static str {
+        "redis"
+    }
+}
