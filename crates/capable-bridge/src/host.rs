@@ -38,6 +38,8 @@ pub struct Target {
     pub stop: Stop,
     /// What token exchanges got, per caller (servers of `exchange` credentials).
     pub exchanges: Arc<crate::credentials::Exchanges>,
+    /// The logins of servers of `user` credentials, and what they got, per caller.
+    pub users: Arc<crate::credentials::Users>,
     /// Whether a server's credentials are exchanged per caller: then each caller's
     /// token is kept with its session.
     pub exchanging: bool,
@@ -118,6 +120,7 @@ impl Target {
             audit,
             stop,
             exchanges: Arc::new(crate::credentials::Exchanges::new(MAX_EXCHANGE_CALLERS)),
+            users: Arc::new(crate::credentials::Users::new()),
             exchanging,
             generation,
         }))
@@ -278,6 +281,7 @@ impl Host {
                         config,
                         t.config.oauth.clone(),
                         &t.exchanges,
+                        &t.users,
                     ),
                     connect_timeout: Some(t.config.connect_timeout),
                     pins: t.config.pins.clone(),
@@ -300,6 +304,7 @@ impl Host {
                 if let Some(generation) = generation {
                     many.reloading(generation);
                 }
+                many.users(crate::credentials::UserServers::of(config, &t.users));
                 let servers = Servers::Many(Box::new(many));
                 self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
                 return;

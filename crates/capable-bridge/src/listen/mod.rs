@@ -37,6 +37,7 @@ mod connections;
 mod gate;
 mod identity;
 mod introspect;
+mod login;
 mod ops;
 mod params;
 mod pool;
@@ -241,6 +242,9 @@ impl Prepared {
             Some(auth) => Some(Arc::new(identity::Identity::discover(auth).await?)),
             None => None,
         };
+        if let Some(identity) = &identity {
+            target.users.set_base(identity.resource().resource());
+        }
         let ops = Arc::new(ops::Ops::new(target.audit.metrics().clone()));
         let metrics_port = ops::Port::of(args, &ops, &target.audit).await?;
         let listener = Listener {
@@ -289,6 +293,7 @@ impl Prepared {
         let l = &self.listener;
         if let Some(identity) = &l.identity {
             router = identity::routes(router, identity.resource(), &l.gate);
+            router = login::routes(router);
         }
         let checks = ops::Checks {
             gate: l.gate.clone(),
