@@ -304,7 +304,10 @@ impl Host {
                 if let Some(generation) = generation {
                     many.reloading(generation);
                 }
-                many.users(crate::credentials::UserServers::of(config, &t.users));
+                let modern = hello.version.map(|v| v.era()) == Some(capable::internal::Era::Modern);
+                many.users(crate::credentials::UserServers::of(
+                    config, &t.users, modern,
+                ));
                 let servers = Servers::Many(Box::new(many));
                 self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
                 return;

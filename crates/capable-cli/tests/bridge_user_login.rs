@@ -27,7 +27,7 @@ mod listen_support;
 
 use std::collections::BTreeMap;
 
-use bridge_support::many_entry;
+use bridge_support::{many_entry, Bridge};
 use common::oauth::{free_port, node, Peer};
 use common::TempFile;
 use identity_support::{gateway_on, wanted, Gateway};
@@ -202,6 +202,24 @@ fn whoami(g: &Gateway, token: &str, id: &str) -> Value {
     )
 }
 
+/// `up__whoami` as a 2026-07-28 request (no session) of `token`'s caller.
+fn whoami_modern(g: &Gateway, token: &str) -> Value {
+    let bearer = format!("Bearer {token}");
+    let params = json!({"name": "up__whoami", "arguments": {}, "_meta": Bridge::meta(json!({}))});
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "up__whoami"),
+    ];
+    let answer = post(
+        g.port,
+        &headers,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}),
+    );
+    answer.json()
+}
+
 /// The login URL of a `-32042` answer.
 fn login_url(answer: &Value, port: u16) -> String {
     assert_eq!(answer["error"]["code"], -32042, "{answer}");
@@ -265,6 +283,15 @@ fn each_caller_logs_in_as_itself_a_replayed_callback_stores_nothing_and_a_refuse
     // Her call now carries her own upstream token; bob still has none.
     assert_eq!(subject(&whoami(&g, &alice, &hers)), "user:alice");
     assert_eq!(login_url(&whoami(&g, &bob, &his), port), his_url);
+    // 2026-07-28 requests (no session), where -32042 is no more: hers go through as
+    // her; his get the bridge's own -32010, naming the same login.
+    assert_eq!(subject(&whoami_modern(&g, &alice)), "user:alice");
+    let his_modern = whoami_modern(&g, &bob);
+    assert_eq!(his_modern["error"]["code"], -32010, "{his_modern}");
+    assert_eq!(
+        his_modern["error"]["data"]["elicitations"][0]["url"],
+        his_url.as_str()
+    );
 
     // Bob has not logged in: he sees the server's tools, marked as needing his login.
     ask(&g, &alice, &hers, "tools/list", json!({}));

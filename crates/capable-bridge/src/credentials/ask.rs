@@ -20,12 +20,15 @@ pub struct UserServers {
     pub caller: Arc<Caller>,
     /// The servers, by name.
     pub servers: HashMap<String, (Url, Option<OAuthEntry>)>,
+    /// The host speaks 2026-07-28, where `-32042` is no more: it gets the bridge's
+    /// own `-32010` with the URL instead.
+    pub modern: bool,
 }
 
 impl UserServers {
     /// Those of `config`, for the caller of the task at hand (`None`: no `user`
     /// server, or nobody logs in).
-    pub fn of(config: &ConfigFile, users: &Arc<Users>) -> Option<UserServers> {
+    pub fn of(config: &ConfigFile, users: &Arc<Users>, modern: bool) -> Option<UserServers> {
         let servers: HashMap<String, (Url, Option<OAuthEntry>)> = config
             .servers
             .iter()
@@ -48,6 +51,7 @@ impl UserServers {
             users: users.clone(),
             caller: crate::audit::caller()?,
             servers,
+            modern,
         })
     }
 
@@ -63,7 +67,7 @@ impl UserServers {
             );
         };
         match self.users.ask(&self.caller, url, entry.as_ref()).await {
-            Ok(elicitation) => elicitation_required(method, server, &elicitation),
+            Ok(elicitation) => elicitation_required(method, server, &elicitation, self.modern),
             Err(why) => crate::forward::answer_error(
                 method,
                 crate::forward::code::AUTHORIZATION_REQUIRED,
@@ -75,20 +79,34 @@ impl UserServers {
 }
 
 /// The spec's `URLElicitationRequiredError` (2025-11-25): the caller must open
-/// `elicitation.url` to log in to `server` before the request can go through.
+/// `elicitation.url` to log in to `server` before the request can go through. A
+/// 2026-07-28 host (`modern`), for which that error is no more, gets the bridge's own
+/// authorization-required error (`-32010`) with the same data, the URL in its
+/// message too.
 fn elicitation_required(
     method: capable::internal::Method,
     server: &str,
     elicitation: &Elicitation,
+    modern: bool,
 ) -> capable::Error {
-    let message = format!("{server} needs you to log in to it: open the URL, then call again");
+    let message = match modern {
+        false => format!("{server} needs you to log in to it: open the URL, then call again"),
+        true => format!(
+            "{server} needs you to log in to it: open {}, then call again",
+            elicitation.url
+        ),
+    };
+    let code = match modern {
+        false => URL_ELICITATION_REQUIRED,
+        true => crate::forward::code::AUTHORIZATION_REQUIRED,
+    };
     let data = serde_json::json!({"elicitations": [{
         "mode": "url",
         "elicitationId": elicitation.id,
         "url": elicitation.url,
         "message": message,
     }]});
-    crate::forward::answer_error(method, URL_ELICITATION_REQUIRED, message, Some(data))
+    crate::forward::answer_error(method, code, message, Some(data))
 }
 
 /// `URLElicitationRequiredError`'s code.
