@@ -115,12 +115,30 @@ impl Target {
             }
             None => None,
         };
+        let users = Arc::new(crate::credentials::Users::new());
+        if let Some((path, ring)) = config.user_tokens.clone() {
+            let shown = path.display().to_string();
+            let kept = crate::credentials::Kept::new(path, ring);
+            let (read, skipped) = users
+                .keep_in(kept)
+                .map_err(|e| BridgeError::Config(format!("--user-tokens {e}")))?;
+            let kept = serde_json::json!({"file": shown, "tokens": read, "unreadable": skipped});
+            audit.always("user_tokens", kept);
+        } else if user_servers(&config.upstream) {
+            let notice = "the callers' own logins (credentials: user) are kept in memory only: \
+                          a restart asks every caller to log in again (--user-tokens FILE with \
+                          a seal key keeps them, sealed)";
+            audit.record(
+                "notice",
+                serde_json::json!({"side": "bridge", "level": "warning", "notice": notice}),
+            );
+        }
         Ok(Arc::new(Target {
             config,
             audit,
             stop,
             exchanges: Arc::new(crate::credentials::Exchanges::new(MAX_EXCHANGE_CALLERS)),
-            users: Arc::new(crate::credentials::Users::new()),
+            users,
             exchanging,
             generation,
         }))
@@ -174,6 +192,17 @@ fn servers_of(upstream: &Upstream) -> Vec<(String, bool)> {
             })
             .collect(),
     }
+}
+
+/// Whether a server of `upstream` has `user` credentials.
+fn user_servers(upstream: &Upstream) -> bool {
+    let Upstream::Many { config, .. } = upstream else {
+        return false;
+    };
+    config
+        .policies
+        .values()
+        .any(|p| matches!(p.credentials, Some(capable::config::Credentials::User)))
 }
 
 /// The most callers whose exchanged tokens are kept at once.

@@ -165,12 +165,17 @@ impl Browser {
 /// The gateway on `port` in front of `upstream` as `up` (its credentials the caller's
 /// own login), and a local server.
 fn gateway(port: u16, idp_port: u16, upstream: &Upstream) -> (Gateway, TempFile) {
+    let file = config(upstream);
+    let g = gateway_on(idp_port, port, &["--config", file.path()]);
+    (g, file)
+}
+
+/// The config of the gateway in front of `upstream` (see [`gateway`]).
+fn config(upstream: &Upstream) -> TempFile {
     let oauth = json!({"clientId": "gateway-upstream", "clientSecret": "upstream-secret"});
     let config = json!({"mcpServers": {"up": {"url": upstream.peer.mcp, "oauth": oauth,
         "credentials": {"mode": "user"}}, "local": many_entry("no-resources", &[])}});
-    let file = TempFile::new("user-login.json", &config.to_string());
-    let g = gateway_on(idp_port, port, &["--config", file.path()]);
-    (g, file)
+    TempFile::new("user-login.json", &config.to_string())
 }
 
 /// A legacy session of `token`'s caller: its id.
@@ -351,4 +356,46 @@ fn each_caller_logs_in_as_itself_a_replayed_callback_stores_nothing_and_a_refuse
         assert!(!written.contains(&token), "a token in the gateway's output");
     }
     assert!(!written.contains("code="), "a code in the gateway's output");
+}
+
+#[test]
+fn with_a_seal_key_a_callers_login_is_kept_sealed_across_a_restart() {
+    if !wanted() {
+        return;
+    }
+    let (idp_port, port) = (free_port(), free_port());
+    let upstream = Upstream::start(idp_port, &format!("http://127.0.0.1:{port}/oauth/callback"));
+    let file = config(&upstream);
+    let key = TempFile::new("user-login-seal.key", &"5e".repeat(32));
+    let kept = TempFile::new("user-login-tokens.sealed", "");
+    let behind = [
+        "--seal-key-file",
+        key.path(),
+        "--user-tokens",
+        kept.path(),
+        "--config",
+        file.path(),
+    ];
+    let mut g = gateway_on(idp_port, port, &behind);
+    let alice = g.token("alice-app");
+    let hers = session(&g, &alice);
+    let url = login_url(&whoami(&g, &alice, &hers), port);
+    let (done, _) = Browser::default().log_in(&url, "alice");
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert_eq!(subject(&whoami(&g, &alice, &hers)), "user:alice");
+
+    // The file holds her token, sealed: nothing of it reads without the key.
+    let sealed = std::fs::read_to_string(kept.path()).unwrap();
+    assert_eq!(sealed.lines().count(), 1, "{sealed}");
+    for token in upstream.seen() {
+        assert!(!sealed.contains(&token), "a token in the clear");
+    }
+    assert!(!sealed.contains("alice"));
+
+    // After a restart, her new session goes as her, asking her nothing.
+    g.restart(&behind);
+    let read = g.bridge.audit_until(|l| l["event"] == "user_tokens");
+    assert_eq!(read["tokens"], 1, "{read}");
+    let again = session(&g, &alice);
+    assert_eq!(subject(&whoami(&g, &alice, &again)), "user:alice");
 }

@@ -31,10 +31,12 @@ use capable::transport::http::Url;
 
 mod ask;
 mod exchange;
+mod kept;
 mod user;
 
 pub use ask::UserServers;
 pub use exchange::Exchanges;
+pub use kept::Kept;
 pub use user::{Users, AUTHORIZATION_META, LOGIN_TTL};
 
 /// The token of an `Authorization: Bearer …` header.

@@ -17,8 +17,9 @@
 //! refresh token). A token the server refuses, with no refresh that helps, fails the
 //! call: the caller's grant of that server is dropped and the caller asked again, once
 //! per call — never a loop. The caller's stores are kept in memory, at most
-//! [`MAX_CALLERS`] callers (the one seen longest ago let go first): a restart of the
-//! gateway asks every caller again.
+//! [`MAX_CALLERS`] callers (the one seen longest ago let go first); with a file
+//! ([`Users::keep_in`], `kept.rs`), each token is also written there sealed, and read
+//! back at start. Without one, a restart of the gateway asks every caller again.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -62,6 +63,8 @@ pub struct Users {
     /// The gateway's redirect URI (`…/oauth/callback`), once the listener knows it.
     callback: OnceLock<String>,
     state: Mutex<State>,
+    /// The file the tokens are kept in across restarts, sealed (none: memory only).
+    kept: OnceLock<super::kept::Kept>,
 }
 
 #[derive(Default)]
@@ -137,6 +140,37 @@ impl Users {
         let _ = self.callback.set(callback.to_string());
     }
 
+    /// Keeps the tokens in `kept` from now on, starting with those it holds: how many
+    /// were read, and how many lines did not open.
+    pub fn keep_in(&self, kept: super::kept::Kept) -> Result<(usize, usize), String> {
+        let loaded = kept.load()?;
+        let read = loaded.tokens.len();
+        {
+            let mut state = self.lock();
+            for (caller, token) in loaded.tokens {
+                let _ = state.caller(&caller).store.put_token(&token);
+            }
+        }
+        let _ = self.kept.set(kept);
+        Ok((read, loaded.skipped))
+    }
+
+    /// Writes every caller's tokens to the file, if there is one; why not, if it failed.
+    fn save(&self) -> Option<String> {
+        let kept = self.kept.get()?;
+        let all = || {
+            let state = self.lock();
+            let mut all = Vec::new();
+            for (caller, grants) in &state.callers {
+                for token in grants.store.all_tokens().unwrap_or_default() {
+                    all.push((caller.clone(), token));
+                }
+            }
+            all
+        };
+        kept.save(all).err()
+    }
+
     /// Whether the gateway is reached over HTTPS (its cookies are `Secure` then).
     pub fn secure(&self) -> bool {
         self.callback.get().is_some_and(|c| c.starts_with("https:"))
@@ -194,13 +228,14 @@ impl Users {
     }
 
     /// Drops `caller`'s tokens of the server `url` (the server refused them).
-    pub fn forget(&self, caller: &Caller, url: &Url) {
+    pub fn forget(&self, caller: &Caller, url: &Url) -> Option<String> {
         let store = self.store_of(caller);
         if let Ok(tokens) = store.tokens_for(url.as_str()) {
             for token in tokens {
                 let _ = store.remove_token(&token.key);
             }
         }
+        self.save()
     }
 
     /// Keeps the tools `server` listed, for callers who have not logged in yet.
@@ -267,8 +302,13 @@ impl Users {
         let users = self.clone();
         tokio::spawn(async move {
             let result = client.login_via(&redirect).await;
-            let said = result.as_ref().map(|_| ()).map_err(|e| e.to_string());
+            let mut said = result.as_ref().map(|_| ()).map_err(|e| e.to_string());
             users.finished(&key, &server, said.is_ok());
+            if said.is_ok() {
+                if let Some(why) = users.save() {
+                    said = Err(format!("the token could not be kept: {why}"));
+                }
+            }
             // Failed before any URL was made: the caller is told why.
             let unsent = url_tx.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let (Some(unsent), Err(why)) = (unsent, &said) {

@@ -36,7 +36,9 @@ pub(super) fn refused(e: &Error) -> bool {
 /// The caller's token of `server` dropped, and the caller asked to log in again.
 pub(super) async fn ask_again(users: &UserServers, method: Method, server: &str) -> Error {
     if let Some((url, _)) = users.servers.get(server) {
-        users.users.forget(&users.caller, url);
+        // A file that cannot be written keeps the refused token until the next write:
+        // after a restart it is refused once more, and dropped then.
+        let _ = users.users.forget(&users.caller, url);
     }
     users.ask(method, server).await
 }

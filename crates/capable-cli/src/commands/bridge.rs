@@ -31,14 +31,26 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
                 .into(),
         ));
     }
-    // Checked now, though nothing is sealed yet: a bad key stops the bridge before it serves.
-    let _seal_ring = crate::commands::bridge_seal::ring(args)?;
+    // Checked now: a bad key stops the bridge before it serves.
+    let seal_ring = crate::commands::bridge_seal::ring(args)?;
+    let user_tokens = match (&args.user_tokens, seal_ring) {
+        (Some(path), Some(ring)) => Some((path.clone(), ring)),
+        (Some(_), None) => {
+            return Err(CliError::Usage(
+                "--user-tokens keeps the callers' tokens sealed: give a seal key \
+                 (--seal-key-file, or CAPABLE_SEAL_KEY)"
+                    .into(),
+            ))
+        }
+        (None, _) => None,
+    };
     let (upstream, policies, gateway) = upstream(ctx, args)?;
     let pins = pins(args, &upstream)?;
     let first = policy_of(policies, &gateway).map(Arc::new);
     let reload = reload(ctx, args, &upstream, first.clone());
     let mut config = BridgeConfig::new(upstream);
     config.pins = pins;
+    config.user_tokens = user_tokens;
     config.policy = first.map(|p| p as Arc<dyn capable_bridge::Policy>);
     config.reload = reload;
     config.client = ctx.options();
