@@ -304,6 +304,13 @@ impl Host {
         let ask_timeout = t.config.client.config.timeouts.progress_cap;
         let connect = match &t.config.upstream {
             Upstream::Many { config, only } => {
+                // A legacy host that takes URL-mode elicitations is asked to log in to a
+                // `user` server by one, its call waiting for the login.
+                let modern = hello.version.map(|v| v.era()) == Some(capable::internal::Era::Modern);
+                let elicit = match hello.capabilities.elicitation_url && !modern {
+                    true => options.handlers.elicitation.clone(),
+                    false => None,
+                };
                 let host = HostOptions {
                     client: options,
                     oauth: crate::credentials::provider(
@@ -333,10 +340,8 @@ impl Host {
                 if let Some(generation) = generation {
                     many.reloading(generation);
                 }
-                let modern = hello.version.map(|v| v.era()) == Some(capable::internal::Era::Modern);
-                many.users(crate::credentials::UserServers::of(
-                    config, &t.users, modern,
-                ));
+                let users = crate::credentials::UserServers::of(config, &t.users, modern);
+                many.users(users.map(|u| u.elicited_by(elicit)));
                 let servers = Servers::Many(Box::new(many));
                 self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
                 return;

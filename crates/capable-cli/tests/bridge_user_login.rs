@@ -399,3 +399,72 @@ fn with_a_seal_key_a_callers_login_is_kept_sealed_across_a_restart() {
     let again = session(&g, &alice);
     assert_eq!(subject(&whoami(&g, &alice, &again)), "user:alice");
 }
+
+#[test]
+fn a_host_that_takes_url_elicitations_is_asked_to_log_in_and_its_call_goes_on_once_it_did() {
+    use std::io::{BufRead, BufReader, Write};
+    if !wanted() {
+        return;
+    }
+    let (idp_port, port) = (free_port(), free_port());
+    let upstream = Upstream::start(idp_port, &format!("http://127.0.0.1:{port}/oauth/callback"));
+    let (g, _file) = gateway(port, idp_port, &upstream);
+    let alice = g.token("alice-app");
+    let bearer = format!("Bearer {alice}");
+    let hello = post(
+        port,
+        &[("Authorization", &bearer)],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"url": {}}},
+            "clientInfo": {"name": "h", "version": "1"}}}),
+    );
+    assert_eq!(hello.status, 200, "{}", hello.body);
+    let session = hello.header("mcp-session-id").unwrap().to_owned();
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(port, &headers, initialized).status, 202);
+
+    // Her call, its SSE stream read as it comes.
+    let mut call = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    call.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "up__whoami", "arguments": {}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nAuthorization: {bearer}\r\n\
+         Mcp-Session-Id: {session}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    call.write_all(request.as_bytes()).unwrap();
+    let mut stream = BufReader::new(call);
+    let mut next_message = || -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(stream.read_line(&mut line).unwrap() > 0, "the stream ended");
+            if let Some(data) = line.trim_end().strip_prefix("data:") {
+                if let Ok(message) = serde_json::from_str::<Value>(data.trim()) {
+                    return message;
+                }
+            }
+        }
+    };
+    // Asked to log in by a URL-mode elicitation, not refused.
+    let ask = next_message();
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["mode"], "url", "{ask}");
+    let url = ask["params"]["url"].as_str().unwrap().to_owned();
+    assert!(url.starts_with(&format!("http://127.0.0.1:{port}/oauth/start?login=")));
+    let accepted = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}});
+    assert_eq!(post(port, &headers, accepted).status, 202);
+    // She logs in; her call, waiting meanwhile, goes through as her.
+    let (done, _) = Browser::default().log_in(&url, "alice");
+    assert_eq!(done.status, 200, "{}", done.body);
+    let result = next_message();
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(subject(&result), "user:alice");
+}

@@ -23,6 +23,9 @@ pub struct UserServers {
     /// The host speaks 2026-07-28, where `-32042` is no more: it gets the bridge's
     /// own `-32010` with the URL instead.
     pub modern: bool,
+    /// Asks the host (a legacy one that declared `elicitation.url`) a URL-mode
+    /// elicitation, as the server it names.
+    pub elicit: Option<capable::input::Handler>,
 }
 
 impl UserServers {
@@ -52,7 +55,38 @@ impl UserServers {
             caller: crate::audit::caller()?,
             servers,
             modern,
+            elicit: None,
         })
+    }
+
+    /// The same, the host asked to log in by URL-mode elicitations with `elicit`.
+    pub fn elicited_by(mut self, elicit: Option<capable::input::Handler>) -> UserServers {
+        self.elicit = elicit;
+        self
+    }
+
+    /// Asks the host to log in to `server` by a URL-mode elicitation (when it takes
+    /// them) and waits up to `within` for the login: whether the caller logged in.
+    /// `Err`: the host cannot be asked so, or the login cannot start (answered as
+    /// [`UserServers::ask`] says instead).
+    pub async fn elicit(&self, server: &str, within: std::time::Duration) -> Result<bool, ()> {
+        let (Some(elicit), Some((url, entry))) = (&self.elicit, self.servers.get(server)) else {
+            return Err(());
+        };
+        let elicitation = self
+            .users
+            .ask(&self.caller, url, entry.as_ref())
+            .await
+            .map_err(|_| ())?;
+        let message = format!("{server} needs you to log in to it: open the URL");
+        let params = serde_json::json!({"mode": "url", "elicitationId": elicitation.id,
+            "url": elicitation.url, "message": message});
+        let asked = crate::upstream::asked_by(elicit, server);
+        let answer = asked(params).await.map_err(|_| ())?;
+        if answer.get("action").and_then(serde_json::Value::as_str) != Some("accept") {
+            return Ok(false);
+        }
+        Ok(self.users.wait_login(&self.caller, url, within).await)
     }
 
     /// The `-32042` error of `method` asking the caller to log in to `server`, or

@@ -2,9 +2,10 @@
 //! client library's [`OAuthClient::login_via`]), done by the gateway on each caller's
 //! behalf, and the tokens it got kept per caller ([`Users`]).
 //!
-//! A caller without a token of the server who calls one of its tools is answered
-//! with the spec's `URLElicitationRequiredError` (`-32042`, [`Users::ask`]) naming a
-//! URL of the gateway's own: `/oauth/start?login=ID`. Opening it (once: a second
+//! A caller without a token of the server who calls one of its tools is asked to log
+//! in at a URL of the gateway's own, `/oauth/start?login=ID` ([`Users::ask`]): by a
+//! URL-mode elicitation when its host takes them (the call waits for the login), else
+//! in the spec's `URLElicitationRequiredError` (`-32042`, `ask.rs`). Opening it (once: a second
 //! open is refused) binds the login to that browser with a cookie of its own and
 //! sends it on to the server's authorization endpoint; the redirect comes back to
 //! `/oauth/callback`, where the login's `state` (random, single-use, expiring after
@@ -65,6 +66,8 @@ pub struct Users {
     state: Mutex<State>,
     /// The file the tokens are kept in across restarts, sealed (none: memory only).
     kept: OnceLock<super::kept::Kept>,
+    /// Told of every login that got a token.
+    logged_in: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -227,6 +230,24 @@ impl Users {
         state.caller(&caller.key()).fresh.remove(url.as_str())
     }
 
+    /// Waits up to `within` for `caller` to log in to the server `url`: whether it did
+    /// (the login stays fresh, for [`Users::take_fresh`]).
+    pub async fn wait_login(&self, caller: &Caller, url: &Url, within: Duration) -> bool {
+        let key = caller.key();
+        let waiting = async {
+            loop {
+                let told = self.logged_in.notified();
+                tokio::pin!(told);
+                told.as_mut().enable();
+                if self.lock().caller(&key).fresh.contains(url.as_str()) {
+                    return;
+                }
+                told.await;
+            }
+        };
+        tokio::time::timeout(within, waiting).await.is_ok()
+    }
+
     /// Drops `caller`'s tokens of the server `url` (the server refused them).
     pub fn forget(&self, caller: &Caller, url: &Url) -> Option<String> {
         let store = self.store_of(caller);
@@ -382,6 +403,10 @@ impl Users {
         if let Some((start, state_param)) = asked {
             state.starts.remove(&start);
             state.logins.remove(&state_param);
+        }
+        drop(state);
+        if granted {
+            self.logged_in.notify_waiters();
         }
     }
 

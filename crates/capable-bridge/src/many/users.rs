@@ -1,8 +1,9 @@
 //! The servers of the caller's own login (`user` credentials) as a session of many
 //! sees them: while the caller has no token of one, its tools are listed as needing
 //! authorization (`_meta["capable/authorization"]`, as the server last listed them to
-//! someone who had logged in), and a call of one is answered with the URL to log in
-//! at (`-32042`, `credentials/user.rs`). Once the caller logged in, the next call
+//! someone who had logged in), and a call of one asks the caller to log in: by a
+//! URL-mode elicitation, the call waiting for the login, when the host takes them;
+//! else answered with the URL (`-32042`, `credentials/`). Once the caller logged in, the next call
 //! connects the server again and goes through; a token the server refuses later asks
 //! the caller again, once per call.
 
@@ -27,6 +28,20 @@ type Routed = (BoxFuture<'static, Result<Payload, Error>>, Option<String>);
 
 /// How long a call waits for its server to connect again after the caller logged in.
 const RECONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a call waits for the login a URL-mode elicitation asked for.
+const LOGIN_WAIT: Duration = Duration::from_secs(300);
+
+/// The answer of a call whose host declined to log in to `server` (or did not in
+/// [`LOGIN_WAIT`]).
+fn declined(method: Method, server: &str) -> Error {
+    crate::forward::answer_error(
+        method,
+        crate::forward::code::AUTHORIZATION_REQUIRED,
+        format!("{server} needs you to log in to it, and the login was declined or did not finish"),
+        Some(json!({"server": server})),
+    )
+}
 
 /// Whether `e` is the server refusing the caller's token (or the gateway having none).
 pub(super) fn refused(e: &Error) -> bool {
@@ -105,7 +120,14 @@ impl Many {
         let at = Some(server.clone());
         let call = async move {
             if !users.users.take_fresh(&users.caller, &url) {
-                return Err(ask_again(&users, method, &server).await);
+                // A host that takes URL-mode elicitations is asked, and the call waits
+                // for the login; any other gets the URL in its answer.
+                let _ = users.users.forget(&users.caller, &url);
+                match users.elicit(&server, LOGIN_WAIT).await {
+                    Ok(true) if users.users.take_fresh(&users.caller, &url) => {}
+                    Ok(_) => return Err(declined(method, &server)),
+                    Err(()) => return Err(ask_again(&users, method, &server).await),
+                }
             }
             // Logged in since this session connected it: connected again, then called.
             let _ = host.reconnect(&server).await;
