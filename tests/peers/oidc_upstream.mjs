@@ -4,7 +4,7 @@
 // .peers/npm) that accepts only the access tokens that server issued for it, with
 // RFC 9728 protected resource metadata pointing there.
 //
-//   node tests/peers/oidc_upstream.mjs AS_PORT MCP_PORT SEEN_FILE [IDP_ISSUER] [REDIRECT_URI]
+//   node tests/peers/oidc_upstream.mjs AS_PORT MCP_PORT SEEN_FILE [IDP_ISSUER] [REDIRECT_URI] [ACCESS_TTL]
 //
 // Its tool `whoami` answers whose token the request carried: `client:ID` for a client
 // credentials token of the client ID, `user:SUB` for a token the JWT bearer grant
@@ -21,7 +21,8 @@
 // With REDIRECT_URI, the client may also use the authorization code grant (PKCE) with
 // that redirect URI, and refresh tokens: a person logs in at `/interaction/UID`, a form
 // whose one field `login` names the account (any name is taken: the test is the
-// person); consent is given at once.
+// person); consent is given at once. Its access tokens live ACCESS_TTL seconds
+// (default 3600).
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -40,6 +41,7 @@ const [asPort, mcpPort] = process.argv.slice(2, 4).map(Number);
 const seenFile = process.argv[4];
 const idpIssuer = process.argv[5] || undefined;
 const redirectUri = process.argv[6];
+const accessTtl = Number(process.argv[7] || 3600);
 const issuer = `http://127.0.0.1:${asPort}`;
 const mcpUrl = `http://127.0.0.1:${mcpPort}/mcp`;
 const prmUrl = `http://127.0.0.1:${mcpPort}/.well-known/oauth-protected-resource/mcp`;
@@ -68,7 +70,7 @@ const provider = new Provider(issuer, {
       useGrantedResource: () => true,
       getResourceServerInfo: (ctx, indicator) => {
         if (indicator !== mcpUrl) throw new errors.InvalidTarget();
-        return { scope: "mcp:tools", audience: mcpUrl, accessTokenTTL: 3600, accessTokenFormat: "opaque" };
+        return { scope: "mcp:tools", audience: mcpUrl, accessTokenTTL: accessTtl, accessTokenFormat: "opaque" };
       },
     },
   },

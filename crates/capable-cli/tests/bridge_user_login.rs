@@ -44,6 +44,11 @@ struct Upstream {
 
 impl Upstream {
     fn start(idp_port: u16, redirect_uri: &str) -> Upstream {
+        Upstream::start_ttl(idp_port, redirect_uri, 3600)
+    }
+
+    /// The same, its access tokens living `ttl` seconds.
+    fn start_ttl(idp_port: u16, redirect_uri: &str, ttl: u64) -> Upstream {
         let seen = TempFile::new("user-login-seen.txt", "");
         let (as_port, mcp_port) = (free_port(), free_port());
         let mcp = format!("http://127.0.0.1:{mcp_port}/mcp");
@@ -56,6 +61,7 @@ impl Upstream {
                 seen.path().to_owned(),
                 format!("http://127.0.0.1:{idp_port}"),
                 redirect_uri.to_owned(),
+                ttl.to_string(),
             ],
             vec![as_port, mcp_port],
             mcp,
@@ -359,12 +365,14 @@ fn each_caller_logs_in_as_itself_a_replayed_callback_stores_nothing_and_a_refuse
 }
 
 #[test]
-fn with_a_seal_key_a_callers_login_is_kept_sealed_across_a_restart() {
+fn with_a_seal_key_a_callers_login_is_kept_sealed_across_a_restart_and_refreshed_when_due() {
     if !wanted() {
         return;
     }
     let (idp_port, port) = (free_port(), free_port());
-    let upstream = Upstream::start(idp_port, &format!("http://127.0.0.1:{port}/oauth/callback"));
+    // Tokens of 2 s: due for a refresh in the second half of their life.
+    let callback = format!("http://127.0.0.1:{port}/oauth/callback");
+    let upstream = Upstream::start_ttl(idp_port, &callback, 2);
     let file = config(&upstream);
     let key = TempFile::new("user-login-seal.key", &"5e".repeat(32));
     let kept = TempFile::new("user-login-tokens.sealed", "");
@@ -384,8 +392,31 @@ fn with_a_seal_key_a_callers_login_is_kept_sealed_across_a_restart() {
     assert_eq!(done.status, 200, "{}", done.body);
     assert_eq!(subject(&whoami(&g, &alice, &hers)), "user:alice");
 
-    // The file holds her token, sealed: nothing of it reads without the key.
-    let sealed = std::fs::read_to_string(kept.path()).unwrap();
+    // Her token is refreshed when due (the refresh token rotating), each call as her.
+    // (The authorization server's own clock: the one wait of this test.)
+    let sealed_at_login = std::fs::read_to_string(kept.path()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(subject(&whoami(&g, &alice, &hers)), "user:alice");
+    let seen = upstream.seen();
+    assert!(
+        seen.len() >= 2 && seen[seen.len() - 1] != seen[seen.len() - 2],
+        "{seen:?}"
+    );
+
+    // The file follows the refresh, and holds her token sealed: nothing of it reads
+    // without the key.
+    let mut sealed = sealed_at_login.clone();
+    for _ in 0..100 {
+        sealed = std::fs::read_to_string(kept.path()).unwrap();
+        if sealed != sealed_at_login {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_ne!(
+        sealed, sealed_at_login,
+        "the refreshed token was not written"
+    );
     assert_eq!(sealed.lines().count(), 1, "{sealed}");
     for token in upstream.seen() {
         assert!(!sealed.contains(&token), "a token in the clear");

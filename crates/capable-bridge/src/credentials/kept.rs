@@ -8,7 +8,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use capable::auth::StoredToken;
+use std::io;
+use std::sync::{Arc, OnceLock, Weak};
+
+use capable::auth::store::StoreLock;
+use capable::auth::{CredentialKey, CredentialStore, Registration, StoredToken};
 use capable::internal::seal::{open, seal, KeyRing, SealKind};
 use serde::{Deserialize, Serialize};
 
@@ -115,10 +119,81 @@ impl Kept {
     }
 }
 
+/// One caller's tokens in memory; each change (a login, a refresh, a token dropped)
+/// written to the file at once, through `flush`, so that a refresh that rotates the
+/// refresh token is never lost to a restart.
+pub struct CallerStore {
+    inner: capable::auth::MemoryStore,
+    flush: Arc<Flush>,
+}
+
+/// Writes every caller's tokens to the file, once there is one ([`Flush::to`]).
+#[derive(Default)]
+pub struct Flush(OnceLock<Weak<super::Users>>);
+
+impl Flush {
+    /// From now on, `users`' tokens are written on every change.
+    pub fn to(&self, users: &Arc<super::Users>) {
+        let _ = self.0.set(Arc::downgrade(users));
+    }
+}
+
+impl CallerStore {
+    /// An empty store, written through `flush`.
+    pub fn new(flush: Arc<Flush>) -> CallerStore {
+        CallerStore {
+            inner: capable::auth::MemoryStore::new(),
+            flush,
+        }
+    }
+
+    fn changed(&self) {
+        if let Some(users) = self.flush.0.get().and_then(Weak::upgrade) {
+            let _ = users.save();
+        }
+    }
+}
+
+impl CredentialStore for CallerStore {
+    fn tokens_for(&self, server: &str) -> io::Result<Vec<StoredToken>> {
+        self.inner.tokens_for(server)
+    }
+    fn token(&self, key: &CredentialKey) -> io::Result<Option<StoredToken>> {
+        self.inner.token(key)
+    }
+    fn put_token(&self, token: &StoredToken) -> io::Result<()> {
+        self.inner.put_token(token)?;
+        self.changed();
+        Ok(())
+    }
+    fn remove_token(&self, key: &CredentialKey) -> io::Result<bool> {
+        let removed = self.inner.remove_token(key)?;
+        self.changed();
+        Ok(removed)
+    }
+    fn all_tokens(&self) -> io::Result<Vec<StoredToken>> {
+        self.inner.all_tokens()
+    }
+    fn registration(&self, issuer: &str) -> io::Result<Option<Registration>> {
+        self.inner.registration(issuer)
+    }
+    fn put_registration(&self, registration: &Registration) -> io::Result<()> {
+        self.inner.put_registration(registration)
+    }
+    fn remove_registration(&self, issuer: &str) -> io::Result<bool> {
+        self.inner.remove_registration(issuer)
+    }
+    fn lock(&self) -> io::Result<StoreLock> {
+        self.inner.lock()
+    }
+    fn describe(&self) -> String {
+        "the gateway's memory, per caller".into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capable::auth::CredentialKey;
     use capable::internal::seal::SealKey;
 
     fn token(access: &str) -> StoredToken {

@@ -27,13 +27,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use capable::auth::{
-    AuthError, CredentialStore, HostRedirect, LoginMode, MemoryStore, OAuthClient, OAuthConfig,
-    RedirectFuture,
+    AuthError, CredentialStore, HostRedirect, LoginMode, OAuthClient, OAuthConfig, RedirectFuture,
 };
 use capable::config::OAuthEntry;
 use capable::internal::auth::resource::Caller;
 use capable::transport::http::Url;
 use tokio::sync::oneshot;
+
+use super::kept::CallerStore;
 
 /// How long a login may take from the URL given to the caller to the callback.
 pub const LOGIN_TTL: Duration = Duration::from_secs(600);
@@ -79,6 +80,8 @@ struct State {
     logins: HashMap<String, Login>,
     /// A login's `state`, by the id of its start URL.
     starts: HashMap<String, String>,
+    /// Writes the tokens to the file on every change, once there is one.
+    flush: Arc<super::kept::Flush>,
     /// The tools each `user` server last listed (to a caller who had logged in), to
     /// show the callers who have not.
     tools: HashMap<String, Vec<serde_json::Value>>,
@@ -88,7 +91,7 @@ struct State {
 struct Grants {
     used: u64,
     /// Its tokens (and dynamic registrations) of every `user` server.
-    store: Arc<MemoryStore>,
+    store: Arc<CallerStore>,
     /// The servers (URL) it logged in to since a connection last tried.
     fresh: HashSet<String>,
     /// Its login under way per server (URL): the start URL and the `state`.
@@ -145,7 +148,7 @@ impl Users {
 
     /// Keeps the tokens in `kept` from now on, starting with those it holds: how many
     /// were read, and how many lines did not open.
-    pub fn keep_in(&self, kept: super::kept::Kept) -> Result<(usize, usize), String> {
+    pub fn keep_in(self: &Arc<Self>, kept: super::kept::Kept) -> Result<(usize, usize), String> {
         let loaded = kept.load()?;
         let read = loaded.tokens.len();
         {
@@ -155,11 +158,14 @@ impl Users {
             }
         }
         let _ = self.kept.set(kept);
+        // From now on every change of a caller's tokens (a refresh too) is written.
+        let flush = self.lock().flush.clone();
+        flush.to(self);
         Ok((read, loaded.skipped))
     }
 
     /// Writes every caller's tokens to the file, if there is one; why not, if it failed.
-    fn save(&self) -> Option<String> {
+    pub(super) fn save(&self) -> Option<String> {
         let kept = self.kept.get()?;
         let all = || {
             let state = self.lock();
@@ -191,7 +197,7 @@ impl Users {
     }
 
     /// The store of `caller`'s tokens.
-    fn store_of(&self, caller: &Caller) -> Arc<MemoryStore> {
+    fn store_of(&self, caller: &Caller) -> Arc<CallerStore> {
         let mut state = self.lock();
         state.caller(&caller.key()).store.clone()
     }
@@ -506,7 +512,7 @@ impl State {
             .entry(key.to_owned())
             .or_insert_with(|| Grants {
                 used: now,
-                store: Arc::new(MemoryStore::new()),
+                store: Arc::new(CallerStore::new(self.flush.clone())),
                 fresh: HashSet::new(),
                 asking: HashMap::new(),
             });
