@@ -4,7 +4,7 @@
 // .peers/npm) that accepts only the access tokens that server issued for it, with
 // RFC 9728 protected resource metadata pointing there.
 //
-//   node tests/peers/oidc_upstream.mjs AS_PORT MCP_PORT SEEN_FILE [IDP_ISSUER]
+//   node tests/peers/oidc_upstream.mjs AS_PORT MCP_PORT SEEN_FILE [IDP_ISSUER] [REDIRECT_URI] [ACCESS_TTL]
 //
 // Its tool `whoami` answers whose token the request carried: `client:ID` for a client
 // credentials token of the client ID, `user:SUB` for a token the JWT bearer grant
@@ -17,6 +17,12 @@
 // identity provider IDP_ISSUER signed it (its keys from its `jwks_uri`), its `typ` is
 // `oauth-id-jag+jwt`, its `aud` this issuer, its `client_id` the authenticated client
 // and its `resource` this MCP server. Both bind 127.0.0.1.
+//
+// With REDIRECT_URI, the client may also use the authorization code grant (PKCE) with
+// that redirect URI, and refresh tokens: a person logs in at `/interaction/UID`, a form
+// whose one field `login` names the account (any name is taken: the test is the
+// person); consent is given at once. Its access tokens live ACCESS_TTL seconds
+// (default 3600).
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -33,7 +39,9 @@ const { StreamableHTTPServerTransport } = await load("npm", "@modelcontextprotoc
 
 const [asPort, mcpPort] = process.argv.slice(2, 4).map(Number);
 const seenFile = process.argv[4];
-const idpIssuer = process.argv[5];
+const idpIssuer = process.argv[5] || undefined;
+const redirectUri = process.argv[6];
+const accessTtl = Number(process.argv[7] || 3600);
 const issuer = `http://127.0.0.1:${asPort}`;
 const mcpUrl = `http://127.0.0.1:${mcpPort}/mcp`;
 const prmUrl = `http://127.0.0.1:${mcpPort}/.well-known/oauth-protected-resource/mcp`;
@@ -42,8 +50,13 @@ const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const provider = new Provider(issuer, {
   clients: [{
     client_id: "gateway-upstream", client_secret: "upstream-secret",
-    grant_types: ["client_credentials", JWT_BEARER], redirect_uris: [], response_types: [], scope: "mcp:tools",
+    grant_types: ["client_credentials", JWT_BEARER, ...(redirectUri ? ["authorization_code", "refresh_token"] : [])],
+    redirect_uris: redirectUri ? [redirectUri] : [], response_types: redirectUri ? ["code"] : [], scope: "mcp:tools",
   }],
+  rotateRefreshToken: true,
+  issueRefreshToken: async (ctx, client) => client.grantTypeAllowed("refresh_token"),
+  interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
+  findAccount: async (ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
   cookies: { keys: ["capable-test-cookie-key"] },
   scopes: ["mcp:tools"],
   // What the JWT bearer grant learnt of the user, kept with the token it issues.
@@ -57,7 +70,7 @@ const provider = new Provider(issuer, {
       useGrantedResource: () => true,
       getResourceServerInfo: (ctx, indicator) => {
         if (indicator !== mcpUrl) throw new errors.InvalidTarget();
-        return { scope: "mcp:tools", audience: mcpUrl, accessTokenTTL: 3600, accessTokenFormat: "opaque" };
+        return { scope: "mcp:tools", audience: mcpUrl, accessTokenTTL: accessTtl, accessTokenFormat: "opaque" };
       },
     },
   },
@@ -94,7 +107,45 @@ provider.registerGrantType(JWT_BEARER, async (ctx) => {
   ctx.body = { access_token: value, token_type: "Bearer", expires_in: token.expiration, scope: "mcp:tools" };
 }, ["assertion", "scope", "resource"]);
 
-provider.listen(asPort, "127.0.0.1");
+// A person's login: a form naming the account, then consent to every scope asked for.
+const callback = provider.callback();
+http
+  .createServer(async (req, res) => {
+    if (!req.url.startsWith("/interaction/")) return callback(req, res);
+    try {
+      const details = await provider.interactionDetails(req, res);
+      let result;
+      if (details.prompt.name === "login") {
+        if (req.method !== "POST") {
+          res.writeHead(200, { "content-type": "text/html" }).end(
+            `<form method="post" action="/interaction/${details.uid}"><input name="login"><button>Log in</button></form>`);
+          return;
+        }
+        const body = await new Promise((resolve) => {
+          let data = "";
+          req.on("data", (c) => (data += c));
+          req.on("end", () => resolve(data));
+        });
+        const login = new URLSearchParams(body).get("login");
+        if (!login) return res.writeHead(400).end("no login");
+        result = { login: { accountId: login } };
+      } else {
+        const grant = details.grantId
+          ? await provider.Grant.find(details.grantId)
+          : new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });
+        const missing = details.prompt.details;
+        if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+        for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes || {})) {
+          grant.addResourceScope(indicator, scopes.join(" "));
+        }
+        result = { consent: { grantId: await grant.save() } };
+      }
+      await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
+    } catch (e) {
+      res.writeHead(500).end(String(e));
+    }
+  })
+  .listen(asPort, "127.0.0.1");
 
 function mcpServer(subject) {
   const server = new McpServer({ name: "oidc-upstream", version: "1.0.0" });
@@ -129,13 +180,15 @@ http
     if (auth) fs.appendFileSync(seenFile, `${auth}\n`);
     if (!auth.startsWith("Bearer ")) return challenge(res);
     const value = auth.slice("Bearer ".length);
-    const token = await provider.ClientCredentials.find(value);
+    const token = (await provider.AccessToken.find(value)) || (await provider.ClientCredentials.find(value));
     const aud = token && (token.extra?.aud ?? token.aud);
     if (!token || token.isExpired || aud !== mcpUrl || !String(token.scope).split(" ").includes("mcp:tools")) {
       return challenge(res, "invalid_token");
     }
     if (req.method !== "POST") return res.writeHead(405).end();
-    const subject = token.extra?.user ? `user:${token.extra.user}` : `client:${token.clientId}`;
+    const subject = token.accountId
+      ? `user:${token.accountId}`
+      : token.extra?.user ? `user:${token.extra.user}` : `client:${token.clientId}`;
     const body = await readBody(req);
     const server = mcpServer(subject);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

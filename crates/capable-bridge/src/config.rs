@@ -94,6 +94,10 @@ pub struct BridgeConfig {
     pub pass_notifications: Vec<String>,
     /// Every audit line goes to stderr; with a path, appended there too.
     pub audit_log: Option<PathBuf>,
+    /// Where the tokens of the callers' own logins (`user` credentials) are kept
+    /// across restarts, each sealed with the key ring's current key (XChaCha20-Poly1305);
+    /// without it, in memory only.
+    pub user_tokens: Option<(PathBuf, capable::internal::seal::KeyRing)>,
     /// Secrets cut out of every audit line and every error a host gets (`***`).
     pub secrets: Secrets,
     /// Hints added to the errors hosts get (none by default).
@@ -132,6 +136,7 @@ impl BridgeConfig {
             connect_timeout: Duration::from_secs(30),
             pass_notifications: Vec::new(),
             audit_log: None,
+            user_tokens: None,
             secrets: Secrets::default(),
             hints: None,
             policy: None,

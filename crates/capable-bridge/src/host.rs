@@ -38,6 +38,8 @@ pub struct Target {
     pub stop: Stop,
     /// What token exchanges got, per caller (servers of `exchange` credentials).
     pub exchanges: Arc<crate::credentials::Exchanges>,
+    /// The logins of servers of `user` credentials, and what they got, per caller.
+    pub users: Arc<crate::credentials::Users>,
     /// Whether a server's credentials are exchanged per caller: then each caller's
     /// token is kept with its session.
     pub exchanging: bool,
@@ -113,11 +115,30 @@ impl Target {
             }
             None => None,
         };
+        let users = Arc::new(crate::credentials::Users::new());
+        if let Some((path, ring)) = config.user_tokens.clone() {
+            let shown = path.display().to_string();
+            let kept = crate::credentials::Kept::new(path, ring);
+            let (read, skipped) = users
+                .keep_in(kept)
+                .map_err(|e| BridgeError::Config(format!("--user-tokens {e}")))?;
+            let kept = serde_json::json!({"file": shown, "tokens": read, "unreadable": skipped});
+            audit.always("user_tokens", kept);
+        } else if user_servers(&config.upstream) {
+            let notice = "the callers' own logins (credentials: user) are kept in memory only: \
+                          a restart asks every caller to log in again (--user-tokens FILE with \
+                          a seal key keeps them, sealed)";
+            audit.record(
+                "notice",
+                serde_json::json!({"side": "bridge", "level": "warning", "notice": notice}),
+            );
+        }
         Ok(Arc::new(Target {
             config,
             audit,
             stop,
             exchanges: Arc::new(crate::credentials::Exchanges::new(MAX_EXCHANGE_CALLERS)),
+            users,
             exchanging,
             generation,
         }))
@@ -171,6 +192,17 @@ fn servers_of(upstream: &Upstream) -> Vec<(String, bool)> {
             })
             .collect(),
     }
+}
+
+/// Whether a server of `upstream` has `user` credentials.
+fn user_servers(upstream: &Upstream) -> bool {
+    let Upstream::Many { config, .. } = upstream else {
+        return false;
+    };
+    config
+        .policies
+        .values()
+        .any(|p| matches!(p.credentials, Some(capable::config::Credentials::User)))
 }
 
 /// The most callers whose exchanged tokens are kept at once.
@@ -272,12 +304,20 @@ impl Host {
         let ask_timeout = t.config.client.config.timeouts.progress_cap;
         let connect = match &t.config.upstream {
             Upstream::Many { config, only } => {
+                // A legacy host that takes URL-mode elicitations is asked to log in to a
+                // `user` server by one, its call waiting for the login.
+                let modern = hello.version.map(|v| v.era()) == Some(capable::internal::Era::Modern);
+                let elicit = match hello.capabilities.elicitation_url && !modern {
+                    true => options.handlers.elicitation.clone(),
+                    false => None,
+                };
                 let host = HostOptions {
                     client: options,
                     oauth: crate::credentials::provider(
                         config,
                         t.config.oauth.clone(),
                         &t.exchanges,
+                        &t.users,
                     ),
                     connect_timeout: Some(t.config.connect_timeout),
                     pins: t.config.pins.clone(),
@@ -300,6 +340,8 @@ impl Host {
                 if let Some(generation) = generation {
                     many.reloading(generation);
                 }
+                let users = crate::credentials::UserServers::of(config, &t.users, modern);
+                many.users(users.map(|u| u.elicited_by(elicit)));
                 let servers = Servers::Many(Box::new(many));
                 self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
                 return;

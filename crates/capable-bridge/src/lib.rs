@@ -40,7 +40,7 @@
 //! | `metrics/` | the counts an operator scrapes (`/metrics`), and what `/readyz` answers |
 //! | `traces/` | every request and its upstream call as OpenTelemetry spans, over OTLP ([`Traces`]) |
 //! | `many/` | the servers of a config as one |
-//! | `credentials.rs` | whose credentials go to a config's HTTP servers: the gateway's, or each caller's by token exchange |
+//! | `credentials/` | whose credentials go to a config's HTTP servers: the gateway's, each caller's by token exchange, or each caller's own login done by the gateway |
 //! | `reload/` | the config read anew while the bridge runs ([`Reload`]): its file watched, the policy in force swapped, every host's servers following |
 //! | `policy/` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike, knowing the [`Caller`]; the config's policies ([`ConfigPolicy`]: tools, who may use what, rate limits) |
 //! | `config.rs`, `error.rs`, `stop.rs` | the public face: what to serve, what ends it, what stops it |

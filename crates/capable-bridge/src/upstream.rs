@@ -98,20 +98,20 @@ pub fn options(client: &ClientOptions, hello: &Hello, asks: &Inbox) -> ClientOpt
 /// question it asks names it ([`Ask::server`]), so that a 2026-07-28 host gets it in a
 /// round of a request waiting on that server.
 pub fn for_server(options: &ClientOptions, name: &str) -> ClientOptions {
-    let name: Arc<str> = Arc::from(name);
-    let tagged = |handler: &Option<Handler>| {
-        handler.clone().map(|inner| {
-            let name = name.clone();
-            Arc::new(move |params| FROM_SERVER.sync_scope(name.clone(), || inner(params)))
-                as Handler
-        })
-    };
+    let tagged = |handler: &Option<Handler>| handler.as_ref().map(|inner| asked_by(inner, name));
     let mut options = options.clone();
     let handlers = &mut options.handlers;
     handlers.elicitation = tagged(&handlers.elicitation);
     handlers.sampling = tagged(&handlers.sampling);
     handlers.list_roots = tagged(&handlers.list_roots);
     options
+}
+
+/// `handler`, its questions as the server `name`'s (the relay puts them to a request
+/// waiting on that server).
+pub fn asked_by(handler: &Handler, name: &str) -> Handler {
+    let (name, inner): (Arc<str>, Handler) = (Arc::from(name), handler.clone());
+    Arc::new(move |params| FROM_SERVER.sync_scope(name.clone(), || inner(params)))
 }
 
 /// How the server behind is connected again (after a crash): as the first time.

@@ -38,6 +38,7 @@ mod gate;
 mod headers;
 mod identity;
 mod introspect;
+mod login;
 mod ops;
 mod params;
 mod pool;
@@ -246,6 +247,9 @@ impl Prepared {
             Some(auth) => Some(Arc::new(identity::Identity::discover(auth).await?)),
             None => None,
         };
+        if let Some(identity) = &identity {
+            target.users.set_base(identity.resource().resource());
+        }
         let ops = Arc::new(ops::Ops::new(target.audit.metrics().clone()));
         let metrics_port = ops::Port::of(args, &ops, &target.audit).await?;
         let listener = Listener {
@@ -295,6 +299,7 @@ impl Prepared {
         let l = &self.listener;
         if let Some(identity) = &l.identity {
             router = identity::routes(router, identity.resource(), &l.gate);
+            router = login::routes(router);
         }
         let checks = ops::Checks {
             gate: l.gate.clone(),

@@ -50,6 +50,7 @@ use super::audit::Audit;
 use super::forward::answer_error;
 use super::run_task::call_without_tasks;
 use super::upstream;
+use crate::credentials::UserServers;
 use crate::policy::{self, Policy};
 use crate::relay::{Event, Queue};
 use crate::reload::Generation;
@@ -59,6 +60,7 @@ mod judged;
 mod names;
 mod reload;
 mod route;
+mod users;
 
 pub use names::valid_separator;
 
@@ -104,6 +106,8 @@ pub struct Many {
     client: ClientOptions,
     /// Each server's own request timeout as it was started, until a reload follows them.
     timeouts: Mutex<BTreeMap<String, Option<Duration>>>,
+    /// The servers of the caller's own login (`user` credentials), and its logins.
+    users: Option<Arc<UserServers>>,
 }
 
 impl Many {
@@ -187,7 +191,14 @@ impl Many {
             only: only.to_vec(),
             client: options.client,
             timeouts: Mutex::new(timeouts),
+            users: None,
         }
+    }
+
+    /// The servers of the caller's own login, whose calls without a token ask the
+    /// caller to log in (`user.rs`).
+    pub fn users(&mut self, users: Option<UserServers>) {
+        self.users = users.map(Arc::new);
     }
 
     /// Follows the config in force from now on (a reload): each new one is applied to
@@ -325,7 +336,12 @@ impl Many {
             Err(_) if method == Method::ReadResource && !self.templates_learnt() => {
                 return (self.read_after_learning(params, options), None);
             }
-            Err(e) => return (futures_util::future::ready(Err(e)).boxed(), None),
+            Err(e) => {
+                if let Some(login) = self.needs_login(method, &mut params, options) {
+                    return login;
+                }
+                return (futures_util::future::ready(Err(e)).boxed(), None);
+            }
         };
         let audit = &self.audit;
         let policy =
@@ -336,12 +352,14 @@ impl Many {
             };
         let bound = self.task_bound;
         let at = Some(server.clone());
+        // A `user` server refusing the caller's own token asks the caller again.
+        let (users, host) = (self.users.clone(), self.host.clone());
         let answer = async move {
             let answer = match method {
-                Method::CallTool => call_without_tasks(&session, params, options, bound).await?,
-                _ => session.request_payload(method, &params, options).await?,
+                Method::CallTool => call_without_tasks(&session, params, options, bound).await,
+                _ => session.request_payload(method, &params, options).await,
             };
-            Ok(answer)
+            users::unless_refused(answer, users, &host, method, &server).await
         };
         (policy::after(policy, method, answer.boxed()), at)
     }
@@ -394,6 +412,7 @@ impl Many {
             without_task_support(&mut tool);
             tools.push((t.server, t.tool.name, tool, offered));
         }
+        self.tools_to_log_in(&mut tools);
         json!({"tools": self.named(tools, &self.tool_names)})
     }
 

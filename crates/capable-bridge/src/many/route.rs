@@ -86,7 +86,7 @@ impl Many {
 
     /// The server not up whose merged names `asked` would be one of (its name, then
     /// the separator).
-    fn down_server_of(&self, asked: &str) -> Option<String> {
+    pub(super) fn down_server_of(&self, asked: &str) -> Option<String> {
         self.host
             .servers()
             .into_iter()

@@ -34,6 +34,17 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     }
     // Checked now: a bad key stops the bridge before it serves.
     let seal_ring = crate::commands::bridge_seal::ring(args)?;
+    let user_tokens = match (&args.user_tokens, &seal_ring) {
+        (Some(path), Some(ring)) => Some((path.clone(), ring.clone())),
+        (Some(_), None) => {
+            return Err(CliError::Usage(
+                "--user-tokens keeps the callers' tokens sealed: give a seal key \
+                 (--seal-key-file, or CAPABLE_SEAL_KEY)"
+                    .into(),
+            ))
+        }
+        (None, _) => None,
+    };
     let (upstream, policies, gateway) = upstream(ctx, args)?;
     let pins = pins(args, &upstream)?;
     let shared = crate::commands::bridge_store::open(&gateway)?;
@@ -44,6 +55,7 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     let mut config = BridgeConfig::new(upstream);
     config.store = store;
     config.pins = pins;
+    config.user_tokens = user_tokens;
     config.policy = first.map(|p| p as Arc<dyn capable_bridge::Policy>);
     config.reload = reload;
     config.client = ctx.options();

@@ -65,9 +65,10 @@ pub struct BridgeArgs {
         requires = "auth_client_id"
     )]
     pub auth_client_secret: Option<String>,
-    /// With --listen: the key the gateway's replicas seal legacy sessions with, so that
-    /// any replica continues a session another began: a file holding 32 bytes as 64 hex
-    /// digits or base64. The environment's CAPABLE_SEAL_KEY may hold the key
+    /// With --listen: the key the gateway seals with — legacy sessions, so that any
+    /// replica continues a session another began, and the callers' tokens of
+    /// --user-tokens: a file holding 32 bytes as 64 hex digits or base64. The
+    /// environment's CAPABLE_SEAL_KEY may hold the key
     /// itself instead.
     #[arg(long, value_name = "FILE", requires = "listen")]
     pub seal_key_file: Option<PathBuf>,
@@ -85,6 +86,11 @@ pub struct BridgeArgs {
     /// rotation rolls out; repeat for more (at most 4).
     #[arg(long, value_name = "FILE", requires = "listen")]
     pub seal_key_previous: Vec<PathBuf>,
+    /// With --listen and a seal key: keep the tokens of the callers' own logins
+    /// (`"credentials": {"mode": "user"}`) in FILE across restarts, each sealed with the
+    /// seal key. Without it, they are kept in memory only.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub user_tokens: Option<PathBuf>,
     /// With --listen: serve `/metrics` (Prometheus) on ADDR instead of the listener's
     /// port, with `/healthz` and `/readyz` (e.g. `127.0.0.1:9464`). Loopback unless
     /// --allow-remote; no token there (on the listener, `/metrics` wants what `/mcp`

@@ -54,21 +54,7 @@ pub fn gateway_on(as_port: u16, port: u16, behind: &[&str]) -> Gateway {
         url.clone(),
         issuer.clone(),
     );
-    let listen = format!("127.0.0.1:{port}");
-    let mut args = vec![
-        "--trace",
-        "--listen",
-        &listen,
-        "--auth-issuer",
-        &issuer,
-        "--public-url",
-        &url,
-        "--auth-scope",
-        "mcp:tools",
-    ];
-    args.extend_from_slice(behind);
-    let bridge = Bridge::start(&args);
-    bridge.audit_until(|l| l["event"] == "listening");
+    let bridge = start_gateway(&issuer, port, behind);
     Gateway {
         _issuer: peer,
         issuer,
@@ -78,7 +64,42 @@ pub fn gateway_on(as_port: u16, port: u16, behind: &[&str]) -> Gateway {
     }
 }
 
+/// The gateway on `port`, callers of `issuer`, in front of what `behind` says.
+fn start_gateway(issuer: &str, port: u16, behind: &[&str]) -> Bridge {
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut args = vec![
+        "--trace",
+        "--listen",
+        &listen,
+        "--auth-issuer",
+        issuer,
+        "--public-url",
+        &url,
+        "--auth-scope",
+        "mcp:tools",
+    ];
+    args.extend_from_slice(behind);
+    let bridge = Bridge::start(&args);
+    bridge.audit_until(|l| l["event"] == "listening");
+    bridge
+}
+
 impl Gateway {
+    /// The gateway stopped (by its pid, and waited for) and started again on its port,
+    /// in front of what `behind` says; the identity provider stays.
+    pub fn restart(&mut self, behind: &[&str]) {
+        let pid = self.bridge.pid().to_string();
+        let _ = std::process::Command::new("kill").arg(&pid).status();
+        for _ in 0..500 {
+            if std::net::TcpListener::bind(("127.0.0.1", self.port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        self.bridge = start_gateway(&self.issuer, self.port, behind);
+    }
+
     /// A client credentials token of `client` (`alice-app`, `bob-app`) for the gateway.
     pub fn token(&self, client: &str) -> String {
         let secret = format!("{}-secret", client.trim_end_matches("-app"));

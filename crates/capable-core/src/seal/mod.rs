@@ -62,6 +62,8 @@ pub enum SealKind {
     Task,
     /// An input round's `requestState`.
     RequestState,
+    /// A caller's token of a server of `user` credentials, kept in the gateway's file.
+    UserToken,
 }
 
 impl SealKind {
@@ -70,6 +72,7 @@ impl SealKind {
             SealKind::Session => 1,
             SealKind::Task => 2,
             SealKind::RequestState => 3,
+            SealKind::UserToken => 4,
         }
     }
 }

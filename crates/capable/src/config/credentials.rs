@@ -10,7 +10,10 @@
 //!            "oauth": {"clientId": "gw-wiki", "clientSecret": "${WIKI_SECRET}"},
 //!            "credentials": {"mode": "exchange",
 //!                            "idp": {"tokenEndpoint": "https://idp.example/token",
-//!                                    "clientId": "gateway", "clientSecret": "${IDP_SECRET}"}}}}}
+//!                                    "clientId": "gateway", "clientSecret": "${IDP_SECRET}"}}},
+//!   "drive": {"url": "https://drive.example/mcp",
+//!             "oauth": {"clientId": "gw-drive", "clientSecret": "${DRIVE_SECRET}"},
+//!             "credentials": {"mode": "user"}}}}
 //! ```
 //!
 //! - `service` (the default for an HTTP server): the gateway's own credentials — its
@@ -20,6 +23,10 @@
 //!   caller's identity provider (`idp`, RFC 8693) for an identity assertion grant
 //!   (ID-JAG), which the server's authorization server exchanges for the caller's own
 //!   access token (RFC 7523, as the entry's `oauth` client).
+//! - `user`: per caller. The server's own OAuth login (authorization code and PKCE, as
+//!   the entry's `oauth` client, or one registered dynamically), done by the gateway on
+//!   the caller's behalf: the caller is sent the authorization URL, the redirect
+//!   returns to the gateway (`/oauth/callback`), and the tokens are kept per caller.
 //!
 //! Either way, the caller's own token never leaves the gateway for a server.
 
@@ -38,6 +45,10 @@ pub enum Credentials {
         /// The caller's identity provider, where the gateway exchanges the token.
         idp: ExchangeIdp,
     },
+    /// Each caller's, by the server's own OAuth login (authorization code and PKCE,
+    /// as the entry's `oauth` client), done by the gateway on the caller's behalf: the
+    /// caller is sent the authorization URL, the redirect comes back to the gateway.
+    User,
 }
 
 /// The identity provider a caller's token is exchanged at, and the gateway's client
@@ -71,6 +82,7 @@ impl Credentials {
     ) -> Result<Credentials, E> {
         Ok(match self {
             Credentials::Service => Credentials::Service,
+            Credentials::User => Credentials::User,
             Credentials::Exchange { idp } => Credentials::Exchange {
                 idp: ExchangeIdp {
                     token_endpoint: expand(&idp.token_endpoint)?,
@@ -92,6 +104,7 @@ mod tests {
         let text = r#"{"mcpServers": {
             "svc": {"url": "http://127.0.0.1:1/mcp", "credentials": {"mode": "service"}},
             "plain": {"url": "http://127.0.0.1:2/mcp"},
+            "usr": {"url": "http://127.0.0.1:6/mcp", "credentials": {"mode": "user"}},
             "ex": {"url": "http://127.0.0.1:3/mcp", "credentials": {"mode": "exchange",
                    "idp": {"tokenEndpoint": "http://idp/token", "clientId": "gw", "clientSecret": "${S}"}}},
             "typo": {"url": "http://127.0.0.1:4/mcp", "credentials": {"mode": "sevice"}},
@@ -102,6 +115,7 @@ mod tests {
         let of = |name: &str| file.policies.get(name).and_then(|p| p.credentials.clone());
         assert_eq!(of("svc"), Some(Credentials::Service));
         assert_eq!(of("plain"), None);
+        assert_eq!(of("usr"), Some(Credentials::User));
         let Some(Credentials::Exchange { idp }) = of("ex") else {
             panic!("{:?}", of("ex"));
         };

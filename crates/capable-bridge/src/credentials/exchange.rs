@@ -1,41 +1,26 @@
-//! Whose credentials go to the HTTP servers of a config (an entry's `credentials`,
-//! [`Credentials`]): the gateway's own, or each caller's by token exchange. Never the
-//! caller's own token: the listener takes it for who is calling, and it goes upstream
-//! only as the subject of an exchange at the caller's identity provider.
-//!
-//! - `service` (the default): the bridge's [`OAuthProvider`]
-//!   ([`BridgeConfig::oauth`](crate::BridgeConfig::oauth)), the same credentials for
-//!   every caller.
-//! - `exchange`: the caller's verified access token is exchanged at its identity
-//!   provider for an ID-JAG (RFC 8693), then at the server's authorization server for
-//!   an access token of the caller's (RFC 7523) — the client library's
-//!   enterprise-managed flow. What it gets is kept per caller ([`Exchanges`], a
-//!   bounded map), for every server of the caller, until it expires; a token the server
-//!   refuses is asked for again once, never in a loop.
-//!
-//! An exchange's subject is the latest token the caller presented: each connection to
-//! a server (a restart included) takes it, and a refused token is asked for again with
-//! the one the connection began with.
+//! `exchange` credentials: each caller's token exchanged at its identity provider for
+//! an ID-JAG (RFC 8693), then at the server's authorization server for the caller's own
+//! access token (RFC 7523); what it got kept per caller ([`Exchanges`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable::auth::{Flow, LoginMode, MemoryStore, OAuthClient, OAuthConfig};
-use capable::config::{ConfigFile, Credentials, OAuthEntry, ServerTarget};
-use capable::host::OAuthProvider;
+use capable::auth::{Flow, LoginMode, MemoryStore, OAuthConfig};
+use capable::config::OAuthEntry;
 use capable::internal::auth::resource::Caller;
-use capable::transport::http::Url;
+
+use super::bearer;
 
 /// A caller's access token, as it reached the listener. Never shown: its `Debug` says
 /// nothing of it.
-struct Inbound(String);
+pub(super) struct Inbound(String);
 
-/// The token of an `Authorization: Bearer …` header.
-fn bearer(value: Option<&str>) -> Option<&str> {
-    let (scheme, token) = value?.split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+impl Inbound {
+    /// The token itself, for the exchange's request only.
+    pub(super) fn secret(&self) -> &str {
+        &self.0
+    }
 }
 
 impl std::fmt::Debug for Inbound {
@@ -89,7 +74,7 @@ impl Exchanges {
     }
 
     /// `caller`'s latest token and the store of its tokens.
-    fn of(&self, caller: &Caller) -> (Option<Arc<Inbound>>, Arc<MemoryStore>) {
+    pub(super) fn of(&self, caller: &Caller) -> (Option<Arc<Inbound>>, Arc<MemoryStore>) {
         self.with(caller, |e| (e.token.clone(), e.store.clone()))
     }
 
@@ -126,87 +111,13 @@ impl Exchanges {
     }
 }
 
-/// Whether a server of `config` is reached by exchange: then each caller's token is
-/// kept with its session.
-pub fn any_exchange(config: &ConfigFile) -> bool {
-    config
-        .policies
-        .values()
-        .any(|p| matches!(p.credentials, Some(Credentials::Exchange { .. })))
-}
-
-/// The credentials of each HTTP server of `config`, by URL.
-fn modes(config: &ConfigFile) -> Vec<(Url, Credentials)> {
-    config
-        .servers
-        .iter()
-        .filter_map(|entry| {
-            let Ok(ServerTarget::Http { url, .. }) = &entry.target else {
-                return None;
-            };
-            let credentials = config.policies.get(&entry.name)?.credentials.clone()?;
-            Some((Url::parse(url).ok()?, credentials))
-        })
-        .collect()
-}
-
-/// The OAuth clients of the servers of `config` for the caller of the task at hand:
-/// `service` ones from `service`, `exchange` ones of the caller's own. `None` when
-/// every server is `service` (then `service` as it is).
-pub fn provider(
-    config: &ConfigFile,
-    service: Option<OAuthProvider>,
-    exchanges: &Arc<Exchanges>,
-) -> Option<OAuthProvider> {
-    let modes = modes(config);
-    if !modes
-        .iter()
-        .any(|(_, c)| matches!(c, Credentials::Exchange { .. }))
-    {
-        return service;
-    }
-    let caller = crate::audit::caller();
-    let exchanges = exchanges.clone();
-    Some(OAuthProvider::new(move |url, entry| {
-        let mode = modes.iter().find(|(u, _)| u == url).map(|(_, c)| c);
-        match mode {
-            Some(Credentials::Exchange { idp }) => {
-                let Some(caller) = &caller else {
-                    return Err(capable::Error::InvalidOptions(
-                        "this server's credentials are exchanged per caller: the gateway \
-                         needs callers who log in (--auth-issuer)"
-                            .into(),
-                    ));
-                };
-                let (Some(inbound), store) = exchanges.of(caller) else {
-                    return Err(capable::Error::InvalidOptions(
-                        "this server's credentials are exchanged per caller, and the \
-                         caller's token is no longer kept: send the request again"
-                            .into(),
-                    ));
-                };
-                let flow = Flow::Enterprise {
-                    idp_token_endpoint: idp.token_endpoint.clone(),
-                    idp_client_id: idp.client_id.clone(),
-                    idp_client_secret: idp.client_secret.clone(),
-                    id_token: inbound.0.clone(),
-                    access_token: true,
-                };
-                let client = OAuthClient::new(url.clone(), exchange_config(store, flow, entry))
-                    .map_err(|e| capable::Error::InvalidOptions(e.to_string()))?;
-                Ok(Some(Arc::new(client)))
-            }
-            _ => match &service {
-                Some(service) => service.client(url, entry),
-                None => Ok(None),
-            },
-        }
-    }))
-}
-
 /// The client of an exchange: the entry's `oauth` client (id, secret, scopes, issuer)
 /// at the server's authorization server, never asking anyone anything.
-fn exchange_config(store: Arc<MemoryStore>, flow: Flow, entry: Option<&OAuthEntry>) -> OAuthConfig {
+pub(super) fn exchange_config(
+    store: Arc<MemoryStore>,
+    flow: Flow,
+    entry: Option<&OAuthEntry>,
+) -> OAuthConfig {
     let mut config = OAuthConfig::new(store);
     config.flow = flow;
     config.mode = LoginMode::Never;

@@ -1,0 +1,136 @@
+//! Whose credentials go to the HTTP servers of a config (an entry's `credentials`,
+//! [`Credentials`]): the gateway's own, or each caller's. Never the caller's own
+//! token: the listener takes it for who is calling, and it goes upstream only as the
+//! subject of an exchange at the caller's identity provider.
+//!
+//! - `service` (the default): the bridge's [`OAuthProvider`]
+//!   ([`BridgeConfig::oauth`](crate::BridgeConfig::oauth)), the same credentials for
+//!   every caller.
+//! - `exchange` (`exchange.rs`): the caller's verified access token is exchanged at its
+//!   identity provider for an ID-JAG (RFC 8693), then at the server's authorization
+//!   server for an access token of the caller's (RFC 7523) — the client library's
+//!   enterprise-managed flow. What it gets is kept per caller ([`Exchanges`], a
+//!   bounded map), for every server of the caller, until it expires; a token the
+//!   server refuses is asked for again once, never in a loop.
+//! - `user` (`user.rs`): the server's own OAuth login (authorization code and PKCE),
+//!   done by the gateway on the caller's behalf ([`Users`]): the caller is sent the
+//!   authorization URL (URL-mode elicitation's `-32042`), the redirect comes back to
+//!   the gateway's `/oauth/callback`, and the tokens are kept per caller, refreshed
+//!   when due, the caller asked again once when the server refuses them.
+//!
+//! An exchange's subject is the latest token the caller presented: each connection to
+//! a server (a restart included) takes it, and a refused token is asked for again with
+//! the one the connection began with.
+
+use std::sync::Arc;
+
+use capable::auth::{Flow, OAuthClient};
+use capable::config::{ConfigFile, Credentials, ServerTarget};
+use capable::host::OAuthProvider;
+use capable::transport::http::Url;
+
+mod ask;
+mod exchange;
+mod kept;
+mod user;
+
+pub use ask::UserServers;
+pub use exchange::Exchanges;
+pub use kept::Kept;
+pub use user::{Users, AUTHORIZATION_META, LOGIN_TTL};
+
+/// The token of an `Authorization: Bearer …` header.
+fn bearer(value: Option<&str>) -> Option<&str> {
+    let (scheme, token) = value?.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Whether a server of `config` is reached by exchange: then each caller's token is
+/// kept with its session.
+pub fn any_exchange(config: &ConfigFile) -> bool {
+    config
+        .policies
+        .values()
+        .any(|p| matches!(p.credentials, Some(Credentials::Exchange { .. })))
+}
+
+/// The credentials of each HTTP server of `config`, by URL.
+fn modes(config: &ConfigFile) -> Vec<(Url, Credentials)> {
+    config
+        .servers
+        .iter()
+        .filter_map(|entry| {
+            let Ok(ServerTarget::Http { url, .. }) = &entry.target else {
+                return None;
+            };
+            let credentials = config.policies.get(&entry.name)?.credentials.clone()?;
+            Some((Url::parse(url).ok()?, credentials))
+        })
+        .collect()
+}
+
+/// The OAuth clients of the servers of `config` for the caller of the task at hand:
+/// `service` ones from `service`, `exchange` and `user` ones of the caller's own.
+/// `None` when every server is `service` (then `service` as it is).
+pub fn provider(
+    config: &ConfigFile,
+    service: Option<OAuthProvider>,
+    exchanges: &Arc<Exchanges>,
+    users: &Arc<Users>,
+) -> Option<OAuthProvider> {
+    let modes = modes(config);
+    if !modes
+        .iter()
+        .any(|(_, c)| matches!(c, Credentials::Exchange { .. } | Credentials::User))
+    {
+        return service;
+    }
+    let caller = crate::audit::caller();
+    let (exchanges, users) = (exchanges.clone(), users.clone());
+    Some(OAuthProvider::new(move |url, entry| {
+        let mode = modes.iter().find(|(u, _)| u == url).map(|(_, c)| c);
+        let per_caller = |what: &str| {
+            caller.as_ref().ok_or_else(|| {
+                capable::Error::InvalidOptions(format!(
+                    "this server's credentials are {what} per caller: the gateway needs \
+                     callers who log in (--auth-issuer)"
+                ))
+            })
+        };
+        match mode {
+            Some(Credentials::Exchange { idp }) => {
+                let caller = per_caller("exchanged")?;
+                let (Some(inbound), store) = exchanges.of(caller) else {
+                    return Err(capable::Error::InvalidOptions(
+                        "this server's credentials are exchanged per caller, and the \
+                         caller's token is no longer kept: send the request again"
+                            .into(),
+                    ));
+                };
+                let flow = Flow::Enterprise {
+                    idp_token_endpoint: idp.token_endpoint.clone(),
+                    idp_client_id: idp.client_id.clone(),
+                    idp_client_secret: idp.client_secret.clone(),
+                    id_token: inbound.secret().to_owned(),
+                    access_token: true,
+                };
+                let config = exchange::exchange_config(store, flow, entry);
+                let client = OAuthClient::new(url.clone(), config)
+                    .map_err(|e| capable::Error::InvalidOptions(e.to_string()))?;
+                Ok(Some(Arc::new(client)))
+            }
+            Some(Credentials::User) => {
+                let caller = per_caller("the caller's own login,")?;
+                let client = users
+                    .client(caller, url, entry)
+                    .map_err(|e| capable::Error::InvalidOptions(e.to_string()))?;
+                Ok(Some(Arc::new(client)))
+            }
+            _ => match &service {
+                Some(service) => service.client(url, entry),
+                None => Ok(None),
+            },
+        }
+    }))
+}
