@@ -10,6 +10,10 @@ type), `shout` (an MCP Apps tool: `_meta.ui.resourceUri`), and a `ui://` resourc
 With `PEER_ECHO_DESCRIPTION_FILE` set, `echo` describes itself with that file's text, read
 as the server starts: a server whose tool definition changes between two starts, as a
 server that changes a reviewed tool under its users would.
+
+With `PEER_TRACE_HEADERS` set, a `trace_headers` tool answers with the W3C trace context
+headers (`traceparent`, `tracestate`) its HTTP request came with: what a client passed on
+to a server's own tracing.
 """
 
 import argparse
@@ -55,6 +59,16 @@ def shout_view() -> str:
 @mcp.resource("docs://manual", mime_type="text/plain")
 def manual() -> str:
     return "The FastMCP manual."
+
+
+if os.environ.get("PEER_TRACE_HEADERS"):
+    from fastmcp.server.dependencies import get_http_headers
+
+    @mcp.tool()
+    def trace_headers() -> dict:
+        """The W3C trace context headers this call's HTTP request came with."""
+        headers = get_http_headers(include_all=True)
+        return {k: headers[k] for k in ("traceparent", "tracestate") if k in headers}
 
 
 if __name__ == "__main__":

@@ -64,39 +64,63 @@ impl Forwarded {
         }
     }
 
-    /// What a span reads of the params: the tool's or prompt's name, the resource's
-    /// URI, and the caller's trace context in `_meta` (members that are not strings
-    /// are not read).
-    pub fn trace_fields(&self) -> crate::traces::TraceFields {
+    /// What a span reads of the params of a `method` request: the tool's or prompt's
+    /// name, the resource's URI, and the caller's trace context in `_meta` (members
+    /// that are not strings are not read). Edited params were split into members by
+    /// the relay: those are looked up. Params as sent are read only when the method
+    /// names a target or they mention `_meta`, in one pass that skips every other
+    /// member (no value is built).
+    pub fn trace_fields(&self, method: Method) -> crate::traces::TraceFields {
         #[derive(serde::Deserialize)]
-        struct Meta {
-            traceparent: Option<String>,
-            tracestate: Option<String>,
+        struct Meta<'a> {
+            #[serde(borrow)]
+            traceparent: Option<std::borrow::Cow<'a, str>>,
+            #[serde(borrow)]
+            tracestate: Option<std::borrow::Cow<'a, str>>,
         }
         #[derive(serde::Deserialize)]
-        struct Read {
-            #[serde(flatten)]
-            fields: crate::traces::TraceFields,
-            #[serde(rename = "_meta")]
-            meta: Option<Meta>,
+        struct Read<'a> {
+            #[serde(borrow)]
+            name: Option<std::borrow::Cow<'a, str>>,
+            #[serde(borrow)]
+            uri: Option<std::borrow::Cow<'a, str>>,
+            #[serde(rename = "_meta", borrow)]
+            meta: Option<Meta<'a>>,
         }
         let text = |raw: Option<&Box<RawValue>>| {
             raw.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
         };
+        let shared = |raw: Option<&Box<RawValue>>| text(raw).map(std::sync::Arc::from);
         match self {
-            Forwarded::AsSent(raw) => match serde_json::from_str::<Read>(raw.get()) {
-                Ok(Read { mut fields, meta }) => {
-                    if let Some(meta) = meta {
-                        fields.traceparent = meta.traceparent;
-                        fields.tracestate = meta.tracestate;
-                    }
-                    fields
+            Forwarded::AsSent(raw) => {
+                let targeted = matches!(
+                    method,
+                    Method::CallTool
+                        | Method::GetPrompt
+                        | Method::ReadResource
+                        | Method::Subscribe
+                        | Method::Unsubscribe
+                );
+                if !targeted && !raw.get().contains("\"_meta\"") {
+                    return Default::default();
                 }
-                Err(_) => Default::default(),
-            },
+                let Ok(read) = serde_json::from_str::<Read<'_>>(raw.get()) else {
+                    return Default::default();
+                };
+                let (traceparent, tracestate) = match read.meta {
+                    Some(m) => (m.traceparent, m.tracestate),
+                    None => (None, None),
+                };
+                crate::traces::TraceFields {
+                    name: read.name.as_deref().map(Into::into),
+                    uri: read.uri.as_deref().map(Into::into),
+                    traceparent: traceparent.map(Into::into),
+                    tracestate: tracestate.map(Into::into),
+                }
+            }
             Forwarded::Edited { members, meta } => crate::traces::TraceFields {
-                name: text(members.get("name")),
-                uri: text(members.get("uri")),
+                name: shared(members.get("name")),
+                uri: shared(members.get("uri")),
                 traceparent: meta.as_ref().and_then(|m| text(m.get("traceparent"))),
                 tracestate: meta.as_ref().and_then(|m| text(m.get("tracestate"))),
             },
@@ -104,10 +128,19 @@ impl Forwarded {
     }
 
     /// The params with `traceparent` (and `tracestate`, or none) in `_meta`, in place
-    /// of the caller's.
+    /// of the caller's. Params as sent without `_meta` (a legacy host's usual request)
+    /// get it written in front of their members, their text otherwise kept as it is
+    /// (checked once more, never decoded into members).
     pub fn with_trace(self, traceparent: &str, tracestate: Option<&str>) -> Forwarded {
+        let string = |s: &str| serde_json::value::to_raw_value(s).ok();
         let (members, meta) = match self {
             Forwarded::Edited { members, meta } => (members, meta),
+            Forwarded::AsSent(raw) if !raw.get().contains("\"_meta\"") => {
+                match spliced(raw.get(), traceparent, tracestate) {
+                    Some(spliced) => return Forwarded::AsSent(spliced),
+                    None => return Forwarded::AsSent(raw),
+                }
+            }
             Forwarded::AsSent(raw) => {
                 let mut members: Members = serde_json::from_str(raw.get()).unwrap_or_default();
                 let meta = members
@@ -116,7 +149,6 @@ impl Forwarded {
                 (members, meta)
             }
         };
-        let string = |s: &str| serde_json::value::to_raw_value(s).ok();
         let mut meta = meta.unwrap_or_default();
         match string(traceparent) {
             Some(parent) => meta.insert("traceparent".to_owned(), parent),
@@ -143,6 +175,25 @@ impl Forwarded {
             },
         }
     }
+}
+
+/// The object `params` (without `_meta`) with `{"_meta":{"traceparent":…}}` as its
+/// first member: its other members as their text; `None` when it is no object.
+fn spliced(params: &str, traceparent: &str, tracestate: Option<&str>) -> Option<Box<RawValue>> {
+    let rest = params.trim_start().strip_prefix('{')?.trim_start();
+    let mut text = String::with_capacity(params.len() + 96);
+    text.push_str(r#"{"_meta":{"traceparent":"#);
+    text.push_str(&serde_json::to_string(traceparent).ok()?);
+    if let Some(state) = tracestate {
+        text.push_str(r#","tracestate":"#);
+        text.push_str(&serde_json::to_string(state).ok()?);
+    }
+    text.push('}');
+    if !rest.starts_with('}') {
+        text.push(',');
+    }
+    text.push_str(rest);
+    RawValue::from_string(text).ok()
 }
 
 impl serde::Serialize for Forwarded {
@@ -308,6 +359,33 @@ mod tests {
         assert_eq!(forwarded(&odd), json!({"uri": "a://b", "_meta": 7}));
         assert!(upstream_params(&payload(json!([1]))).is_err());
         assert_eq!(forwarded(&payload(Value::Null)), json!({}));
+    }
+
+    #[test]
+    fn a_trace_goes_in_front_of_params_as_sent_whose_text_stays() {
+        let sent = || {
+            let plain = Payload::from_json(br#"{"uri":"a://b","x":[1, 2]}"#.to_vec());
+            upstream_params(&plain).unwrap()
+        };
+        let fields = sent().trace_fields(Method::ReadResource);
+        assert_eq!(fields.uri.as_deref(), Some("a://b"));
+        assert_eq!(fields.traceparent, None);
+        let traced = sent().with_trace("00-t-s-01", Some(r#"k="v"#));
+        let Forwarded::AsSent(raw) = &traced else {
+            panic!("decoded: {traced:?}");
+        };
+        assert_eq!(
+            raw.get(),
+            r#"{"_meta":{"traceparent":"00-t-s-01","tracestate":"k=\"v"},"uri":"a://b","x":[1, 2]}"#
+        );
+        let again = traced.trace_fields(Method::ListTools);
+        assert_eq!(again.traceparent.as_deref(), Some("00-t-s-01"));
+        assert_eq!(again.tracestate.as_deref(), Some(r#"k="v"#));
+        let empty = upstream_params(&Payload::from_json(b"{ }".to_vec())).unwrap();
+        assert_eq!(
+            serde_json::to_value(empty.with_trace("p", None)).unwrap(),
+            json!({"_meta": {"traceparent": "p"}})
+        );
     }
 
     #[test]

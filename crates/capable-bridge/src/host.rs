@@ -9,6 +9,7 @@
 //! does not start, authorization is needed and cannot be had here), that request is
 //! answered with an error that says why and what to do, and the next one tries again.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use capable::internal::jsonrpc::{split_batch, FramingError, Incoming};
@@ -41,8 +42,9 @@ pub struct Target {
     /// The logins of servers of `user` credentials, and what they got, per caller.
     pub users: Arc<crate::credentials::Users>,
     /// Whether a server's credentials are exchanged per caller: then each caller's
-    /// token is kept with its session.
-    pub exchanging: bool,
+    /// token is kept. A reload sets it anew (a config that adds an `exchange` server
+    /// turns it on, one that takes the last away turns it off).
+    pub exchanging: Arc<AtomicBool>,
     /// Many servers reloaded: the config in force, which every host's servers follow.
     pub generation: Option<tokio::sync::watch::Receiver<Arc<Generation>>>,
 }
@@ -95,23 +97,21 @@ impl Target {
                 }
             }
         });
-        // A config reloaded may name `exchange` servers later: callers' tokens are kept
-        // with their sessions from the start then.
-        let exchanging = config.reload.is_some()
-            || match &config.upstream {
-                Upstream::Many { config, .. } => crate::credentials::any_exchange(config),
-                Upstream::One { .. } => false,
-            };
+        // Callers' tokens are kept only while some server exchanges them (a reload
+        // says so anew).
+        let exchanging = Arc::new(AtomicBool::new(match &config.upstream {
+            Upstream::Many { config, .. } => crate::credentials::any_exchange(config),
+            Upstream::One { .. } => false,
+        }));
         let generation = match config.reload.take() {
             Some(reload) => {
-                let (audit, stop) = (audit.clone(), stop.clone());
-                Some(super::reload::start(
-                    reload,
-                    &mut config,
-                    audit,
-                    stop,
+                let following = super::reload::Following {
+                    audit: audit.clone(),
+                    stop: stop.clone(),
                     known,
-                )?)
+                    exchanging: exchanging.clone(),
+                };
+                Some(super::reload::start(reload, &mut config, following)?)
             }
             None => None,
         };
@@ -182,15 +182,7 @@ impl Target {
 fn servers_of(upstream: &Upstream) -> Vec<(String, bool)> {
     match upstream {
         Upstream::One { name, .. } => vec![(name.clone(), true)],
-        Upstream::Many { config, only } => config
-            .servers
-            .iter()
-            .map(|entry| {
-                let disabled = config.policies.get(&entry.name).is_some_and(|p| p.disabled);
-                let chosen = only.is_empty() || only.contains(&entry.name);
-                (entry.name.clone(), chosen && !disabled)
-            })
-            .collect(),
+        Upstream::Many { config, only } => config_servers(config, only),
     }
 }
 
@@ -203,6 +195,23 @@ fn user_servers(upstream: &Upstream) -> bool {
         .policies
         .values()
         .any(|p| matches!(p.credentials, Some(capable::config::Credentials::User)))
+}
+
+/// The servers of `config`, by name, and whether the bridge needs each (not
+/// `disabled`, not left out by `only`).
+pub(crate) fn config_servers(
+    config: &capable::config::ConfigFile,
+    only: &[String],
+) -> Vec<(String, bool)> {
+    config
+        .servers
+        .iter()
+        .map(|entry| {
+            let disabled = config.policies.get(&entry.name).is_some_and(|p| p.disabled);
+            let chosen = only.is_empty() || only.contains(&entry.name);
+            (entry.name.clone(), chosen && !disabled)
+        })
+        .collect()
 }
 
 /// The most callers whose exchanged tokens are kept at once.

@@ -12,6 +12,8 @@
 #[path = "bridge_support/mod.rs"]
 mod bridge_support;
 mod common;
+#[path = "listen_support/mod.rs"]
+mod listen_support;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -185,6 +187,18 @@ fn a_client_through_listen_calling_in_a_loop_never_fails_while_the_config_change
         .block_on(session.call_tool("b__echo", Some(&echo("to b"))))
         .unwrap();
     assert!(!called.is_error.unwrap_or(false), "{called:?}");
+    // Counted under its own name, not as `other`.
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let scrape = listen_support::http_at(port, "GET", "/metrics", &[], "").body;
+    assert!(
+        scrape.contains(r#"requests_total{method="tools/call",server="b",outcome="ok"}"#),
+        "{scrape}"
+    );
+    assert!(scrape.contains(r#"upstream_up{server="b"} 1"#), "{scrape}");
     more_calls(calls_now());
 
     // A rule changed: b's echo no longer allowed, from the next call on.

@@ -213,6 +213,54 @@ fn over_http_the_traceparent_header_is_the_parent_and_the_server_of_many_is_name
     assert_eq!(upstream.attr("capable.server"), Some("a"));
 }
 
+#[test]
+fn an_http_server_gets_the_upstream_calls_context_as_the_traceparent_header_too() {
+    if !common::peers_wanted(&[common::servers::FASTMCP]) {
+        return;
+    }
+    // FastMCP over Streamable HTTP, with a tool that says the headers it was called with.
+    let port = common::servers::free_port();
+    let py = common::servers::path(common::servers::FASTMCP);
+    let fastmcp = common::servers::start(
+        &py,
+        &["tests/peers/fastmcp_server.py", "--http", &port.to_string()],
+        &[("PEER_TRACE_HEADERS", "1".to_owned())],
+        port,
+    );
+    let collector = Collector::start();
+    let endpoint = collector.endpoint();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint.as_str()),
+        QUICK,
+    ];
+    let url = fastmcp.url("/mcp");
+    let mut b = Bridge::start_env(&["--url", &url], &env);
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "h", "version": "1"}});
+    ask(&mut b, 0, "initialize", init);
+    b.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let parent = caller_parent();
+    let call = ask(
+        &mut b,
+        3,
+        "tools/call",
+        json!({"name": "trace_headers", "arguments": {},
+            "_meta": {"traceparent": parent, "tracestate": "team=blue"}}),
+    );
+    let got = &call["result"]["structuredContent"];
+    let header = got["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no traceparent header reached the server: {call}"));
+    assert_eq!(got["tracestate"], "team=blue", "{call}");
+    let (trace, span) = span_of(header);
+    assert_eq!(trace, TRACE);
+    // The header names the bridge's upstream call, not the caller's span.
+    let spans = collector.spans_until(|s| s.iter().any(|s| s.kind == CLIENT));
+    let upstream = one(&spans, "tools/call trace_headers", CLIENT);
+    assert_eq!(upstream.span_id, span);
+    assert_ne!(span, CALLER_SPAN);
+}
+
 /// `n` calls of `echo` in `session`, each answered: how long they took.
 fn calls(port: u16, session: &str, n: usize) -> Duration {
     let started = Instant::now();

@@ -45,6 +45,21 @@ fn legacy_requests_carry_the_session_and_the_negotiated_version_only() {
 }
 
 #[test]
+fn a_requests_trace_context_in_meta_goes_as_the_w3c_headers_too() {
+    let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let (mut http, _) = legacy(ProtocolVersion::V2025_11_25);
+    let (_, post, _) = sent(&http.send_line(&line(json!({"jsonrpc": "2.0", "id": 2,
+        "method": "tools/call", "params": {"name": "echo",
+        "_meta": {"traceparent": parent, "tracestate": "team=blue"}}}))));
+    assert_eq!(header(&post, "traceparent"), Some(parent));
+    assert_eq!(header(&post, "tracestate"), Some("team=blue"));
+    let (_, plain, _) = sent(&http.send_line(&line(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
+    )));
+    assert_eq!(header(&plain, "traceparent"), None);
+}
+
+#[test]
 fn the_standalone_stream_is_reopened_a_bounded_number_of_times_then_given_up() {
     let (mut http, opened) = legacy(ProtocolVersion::V2025_11_25);
     let (ex, _, _) = sent(&opened);

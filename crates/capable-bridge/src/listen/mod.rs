@@ -48,6 +48,7 @@ mod session;
 mod sse;
 
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -361,7 +362,7 @@ async fn handle(State(listener): State<Arc<Listener>>, request: Request) -> Resp
             match identity::caller(identity, &headers, &listener.target.audit).await {
                 Ok(caller) => {
                     // The caller's latest token, for exchanges of its credentials.
-                    if listener.target.exchanging {
+                    if listener.target.exchanging.load(Relaxed) {
                         let authorization = headers.get(header::AUTHORIZATION);
                         let authorization = authorization.and_then(|v| v.to_str().ok());
                         listener.target.exchanges.present(&caller, authorization);

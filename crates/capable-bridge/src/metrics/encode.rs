@@ -116,12 +116,12 @@ impl Collector for Metrics {
             MetricType::Gauge,
         )?;
         let down = self.down();
-        for (i, name) in self.servers.iter().enumerate() {
-            if !self.needed[i] {
+        for (i, name) in self.named_slots() {
+            if !self.needed[i].load(Relaxed) {
                 continue;
             }
-            let up = i64::from(!down.iter().any(|(d, _)| *d == &**name));
-            let labels = [("server", &**name)];
+            let up = i64::from(!down.iter().any(|(d, _)| *d == name));
+            let labels = [("server", name)];
             ConstGauge::new(up).encode(e.encode_family(&labels)?)?;
         }
 
@@ -148,11 +148,10 @@ impl Collector for Metrics {
             None,
             counter,
         )?;
-        for (at, n) in self.restarts.iter().enumerate() {
-            let labels = [("server", self.server_label(at))];
-            if at < self.servers.len() {
-                ConstCounter::new(n.load(Relaxed)).encode(e.encode_family(&labels)?)?;
-            }
+        for (at, name) in self.named_slots() {
+            let labels = [("server", name)];
+            let n = self.restarts.get(at).map_or(0, |n| n.load(Relaxed));
+            ConstCounter::new(n).encode(e.encode_family(&labels)?)?;
         }
 
         let mut e = encoder.encode_descriptor(

@@ -5,9 +5,12 @@
 //! Every count is an atomic in an array laid out when the bridge starts: a label is an
 //! index (the method's place in the method table, the server's in the config, the
 //! outcome's), so counting a request allocates nothing and takes no lock, and no label
-//! takes a value the bridge did not know at start (a method outside the table is
-//! `other`, a server outside the config `other`). A scrape reads the atomics as they
-//! are (`encode.rs`); nobody waits for it.
+//! takes a value the bridge did not name (a method outside the table is `other`, a
+//! server the config never named `other`). The array has room for [`SPARE`] servers
+//! more than the first config's: a server a reload adds takes the next one, under its
+//! own name, from then on ([`Metrics::follow`]); a server removed keeps its slot and its
+//! counts, no longer needed. Past the room, a new server counts as `other`. A scrape
+//! reads the atomics as they are (`encode.rs`); nobody waits for it.
 //!
 //! | metric (`capable_bridge_…`) | labels | what |
 //! |---|---|---|
@@ -31,8 +34,9 @@
 mod encode;
 mod histogram;
 
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use capable::internal::Method;
@@ -133,13 +137,23 @@ const REFUSALS: [&str; 7] = [
 /// The kinds of host task, as labelled.
 const KINDS: [&str; 2] = ["legacy", "modern"];
 
+/// How many servers a reload may add, beyond the first config's, before a new one
+/// counts as `other`.
+pub const SPARE: usize = 32;
+
 /// Every count of one bridge (see the module documentation).
 pub struct Metrics {
-    /// The servers of the config (or the one server), in its order; `server` label
-    /// slots past them are `""` (the bridge itself, or every server) and `other`.
-    servers: Box<[Box<str>]>,
-    /// Which of them the bridge needs (not disabled, not left out by `--only`).
-    needed: Box<[bool]>,
+    /// The server slots: the config's servers (or the one server) in its order, then
+    /// those reloads added, then room for more (unnamed). The `server` label slots
+    /// past them are `""` (the bridge itself, or every server) and `other`.
+    servers: Box<[OnceLock<Box<str>>]>,
+    /// How many slots are named (only ever grows; a slot is named before it counts).
+    named: AtomicUsize,
+    /// Names slots, one reload at a time.
+    naming: Mutex<()>,
+    /// Which of them the bridge needs (not disabled, not left out by `--only`, still in
+    /// the config).
+    needed: Box<[AtomicBool]>,
     /// By method, server slot and outcome.
     requests: Box<[AtomicU64]>,
     /// By method and server slot.
@@ -189,17 +203,15 @@ fn zeros<T: Default>(n: usize) -> Box<[T]> {
 impl Metrics {
     /// The counts of a bridge in front of `servers` (name, and whether it is needed).
     pub fn new(servers: impl IntoIterator<Item = (String, bool)>) -> Metrics {
-        let (servers, needed): (Vec<_>, Vec<_>) = servers
-            .into_iter()
-            .map(|(name, needed)| (name.into_boxed_str(), needed))
-            .unzip();
-        let slots = servers.len() + 2;
-        Metrics {
+        let servers: Vec<(String, bool)> = servers.into_iter().collect();
+        let capacity = servers.len() + SPARE;
+        let slots = capacity + 2;
+        let metrics = Metrics {
             requests: zeros(METHODS * slots * OUTCOMES.len()),
             latency: zeros(METHODS * slots),
             in_flight: AtomicI64::new(0),
             sessions: Default::default(),
-            states: zeros(servers.len()),
+            states: zeros(capacity),
             changes: zeros(slots * STATES.len()),
             restarts: zeros(slots),
             violations: zeros(slots * METHODS),
@@ -208,9 +220,56 @@ impl Metrics {
             refusals: Default::default(),
             reloads: Default::default(),
             traces: None,
-            servers: servers.into(),
-            needed: needed.into(),
+            servers: zeros(capacity),
+            named: AtomicUsize::new(0),
+            naming: Mutex::new(()),
+            needed: zeros(capacity),
+        };
+        metrics.follow(servers);
+        metrics
+    }
+
+    /// The servers of a config now in force (name, and whether the bridge needs it),
+    /// after a reload: one it had no slot for takes the next free one, under its own
+    /// name; one no longer among them is no longer needed (its counts stay).
+    pub fn follow(&self, servers: impl IntoIterator<Item = (String, bool)>) {
+        let _naming = self.naming.lock().unwrap_or_else(|e| e.into_inner());
+        let named = self.named.load(Ordering::Acquire);
+        let mut now = vec![false; self.servers.len()];
+        let mut next = named;
+        for (name, needed) in servers {
+            let at = match self.slot_of(&name, next) {
+                Some(at) => at,
+                None if next < self.servers.len() => {
+                    let _ = self.servers[next].set(name.into_boxed_str());
+                    next += 1;
+                    next - 1
+                }
+                // No room left: counted as `other`.
+                None => continue,
+            };
+            now[at] = needed;
         }
+        for (flag, needed) in self.needed.iter().zip(now) {
+            flag.store(needed, Relaxed);
+        }
+        self.named.store(next, Ordering::Release);
+    }
+
+    /// The slot named `name` among the first `named`.
+    fn slot_of(&self, name: &str, named: usize) -> Option<usize> {
+        self.servers[..named]
+            .iter()
+            .position(|s| s.get().is_some_and(|s| **s == *name))
+    }
+
+    /// The named server slots: index and name.
+    fn named_slots(&self) -> impl Iterator<Item = (usize, &str)> {
+        let named = self.named.load(Ordering::Acquire);
+        self.servers[..named]
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((i, &**s.get()?)))
     }
 
     /// Counts the spans `traces` dropped too (`spans_dropped_total`).
@@ -227,18 +286,17 @@ impl Metrics {
     pub fn server(&self, name: Option<&str>) -> usize {
         match name {
             None => self.servers.len(),
-            Some(name) => self
-                .servers
-                .iter()
-                .position(|s| **s == *name)
-                .unwrap_or(self.servers.len() + 1),
+            Some(name) => {
+                let named = self.named.load(Ordering::Acquire);
+                self.slot_of(name, named).unwrap_or(self.servers.len() + 1)
+            }
         }
     }
 
     /// The label of server slot `i`.
     fn server_label(&self, i: usize) -> &str {
         match self.servers.get(i) {
-            Some(name) => name,
+            Some(name) => name.get().map_or("other", |n| n),
             None if i == self.servers.len() => "",
             None => "other",
         }
@@ -334,10 +392,10 @@ impl Metrics {
     /// or on its way up does not count as down.
     pub fn down(&self) -> Vec<(&str, &'static str)> {
         let mut down = Vec::new();
-        for (i, name) in self.servers.iter().enumerate() {
+        for (i, name) in self.named_slots() {
             let latest = usize::from(self.states[i].load(Relaxed));
-            if self.needed[i] && latest > 0 && is_down(latest - 1) {
-                down.push((&**name, STATES[latest - 1]));
+            if self.needed[i].load(Relaxed) && latest > 0 && is_down(latest - 1) {
+                down.push((name, STATES[latest - 1]));
             }
         }
         down
@@ -430,6 +488,33 @@ mod tests {
         assert_eq!(m.server(Some("x")), m.server(Some("y")));
         assert_eq!(m.server_label(m.server(Some("x"))), "other");
         assert_eq!(m.server_label(m.server(None)), "");
+    }
+
+    #[test]
+    fn a_server_a_reload_adds_is_counted_under_its_own_name() {
+        let m = two();
+        m.follow([("a".into(), true), ("c".into(), true)]);
+        let c = m.server(Some("c"));
+        assert_eq!(m.server_label(c), "c");
+        assert_ne!(c, m.server(Some("other-name")));
+        m.sent(Method::CallTool, c).answered(true);
+        let text = super::Exposition::new(m.clone()).text();
+        assert!(
+            text.contains(r#"method="tools/call",server="c",outcome="ok"} 1"#),
+            "{text}"
+        );
+        // b was removed: its slot stays, no longer needed; c is.
+        m.state("b", "failed");
+        m.state("c", "failed");
+        assert_eq!(m.down(), [("c", "failed")]);
+        assert!(text.contains(r#"upstream_up{server="c"} 1"#), "{text}");
+        assert!(!text.contains(r#"upstream_up{server="b"}"#), "{text}");
+        // Past the room left, a new server is `other`.
+        let many = (0..SPARE + 5).map(|i| (format!("s{i}"), true));
+        m.follow(many);
+        let late = format!("s{}", SPARE + 4);
+        assert_eq!(m.server_label(m.server(Some(&late))), "other");
+        assert_eq!(m.server_label(m.server(Some("s0"))), "s0");
     }
 
     #[test]

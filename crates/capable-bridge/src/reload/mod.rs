@@ -22,6 +22,7 @@ mod live;
 mod watch;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -118,16 +119,32 @@ pub fn served(file: &ConfigFile, only: &[String]) -> Vec<ConfigEntry> {
         .collect()
 }
 
+/// What follows a reload besides each host's servers.
+pub struct Following {
+    /// Where it is said and counted (its metrics' server slots follow the config).
+    pub audit: Arc<Audit>,
+    /// What stops the reloading.
+    pub stop: Stop,
+    /// The hosts are verified callers (a reloaded policy may then name who may call).
+    pub known: bool,
+    /// Whether some server exchanges callers' tokens: set by each config applied.
+    pub exchanging: Arc<AtomicBool>,
+}
+
 /// Starts reloading `config` (many servers): its policy put behind a [`Live`], a task
-/// that reads the file anew until `stop`. Returns the config in force, for each host's
-/// servers to follow. `known`: the hosts are verified callers.
+/// that reads the file anew until `following.stop`. Returns the config in force, for
+/// each host's servers to follow.
 pub fn start(
     reload: Reload,
     config: &mut BridgeConfig,
-    audit: Arc<Audit>,
-    stop: Stop,
-    known: bool,
+    following: Following,
 ) -> Result<channel::Receiver<Arc<Generation>>, BridgeError> {
+    let Following {
+        audit,
+        stop,
+        known,
+        exchanging,
+    } = following;
     let Upstream::Many { config: file, only } = &config.upstream else {
         return Err(BridgeError::Config(
             "a reload is of a config's servers: serve them as many (--config without --server, --url or a command)".into(),
@@ -153,6 +170,7 @@ pub fn start(
         tx,
         audit,
         known,
+        exchanging,
         last_failure: None,
     };
     tokio::spawn(reloader.run(changes, stop));
@@ -166,6 +184,7 @@ struct Reloader {
     tx: channel::Sender<Arc<Generation>>,
     audit: Arc<Audit>,
     known: bool,
+    exchanging: Arc<AtomicBool>,
     /// Why the last read failed, said once until something else comes of a read.
     last_failure: Option<String>,
 }
@@ -246,6 +265,10 @@ impl Reloader {
         servers.changed.extend(again);
         let (lists, policies) = lists_changed(&before, &new);
         self.live.swap(loaded.policy);
+        let exchanging = crate::credentials::any_exchange(&new);
+        self.exchanging.store(exchanging, Ordering::Relaxed);
+        let metrics = self.audit.metrics();
+        metrics.follow(crate::host::config_servers(&new, &self.only));
         let names: Vec<&str> = lists.iter().map(|l| l.name()).collect();
         self.tx.send_replace(Arc::new(Generation {
             config: new,

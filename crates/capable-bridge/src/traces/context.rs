@@ -7,10 +7,9 @@
 //! body, so the relay has one place to look; a `_meta` that has its own wins (it is
 //! the request's, a header may be a whole batch's).
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
-use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::propagation::{Extractor, TextMapPropagator};
+use opentelemetry::trace::{TraceContextExt, TraceFlags};
 use opentelemetry::Context;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use serde_json::Value;
@@ -23,25 +22,56 @@ const MAX_PARENT: usize = 256;
 const MAX_STATE: usize = 512;
 
 /// The context `traceparent` (and `tracestate`) name; the empty context when they name
-/// none a W3C propagator accepts.
-pub fn parent(traceparent: Option<&str>, tracestate: Option<&str>) -> Context {
-    let mut carrier = HashMap::with_capacity(2);
-    if let Some(p) = traceparent.filter(|p| p.len() <= MAX_PARENT) {
-        carrier.insert("traceparent".to_owned(), p.to_owned());
-        if let Some(s) = tracestate.filter(|s| s.len() <= MAX_STATE) {
-            carrier.insert("tracestate".to_owned(), s.to_owned());
-        }
+/// none a W3C propagator accepts. Read straight from the two strings (no map).
+pub fn parent(traceparent: &str, tracestate: Option<&str>) -> Context {
+    if traceparent.len() > MAX_PARENT {
+        return Context::new();
     }
-    TraceContextPropagator::new().extract(&carrier)
+    let carrier = Carrier {
+        traceparent,
+        tracestate: tracestate.filter(|s| s.len() <= MAX_STATE),
+    };
+    TraceContextPropagator::new().extract_with_context(&Context::new(), &carrier)
 }
 
-/// The `traceparent` (and `tracestate`, when not empty) of the span of `cx`.
+/// The two fields a W3C propagator reads.
+struct Carrier<'a> {
+    traceparent: &'a str,
+    tracestate: Option<&'a str>,
+}
+
+impl Extractor for Carrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => Some(self.traceparent),
+            "tracestate" => self.tracestate,
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec!["traceparent", "tracestate"]
+    }
+}
+
+/// The `traceparent` (and `tracestate`, when not empty) of the span of `cx`, written
+/// as a W3C propagator writes them (version 00, the sampled flag); an empty
+/// `traceparent` for a context of no valid span.
 pub fn of(cx: &Context) -> (String, Option<String>) {
-    let mut carrier = HashMap::with_capacity(2);
-    TraceContextPropagator::new().inject_context(cx, &mut carrier);
-    let parent = carrier.remove("traceparent").unwrap_or_default();
-    let state = carrier.remove("tracestate").filter(|s| !s.is_empty());
-    (parent, state)
+    let span = cx.span();
+    let context = span.span_context();
+    if !context.is_valid() {
+        return (String::new(), None);
+    }
+    let flags = context.trace_flags() & TraceFlags::SAMPLED;
+    let parent = format!(
+        "00-{}-{}-{:02x}",
+        context.trace_id(),
+        context.span_id(),
+        flags
+    );
+    let state = context.trace_state().header();
+    (parent, (!state.is_empty()).then_some(state))
 }
 
 /// `body` with the HTTP request's `traceparent` (and `tracestate`) in the `_meta` of
@@ -100,13 +130,13 @@ pub fn into_body(body: Bytes, traceparent: &str, tracestate: Option<&str>) -> By
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry::trace::TraceContextExt;
+    use std::collections::HashMap;
 
     const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
     #[test]
     fn a_parent_is_read_and_written_back_as_it_came() {
-        let cx = parent(Some(PARENT), Some("k=v"));
+        let cx = parent(PARENT, Some("k=v"));
         let span = cx.span().span_context().clone();
         assert!(span.is_valid() && span.is_remote());
         assert_eq!(
@@ -117,9 +147,27 @@ mod tests {
     }
 
     #[test]
+    fn a_context_is_written_as_the_w3c_propagator_writes_it() {
+        for (p, state) in [
+            (PARENT, Some("k=v,a=b")),
+            (PARENT.replace("-01", "-00").as_str(), None),
+        ] {
+            let cx = parent(p, state);
+            let mut carrier = HashMap::new();
+            TraceContextPropagator::new().inject_context(&cx, &mut carrier);
+            let theirs = (
+                carrier.remove("traceparent").unwrap_or_default(),
+                carrier.remove("tracestate").filter(|s| !s.is_empty()),
+            );
+            assert_eq!(of(&cx), theirs);
+        }
+        assert_eq!(of(&Context::new()), (String::new(), None));
+    }
+
+    #[test]
     fn a_parent_that_is_not_w3c_is_none() {
         for bad in ["", "00-zz-b7ad6b7169203331-01", &"0".repeat(10_000)] {
-            let cx = parent(Some(bad), None);
+            let cx = parent(bad, None);
             assert!(!cx.span().span_context().is_valid(), "{bad:.20}");
         }
     }

@@ -18,6 +18,7 @@
 mod context;
 mod export;
 
+use std::borrow::Cow;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,16 +40,26 @@ use crate::forward::Forwarded;
 tokio::task_local! {
     /// The listener's session the task serves (a legacy one's id), or a 2026-07-28
     /// host's task (`None`); unset over stdio.
-    static SESSION: Option<Box<str>>;
+    static SESSION: Option<Session>;
+}
+
+/// A legacy session's id, and its hash once a span has shown it.
+struct Session {
+    id: Box<str>,
+    hashed: std::sync::OnceLock<Arc<str>>,
 }
 
 /// Runs `work` as one task of the listener: its spans say `tcp`, and the session's
-/// (hashed) id when it has one.
+/// (hashed) id when it has one — hashed once, by the first span that shows it.
 pub fn in_session<F: std::future::Future>(
     session: Option<&str>,
     work: F,
 ) -> impl std::future::Future<Output = F::Output> {
-    SESSION.scope(session.map(Into::into), work)
+    let session = session.map(|id| Session {
+        id: id.into(),
+        hashed: std::sync::OnceLock::new(),
+    });
+    SESSION.scope(session, work)
 }
 
 /// The bridge's traces: where spans go, and how many never got there. Cheap to clone.
@@ -141,27 +152,36 @@ impl Traces {
     }
 
     /// The span of a host's request (its parent: the caller's `traceparent` in
-    /// `params._meta`, when there is one).
+    /// `params._meta`, when there is one). Its attributes are built once, of what the
+    /// relay already has (the method, the id, the version, the params' members), each
+    /// a static or shared string: the upstream call's span takes the same ones.
     pub(crate) fn request(&self, request: Request<'_>) -> Traced {
-        let read = request.params.trace_fields();
-        let parent = context::parent(read.traceparent.as_deref(), read.tracestate.as_deref());
+        let read = request.params.trace_fields(request.method);
+        let parent = match read.traceparent.as_deref() {
+            Some(traceparent) => context::parent(traceparent, read.tracestate.as_deref()),
+            None => Context::new(),
+        };
         let method = request.method.as_str();
         let target = match request.method {
             Method::CallTool | Method::GetPrompt => read.name.as_deref(),
             _ => None,
         };
-        let name = match target {
-            Some(target) => format!("{method} {target}"),
-            None => method.to_owned(),
+        let name: Cow<'static, str> = match target {
+            Some(target) => format!("{method} {target}").into(),
+            None => method.into(),
         };
         let mut attributes = Vec::with_capacity(12);
         attributes.push(KeyValue::new("mcp.method.name", method));
-        attributes.push(KeyValue::new("jsonrpc.request.id", request.id.to_string()));
-        attributes.push(KeyValue::new(
-            "mcp.protocol.version",
-            request.version.to_owned(),
-        ));
-        let session = SESSION.try_with(|s| s.as_deref().map(hashed));
+        let id = match request.id {
+            RequestId::Number(n) => n.to_string(),
+            RequestId::String(s) => s.clone(),
+        };
+        attributes.push(KeyValue::new("jsonrpc.request.id", id));
+        attributes.push(KeyValue::new("mcp.protocol.version", request.version));
+        let session = SESSION.try_with(|s| {
+            s.as_ref()
+                .map(|s| s.hashed.get_or_init(|| hashed(&s.id).into()).clone())
+        });
         let transport = if session.is_ok() { "tcp" } else { "pipe" };
         attributes.push(KeyValue::new("network.transport", transport));
         if let Ok(Some(session)) = session {
@@ -184,7 +204,7 @@ impl Traces {
             caller_attributes(&caller, &mut attributes);
         }
         if let Some(server) = request.server {
-            attributes.push(KeyValue::new("capable.server", server.to_owned()));
+            attributes.push(KeyValue::new("capable.server", Arc::<str>::from(server)));
         }
         let tracer = &self.inner.tracer;
         let span = tracer
@@ -205,9 +225,11 @@ impl Traces {
 
 /// `enduser.id` (the subject) and the client the token was issued to.
 fn caller_attributes(caller: &Caller, attributes: &mut Vec<KeyValue>) {
-    attributes.push(KeyValue::new("enduser.id", caller.subject.clone()));
+    let subject = Arc::<str>::from(caller.subject.as_str());
+    attributes.push(KeyValue::new("enduser.id", subject));
     if let Some(client) = &caller.client_id {
-        attributes.push(KeyValue::new("capable.caller.client_id", client.clone()));
+        let client = Arc::<str>::from(client.as_str());
+        attributes.push(KeyValue::new("capable.caller.client_id", client));
     }
 }
 
@@ -223,7 +245,7 @@ fn hashed(id: &str) -> String {
 pub(crate) struct Request<'a> {
     pub method: Method,
     pub id: &'a RequestId,
-    pub version: &'a str,
+    pub version: &'static str,
     /// Its params as they go upstream (`_meta` read for the caller's context).
     pub params: &'a Forwarded,
     /// The one server behind (many: known once routed).
@@ -234,7 +256,7 @@ pub(crate) struct Request<'a> {
 pub(crate) struct Traced {
     cx: Context,
     tracer: SdkTracer,
-    name: String,
+    name: Cow<'static, str>,
     attributes: Vec<KeyValue>,
     upstream: Option<Context>,
     ended: bool,
@@ -258,7 +280,7 @@ impl Traced {
 
     /// The server the request went to (many: once routed).
     pub fn server(&self, server: &str) {
-        let server = KeyValue::new("capable.server", server.to_owned());
+        let server = KeyValue::new("capable.server", Arc::<str>::from(server));
         self.cx.span().set_attribute(server.clone());
         if let Some(upstream) = &self.upstream {
             upstream.span().set_attribute(server);
@@ -326,14 +348,13 @@ impl Drop for Traced {
     }
 }
 
-/// What a span reads of a request's params (only when traces are on).
-#[derive(Default, serde::Deserialize)]
+/// What a span reads of a request's params (only when traces are on): shared, as the
+/// two spans' attributes keep them.
+#[derive(Default)]
 pub(crate) struct TraceFields {
-    pub name: Option<String>,
-    pub uri: Option<String>,
-    #[serde(skip)]
+    pub name: Option<Arc<str>>,
+    pub uri: Option<Arc<str>>,
     pub traceparent: Option<String>,
-    #[serde(skip)]
     pub tracestate: Option<String>,
 }
 

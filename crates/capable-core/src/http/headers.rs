@@ -7,6 +7,7 @@
 //! | legacy message | `Mcp-Session-Id` once the server gave one; `MCP-Protocol-Version` once negotiated (2025-06-18+) |
 //! | GET stream | `Accept: text/event-stream`, the legacy headers, `Last-Event-ID` when resuming |
 //! | HTTP+SSE (2024-11-05) | none of MCP's: that transport has no session or version headers |
+//! | any request whose `params._meta` carries a W3C `traceparent` (a bridge's traced call, a host's own) | `traceparent`, and `tracestate` when it has one: the same context as a header, as W3C Trace Context carries it over HTTP, for the server's own tracing and whatever proxies stand before it |
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -55,8 +56,21 @@ impl HttpSession {
         h
     }
 
-    /// The headers of one message's POST.
+    /// The headers of one message's POST: MCP's, and the trace context its `_meta`
+    /// carries.
     pub(super) fn message_headers(&self, msg: &Message) -> Headers {
+        let mut h = self.mcp_headers(msg);
+        if let Some((parent, state)) = msg.trace_context() {
+            h.push(header("traceparent", parent));
+            if let Some(state) = state {
+                h.push(header("tracestate", state));
+            }
+        }
+        h
+    }
+
+    /// MCP's headers of one message's POST.
+    fn mcp_headers(&self, msg: &Message) -> Headers {
         if let Mode::LegacySse { .. } = self.mode {
             return Vec::new();
         }

@@ -123,6 +123,49 @@ impl Message {
         request.id = id;
     }
 
+    /// The W3C trace context a request carries in `params._meta` (`traceparent`, and
+    /// `tracestate` when not empty), when it can travel in a header: what its POST
+    /// says in the `traceparent` and `tracestate` headers too. Read only from a
+    /// request that mentions `traceparent`; its other members are skipped, not decoded.
+    pub(crate) fn trace_context(&self) -> Option<(String, Option<String>)> {
+        use std::borrow::Cow;
+        #[derive(serde::Deserialize)]
+        struct Line<'a> {
+            #[serde(borrow)]
+            params: Option<Params<'a>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Params<'a> {
+            #[serde(rename = "_meta", borrow)]
+            meta: Option<Meta<'a>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Meta<'a> {
+            #[serde(borrow)]
+            traceparent: Option<Cow<'a, str>>,
+            #[serde(borrow)]
+            tracestate: Option<Cow<'a, str>>,
+        }
+        // Visible ASCII (a space too in `tracestate`), as W3C Trace Context allows,
+        // and bounded: nothing else goes into a header.
+        let fits = |v: &str, max: usize, space: bool| {
+            v.len() <= max
+                && v.bytes()
+                    .all(|b| (0x21..=0x7e).contains(&b) || (space && b == b' '))
+        };
+        self.request()?;
+        memchr::memmem::find(&self.line, b"\"traceparent\"")?;
+        let line: Line<'_> = serde_json::from_slice(&self.line).ok()?;
+        let meta = line.params?.meta?;
+        let parent = meta
+            .traceparent
+            .filter(|p| !p.is_empty() && fits(p, 256, false))?;
+        let state = meta
+            .tracestate
+            .filter(|s| !s.trim().is_empty() && fits(s, 512, true));
+        Some((parent.into_owned(), state.map(Cow::into_owned)))
+    }
+
     /// The message as bytes, to POST.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
         self.line.clone()
@@ -194,6 +237,34 @@ mod tests {
             Some(ProtocolVersion::V2026_07_28),
         );
         Message::first_of(&out)
+    }
+
+    #[test]
+    fn a_requests_trace_context_is_read_from_its_meta_and_only_there() {
+        let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let request = |params: serde_json::Value| {
+            let mut out = Outbox::new();
+            out.write_request(&RequestId::Number(1), Method::CallTool, &params);
+            Message::first_of(&out)
+        };
+        let traced = request(serde_json::json!({"name": "echo",
+            "_meta": {"traceparent": parent, "tracestate": "k=v"}}));
+        assert_eq!(
+            traced.trace_context(),
+            Some((parent.to_owned(), Some("k=v".to_owned())))
+        );
+        // In the arguments, it is the tool's business, not a trace context.
+        let argument = request(serde_json::json!({"name": "echo",
+            "arguments": {"traceparent": parent}}));
+        assert_eq!(argument.trace_context(), None);
+        // What cannot travel in a header is not sent.
+        let broken = request(serde_json::json!({"name": "echo",
+            "_meta": {"traceparent": "00-a\r\nx: y", "tracestate": "k=v"}}));
+        assert_eq!(broken.trace_context(), None);
+        let no_state = request(serde_json::json!({"_meta": {"traceparent": parent,
+            "tracestate": "bad\u{7f}"}}));
+        assert_eq!(no_state.trace_context(), Some((parent.to_owned(), None)));
+        assert_eq!(modern_call().trace_context(), None);
     }
 
     #[test]
