@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use bridge_support::{many_entry, Bridge};
 use capable_test_support::RedisServer;
 use common::TempFile;
-use listen_support::{modern_post, Http};
+use listen_support::{listening_env, modern_post, Http};
 use serde_json::{json, Value};
 
 /// A config of one `docs` server whose `gateway` section is `gateway`.
@@ -29,19 +29,9 @@ fn config(test: &str, gateway: Value) -> TempFile {
 
 /// A replica: `capable bridge --listen 127.0.0.1:0 --config FILE`, and its port.
 fn replica(file: &TempFile, flags: &[&str]) -> (Bridge, u16) {
-    let mut args = vec!["--listen", "127.0.0.1:0", "--config", file.path()];
+    let mut args = vec!["--config", file.path()];
     args.extend_from_slice(flags);
-    let b = Bridge::start(&args);
-    let url = b.audit_until(|l| l["event"] == "listening")["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let port = url
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap();
-    (b, port)
+    listening_env(&args, &[])
 }
 
 /// A 2026-07-28 call of `docs__echo` (nobody logs in: every request is one caller's).

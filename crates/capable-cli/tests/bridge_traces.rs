@@ -16,7 +16,7 @@ mod otlp_support;
 use std::time::{Duration, Instant};
 
 use bridge_support::Bridge;
-use listen_support::{http_at, post};
+use listen_support::{http_at, listening_env, post};
 use otlp_support::{Collector, Got, CLIENT, SERVER};
 use serde_json::json;
 
@@ -30,23 +30,6 @@ fn caller_parent() -> String {
 
 /// Batches leave every 20 ms, not every 5 s.
 const QUICK: (&str, &str) = ("OTEL_BSP_SCHEDULE_DELAY", "20");
-
-/// `capable bridge --listen 127.0.0.1:0 ARGS` with `env`, and its port.
-fn listening(args: &[&str], env: &[(&str, &str)]) -> (Bridge, u16) {
-    let mut all = vec!["--listen", "127.0.0.1:0"];
-    all.extend_from_slice(args);
-    let b = Bridge::start_env(&all, env);
-    let url = b.audit_until(|l| l["event"] == "listening")["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let port = url
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap();
-    (b, port)
-}
 
 /// A legacy session over HTTP, initialized: its id.
 fn open_session(port: u16) -> String {
@@ -177,7 +160,7 @@ fn over_http_the_traceparent_header_is_the_parent_and_the_server_of_many_is_name
         ),
         QUICK,
     ];
-    let (_b, port) = listening(&["--config", file.path()], &env);
+    let (_b, port) = listening_env(&["--config", file.path()], &env);
     let session = open_session(port);
     let parent = caller_parent();
     let headers = [
@@ -312,7 +295,7 @@ fn a_collector_that_hangs_or_is_down_never_slows_a_call_and_what_it_lost_is_coun
     let server = common::fixture("no-resources");
     let mut args = vec!["--"];
     args.extend(server.iter().map(String::as_str));
-    let (_b, port) = listening(&args, &env);
+    let (_b, port) = listening_env(&args, &env);
     let session = open_session(port);
     let took = calls(port, &session, 40);
     assert!(took < Duration::from_secs(10), "40 calls took {took:?}");
@@ -330,7 +313,7 @@ fn a_collector_that_hangs_or_is_down_never_slows_a_call_and_what_it_lost_is_coun
         ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint.as_str()),
         QUICK,
     ];
-    let (_b, port) = listening(&args, &env);
+    let (_b, port) = listening_env(&args, &env);
     let session = open_session(port);
     let took = calls(port, &session, 10);
     assert!(took < Duration::from_secs(10), "10 calls took {took:?}");
@@ -343,7 +326,7 @@ fn a_collector_that_hangs_or_is_down_never_slows_a_call_and_what_it_lost_is_coun
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
         QUICK,
     ];
-    let (_b, port) = listening(&args, &env);
+    let (_b, port) = listening_env(&args, &env);
     let session = open_session(port);
     let took = calls(port, &session, 10);
     assert!(took < Duration::from_secs(10), "10 calls took {took:?}");
@@ -355,7 +338,7 @@ fn without_a_collector_named_nothing_is_traced_or_counted() {
     let server = common::fixture("no-resources");
     let mut args = vec!["--"];
     args.extend(server.iter().map(String::as_str));
-    let (_b, port) = listening(&args, &[]);
+    let (_b, port) = listening_env(&args, &[]);
     let session = open_session(port);
     calls(port, &session, 1);
     let scrape = http_at(port, "GET", "/metrics", &[], "").body;

@@ -21,11 +21,18 @@ pub fn listening(flags: &[&str], profile: &str) -> (Bridge, u16) {
 
 /// `capable bridge --listen 127.0.0.1:0 [FLAGS] -- SERVER…`, and the port it listens on.
 pub fn listening_to(flags: &[&str], server: &[&str]) -> (Bridge, u16) {
-    let mut args = vec!["--listen", "127.0.0.1:0"];
-    args.extend_from_slice(flags);
+    let mut args = flags.to_vec();
     args.push("--");
     args.extend_from_slice(server);
-    let b = Bridge::start(&args);
+    listening_env(&args, &[])
+}
+
+/// `capable bridge --listen 127.0.0.1:0 ARGS` (a `--config`, or `-- SERVER…` among
+/// them) with `env` added to its environment, and the port it listens on.
+pub fn listening_env(args: &[&str], env: &[(&str, &str)]) -> (Bridge, u16) {
+    let mut all = vec!["--listen", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let b = Bridge::start_env(&all, env);
     let url = b.audit_until(|l| l["event"] == "listening")["url"]
         .as_str()
         .unwrap()
