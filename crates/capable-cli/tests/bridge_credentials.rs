@@ -27,49 +27,12 @@ mod identity_support;
 mod listen_support;
 
 use bridge_support::{many_entry, Bridge};
-use common::oauth::{free_port, node, Peer};
+use common::oauth::free_port;
 use common::TempFile;
+use identity_support::upstream::Upstream;
 use identity_support::{gateway_on, wanted, Gateway};
 use listen_support::{http_at, post, Http};
 use serde_json::{json, Value};
-
-/// The server behind, with its own authorization server, trusting ID-JAGs of the
-/// identity provider on `idp_port`; `seen` gets every `Authorization` sent to it.
-struct Upstream {
-    peer: Peer,
-    seen: TempFile,
-}
-
-impl Upstream {
-    fn start(idp_port: u16) -> Upstream {
-        let seen = TempFile::new("credentials-seen.txt", "");
-        let (as_port, mcp_port) = (free_port(), free_port());
-        let mcp = format!("http://127.0.0.1:{mcp_port}/mcp");
-        let peer = Peer::start(
-            vec![
-                node(),
-                "tests/peers/oidc_upstream.mjs".into(),
-                as_port.to_string(),
-                mcp_port.to_string(),
-                seen.path().to_owned(),
-                format!("http://127.0.0.1:{idp_port}"),
-            ],
-            vec![as_port, mcp_port],
-            mcp,
-            format!("http://127.0.0.1:{as_port}"),
-        );
-        Upstream { peer, seen }
-    }
-
-    /// The bearer tokens it was sent.
-    fn seen(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.seen.0)
-            .unwrap()
-            .lines()
-            .map(|l| l.trim_start_matches("Bearer ").to_owned())
-            .collect()
-    }
-}
 
 /// The gateway in front of `upstream` as the server `up`, its credentials
 /// `credentials`, and a local server (`local`, the fixture); the identity provider on

@@ -28,57 +28,12 @@ mod listen_support;
 use std::collections::BTreeMap;
 
 use bridge_support::{many_entry, Bridge};
-use common::oauth::{free_port, node, Peer};
+use common::oauth::free_port;
 use common::TempFile;
+use identity_support::upstream::Upstream;
 use identity_support::{gateway_on, wanted, Gateway};
 use listen_support::{http_at, post, Http};
 use serde_json::{json, Value};
-
-/// The server behind, with its own authorization server whose client
-/// `gateway-upstream` may redirect to `redirect_uri`; `seen` gets every
-/// `Authorization` sent to it.
-struct Upstream {
-    peer: Peer,
-    seen: TempFile,
-}
-
-impl Upstream {
-    fn start(idp_port: u16, redirect_uri: &str) -> Upstream {
-        Upstream::start_ttl(idp_port, redirect_uri, 3600)
-    }
-
-    /// The same, its access tokens living `ttl` seconds.
-    fn start_ttl(idp_port: u16, redirect_uri: &str, ttl: u64) -> Upstream {
-        let seen = TempFile::new("user-login-seen.txt", "");
-        let (as_port, mcp_port) = (free_port(), free_port());
-        let mcp = format!("http://127.0.0.1:{mcp_port}/mcp");
-        let peer = Peer::start(
-            vec![
-                node(),
-                "tests/peers/oidc_upstream.mjs".into(),
-                as_port.to_string(),
-                mcp_port.to_string(),
-                seen.path().to_owned(),
-                format!("http://127.0.0.1:{idp_port}"),
-                redirect_uri.to_owned(),
-                ttl.to_string(),
-            ],
-            vec![as_port, mcp_port],
-            mcp,
-            format!("http://127.0.0.1:{as_port}"),
-        );
-        Upstream { peer, seen }
-    }
-
-    /// The bearer tokens it was sent.
-    fn seen(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.seen.0)
-            .unwrap()
-            .lines()
-            .map(|l| l.trim_start_matches("Bearer ").to_owned())
-            .collect()
-    }
-}
 
 /// A person's browser: its cookies per site (port), the redirects followed.
 #[derive(Default)]
@@ -260,8 +215,11 @@ fn each_caller_logs_in_as_itself_a_replayed_callback_stores_nothing_and_a_refuse
         return;
     }
     let (idp_port, port) = (free_port(), free_port());
-    let mut upstream =
-        Upstream::start(idp_port, &format!("http://127.0.0.1:{port}/oauth/callback"));
+    let mut upstream = Upstream::with_login(
+        idp_port,
+        &format!("http://127.0.0.1:{port}/oauth/callback"),
+        3600,
+    );
     let (g, _file) = gateway(port, idp_port, &upstream);
     let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
     let (hers, his) = (session(&g, &alice), session(&g, &bob));
@@ -372,7 +330,7 @@ fn with_a_seal_key_a_callers_login_is_kept_sealed_across_a_restart_and_refreshed
     let (idp_port, port) = (free_port(), free_port());
     // Tokens of 2 s: due for a refresh in the second half of their life.
     let callback = format!("http://127.0.0.1:{port}/oauth/callback");
-    let upstream = Upstream::start_ttl(idp_port, &callback, 2);
+    let upstream = Upstream::with_login(idp_port, &callback, 2);
     let file = config(&upstream);
     let key = TempFile::new("user-login-seal.key", &"5e".repeat(32));
     let kept = TempFile::new("user-login-tokens.sealed", "");
@@ -438,7 +396,11 @@ fn a_host_that_takes_url_elicitations_is_asked_to_log_in_and_its_call_goes_on_on
         return;
     }
     let (idp_port, port) = (free_port(), free_port());
-    let upstream = Upstream::start(idp_port, &format!("http://127.0.0.1:{port}/oauth/callback"));
+    let upstream = Upstream::with_login(
+        idp_port,
+        &format!("http://127.0.0.1:{port}/oauth/callback"),
+        3600,
+    );
     let (g, _file) = gateway(port, idp_port, &upstream);
     let alice = g.token("alice-app");
     let bearer = format!("Bearer {alice}");

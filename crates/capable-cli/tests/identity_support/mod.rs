@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod upstream;
+
 use serde_json::{json, Value};
 
 use super::bridge_support::Bridge;
