@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use capable::internal::jsonrpc::codes;
+use capable::internal::jsonrpc::{codes, Incoming, RpcError};
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
@@ -190,4 +190,29 @@ impl Drop for Gone {
             });
         }
     }
+}
+
+/// `503` with `Retry-After`: every task of a full pool is busy.
+pub(super) fn busy(listener: &super::Listener, what: &'static str) -> Response {
+    let metrics = listener.target.audit.metrics();
+    metrics.refusal(crate::metrics::Refusal::SessionsBusy);
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "1")],
+        what,
+    )
+        .into_response()
+}
+
+/// A POST refused before anything is served: `status`, and `error` under the
+/// request's id.
+pub(super) fn refused(message: &Incoming, status: u16, error: &RpcError) -> Response {
+    let id = match message {
+        Incoming::Request { id, .. } => serde_json::json!(id),
+        _ => serde_json::Value::Null,
+    };
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    let json = [(header::CONTENT_TYPE, "application/json")];
+    (status, json, body.to_string()).into_response()
 }

@@ -59,13 +59,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
 use capable::internal::auth::resource::Caller;
-use capable::internal::jsonrpc::{codes, FramingError, Incoming, RpcError};
+use capable::internal::jsonrpc::{codes, FramingError, Incoming};
 use capable::internal::method::Method::{CallTool, ListTools};
 use capable::internal::server::{decoded_header, judge_post_declared, Verdict};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use self::answer::{answer, get};
+use self::answer::{answer, busy, get, refused};
 use self::gate::Gate;
 use self::headers::{grant_headers, post_headers, public_authority, traceparent};
 use self::pool::{Busy, Commands, InFlight, Pool};
@@ -181,18 +181,6 @@ fn owned(caller: Option<&Arc<Caller>>, id: &str) -> String {
         Some(caller) => format!("{}{id}", caller.key()),
         None => id.to_owned(),
     }
-}
-
-/// `503` with `Retry-After`: every task of a full pool is busy.
-fn busy(listener: &Listener, what: &'static str) -> Response {
-    let metrics = listener.target.audit.metrics();
-    metrics.refusal(crate::metrics::Refusal::SessionsBusy);
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        [(header::RETRY_AFTER, "1")],
-        what,
-    )
-        .into_response()
 }
 
 /// Serves the target's server on `addr` until a signal comes.
@@ -592,19 +580,6 @@ async fn post(
 /// Whether `message` is a `notifications/cancelled`.
 fn is_cancellation(message: &Incoming) -> bool {
     matches!(message, Incoming::Notification { method, .. } if method == capable::internal::method::ClientNotificationMethod::Cancelled.as_str())
-}
-
-/// A POST refused before anything is served: `status`, and `error` under the
-/// request's id.
-fn refused(message: &Incoming, status: u16, error: &RpcError) -> Response {
-    let id = match message {
-        Incoming::Request { id, .. } => serde_json::json!(id),
-        _ => serde_json::Value::Null,
-    };
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-    let json = [(header::CONTENT_TYPE, "application/json")];
-    (status, json, body.to_string()).into_response()
 }
 
 /// A fresh session id: 16 random bytes, hex (visible ASCII, as the specification asks).
