@@ -129,12 +129,11 @@ impl Relay {
                 let _ = self.engine.cancel(id, reason, &mut self.out);
             }
             Withdrawn::FromRound(notice) => self.audit.host_round("info", &notice),
-            Withdrawn::Unknown if self.task_questions.withdraw(token) => {
-                let notice =
-                    "the server withdrew a question of a task's that a 2026-07-28 host follows";
-                self.audit.host_round("info", notice);
+            Withdrawn::Unknown => {
+                if self.task_input.handle_withdrawn(token) {
+                    self.run_task_input();
+                }
             }
-            Withdrawn::Unknown => {}
         }
     }
 

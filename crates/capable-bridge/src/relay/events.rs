@@ -60,8 +60,8 @@ pub enum Event {
     Listened(Result<Option<ListenEvent>, Error>),
     /// A task the bridge waits on for a legacy host changed (`tasks.rs`).
     TaskStatus(Value),
-    /// The bridge's `tasks/result` of this task ended (`task_input.rs`).
-    Fetched(String),
+    /// The bridge's `tasks/result` under this token ended (`task_input.rs`).
+    Fetched(u64),
     /// A round's retry whose `requestState` the shared store was asked to spend: the
     /// first to (`Ok(true)`), spent already (`Ok(false)`), or no answer.
     Spent(
@@ -218,7 +218,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn inbox_in_order_then_work_then_streams() {
         let (inbox, mut queue) = queue();
-        queue.push(async { Event::Fetched("t".into()) });
+        queue.push(async { Event::Fetched(9) });
         inbox.progress(1, &progress(1.0));
         assert!(inbox.send(Event::TaskStatus(Value::from(2))));
         let items = vec![
@@ -238,7 +238,7 @@ mod tests {
             });
         }
         rest.sort();
-        assert_eq!(rest, ["end", "fetched t", "status 3", "status 4"]);
+        assert_eq!(rest, ["end", "fetched 9", "status 3", "status 4"]);
         // Nothing left: the timer is what comes.
         let at = Instant::now() + std::time::Duration::from_secs(5);
         assert!(matches!(queue.next(Some(at)).await, Event::Timer));

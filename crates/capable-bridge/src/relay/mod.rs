@@ -29,7 +29,7 @@
 //! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
 //! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI (planned by the core's `Fanout`, the requests waiting in its `Subscribing`) |
 //! | `tasks.rs` | tasks across eras: a legacy host's own tasks answered, and the driver that runs the commands of the core's `TaskCarry` (the requests each carried host request takes, decided there) on the session |
-//! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: `tasks/result` opened, `tasks/update` answered |
+//! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core's `TaskInput` opens run and dropped, its outcomes (answers, failures, notices) carried out |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
 //!
 //! Everything happens on one task, driven by events: the relay's state is owned, never
@@ -51,16 +51,16 @@ mod tasks;
 pub use events::{queue, Event, Inbox, Queue};
 pub use servers::Servers;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use capable::internal::bridge::Follow;
+use capable::internal::bridge::{Follow, TaskInput};
 use capable::internal::jsonrpc::FramingError;
 use capable::internal::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
 use capable::internal::server::fanout::Fanout;
 use capable::internal::server::{Event as EngineEvent, ServerConfig, ServerConnection};
 use capable::internal::task_bridge::TaskBridge;
-use capable::internal::task_questions::TaskQuestions;
 use capable::internal::task_started::Started;
 use capable::internal::{Era, Outbox};
 use capable::Error;
@@ -116,8 +116,10 @@ pub struct Relay {
     /// and those the bridge settled itself.
     started: Started,
     /// The questions of legacy tasks a 2026-07-28 host follows, and the
-    /// `tasks/result` each comes on (`task_input.rs`).
-    task_questions: TaskQuestions<Reply>,
+    /// `tasks/result` each comes on (the core's; `task_input.rs`).
+    task_input: TaskInput<Reply>,
+    /// The `tasks/result`s open for it, by the core's token.
+    fetches: HashMap<u64, AbortHandle>,
     audit: Arc<Audit>,
     /// What the one server's lists, requests and results pass (many: `Many` holds it).
     policy: Option<Arc<dyn Policy>>,
@@ -162,7 +164,8 @@ impl Relay {
             streams: fanout::Streams::default(),
             tasks,
             started: tasks::started(),
-            task_questions: TaskQuestions::new(),
+            task_input: TaskInput::new(ask_timeout),
+            fetches: HashMap::new(),
             audit,
             policy: None,
             spend: None,
@@ -272,10 +275,12 @@ impl Relay {
     /// timer. Cancel-safe: nothing is lost when another branch of the caller's
     /// `select!` wins.
     pub async fn next(&mut self) -> Event {
-        let timer = match (self.engine.poll_timeout(), self.state.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let timers = [
+            self.engine.poll_timeout(),
+            self.state.poll_timeout(),
+            self.task_input.poll_timeout(),
+        ];
+        let timer = timers.into_iter().flatten().min();
         self.queue.next(timer).await
     }
 
@@ -326,7 +331,7 @@ impl Relay {
             Event::Listened(listened) => self.listened(listened),
             Event::Fanout(fanned) => self.fanned(fanned),
             Event::TaskStatus(status) => self.task_status(&status),
-            Event::Fetched(task_id) => self.fetched(&task_id),
+            Event::Fetched(token) => self.fetched(token),
             Event::Spent(request, spent) => self.spent(request, spent),
             Event::Nothing => {}
             Event::Timer => {
@@ -338,6 +343,8 @@ impl Relay {
                 for lapse in self.state.handle_timeout(now) {
                     self.lapsed(lapse);
                 }
+                self.task_input.handle_timeout(now);
+                self.run_task_input();
             }
         }
     }
@@ -358,7 +365,7 @@ impl Relay {
             handle.abort();
         }
         let open = questions.into_iter();
-        let open = open.chain(self.task_questions.drain());
+        let open = open.chain(self.task_input.close());
         for waiter in self.engine.close().into_iter().chain(open) {
             let _ = waiter.send(Err(gone("the host is gone")));
         }

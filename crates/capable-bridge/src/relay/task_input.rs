@@ -1,8 +1,9 @@
 //! A 2025-11-25 task's questions, for a 2026-07-28 host: the server asks them on a
 //! `tasks/result`, which such a host never calls; the bridge calls it, and the host
-//! reads them in `tasks/get` and answers with `tasks/update`. What is shown, kept and
-//! answered is the core's [`TaskQuestions`](capable::internal::task_questions); this file
-//! sends the `tasks/result` and routes the questions and answers.
+//! reads them in `tasks/get` and answers with `tasks/update`. Every decision — when a
+//! `tasks/result` is opened and for how long, which question is a task's, what an
+//! update answers — is the core's [`TaskInput`] (scripted tests there); this file runs
+//! its commands on the session and carries out its outcomes.
 //!
 //! | what happens | what the bridge does |
 //! |---|---|
@@ -10,16 +11,19 @@
 //! | the server asks, naming the task (`_meta[RELATED_TASK]`) | kept as the task's; failing a name, the task's when nothing else of the host's could take it and one task is being fetched |
 //! | the host's `tasks/get` | the task `input_required`, the open questions in `inputRequests` |
 //! | the host's `tasks/update` | each answer to its question (a key that names none is ignored, with an audit notice); `{}` |
-//! | the bridge's `tasks/result` ends | what is still open fails at the server; the host fetches the outcome with `tasks/get` as before |
+//! | the bridge's `tasks/result` ends, or outlives its bound (dropped: cancelled at the server) | what is still open fails at the server; the host fetches the outcome with `tasks/get` as before |
 
-use std::time::Duration;
+use std::time::Instant;
 
+use capable::internal::bridge::task_input::{Command, Outcome, Question};
 use capable::internal::jsonrpc::{Payload, RequestId};
 use capable::internal::Method;
 use capable::RequestOptions;
+use futures_util::future::abortable;
+use futures_util::FutureExt;
 use serde_json::{json, Value};
 
-use super::{gone, invalid_params, Event, Relay};
+use super::{Event, Relay};
 use crate::upstream::Ask;
 
 impl Relay {
@@ -27,99 +31,104 @@ impl Relay {
     /// that made it), with the questions it asks; one the server reports
     /// `input_required` has its `tasks/result` opened.
     pub(super) fn with_questions(&mut self, answer: Payload) -> Payload {
-        let Ok(mut task) = answer.decode::<Value>() else {
-            return answer;
-        };
-        if self.task_questions.present(&mut task) {
-            if let Some(task_id) = task.get("taskId").and_then(Value::as_str) {
-                self.fetch_questions(task_id.to_owned());
-            }
-        }
-        Payload::from_json(task.to_string().into_bytes())
-    }
-
-    /// Opens `tasks/result` for `task_id` at the server: the task's questions come on
-    /// it. Given up past `--progress-cap` (cancelled at the server; the task goes on,
-    /// and a later `input_required` opens another).
-    fn fetch_questions(&mut self, task_id: String) {
-        let Some(session) = self.servers.one().cloned() else {
-            return;
-        };
-        let bound: Duration = self.engine.config().request_timeout;
-        let fetch = async move {
-            let params = json!({ "taskId": task_id });
-            let options = RequestOptions::default();
-            let result = session.request::<_, Value>(Method::TaskResult, &params, options);
-            // The outcome is the host's to fetch with tasks/get: only the end matters.
-            let _ = tokio::time::timeout(bound, result).await;
-            Event::Fetched(task_id)
-        };
-        self.queue.push(fetch);
-    }
-
-    /// The bridge's `tasks/result` for `task_id` ended: the questions still open fail.
-    pub(super) fn fetched(&mut self, task_id: &str) {
-        for reply in self.task_questions.fetched(task_id) {
-            let _ = reply.send(Err(gone(
-                "the task's tasks/result ended before the host answered",
-            )));
-        }
+        let task = self.task_input.handle_task(answer, Instant::now());
+        self.run_task_input();
+        task
     }
 
     /// A question of the server's for a 2026-07-28 host that is a task's: kept for the
     /// host's `tasks/get` (`None`), or given back when it is of no task being fetched.
     /// `nothing_else` says no request of the host's could take it.
     pub(super) fn ask_for_task(&mut self, ask: Ask, nothing_else: bool) -> Option<Ask> {
-        let task_id = self.task_questions.claims(&ask.params, nothing_else);
-        let Some(task_id) = task_id.map(str::to_owned) else {
-            return Some(ask);
-        };
         let Ask {
             token,
+            server,
             method,
             params,
             reply,
-            ..
         } = ask;
-        let asked = self
-            .task_questions
-            .ask(&task_id, token, method, params, reply);
-        if let Err(reply) = asked {
-            // Cannot be: the task is being fetched (above).
-            let _ = reply.send(Err(gone("the task asks nothing now")));
-        }
-        None
+        let question = Question {
+            token,
+            method,
+            params,
+            waiter: reply,
+        };
+        let back = match self.task_input.handle_question(question, nothing_else) {
+            Ok(()) => None,
+            Err(q) => Some(Ask {
+                token: q.token,
+                server,
+                method: q.method,
+                params: q.params,
+                reply: q.waiter,
+            }),
+        };
+        self.run_task_input();
+        back
     }
 
     /// A 2026-07-28 host's `tasks/update` (`id`, `params`): its answers go to the
     /// questions the server asked; answered here.
     pub(super) fn update_task(&mut self, id: &RequestId, params: &Payload) {
-        let params: Value = params.decode().unwrap_or_default();
-        let task_id = params.get("taskId").and_then(Value::as_str);
-        let responses = params.get("inputResponses").and_then(Value::as_object);
-        let (Some(task_id), Some(responses)) = (task_id, responses) else {
-            let why = invalid_params("tasks/update needs taskId and inputResponses", None);
-            self.engine.respond_error(id, &why, &mut self.out);
-            return;
+        match self.task_input.handle_update(params) {
+            Ok(done) => self.engine.respond(id, &done, &mut self.out),
+            Err(why) => self.engine.respond_error(id, &why, &mut self.out),
         };
-        let update = match self.task_questions.update(task_id, responses) {
-            Ok(update) => update,
-            Err(why) => {
-                self.engine.respond_error(id, &why, &mut self.out);
-                return;
+        self.run_task_input();
+    }
+
+    /// The bridge's `tasks/result` under `token` ended.
+    pub(super) fn fetched(&mut self, token: u64) {
+        self.fetches.remove(&token);
+        self.task_input.handle_upstream(token, Instant::now());
+        self.run_task_input();
+    }
+
+    /// Runs what the core's [`TaskInput`] asks for and carries out its outcomes.
+    pub(super) fn run_task_input(&mut self) {
+        while let Some(command) = self.task_input.poll_upstream() {
+            match command {
+                Command::Fetch { token, task_id } => self.fetch_questions(token, task_id),
+                Command::Abandon { token } => {
+                    if let Some(fetch) = self.fetches.remove(&token) {
+                        fetch.abort();
+                    }
+                }
             }
+        }
+        while let Some(outcome) = self.task_input.poll_outcome() {
+            match outcome {
+                Outcome::Answer { waiter, answer } => {
+                    let _ = waiter.send(Ok(answer));
+                }
+                Outcome::Fail { waiter, error } => {
+                    let _ = waiter.send(Err(error));
+                }
+                Outcome::Notice(notice) => self.audit.host_round("info", &notice),
+            }
+        }
+    }
+
+    /// Opens `tasks/result` for `task_id` at the server under `token`: the task's
+    /// questions come on it. Its end is [`Event::Fetched`]; dropped when the core
+    /// abandons it (cancelled at the server; the task goes on).
+    fn fetch_questions(&mut self, token: u64, task_id: String) {
+        let Some(session) = self.servers.one().cloned() else {
+            // No one server to ask: over at once.
+            return self.task_input.handle_upstream(token, Instant::now());
         };
-        for (reply, answer) in update.answers {
-            let _ = reply.send(Ok(answer));
-        }
-        if !update.ignored.is_empty() {
-            let notice = format!(
-                "the host's tasks/update of task {task_id} answered {}, which it does not ask (now): ignored",
-                update.ignored.join(", ")
-            );
-            self.audit.host_round("info", &notice);
-        }
-        let done = json!({"resultType": "complete"});
-        self.engine.respond(id, &done, &mut self.out);
+        let (fetch, handle) = abortable(async move {
+            let params = json!({ "taskId": task_id });
+            let options = RequestOptions::default();
+            // The outcome is the host's to fetch with tasks/get: only the end matters.
+            let _ = session
+                .request::<_, Value>(Method::TaskResult, &params, options)
+                .await;
+        });
+        self.fetches.insert(token, handle);
+        self.queue.push(fetch.map(move |ended| match ended {
+            Ok(()) => Event::Fetched(token),
+            Err(_aborted) => Event::Nothing,
+        }));
     }
 }

@@ -18,6 +18,7 @@
 //! | `subscribing.rs` | [`Subscribing`]: many servers, a legacy host's subscribe requests waiting for the server that owns each URI, and what each is answered |
 //! | `own_tasks.rs` | a host's carried task requests before anything is sent (the tasks the bridge made for a legacy host answered by it, [`own_task`]) and their answers after (a result given at once made a task of the bridge's, [`carried`]) |
 //! | `task_carry.rs` | [`TaskCarry`]: one host request carried across the eras' tasks — the requests it takes at the server, in order ([`Command`]), their outcomes ([`Upstream`]), the host's answer, a legacy host's `tasks/result` bounded |
+//! | `task_input.rs` | [`TaskInput`] (its [`Command`](task_input::Command)s and [`Outcome`](task_input::Outcome)s in [`task_input`]): a legacy task's questions for a 2026-07-28 host — the `tasks/result` the bridge opens to bring them and its bound, which of the server's questions are a task's, what the host's `tasks/update` answers |
 //! | `relay.rs` | [`Relay`]: the relay's state (exchanges, a legacy server's rounds for a 2026-07-28 host and the retries that answer them, the questions put to a legacy host, the log level followed) and its decisions, with scripted tests (`relay_tests.rs`) |
 
 mod era;
@@ -28,6 +29,7 @@ mod own_tasks;
 mod relay;
 mod subscribing;
 mod task_carry;
+pub mod task_input;
 
 pub use era::{answer_form, local, Local};
 pub use exchanges::{Asker, Exchange, Exchanges};
@@ -37,3 +39,4 @@ pub use own_tasks::{carried, own_task, Carried, OwnTask};
 pub use relay::{Answered, Cancelled, Lapse, Relay, Retried, Taken, Then, Whose, Withdrawn};
 pub use subscribing::{refusal, Outcome, Subscribing};
 pub use task_carry::{Command, Failure, Known, TaskCarry, Upstream};
+pub use task_input::TaskInput;

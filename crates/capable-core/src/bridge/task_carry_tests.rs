@@ -19,6 +19,24 @@ fn carry(carry: Carry, method: Method, p: Value, known: Known) -> Test {
     TaskCarry::new(carry, method, params(p), known)
 }
 
+/// A carry of `how` for host request `method` (`p`), nothing known.
+fn plain(how: Carry, method: Method, p: Value) -> Test {
+    carry(how, method, p, Known::new(BOUND))
+}
+
+/// `tasks/get` of `id`, as the carry's `token`th command.
+fn get(token: u64, id: &str) -> Command {
+    Command::GetTask {
+        token,
+        task_id: id.into(),
+    }
+}
+
+/// The answer `value`, as a command's outcome.
+fn answer(value: Value) -> Upstream<&'static str> {
+    Upstream::Answer(payload(value))
+}
+
 fn task(id: &str, status: &str) -> Task {
     serde_json::from_value(json!({"taskId": id, "status": status, "pollInterval": 100}))
         .expect("a task")
@@ -78,7 +96,7 @@ fn a_task_request_without_a_task_id_is_refused_before_anything_is_sent() {
         (Carry::GetForModern, Method::GetTask),
         (Carry::CancelForModern, Method::CancelTask),
     ] {
-        let mut c = carry(how, method, json!({}), Known::new(BOUND));
+        let mut c = plain(how, method, json!({}));
         let error = refused(&mut c);
         assert_eq!(error.code, codes::INVALID_PARAMS, "{how:?}");
         assert!(error.message.contains("needs params.taskId"), "{error:?}");
@@ -88,23 +106,19 @@ fn a_task_request_without_a_task_id_is_refused_before_anything_is_sent() {
 #[test]
 fn a_legacy_tasks_result_waits_for_the_end_within_its_bound_and_names_its_task() {
     let t0 = Instant::now();
-    let asked = json!({"taskId": "t1"});
-    let mut c = carry(
+    let mut c = plain(
         Carry::ResultForLegacy,
         Method::TaskResult,
-        asked,
-        Known::new(BOUND),
+        json!({"taskId": "t1"}),
     );
-    let Command::GetTask { token, task_id } = next(&mut c) else {
-        panic!("tasks/get first");
-    };
-    assert_eq!(task_id, "t1");
+    assert_eq!(next(&mut c), get(1, "t1"));
     assert_eq!(c.poll_timeout(), None, "no wait under way yet");
-    c.handle_upstream(token, described("t1", "working"), t0);
-    let Command::AwaitResult { token, task } = next(&mut c) else {
-        panic!("then the wait");
+    c.handle_upstream(1, described("t1", "working"), t0);
+    let awaited = Command::AwaitResult {
+        token: 2,
+        task: task("t1", "working"),
     };
-    assert_eq!(task.task_id, "t1");
+    assert_eq!(next(&mut c), awaited);
     assert_eq!(
         c.poll_timeout(),
         Some(t0 + BOUND),
@@ -113,11 +127,7 @@ fn a_legacy_tasks_result_waits_for_the_end_within_its_bound_and_names_its_task()
     c.handle_timeout(t0 + BOUND - Duration::from_millis(1));
     assert!(c.poll_done().is_none(), "not before its bound");
     let result = json!({"content": [{"type": "text", "text": "done"}]});
-    c.handle_upstream(
-        token,
-        Upstream::Answer(payload(result)),
-        t0 + Duration::from_secs(2),
-    );
+    c.handle_upstream(2, answer(result), t0 + Duration::from_secs(2));
     let answer = answered(&mut c);
     assert_eq!(answer["content"][0]["text"], "done");
     assert_eq!(
@@ -130,32 +140,24 @@ fn a_legacy_tasks_result_waits_for_the_end_within_its_bound_and_names_its_task()
 #[test]
 fn a_legacy_tasks_result_past_its_bound_says_the_task_goes_on_and_drops_a_late_answer() {
     let t0 = Instant::now();
-    let asked = json!({"taskId": "t1"});
-    let mut c = carry(
+    let mut c = plain(
         Carry::ResultForLegacy,
         Method::TaskResult,
-        asked,
-        Known::new(BOUND),
+        json!({"taskId": "t1"}),
     );
-    let Command::GetTask { token, .. } = next(&mut c) else {
-        panic!("tasks/get first");
-    };
-    c.handle_upstream(token, described("t1", "working"), t0);
-    let Command::AwaitResult { token, .. } = next(&mut c) else {
-        panic!("then the wait");
-    };
+    next(&mut c);
+    c.handle_upstream(1, described("t1", "working"), t0);
+    assert!(matches!(
+        next(&mut c),
+        Command::AwaitResult { token: 2, .. }
+    ));
     c.handle_timeout(t0 + BOUND);
     let error = refused(&mut c);
     assert_eq!(error.code, codes::INTERNAL_ERROR);
-    assert!(
-        error
-            .message
-            .contains("task t1 did not end within 30s; it goes on at the server"),
-        "{error:?}"
-    );
+    let goes_on = "task t1 did not end within 30s; it goes on at the server";
+    assert!(error.message.contains(goes_on), "{error:?}");
     // The wait's answer after the end changes nothing.
-    let late = payload(json!({"content": []}));
-    c.handle_upstream(token, Upstream::Answer(late), t0 + BOUND * 2);
+    c.handle_upstream(2, answer(json!({"content": []})), t0 + BOUND * 2);
     assert!(c.poll_done().is_none() && c.poll_upstream().is_none());
 }
 
@@ -170,19 +172,13 @@ fn a_legacy_tasks_list_asks_about_each_task_at_the_server_in_order_and_leaves_ou
     ];
     let t0 = Instant::now();
     let mut c = carry(Carry::ListForLegacy, Method::ListTasks, json!({}), known);
-    let mut asked = Vec::new();
-    for outcome in [Some("working"), None, Some("completed")] {
-        let Command::GetTask { token, task_id } = next(&mut c) else {
-            panic!("tasks/get of each");
-        };
-        let event = match outcome {
-            Some(status) => described(&task_id, status),
-            None => rpc_failure("unknown task"),
-        };
-        asked.push(task_id);
-        c.handle_upstream(token, event, t0);
-    }
-    assert_eq!(asked, ["a", "gone", "b"], "one at a time, oldest first");
+    // One at a time, oldest first.
+    assert_eq!(next(&mut c), get(1, "a"));
+    c.handle_upstream(1, described("a", "working"), t0);
+    assert_eq!(next(&mut c), get(2, "gone"));
+    c.handle_upstream(2, rpc_failure("unknown task"), t0);
+    assert_eq!(next(&mut c), get(3, "b"));
+    c.handle_upstream(3, described("b", "completed"), t0);
     let answer = answered(&mut c);
     let ids: Vec<_> = answer["tasks"]
         .as_array()
@@ -202,14 +198,12 @@ fn a_legacy_tasks_list_ends_with_a_failure_that_is_not_the_servers_refusal() {
     let mut known = Known::new(BOUND);
     known.started = vec![Listed::AtServer("a".into()), Listed::AtServer("b".into())];
     let mut c = carry(Carry::ListForLegacy, Method::ListTasks, json!({}), known);
-    let Command::GetTask { token, .. } = next(&mut c) else {
-        panic!("tasks/get");
-    };
+    assert_eq!(next(&mut c), get(1, "a"));
     let closed = Upstream::Failed {
         rpc: None,
         error: "closed",
     };
-    c.handle_upstream(token, closed, Instant::now());
+    c.handle_upstream(1, closed, Instant::now());
     assert_eq!(c.poll_upstream(), None, "b is not asked about");
     assert!(matches!(
         c.poll_done(),
@@ -220,25 +214,17 @@ fn a_legacy_tasks_list_ends_with_a_failure_that_is_not_the_servers_refusal() {
 #[test]
 fn a_legacy_task_call_goes_without_task_and_the_host_gets_the_task_it_asked_for() {
     let call = json!({"name": "slow", "arguments": {}, "task": {"ttl": 1000}});
-    let how = Carry::CallForLegacy { asked: true };
-    let mut c = carry(how, Method::CallTool, call, Known::new(BOUND));
-    let Command::Request {
-        token,
-        method,
-        params,
-        host_options,
-    } = next(&mut c)
-    else {
-        panic!("the call");
+    let mut c = plain(Carry::CallForLegacy { asked: true }, Method::CallTool, call);
+    let sent = Command::Request {
+        token: 1,
+        method: Method::CallTool,
+        params: params(json!({"name": "slow", "arguments": {}})),
+        // The host's own request, with its options.
+        host_options: true,
     };
-    assert_eq!(method, Method::CallTool);
-    assert!(host_options, "the host's own request, with its options");
-    assert_eq!(
-        Value::Object(params),
-        json!({"name": "slow", "arguments": {}})
-    );
+    assert_eq!(next(&mut c), sent);
     let made = json!({"resultType": "task", "taskId": "t9", "status": "working", "ttlMs": 1000});
-    c.handle_upstream(token, Upstream::Answer(payload(made)), Instant::now());
+    c.handle_upstream(1, answer(made), Instant::now());
     let answer = answered(&mut c);
     assert_eq!(answer["task"]["taskId"], "t9");
     assert_eq!(answer["task"]["ttl"], 1000, "in the legacy form");
@@ -249,30 +235,22 @@ fn a_legacy_task_call_goes_without_task_and_the_host_gets_the_task_it_asked_for(
 fn a_task_the_legacy_host_did_not_ask_for_is_waited_for_and_a_malformed_one_is_said() {
     let call = json!({"name": "slow", "arguments": {}});
     let how = Carry::CallForLegacy { asked: false };
-    let mut c = carry(how, Method::CallTool, call.clone(), Known::new(BOUND));
-    let Command::Request { token, .. } = next(&mut c) else {
-        panic!("the call");
-    };
+    let mut c = plain(how, Method::CallTool, call.clone());
+    assert!(matches!(next(&mut c), Command::Request { token: 1, .. }));
     let made = json!({"resultType": "task", "taskId": "t9", "status": "working"});
-    c.handle_upstream(token, Upstream::Answer(payload(made)), Instant::now());
-    let Command::WaitForHost { token, task } = next(&mut c) else {
+    c.handle_upstream(1, answer(made), Instant::now());
+    let Command::WaitForHost { token: 2, task } = next(&mut c) else {
         panic!("the wait");
     };
     assert_eq!(task.task_id, "t9");
     let result = json!({"content": [], "isError": false});
-    c.handle_upstream(
-        token,
-        Upstream::Answer(payload(result.clone())),
-        Instant::now(),
-    );
+    c.handle_upstream(2, answer(result.clone()), Instant::now());
     assert_eq!(answered(&mut c), result, "what the call would have given");
 
-    let mut c = carry(how, Method::CallTool, call, Known::new(BOUND));
-    let Command::Request { token, .. } = next(&mut c) else {
-        panic!("the call");
-    };
+    let mut c = plain(how, Method::CallTool, call);
+    next(&mut c);
     let claims = json!({"resultType": "task", "status": 3});
-    c.handle_upstream(token, Upstream::Answer(payload(claims)), Instant::now());
+    c.handle_upstream(1, answer(claims), Instant::now());
     assert!(matches!(c.poll_done(), Some(Err(Failure::Malformed(_)))));
 }
 
@@ -284,25 +262,28 @@ fn a_modern_call_learns_an_unknown_tools_support_and_asks_for_a_task_only_where_
         let how = Carry::CallForModern { declared: true };
         let call = json!({"name": "slow", "arguments": {}});
         let mut c = carry(how, Method::CallTool, call, known);
-        let Command::LearnSupport { token, name } = next(&mut c) else {
-            panic!("the tools listed first");
+        let learn = Command::LearnSupport {
+            token: 1,
+            name: "slow".into(),
         };
-        assert_eq!(name, "slow");
+        assert_eq!(next(&mut c), learn, "the tools listed first");
         let optional = Upstream::Support(Some(TaskSupport::Optional));
-        c.handle_upstream(token, optional, Instant::now());
-        let Command::Request { token, params, .. } = next(&mut c) else {
+        c.handle_upstream(1, optional, Instant::now());
+        let Command::Request {
+            token: 2, params, ..
+        } = next(&mut c)
+        else {
             panic!("the call");
         };
-        assert_eq!(
-            params.contains_key("task"),
-            asks,
-            "task calls taken: {task_calls}"
-        );
+        let asked = params.contains_key("task");
+        assert_eq!(asked, asks, "task calls taken: {task_calls}");
         let made = json!({"task": {"taskId": "t2", "status": "working", "ttl": null}});
-        c.handle_upstream(token, Upstream::Answer(payload(made)), Instant::now());
+        c.handle_upstream(2, answer(made), Instant::now());
         let answer = answered(&mut c);
-        assert_eq!(answer["resultType"], "task");
-        assert_eq!(answer["taskId"], "t2");
+        assert_eq!(
+            (&answer["resultType"], &answer["taskId"]),
+            (&json!("task"), &json!("t2"))
+        );
     }
 }
 
@@ -313,16 +294,13 @@ fn a_modern_call_without_the_extension_is_a_call_without_tasks_and_known_support
     let how = Carry::CallForModern { declared: false };
     let call = json!({"name": "slow", "arguments": {"n": 1}});
     let mut c = carry(how, Method::CallTool, call.clone(), known);
-    let Command::CallWithoutTasks { token, params } = next(&mut c) else {
-        panic!("the call without tasks, no listing first");
+    let without = Command::CallWithoutTasks {
+        token: 1,
+        params: params(call),
     };
-    assert_eq!(Value::Object(params), call);
+    assert_eq!(next(&mut c), without, "no listing first");
     let result = json!({"content": []});
-    c.handle_upstream(
-        token,
-        Upstream::Answer(payload(result.clone())),
-        Instant::now(),
-    );
+    c.handle_upstream(1, answer(result.clone()), Instant::now());
     assert_eq!(answered(&mut c), result);
 }
 
@@ -330,38 +308,27 @@ fn a_modern_call_without_the_extension_is_a_call_without_tasks_and_known_support
 fn a_modern_tasks_get_brings_the_outcome_of_a_finished_task_inline() {
     // Completed: its result; failed at the server: its error; working: nothing fetched.
     for (status, fetched) in [
-        (
-            "completed",
-            Some(Upstream::Answer(payload(json!({"content": []})))),
-        ),
+        ("completed", Some(answer(json!({"content": []})))),
         ("failed", Some(rpc_failure("it broke"))),
         ("working", None),
     ] {
-        let asked = json!({"taskId": "t3"});
-        let mut c = carry(
+        let mut c = plain(
             Carry::GetForModern,
             Method::GetTask,
-            asked,
-            Known::new(BOUND),
+            json!({"taskId": "t3"}),
         );
-        let Command::GetTask { token, .. } = next(&mut c) else {
-            panic!("tasks/get");
-        };
-        c.handle_upstream(token, described("t3", status), Instant::now());
+        assert_eq!(next(&mut c), get(1, "t3"));
+        c.handle_upstream(1, described("t3", status), Instant::now());
         if let Some(fetched) = fetched {
-            let Command::Request {
-                token,
-                method,
-                params,
-                host_options,
-            } = next(&mut c)
-            else {
-                panic!("tasks/result of a finished task");
+            let result = Command::Request {
+                token: 2,
+                method: Method::TaskResult,
+                params: params(json!({"taskId": "t3"})),
+                // The bridge's own request.
+                host_options: false,
             };
-            assert_eq!(method, Method::TaskResult);
-            assert_eq!(Value::Object(params), json!({"taskId": "t3"}));
-            assert!(!host_options, "the bridge's own request");
-            c.handle_upstream(token, fetched, Instant::now());
+            assert_eq!(next(&mut c), result, "tasks/result of a finished task");
+            c.handle_upstream(2, fetched, Instant::now());
         }
         let answer = answered(&mut c);
         assert_eq!(answer["resultType"], "complete");
@@ -376,58 +343,41 @@ fn a_modern_tasks_get_brings_the_outcome_of_a_finished_task_inline() {
 
 #[test]
 fn a_legacy_cancel_is_followed_by_the_task_as_it_is_and_a_stray_token_changes_nothing() {
+    let cancel = Command::CancelTask {
+        token: 1,
+        task_id: "t4".into(),
+    };
     let asked = json!({"taskId": "t4"});
-    let mut c = carry(
-        Carry::CancelForLegacy,
-        Method::CancelTask,
-        asked,
-        Known::new(BOUND),
-    );
-    let Command::CancelTask { token, task_id } = next(&mut c) else {
-        panic!("tasks/cancel");
-    };
-    assert_eq!(task_id, "t4");
-    c.handle_upstream(token + 7, Upstream::Cancelled, Instant::now());
+    let mut c = plain(Carry::CancelForLegacy, Method::CancelTask, asked.clone());
+    assert_eq!(next(&mut c), cancel);
+    c.handle_upstream(8, Upstream::Cancelled, Instant::now());
     assert!(c.poll_done().is_none(), "not this command's outcome");
-    c.handle_upstream(token, Upstream::Cancelled, Instant::now());
-    let Command::GetTask { token, task_id } = next(&mut c) else {
-        panic!("then tasks/get");
-    };
-    assert_eq!(task_id, "t4");
-    c.handle_upstream(token, described("t4", "cancelled"), Instant::now());
+    c.handle_upstream(1, Upstream::Cancelled, Instant::now());
+    assert_eq!(next(&mut c), get(2, "t4"), "then tasks/get");
+    c.handle_upstream(2, described("t4", "cancelled"), Instant::now());
     let answer = answered(&mut c);
     assert_eq!(answer["status"], "cancelled");
     assert!(answer.get("resultType").is_none(), "in the legacy form");
 
-    let asked = json!({"taskId": "t4"});
-    let mut c = carry(
-        Carry::CancelForModern,
-        Method::CancelTask,
-        asked,
-        Known::new(BOUND),
-    );
-    let Command::CancelTask { token, .. } = next(&mut c) else {
-        panic!("tasks/cancel");
-    };
-    c.handle_upstream(token, Upstream::Cancelled, Instant::now());
+    let mut c = plain(Carry::CancelForModern, Method::CancelTask, asked);
+    assert_eq!(next(&mut c), cancel);
+    c.handle_upstream(1, Upstream::Cancelled, Instant::now());
     assert_eq!(answered(&mut c), json!({}));
 }
 
 #[test]
 fn a_legacy_tools_list_marks_tools_that_say_nothing_of_tasks_optional() {
-    let mut c = carry(
-        Carry::ListToolsForLegacy,
-        Method::ListTools,
-        json!({}),
-        Known::new(BOUND),
-    );
-    let Command::Request { token, method, .. } = next(&mut c) else {
+    let mut c = plain(Carry::ListToolsForLegacy, Method::ListTools, json!({}));
+    let Command::Request {
+        token: 1, method, ..
+    } = next(&mut c)
+    else {
         panic!("tools/list");
     };
     assert_eq!(method, Method::ListTools);
     let list = json!({"tools": [{"name": "a", "inputSchema": {}},
         {"name": "b", "inputSchema": {}, "execution": {"taskSupport": "forbidden"}}]});
-    c.handle_upstream(token, Upstream::Answer(payload(list)), Instant::now());
+    c.handle_upstream(1, answer(list), Instant::now());
     let answer = answered(&mut c);
     assert_eq!(answer["tools"][0]["execution"]["taskSupport"], "optional");
     assert_eq!(answer["tools"][1]["execution"]["taskSupport"], "forbidden");
@@ -435,16 +385,12 @@ fn a_legacy_tools_list_marks_tools_that_say_nothing_of_tasks_optional() {
 
 #[test]
 fn an_outcome_the_command_does_not_have_ends_the_carry_with_an_error() {
-    let asked = json!({"taskId": "t5"});
-    let mut c = carry(
+    let mut c = plain(
         Carry::GetForLegacy,
         Method::GetTask,
-        asked,
-        Known::new(BOUND),
+        json!({"taskId": "t5"}),
     );
-    let Command::GetTask { token, .. } = next(&mut c) else {
-        panic!("tasks/get");
-    };
-    c.handle_upstream(token, Upstream::Cancelled, Instant::now());
+    assert_eq!(next(&mut c), get(1, "t5"));
+    c.handle_upstream(1, Upstream::Cancelled, Instant::now());
     assert_eq!(refused(&mut c).code, codes::INTERNAL_ERROR);
 }
