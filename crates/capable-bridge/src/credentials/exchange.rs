@@ -122,15 +122,7 @@ pub(super) fn exchange_config(
     config.flow = flow;
     config.mode = LoginMode::Never;
     config.timeout = EXCHANGE_TIMEOUT;
-    if let Some(entry) = entry {
-        config.client.client_id = entry.client_id.clone();
-        config.client.client_secret = entry.client_secret.clone();
-        config.scopes = entry.scopes.clone();
-        config.issuer = entry.issuer.clone();
-        if let Some(send) = entry.send_resource {
-            config.send_resource = send;
-        }
-    }
+    super::from_entry(&mut config, entry);
     config
 }
 
@@ -138,16 +130,7 @@ pub(super) fn exchange_config(
 mod tests {
     use super::*;
 
-    fn caller(sub: &str) -> Caller {
-        Caller {
-            issuer: "https://idp".into(),
-            subject: sub.into(),
-            client_id: None,
-            scopes: Vec::new(),
-            groups: Vec::new(),
-            expires_at: 0,
-        }
-    }
+    use crate::credentials::test_caller as caller;
 
     #[test]
     fn each_caller_has_its_latest_token_and_a_store_and_the_one_seen_longest_ago_goes_first() {

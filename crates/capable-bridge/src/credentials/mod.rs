@@ -134,3 +134,33 @@ pub fn provider(
         }
     }))
 }
+
+/// What a server's `oauth` entry in the config says of the gateway's client there (its
+/// id and secret, scopes, issuer, whether `resource` is sent), put into `config`.
+fn from_entry(
+    config: &mut capable::auth::OAuthConfig,
+    entry: Option<&capable::config::OAuthEntry>,
+) {
+    if let Some(entry) = entry {
+        config.client.client_id = entry.client_id.clone();
+        config.client.client_secret = entry.client_secret.clone();
+        config.scopes = entry.scopes.clone();
+        config.issuer = entry.issuer.clone();
+        if let Some(send) = entry.send_resource {
+            config.send_resource = send;
+        }
+    }
+}
+
+/// A caller of the identity provider `https://idp` whose subject is `sub`, for tests.
+#[cfg(test)]
+pub(crate) fn test_caller(sub: &str) -> capable::internal::auth::resource::Caller {
+    capable::internal::auth::resource::Caller {
+        issuer: "https://idp".into(),
+        subject: sub.into(),
+        client_id: None,
+        scopes: Vec::new(),
+        groups: Vec::new(),
+        expires_at: 0,
+    }
+}

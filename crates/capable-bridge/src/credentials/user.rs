@@ -217,15 +217,7 @@ impl Users {
         config.login_timeout = LOGIN_TTL;
         config.redirect_uri = self.callback.get().cloned();
         config.client.client_name = "capable gateway".into();
-        if let Some(entry) = entry {
-            config.client.client_id = entry.client_id.clone();
-            config.client.client_secret = entry.client_secret.clone();
-            config.scopes = entry.scopes.clone();
-            config.issuer = entry.issuer.clone();
-            if let Some(send) = entry.send_resource {
-                config.send_resource = send;
-            }
-        }
+        super::from_entry(&mut config, entry);
         OAuthClient::new(url.clone(), config)
     }
 

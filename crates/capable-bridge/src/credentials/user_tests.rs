@@ -2,16 +2,7 @@
 
 use super::*;
 
-fn caller(sub: &str) -> Caller {
-    Caller {
-        issuer: "https://idp".into(),
-        subject: sub.into(),
-        client_id: None,
-        scopes: Vec::new(),
-        groups: Vec::new(),
-        expires_at: 0,
-    }
-}
+use crate::credentials::test_caller as caller;
 
 fn login(
     users: &Users,
