@@ -479,3 +479,24 @@ fn modern_only_a_failed_probe_is_no_fallback() {
     ));
     assert!(out.is_empty());
 }
+
+#[test]
+fn a_probe_a_gateway_says_is_unavailable_ends_the_handshake_in_both_modes() {
+    use capable_core::{AfterFailure, RequestFailure};
+    // A 502/503/504 from the way to the server says nothing of its era: no fallback to
+    // `initialize` (which would have the server remembered as legacy), and a modern-only
+    // host is not told the server "does not speak" the modern era.
+    for choice in [ProtocolChoice::Auto, ProtocolChoice::Modern] {
+        let (n, first) = start(choice, MODERN);
+        let mut out = Outbox::new();
+        let after = n.handle_failure(
+            &id_of(&first),
+            RequestFailure::Unavailable,
+            "HTTP 502 from http://127.0.0.1:9/mcp".into(),
+            t0(),
+            &mut out,
+        );
+        assert!(matches!(after, AfterFailure::Ends), "{choice:?}: {after:?}");
+        assert!(out.is_empty(), "{choice:?}: nothing more is sent");
+    }
+}

@@ -175,6 +175,9 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
                 // (an HTTP status): the core says whether the handshake goes on.
                 let failure = match error {
                     Error::Auth(_) => RequestFailure::Authorization,
+                    Error::Http {
+                        status: 502..=504, ..
+                    } => RequestFailure::Unavailable,
                     _ => RequestFailure::Transport,
                 };
                 let why = error.to_string();

@@ -125,6 +125,12 @@ pub enum Step {
 pub enum RequestFailure {
     /// Authorization failed, or is needed and impossible here.
     Authorization,
+    /// The way to the server said it is down or unreachable: HTTP 502, 503 or 504 with no
+    /// JSON-RPC answer, from a proxy, a load balancer or the server's own front. That says
+    /// nothing of the server's era, so a probe failed this way ends the handshake with the
+    /// transport's error: it neither falls back to `initialize` (and never gets the server
+    /// remembered as legacy) nor calls the server one that "does not speak" the modern era.
+    Unavailable,
     /// Anything else: an HTTP status with no JSON-RPC answer, a stream that broke.
     Transport,
 }
@@ -280,7 +286,8 @@ impl Negotiating {
     /// handshake goes on with `initialize` ([`handle_probe_failure`]). A failed
     /// authorization says nothing about the era, and a failed `initialize` leaves
     /// nothing to try: either ends the handshake, with the transport's own error as
-    /// the answer ([`AfterFailure::Ends`]).
+    /// the answer ([`AfterFailure::Ends`]), as does a way to the server that says it is
+    /// down ([`RequestFailure::Unavailable`]).
     ///
     /// [`handle_probe_failure`]: Negotiating::handle_probe_failure
     pub fn handle_failure(
@@ -291,7 +298,7 @@ impl Negotiating {
         now: Instant,
         out: &mut Outbox,
     ) -> AfterFailure {
-        if failure == RequestFailure::Authorization || !self.is_probe(id) {
+        if failure != RequestFailure::Transport || !self.is_probe(id) {
             return AfterFailure::Ends;
         }
         AfterFailure::Step(self.handle_probe_failure(why, now, out))
