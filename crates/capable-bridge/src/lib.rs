@@ -41,6 +41,7 @@
 //! | `traces/` | every request and its upstream call as OpenTelemetry spans, over OTLP ([`Traces`]) |
 //! | `many/` | the servers of a config as one |
 //! | `credentials/` | whose credentials go to a config's HTTP servers: the gateway's, each caller's by token exchange, or each caller's own login done by the gateway |
+//! | `replicas.rs` | which servers each of many replicas may run (`perReplica`, [`hold_to_replicas`]) |
 //! | `reload/` | the config read anew while the bridge runs ([`Reload`]): its file watched, the policy in force swapped, every host's servers following |
 //! | `policy/` | the one policy seam ([`Policy`]): lists, requests and results, for one server and many alike, knowing the [`Caller`]; the config's policies ([`ConfigPolicy`]: tools, who may use what, rate limits) |
 //! | `config.rs`, `error.rs`, `stop.rs` | the public face: what to serve, what ends it, what stops it |
@@ -62,6 +63,7 @@ mod pipes;
 mod policy;
 mod relay;
 mod reload;
+mod replicas;
 mod run_task;
 mod stdio;
 mod stop;
@@ -76,6 +78,7 @@ pub use config::{
 pub use error::{BridgeError, Unavailable};
 pub use policy::{ConfigPolicy, Policy, Shared, Verdict};
 pub use reload::{Load, Loaded, Reload};
+pub use replicas::hold_to_replicas;
 pub use stop::{Stop, StopHandle};
 pub use traces::Traces;
 

@@ -6,6 +6,7 @@
 #[path = "bridge_support/mod.rs"]
 mod bridge_support;
 mod common;
+mod listen_support;
 
 use bridge_support::{many, many_entry};
 use capable::internal::ProtocolVersion;
@@ -82,4 +83,44 @@ fn a_read_by_template_is_routed_before_any_list() {
     // A URI no server offers is still refused, with why.
     let none = b.request(3, "resources/read", json!({"uri": "nope://x"}));
     assert_eq!(none["error"]["code"], -32602, "{none}");
+}
+
+/// On one of many replicas (a seal key given), a server whose entry says it must not
+/// run per replica (`perReplica: false`: it keeps what a session did in its own
+/// process) is left out, saying why; the others are served as ever.
+#[test]
+fn on_a_replica_a_server_that_must_not_run_per_replica_is_left_out_with_why() {
+    let key = common::TempFile::new("bridge-many-replica.key", &"5a".repeat(32));
+    let mut pad = many_entry("no-resources", &[]);
+    pad["perReplica"] = json!(false);
+    let config = json!({"mcpServers": {"pad": pad, "good": many_entry("no-resources", &[])}});
+    let file = common::TempFile::new("bridge-many-replica.json", &config.to_string());
+    let flags = ["--config", file.path(), "--seal-key-file", key.path()];
+    let (b, port) = listen_support::listening_env(&flags, &[]);
+    let session = listen_support::initialize(port);
+    let list = listen_support::post(
+        port,
+        &[
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    let list = match list.header("content-type") {
+        Some(t) if t.starts_with("text/event-stream") => list.events().pop().unwrap(),
+        _ => list.json(),
+    };
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"good__echo"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("pad")), "{names:?}");
+    let said = b.stderr_text();
+    assert!(
+        said.contains("\"pad\"") && said.contains("perReplica: false"),
+        "{said}"
+    );
 }

@@ -357,6 +357,14 @@ fn entry_with_policy(
         detail,
     };
     let mut policy = policy::read(raw).map_err(unsupported)?;
+    let per_replica = policy.as_ref().and_then(|p| p.per_replica);
+    if per_replica.is_some() && matches!(target, ServerTarget::Http { .. }) {
+        return Err(unsupported(
+            "has `perReplica`, which is for servers the gateway runs (every replica reaches \
+             the same HTTP server)"
+                .into(),
+        ));
+    }
     if let Some(credentials) = policy.as_mut().and_then(|p| p.credentials.take()) {
         if matches!(target, ServerTarget::Stdio(_)) {
             return Err(unsupported(

@@ -45,13 +45,14 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
         }
         (None, _) => None,
     };
-    let (upstream, policies, gateway) = upstream(ctx, args)?;
+    let replicated = seal_ring.is_some() && args.listen.is_some();
+    let (upstream, policies, gateway) = upstream(ctx, args, replicated)?;
     let pins = pins(args, &upstream)?;
     let shared = crate::commands::bridge_store::open(&gateway)?;
     crate::commands::bridge_store::say_at_start(&gateway, seal_ring.is_some(), &shared).await;
     let first = policy_of(policies, &gateway, &shared).map(Arc::new);
     let store = shared.as_ref().map(|(store, _)| store.clone());
-    let reload = reload(ctx, args, &upstream, first.clone(), shared);
+    let reload = reload(ctx, args, &upstream, first.clone(), shared, replicated);
     let mut config = BridgeConfig::new(upstream);
     config.store = store;
     config.pins = pins;
@@ -102,10 +103,12 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
 }
 
 /// The server or servers behind, as the flags name them, their policies in the config
-/// (`--server NAME`: that entry's; many: every entry's), and its `gateway` section.
+/// (`--server NAME`: that entry's; many: every entry's), and its `gateway` section. On
+/// one of many replicas, a `--server` that must not run per replica is refused.
 fn upstream(
     ctx: &Context,
     args: &BridgeArgs,
+    replicated: bool,
 ) -> Result<(Upstream, Policies, GatewayPolicy), CliError> {
     let g = &ctx.global;
     if g.server.is_some() || g.url.is_some() || !args.server.command.is_empty() {
@@ -125,7 +128,24 @@ fn upstream(
         let mut policies = Policies::new();
         let mut gateway = GatewayPolicy::default();
         if let Some(entry) = &g.server {
-            let file = ConfigFile::load(g.config.as_deref())?;
+            let mut file = ConfigFile::load(g.config.as_deref())?;
+            if replicated {
+                capable_bridge::hold_to_replicas(&mut file);
+                if let Some(Err(why)) = file
+                    .servers
+                    .iter()
+                    .find(|e| &e.name == entry)
+                    .map(|e| &e.target)
+                {
+                    if file
+                        .policies
+                        .get(entry)
+                        .is_some_and(|p| p.per_replica == Some(false))
+                    {
+                        return Err(CliError::Usage(why.to_string()));
+                    }
+                }
+            }
             policies.extend(file.policies.into_iter().filter(|(name, _)| name == entry));
             gateway = file.gateway;
         }
@@ -142,7 +162,11 @@ fn upstream(
         });
         return Ok((Upstream::One { name, connect }, policies, gateway));
     }
-    let config = many(ConfigFile::load(g.config.as_deref())?, g.inherit_env);
+    let config = many(
+        ConfigFile::load(g.config.as_deref())?,
+        g.inherit_env,
+        replicated,
+    );
     if let Some(unknown) = args
         .only
         .iter()
@@ -160,8 +184,13 @@ fn upstream(
 }
 
 /// A config of many servers as the bridge serves it: its stdio servers' environment
-/// as `--inherit-env` says, its HTTP servers' secrets kept for scrubbing.
-fn many(mut config: ConfigFile, inherit_env: bool) -> ConfigFile {
+/// as `--inherit-env` says, its HTTP servers' secrets kept for scrubbing, and — on a
+/// gateway that is one of many replicas (a seal key given) — those that must not run per
+/// replica left out, saying why.
+fn many(mut config: ConfigFile, inherit_env: bool, replicated: bool) -> ConfigFile {
+    if replicated {
+        capable_bridge::hold_to_replicas(&mut config);
+    }
     for entry in &mut config.servers {
         match &mut entry.target {
             Ok(ServerTarget::Stdio(command)) => command.inherit_env = inherit_env,
@@ -195,6 +224,7 @@ fn reload(
     upstream: &Upstream,
     first: Option<Arc<ConfigPolicy>>,
     shared: Shared,
+    replicated: bool,
 ) -> Option<Reload> {
     let Upstream::Many { config, .. } = upstream else {
         return None;
@@ -205,7 +235,7 @@ fn reload(
     let last = std::sync::Mutex::new(first);
     let mut reload = Reload::new(Arc::new(move || {
         let config = ConfigFile::load(Some(&file)).map_err(|e| e.to_string())?;
-        let config = many(config, inherit_env);
+        let config = many(config, inherit_env, replicated);
         let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
         let policy = policy_of(config.policies.clone(), &config.gateway, &shared).map(|p| {
             Arc::new(match last.as_deref() {

@@ -1,7 +1,7 @@
 //! A server's policy in a config file: what a host that serves many servers as one
 //! (`capable bridge --config`) applies to each — read from the entry's `disabled`,
-//! `allowTools`, `denyTools`, `timeout`, `outputBudget`, and for a gateway `access` and
-//! `rateLimit` (`access.rs`).
+//! `allowTools`, `denyTools`, `timeout`, `outputBudget`, and for a gateway `access`,
+//! `rateLimit` (`access.rs`) and `perReplica`.
 
 use std::time::Duration;
 
@@ -42,6 +42,12 @@ pub struct ServerPolicy {
     /// Whose credentials go to it, an HTTP server (`credentials`; none said: the
     /// gateway's own, [`Credentials::Service`]).
     pub credentials: Option<Credentials>,
+    /// Whether each of many gateway replicas may run its own copy of it, a server the
+    /// gateway starts (`perReplica`; not said: it may). `Some(false)` says the server
+    /// keeps what a session did in its own process, so a replica that continues another's
+    /// session must not meet a copy that never saw it: a gateway run as one of many
+    /// replicas (given a seal key) leaves it out, saying why.
+    pub per_replica: Option<bool>,
 }
 
 impl ServerPolicy {
@@ -74,6 +80,8 @@ struct PolicyEntry {
     rate_limit: Option<Value>,
     #[serde(default)]
     credentials: Option<Credentials>,
+    #[serde(default, rename = "perReplica")]
+    per_replica: Option<bool>,
 }
 
 /// The policy of entry `raw` (`None` when it sets none); an error for a key of the
@@ -102,6 +110,7 @@ pub(super) fn read(raw: &Value) -> Result<Option<ServerPolicy>, String> {
         access: entry.access,
         rate_limit,
         credentials: entry.credentials,
+        per_replica: entry.per_replica,
         disabled: entry.disabled,
         allow_tools: entry.allow_tools,
         deny_tools: entry.deny_tools,
