@@ -6,9 +6,9 @@
 //! continued session as well as the first. A server that keeps what a session did in its
 //! own process — a tool that remembers the last call, a scratch file, a login — would
 //! meet a session continued on another replica as a stranger. `"perReplica": false` says
-//! so of a server: a gateway run as one of many replicas leaves it out, and says why where
-//! any unusable entry is said (stderr, the audit, `/readyz`). Such a server belongs behind
-//! HTTP, where every replica reaches the same one, or on a single gateway.
+//! so of a server: a gateway run as one of many replicas leaves it out as if disabled
+//! (`/readyz` does not wait for it), and its audit line says why. Such a server belongs
+//! behind HTTP, where every replica reaches the same one, or on a single gateway.
 //!
 //! ```json
 //! {"mcpServers": {"scratchpad": {"command": "scratchpad-server", "perReplica": false}}}
@@ -17,19 +17,22 @@
 use capable::config::{ConfigError, ConfigFile};
 
 /// Leaves out of `file` every server it says must not run per replica (`perReplica:
-/// false`): each entry's target becomes the error that says why. For a gateway run as
+/// false`): each is disabled (not started, not needed for readiness) and its target
+/// becomes the error that says why. For a gateway run as
 /// one of many replicas (given a seal key), at start and at each reload. Returns the
 /// names left out.
 pub fn hold_to_replicas(file: &mut ConfigFile) -> Vec<String> {
     let mut held = Vec::new();
     for entry in &mut file.servers {
-        let single = file
-            .policies
-            .get(&entry.name)
-            .is_some_and(|p| p.per_replica == Some(false));
-        if !single || entry.target.is_err() {
+        let Some(policy) = file.policies.get_mut(&entry.name) else {
+            continue;
+        };
+        if policy.per_replica != Some(false) || entry.target.is_err() {
             continue;
         }
+        // Not started, and not needed (`/readyz` does not wait for it), as a disabled
+        // server; its target says why wherever the entry is shown.
+        policy.disabled = true;
         entry.target = Err(ConfigError::Unsupported {
             path: file.path.clone(),
             name: entry.name.clone(),
@@ -65,6 +68,7 @@ mod tests {
             let usable = entry.target.is_ok();
             assert_eq!(usable, ["docs", "plain"].contains(&entry.name.as_str()));
         }
+        assert!(file.policies["pad"].disabled && !file.policies["docs"].disabled);
         let pad = file.servers.iter().find(|e| e.name == "pad").unwrap();
         let why = pad.target.as_ref().unwrap_err().to_string();
         assert!(

@@ -118,6 +118,9 @@ fn on_a_replica_a_server_that_must_not_run_per_replica_is_left_out_with_why() {
         .collect();
     assert!(names.contains(&"good__echo"), "{names:?}");
     assert!(!names.iter().any(|n| n.starts_with("pad")), "{names:?}");
+    // Left out, it is not waited for: the replica is ready.
+    let ready = listen_support::http_at(port, "GET", "/readyz", &[], "");
+    assert_eq!(ready.status, 200, "{}", ready.body);
     let said = b.stderr_text();
     assert!(
         said.contains("\"pad\"") && said.contains("perReplica: false"),

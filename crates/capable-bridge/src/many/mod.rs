@@ -131,7 +131,10 @@ impl Many {
             }
             let disabled = file.policies.get(&entry.name).is_some_and(|p| p.disabled);
             if disabled {
-                audit.state(&entry.name, "disabled", json!({}));
+                // Disabled by the config, or by the gateway with why (`replicas.rs`).
+                let why = entry.target.as_ref().err().map(|e| e.to_string());
+                let detail = why.map_or_else(|| json!({}), |why| json!({"error": why}));
+                audit.state(&entry.name, "disabled", detail);
                 continue;
             }
             let timeout = policy.as_ref().and_then(|p| p.request_timeout(&entry.name));
