@@ -10,6 +10,9 @@
 //!   stream, its call waiting for the login; it is told `notifications/elicitation/
 //!   complete` with the same `elicitationId` once the login landed. A token the server
 //!   refuses later (mid-call) asks it the same way again, once.
+//! - A 2026-07-28 host gets an `input_required` result carrying the URL-mode
+//!   elicitation and an opaque `requestState`; its retry with the answer is served as
+//!   the caller once the login landed; declined, it is refused with why.
 //!
 //! Everything binds 127.0.0.1. Without `.peers` these tests fail, saying how to install
 //! them; set `CAPABLE_SKIP_PEERS=1` to skip them instead.
@@ -26,7 +29,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use bridge_support::many_entry;
+use bridge_support::{many_entry, Bridge};
 use common::oauth::free_port;
 use common::TempFile;
 use identity_support::browser::Browser;
@@ -200,4 +203,84 @@ fn a_legacy_host_is_asked_by_url_elicitation_told_when_its_login_landed_and_aske
     tokens.dedup();
     assert_eq!(tokens.len(), 2, "{tokens:?}");
     assert_eq!(tokens[0], &seen[before - 1], "the old token first");
+}
+
+/// `up__whoami` as a 2026-07-28 request of `token`'s caller, whose host takes URL-mode
+/// elicitations; `more` added to its params (a retry's `requestState` and answers).
+fn whoami_modern(g: &Gateway, token: &str, id: u64, more: Value) -> Value {
+    let bearer = format!("Bearer {token}");
+    let meta = Bridge::meta(json!({"elicitation": {"url": {}}}));
+    let mut params = json!({"name": "up__whoami", "arguments": {}, "_meta": meta});
+    for (k, v) in more.as_object().unwrap() {
+        params[k] = v.clone();
+    }
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "up__whoami"),
+    ];
+    let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let answer = post(g.port, &headers, message);
+    // A refused retry is a 400 of its own; anything else is answered.
+    assert!([200, 400].contains(&answer.status), "{}", answer.body);
+    answer.json()
+}
+
+/// The one URL-mode elicitation of an `input_required` round: its key and params.
+fn asked_in_round(answer: &Value) -> (String, Value) {
+    let result = &answer["result"];
+    assert_eq!(result["resultType"], "input_required", "{answer}");
+    let requests = result["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "{answer}");
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create", "{answer}");
+    (key.clone(), request["params"].clone())
+}
+
+#[test]
+fn a_2026_07_28_host_gets_an_input_round_and_its_retry_is_served_once_the_login_landed() {
+    if !wanted() {
+        return;
+    }
+    let (upstream, g, _file) = start();
+    let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
+
+    // Her call: a round asking her to log in, not an error; nothing reached the server.
+    let round = whoami_modern(&g, &alice, 2, json!({}));
+    let (key, params) = asked_in_round(&round);
+    let url = login_url(&params, g.port);
+    assert!(params.get("elicitationId").is_none(), "{params}");
+    let state = round["result"]["requestState"].as_str().unwrap().to_owned();
+    assert!(!state.is_empty() && !state.contains("alice") && !url.contains(&state));
+    assert!(upstream.seen().is_empty(), "{:?}", upstream.seen());
+
+    // She logs in; her retry with the answer is served as her.
+    let (done, _) = Browser::default().log_in(&url, "alice");
+    assert_eq!(done.status, 200, "{}", done.body);
+    let accepted = json!({"requestState": state, "inputResponses": {&key: {"action": "accept"}}});
+    assert_eq!(
+        subject(&whoami_modern(&g, &alice, 3, accepted.clone())),
+        "user:alice"
+    );
+    // The round is spent: the same retry again is refused, never passed on.
+    let replayed = whoami_modern(&g, &alice, 4, accepted);
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+    // Her later calls go through with no round.
+    assert_eq!(
+        subject(&whoami_modern(&g, &alice, 5, json!({}))),
+        "user:alice"
+    );
+
+    // Bob declines: his retry is refused, saying why; nothing of his reached the server.
+    let seen = upstream.seen().len();
+    let round = whoami_modern(&g, &bob, 6, json!({}));
+    let (key, _) = asked_in_round(&round);
+    let state = round["result"]["requestState"].clone();
+    let declined = json!({"requestState": state, "inputResponses": {key: {"action": "decline"}}});
+    let refused = whoami_modern(&g, &bob, 7, declined);
+    assert_eq!(refused["error"]["code"], -32010, "{refused}");
+    let why = refused["error"]["message"].as_str().unwrap();
+    assert!(why.contains("log in") && why.contains("declined"), "{why}");
+    assert_eq!(upstream.seen().len(), seen);
 }

@@ -4,8 +4,9 @@
 //! | the host | asked by |
 //! |---|---|
 //! | 2025-11-25 that declared `elicitation.url` | `elicitation/create` (mode `url`, with an `elicitationId`) on its call's stream, the call waiting for the login; `notifications/elicitation/complete` with that id once it landed |
+//! | 2026-07-28 that declared `elicitation.url` | an `input_required` result whose `inputRequests` hold the URL-mode `elicitation/create` (no id in that revision), its `requestState` opaque (the relay's rounds, `relay/rounds.rs`); its retry with the answer waits for the login and is then served |
 //! | any other legacy one | the spec's `URLElicitationRequiredError` (`-32042`) with the URL |
-//! | 2026-07-28 | the bridge's authorization-required error (`-32010`) with the URL |
+//! | any other 2026-07-28 one | the bridge's authorization-required error (`-32010`) with the URL |
 
 use std::collections::HashMap;
 use std::sync::Arc;
