@@ -454,11 +454,9 @@ fn the_mcp_inspector_cli_logs_in_to_the_gateway_headless_and_is_served_as_itself
     assert!(at.starts_with(&callback), "{at}");
     assert_eq!(done.status, 200, "{}", done.body);
     let out = inspector.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let _ = reading.join();
+    let rest: Vec<String> = said.try_iter().collect();
+    assert!(out.status.success(), "{rest:?}");
     let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
     let uris: Vec<&Value> = seen["resources"]
         .as_array()
