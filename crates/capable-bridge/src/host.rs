@@ -313,10 +313,11 @@ impl Host {
         let ask_timeout = t.config.client.config.timeouts.progress_cap;
         let connect = match &t.config.upstream {
             Upstream::Many { config, only } => {
-                // A legacy host that takes URL-mode elicitations is asked to log in to a
-                // `user` server by one, its call waiting for the login.
+                // A host that takes URL-mode elicitations is asked to log in to a `user`
+                // server by one (a 2026-07-28 host in a round), its call waiting for the
+                // login; a legacy one is told when it landed.
                 let modern = hello.version.map(|v| v.era()) == Some(capable::internal::Era::Modern);
-                let elicit = match hello.capabilities.elicitation_url && !modern {
+                let elicit = match hello.capabilities.elicitation_url {
                     true => options.handlers.elicitation.clone(),
                     false => None,
                 };
@@ -350,7 +351,7 @@ impl Host {
                     many.reloading(generation);
                 }
                 let users = crate::credentials::UserServers::of(config, &t.users, modern);
-                many.users(users.map(|u| u.elicited_by(elicit)));
+                many.users(users.map(|u| u.elicited_by(elicit, Some(inbox.clone()))));
                 let servers = Servers::Many(Box::new(many));
                 self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
                 return;

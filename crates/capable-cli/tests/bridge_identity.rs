@@ -1,7 +1,7 @@
 //! `capable bridge --listen --auth-issuer --public-url`: the gateway as an OAuth 2.1
 //! protected resource of a real identity provider (`tests/peers/oidc_issuer.mjs`:
 //! oidc-provider issuing JWT access tokens for the gateway). A client that speaks the
-//! MCP authorization specification — `capable` itself, the TypeScript SDK's client —
+//! MCP authorization specification — `capable` itself, the TypeScript and Python SDKs' clients —
 //! logs in to the gateway with no gateway-specific step; a request without a good token
 //! gets its `401` (or `403`) and nothing reaches the server behind; two callers at once
 //! never see each other's sessions; the audit names the caller on every line of their
@@ -352,4 +352,168 @@ fn the_typescript_sdk_client_finds_the_issuer_through_the_gateway_and_is_served(
         .audit_until(|l| l["event"] == "state" && l["state"] == "ready");
     assert_eq!(ready["caller"]["sub"], "bob-app");
     assert_eq!(ready["caller"]["clientId"], "bob-app");
+}
+
+/// The Python SDK's client as a person's host (its `OAuthClientProvider`, the script the
+/// person): from the gateway's 401 to its metadata, the issuer, dynamic registration,
+/// the authorization code flow with PKCE, a token for the gateway, and the calls — no
+/// step of the gateway's own; the gateway serves it as itself (the person the issuer
+/// logged in, through the client it registered).
+#[test]
+fn the_python_sdk_client_logs_in_to_the_gateway_as_a_person_and_is_served_as_itself() {
+    if !wanted() || !peers_wanted(&[common::servers::PYTHON]) {
+        return;
+    }
+    let g = gateway("read-only");
+    let out = std::process::Command::new(common::servers::path(common::servers::PYTHON))
+        .args(["tests/peers/py_gateway_client.py", &g.url, "mcp:tools"])
+        .current_dir(common::workspace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(seen.get("error").is_none(), "{seen}");
+    assert_eq!(seen["issuer"], g.issuer.as_str(), "{seen}");
+    assert_eq!(seen["registered"], true, "{seen}");
+    assert_eq!(
+        seen["resources"],
+        json!(["docs://manual/current", "docs://manual/archive"])
+    );
+    let ready = g
+        .bridge
+        .audit_until(|l| l["event"] == "state" && l["state"] == "ready");
+    assert_eq!(ready["caller"]["sub"], "mcp-user", "{ready}");
+    let client = ready["caller"]["clientId"].as_str().unwrap_or("");
+    assert!(!client.is_empty() && !client.ends_with("-app"), "{ready}");
+}
+
+/// The MCP Inspector's CLI, headless: with `MCP_AUTO_OPEN_ENABLED` it does its
+/// interactive OAuth login with no TTY (dynamic registration, the code flow with PKCE
+/// and `resource`, its own loopback callback listener), printing the authorization
+/// URL; the test is the person's browser, which opens it and follows the identity
+/// provider's redirects (its interaction pages approve at once) back to the Inspector's
+/// callback. Its home is a scratch folder; an `xdg-open` that does nothing stands
+/// first on its `PATH`, so that no real browser is ever opened.
+#[test]
+fn the_mcp_inspector_cli_logs_in_to_the_gateway_headless_and_is_served_as_itself() {
+    use std::io::{BufRead, BufReader};
+    const INSPECTOR: &str =
+        ".peers/inspector/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
+    if !wanted() || !peers_wanted(&[INSPECTOR]) {
+        return;
+    }
+    let g = gateway("read-only");
+    let home = Scratch::new("inspector-home");
+    let bin = home.0.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opener = bin.join("xdg-open");
+    std::fs::write(&opener, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let callback = format!(
+        "http://127.0.0.1:{}/oauth/callback",
+        common::oauth::free_port()
+    );
+    let mut inspector = std::process::Command::new(node())
+        .args([INSPECTOR, "--cli", &g.url, "--method", "resources/list"])
+        .args(["--callback-url", &callback])
+        .env("HOME", &home.0)
+        .env("PATH", path)
+        .env("MCP_AUTO_OPEN_ENABLED", "true")
+        .env("MCP_INSPECTOR_SECRET_STORE", "memory")
+        .current_dir(common::workspace())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The person: the URL the Inspector printed, opened in a browser. Its stderr is
+    // read to the end (a closed pipe would end it).
+    let stderr = BufReader::new(inspector.stderr.take().unwrap());
+    let (tx, said) = std::sync::mpsc::channel();
+    let reading = std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let url = said
+        .iter()
+        .find_map(|line| Some(line.split_once("Please navigate to: ")?.1.trim().to_owned()));
+    let Some(url) = url else {
+        let _ = inspector.kill();
+        panic!("no authorization URL");
+    };
+    assert!(url.starts_with(&format!("{}/auth?", g.issuer)), "{url}");
+    let mut browser = identity_support::browser::Browser::default();
+    let (done, at) = browser.go("GET", &url, "");
+    assert!(at.starts_with(&callback), "{at}");
+    assert_eq!(done.status, 200, "{}", done.body);
+    let out = inspector.wait_with_output().unwrap();
+    let _ = reading.join();
+    let rest: Vec<String> = said.try_iter().collect();
+    assert!(out.status.success(), "{rest:?}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let uris: Vec<&Value> = seen["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["uri"])
+        .collect();
+    assert_eq!(uris, ["docs://manual/current", "docs://manual/archive"]);
+    let ready = g
+        .bridge
+        .audit_until(|l| l["event"] == "state" && l["state"] == "ready");
+    assert_eq!(ready["caller"]["sub"], "mcp-user", "{ready}");
+}
+
+/// The Python SDK's own authorization server (`mcp.server.auth`,
+/// `tests/peers/python_oauth.py`) cannot be the gateway's issuer: its metadata (RFC
+/// 8414) names no `jwks_uri` (its access tokens are opaque) and no introspection
+/// endpoint (the SDK verifies its tokens inside its own process only). The gateway
+/// refuses to start in front of it, saying which, instead of taking callers it could
+/// not verify.
+#[test]
+fn the_python_sdks_authorization_server_is_refused_as_the_gateways_issuer_saying_why() {
+    if !peers_wanted(&[common::servers::PYTHON]) {
+        return;
+    }
+    let (as_port, port) = (common::oauth::free_port(), common::oauth::free_port());
+    let issuer = format!("http://127.0.0.1:{as_port}");
+    let _sdk = common::oauth::Peer::start(
+        vec![
+            common::servers::path(common::servers::PYTHON),
+            "tests/peers/python_oauth.py".into(),
+            as_port.to_string(),
+        ],
+        vec![as_port],
+        format!("{issuer}/mcp"),
+        issuer.clone(),
+    );
+    let (listen, url) = (
+        format!("127.0.0.1:{port}"),
+        format!("http://127.0.0.1:{port}/mcp"),
+    );
+    let fixture = common::fixture("read-only");
+    let introspecting = ["--auth-client-id", "gateway", "--auth-client-secret", "s"];
+    for (more, why) in [
+        (&[][..], "its metadata names no jwks_uri"),
+        (
+            &introspecting[..],
+            "its metadata names no introspection_endpoint",
+        ),
+    ] {
+        let mut args = vec!["bridge", "--listen", &listen, "--auth-issuer", &issuer];
+        args.extend_from_slice(&["--public-url", &url]);
+        args.extend_from_slice(more);
+        args.push("--");
+        args.extend(fixture.iter().map(String::as_str));
+        let refused = run(&args, &[]);
+        assert_ne!(refused.code, Some(0), "{refused:?}");
+        assert!(refused.stderr.contains(why), "{}", refused.stderr);
+    }
 }

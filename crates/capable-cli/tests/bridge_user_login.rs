@@ -25,103 +25,14 @@ mod identity_support;
 #[path = "listen_support/mod.rs"]
 mod listen_support;
 
-use std::collections::BTreeMap;
-
 use bridge_support::{many_entry, Bridge};
 use common::oauth::free_port;
 use common::TempFile;
+use identity_support::browser::Browser;
 use identity_support::upstream::Upstream;
 use identity_support::{gateway_on, wanted, Gateway};
-use listen_support::{http_at, post, Http};
+use listen_support::post;
 use serde_json::{json, Value};
-
-/// A person's browser: its cookies per site (port), the redirects followed.
-#[derive(Default)]
-struct Browser {
-    cookies: BTreeMap<u16, BTreeMap<String, String>>,
-    /// Every address it went to, in order.
-    visited: Vec<String>,
-}
-
-/// `http://127.0.0.1:PORT/path?query` as (port, path and query).
-fn split_url(url: &str) -> (u16, String) {
-    let rest = url
-        .strip_prefix("http://127.0.0.1:")
-        .unwrap_or_else(|| panic!("not a loopback URL: {url}"));
-    let (port, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    (port.parse().unwrap(), path.to_owned())
-}
-
-impl Browser {
-    /// `METHOD url` (a form `body` for a POST), following redirects with the cookies
-    /// each site set: the last answer, and the address it came from.
-    fn go(&mut self, method: &str, url: &str, body: &str) -> (Http, String) {
-        let (mut method, mut url, mut body) = (method.to_owned(), url.to_owned(), body.to_owned());
-        for _ in 0..20 {
-            self.visited.push(url.clone());
-            let (port, path) = split_url(&url);
-            let jar = self.cookies.entry(port).or_default();
-            let cookie = jar
-                .iter()
-                .map(|(n, v)| format!("{n}={v}"))
-                .collect::<Vec<_>>()
-                .join("; ");
-            let mut headers = vec![("Cookie", cookie.as_str())];
-            if method == "POST" {
-                headers.push(("Content-Type", "application/x-www-form-urlencoded"));
-            }
-            let answer = http_at(port, &method, &path, &headers, &body);
-            for (name, value) in &answer.headers {
-                if !name.eq_ignore_ascii_case("set-cookie") {
-                    continue;
-                }
-                let pair = value.split(';').next().unwrap_or("");
-                if let Some((n, v)) = pair.split_once('=') {
-                    let gone = v.is_empty()
-                        || value
-                            .to_ascii_lowercase()
-                            .contains("expires=thu, 01 jan 1970");
-                    match gone {
-                        true => jar.remove(n.trim()),
-                        false => jar.insert(n.trim().to_owned(), v.to_owned()),
-                    };
-                }
-            }
-            let Some(location) = answer
-                .header("location")
-                .filter(|_| (300..400).contains(&answer.status))
-            else {
-                return (answer, url);
-            };
-            url = match location.starts_with("http") {
-                true => location.to_owned(),
-                false => format!("http://127.0.0.1:{port}{location}"),
-            };
-            (method, body) = ("GET".into(), String::new());
-        }
-        panic!("too many redirects: {:?}", self.visited);
-    }
-
-    /// Logs in as `account` at the login URL the gateway sent: the gateway's answer
-    /// at the end, and the callback's address.
-    fn log_in(&mut self, url: &str, account: &str) -> (Http, String) {
-        let (form, at) = self.go("GET", url, "");
-        assert_eq!(form.status, 200, "{}", form.body);
-        assert!(
-            form.body.contains("name=\"login\""),
-            "no login form: {}",
-            form.body
-        );
-        let (done, _) = self.go("POST", &at, &format!("login={account}"));
-        let callback = self
-            .visited
-            .iter()
-            .find(|u| u.contains("/oauth/callback?"))
-            .cloned()
-            .unwrap_or_else(|| panic!("never back at the gateway: {:?}", self.visited));
-        (done, callback)
-    }
-}
 
 /// The gateway on `port` in front of `upstream` as `up` (its credentials the caller's
 /// own login), and a local server.
@@ -387,77 +298,4 @@ fn with_a_seal_key_a_callers_login_is_kept_sealed_across_a_restart_and_refreshed
     assert_eq!(read["tokens"], 1, "{read}");
     let again = session(&g, &alice);
     assert_eq!(subject(&whoami(&g, &alice, &again)), "user:alice");
-}
-
-#[test]
-fn a_host_that_takes_url_elicitations_is_asked_to_log_in_and_its_call_goes_on_once_it_did() {
-    use std::io::{BufRead, BufReader, Write};
-    if !wanted() {
-        return;
-    }
-    let (idp_port, port) = (free_port(), free_port());
-    let upstream = Upstream::with_login(
-        idp_port,
-        &format!("http://127.0.0.1:{port}/oauth/callback"),
-        3600,
-    );
-    let (g, _file) = gateway(port, idp_port, &upstream);
-    let alice = g.token("alice-app");
-    let bearer = format!("Bearer {alice}");
-    let hello = post(
-        port,
-        &[("Authorization", &bearer)],
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"url": {}}},
-            "clientInfo": {"name": "h", "version": "1"}}}),
-    );
-    assert_eq!(hello.status, 200, "{}", hello.body);
-    let session = hello.header("mcp-session-id").unwrap().to_owned();
-    let headers = [
-        ("Authorization", bearer.as_str()),
-        ("Mcp-Session-Id", session.as_str()),
-    ];
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(post(port, &headers, initialized).status, 202);
-
-    // Her call, its SSE stream read as it comes.
-    let mut call = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    call.set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .unwrap();
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "up__whoami", "arguments": {}}})
-    .to_string();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nAuthorization: {bearer}\r\n\
-         Mcp-Session-Id: {session}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    call.write_all(request.as_bytes()).unwrap();
-    let mut stream = BufReader::new(call);
-    let mut next_message = || -> Value {
-        loop {
-            let mut line = String::new();
-            assert!(stream.read_line(&mut line).unwrap() > 0, "the stream ended");
-            if let Some(data) = line.trim_end().strip_prefix("data:") {
-                if let Ok(message) = serde_json::from_str::<Value>(data.trim()) {
-                    return message;
-                }
-            }
-        }
-    };
-    // Asked to log in by a URL-mode elicitation, not refused.
-    let ask = next_message();
-    assert_eq!(ask["method"], "elicitation/create", "{ask}");
-    assert_eq!(ask["params"]["mode"], "url", "{ask}");
-    let url = ask["params"]["url"].as_str().unwrap().to_owned();
-    assert!(url.starts_with(&format!("http://127.0.0.1:{port}/oauth/start?login=")));
-    let accepted = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept"}});
-    assert_eq!(post(port, &headers, accepted).status, 202);
-    // She logs in; her call, waiting meanwhile, goes through as her.
-    let (done, _) = Browser::default().log_in(&url, "alice");
-    assert_eq!(done.status, 200, "{}", done.body);
-    let result = next_message();
-    assert_eq!(result["id"], 2, "{result}");
-    assert_eq!(subject(&result), "user:alice");
 }

@@ -1,6 +1,12 @@
-//! A session's servers of `user` credentials ([`UserServers`]), and what a caller
-//! without a token of one is answered: the spec's `URLElicitationRequiredError`
-//! (`-32042`) naming the gateway's login URL (`user.rs`).
+//! A session's servers of `user` credentials ([`UserServers`]), and how a caller
+//! without a token of one is asked to log in at the gateway's login URL (`user.rs`):
+//!
+//! | the host | asked by |
+//! |---|---|
+//! | 2025-11-25 that declared `elicitation.url` | `elicitation/create` (mode `url`, with an `elicitationId`) on its call's stream, the call waiting for the login; `notifications/elicitation/complete` with that id once it landed |
+//! | 2026-07-28 that declared `elicitation.url` | an `input_required` result whose `inputRequests` hold the URL-mode `elicitation/create` (no id in that revision), its `requestState` opaque (the relay's rounds, `relay/rounds.rs`); its retry with the answer waits for the login and is then served |
+//! | any other legacy one | the spec's `URLElicitationRequiredError` (`-32042`) with the URL |
+//! | any other 2026-07-28 one | the bridge's authorization-required error (`-32010`) with the URL |
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,9 +29,12 @@ pub struct UserServers {
     /// The host speaks 2026-07-28, where `-32042` is no more: it gets the bridge's
     /// own `-32010` with the URL instead.
     pub modern: bool,
-    /// Asks the host (a legacy one that declared `elicitation.url`) a URL-mode
-    /// elicitation, as the server it names.
+    /// Asks the host (one that declared `elicitation.url`) a URL-mode elicitation, as
+    /// the server it names: a legacy host by a request, a 2026-07-28 one in a round.
     pub elicit: Option<capable::input::Handler>,
+    /// Where the relay takes the bridge's own notifications for the host
+    /// (`notifications/elicitation/complete`).
+    pub tell: Option<crate::relay::Inbox>,
 }
 
 impl UserServers {
@@ -56,19 +65,27 @@ impl UserServers {
             servers,
             modern,
             elicit: None,
+            tell: None,
         })
     }
 
-    /// The same, the host asked to log in by URL-mode elicitations with `elicit`.
-    pub fn elicited_by(mut self, elicit: Option<capable::input::Handler>) -> UserServers {
+    /// The same, the host asked to log in by URL-mode elicitations with `elicit`, and
+    /// told of a login that landed through `tell`.
+    pub fn elicited_by(
+        mut self,
+        elicit: Option<capable::input::Handler>,
+        tell: Option<crate::relay::Inbox>,
+    ) -> UserServers {
         self.elicit = elicit;
+        self.tell = tell;
         self
     }
 
     /// Asks the host to log in to `server` by a URL-mode elicitation (when it takes
-    /// them) and waits up to `within` for the login: whether the caller logged in.
-    /// `Err`: the host cannot be asked so, or the login cannot start (answered as
-    /// [`UserServers::ask`] says instead).
+    /// them) and waits up to `within` for the login: whether the caller logged in. A
+    /// legacy host is then told the elicitation is complete. `Err`: the host cannot be
+    /// asked so, or the login cannot start (answered as [`UserServers::ask`] says
+    /// instead).
     pub async fn elicit(&self, server: &str, within: std::time::Duration) -> Result<bool, ()> {
         let (Some(elicit), Some((url, entry))) = (&self.elicit, self.servers.get(server)) else {
             return Err(());
@@ -79,14 +96,26 @@ impl UserServers {
             .await
             .map_err(|_| ())?;
         let message = format!("{server} needs you to log in to it: open the URL");
-        let params = serde_json::json!({"mode": "url", "elicitationId": elicitation.id,
-            "url": elicitation.url, "message": message});
+        let mut params =
+            serde_json::json!({"mode": "url", "url": elicitation.url, "message": message});
+        // 2026-07-28 has no elicitation ids: its round's requestState stands for it.
+        if !self.modern {
+            params["elicitationId"] = elicitation.id.clone().into();
+        }
         let asked = crate::upstream::asked_by(elicit, server);
         let answer = asked(params).await.map_err(|_| ())?;
         if answer.get("action").and_then(serde_json::Value::as_str) != Some("accept") {
             return Ok(false);
         }
-        Ok(self.users.wait_login(&self.caller, url, within).await)
+        let landed = self.users.wait_login(&self.caller, url, within).await;
+        if let (true, false, Some(tell)) = (landed, self.modern, &self.tell) {
+            let kind = capable::internal::notification::Notification::ElicitationComplete {
+                elicitation_id: elicitation.id.clone(),
+            };
+            let params = serde_json::json!({"elicitationId": elicitation.id});
+            tell.send(crate::relay::Event::Tell(kind, params));
+        }
+        Ok(landed)
     }
 
     /// The `-32042` error of `method` asking the caller to log in to `server`, or

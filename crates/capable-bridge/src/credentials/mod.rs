@@ -14,7 +14,7 @@
 //!   server refuses is asked for again once, never in a loop.
 //! - `user` (`user.rs`): the server's own OAuth login (authorization code and PKCE),
 //!   done by the gateway on the caller's behalf ([`Users`]): the caller is sent the
-//!   authorization URL (URL-mode elicitation's `-32042`), the redirect comes back to
+//!   authorization URL (a URL-mode elicitation, or its `-32042`: `ask.rs`), the redirect comes back to
 //!   the gateway's `/oauth/callback`, and the tokens are kept per caller, refreshed
 //!   when due, the caller asked again once when the server refuses them.
 //!

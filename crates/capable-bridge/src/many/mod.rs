@@ -357,12 +357,17 @@ impl Many {
         let at = Some(server.clone());
         // A `user` server refusing the caller's own token asks the caller again.
         let (users, host) = (self.users.clone(), self.host.clone());
+        // What the call needs to be made again after a login anew (a user server's).
+        let again = users
+            .as_ref()
+            .filter(|u| u.servers.contains_key(&server))
+            .and_then(|_| users::Again::of(method, &params, &options, bound));
         let answer = async move {
             let answer = match method {
                 Method::CallTool => call_without_tasks(&session, params, options, bound).await,
                 _ => session.request_payload(method, &params, options).await,
             };
-            users::unless_refused(answer, users, &host, method, &server).await
+            users::unless_refused(answer, users, &host, method, &server, again).await
         };
         (policy::after(policy, method, answer.boxed()), at)
     }

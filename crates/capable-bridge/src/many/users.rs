@@ -5,7 +5,9 @@
 //! URL-mode elicitation, the call waiting for the login, when the host takes them;
 //! else answered with the URL (`-32042`, `credentials/`). Once the caller logged in, the next call
 //! connects the server again and goes through; a token the server refuses later asks
-//! the caller again, once per call.
+//! the caller again the same way (a host that takes URL-mode elicitations by one, the
+//! call made anew once the login landed), once per call — refused again, the caller
+//! gets the URL, never another elicitation.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,20 +73,106 @@ pub(super) async fn refused_now(
     ask_again(users, method, server).await
 }
 
+/// What a call refused mid-way needs to be made again once the caller logged in anew.
+pub(super) struct Again {
+    /// The call's params, as they went to the server.
+    params: Map<String, Value>,
+    /// Its options (a retry's: the first try's timeout and cache policy; its progress
+    /// went with the first try).
+    options: RequestOptions,
+    /// How long a task the call runs as may take.
+    bound: Duration,
+}
+
+impl Again {
+    /// What `params`, sent with `options`, needs to be made again (`None`: not a call).
+    pub(super) fn of(
+        method: Method,
+        params: &Map<String, Value>,
+        options: &RequestOptions,
+        bound: Duration,
+    ) -> Option<Again> {
+        let options = RequestOptions {
+            timeout: options.timeout,
+            cache: options.cache,
+            pass_input_required: options.pass_input_required,
+            ..RequestOptions::default()
+        };
+        (method == Method::CallTool).then(|| Again {
+            params: params.clone(),
+            options,
+            bound,
+        })
+    }
+}
+
 /// `answer` of `server`, unless it is the server refusing the caller's own token (no
-/// refresh helped): then the caller is asked to log in again, once for this call.
+/// refresh helped): then the token is dropped and the caller asked to log in again —
+/// a host that takes URL-mode elicitations by one, the call (`again`) made anew once
+/// the login landed; any other with the URL. Once for this call: refused again, the
+/// caller gets the URL, never another elicitation.
 pub(super) async fn unless_refused(
     answer: Result<Payload, Error>,
     users: Option<Arc<UserServers>>,
     host: &Host,
     method: Method,
     server: &str,
+    again: Option<Again>,
 ) -> Result<Payload, Error> {
-    match (answer, users) {
-        (Err(e), Some(users)) if refused(&e) && users.servers.contains_key(server) => {
-            Err(refused_now(host, &users, method, server).await)
+    let users = match (&answer, users) {
+        (Err(e), Some(users)) if refused(e) && users.servers.contains_key(server) => users,
+        _ => return answer,
+    };
+    let (Some(again), Some(_)) = (again, &users.elicit) else {
+        return Err(refused_now(host, &users, method, server).await);
+    };
+    let _ = host.disconnect(server).await;
+    let Some((url, _)) = users.servers.get(server).cloned() else {
+        return Err(ask_again(&users, method, server).await);
+    };
+    let _ = users.users.forget(&users.caller, &url);
+    match users.elicit(server, LOGIN_WAIT).await {
+        Ok(true) if users.users.take_fresh(&users.caller, &url) => {
+            connected_then_call(host, &users, method, server, again).await
         }
-        (answer, _) => answer,
+        Ok(_) => Err(declined(method, server)),
+        Err(()) => Err(ask_again(&users, method, server).await),
+    }
+}
+
+/// The caller logged in to `server` since this session connected it: connected
+/// again, then the call (`again`) made; the server refusing the new token too asks
+/// the caller again with the URL (never a loop).
+async fn connected_then_call(
+    host: &Host,
+    users: &UserServers,
+    method: Method,
+    server: &str,
+    again: Again,
+) -> Result<Payload, Error> {
+    let _ = host.reconnect(server).await;
+    let ready = async {
+        loop {
+            if let Ok(session) = host.session(server) {
+                return Some(session);
+            }
+            let settled = host.server(server).is_none_or(|s| s.state.is_settled());
+            if settled {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let session = tokio::time::timeout(RECONNECT_WAIT, ready)
+        .await
+        .ok()
+        .flatten();
+    let Some(session) = session else {
+        return Err(ask_again(users, method, server).await);
+    };
+    match call_without_tasks(&session, again.params, again.options, again.bound).await {
+        Err(e) if refused(&e) => Err(refused_now(host, users, method, server).await),
+        answer => answer,
     }
 }
 
@@ -130,30 +218,12 @@ impl Many {
                 }
             }
             // Logged in since this session connected it: connected again, then called.
-            let _ = host.reconnect(&server).await;
-            let ready = async {
-                loop {
-                    if let Ok(session) = host.session(&server) {
-                        return Some(session);
-                    }
-                    let settled = host.server(&server).is_none_or(|s| s.state.is_settled());
-                    if settled {
-                        return None;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
+            let again = Again {
+                params,
+                options,
+                bound,
             };
-            let session = tokio::time::timeout(RECONNECT_WAIT, ready)
-                .await
-                .ok()
-                .flatten();
-            let Some(session) = session else {
-                return Err(ask_again(&users, method, &server).await);
-            };
-            match call_without_tasks(&session, params, options, bound).await {
-                Err(e) if refused(&e) => Err(refused_now(&host, &users, method, &server).await),
-                answer => answer,
-            }
+            connected_then_call(&host, &users, method, &server, again).await
         };
         Some((policy::after(passed, method, call.boxed()), at))
     }

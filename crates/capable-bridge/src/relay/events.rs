@@ -68,6 +68,10 @@ pub enum Event {
         capable::internal::server::ClientRequest,
         Result<bool, crate::store::StoreError>,
     ),
+    /// A notification of the bridge's own for the host, as a server's would go (the
+    /// engine's table decides): `notifications/elicitation/complete` once a caller's
+    /// login the host was asked for landed (`credentials/ask.rs`).
+    Tell(capable::internal::notification::Notification, Value),
     /// A question put to the host may have timed out.
     Timer,
     /// Nothing to do (an exchange the host cancelled ended, a request of the relay's

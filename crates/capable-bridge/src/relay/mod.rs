@@ -333,6 +333,7 @@ impl Relay {
             Event::TaskStatus(status) => self.task_status(&status),
             Event::Fetched(token) => self.fetched(token),
             Event::Spent(request, spent) => self.spent(request, spent),
+            Event::Tell(kind, params) => self.notify(&kind, &params),
             Event::Nothing => {}
             Event::Timer => {
                 let now = Instant::now();

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod upstream;
 
 use serde_json::{json, Value};
