@@ -1,7 +1,8 @@
 //! `capable bridge --url` in front of OAuth-guarded servers, as a host starts it: with
 //! no terminal. The guards are the authorization servers the official SDKs ship: the
-//! TypeScript SDK's `mcpAuthRouter` (`tests/peers/ts_oauth.mjs`) and the Python SDK's
-//! `mcp.server.auth` (`tests/peers/python_oauth.py`). Without a stored token the
+//! TypeScript SDK's `mcpAuthRouter` (`tests/peers/ts_oauth.mjs`), the Python SDK's
+//! `mcp.server.auth` (`tests/peers/python_oauth.py`) and FastMCP's own
+//! (`tests/peers/fastmcp_oauth.py`). Without a stored token the
 //! host's first request is answered with an error that says to run `capable auth
 //! login`; once that was run elsewhere, the same bridge connects on the host's next
 //! request with the stored token, and no secret of the store is ever shown.
@@ -20,6 +21,7 @@ use serde_json::json;
 
 const SDK: &str = ".peers/npm/node_modules/@modelcontextprotocol/sdk/package.json";
 const PYTHON: &str = ".peers/venv/bin/python";
+const FASTMCP: &str = ".peers/fastmcp/bin/python";
 
 /// A server of `command` (its port appended) guarding `/mcp`.
 fn peer(mut command: Vec<String>) -> Peer {
@@ -91,4 +93,13 @@ fn behind_the_python_sdks_authorization_server() {
     }
     let p = peer(vec![PYTHON.into(), "tests/peers/python_oauth.py".into()]);
     log_in_once_and_the_same_bridge_connects(&p, "capable-python-oauth-peer");
+}
+
+#[test]
+fn behind_fastmcps_authorization_server() {
+    if !peers_wanted(&[FASTMCP]) {
+        return;
+    }
+    let p = peer(vec![FASTMCP.into(), "tests/peers/fastmcp_oauth.py".into()]);
+    log_in_once_and_the_same_bridge_connects(&p, "capable-fastmcp-oauth-peer");
 }
