@@ -1,8 +1,8 @@
 //! One client in its own process: handshakes, then sequential and pipelined reads (or,
 //! with `--calls`, tool calls).
 //! Prints one JSON line: `{client, handshake_ms, seq_read_rps, pipelined_read_rps,
-//! errors, peak_rss_kib}`, with `--latency` the median of the sequential reads
-//! (`seq_p50_us`), and for a stdio server the resident set of its process once it is
+//! errors, peak_rss_kib}`, with `--latency` the median and 99th percentile of the
+//! sequential reads (`seq_p50_us`, `seq_p99_us`), and for a stdio server the resident set of its process once it is
 //! up and idle (`server_rss_kib`).
 
 use std::io::{Read, Write};
@@ -78,6 +78,9 @@ pub fn main(args: &[String]) -> i32 {
     latencies.sort();
     if let Some(p50) = latencies.get(latencies.len() / 2) {
         line["seq_p50_us"] = serde_json::json!(p50.as_secs_f64() * 1e6);
+    }
+    if let Some(p99) = latencies.get(latencies.len() * 99 / 100) {
+        line["seq_p99_us"] = serde_json::json!(p99.as_secs_f64() * 1e6);
     }
     if let Some(rss) = f.server_rss_kib {
         line["server_rss_kib"] = serde_json::json!(rss);

@@ -29,9 +29,29 @@
 //! sending a `ping` in that session twice. The first is verified (the key set is
 //! cached: a signature check and the claims), the second is a lookup; the median of
 //! each, and of their difference. The bar: ≤ 1 ms for the first.
+//!
+//! Two other modes, each a run of its own (see their modules):
+//!
+//! - `--replicas`: three replicas with one seal key behind HAProxy round robin, against
+//!   one replica direct and one behind HAProxy, legacy sessions and 2026-07-28 requests
+//!   (`gateway/replicas.rs`); then what continuing a sealed session costs: opening a
+//!   seal in this process, and a replica's first request of a session begun elsewhere
+//!   against its second (`gateway/unseal.rs`, with `--tokens K` sessions);
+//! - `--agentgateway BINARY`: capable's gateway and agentgateway in front of the same
+//!   HTTP upstream (`gateway/agentgateway.rs`).
+//!
+//! `--unseal-opens N` only opens a realistic seal N times: for an instruction counter.
 
+#[path = "gateway/agentgateway.rs"]
+mod agentgateway;
+#[path = "gateway/procs.rs"]
+mod procs;
+#[path = "gateway/replicas.rs"]
+mod replicas;
 #[path = "shared/mod.rs"]
 mod shared;
+#[path = "gateway/unseal.rs"]
+mod unseal;
 
 use shared::{median, number, sibling};
 use std::io::Read;
@@ -51,6 +71,16 @@ struct Settings {
     warmup: usize,
     tokens: usize,
     json: bool,
+    mode: Mode,
+}
+
+/// Which run: the identity rows (the default), the replica rows, agentgateway side by
+/// side, or only opens of a seal.
+enum Mode {
+    Identity,
+    Replicas,
+    Agentgateway(std::path::PathBuf),
+    UnsealOpens(usize),
 }
 
 fn main() {
@@ -78,6 +108,7 @@ fn parse(args: Vec<String>) -> Result<Settings, String> {
         warmup: 1_000,
         tokens: 200,
         json: false,
+        mode: Mode::Identity,
     };
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
@@ -89,9 +120,13 @@ fn parse(args: Vec<String>) -> Result<Settings, String> {
             "--warmup" => s.warmup = number(value()?)?,
             "--tokens" => s.tokens = number(value()?)?.max(1),
             "--json" => s.json = true,
+            "--replicas" => s.mode = Mode::Replicas,
+            "--agentgateway" => s.mode = Mode::Agentgateway(value()?.into()),
+            "--unseal-opens" => s.mode = Mode::UnsealOpens(number(value()?)?),
             _ => {
                 return Err("usage: capable-bench-gateway [--rounds R] [-n N] [-c C] \
-                     [--warmup W] [--tokens K] [--json]"
+                     [--warmup W] [--tokens K] [--json] \
+                     [--replicas | --agentgateway BINARY | --unseal-opens N]"
                     .into())
             }
         }
@@ -300,13 +335,44 @@ impl Drop for Gateway {
 }
 
 fn run(s: &Settings) -> Result<(), String> {
-    for needed in ["capable", "capable-bench", "capable-bench-server"] {
+    if let Mode::UnsealOpens(n) = s.mode {
+        unseal::opens(n);
+        return Ok(());
+    }
+    for needed in [
+        "capable",
+        "capable-bench",
+        "capable-bench-server",
+        "capable-bench-http-server",
+    ] {
         if !sibling(needed).exists() {
             return Err(format!(
                 "no {needed} next to this binary (cargo build --release -p capable-cli -p capable-bench)"
             ));
         }
     }
+    let report = match &s.mode {
+        Mode::Identity => return identity(s),
+        Mode::UnsealOpens(_) => return Ok(()),
+        Mode::Replicas => replicas::run(s)?,
+        Mode::Agentgateway(binary) => agentgateway::run(binary, s)?,
+    };
+    print(s, &report);
+    Ok(())
+}
+
+fn print(s: &Settings, report: &Value) {
+    match s.json {
+        true => println!("{report}"),
+        false => println!(
+            "{}",
+            serde_json::to_string_pretty(report).unwrap_or_default()
+        ),
+    }
+}
+
+/// The identity rows (`open`, `oauth`, `traced`) and a new token's first request.
+fn identity(s: &Settings) -> Result<(), String> {
     let issuer = Issuer::start()?;
     let traces = collector()?;
     let rows = ["open", "oauth", "traced"];
@@ -353,14 +419,7 @@ fn run(s: &Settings) -> Result<(), String> {
         rounds.push(this);
     }
     let first = first_requests(&issuer, s.tokens)?;
-    let report = report(&rounds, &rows, first);
-    match s.json {
-        true => println!("{report}"),
-        false => println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        ),
-    }
+    print(s, &report(&rounds, &rows, first));
     Ok(())
 }
 
