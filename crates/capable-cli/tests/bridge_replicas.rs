@@ -19,7 +19,7 @@ mod listen_support;
 
 use std::path::PathBuf;
 
-use listen_support::{initialize_at, listening, post};
+use listen_support::{initialize_at, listening, listening_env, post};
 use serde_json::json;
 
 /// A key file in a directory of the test's own: 32 bytes of `byte`, as hex.
@@ -165,6 +165,52 @@ fn a_sealed_session_goes_on_elsewhere_only_for_the_caller_it_was_sealed_for() {
     assert_eq!(at_b(&bob, 4).status, 404);
     let said = b.stderr_text();
     assert!(!said.contains(&alice) && !said.contains(&bob));
+}
+
+#[test]
+fn a_replica_continuing_a_session_re_attaches_to_the_http_servers_session_behind() {
+    // The server behind, over Streamable HTTP: a listener of its own, whose audit says
+    // how many sessions it opened (one server process each).
+    let (upstream, up) = listening(&[], "elicit");
+    let url = format!("http://127.0.0.1:{up}/mcp");
+    let key = key_file("reattach.key", 0x44);
+    let key = key.to_str().unwrap();
+    let flags = ["--seal-key-file", key, "--url", &url];
+    let (_a, a) = listening_env(&flags, &[]);
+    let (b_bridge, b) = listening_env(&flags, &[]);
+    let (c_bridge, c) = listening_env(&flags, &[]);
+    // The legacy sessions the server behind holds now.
+    let held = || {
+        let metrics = listen_support::http_at(up, "GET", "/metrics", &[], "").body;
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(r#"capable_bridge_sessions{kind="legacy"}"#));
+        line.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+    };
+
+    let session = initialize_at(a, "2025-06-18");
+    assert_eq!(echo(a, &session, "on a"), (200, "on a".to_owned()));
+    assert_eq!(held(), Some(1));
+    // B never saw the session: it goes on in the server's session A opened — no second
+    // session behind (before, B opened its own and the server's per-session state was
+    // lost on the way).
+    assert_eq!(echo(b, &session, "on b"), (200, "on b".to_owned()));
+    assert_eq!(held(), Some(1), "{:?}", upstream.audit());
+    let restored = b_bridge.audit_until(|l| l["event"] == "sealed");
+    assert_eq!(restored["restored"], true);
+    assert_eq!(restored["upstream"], "re-attached");
+
+    // The host ends the session at B: the server's session ends with it. C, continuing
+    // the sealed id, finds it gone (404) and opens a new one with the host's
+    // declaration, says so, and the call goes through.
+    let deleted = listen_support::http_at(b, "DELETE", "/mcp", &[("Mcp-Session-Id", &session)], "");
+    assert_eq!(deleted.status, 200);
+    assert_eq!(echo(c, &session, "on c"), (200, "on c".to_owned()));
+    assert_eq!(held(), Some(1), "the ended one gone, the new one held");
+    let renewed = c_bridge.audit_until(|l| {
+        l["event"] == "notice" && l["notice"].as_str().is_some_and(|n| n.contains("expired"))
+    });
+    assert_eq!(renewed["side"], "server");
 }
 
 /// A free loopback port (bound, then let go: the replica binds it next).

@@ -82,14 +82,10 @@ fn sealed_caller(caller: Option<&Arc<Verified>>) -> Caller {
     }
 }
 
-/// The sealed id of a new session `initialize` opens for `caller`; `None` when the
-/// message is no `initialize` or its state is too large to seal (the session is then
-/// this replica's only, under a random id).
-pub fn seal_new(
-    ring: &KeyRing,
-    message: &Incoming,
-    caller: Option<&Arc<Verified>>,
-) -> Option<String> {
+/// The state to seal for a new session `initialize` opens for `caller`; `None` when the
+/// message is no `initialize`. Its upstream session is added once it is known
+/// ([`seal_with`]).
+pub fn pending(message: &Incoming, caller: Option<&Arc<Verified>>) -> Option<SessionSeal> {
     let Incoming::Request { method, params, .. } = message else {
         return None;
     };
@@ -97,7 +93,7 @@ pub fn seal_new(
         return None;
     }
     let params: Value = params.decode().ok()?;
-    let state = SessionSeal {
+    Some(SessionSeal {
         caller: sealed_caller(caller),
         version: params.get("protocolVersion")?.as_str()?.to_owned(),
         capabilities: params.get("capabilities").cloned().unwrap_or(Value::Null),
@@ -105,8 +101,75 @@ pub fn seal_new(
         log_level: None,
         upstream: Default::default(),
         expires_at: now().saturating_add(LIFETIME.as_secs()),
-    };
+    })
+}
+
+/// `state` sealed, with the HTTP session of server `server` it re-attaches to when
+/// there is one; `None` when even the state alone is too large to seal (the session is
+/// then this replica's only, under a random id). An upstream session that makes the
+/// seal pass [`MAX_SESSION_SEAL_LEN`](capable::internal::seal::MAX_SESSION_SEAL_LEN) is
+/// left out: a replica continuing the session then opens its own.
+pub fn seal_with(
+    ring: &KeyRing,
+    mut state: SessionSeal,
+    upstream: Option<(&str, capable::Resumption)>,
+) -> Option<String> {
+    if let Some((server, session)) = upstream {
+        if let Ok(session) = serde_json::to_value(session) {
+            state.upstream.insert(server.to_owned(), session);
+        }
+        if let Ok(sealed) = state.seal(ring) {
+            return Some(sealed);
+        }
+        state.upstream.clear();
+    }
     state.seal(ring).ok()
+}
+
+/// The sealed id of a new session `initialize` opens for `caller`, with no upstream
+/// session; `None` as for [`pending`] and [`seal_with`].
+#[cfg(test)]
+pub fn seal_new(
+    ring: &KeyRing,
+    message: &Incoming,
+    caller: Option<&Arc<Verified>>,
+) -> Option<String> {
+    seal_with(ring, pending(message, caller)?, None)
+}
+
+/// The sealed id of new session `id` (its `initialize` answered, its server behind
+/// connected): `state` with the server's HTTP session, the task known by it from now on.
+/// `id` itself when nothing seals.
+pub async fn id_of_new(
+    listener: &Listener,
+    commands: &Commands,
+    caller: Option<&Arc<Verified>>,
+    id: String,
+    state: SessionSeal,
+) -> String {
+    let Some(ring) = &listener.seal else {
+        return id;
+    };
+    let (reply, upstream) = oneshot::channel();
+    let upstream = match commands.send(Command::Resumption { reply }) {
+        Ok(()) => tokio::time::timeout(RESTORE_WAIT, upstream)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten(),
+        Err(_) => None,
+    };
+    let upstream = upstream.map(|u| (listener.target.name(), u));
+    let Some(sealed) = seal_with(ring, state, upstream) else {
+        return id;
+    };
+    match listener
+        .sessions()
+        .rename(&owned(caller, &id), &owned(caller, &sealed))
+    {
+        true => sealed,
+        false => id,
+    }
 }
 
 /// The state sealed in `id`, if it opens now and is `caller`'s.
@@ -156,6 +219,12 @@ pub async fn restore(
         }
     };
     let [initialize, initialized] = replay(&state);
+    // The server's HTTP session the replica that began it opened: re-attached to.
+    let upstream = state
+        .upstream
+        .get(listener.target.name())
+        .and_then(|s| serde_json::from_value::<capable::Resumption>(s.clone()).ok());
+    let reattached = upstream.is_some();
     let (reply, posted) = oneshot::channel();
     let mut replayed = false;
     let key = owned(caller, id);
@@ -163,6 +232,9 @@ pub async fn restore(
     // arriving meanwhile finds the task with the replay ahead of it.
     let held = listener.sessions().task(&key, Instant::now(), || {
         let tx = listener.spawn(Kind::Legacy, caller, Some(id));
+        if let Some(upstream) = upstream {
+            let _ = tx.send(Command::Resume(upstream));
+        }
         let _ = tx.send(Command::Post {
             message: initialize,
             reply,
@@ -190,9 +262,17 @@ pub async fn restore(
         audit.record("sealed", json!({"restored": false, "why": why}));
         return None;
     }
+    // Re-attached: the server's session goes on (what it keeps per session with it);
+    // replayed: a new one (a stdio server, or none sealed). A server that no longer
+    // holds the session renews it at the first request, which its notice says.
+    let upstream = if reattached {
+        "re-attached"
+    } else {
+        "replayed"
+    };
     audit.record(
         "sealed",
-        json!({"restored": true, "version": state.version}),
+        json!({"restored": true, "version": state.version, "upstream": upstream}),
     );
     Some(Ok(held))
 }
@@ -288,6 +368,30 @@ mod tests {
         assert_eq!(params["protocolVersion"], "2025-06-18");
         assert_eq!(params["capabilities"], json!({"roots": {}}));
         assert_eq!(params["clientInfo"]["name"], "h");
+    }
+
+    #[test]
+    fn an_upstream_session_is_sealed_unless_it_would_not_fit_a_header() {
+        let ring = KeyRing::new(SealKey::from_bytes(&[5; 32]), vec![]);
+        let state = pending(&initialize(), None).unwrap();
+        let session = |info: Value| capable::Resumption {
+            session_id: "7c9e6679-7425-40de-944b-e07fc1f90ae7".into(),
+            version: "2025-06-18".into(),
+            server_info: info,
+            capabilities: json!({"tools": {}, "resources": {"subscribe": true}}),
+        };
+        let small = session(json!({"name": "upstream", "version": "1"}));
+        let id = seal_with(&ring, state.clone(), Some(("up", small.clone()))).unwrap();
+        let opened = open(&ring, &id, None).unwrap();
+        let kept: capable::Resumption =
+            serde_json::from_value(opened.upstream["up"].clone()).unwrap();
+        assert_eq!(kept, small);
+        // Too large for a header: the session is still sealed, without it (a replica
+        // continuing it opens its own upstream session).
+        let large = session(json!({"name": "x".repeat(5000), "version": "1"}));
+        let id = seal_with(&ring, state, Some(("up", large))).unwrap();
+        assert!(id.len() <= capable::internal::seal::MAX_SESSION_SEAL_LEN);
+        assert!(open(&ring, &id, None).unwrap().upstream.is_empty());
     }
 
     #[test]

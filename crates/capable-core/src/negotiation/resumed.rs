@@ -16,11 +16,26 @@ use crate::model::InitializeParams;
 use crate::outbox::Outbox;
 use crate::version::Era;
 
+/// The first request id of a resumed session. The server may still hold requests of
+/// the client that began the session (its ids counted up from 1), or of another that
+/// resumed it too: a random start — a multiple of 2^16 below 2^48, so ids stay exact in
+/// a JavaScript number — keeps a resumed client's ids apart from theirs.
+fn first_id() -> i64 {
+    let mut bytes = [0u8; 4];
+    // Without randomness, a start well past what a first client counts to.
+    let start = match getrandom::fill(&mut bytes) {
+        Ok(()) => u32::from_le_bytes(bytes).max(1),
+        Err(_) => 1,
+    };
+    i64::from(start) << 16
+}
+
 impl Established {
     /// A connection established earlier, under `negotiated`, resumed as it is: the
     /// client declares `config` as it did then. The `initialize` that began it (under
     /// id 0, as a handshake sends it) is written to `initialize`, not to be sent but
     /// kept by the transport, which replays it if the session turns out to be gone.
+    /// Its own requests are numbered from a random start, never from 1.
     ///
     /// `None` for what cannot be resumed: a 2026-07-28 version (that era has no
     /// session), or one `config` does not accept.
@@ -59,7 +74,7 @@ impl Established {
         Some(Established {
             config,
             negotiated,
-            next_id: 1,
+            next_id: first_id(),
             notices: Vec::new(),
             early_notifications: Vec::new(),
         })
