@@ -4,28 +4,55 @@
 //! replica that began it died.
 //!
 //! What the seal holds is what the host said in `initialize`: the version it proposed,
-//! its capabilities and `clientInfo`, and who it is (the caller the listener verified).
+//! its capabilities and `clientInfo`, and who it is (the caller the listener verified);
+//! and, when the server behind is one HTTP server, the session that server gave the
+//! gateway (its `Mcp-Session-Id`, the version negotiated with it, its `serverInfo` and
+//! `capabilities`: a [`capable::Resumption`]). The id is therefore made once the host's
+//! `initialize` is answered ([`id_of_new`]): the task starts under a random key and is
+//! known by the sealed id from then on. A seal passes no
+//! [`MAX_SESSION_SEAL_LEN`](capable::internal::seal::MAX_SESSION_SEAL_LEN) (4,096)
+//! characters, a quarter of HAProxy's default 16 KiB for a request's head; an upstream
+//! session that would make it longer is left out (the continuing replica then opens
+//! its own, as below).
+//!
 //! A replica that gets a request of a session it does not hold opens the seal, checks
 //! that the request's own verified caller is the one sealed (another identity gets `404`,
-//! as an unknown id does), and starts the session anew from it: the server behind is
-//! connected as the host's `initialize` would have connected it (the same proposal
-//! negotiates the same version; the same declaration is made to the servers), the
-//! replayed `initialize` answered to nobody. Then the request is served as any other.
+//! as an unknown id does), and starts the session anew from it: the host's `initialize`
+//! replayed to the session's task (answered to nobody), and the server behind either
+//! **re-attached** — the sealed upstream session taken up with no second `initialize`
+//! (`ClientOptions::with_resume`): the server sees one session going on, and what it
+//! keeps per session (subscriptions, its log level, tasks it runs) goes on too — or,
+//! with none sealed, **replayed**: connected as the host's `initialize` connected it
+//! (the same proposal negotiates the same version; the same declaration is made). A
+//! server that no longer holds the sealed session answers `404` to the first request in
+//! it; the client then opens a new one with the host's declaration and sends the
+//! request again (the audit's `notice`, "expired; started a new one"). The audit's
+//! `sealed` line says which (`"upstream": "re-attached"` or `"replayed"`).
 //!
 //! What is not in the seal, because a session id never changes after `initialize` and so
 //! cannot carry what happens later, stays with the replica that saw it:
 //!
-//! - a `logging/setLevel` after `initialize`, and `resources/subscribe`: a replica that
-//!   continues the session starts at the servers' default level with no subscription —
-//!   the host sets and subscribes again if it cares (what it does after a reconnect);
-//! - the upstream sessions: the continuing replica opens its own to each server (an
-//!   HTTP server sees a new session; state the server kept per session is not carried);
-//! - stdio servers: each replica runs its own, so per-session state of a stdio server
-//!   (what a tool remembered between calls) is that replica's;
+//! - a `logging/setLevel` after `initialize`, and `resources/subscribe`, *in the bridge*:
+//!   the server behind keeps them on its re-attached session, but the continuing
+//!   replica's own record starts empty — updates reach the host through the replica
+//!   whose upstream `GET` stream the server sends them on (the last to open one), which
+//!   need not be the one holding the host's `GET` (not yet carried end to end);
+//! - tasks the gateway hands out carry no seal of their own yet: a `tasks/*` request
+//!   reaches the server on the re-attached session, but the bridge's own record of a
+//!   task is the replica's;
+//! - several servers behind (`--config`) and stdio servers: each replica opens its own
+//!   (per-session state of a stdio server — what a tool remembered between calls — is
+//!   that replica's);
 //! - streams: an SSE answer or standalone `GET` lives on one replica; a `GET` with the
 //!   `Last-Event-ID` of a stream another replica served gets a fresh standalone stream
 //!   here, nothing replayed (what that stream had not delivered is lost, and said in
 //!   the audit), so a host that reconnects keeps receiving what the servers send.
+//!
+//! Several replicas hold a re-attached session at once (round robin sends a host's
+//! requests everywhere): each numbers its requests from its own random start, so the
+//! server never sees two with one id. A `DELETE` (or a replica letting the session go)
+//! ends the server's session for all of them; the next one to use it renews it, as
+//! above.
 //!
 //! A seal that does not open — tampered, another deployment's, sealed under a key no
 //! longer in the ring, or expired ([`LIFETIME`] after `initialize`) — is `404`, and the
