@@ -404,10 +404,10 @@ impl Host {
         // A session that cannot be taken up is opened anew, as without one.
         let connected = match connected {
             Err(e) if resumed => {
-                t.audit.state(
-                    name,
-                    "replayed",
-                    serde_json::json!({"why": format!("not re-attached: {e}")}),
+                let why = format!("the sealed session could not be taken up: {e}");
+                t.audit.record(
+                    "sealed",
+                    serde_json::json!({"server": name, "upstream": "replayed", "why": why}),
                 );
                 connect.connect(options.clone()).await
             }

@@ -5,7 +5,8 @@
 //! The kill test: three replicas on loopback behind Debian's HAProxy (round robin, no
 //! affinity, started by the test with a generated config), one HTTP server behind them;
 //! the TypeScript SDK's client in one legacy session and capable as a 2026-07-28 host
-//! calling in a loop while one replica is SIGKILLed and brought back. Skipped, saying
+//! calling in a loop while one replica is SIGKILLed and brought back, a long call with
+//! progress running meanwhile on a replica that is not killed. Skipped, saying
 //! so, without `haproxy` (unless `CAPABLE_REQUIRE_HAPROXY` is set, as in CI); without
 //! `.peers`, as the other real-peer tests. About 8 s.
 
@@ -399,6 +400,7 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     let mut calls = Vec::new();
     let mut killed_at = None;
     let mut held = None;
+    let mut long = None;
     for line in lines.map_while(Result::ok) {
         let call: serde_json::Value = serde_json::from_str(&line).unwrap();
         if call["done"] == true {
@@ -407,6 +409,18 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
         }
         calls.push(call);
         match calls.len() {
+            // A long call with progress (3 s) in a session of its own on a replica that
+            // is not killed: it runs across the kill.
+            25 => {
+                let port = ports[0];
+                long = Some(std::thread::spawn(move || {
+                    let session = initialize_at(port, "2025-11-25");
+                    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                        "params": {"name": "echo", "_meta": {"progressToken": "long"},
+                                   "arguments": {"message": "long", "progressSteps": 15}}});
+                    post(port, &[("Mcp-Session-Id", &session)], call)
+                }));
+            }
             // Mid-run, the second replica is killed (SIGKILL, by its handle)…
             30 => {
                 // A call of another legacy session held in flight there…
@@ -443,6 +457,21 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
         (200, "after".to_owned())
     );
 
+    // The long call on a survivor finished, every progress step delivered, in order.
+    let long = long.unwrap().join().unwrap();
+    assert_eq!(long.status, 200, "{}", long.body);
+    let events = long.events();
+    let progress: Vec<_> = events
+        .iter()
+        .filter(|e| e["method"] == "notifications/progress")
+        .map(|e| e["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(progress, (1..=15).map(f64::from).collect::<Vec<_>>());
+    assert_eq!(
+        events.last().unwrap()["result"]["content"][0]["text"],
+        "long"
+    );
+
     let end = calls.pop().unwrap();
     assert_eq!(end["done"], true, "the host ran to its end: {calls:?}");
     assert_eq!(calls.len(), 120);
@@ -475,11 +504,12 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     );
     assert!(modern.iter().flatten().all(|out| out.contains("modern")));
     // The replicas say what happened: those that did not begin the legacy session
-    // continued it from its seal, the one brought back too.
+    // continued it from its seal, the one brought back too — each re-attached to the HTTP
+    // server's session the first replica opened.
     let restored = |r: &bridge_support::Bridge| {
-        r.audit()
-            .iter()
-            .any(|l| l["event"] == "sealed" && l["restored"] == true)
+        r.audit().iter().any(|l| {
+            l["event"] == "sealed" && l["restored"] == true && l["upstream"] == "re-attached"
+        })
     };
     assert!(restored(&replicas[1]), "the replica brought back");
     assert!(restored(&replicas[0]) || restored(&replicas[2]));

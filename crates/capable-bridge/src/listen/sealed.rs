@@ -251,7 +251,7 @@ pub async fn restore(
         .upstream
         .get(listener.target.name())
         .and_then(|s| serde_json::from_value::<capable::Resumption>(s.clone()).ok());
-    let reattached = upstream.is_some();
+    let sealed_upstream = upstream.as_ref().map(|u| u.session_id.clone());
     let (reply, posted) = oneshot::channel();
     let mut replayed = false;
     let key = owned(caller, id);
@@ -292,6 +292,14 @@ pub async fn restore(
     // Re-attached: the server's session goes on (what it keeps per session with it);
     // replayed: a new one (a stdio server, or none sealed). A server that no longer
     // holds the session renews it at the first request, which its notice says.
+    // Re-attached when the server's session is the sealed one (not opened anew after a
+    // refusal to take it up).
+    let (ask, now_upstream) = oneshot::channel();
+    let now_upstream = match held.0.send(Command::Resumption { reply: ask }) {
+        Ok(()) => now_upstream.await.ok().flatten().map(|u| u.session_id),
+        Err(_) => None,
+    };
+    let reattached = sealed_upstream.is_some() && sealed_upstream == now_upstream;
     let upstream = if reattached {
         "re-attached"
     } else {
