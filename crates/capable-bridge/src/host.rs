@@ -226,6 +226,9 @@ pub struct Host {
     /// Its messages may be several hosts' that cannot be told apart (2026-07-28 over
     /// HTTP, which has no session).
     shared: bool,
+    /// The one server's HTTP session to re-attach to rather than open (a sealed session
+    /// continued on another replica), taken by the first connection only.
+    resume: Option<capable::Resumption>,
 }
 
 impl Host {
@@ -242,6 +245,7 @@ impl Host {
             out: Outbox::new(),
             relay: None,
             shared,
+            resume: None,
         }
     }
 
@@ -284,6 +288,18 @@ impl Host {
                 self.audit_greeter();
             }
         }
+    }
+
+    /// The one server behind is to be re-attached to `session` (its HTTP session kept
+    /// by another replica) when the host's `initialize` connects it, not opened anew.
+    pub fn resume(&mut self, session: capable::Resumption) {
+        self.resume = Some(session);
+    }
+
+    /// What another replica needs to re-attach to the one server's HTTP session, once
+    /// connected.
+    pub fn resumption(&self) -> Option<capable::Resumption> {
+        self.relay.as_ref()?.resumption()
     }
 
     /// One message from the host.
@@ -368,15 +384,35 @@ impl Host {
             Some(timeout) => options.with_request_timeout(timeout),
             None => options,
         };
-        t.audit.state(name, "starting", serde_json::json!({}));
+        // Re-attached to a session another replica opened, the first time only: a
+        // restart opens a new one.
+        let first = match self.resume.take() {
+            Some(session) => options.clone().with_resume(session),
+            None => options.clone(),
+        };
+        let resumed = first.resume.is_some();
+        t.audit
+            .state(name, "starting", serde_json::json!({"resumed": resumed}));
         let connected = tokio::select! {
-            connected = connect.connect(options.clone()) => connected,
+            connected = connect.connect(first) => connected,
             signal = t.stop.stopped() => Err(Unavailable::Other {
                 kind: capable::ErrorKind::Unexpected,
                 name: "interrupted",
                 message: format!("stopped by signal {signal}"),
                 hint: None,
             }),
+        };
+        // A session that cannot be taken up is opened anew, as without one.
+        let connected = match connected {
+            Err(e) if resumed => {
+                let why = format!("the sealed session could not be taken up: {e}");
+                t.audit.record(
+                    "sealed",
+                    serde_json::json!({"server": name, "upstream": "replayed", "why": why}),
+                );
+                connect.connect(options.clone()).await
+            }
+            connected => connected,
         };
         match connected {
             Ok(session) => {

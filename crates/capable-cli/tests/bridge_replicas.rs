@@ -5,7 +5,8 @@
 //! The kill test: three replicas on loopback behind Debian's HAProxy (round robin, no
 //! affinity, started by the test with a generated config), one HTTP server behind them;
 //! the TypeScript SDK's client in one legacy session and capable as a 2026-07-28 host
-//! calling in a loop while one replica is SIGKILLed and brought back. Skipped, saying
+//! calling in a loop while one replica is SIGKILLed and brought back, a long call with
+//! progress running meanwhile on a replica that is not killed. Skipped, saying
 //! so, without `haproxy` (unless `CAPABLE_REQUIRE_HAPROXY` is set, as in CI); without
 //! `.peers`, as the other real-peer tests. About 8 s.
 
@@ -19,7 +20,7 @@ mod listen_support;
 
 use std::path::PathBuf;
 
-use listen_support::{initialize_at, listening, post};
+use listen_support::{initialize_at, listening, listening_env, post};
 use serde_json::json;
 
 /// A key file in a directory of the test's own: 32 bytes of `byte`, as hex.
@@ -165,6 +166,52 @@ fn a_sealed_session_goes_on_elsewhere_only_for_the_caller_it_was_sealed_for() {
     assert_eq!(at_b(&bob, 4).status, 404);
     let said = b.stderr_text();
     assert!(!said.contains(&alice) && !said.contains(&bob));
+}
+
+#[test]
+fn a_replica_continuing_a_session_re_attaches_to_the_http_servers_session_behind() {
+    // The server behind, over Streamable HTTP: a listener of its own, whose audit says
+    // how many sessions it opened (one server process each).
+    let (upstream, up) = listening(&[], "elicit");
+    let url = format!("http://127.0.0.1:{up}/mcp");
+    let key = key_file("reattach.key", 0x44);
+    let key = key.to_str().unwrap();
+    let flags = ["--seal-key-file", key, "--url", &url];
+    let (_a, a) = listening_env(&flags, &[]);
+    let (b_bridge, b) = listening_env(&flags, &[]);
+    let (c_bridge, c) = listening_env(&flags, &[]);
+    // The legacy sessions the server behind holds now.
+    let held = || {
+        let metrics = listen_support::http_at(up, "GET", "/metrics", &[], "").body;
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(r#"capable_bridge_sessions{kind="legacy"}"#));
+        line.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+    };
+
+    let session = initialize_at(a, "2025-06-18");
+    assert_eq!(echo(a, &session, "on a"), (200, "on a".to_owned()));
+    assert_eq!(held(), Some(1));
+    // B never saw the session: it goes on in the server's session A opened — no second
+    // session behind (before, B opened its own and the server's per-session state was
+    // lost on the way).
+    assert_eq!(echo(b, &session, "on b"), (200, "on b".to_owned()));
+    assert_eq!(held(), Some(1), "{:?}", upstream.audit());
+    let restored = b_bridge.audit_until(|l| l["event"] == "sealed");
+    assert_eq!(restored["restored"], true);
+    assert_eq!(restored["upstream"], "re-attached");
+
+    // The host ends the session at B: the server's session ends with it. C, continuing
+    // the sealed id, finds it gone (404) and opens a new one with the host's
+    // declaration, says so, and the call goes through.
+    let deleted = listen_support::http_at(b, "DELETE", "/mcp", &[("Mcp-Session-Id", &session)], "");
+    assert_eq!(deleted.status, 200);
+    assert_eq!(echo(c, &session, "on c"), (200, "on c".to_owned()));
+    assert_eq!(held(), Some(1), "the ended one gone, the new one held");
+    let renewed = c_bridge.audit_until(|l| {
+        l["event"] == "notice" && l["notice"].as_str().is_some_and(|n| n.contains("expired"))
+    });
+    assert_eq!(renewed["side"], "server");
 }
 
 /// A free loopback port (bound, then let go: the replica binds it next).
@@ -353,6 +400,7 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     let mut calls = Vec::new();
     let mut killed_at = None;
     let mut held = None;
+    let mut long = None;
     for line in lines.map_while(Result::ok) {
         let call: serde_json::Value = serde_json::from_str(&line).unwrap();
         if call["done"] == true {
@@ -361,6 +409,18 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
         }
         calls.push(call);
         match calls.len() {
+            // A long call with progress (3 s) in a session of its own on a replica that
+            // is not killed: it runs across the kill.
+            25 => {
+                let port = ports[0];
+                long = Some(std::thread::spawn(move || {
+                    let session = initialize_at(port, "2025-11-25");
+                    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                        "params": {"name": "echo", "_meta": {"progressToken": "long"},
+                                   "arguments": {"message": "long", "progressSteps": 15}}});
+                    post(port, &[("Mcp-Session-Id", &session)], call)
+                }));
+            }
             // Mid-run, the second replica is killed (SIGKILL, by its handle)…
             30 => {
                 // A call of another legacy session held in flight there…
@@ -397,6 +457,21 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
         (200, "after".to_owned())
     );
 
+    // The long call on a survivor finished, every progress step delivered, in order.
+    let long = long.unwrap().join().unwrap();
+    assert_eq!(long.status, 200, "{}", long.body);
+    let events = long.events();
+    let progress: Vec<_> = events
+        .iter()
+        .filter(|e| e["method"] == "notifications/progress")
+        .map(|e| e["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(progress, (1..=15).map(f64::from).collect::<Vec<_>>());
+    assert_eq!(
+        events.last().unwrap()["result"]["content"][0]["text"],
+        "long"
+    );
+
     let end = calls.pop().unwrap();
     assert_eq!(end["done"], true, "the host ran to its end: {calls:?}");
     assert_eq!(calls.len(), 120);
@@ -429,11 +504,12 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     );
     assert!(modern.iter().flatten().all(|out| out.contains("modern")));
     // The replicas say what happened: those that did not begin the legacy session
-    // continued it from its seal, the one brought back too.
+    // continued it from its seal, the one brought back too — each re-attached to the HTTP
+    // server's session the first replica opened.
     let restored = |r: &bridge_support::Bridge| {
-        r.audit()
-            .iter()
-            .any(|l| l["event"] == "sealed" && l["restored"] == true)
+        r.audit().iter().any(|l| {
+            l["event"] == "sealed" && l["restored"] == true && l["upstream"] == "re-attached"
+        })
     };
     assert!(restored(&replicas[1]), "the replica brought back");
     assert!(restored(&replicas[0]) || restored(&replicas[2]));

@@ -53,10 +53,44 @@ pub async fn connect_stdio(
 
 /// Connects to an MCP server over HTTP: Streamable HTTP in either era, falling back to
 /// the 2024-11-05 HTTP+SSE transport when the URL is one.
-pub async fn connect_http(config: HttpConfig, options: ClientOptions) -> Result<Session, Error> {
+///
+/// With [`ClientOptions::resume`] set, nothing is negotiated: the legacy session it names
+/// is taken up where another client left it (see [`Resumption`](crate::Resumption)).
+pub async fn connect_http(
+    config: HttpConfig,
+    mut options: ClientOptions,
+) -> Result<Session, Error> {
+    if let Some(resumption) = options.resume.take() {
+        return resume_http(config, options, &resumption).await;
+    }
     let busy = config.oauth.as_ref().map(|o| o.busy());
     let transport = HttpTransport::new(config, options.max_message_size)?;
     connect_paused(transport, options, busy).await
+}
+
+/// A legacy HTTP session resumed: no handshake, its standalone stream opened.
+async fn resume_http(
+    config: HttpConfig,
+    options: ClientOptions,
+    resumption: &crate::Resumption,
+) -> Result<Session, Error> {
+    let (established, initialize) = crate::resume::established(resumption, options.core_config()?)?;
+    let transport = HttpTransport::new(config, options.max_message_size)?;
+    transport
+        .resume(&resumption.session_id, &established.negotiated, &initialize)
+        .await?;
+    let (mut sink, source, peer) = transport.split();
+    let events = crate::events::EventLog::new();
+    for notice in sink.know_tools(&options.known_tools) {
+        events.notice(notice);
+    }
+    let (conn, early) = Connection::new(established);
+    Ok(start(
+        (conn, early, Outbox::new()),
+        (sink, source, peer),
+        options,
+        events,
+    ))
 }
 
 /// Connects over any transport: negotiates, then starts the reader, writer and timer

@@ -70,6 +70,7 @@ pub mod input;
 pub mod options;
 mod output_schema;
 pub mod read;
+mod resume;
 mod session;
 pub mod tap;
 pub mod transport;
@@ -89,6 +90,7 @@ pub use input::{ElicitationPolicy, InputHandlers, Root, Roots};
 pub use options::ClientOptions;
 pub use output_schema::compile_schema;
 pub use read::ResourceRead;
+pub use resume::{Resumption, MAX_SESSION_ID};
 pub use session::{
     ListenEvent, Listener, LoadedSkill, ProgressCallback, RequestOptions, Session, TaskObserver,
     TaskWait, ToolCall, MAX_INPUT_ROUNDS,

@@ -61,6 +61,10 @@ pub struct ClientOptions {
     /// HTTP, and their `outputSchema`s check their results, without listing first.
     /// A later `tools/list` in the session replaces them.
     pub known_tools: Vec<capable_core::model::Tool>,
+    /// A legacy HTTP session to take up instead of negotiating one
+    /// ([`ClientOptions::with_resume`]); [`connect_http`](crate::connect_http) only,
+    /// and only once: the session's own options no longer carry it.
+    pub resume: Option<crate::Resumption>,
 }
 
 impl Default for ClientOptions {
@@ -78,11 +82,20 @@ impl Default for ClientOptions {
             tap: None,
             extensions: Default::default(),
             known_tools: Vec::new(),
+            resume: None,
         }
     }
 }
 
 impl ClientOptions {
+    /// Resume `session` rather than negotiate: what another client kept of it
+    /// ([`Session::resumption`](crate::Session::resumption)). The declaration made then
+    /// must be this one's (a renewal replays `initialize` from these options).
+    pub fn with_resume(mut self, session: crate::Resumption) -> Self {
+        self.resume = Some(session);
+        self
+    }
+
     /// How long a request may go unanswered (default 60 s).
     pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
         self.config.timeouts.request = timeout;

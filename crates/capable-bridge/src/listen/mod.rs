@@ -501,12 +501,16 @@ async fn post(
         Some(_) => (Verdict::Legacy, String::new()),
         None => judge_post_declared(&post_headers(headers), &message),
     };
+    let mut pending = None;
     let (tx, kind, new_session, held) = match found {
         Some((tx, held)) => (tx, Kind::Legacy, None, Some(held)),
         None if verdict == Verdict::Legacy => {
-            let sealed = listener.seal.as_ref();
-            let sealed = sealed.and_then(|ring| sealed::seal_new(ring, &message, caller));
-            let id = sealed.unwrap_or_else(session_id);
+            // Sealed: the state now, its id once `initialize` is answered (below).
+            pending = listener
+                .seal
+                .as_ref()
+                .and(sealed::pending(&message, caller));
+            let id = session_id();
             let spawn = || listener.spawn(Kind::Legacy, caller, Some(&id));
             match listener
                 .sessions()
@@ -563,6 +567,7 @@ async fn post(
     if tx.send(Command::Post { message, reply }).is_err() {
         return (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response();
     }
+    let commands = tx.clone();
     let mut response = match posted.await {
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the session ended").into_response(),
         Ok(Posted::Accepted) => StatusCode::ACCEPTED.into_response(),
@@ -570,6 +575,12 @@ async fn post(
             let learn = lists_tools.then(|| listener.params.clone());
             answer(tx, kind, stream, events, headers, held, learn).await
         }
+    };
+    let new_session = match (new_session, pending) {
+        (Some(id), Some(state)) => {
+            Some(sealed::id_of_new(listener, &commands, caller, id, state).await)
+        }
+        (id, _) => id,
     };
     if let Some(id) = new_session.and_then(|id| HeaderValue::from_str(&id).ok()) {
         response.headers_mut().insert("mcp-session-id", id);

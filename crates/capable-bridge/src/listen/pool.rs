@@ -121,6 +121,18 @@ impl Pool {
         self.tasks.get(key).map(|t| t.commands.clone())
     }
 
+    /// The task of `from` known as `to` from now on (a sealed session's id, made once
+    /// its `initialize` was answered); whether there was one.
+    pub fn rename(&mut self, from: &str, to: &str) -> bool {
+        match self.tasks.remove(from) {
+            Some(task) => {
+                self.tasks.insert(to.to_owned(), task);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Ends the task of `key` now (a `DELETE`, or to make room); whether there was one.
     pub fn remove(&mut self, key: &str) -> bool {
         match self.tasks.remove(key) {

@@ -4,28 +4,55 @@
 //! replica that began it died.
 //!
 //! What the seal holds is what the host said in `initialize`: the version it proposed,
-//! its capabilities and `clientInfo`, and who it is (the caller the listener verified).
+//! its capabilities and `clientInfo`, and who it is (the caller the listener verified);
+//! and, when the server behind is one HTTP server, the session that server gave the
+//! gateway (its `Mcp-Session-Id`, the version negotiated with it, its `serverInfo` and
+//! `capabilities`: a [`capable::Resumption`]). The id is therefore made once the host's
+//! `initialize` is answered ([`id_of_new`]): the task starts under a random key and is
+//! known by the sealed id from then on. A seal passes no
+//! [`MAX_SESSION_SEAL_LEN`](capable::internal::seal::MAX_SESSION_SEAL_LEN) (4,096)
+//! characters, a quarter of HAProxy's default 16 KiB for a request's head; an upstream
+//! session that would make it longer is left out (the continuing replica then opens
+//! its own, as below).
+//!
 //! A replica that gets a request of a session it does not hold opens the seal, checks
 //! that the request's own verified caller is the one sealed (another identity gets `404`,
-//! as an unknown id does), and starts the session anew from it: the server behind is
-//! connected as the host's `initialize` would have connected it (the same proposal
-//! negotiates the same version; the same declaration is made to the servers), the
-//! replayed `initialize` answered to nobody. Then the request is served as any other.
+//! as an unknown id does), and starts the session anew from it: the host's `initialize`
+//! replayed to the session's task (answered to nobody), and the server behind either
+//! **re-attached** — the sealed upstream session taken up with no second `initialize`
+//! (`ClientOptions::with_resume`): the server sees one session going on, and what it
+//! keeps per session (subscriptions, its log level, tasks it runs) goes on too — or,
+//! with none sealed, **replayed**: connected as the host's `initialize` connected it
+//! (the same proposal negotiates the same version; the same declaration is made). A
+//! server that no longer holds the sealed session answers `404` to the first request in
+//! it; the client then opens a new one with the host's declaration and sends the
+//! request again (the audit's `notice`, "expired; started a new one"). The audit's
+//! `sealed` line says which (`"upstream": "re-attached"` or `"replayed"`).
 //!
 //! What is not in the seal, because a session id never changes after `initialize` and so
 //! cannot carry what happens later, stays with the replica that saw it:
 //!
-//! - a `logging/setLevel` after `initialize`, and `resources/subscribe`: a replica that
-//!   continues the session starts at the servers' default level with no subscription —
-//!   the host sets and subscribes again if it cares (what it does after a reconnect);
-//! - the upstream sessions: the continuing replica opens its own to each server (an
-//!   HTTP server sees a new session; state the server kept per session is not carried);
-//! - stdio servers: each replica runs its own, so per-session state of a stdio server
-//!   (what a tool remembered between calls) is that replica's;
+//! - a `logging/setLevel` after `initialize`, and `resources/subscribe`, *in the bridge*:
+//!   the server behind keeps them on its re-attached session, but the continuing
+//!   replica's own record starts empty — updates reach the host through the replica
+//!   whose upstream `GET` stream the server sends them on (the last to open one), which
+//!   need not be the one holding the host's `GET` (not yet carried end to end);
+//! - tasks the gateway hands out carry no seal of their own yet: a `tasks/*` request
+//!   reaches the server on the re-attached session, but the bridge's own record of a
+//!   task is the replica's;
+//! - several servers behind (`--config`) and stdio servers: each replica opens its own
+//!   (per-session state of a stdio server — what a tool remembered between calls — is
+//!   that replica's);
 //! - streams: an SSE answer or standalone `GET` lives on one replica; a `GET` with the
 //!   `Last-Event-ID` of a stream another replica served gets a fresh standalone stream
 //!   here, nothing replayed (what that stream had not delivered is lost, and said in
 //!   the audit), so a host that reconnects keeps receiving what the servers send.
+//!
+//! Several replicas hold a re-attached session at once (round robin sends a host's
+//! requests everywhere): each numbers its requests from its own random start, so the
+//! server never sees two with one id. A `DELETE` (or a replica letting the session go)
+//! ends the server's session for all of them; the next one to use it renews it, as
+//! above.
 //!
 //! A seal that does not open — tampered, another deployment's, sealed under a key no
 //! longer in the ring, or expired ([`LIFETIME`] after `initialize`) — is `404`, and the
@@ -82,14 +109,10 @@ fn sealed_caller(caller: Option<&Arc<Verified>>) -> Caller {
     }
 }
 
-/// The sealed id of a new session `initialize` opens for `caller`; `None` when the
-/// message is no `initialize` or its state is too large to seal (the session is then
-/// this replica's only, under a random id).
-pub fn seal_new(
-    ring: &KeyRing,
-    message: &Incoming,
-    caller: Option<&Arc<Verified>>,
-) -> Option<String> {
+/// The state to seal for a new session `initialize` opens for `caller`; `None` when the
+/// message is no `initialize`. Its upstream session is added once it is known
+/// ([`seal_with`]).
+pub fn pending(message: &Incoming, caller: Option<&Arc<Verified>>) -> Option<SessionSeal> {
     let Incoming::Request { method, params, .. } = message else {
         return None;
     };
@@ -97,7 +120,7 @@ pub fn seal_new(
         return None;
     }
     let params: Value = params.decode().ok()?;
-    let state = SessionSeal {
+    Some(SessionSeal {
         caller: sealed_caller(caller),
         version: params.get("protocolVersion")?.as_str()?.to_owned(),
         capabilities: params.get("capabilities").cloned().unwrap_or(Value::Null),
@@ -105,8 +128,75 @@ pub fn seal_new(
         log_level: None,
         upstream: Default::default(),
         expires_at: now().saturating_add(LIFETIME.as_secs()),
-    };
+    })
+}
+
+/// `state` sealed, with the HTTP session of server `server` it re-attaches to when
+/// there is one; `None` when even the state alone is too large to seal (the session is
+/// then this replica's only, under a random id). An upstream session that makes the
+/// seal pass [`MAX_SESSION_SEAL_LEN`](capable::internal::seal::MAX_SESSION_SEAL_LEN) is
+/// left out: a replica continuing the session then opens its own.
+pub fn seal_with(
+    ring: &KeyRing,
+    mut state: SessionSeal,
+    upstream: Option<(&str, capable::Resumption)>,
+) -> Option<String> {
+    if let Some((server, session)) = upstream {
+        if let Ok(session) = serde_json::to_value(session) {
+            state.upstream.insert(server.to_owned(), session);
+        }
+        if let Ok(sealed) = state.seal(ring) {
+            return Some(sealed);
+        }
+        state.upstream.clear();
+    }
     state.seal(ring).ok()
+}
+
+/// The sealed id of a new session `initialize` opens for `caller`, with no upstream
+/// session; `None` as for [`pending`] and [`seal_with`].
+#[cfg(test)]
+pub fn seal_new(
+    ring: &KeyRing,
+    message: &Incoming,
+    caller: Option<&Arc<Verified>>,
+) -> Option<String> {
+    seal_with(ring, pending(message, caller)?, None)
+}
+
+/// The sealed id of new session `id` (its `initialize` answered, its server behind
+/// connected): `state` with the server's HTTP session, the task known by it from now on.
+/// `id` itself when nothing seals.
+pub async fn id_of_new(
+    listener: &Listener,
+    commands: &Commands,
+    caller: Option<&Arc<Verified>>,
+    id: String,
+    state: SessionSeal,
+) -> String {
+    let Some(ring) = &listener.seal else {
+        return id;
+    };
+    let (reply, upstream) = oneshot::channel();
+    let upstream = match commands.send(Command::Resumption { reply }) {
+        Ok(()) => tokio::time::timeout(RESTORE_WAIT, upstream)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten(),
+        Err(_) => None,
+    };
+    let upstream = upstream.map(|u| (listener.target.name(), u));
+    let Some(sealed) = seal_with(ring, state, upstream) else {
+        return id;
+    };
+    match listener
+        .sessions()
+        .rename(&owned(caller, &id), &owned(caller, &sealed))
+    {
+        true => sealed,
+        false => id,
+    }
 }
 
 /// The state sealed in `id`, if it opens now and is `caller`'s.
@@ -156,6 +246,12 @@ pub async fn restore(
         }
     };
     let [initialize, initialized] = replay(&state);
+    // The server's HTTP session the replica that began it opened: re-attached to.
+    let upstream = state
+        .upstream
+        .get(listener.target.name())
+        .and_then(|s| serde_json::from_value::<capable::Resumption>(s.clone()).ok());
+    let sealed_upstream = upstream.as_ref().map(|u| u.session_id.clone());
     let (reply, posted) = oneshot::channel();
     let mut replayed = false;
     let key = owned(caller, id);
@@ -163,6 +259,9 @@ pub async fn restore(
     // arriving meanwhile finds the task with the replay ahead of it.
     let held = listener.sessions().task(&key, Instant::now(), || {
         let tx = listener.spawn(Kind::Legacy, caller, Some(id));
+        if let Some(upstream) = upstream {
+            let _ = tx.send(Command::Resume(upstream));
+        }
         let _ = tx.send(Command::Post {
             message: initialize,
             reply,
@@ -190,9 +289,25 @@ pub async fn restore(
         audit.record("sealed", json!({"restored": false, "why": why}));
         return None;
     }
+    // Re-attached: the server's session goes on (what it keeps per session with it);
+    // replayed: a new one (a stdio server, or none sealed). A server that no longer
+    // holds the session renews it at the first request, which its notice says.
+    // Re-attached when the server's session is the sealed one (not opened anew after a
+    // refusal to take it up).
+    let (ask, now_upstream) = oneshot::channel();
+    let now_upstream = match held.0.send(Command::Resumption { reply: ask }) {
+        Ok(()) => now_upstream.await.ok().flatten().map(|u| u.session_id),
+        Err(_) => None,
+    };
+    let reattached = sealed_upstream.is_some() && sealed_upstream == now_upstream;
+    let upstream = if reattached {
+        "re-attached"
+    } else {
+        "replayed"
+    };
     audit.record(
         "sealed",
-        json!({"restored": true, "version": state.version}),
+        json!({"restored": true, "version": state.version, "upstream": upstream}),
     );
     Some(Ok(held))
 }
@@ -288,6 +403,30 @@ mod tests {
         assert_eq!(params["protocolVersion"], "2025-06-18");
         assert_eq!(params["capabilities"], json!({"roots": {}}));
         assert_eq!(params["clientInfo"]["name"], "h");
+    }
+
+    #[test]
+    fn an_upstream_session_is_sealed_unless_it_would_not_fit_a_header() {
+        let ring = KeyRing::new(SealKey::from_bytes(&[5; 32]), vec![]);
+        let state = pending(&initialize(), None).unwrap();
+        let session = |info: Value| capable::Resumption {
+            session_id: "7c9e6679-7425-40de-944b-e07fc1f90ae7".into(),
+            version: "2025-06-18".into(),
+            server_info: info,
+            capabilities: json!({"tools": {}, "resources": {"subscribe": true}}),
+        };
+        let small = session(json!({"name": "upstream", "version": "1"}));
+        let id = seal_with(&ring, state.clone(), Some(("up", small.clone()))).unwrap();
+        let opened = open(&ring, &id, None).unwrap();
+        let kept: capable::Resumption =
+            serde_json::from_value(opened.upstream["up"].clone()).unwrap();
+        assert_eq!(kept, small);
+        // Too large for a header: the session is still sealed, without it (a replica
+        // continuing it opens its own upstream session).
+        let large = session(json!({"name": "x".repeat(5000), "version": "1"}));
+        let id = seal_with(&ring, state, Some(("up", large))).unwrap();
+        assert!(id.len() <= capable::internal::seal::MAX_SESSION_SEAL_LEN);
+        assert!(open(&ring, &id, None).unwrap().upstream.is_empty());
     }
 
     #[test]

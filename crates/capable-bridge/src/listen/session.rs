@@ -60,6 +60,13 @@ pub enum Command {
     },
     /// Nobody reads `stream` any more (the host closed it).
     Gone { stream: u64 },
+    /// The one server behind is to be re-attached to this HTTP session of its when the
+    /// host's `initialize` connects it (a sealed session continued here).
+    Resume(capable::Resumption),
+    /// What another replica needs to re-attach to the one server's HTTP session.
+    Resumption {
+        reply: oneshot::Sender<Option<capable::Resumption>>,
+    },
     /// Whether the host may send batches (a 2025-03-26 session).
     AcceptsBatches { reply: oneshot::Sender<bool> },
     /// The session ends now (a `DELETE`, idle too long, room made): what is in flight
@@ -147,6 +154,10 @@ pub async fn run(
                     readers.insert(stream, tx);
                     let priming = priming(kind, &host, &streams, stream);
                     let _ = reply.send(Some(Events { priming, events }));
+                }
+                Some(Command::Resume(session)) => host.resume(session),
+                Some(Command::Resumption { reply }) => {
+                    let _ = reply.send(host.resumption());
                 }
                 Some(Command::AcceptsBatches { reply }) => {
                     let _ = reply.send(host.accepts_batches());

@@ -216,6 +216,12 @@ impl Relay {
     }
 
     /// Whether the host may send batches (a 2025-03-26 session).
+    /// What another replica needs to re-attach to the one server's HTTP session
+    /// (`None`: many servers, stdio, 2026-07-28, or no session id given).
+    pub fn resumption(&self) -> Option<capable::Resumption> {
+        self.servers.one()?.resumption()
+    }
+
     pub fn accepts_batches(&self) -> bool {
         self.engine.accepts_batches()
     }

@@ -74,6 +74,7 @@ mod reconnect;
 pub mod redact;
 pub mod redirect;
 mod repair;
+mod resume;
 mod streams;
 
 use std::collections::HashMap;
@@ -93,6 +94,7 @@ pub use action::{
     Action, Body, End, ExchangeId, Failure, Head, HeaderText, HttpMethod, Request, StreamEvent,
 };
 pub use reconnect::Reconnect;
+pub use resume::ResumeError;
 
 use call::Call;
 use message::Message;

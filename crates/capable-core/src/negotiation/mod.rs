@@ -24,6 +24,7 @@
 
 mod answers;
 mod error;
+mod resumed;
 
 use std::time::Instant;
 

@@ -243,14 +243,27 @@ fn contents(f: &Fixture, uri: &str) -> Option<Value> {
 }
 
 /// `echo`: its message back (said on stderr too, as servers log what they do: a host
-/// can follow it); `slow-progress` takes its time, with progress when asked.
+/// can follow it); `slow-progress` takes its time, with progress when asked. In any
+/// profile, argument `progressSteps` (at most 50) makes it a long call: that many
+/// progress notifications 200 ms apart when the call asks for progress.
 fn echo(f: &Fixture, id: &RequestId, params: &Value, modern: bool) {
     let message = params
         .pointer("/arguments/message")
         .and_then(Value::as_str)
         .unwrap_or("");
     eprintln!("capable fixture: echo {message}");
-    if f.profile == Profile::SlowProgress {
+    let steps = params
+        .pointer("/arguments/progressSteps")
+        .and_then(Value::as_u64)
+        .map_or(0, |n| n.min(50) as u32);
+    if steps > 0 && params.pointer("/_meta/progressToken").is_some() {
+        for step in 1..=steps {
+            std::thread::sleep(Duration::from_millis(200));
+            let total = Some(f64::from(steps));
+            let (_, bytes) = f.engine(|s, out| s.progress(id, f64::from(step), total, None, out));
+            f.write(&bytes);
+        }
+    } else if f.profile == Profile::SlowProgress {
         if params.pointer("/_meta/progressToken").is_some() {
             for step in 1..=7 {
                 std::thread::sleep(Duration::from_millis(200));

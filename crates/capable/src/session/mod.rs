@@ -75,6 +75,22 @@ impl Session {
         }
     }
 
+    /// What another client needs to take this session up ([`crate::Resumption`]): a
+    /// legacy Streamable HTTP session's id and what its handshake settled; `None` for
+    /// stdio, HTTP+SSE, a 2026-07-28 connection, or a server that gave no session id.
+    pub fn resumption(&self) -> Option<crate::Resumption> {
+        if self.era() != Era::Legacy {
+            return None;
+        }
+        let session_id = self.shared.peer.session_id()?;
+        Some(crate::Resumption {
+            session_id,
+            version: self.negotiated.version.as_str().to_owned(),
+            server_info: serde_json::to_value(&self.negotiated.server_info).unwrap_or_default(),
+            capabilities: serde_json::Value::Object(self.negotiated.capabilities.raw().clone()),
+        })
+    }
+
     /// What the handshake settled.
     pub fn negotiated(&self) -> &Negotiated {
         &self.negotiated

@@ -232,6 +232,11 @@ pub trait Peer: Send + Sync + 'static {
     fn process_id(&self) -> Option<u32> {
         None
     }
+    /// The session id the server gave (legacy Streamable HTTP), to hand the session
+    /// over ([`crate::Resumption`]); `None` for any other transport.
+    fn session_id(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A connected transport, ready to be split.

@@ -233,6 +233,24 @@ impl HttpTransport {
     }
 }
 
+impl HttpTransport {
+    /// Takes up legacy session `session_id` (see [`crate::Resumption`]) before the
+    /// transport is split: the policy resumed, the standalone stream opened.
+    pub(crate) async fn resume(
+        &self,
+        session_id: &str,
+        negotiated: &Negotiated,
+        initialize: &Outbox,
+    ) -> Result<(), TransportError> {
+        let actions = self
+            .http
+            .policy()
+            .resume_session(session_id, negotiated, initialize)
+            .map_err(|e| TransportError::Broken(e.to_string()))?;
+        exchange::execute(&self.http, actions).await
+    }
+}
+
 /// The TLS configuration of every connection: what reqwest builds by default (the
 /// platform's verifier, TLS 1.2 and 1.3, ALPN `h2` then `http/1.1`), built once per
 /// process. Built per connection it held about 100 KiB of each session's memory.
@@ -445,6 +463,10 @@ impl Peer for HttpPeer {
 
     fn stderr_tail(&self) -> String {
         String::new()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.http.policy().session_id().map(str::to_owned)
     }
 }
 
