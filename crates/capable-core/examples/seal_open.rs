@@ -1,5 +1,6 @@
-//! What opening a sealed session id costs: the work a gateway replica does on each request
-//! of a legacy session whose state travels in its `Mcp-Session-Id`.
+//! What opening a sealed session id costs: the work a gateway replica does on the first
+//! request it gets of a legacy session it does not hold, whose state travels in its
+//! `Mcp-Session-Id` (a session it holds is found by its id, nothing opened).
 //!
 //! Run it optimised: `cargo run --release -p capable-core --example seal_open`. It prints
 //! the sealed id's length, then the nanoseconds per `open` (decrypt and authenticate) and
@@ -33,12 +34,20 @@ fn main() {
         capabilities: json!({"roots": {"listChanged": true}, "sampling": {}, "elicitation": {"form": {}, "url": {}}}),
         client_info: json!({"name": "claude-ai", "title": "Claude", "version": "0.1.0"}),
         log_level: Some("info".into()),
+        // Two HTTP servers' sessions, with what their handshakes settled (what a replica
+        // re-attaches to them with).
         upstream: BTreeMap::from([
             (
                 "github".into(),
-                "7c9e6679-7425-40de-944b-e07fc1f90ae7".into(),
+                json!({"s": "7c9e6679-7425-40de-944b-e07fc1f90ae7", "v": "2025-06-18",
+                    "i": {"name": "github-mcp", "version": "1.2.0"},
+                    "c": {"tools": {"listChanged": true}, "resources": {"subscribe": true}}}),
             ),
-            ("jira".into(), "a1b2c3d4e5f60718293a4b5c6d7e8f90".into()),
+            (
+                "jira".into(),
+                json!({"s": "a1b2c3d4e5f60718293a4b5c6d7e8f90", "v": "2025-11-25",
+                    "i": {"name": "jira", "version": "0.9"}, "c": {"tools": {}}}),
+            ),
         ]),
         expires_at: u64::MAX,
     };
