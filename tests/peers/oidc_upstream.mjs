@@ -149,8 +149,16 @@ http
 
 function mcpServer(subject) {
   const server = new McpServer({ name: "oidc-upstream", version: "1.0.0" });
+  // A call that asks for progress is told of one step first.
   server.registerTool("whoami", { description: "Whose token the request carried" },
-    async () => ({ content: [{ type: "text", text: subject }] }));
+    async (extra) => {
+      const progressToken = extra?._meta?.progressToken;
+      if (progressToken !== undefined) {
+        await extra.sendNotification({ method: "notifications/progress",
+          params: { progressToken, progress: 1, total: 1 } });
+      }
+      return { content: [{ type: "text", text: subject }] };
+    });
   return server;
 }
 
@@ -191,7 +199,9 @@ http
       : token.extra?.user ? `user:${token.extra.user}` : `client:${token.clientId}`;
     const body = await readBody(req);
     const server = mcpServer(subject);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    // JSON answers, but a stream for a call that asks for progress (its notification rides it).
+    const streamed = body?.params?._meta?.progressToken !== undefined;
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streamed });
     res.on("close", () => { transport.close(); server.close(); });
     await server.connect(transport);
     await transport.handleRequest(req, res, body);

@@ -161,9 +161,10 @@ fn a_legacy_host_is_asked_by_url_elicitation_told_when_its_login_landed_and_aske
     let standalone = Sse::open(port, "GET", &headers, "");
 
     // Her call: asked to log in, told when she did, and the call goes on as her.
+    // Each call asks for progress (the server tells one step of a call that does).
     let call = |id: u64| {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "up__whoami", "arguments": {}}});
+            "params": {"name": "up__whoami", "arguments": {}, "_meta": {"progressToken": id}}});
         Sse::open(port, "POST", &headers, &body.to_string())
     };
     let log_in_when_asked = |call: &Sse, id: u64| -> (String, Value) {
@@ -181,6 +182,10 @@ fn a_legacy_host_is_asked_by_url_elicitation_told_when_its_login_landed_and_aske
             json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
                 "params": {"elicitationId": elicitation}})
         );
+        // The call made once the login landed tells its progress, then its result.
+        let progress = call.next();
+        assert_eq!(progress["method"], "notifications/progress", "{progress}");
+        assert_eq!(progress["params"]["progressToken"], id, "{progress}");
         let result = call.next();
         assert_eq!(result["id"], id, "{result}");
         (elicitation, result)

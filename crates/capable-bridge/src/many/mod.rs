@@ -290,7 +290,7 @@ impl Many {
         &self,
         method: Method,
         mut params: Map<String, Value>,
-        options: RequestOptions,
+        mut options: RequestOptions,
     ) -> (BoxFuture<'static, Result<Payload, Error>>, Option<String>) {
         let answered = |result: Value| {
             let payload = Payload::from_json(result.to_string().into_bytes());
@@ -361,7 +361,7 @@ impl Many {
         let again = users
             .as_ref()
             .filter(|u| u.servers.contains_key(&server))
-            .and_then(|_| users::Again::of(method, &params, &options, bound));
+            .and_then(|_| users::Again::of(method, &params, &mut options, bound));
         let answer = async move {
             let answer = match method {
                 Method::CallTool => call_without_tasks(&session, params, options, bound).await,

@@ -15,7 +15,7 @@ use std::time::Duration;
 use capable::host::Host;
 use capable::internal::jsonrpc::Payload;
 use capable::internal::Method;
-use capable::{Error, ErrorKind, RequestOptions};
+use capable::{Error, ErrorKind, ProgressCallback, RequestOptions};
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use serde_json::{json, Map, Value};
@@ -77,8 +77,7 @@ pub(super) async fn refused_now(
 pub(super) struct Again {
     /// The call's params, as they went to the server.
     params: Map<String, Value>,
-    /// Its options (a retry's: the first try's timeout and cache policy; its progress
-    /// went with the first try).
+    /// Its options (a retry's: the first try's timeout, cache policy and progress).
     options: RequestOptions,
     /// How long a task the call runs as may take.
     bound: Duration,
@@ -86,24 +85,44 @@ pub(super) struct Again {
 
 impl Again {
     /// What `params`, sent with `options`, needs to be made again (`None`: not a call).
+    /// The host's progress callback is shared by both tries (`options`' own is
+    /// replaced by one that forwards to it), so the call made anew tells the host its
+    /// progress as the first try would have.
     pub(super) fn of(
         method: Method,
         params: &Map<String, Value>,
-        options: &RequestOptions,
+        options: &mut RequestOptions,
         bound: Duration,
     ) -> Option<Again> {
+        if method != Method::CallTool {
+            return None;
+        }
+        let progress = options
+            .on_progress
+            .take()
+            .map(|f| Arc::new(std::sync::Mutex::new(f)));
+        options.on_progress = progress.clone().map(forward_progress);
         let options = RequestOptions {
             timeout: options.timeout,
             cache: options.cache,
             pass_input_required: options.pass_input_required,
+            on_progress: progress.map(forward_progress),
             ..RequestOptions::default()
         };
-        (method == Method::CallTool).then(|| Again {
+        Some(Again {
             params: params.clone(),
             options,
             bound,
         })
     }
+}
+
+/// A progress callback that tells `shared`, which more than one try of a call holds.
+fn forward_progress(shared: Arc<std::sync::Mutex<ProgressCallback>>) -> ProgressCallback {
+    Box::new(move |progress| {
+        let mut tell = shared.lock().unwrap_or_else(|e| e.into_inner());
+        tell(progress)
+    })
 }
 
 /// `answer` of `server`, unless it is the server refusing the caller's own token (no
