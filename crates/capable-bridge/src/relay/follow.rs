@@ -72,14 +72,14 @@ impl Relay {
                 }
                 self.declare_anew();
                 self.lists_changed();
-                self.fan_out(&self.engine.interest());
+                self.fan_out(&self.engine.interest().resource_subscriptions);
             }
             HostEvent::ListChanged { list, .. } => {
                 let changed = match list {
                     ListKind::Tools => Notification::ToolsListChanged,
                     ListKind::Resources => {
                         // Who owns which URI may have changed.
-                        self.fan_out(&self.engine.interest());
+                        self.fan_out(&self.engine.interest().resource_subscriptions);
                         Notification::ResourcesListChanged
                     }
                     ListKind::Prompts => Notification::PromptsListChanged,
@@ -180,7 +180,7 @@ impl Relay {
     pub(super) fn follow(&mut self, interest: Interest) {
         let Some(era) = self.servers.era() else {
             // Many servers: each URI at its own (their lists they tell of themselves).
-            self.fan_out(&interest);
+            self.fan_out(&interest.resource_subscriptions);
             return;
         };
         let steps = self.following.follow(interest, era, self.host_era());
