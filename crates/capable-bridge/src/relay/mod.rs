@@ -26,7 +26,7 @@
 //! | `exchange.rs` | a host request's trip: sent on as an exchange, its progress, its answer |
 //! | `era.rs` | across eras: what the bridge answers itself, questions to the host, results to a 2026-07-28 host |
 //! | `rounds.rs` | a legacy server's questions to a 2026-07-28 host as `input_required` rounds, and the host's retries, as the core decides |
-//! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
+//! | `follow.rs` | the server behind: its notifications, its restarts, and what the host listens for — the steps of the core's `Follow` (the listen stream by token, subscribes, what a restart asks again: decided there) run on the session, its outcomes carried out |
 //! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI — the commands of the core's `Subscriptions` (every decision there) run on the sessions, its outcomes carried out |
 //! | `tasks.rs` | tasks across eras: a legacy host's own tasks answered, and the driver that runs the commands of the core's `TaskCarry` (the requests each carried host request takes, decided there) on the session |
 //! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core's `TaskInput` opens run and dropped, its outcomes (answers, failures, notices) carried out |
@@ -327,9 +327,9 @@ impl Relay {
             Event::Behind(change) => self.on_behind(change),
             Event::Many(event) => self.on_many(event),
             Event::Reloaded(generation) => self.on_reloaded(&generation),
-            Event::Opened(Ok(())) => {}
-            Event::Opened(Err(e)) => self.listen_failed(&e),
-            Event::Listened(listened) => self.listened(listened),
+            Event::Opened(token, opened) => self.opened(token, opened),
+            Event::Listened(token, listened) => self.listened(token, listened),
+            Event::Followed(step, done) => self.followed(step, done),
             Event::Fanout(fanned) => self.fanned(fanned),
             Event::TaskStatus(status) => self.task_status(&status),
             Event::Fetched(token) => self.fetched(token),

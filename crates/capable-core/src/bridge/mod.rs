@@ -12,7 +12,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `era.rs` | across the eras: what the bridge answers itself ([`local`]), in which form a result goes back |
-//! | `follow.rs` | what the one server behind keeps open for what its host wants to hear of, in the server's era |
+//! | `follow.rs` | [`Follow`] (its [`FollowStep`]s and [`Outcome`](follow::Outcome)s in [`follow`]): what the one server behind keeps open for what its host wants to hear of, in the server's era — the listen stream by token (one that fails or ends opened again at the next change), subscribes that fail, a restart |
 //! | `forwarding.rs` | what goes to a server with a host's request: its params kept for a round's retry, `input_required` passed, the log level told ([`forwarding`], [`tell_log_level`]) |
 //! | `exchanges.rs` | [`Exchanges`]: the host requests at the server, by the bridge's token; ownership of cancels, progress, answers and questions |
 //! | `subscribing.rs` | [`Subscribing`]: many servers, a legacy host's subscribe requests waiting for the server that owns each URI, and what each is answered |
@@ -24,7 +24,7 @@
 
 mod era;
 mod exchanges;
-mod follow;
+pub mod follow;
 mod forwarding;
 mod own_tasks;
 mod relay;
