@@ -54,10 +54,16 @@ pub enum Event {
     /// Something of the many servers' subscriptions: on a listen stream, or a step's
     /// outcome.
     Fanout(Fanned),
-    /// The listen stream at the one server was opened (or failed to).
-    Opened(Result<(), Error>),
-    /// Something arrived on the listen stream, or it ended.
-    Listened(Result<Option<ListenEvent>, Error>),
+    /// The listen stream at the one server under this token (the core's `Follow`'s)
+    /// was opened (or failed to).
+    Opened(u64, Result<(), Error>),
+    /// Something arrived on that listen stream, or it ended.
+    Listened(u64, Result<Option<ListenEvent>, Error>),
+    /// A subscribe or unsubscribe at the one server ran (the core's `Follow` asked it).
+    Followed(
+        capable::internal::bridge::FollowStep,
+        Result<(), capable::Error>,
+    ),
     /// A task the bridge waits on for a legacy host changed (`tasks.rs`).
     TaskStatus(Value),
     /// The bridge's `tasks/result` under this token ended (`task_input.rs`).

@@ -3,9 +3,11 @@
 //! era), its events (to the audit) and its restarts; or the many servers' events.
 
 use capable::events::SessionEvent;
+use capable::internal::bridge::follow::Outcome;
 use capable::internal::bridge::FollowStep;
 use capable::internal::notification::Notification;
 use capable::internal::server::{Interest, Withheld};
+use capable::internal::Method;
 use std::sync::Arc;
 
 use capable::{Error, ListenEvent, Session};
@@ -72,14 +74,14 @@ impl Relay {
                 }
                 self.declare_anew();
                 self.lists_changed();
-                self.fan_out(&self.engine.interest());
+                self.fan_out(&self.engine.interest().resource_subscriptions);
             }
             HostEvent::ListChanged { list, .. } => {
                 let changed = match list {
                     ListKind::Tools => Notification::ToolsListChanged,
                     ListKind::Resources => {
                         // Who owns which URI may have changed.
-                        self.fan_out(&self.engine.interest());
+                        self.fan_out(&self.engine.interest().resource_subscriptions);
                         Notification::ResourcesListChanged
                     }
                     ListKind::Prompts => Notification::PromptsListChanged,
@@ -180,43 +182,70 @@ impl Relay {
     pub(super) fn follow(&mut self, interest: Interest) {
         let Some(era) = self.servers.era() else {
             // Many servers: each URI at its own (their lists they tell of themselves).
-            self.fan_out(&interest);
+            self.fan_out(&interest.resource_subscriptions);
             return;
         };
-        let steps = self.following.follow(interest, era, self.host_era());
-        self.take_steps(steps);
+        self.following
+            .handle_interest(interest, era, self.host_era());
+        self.run_follow();
     }
 
-    /// Asks the one server behind what the core's follow decided.
-    fn take_steps(&mut self, steps: Vec<FollowStep>) {
+    /// Runs on the one server behind what the core's follow asks, and carries out its
+    /// outcomes.
+    fn run_follow(&mut self) {
         let Some(session) = self.servers.one().cloned() else {
             return;
         };
-        for step in steps {
+        while let Some(step) = self.following.poll_upstream() {
             match step {
-                FollowStep::Listen(interest) => {
+                FollowStep::Listen { token, interest } => {
                     // The new stream replaces the old one (dropped: cancelled there).
                     self.stop_listening();
-                    let (stream, stop) = stream::abortable(listen(session.clone(), interest));
+                    let stream = listen(session.clone(), token, interest);
+                    let (stream, stop) = stream::abortable(stream);
                     self.listening = Some(stop);
                     self.queue.follow(stream.boxed());
                 }
                 FollowStep::StopListening => self.stop_listening(),
-                FollowStep::Subscribe(uri) => {
+                FollowStep::Subscribe(_) | FollowStep::Unsubscribe(_) => {
                     let session = session.clone();
                     self.queue.push(async move {
-                        let _ = session.subscribe(&uri).await;
-                        Event::Nothing
+                        let done = match &step {
+                            FollowStep::Subscribe(uri) => session.subscribe(uri).await,
+                            FollowStep::Unsubscribe(uri) => session.unsubscribe(uri).await,
+                            _ => Ok(()),
+                        };
+                        Event::Followed(step, done)
                     });
                 }
-                FollowStep::Unsubscribe(uri) => {
-                    let session = session.clone();
-                    self.queue.push(async move {
-                        let _ = session.unsubscribe(&uri).await;
-                        Event::Nothing
-                    });
+            }
+        }
+        let server = self.servers.name().to_owned();
+        while let Some(outcome) = self.following.poll_outcome() {
+            match outcome {
+                Outcome::ListenFailed(error) => {
+                    self.audit
+                        .record("listen_failed", json!({"server": server, "error": error}));
                 }
-                _ => {}
+                Outcome::StepFailed { step, error } => {
+                    let (method, uri) = match &step {
+                        FollowStep::Subscribe(uri) => (Method::Subscribe, uri.as_str()),
+                        FollowStep::Unsubscribe(uri) => (Method::Unsubscribe, uri.as_str()),
+                        FollowStep::Listen { .. } | FollowStep::StopListening => continue,
+                    };
+                    self.audit.record(
+                        "subscribe_failed",
+                        json!({"server": server, "method": method.as_str(), "uri": uri, "error": error}),
+                    );
+                }
+                Outcome::CapabilitiesChanged => {
+                    self.audit.record(
+                        "capabilities_changed",
+                        json!({"server": server, "now": session.capabilities(),
+                            "host_has": self.engine.config().capabilities}),
+                    );
+                }
+                Outcome::ListsChanged => self.lists_changed(),
             }
         }
     }
@@ -229,27 +258,32 @@ impl Relay {
         }
     }
 
-    pub(super) fn listened(&mut self, listened: Result<Option<ListenEvent>, Error>) {
+    /// The listen stream under `token` was opened, or failed to.
+    pub(super) fn opened(&mut self, token: u64, opened: Result<(), Error>) {
+        self.following
+            .handle_opened(token, opened.map_err(|e| e.to_string()));
+        self.run_follow();
+    }
+
+    /// Something on the listen stream under `token`: a notification to the host; its
+    /// end told to the core's follow (opened again at the next change of interest).
+    pub(super) fn listened(&mut self, token: u64, listened: Result<Option<ListenEvent>, Error>) {
         match listened {
             Ok(Some(ListenEvent::Notification(n))) => self.notify(&n.kind, &n.params),
             Ok(Some(ListenEvent::Acknowledged(_))) => {}
             ended => {
-                self.listening = None;
-                if let Err(e) = ended {
-                    self.listen_failed(&e);
-                }
-                // Opened again on the next change of interest.
-                self.following.stream_ended();
+                let error = ended.err().map(|e| e.to_string());
+                self.following.handle_ended(token, error);
+                self.run_follow();
             }
         }
     }
 
-    pub(super) fn listen_failed(&self, e: &Error) {
-        let error = e.to_string();
-        self.audit.record(
-            "listen_failed",
-            json!({"server": self.servers.name(), "error": error}),
-        );
+    /// A subscribe or unsubscribe at the one server ran.
+    pub(super) fn followed(&mut self, step: FollowStep, done: Result<(), Error>) {
+        self.following
+            .handle_stepped(step, done.map_err(|e| e.to_string()));
+        self.run_follow();
     }
 
     /// The server behind came back: what the host listens for is asked again, and the
@@ -260,39 +294,33 @@ impl Relay {
         };
         let interest = self.engine.interest();
         self.state.forget_log_level();
-        let steps = self
-            .following
-            .restarted(interest, session.era(), self.host_era());
-        self.take_steps(steps);
-        if session.capabilities() != &self.engine.config().capabilities {
-            self.audit.record(
-                "capabilities_changed",
-                json!({"server": self.servers.name(), "now": session.capabilities(),
-                    "host_has": self.engine.config().capabilities}),
-            );
-        }
-        self.lists_changed();
+        let eras = (session.era(), self.host_era());
+        let offered = &self.engine.config().capabilities;
+        self.following
+            .handle_restarted(interest, eras, session.capabilities(), offered);
+        self.run_follow();
     }
 }
 
-/// The listen stream at `session` for `interest`: [`Event::Opened`] once it is opened
-/// (or failed to), then each of its events as [`Event::Listened`], its end the last.
-fn listen(session: Arc<Session>, interest: Interest) -> BoxStream<'static, Event> {
+/// The listen stream at `session` for `interest`, under `token`: [`Event::Opened`] once
+/// it is opened (or failed to), then each of its events as [`Event::Listened`], its end
+/// the last.
+fn listen(session: Arc<Session>, token: u64, interest: Interest) -> BoxStream<'static, Event> {
     let opened = async move { session.listen(&interest).await };
     stream::once(opened)
-        .flat_map(|opened| match opened {
+        .flat_map(move |opened| match opened {
             Ok(listener) => {
-                let events = stream::unfold(Some(listener), |listener| async move {
+                let events = stream::unfold(Some(listener), move |listener| async move {
                     let mut listener = listener?;
                     let event = listener.recv().await;
                     let more = matches!(event, Ok(Some(_)));
-                    Some((Event::Listened(event), more.then_some(listener)))
+                    Some((Event::Listened(token, event), more.then_some(listener)))
                 });
-                stream::once(async { Event::Opened(Ok(())) })
+                stream::once(async move { Event::Opened(token, Ok(())) })
                     .chain(events)
                     .boxed()
             }
-            Err(e) => stream::once(async move { Event::Opened(Err(e)) }).boxed(),
+            Err(e) => stream::once(async move { Event::Opened(token, Err(e)) }).boxed(),
         })
         .boxed()
 }

@@ -26,8 +26,8 @@
 //! | `exchange.rs` | a host request's trip: sent on as an exchange, its progress, its answer |
 //! | `era.rs` | across eras: what the bridge answers itself, questions to the host, results to a 2026-07-28 host |
 //! | `rounds.rs` | a legacy server's questions to a 2026-07-28 host as `input_required` rounds, and the host's retries, as the core decides |
-//! | `follow.rs` | the server behind: its notifications, what the host listens for, restarts |
-//! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI (planned by the core's `Fanout`, the requests waiting in its `Subscribing`) |
+//! | `follow.rs` | the server behind: its notifications, its restarts, and what the host listens for — the steps of the core's `Follow` (the listen stream by token, subscribes, what a restart asks again: decided there) run on the session, its outcomes carried out |
+//! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI — the commands of the core's `Subscriptions` (every decision there) run on the sessions, its outcomes carried out |
 //! | `tasks.rs` | tasks across eras: a legacy host's own tasks answered, and the driver that runs the commands of the core's `TaskCarry` (the requests each carried host request takes, decided there) on the session |
 //! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core's `TaskInput` opens run and dropped, its outcomes (answers, failures, notices) carried out |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
@@ -55,10 +55,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use capable::internal::bridge::{Follow, TaskInput};
+use capable::internal::bridge::{Follow, Subscriptions, TaskInput};
 use capable::internal::jsonrpc::FramingError;
 use capable::internal::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
-use capable::internal::server::fanout::Fanout;
 use capable::internal::server::{Event as EngineEvent, ServerConfig, ServerConnection};
 use capable::internal::task_bridge::TaskBridge;
 use capable::internal::task_started::Started;
@@ -107,8 +106,9 @@ pub struct Relay {
     listening: Option<AbortHandle>,
     /// What is open at the one server for what the host wants to hear of (the core's).
     following: Follow,
-    /// What each of many servers holds for the host, and their listen streams.
-    fanout: Fanout,
+    /// Many servers: what each is asked for the host's subscriptions (the core's
+    /// decisions), and their listen streams.
+    subscriptions: Subscriptions,
     streams: fanout::Streams,
     /// How tasks cross between the host's era and the server's (`tasks.rs`).
     tasks: TaskBridge,
@@ -160,7 +160,7 @@ impl Relay {
             state: State::new(ask_timeout, super::random()),
             listening: None,
             following: Follow::default(),
-            fanout: Fanout::default(),
+            subscriptions: Subscriptions::default(),
             streams: fanout::Streams::default(),
             tasks,
             started: tasks::started(),
@@ -285,6 +285,7 @@ impl Relay {
             self.engine.poll_timeout(),
             self.state.poll_timeout(),
             self.task_input.poll_timeout(),
+            self.subscriptions.poll_timeout(),
         ];
         let timer = timers.into_iter().flatten().min();
         self.queue.next(timer).await
@@ -332,9 +333,9 @@ impl Relay {
             Event::Behind(change) => self.on_behind(change),
             Event::Many(event) => self.on_many(event),
             Event::Reloaded(generation) => self.on_reloaded(&generation),
-            Event::Opened(Ok(())) => {}
-            Event::Opened(Err(e)) => self.listen_failed(&e),
-            Event::Listened(listened) => self.listened(listened),
+            Event::Opened(token, opened) => self.opened(token, opened),
+            Event::Listened(token, listened) => self.listened(token, listened),
+            Event::Followed(step, done) => self.followed(step, done),
             Event::Fanout(fanned) => self.fanned(fanned),
             Event::TaskStatus(status) => self.task_status(&status),
             Event::Fetched(token) => self.fetched(token),
@@ -352,6 +353,8 @@ impl Relay {
                 }
                 self.task_input.handle_timeout(now);
                 self.run_task_input();
+                self.subscriptions.handle_timeout(now);
+                self.run_subscriptions();
             }
         }
     }

@@ -105,14 +105,6 @@ impl Servers {
         }
     }
 
-    /// The many servers (`None` for one).
-    pub fn many(&self) -> Option<&Many> {
-        match self {
-            Servers::One(_) => None,
-            Servers::Many(many) => Some(many),
-        }
-    }
-
     /// Every session behind that is up.
     pub fn sessions(&self) -> Vec<Arc<Session>> {
         match self {

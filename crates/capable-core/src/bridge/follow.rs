@@ -1,7 +1,9 @@
 //! What the one server behind must keep open for what its host wants to hear of, in
-//! the server's era ([`Follow`]): the bridge's host says what it listens for (a legacy
-//! host's subscriptions, a 2026-07-28 host's listen streams: the engine's
-//! [`Interest`]); the server is asked for it as its era asks.
+//! the server's era, sans-IO ([`Follow`]): the bridge's host says what it listens for (a
+//! legacy host's subscriptions, a 2026-07-28 host's listen streams: the engine's
+//! [`Interest`]); the server is asked for it as its era asks. The shell runs each
+//! [`FollowStep`] ([`Follow::poll_upstream`]) on the session, tells how it went, and
+//! carries out every [`Outcome`] ([`Follow::poll_outcome`]).
 //!
 //! | the server | the host | what the host's interest becomes |
 //! |---|---|---|
@@ -9,184 +11,176 @@
 //! | legacy | 2026-07-28 | `resources/subscribe` for each URI newly wanted, `resources/unsubscribe` for each no longer |
 //! | legacy | legacy | nothing: the host's own subscribe requests reach the server as they are |
 //!
-//! After a restart the new server holds nothing: a legacy host's subscriptions are
-//! made again one by one, any other interest followed from scratch.
+//! | what happens | in | what comes out |
+//! |---|---|---|
+//! | the host's interest changes | [`handle_interest`](Follow::handle_interest) | the steps above |
+//! | the listen stream fails to open, or ends | [`handle_opened`](Follow::handle_opened), [`handle_ended`](Follow::handle_ended) | a failure: [`Outcome::ListenFailed`]; opened again at the next change of interest, even to the same; the end of a stream replaced since changes nothing |
+//! | a subscribe or unsubscribe fails | [`handle_stepped`](Follow::handle_stepped) | [`Outcome::StepFailed`]; the server holds what it held (asked again at the next change) |
+//! | the server comes back as a new session | [`handle_restarted`](Follow::handle_restarted) | it holds nothing: a legacy host's subscriptions made again one by one, any other interest followed from scratch; [`Outcome::ListsChanged`], and [`Outcome::CapabilitiesChanged`] when it declares other than what the host was offered |
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
+use crate::capabilities::ServerCapabilities;
 use crate::server::Interest;
 use crate::Era;
 
-/// What to ask of the server behind ([`Follow`]).
+/// What to ask of the server behind ([`Follow::poll_upstream`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum FollowStep {
-    /// Open a listen stream for this interest; it replaces the one open, if any.
-    Listen(Interest),
+    /// Open a listen stream for this interest; it replaces the one open, if any. What
+    /// happens to it is told under `token`.
+    Listen {
+        /// The stream's token.
+        token: u64,
+        /// What it listens for.
+        interest: Interest,
+    },
     /// Close the listen stream: nothing is wanted any more.
     StopListening,
-    /// `resources/subscribe` for this URI.
+    /// `resources/subscribe` for this URI; its outcome is told with
+    /// [`Follow::handle_stepped`].
     Subscribe(String),
-    /// `resources/unsubscribe` for this URI.
+    /// `resources/unsubscribe` for this URI, told the same way.
     Unsubscribe(String),
+}
+
+/// What the shell carries out ([`Follow::poll_outcome`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The listen stream failed (for the audit).
+    ListenFailed(String),
+    /// A subscribe or unsubscribe failed (for the audit).
+    StepFailed {
+        /// The step.
+        step: FollowStep,
+        /// Why.
+        error: String,
+    },
+    /// The host is to hear that the lists it was offered may have changed.
+    ListsChanged,
+    /// The server came back declaring other than the host was offered (for the audit).
+    CapabilitiesChanged,
 }
 
 /// What is open at the one server behind for its host (see the module documentation).
 #[derive(Debug, Default)]
 pub struct Follow {
     listening: Interest,
+    /// The token of the listen stream open (or opening), if any.
+    stream: Option<u64>,
+    tokens: u64,
     subscribed: BTreeSet<String>,
+    steps: VecDeque<FollowStep>,
+    outcomes: VecDeque<Outcome>,
 }
 
 impl Follow {
+    /// The next step to run, once each.
+    pub fn poll_upstream(&mut self) -> Option<FollowStep> {
+        self.steps.pop_front()
+    }
+
+    /// The next outcome to carry out, once each.
+    pub fn poll_outcome(&mut self) -> Option<Outcome> {
+        self.outcomes.pop_front()
+    }
+
     /// The host's interest is now `interest` (the server speaks `server`, the host
     /// `host`): what to ask of the server, in order.
-    pub fn follow(
-        &mut self,
-        interest: Interest,
-        server: Era,
-        host: Option<Era>,
-    ) -> Vec<FollowStep> {
+    pub fn handle_interest(&mut self, interest: Interest, server: Era, host: Option<Era>) {
         match (server, host) {
             (Era::Modern, _) => self.listen_for(interest),
             (Era::Legacy, Some(Era::Modern)) => self.subscribe_for(interest),
             // A legacy host's own subscribe requests reach a legacy server.
-            (Era::Legacy, _) => Vec::new(),
+            (Era::Legacy, _) => {}
         }
     }
 
-    fn listen_for(&mut self, interest: Interest) -> Vec<FollowStep> {
-        if interest == self.listening {
-            return Vec::new();
-        }
-        self.listening = interest.clone();
-        match interest == Interest::default() {
-            true => vec![FollowStep::StopListening],
-            false => vec![FollowStep::Listen(interest)],
+    /// The listen stream under `token` was opened (`Ok`) or failed to open.
+    pub fn handle_opened(&mut self, token: u64, opened: Result<(), String>) {
+        if let Err(error) = opened {
+            self.handle_ended(token, Some(error));
         }
     }
 
-    fn subscribe_for(&mut self, interest: Interest) -> Vec<FollowStep> {
-        let wanted: BTreeSet<String> = interest.resource_subscriptions.into_iter().collect();
-        let new = wanted.difference(&self.subscribed).cloned();
-        let steps = new.map(FollowStep::Subscribe);
-        let gone = self.subscribed.difference(&wanted).cloned();
-        let steps: Vec<FollowStep> = steps.chain(gone.map(FollowStep::Unsubscribe)).collect();
-        self.subscribed = wanted;
-        steps
-    }
-
-    /// The listen stream ended (the server closed it, or it failed): it is opened
-    /// again at the next change of interest.
-    pub fn stream_ended(&mut self) {
+    /// The listen stream under `token` ended (with `Some` error: it failed). Opened
+    /// again at the next change of interest; a stream replaced since is no matter.
+    pub fn handle_ended(&mut self, token: u64, error: Option<String>) {
+        if self.stream != Some(token) {
+            return;
+        }
+        self.stream = None;
         self.listening = Interest::default();
+        if let Some(error) = error {
+            self.outcomes.push_back(Outcome::ListenFailed(error));
+        }
     }
 
-    /// The server behind came back as a new session holding nothing: what to ask of it
-    /// for the host's `interest`.
-    pub fn restarted(
+    /// A subscribe or unsubscribe `step` ran: a failure (`Err`) leaves the server
+    /// holding what it held, and is said.
+    pub fn handle_stepped(&mut self, step: FollowStep, done: Result<(), String>) {
+        let Err(error) = done else {
+            return;
+        };
+        match &step {
+            FollowStep::Subscribe(uri) => _ = self.subscribed.remove(uri),
+            FollowStep::Unsubscribe(uri) => _ = self.subscribed.insert(uri.clone()),
+            FollowStep::Listen { .. } | FollowStep::StopListening => return,
+        }
+        self.outcomes.push_back(Outcome::StepFailed { step, error });
+    }
+
+    /// The server behind came back as a new session holding nothing, declaring
+    /// `declared` (the host was offered `offered`): what to ask of it for the host's
+    /// `interest`, and what the host hears.
+    pub fn handle_restarted(
         &mut self,
         interest: Interest,
-        server: Era,
-        host: Option<Era>,
-    ) -> Vec<FollowStep> {
+        (server, host): (Era, Option<Era>),
+        declared: &ServerCapabilities,
+        offered: &ServerCapabilities,
+    ) {
         self.listening = Interest::default();
+        self.stream = None;
         self.subscribed.clear();
         match (server, host) {
-            (Era::Legacy, Some(Era::Legacy)) => interest
-                .resource_subscriptions
-                .into_iter()
-                .map(FollowStep::Subscribe)
-                .collect(),
-            _ => self.follow(interest, server, host),
+            (Era::Legacy, Some(Era::Legacy)) => {
+                let again = interest.resource_subscriptions.into_iter();
+                self.steps.extend(again.map(FollowStep::Subscribe));
+            }
+            _ => self.handle_interest(interest, server, host),
         }
+        if declared != offered {
+            self.outcomes.push_back(Outcome::CapabilitiesChanged);
+        }
+        self.outcomes.push_back(Outcome::ListsChanged);
+    }
+
+    fn listen_for(&mut self, interest: Interest) {
+        if interest == self.listening {
+            return;
+        }
+        self.listening = interest.clone();
+        if interest == Interest::default() {
+            self.stream = None;
+            return self.steps.push_back(FollowStep::StopListening);
+        }
+        self.tokens += 1;
+        self.stream = Some(self.tokens);
+        let token = self.tokens;
+        self.steps.push_back(FollowStep::Listen { token, interest });
+    }
+
+    fn subscribe_for(&mut self, interest: Interest) {
+        let wanted: BTreeSet<String> = interest.resource_subscriptions.into_iter().collect();
+        let new = wanted.difference(&self.subscribed).cloned();
+        self.steps.extend(new.map(FollowStep::Subscribe));
+        let gone = self.subscribed.difference(&wanted).cloned();
+        self.steps.extend(gone.map(FollowStep::Unsubscribe));
+        self.subscribed = wanted;
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn uris(list: &[&str]) -> Interest {
-        Interest {
-            resource_subscriptions: list.iter().map(|u| (*u).to_owned()).collect(),
-            ..Interest::default()
-        }
-    }
-
-    #[test]
-    fn a_2026_07_28_server_gets_one_stream_for_the_whole_interest_and_anew_on_change() {
-        let mut f = Follow::default();
-        let (m, host) = (Era::Modern, Some(Era::Legacy));
-        assert_eq!(
-            f.follow(uris(&["a://1"]), m, host),
-            [FollowStep::Listen(uris(&["a://1"]))]
-        );
-        // The same interest again: nothing to ask.
-        assert!(f.follow(uris(&["a://1"]), m, host).is_empty());
-        let both = uris(&["a://1", "a://2"]);
-        assert_eq!(
-            f.follow(both.clone(), m, host),
-            [FollowStep::Listen(both.clone())]
-        );
-        assert_eq!(
-            f.follow(Interest::default(), m, host),
-            [FollowStep::StopListening]
-        );
-        // A stream that ended is opened again at the next change, even to the same.
-        assert_eq!(
-            f.follow(both.clone(), m, host),
-            [FollowStep::Listen(both.clone())]
-        );
-        f.stream_ended();
-        assert_eq!(f.follow(both.clone(), m, host), [FollowStep::Listen(both)]);
-    }
-
-    #[test]
-    fn a_legacy_server_is_asked_for_each_uri_a_2026_07_28_host_comes_to_want_or_not() {
-        let mut f = Follow::default();
-        let (l, host) = (Era::Legacy, Some(Era::Modern));
-        let steps = f.follow(uris(&["a://1", "a://2"]), l, host);
-        assert_eq!(
-            steps,
-            [
-                FollowStep::Subscribe("a://1".into()),
-                FollowStep::Subscribe("a://2".into())
-            ]
-        );
-        let steps = f.follow(uris(&["a://2", "a://3"]), l, host);
-        assert_eq!(
-            steps,
-            [
-                FollowStep::Subscribe("a://3".into()),
-                FollowStep::Unsubscribe("a://1".into())
-            ]
-        );
-        assert!(
-            f.follow(uris(&["a://3", "a://2"]), l, host).is_empty(),
-            "order is no change"
-        );
-        // A legacy host's own subscribe requests reach a legacy server: nothing here.
-        assert!(Follow::default()
-            .follow(uris(&["a://1"]), l, Some(Era::Legacy))
-            .is_empty());
-    }
-
-    #[test]
-    fn a_restarted_server_holds_nothing_and_is_asked_for_everything_again() {
-        let mut f = Follow::default();
-        let host = Some(Era::Modern);
-        f.follow(uris(&["a://1"]), Era::Legacy, host);
-        let again = f.restarted(uris(&["a://1"]), Era::Legacy, host);
-        assert_eq!(again, [FollowStep::Subscribe("a://1".into())]);
-        // A legacy host before a legacy server: its subscriptions made again one by one.
-        let mut f = Follow::default();
-        let again = f.restarted(uris(&["a://1", "a://2"]), Era::Legacy, Some(Era::Legacy));
-        assert_eq!(again.len(), 2);
-        // Before a 2026-07-28 server: the stream opened again, whatever was open.
-        let mut f = Follow::default();
-        f.follow(uris(&["a://1"]), Era::Modern, host);
-        let again = f.restarted(uris(&["a://1"]), Era::Modern, host);
-        assert_eq!(again, [FollowStep::Listen(uris(&["a://1"]))]);
-    }
-}
+#[path = "follow_tests.rs"]
+mod tests;

@@ -12,10 +12,11 @@
 //! | file | concern |
 //! |---|---|
 //! | `era.rs` | across the eras: what the bridge answers itself ([`local`]), in which form a result goes back |
-//! | `follow.rs` | what the one server behind keeps open for what its host wants to hear of, in the server's era |
+//! | `follow.rs` | [`Follow`] (its [`FollowStep`]s and [`Outcome`](follow::Outcome)s in [`follow`]): what the one server behind keeps open for what its host wants to hear of, in the server's era — the listen stream by token (one that fails or ends opened again at the next change), subscribes that fail, a restart |
 //! | `forwarding.rs` | what goes to a server with a host's request: its params kept for a round's retry, `input_required` passed, the log level told ([`forwarding`], [`tell_log_level`]) |
 //! | `exchanges.rs` | [`Exchanges`]: the host requests at the server, by the bridge's token; ownership of cancels, progress, answers and questions |
 //! | `subscribing.rs` | [`Subscribing`]: many servers, a legacy host's subscribe requests waiting for the server that owns each URI, and what each is answered |
+//! | `subscriptions.rs` | [`Subscriptions`] (its [`Command`](subscriptions::Command)s, [`Outcome`](subscriptions::Outcome)s and [`Routes`](subscriptions::Routes) in [`subscriptions`]): many servers' resource subscriptions for one host — what each server is asked, in its era, the checks before, the host's requests answered by their own server's outcome, the acknowledgement's bound, which updates are the host's |
 //! | `own_tasks.rs` | a host's carried task requests before anything is sent (the tasks the bridge made for a legacy host answered by it, [`own_task`]) and their answers after (a result given at once made a task of the bridge's, [`carried`]) |
 //! | `task_carry.rs` | [`TaskCarry`]: one host request carried across the eras' tasks — the requests it takes at the server, in order ([`Command`]), their outcomes ([`Upstream`]), the host's answer, a legacy host's `tasks/result` bounded |
 //! | `task_input.rs` | [`TaskInput`] (its [`Command`](task_input::Command)s and [`Outcome`](task_input::Outcome)s in [`task_input`]): a legacy task's questions for a 2026-07-28 host — the `tasks/result` the bridge opens to bring them and its bound, which of the server's questions are a task's, what the host's `tasks/update` answers |
@@ -23,11 +24,12 @@
 
 mod era;
 mod exchanges;
-mod follow;
+pub mod follow;
 mod forwarding;
 mod own_tasks;
 mod relay;
 mod subscribing;
+pub mod subscriptions;
 mod task_carry;
 pub mod task_input;
 
@@ -38,5 +40,6 @@ pub use forwarding::{forwarding, tell_log_level, Forwarding, Tell};
 pub use own_tasks::{carried, own_task, Carried, OwnTask};
 pub use relay::{Answered, Cancelled, Lapse, Relay, Retried, Taken, Then, Whose, Withdrawn};
 pub use subscribing::{refusal, Outcome, Subscribing};
+pub use subscriptions::Subscriptions;
 pub use task_carry::{Command, Failure, Known, TaskCarry, Upstream};
 pub use task_input::TaskInput;
