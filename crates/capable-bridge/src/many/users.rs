@@ -107,7 +107,6 @@ impl Again {
             cache: options.cache,
             pass_input_required: options.pass_input_required,
             on_progress: progress.map(forward_progress),
-            ..RequestOptions::default()
         };
         Some(Again {
             params: params.clone(),
