@@ -77,7 +77,7 @@ pub use config::{
 };
 pub use error::{BridgeError, Unavailable};
 pub use policy::{ConfigPolicy, Policy, Shared, Verdict};
-pub use reload::{Load, Loaded, Reload};
+pub use reload::{Follow, Load, Loaded, Reload};
 pub use replicas::hold_to_replicas;
 pub use stop::{Stop, StopHandle};
 pub use traces::Traces;

@@ -82,14 +82,36 @@ fn span_of(traceparent: &str) -> (&str, &str) {
 fn a_tool_call_over_stdio_is_a_server_span_under_the_callers_with_its_upstream_call_a_child() {
     let collector = Collector::start();
     let endpoint = collector.endpoint();
-    let server = common::fixture("no-resources");
-    let mut args = vec!["--"];
-    args.extend(server.iter().map(String::as_str));
     let env = [
         ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint.as_str()),
         QUICK,
     ];
-    let mut b = Bridge::start_env(&args, &env);
+    traced_tool_call(&collector, &env);
+}
+
+#[test]
+fn over_grpc_a_collector_gets_the_same_spans() {
+    // The generated `TraceService` on tonic's server: what a collector's OTLP/gRPC
+    // receiver is.
+    let collector = Collector::grpc();
+    let endpoint = collector.base();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        QUICK,
+    ];
+    traced_tool_call(&collector, &env);
+}
+
+/// A bridge over stdio exporting to `collector` as `env` says: a tool call under the
+/// caller's context is a server span under the caller's, its upstream call a child of
+/// it (the server got the child's context), with the MCP attributes; a request without
+/// a context is a trace of its own.
+fn traced_tool_call(collector: &Collector, env: &[(&str, &str)]) {
+    let server = common::fixture("no-resources");
+    let mut args = vec!["--"];
+    args.extend(server.iter().map(String::as_str));
+    let mut b = Bridge::start_env(&args, env);
     let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "h", "version": "1"}});
     ask(&mut b, 0, "initialize", init);

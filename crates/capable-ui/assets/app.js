@@ -85,7 +85,8 @@ function restoreFocus(key) {
 }
 
 function render() {
-  if (!app.selected && app.servers.length) app.selected = app.servers[0].name;
+  // The config read anew may have removed the server shown: the first one instead.
+  if (!app.servers.some((s) => s.name === app.selected)) app.selected = app.servers.length ? app.servers[0].name : null;
   const key = focusKey();
   renderNav();
   renderMain();
@@ -188,6 +189,16 @@ async function command(path, server) {
   refresh();
 }
 
+/**
+ * The config read anew: a file that cannot be used is said in a banner (the servers
+ * shown stay as they were) until a read succeeds.
+ */
+function configBanner(why) {
+  const el = document.getElementById('config');
+  el.textContent = why ? 'The config was read anew but cannot be used, so nothing changed: ' + why : '';
+  el.hidden = !why;
+}
+
 /** The event stream: each kind of event to the panel that shows it. */
 function listen() {
   const live = document.getElementById('live');
@@ -199,6 +210,7 @@ function listen() {
     // tail, coalesced); another panel reads it when it is opened.
     stderr: (d) => { if (d.server === app.selected && app.tab === 'stderr') refresh(); },
     state: changed, lists: changed, violation: changed, notice: changed, pins: changed,
+    reloaded: () => { configBanner(null); refresh(); }, reload_failed: (d) => configBanner(d.why),
   }, (text, on) => { live.textContent = text; live.className = on ? 'live on' : 'live'; });
 }
 

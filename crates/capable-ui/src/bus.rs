@@ -10,7 +10,7 @@
 //! through the ring.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use capable::internal::secrets::Secrets;
 use futures_util::stream::{self, Stream};
@@ -23,10 +23,48 @@ pub struct Numbered {
     /// The `id:`.
     pub id: u64,
     /// The `event:`: `msg` (a message on the wire), `state`, `lists`, `violation`,
-    /// `notice`, `stderr` (of a server), `watch`, `progress`, `task`, `elicit`.
+    /// `notice`, `stderr` (of a server), `watch`, `progress`, `task`, `elicit`,
+    /// `reloaded` and `reload_failed` (the config read anew).
     pub kind: &'static str,
     /// The `data:`.
     pub data: Arc<str>,
+}
+
+/// The run's secrets, cut out of every event and answer: shared by the bus and the
+/// answers' scrubbing, and grown by a reload whose new servers bring their own.
+#[derive(Clone, Default)]
+pub struct Scrubber(Arc<RwLock<Secrets>>);
+
+impl Scrubber {
+    /// These secrets.
+    pub fn new(secrets: Secrets) -> Scrubber {
+        Scrubber(Arc::new(RwLock::new(secrets)))
+    }
+
+    /// `more` kept too, from now on.
+    pub fn add(&self, more: &Secrets) {
+        self.0
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(more);
+    }
+
+    /// Whether there is nothing to cut.
+    pub fn is_empty(&self) -> bool {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
+    /// `text` without any secret.
+    pub fn scrub(&self, text: &str) -> String {
+        let secrets = self.0.read().unwrap_or_else(|e| e.into_inner());
+        secrets.scrub(text).into_owned()
+    }
+
+    /// `bytes` without any secret.
+    pub fn scrub_bytes(&self, bytes: &[u8]) -> Vec<u8> {
+        let secrets = self.0.read().unwrap_or_else(|e| e.into_inner());
+        secrets.scrub_bytes(bytes).into_owned()
+    }
 }
 
 struct Ring {
@@ -42,13 +80,13 @@ pub struct Bus {
     live: broadcast::Sender<Numbered>,
     capacity: usize,
     max_bytes: usize,
-    secrets: Arc<Secrets>,
+    secrets: Scrubber,
 }
 
 impl Bus {
     /// A bus that keeps the last `capacity` events, at most `max_bytes` of them, each
     /// without `secrets`.
-    pub fn new(capacity: usize, max_bytes: usize, secrets: Secrets) -> Bus {
+    pub fn new(capacity: usize, max_bytes: usize, secrets: Scrubber) -> Bus {
         Bus {
             ring: Arc::new(Mutex::new(Ring {
                 next: 1,
@@ -58,7 +96,7 @@ impl Bus {
             live: broadcast::channel(256).0,
             capacity: capacity.max(1),
             max_bytes,
-            secrets: Arc::new(secrets),
+            secrets,
         }
     }
 
@@ -68,7 +106,7 @@ impl Bus {
         if let Value::Object(map) = &mut data {
             map.entry("at").or_insert_with(|| json!(now()));
         }
-        let text = self.secrets.scrub(&data.to_string()).into_owned();
+        let text = self.secrets.scrub(&data.to_string());
         let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         let event = Numbered {
             id: ring.next,
@@ -140,7 +178,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_follower_resumes_after_the_last_event_it_saw() {
-        let bus = Bus::new(3, 1 << 20, Secrets::default());
+        let bus = Bus::new(3, 1 << 20, Scrubber::default());
         for n in 0..5 {
             bus.publish("msg", json!({ "n": n }));
         }
@@ -157,7 +195,7 @@ mod tests {
 
     #[test]
     fn the_ring_is_bounded_by_bytes_too() {
-        let bus = Bus::new(100, 1000, Secrets::default());
+        let bus = Bus::new(100, 1000, Scrubber::default());
         for _ in 0..10 {
             bus.publish("msg", json!({ "text": "x".repeat(300) }));
         }

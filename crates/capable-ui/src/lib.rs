@@ -21,8 +21,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! No request can start a process or add a server: the list is fixed at start, and
-//! the page reaches the servers only through capable's gating table.
+//! No request can start a process or add a server: the list is the one given at start
+//! (or by a config read anew, [`Ui::reloader`]), and the page reaches the servers only
+//! through capable's gating table.
 //!
 //! The crate is an [axum] application in the usual shape:
 //!
@@ -38,6 +39,7 @@
 //! | `security.rs` | the gate before every route: `Host`, `Origin`, the token, its cookie and the page's secret |
 //! | `bus.rs` | the numbered, resumable event stream behind `GET /api/events` |
 //! | `servers.rs` | the one [`Host`](capable::host::Host) of every server, its events onto the bus, the message-log tap |
+//! | `reload.rs` | a config read anew applied while the page runs ([`Reloader`]) |
 //! | `calls.rs`, `watches.rs`, `views.rs`, `asks.rs` | tool calls in flight, open watches, MCP Apps views, what servers ask of the person (forms, sampling) |
 //! | `pages.rs` | which pages are open, by their event streams: a page gone without a word leaves no watch behind |
 //! | `schema_check.rs` | a tool's arguments against its `inputSchema`, before sending |
@@ -65,6 +67,7 @@ mod history;
 mod logins;
 mod options;
 mod pages;
+mod reload;
 mod report;
 mod router;
 mod schema_check;
@@ -75,6 +78,7 @@ mod views;
 mod watches;
 
 pub use options::UiOptions;
+pub use reload::Reloader;
 
 /// Why the inspector could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +134,12 @@ impl Ui {
     /// the run's one credential: show it to the user, write it nowhere else.
     pub fn url(&self) -> String {
         self.gate.url()
+    }
+
+    /// What applies a config read anew to this inspector while it serves (its servers
+    /// added, removed or changed; or why the file cannot be used, shown on the page).
+    pub fn reloader(&self) -> Reloader {
+        Reloader::new(self.state.clone())
     }
 
     /// The token alone (in the [URL](Ui::url); scripts may send it as

@@ -103,7 +103,7 @@ async fn scrub(State(app): State<Arc<AppState>>, request: Request, next: Next) -
     let (parts, body) = response.into_parts();
     match axum::body::to_bytes(body, MAX_ANSWER).await {
         Ok(bytes) => {
-            let clean = app.secrets.scrub_bytes(&bytes).into_owned();
+            let clean = app.secrets.scrub_bytes(&bytes);
             Response::from_parts(parts, Body::from(clean))
         }
         Err(_) => (

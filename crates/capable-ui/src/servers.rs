@@ -1,5 +1,6 @@
-//! The servers the inspector shows: exactly those given at start (no request can add
-//! one, so no request can start a process), in one [`Host`] — each with the host's
+//! The servers the inspector shows: exactly those given at start, or by the config read
+//! anew (`reload.rs`; no request can add one, so no request can start a process), in
+//! one [`Host`] — each with the host's
 //! states and their reasons, its lists and its events, disconnected and connected
 //! again on its own ([`Host::disconnect`], [`Host::reconnect`]).
 //!
@@ -13,7 +14,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use capable::config::{ConfigEntry, ServerTarget};
 use capable::host::{
-    Host, HostError, HostEvent, HostOptions, ListKind, OAuthProvider, ServerError, ServerState,
+    Host, HostError, HostEvent, HostOptions, ListKind, OAuthProvider, Reloaded, ServerError,
+    ServerState,
 };
 use capable::internal::restart::RestartPolicy;
 use capable::{Capability, ClientOptions, Direction, ErrorKind, Flag, Method, Roots, Session, Tap};
@@ -29,15 +31,17 @@ use crate::options::UiOptions;
 /// Every server, in one host.
 pub struct Servers {
     host: Host,
-    /// The entries given at start, in their order.
-    entries: Vec<ConfigEntry>,
+    /// The entries given at start (or by the last reload), in their order.
+    entries: Mutex<Vec<ConfigEntry>>,
     bus: Bus,
     asks: Asks,
     /// The options of every connection (before the page's tap and handler).
     client: ClientOptions,
     oauth: Option<OAuthProvider>,
+    /// The roots each server starts with.
+    given: Vec<capable::Root>,
     /// Each server's roots, which the page may change (its sessions are told).
-    roots: HashMap<String, Roots>,
+    roots: Mutex<HashMap<String, Roots>>,
     /// Each ready server's resource templates, read once it is ready (the host keeps
     /// no list of them).
     templates: Mutex<HashMap<String, Value>>,
@@ -75,18 +79,19 @@ impl Servers {
             .collect();
         let servers = Arc::new(Servers {
             host,
-            entries: options.servers.clone(),
+            entries: Mutex::new(options.servers.clone()),
             bus,
             asks,
             client,
             oauth: options.oauth.clone(),
-            roots,
+            given,
+            roots: Mutex::new(roots),
             templates: Mutex::new(HashMap::new()),
             forward: Mutex::new(None),
         });
         let forward = tokio::spawn(forward(events, Arc::downgrade(&servers)));
         *servers.forward.lock().unwrap_or_else(|e| e.into_inner()) = Some(forward);
-        for entry in &servers.entries {
+        for entry in &options.servers {
             let added = match &entry.target {
                 Ok(target) => servers
                     .host
@@ -106,14 +111,50 @@ impl Servers {
         servers
     }
 
-    /// The entry of server `name`, given at start.
-    pub fn entry(&self, name: &str) -> Result<&ConfigEntry, ApiError> {
-        self.entries.iter().find(|e| e.name == name).ok_or_else(|| {
+    /// The entries in force, in their order.
+    pub fn entries(&self) -> Vec<ConfigEntry> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The entry of server `name`, given at start (or by the last reload).
+    pub fn entry(&self, name: &str) -> Result<ConfigEntry, ApiError> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let found = entries.iter().find(|e| e.name == name).cloned();
+        found.ok_or_else(|| {
             ApiError::from(HostError::UnknownServer {
                 name: name.to_owned(),
-                known: self.entries.iter().map(|e| e.name.clone()).collect(),
+                known: entries.iter().map(|e| e.name.clone()).collect(),
             })
         })
+    }
+
+    /// Applies `entries`, a config read anew, to the host (`Host::reload_with`): the
+    /// servers added started (with the roots the run was given), those removed stopped
+    /// and forgotten, those changed restarted; the others keep their sessions.
+    pub async fn reload(&self, entries: Vec<ConfigEntry>) -> Result<Reloaded, HostError> {
+        {
+            let mut roots = self.roots.lock().unwrap_or_else(|e| e.into_inner());
+            for entry in &entries {
+                roots
+                    .entry(entry.name.clone())
+                    .or_insert_with(|| Roots::new(self.given.clone()));
+            }
+        }
+        let done = self
+            .host
+            .reload_with(&entries, &[], &|name| self.options_for(name, None))
+            .await?;
+        let mut roots = self.roots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut templates = self.templates.lock().unwrap_or_else(|e| e.into_inner());
+        for name in &done.removed {
+            roots.remove(name);
+            templates.remove(name);
+        }
+        *self.entries.lock().unwrap_or_else(|e| e.into_inner()) = entries;
+        Ok(done)
     }
 
     /// The target of server `name`, to connect a session of its own (the audit does).
@@ -142,6 +183,8 @@ impl Servers {
         options.handlers.sampling = Some(self.asks.handler(Kind::Sample, server.to_owned()));
         options.handlers.roots = Some(
             self.roots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
                 .get(server)
                 .cloned()
                 .unwrap_or_else(|| Roots::new(Vec::new())),
@@ -150,10 +193,13 @@ impl Servers {
     }
 
     /// Server `name`'s roots.
-    pub fn roots(&self, name: &str) -> Result<&Roots, ApiError> {
+    pub fn roots(&self, name: &str) -> Result<Roots, ApiError> {
         self.entry(name)?;
         self.roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .get(name)
+            .cloned()
             .ok_or_else(|| ApiError::usage(format!("{name} has no roots")))
     }
 
@@ -238,12 +284,12 @@ impl Servers {
 
     /// What the page shows of server `name` (its entry of `GET /api/servers`).
     pub fn one_named(&self, name: &str) -> Result<Value, ApiError> {
-        Ok(self.one(self.entry(name)?))
+        Ok(self.one(&self.entry(name)?))
     }
 
     /// Everything the page shows of every server (`GET /api/servers`).
     pub fn snapshot(&self) -> Value {
-        self.entries.iter().map(|e| self.one(e)).collect()
+        self.entries().iter().map(|e| self.one(e)).collect()
     }
 
     /// One server for the page: its target in words, its state with the reason, and

@@ -11,7 +11,7 @@ use std::time::Duration;
 use capable::internal::secrets::Secrets;
 
 use crate::asks::Asks;
-use crate::bus::Bus;
+use crate::bus::{Bus, Scrubber};
 use crate::calls::Calls;
 use crate::history::History;
 use crate::logins::Logins;
@@ -39,8 +39,8 @@ pub struct AppState {
     pub(crate) views: Views,
     /// What servers ask of the person (forms, sampling), waiting for the page.
     pub(crate) asks: Asks,
-    /// What is cut out of every answer.
-    pub(crate) secrets: Secrets,
+    /// What is cut out of every answer and event (a reload may add to it).
+    pub(crate) secrets: Scrubber,
     /// The run's connection bound.
     pub(crate) timeout: Duration,
     /// The port the inspector listens on (its OAuth redirect names it).
@@ -56,6 +56,7 @@ pub struct AppState {
 impl AppState {
     /// The state of a run, its servers connecting.
     pub(crate) fn start(options: UiOptions, secrets: Secrets, port: u16) -> Arc<AppState> {
+        let secrets = Scrubber::new(secrets);
         let bus = Bus::new(RING, RING_BYTES, secrets.clone());
         let asks = Asks::new(bus.clone());
         let servers = Servers::start(&options, bus.clone(), asks.clone());

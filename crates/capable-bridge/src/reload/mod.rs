@@ -17,21 +17,27 @@
 //! (`capable_bridge_reloads_total{outcome}`) and said (`reloaded` with what changed).
 //! A change of the directory that leaves the config as it is (the pins lock file
 //! beside it written) is silent.
+//!
+//! When to read the file, and the read that waits for it to stand still, are
+//! [`Follow`]'s (`follow.rs`, over `watch.rs`), which `capable ui` follows its config
+//! with too; what a reload does to the bridge is this file's.
 
+mod follow;
 mod live;
 mod watch;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use capable::config::{ConfigEntry, ConfigFile, ServerPolicy};
-use capable::host::{diff, ListKind};
+use capable::host::{diff, newly_broken, ListKind};
 use capable::internal::secrets::Secrets;
 use serde_json::json;
 use tokio::sync::watch as channel;
 
+pub use follow::Follow;
 pub use live::Live;
 
 use crate::audit::Audit;
@@ -135,7 +141,7 @@ pub struct Following {
 /// that reads the file anew until `following.stop`. Returns the config in force, for
 /// each host's servers to follow.
 pub fn start(
-    reload: Reload,
+    mut reload: Reload,
     config: &mut BridgeConfig,
     following: Following,
 ) -> Result<channel::Receiver<Arc<Generation>>, BridgeError> {
@@ -157,12 +163,9 @@ pub fn start(
     let (tx, rx) = channel::channel(Arc::new(first));
     let live = Arc::new(Live::new(config.policy.take()));
     config.policy = Some(live.clone());
-    let changes = match &reload.watch {
-        Some(path) => Some(watch::Changes::of(path).map_err(|e| {
-            BridgeError::Config(format!("cannot watch {} for changes: {e}", path.display()))
-        })?),
-        None => None,
-    };
+    let follow = Follow::new(reload.watch.clone(), reload.hangups.take())
+        .map_err(BridgeError::Config)?
+        .quiet(reload.quiet);
     let reloader = Reloader {
         reload,
         only: only.clone(),
@@ -173,7 +176,7 @@ pub fn start(
         exchanging,
         last_failure: None,
     };
-    tokio::spawn(reloader.run(changes, stop));
+    tokio::spawn(reloader.run(follow, stop));
     Ok(rx)
 }
 
@@ -190,49 +193,30 @@ struct Reloader {
 }
 
 impl Reloader {
-    async fn run(mut self, mut changes: Option<watch::Changes>, stop: Stop) {
-        let mut hangups = self.reload.hangups.take();
-        let quiet = self.reload.quiet;
+    async fn run(mut self, mut follow: Follow, stop: Stop) {
         loop {
-            let changed = async {
-                match &mut changes {
-                    Some(c) => c.settled(quiet).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let hangup = async {
-                match &mut hangups {
-                    Some(h) => h.changed().await.is_ok(),
+            let next = async {
+                match follow.next().await {
+                    Some(forced) => forced,
+                    // Neither the file nor a hangup can say anything any more.
                     None => std::future::pending().await,
                 }
             };
             let forced = tokio::select! {
-                seen = changed => match seen {
-                    Some(()) => false,
-                    None => {
-                        changes = None;
-                        continue;
-                    }
-                },
-                told = hangup => {
-                    if !told {
-                        hangups = None;
-                        continue;
-                    }
-                    true
-                }
+                forced = next => forced,
                 _ = stop.stopped() => return,
                 // The bridge is gone (nobody follows the config any more).
                 () = self.tx.closed() => return,
             };
-            self.once(forced).await;
+            self.once(&follow, forced).await;
         }
     }
 
     /// Reads the config and applies it; `forced` (a hangup): says what came of it even
     /// when nothing changed.
-    async fn once(&mut self, forced: bool) {
-        let loaded = match self.read().await {
+    async fn once(&mut self, follow: &Follow, forced: bool) {
+        let load = self.reload.load.clone();
+        let loaded = match follow.read(move || load()).await {
             Ok(loaded) => loaded,
             Err(why) => return self.failed(why, forced),
         };
@@ -293,30 +277,6 @@ impl Reloader {
         );
         self.last_failure = Some(why);
     }
-
-    /// The config, read once the file stood still while it was read (a few tries).
-    async fn read(&self) -> Result<Loaded, String> {
-        let path = self.reload.watch.clone();
-        let stamp = move || {
-            let meta = std::fs::metadata(path.as_ref()?).ok()?;
-            Some((
-                meta.len(),
-                meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            ))
-        };
-        for _ in 0..5 {
-            let before = stamp();
-            let load = self.reload.load.clone();
-            let loaded = tokio::task::spawn_blocking(move || load())
-                .await
-                .map_err(|e| format!("reading the config failed: {e}"))?;
-            if stamp() == before {
-                return loaded;
-            }
-            tokio::time::sleep(self.reload.quiet).await;
-        }
-        Err("the file kept changing while it was read; the next change is read again".into())
-    }
 }
 
 /// Whether `new` may replace `before`: every server `--only` names still in it, and
@@ -330,14 +290,10 @@ fn usable(before: &ConfigFile, new: &ConfigFile, only: &[String]) -> Result<(), 
     {
         return Err(format!("--only {gone}: the new config has no such server"));
     }
-    for entry in served(new, only) {
-        let Err(error) = &entry.target else { continue };
-        let was = before.servers.iter().find(|e| e.name == entry.name);
-        if was.is_none_or(|was| was.target != entry.target) {
-            return Err(format!("mcpServers.{}: {error}", entry.name));
-        }
+    match newly_broken(&before.servers, &served(new, only)) {
+        Some(why) => Err(why),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The merged lists whose offering changed between two configs' policies, and the

@@ -2,12 +2,19 @@
 //! line names (every server of the config, or the one `--server NAME`, `--url URL` or
 //! `-- CMD …` names). It prints the page's URL with its token, opens the browser
 //! (unless `--no-open`, or there is no display) and serves until Ctrl-C (exit 0).
+//!
+//! Over a config, the file is followed as `capable bridge` follows its own
+//! ([`Follow`]: its directory watched unless `--no-watch`, and `SIGHUP`): each read
+//! goes to the page ([`capable_ui::Reloader`]) — servers added, removed or changed
+//! follow, the others keep their sessions; a file that cannot be used changes nothing
+//! and the page says why.
 
 use std::io::Write;
 
 use capable::config::{ConfigEntry, ConfigFile, ServerTarget};
 use capable::host::{PinPolicy, PinStore};
-use capable_ui::{Ui, UiOptions};
+use capable_bridge::Follow;
+use capable_ui::{Reloader, Ui, UiOptions};
 
 use super::Context;
 use crate::exit::CliError;
@@ -25,6 +32,18 @@ pub async fn run(ctx: &Context, args: &UiArgs) -> Result<(), CliError> {
     options.port = args.port;
     let ui = Ui::start(options).await.map_err(usage)?;
     crate::secrets::keep(|s| s.add(ui.token()));
+    // Over a config: SIGHUP reads it anew rather than stopping the inspector.
+    let follows = config.is_some();
+    if let Some(path) = config {
+        let watch = (!args.no_watch).then(|| std::path::PathBuf::from(&path));
+        let follow = Follow::new(watch, Some(ctx.signals.hangups())).map_err(CliError::Usage)?;
+        tokio::spawn(follow_config(
+            follow,
+            path,
+            ctx.global.inherit_env,
+            ui.reloader(),
+        ));
+    }
 
     let url = ui.url();
     // The one place the token is written: the user needs it to open the page.
@@ -42,9 +61,49 @@ pub async fn run(ctx: &Context, args: &UiArgs) -> Result<(), CliError> {
         crate::output::eprint_line("capable ui: could not open a browser; open the URL above");
     }
 
-    match ui.serve(ctx.signals.received()).await.map_err(usage)? {
+    let stop: std::pin::Pin<Box<dyn std::future::Future<Output = i32> + Send>> = if follows {
+        Box::pin(ctx.signals.stopping())
+    } else {
+        Box::pin(ctx.signals.received())
+    };
+    match ui.serve(stop).await.map_err(usage)? {
         libc::SIGINT => Ok(()),
         other => Err(CliError::Interrupted(other)),
+    }
+}
+
+/// Reads the config at `path` anew each time `follow` says to, and hands it to the
+/// page: its servers, with the secrets they bring; or why the file cannot be used.
+async fn follow_config(mut follow: Follow, path: String, inherit_env: bool, page: Reloader) {
+    while let Some(forced) = follow.next().await {
+        let file = path.clone();
+        let read = follow
+            .read(move || {
+                let mut file = ConfigFile::load(Some(std::path::Path::new(&file)))
+                    .map_err(|e| e.to_string())?;
+                kept(&mut file.servers, inherit_env);
+                Ok(file.servers)
+            })
+            .await;
+        match read {
+            Ok(servers) => {
+                // What came of it is the page's to say.
+                let _ = page.apply(servers, &crate::secrets::kept(), forced).await;
+            }
+            Err(why) => page.refused(&why, forced),
+        }
+    }
+}
+
+/// Each entry's secrets kept (cut out of every output), its environment as the run's.
+fn kept(servers: &mut [ConfigEntry], inherit_env: bool) {
+    for entry in servers {
+        if let Ok(target) = &mut entry.target {
+            crate::secrets::keep_target(target);
+            if let ServerTarget::Stdio(c) = target {
+                c.inherit_env = inherit_env;
+            }
+        }
     }
 }
 
@@ -97,14 +156,7 @@ fn entries(ctx: &Context, args: &UiArgs) -> Result<(Vec<ConfigEntry>, Option<Str
         return Ok((vec![entry], None));
     }
     let mut file = ConfigFile::load(g.config.as_deref())?;
-    for entry in &mut file.servers {
-        if let Ok(target) = &mut entry.target {
-            crate::secrets::keep_target(target);
-            if let ServerTarget::Stdio(c) = target {
-                c.inherit_env = g.inherit_env;
-            }
-        }
-    }
+    kept(&mut file.servers, g.inherit_env);
     Ok((file.servers, Some(file.path)))
 }
 

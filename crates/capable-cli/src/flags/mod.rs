@@ -251,6 +251,11 @@ pub struct UiArgs {
     /// Judge no definitions against pins.
     #[arg(long)]
     pub no_pins: bool,
+    /// Do not watch the config file for changes. SIGHUP still reads it anew (servers
+    /// added, removed or changed follow in the page; an invalid file changes nothing
+    /// and the page says why).
+    #[arg(long)]
+    pub no_watch: bool,
     #[command(flatten)]
     pub server: ServerArgs,
 }

@@ -1,8 +1,11 @@
 //! A collector for the traces' tests: a loopback OTLP/HTTP receiver (`POST
 //! /v1/traces`, protobuf) that decodes every export with the official OTLP protobuf
-//! definitions (`opentelemetry-proto`) and keeps its spans; or one that takes the
+//! definitions (`opentelemetry-proto`) and keeps its spans; the same over gRPC
+//! (`grpc.rs`: the generated `TraceService` on tonic); or one that takes the
 //! connection and never answers (a collector that hangs).
 #![allow(dead_code)]
+
+mod grpc;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -68,6 +71,16 @@ fn got(span: Span) -> Got {
     }
 }
 
+/// Every span of an export.
+fn spans_of(request: ExportTraceServiceRequest) -> impl Iterator<Item = Got> {
+    request
+        .resource_spans
+        .into_iter()
+        .flat_map(|r| r.scope_spans)
+        .flat_map(|s| s.spans)
+        .map(got)
+}
+
 /// A collector on a loopback port.
 pub struct Collector {
     pub port: u16,
@@ -80,6 +93,17 @@ impl Collector {
     /// One that answers every export `200`, keeping its spans.
     pub fn start() -> Collector {
         Collector::serve(false)
+    }
+
+    /// One that receives OTLP/gRPC (`TraceService/Export`), keeping every span.
+    pub fn grpc() -> Collector {
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let port = grpc::serve(spans.clone());
+        Collector {
+            port,
+            spans,
+            headers: Arc::new(Mutex::new(Vec::new())),
+        }
     }
 
     /// One that takes every connection and never reads or answers.
@@ -116,6 +140,11 @@ impl Collector {
     /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` for it.
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}/v1/traces", self.port)
+    }
+
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` for it (gRPC names no path).
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 
     /// The spans got so far.
@@ -169,13 +198,7 @@ fn receive(
         headers.lock().unwrap().push(head);
         let request = ExportTraceServiceRequest::decode(body.as_slice())
             .map_err(|e| std::io::Error::other(e.to_string()))?;
-        let got_spans = request
-            .resource_spans
-            .into_iter()
-            .flat_map(|r| r.scope_spans)
-            .flat_map(|s| s.spans)
-            .map(got);
-        spans.lock().unwrap().extend(got_spans);
+        spans.lock().unwrap().extend(spans_of(request));
         writer.write_all(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n",
         )?;

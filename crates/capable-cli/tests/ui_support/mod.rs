@@ -118,6 +118,44 @@ impl Ui {
             .into_owned()
     }
 
+    /// The config file of a run over a config ([`Ui::with_config`]).
+    pub fn config_path(&self) -> std::path::PathBuf {
+        let dir = self._config.as_ref().expect("a run over a config");
+        dir.path().join("mcp.json")
+    }
+
+    /// Every event of `GET /api/events` (the token's stream, from the start of the
+    /// ring), as `(event, data)`, read on a thread.
+    pub fn events(&self) -> std::sync::mpsc::Receiver<(String, serde_json::Value)> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        let request = format!(
+            "GET /api/events HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+            self.host(),
+            self.token
+        );
+        stream.write_all(request.as_bytes()).expect("send");
+        let mut reader = BufReader::new(stream);
+        let mut status = String::new();
+        reader.read_line(&mut status).expect("status line");
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut event = String::new();
+            for line in reader.lines().map_while(Result::ok) {
+                if let Some(name) = line.strip_prefix("event:") {
+                    event = name.trim().to_owned();
+                } else if let Some(data) = line.strip_prefix("data:") {
+                    if let Ok(v) = serde_json::from_str(data.trim()) {
+                        if tx.send((event.clone(), v)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        rx
+    }
+
     /// The PID of the inspector.
     pub fn pid(&self) -> u32 {
         self.child.id()

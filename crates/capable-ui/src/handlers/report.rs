@@ -36,7 +36,7 @@ pub async fn report(
         .cloned();
     let calls = app.history.entries(Some(&c.server));
     let page = crate::report::html(&server, &calls, audit.as_ref(), &crate::bus::now());
-    let page = app.secrets.scrub(&page).into_owned();
+    let page = app.secrets.scrub(&page);
     let mut response = (StatusCode::OK, page).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -93,7 +93,7 @@ pub use catalog::{qualify, split, HostPrompt, HostResource, HostTool, ListKind};
 pub use events::HostEvent;
 pub use options::{HostOptions, OAuthProvider};
 pub use pins::{Pending, PinStore, PinStoreError, MAX_PINS_FILE};
-pub use reload::{diff, Reloaded, ServerChange};
+pub use reload::{diff, newly_broken, Reloaded, ServerChange};
 pub use state::{ServerError, ServerState, ServerStatus};
 
 pub use supervisor::connect;

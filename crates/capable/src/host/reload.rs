@@ -96,6 +96,21 @@ pub fn diff(old: &[ConfigEntry], new: &[ConfigEntry]) -> Reloaded {
     out
 }
 
+/// The first of `new`'s entries that cannot be used and was not broken the same way in
+/// `old`, in words (`mcpServers.NAME: why`): a reload that would apply it would stop a
+/// server that runs for a typo, so a follower of the file refuses the whole file
+/// instead (at start, such an entry is a refused server beside the others).
+pub fn newly_broken(old: &[ConfigEntry], new: &[ConfigEntry]) -> Option<String> {
+    new.iter().find_map(|entry| {
+        let Err(error) = &entry.target else {
+            return None;
+        };
+        let was = old.iter().find(|e| e.name == entry.name);
+        was.is_none_or(|was| was.target != entry.target)
+            .then(|| format!("mcpServers.{}: {error}", entry.name))
+    })
+}
+
 impl Host {
     /// Applies `file` anew ([`diff`] says what changes): servers added are started, those
     /// removed stopped (their sessions closed, their process groups ended, bounded by
@@ -280,6 +295,17 @@ mod tests {
             (d.added, d.removed),
             (vec!["c".to_owned()], vec!["a".to_owned()])
         );
+    }
+
+    #[test]
+    fn an_entry_broken_anew_is_named_and_one_broken_the_same_way_before_is_not() {
+        let old = entries(r#"{"mcpServers": {"a": {"command": "a"}, "b": {"args": []}}}"#);
+        let typo = entries(r#"{"mcpServers": {"a": {"comand": "a"}, "b": {"args": []}}}"#);
+        let why = newly_broken(&old, &typo).expect("a is broken now");
+        assert!(why.starts_with("mcpServers.a: "), "{why}");
+        assert_eq!(newly_broken(&old, &old), None);
+        let added = entries(r#"{"mcpServers": {"a": {"command": "a"}, "c": {}}}"#);
+        assert!(newly_broken(&old, &added).is_some_and(|w| w.starts_with("mcpServers.c: ")));
     }
 
     #[test]
