@@ -10,7 +10,8 @@
 //! let path = std::path::PathBuf::from("mcp.json");
 //! let mut follow = Follow::new(Some(path.clone()), Some(hangups)).expect("watched");
 //! while let Some(forced) = follow.next().await {
-//!     let read = follow.read(move || std::fs::read_to_string(&path).map_err(|e| e.to_string())).await;
+//!     let file = path.clone();
+//!     let read = follow.read(move || std::fs::read_to_string(&file).map_err(|e| e.to_string())).await;
 //!     // Apply `read` (or say why it cannot be), saying so even unchanged when `forced`.
 //! #   let _ = (forced, read);
 //! }
