@@ -44,6 +44,8 @@
 
 #[path = "gateway/agentgateway.rs"]
 mod agentgateway;
+#[path = "gateway/post.rs"]
+mod post;
 #[path = "gateway/procs.rs"]
 mod procs;
 #[path = "gateway/replicas.rs"]
@@ -432,31 +434,12 @@ fn first_requests(issuer: &Issuer, tokens: usize) -> Result<Value, String> {
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
         let http = reqwest::Client::new();
+        let url = gateway.url.as_str();
         let post = |token: String, session: Option<String>, body: Value| {
-            let mut request = http
-                .post(&gateway.url)
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream")
-                .header("authorization", format!("Bearer {token}"))
-                .body(body.to_string());
-            if let Some(session) = session {
-                request = request
-                    .header("mcp-session-id", session)
-                    .header("mcp-protocol-version", "2025-11-25");
-            }
+            let http = &http;
             async move {
-                let answer = request.send().await.map_err(|e| e.to_string())?;
-                let status = answer.status().as_u16();
-                let session = answer
-                    .headers()
-                    .get("mcp-session-id")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                let _ = answer.bytes().await;
-                match status {
-                    200 | 202 => Ok(session),
-                    other => Err(format!("the gateway answered {other}")),
-                }
+                let answered = post::post(http, url, Some(&token), session.as_deref(), &body);
+                answered.await.map(|(session, _)| session)
             }
         };
         let opened = post(

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use capable::internal::seal::{open, Caller, KeyRing, SealKey, SealKind, SessionSeal};
 use serde_json::{json, Value};
 
+use crate::post::post;
 use crate::replicas::Deployment;
 use crate::shared::median;
 
@@ -42,12 +43,20 @@ fn realistic() -> (KeyRing, String) {
             "elicitation": {"form": {}, "url": {}}}),
         client_info: json!({"name": "claude-ai", "title": "Claude", "version": "0.1.0"}),
         log_level: Some("info".into()),
+        // Two HTTP servers' sessions, with what their handshakes settled (what a replica
+        // re-attaches to them with), as the gateway seals them.
         upstream: BTreeMap::from([
             (
                 "github".into(),
-                "7c9e6679-7425-40de-944b-e07fc1f90ae7".into(),
+                json!({"s": "7c9e6679-7425-40de-944b-e07fc1f90ae7", "v": "2025-06-18",
+                    "i": {"name": "github-mcp", "version": "1.2.0"},
+                    "c": {"tools": {"listChanged": true}, "resources": {"subscribe": true}}}),
             ),
-            ("jira".into(), "a1b2c3d4e5f60718293a4b5c6d7e8f90".into()),
+            (
+                "jira".into(),
+                json!({"s": "a1b2c3d4e5f60718293a4b5c6d7e8f90", "v": "2025-11-25",
+                    "i": {"name": "jira", "version": "0.9"}, "c": {"tools": {}}}),
+            ),
         ]),
         expires_at: u64::MAX,
     };
@@ -99,32 +108,6 @@ pub fn restored(deployment: &Deployment, sessions: usize) -> Result<Value, Strin
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
         let http = reqwest::Client::new();
-        let post = |url: &str, session: Option<&str>, body: Value| {
-            let mut request = http
-                .post(url)
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream")
-                .body(body.to_string());
-            if let Some(session) = session {
-                request = request
-                    .header("mcp-session-id", session)
-                    .header("mcp-protocol-version", "2025-11-25");
-            }
-            async move {
-                let answer = request.send().await.map_err(|e| e.to_string())?;
-                let status = answer.status().as_u16();
-                let session = answer
-                    .headers()
-                    .get("mcp-session-id")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                let body = answer.bytes().await.map_err(|e| e.to_string())?;
-                match status {
-                    200 | 202 => Ok((session, body.len())),
-                    other => Err(format!("a replica answered {other}")),
-                }
-            }
-        };
         let read = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read",
                           "params": {"uri": "bench://1k"}});
         let (mut begun, mut first, mut again) = (Vec::new(), Vec::new(), Vec::new());
@@ -133,15 +116,15 @@ pub fn restored(deployment: &Deployment, sessions: usize) -> Result<Value, Strin
                 "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                            "clientInfo": {"name": "bench", "version": "1"}}});
             let begin = Instant::now();
-            let (session, _) = post(a, None, initialize).await?;
+            let (session, _) = post(&http, a, None, None, &initialize).await?;
             begun.push(begin.elapsed());
             let session = session.ok_or("no session id")?;
             let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-            post(a, Some(&session), initialized).await?;
+            post(&http, a, None, Some(&session), &initialized).await?;
             let started = Instant::now();
-            let (_, size) = post(b, Some(&session), read.clone()).await?;
+            let (_, size) = post(&http, b, None, Some(&session), &read).await?;
             let middle = Instant::now();
-            post(b, Some(&session), read.clone()).await?;
+            post(&http, b, None, Some(&session), &read).await?;
             if size < 1024 {
                 return Err("the restored read did not carry the resource".into());
             }
