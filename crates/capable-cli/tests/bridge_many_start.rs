@@ -126,4 +126,25 @@ fn on_a_replica_a_server_that_must_not_run_per_replica_is_left_out_with_why() {
         said.contains("\"pad\"") && said.contains("perReplica: false"),
         "{said}"
     );
+    // Bridged alone (`--server pad`), such a replica refuses to start, saying why.
+    let alone = common::capable(
+        &[
+            "--config",
+            file.path(),
+            "--server",
+            "pad",
+            "bridge",
+            "--listen",
+            "127.0.0.1:0",
+            "--seal-key-file",
+            key.path(),
+        ],
+        std::time::Duration::from_secs(30),
+    );
+    assert_ne!(alone.code, Some(0), "{}", alone.stderr);
+    assert!(
+        alone.stderr.contains("perReplica: false"),
+        "{}",
+        alone.stderr
+    );
 }

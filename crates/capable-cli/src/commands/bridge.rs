@@ -129,22 +129,13 @@ fn upstream(
         let mut gateway = GatewayPolicy::default();
         if let Some(entry) = &g.server {
             let mut file = ConfigFile::load(g.config.as_deref())?;
-            if replicated {
-                capable_bridge::hold_to_replicas(&mut file);
-                if let Some(Err(why)) = file
-                    .servers
-                    .iter()
-                    .find(|e| &e.name == entry)
-                    .map(|e| &e.target)
-                {
-                    if file
-                        .policies
-                        .get(entry)
-                        .is_some_and(|p| p.per_replica == Some(false))
-                    {
-                        return Err(CliError::Usage(why.to_string()));
-                    }
-                }
+            // One of many replicas does not run a server that must not run per replica.
+            if replicated && capable_bridge::hold_to_replicas(&mut file).contains(entry) {
+                let held = file.servers.iter().find(|e| &e.name == entry);
+                let why = held.and_then(|e| e.target.as_ref().err());
+                return Err(CliError::Usage(
+                    why.map_or_else(String::new, |e| e.to_string()),
+                ));
             }
             policies.extend(file.policies.into_iter().filter(|(name, _)| name == entry));
             gateway = file.gateway;
