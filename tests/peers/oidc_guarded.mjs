@@ -12,12 +12,7 @@
 // authorization grant (RFC 8628) is on, its polling interval one second; its code is
 // confirmed on the provider's own page (a form a scripted browser submits).
 import http from "node:http";
-import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const peers = process.env.PEERS_DIR || path.join(here, "..", "..", ".peers");
-const load = (prefix, rel) => import(pathToFileURL(path.join(peers, prefix, "node_modules", rel)).href);
+import { guard, interactions, load, loginAs, readBody } from "./oidc_common.mjs";
 
 const { default: Provider, errors } = await load("oidc", "oidc-provider/lib/index.js");
 const { McpServer } = await load("npm", "@modelcontextprotocol/sdk/dist/esm/server/mcp.js");
@@ -62,31 +57,9 @@ provider.proxy = false;
 provider.on("device_authorization.success", (ctx, body) => { body.interval = 1; });
 
 const callback = provider.callback();
+const approve = interactions(provider, loginAs("mcp-user"));
 http
-  .createServer(async (req, res) => {
-    if (!req.url.startsWith("/interaction/")) return callback(req, res);
-    try {
-      // Approve at once: log in as mcp-user, then grant every scope asked for.
-      const details = await provider.interactionDetails(req, res);
-      let result;
-      if (details.prompt.name === "login") {
-        result = { login: { accountId: "mcp-user" } };
-      } else {
-        const grant = details.grantId
-          ? await provider.Grant.find(details.grantId)
-          : new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });
-        const missing = details.prompt.details;
-        if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
-        for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes || {})) {
-          grant.addResourceScope(indicator, scopes.join(" "));
-        }
-        result = { consent: { grantId: await grant.save() } };
-      }
-      await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
-    } catch (e) {
-      res.writeHead(500).end(String(e));
-    }
-  })
+  .createServer((req, res) => (req.url.startsWith("/interaction/") ? approve(req, res) : callback(req, res)))
   .listen(asPort, "127.0.0.1");
 
 function mcpServer() {
@@ -96,26 +69,12 @@ function mcpServer() {
   return server;
 }
 
-const readBody = (req) => new Promise((resolve) => {
-  let data = "";
-  req.on("data", (c) => (data += c));
-  req.on("end", () => resolve(data ? JSON.parse(data) : undefined));
-});
-
-const challenge = (res, error) => {
-  res.writeHead(401, {
-    "content-type": "application/json",
-    "www-authenticate": `Bearer resource_metadata="${prmUrl}", scope="mcp:tools"${error ? `, error="${error}"` : ""}`,
-  }).end(JSON.stringify({ error: error || "unauthorized" }));
-};
+const { metadata, challenge } = guard({ mcpUrl, prmUrl, issuer });
 
 http
   .createServer(async (req, res) => {
     if (req.url === "/.well-known/oauth-protected-resource/mcp") {
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
-        resource: mcpUrl, authorization_servers: [issuer], scopes_supported: ["mcp:tools"], bearer_methods_supported: ["header"],
-      }));
-      return;
+      return metadata(res);
     }
     if (!req.url.startsWith("/mcp")) return res.writeHead(404).end();
     const auth = req.headers.authorization || "";

@@ -30,12 +30,9 @@
 // (`"other"`), or none (`alg: none`), with jose, the library oidc-provider signs with.
 import http from "node:http";
 import crypto from "node:crypto";
-import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { interactions, load as loadFrom, loginAs, readBody } from "./oidc_common.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const peers = process.env.PEERS_DIR || path.join(here, "..", "..", ".peers");
-const load = (rel) => import(pathToFileURL(path.join(peers, "oidc", "node_modules", rel)).href);
+const load = (rel) => loadFrom("oidc", rel);
 
 const { default: Provider, errors } = await load("oidc-provider/lib/index.js");
 const { SignJWT, jwtVerify } = await load("jose/dist/webapi/index.js").catch(() => load("jose/dist/node/esm/index.js"));
@@ -120,12 +117,6 @@ provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
   ctx.body = { access_token: jag, issued_token_type: ID_JAG_TYPE, token_type: "N_A", expires_in: 300 };
 }, ["subject_token", "subject_token_type", "requested_token_type", "audience", "resource", "scope"]);
 
-const readBody = (req) => new Promise((resolve) => {
-  let data = "";
-  req.on("data", (c) => (data += c));
-  req.on("end", () => resolve(data ? JSON.parse(data) : {}));
-});
-
 const b64 = (v) => Buffer.from(JSON.stringify(v)).toString("base64url");
 
 async function mint({ claims, header, key }) {
@@ -136,33 +127,19 @@ async function mint({ claims, header, key }) {
 }
 
 const callback = provider.callback();
+const approve = interactions(provider, loginAs("mcp-user"));
 http
   .createServer(async (req, res) => {
     try {
       if (req.url === "/test/mint" && req.method === "POST") {
-        const token = await mint(await readBody(req));
+        const token = await mint(await readBody(req, {}));
         return res.writeHead(200, { "content-type": "text/plain", "content-length": Buffer.byteLength(token) }).end(token);
       }
       if (req.url === "/test/exchanges") {
         return res.writeHead(200, { "content-type": "text/plain" }).end(String(exchanges));
       }
-      if (!req.url.startsWith("/interaction/")) return callback(req, res);
-      const details = await provider.interactionDetails(req, res);
-      let result;
-      if (details.prompt.name === "login") {
-        result = { login: { accountId: "mcp-user" } };
-      } else {
-        const grant = details.grantId
-          ? await provider.Grant.find(details.grantId)
-          : new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });
-        const missing = details.prompt.details;
-        if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
-        for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes || {})) {
-          grant.addResourceScope(indicator, scopes.join(" "));
-        }
-        result = { consent: { grantId: await grant.save() } };
-      }
-      await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
+      if (req.url.startsWith("/interaction/")) return approve(req, res);
+      return callback(req, res);
     } catch (e) {
       res.writeHead(500).end(String(e));
     }

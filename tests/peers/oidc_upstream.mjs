@@ -25,12 +25,7 @@
 // (default 3600).
 import fs from "node:fs";
 import http from "node:http";
-import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const peers = process.env.PEERS_DIR || path.join(here, "..", "..", ".peers");
-const load = (prefix, rel) => import(pathToFileURL(path.join(peers, prefix, "node_modules", rel)).href);
+import { guard, interactions, load, readBody, readText } from "./oidc_common.mjs";
 
 const { default: Provider, errors } = await load("oidc", "oidc-provider/lib/index.js");
 const { jwtVerify, createRemoteJWKSet } = await load("oidc", "jose/dist/webapi/index.js").catch(() => load("oidc", "jose/dist/node/esm/index.js"));
@@ -109,42 +104,21 @@ provider.registerGrantType(JWT_BEARER, async (ctx) => {
 
 // A person's login: a form naming the account, then consent to every scope asked for.
 const callback = provider.callback();
+const logIn = interactions(provider, async (details, req, res) => {
+  if (req.method !== "POST") {
+    res.writeHead(200, { "content-type": "text/html" }).end(
+      `<form method="post" action="/interaction/${details.uid}"><input name="login"><button>Log in</button></form>`);
+    return undefined;
+  }
+  const login = new URLSearchParams(await readText(req)).get("login");
+  if (!login) {
+    res.writeHead(400).end("no login");
+    return undefined;
+  }
+  return { login: { accountId: login } };
+});
 http
-  .createServer(async (req, res) => {
-    if (!req.url.startsWith("/interaction/")) return callback(req, res);
-    try {
-      const details = await provider.interactionDetails(req, res);
-      let result;
-      if (details.prompt.name === "login") {
-        if (req.method !== "POST") {
-          res.writeHead(200, { "content-type": "text/html" }).end(
-            `<form method="post" action="/interaction/${details.uid}"><input name="login"><button>Log in</button></form>`);
-          return;
-        }
-        const body = await new Promise((resolve) => {
-          let data = "";
-          req.on("data", (c) => (data += c));
-          req.on("end", () => resolve(data));
-        });
-        const login = new URLSearchParams(body).get("login");
-        if (!login) return res.writeHead(400).end("no login");
-        result = { login: { accountId: login } };
-      } else {
-        const grant = details.grantId
-          ? await provider.Grant.find(details.grantId)
-          : new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });
-        const missing = details.prompt.details;
-        if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
-        for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes || {})) {
-          grant.addResourceScope(indicator, scopes.join(" "));
-        }
-        result = { consent: { grantId: await grant.save() } };
-      }
-      await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
-    } catch (e) {
-      res.writeHead(500).end(String(e));
-    }
-  })
+  .createServer((req, res) => (req.url.startsWith("/interaction/") ? logIn(req, res) : callback(req, res)))
   .listen(asPort, "127.0.0.1");
 
 function mcpServer(subject) {
@@ -162,26 +136,12 @@ function mcpServer(subject) {
   return server;
 }
 
-const readBody = (req) => new Promise((resolve) => {
-  let data = "";
-  req.on("data", (c) => (data += c));
-  req.on("end", () => resolve(data ? JSON.parse(data) : undefined));
-});
-
-const challenge = (res, error) => {
-  res.writeHead(401, {
-    "content-type": "application/json",
-    "www-authenticate": `Bearer resource_metadata="${prmUrl}", scope="mcp:tools"${error ? `, error="${error}"` : ""}`,
-  }).end(JSON.stringify({ error: error || "unauthorized" }));
-};
+const { metadata, challenge } = guard({ mcpUrl, prmUrl, issuer });
 
 http
   .createServer(async (req, res) => {
     if (req.url === "/.well-known/oauth-protected-resource/mcp") {
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
-        resource: mcpUrl, authorization_servers: [issuer], scopes_supported: ["mcp:tools"], bearer_methods_supported: ["header"],
-      }));
-      return;
+      return metadata(res);
     }
     if (!req.url.startsWith("/mcp")) return res.writeHead(404).end();
     const auth = req.headers.authorization || "";
