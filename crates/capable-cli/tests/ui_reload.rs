@@ -67,15 +67,7 @@ fn servers_follow_the_file_the_others_keep_their_sessions_and_a_bad_file_changes
         "removed": fixture_entry(&["--profile", "read-only"]),
     }}));
     let cookie = ui.cookie();
-    let servers = ui.settled(&cookie, Duration::from_secs(10));
-    assert!(
-        servers
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|s| s["state"] == "ready"),
-        "{servers:#}"
-    );
+    ui.all_ready(&cookie, Duration::from_secs(10));
     let rx = ui.events();
     let mut seen = Vec::new();
 

@@ -386,15 +386,7 @@ fn disconnect_and_ctrl_c_leave_no_server_process_behind() {
         ("b", &["--profile", "subscribe"]),
     ]);
     let cookie = ui.cookie();
-    let servers = ui.settled(&cookie, Duration::from_secs(10));
-    assert!(
-        servers
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|s| s["state"] == "ready"),
-        "{servers:#}"
-    );
+    ui.all_ready(&cookie, Duration::from_secs(10));
     let started = children(ui.pid());
     assert_eq!(started.len(), 2, "one process per server: {started:?}");
     let gone = |pids: &[u32]| {

@@ -276,6 +276,17 @@ impl Ui {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+
+    /// Waits as [`settled`](Self::settled) does, and asserts that every server came out
+    /// `ready`.
+    pub fn all_ready(&self, cookie: &str, deadline: Duration) -> serde_json::Value {
+        let servers = self.settled(cookie, deadline);
+        let ready = servers
+            .as_array()
+            .is_some_and(|a| a.iter().all(|s| s["state"] == "ready"));
+        assert!(ready, "{servers:#}");
+        servers
+    }
 }
 
 impl Drop for Ui {
