@@ -50,6 +50,8 @@ mod post;
 mod procs;
 #[path = "gateway/replicas.rs"]
 mod replicas;
+#[path = "gateway/rounds.rs"]
+mod rounds;
 #[path = "shared/mod.rs"]
 mod shared;
 #[path = "gateway/unseal.rs"]

@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::procs::{self, Proc};
-use crate::shared::median;
+use crate::rounds::{medians, per_round, value, Round};
 use crate::Settings;
 
 const ROWS: [&str; 3] = ["upstream", "capable", "agentgateway"];
@@ -38,7 +38,7 @@ pub fn run(binary: &Path, s: &Settings) -> Result<Value, String> {
     }
     let upstream = procs::upstream()?;
     let key = procs::seal_key()?;
-    let mut rounds: Vec<Map<String, Value>> = Vec::new();
+    let mut rounds: Vec<Round> = Vec::new();
     for r in 0..s.rounds {
         let mut this = Map::new();
         for i in 0..ROWS.len() {
@@ -69,9 +69,7 @@ pub fn run(binary: &Path, s: &Settings) -> Result<Value, String> {
     Ok(report(&rounds))
 }
 
-fn report(rounds: &[Map<String, Value>]) -> Value {
-    let value =
-        |round: &Map<String, Value>, row: &str, metric: &str| round.get(row)?[metric].as_f64();
+fn report(rounds: &[Round]) -> Value {
     let metrics = [
         "seq_read_rps",
         "pipelined_read_rps",
@@ -82,25 +80,17 @@ fn report(rounds: &[Map<String, Value>]) -> Value {
         "loaded_hwm_kib",
         "gateway_cpu_us_per_read",
     ];
-    let mut medians = Map::new();
-    for row in ROWS {
-        let mut m = Map::new();
-        for metric in metrics {
-            let values = rounds
-                .iter()
-                .filter_map(|r| value(r, row, metric))
-                .collect();
-            m.insert(metric.into(), json!(median(values)));
-        }
-        medians.insert(row.into(), Value::Object(m));
-    }
-    let per_round = |f: &dyn Fn(&Map<String, Value>) -> Option<f64>| {
-        median(rounds.iter().filter_map(f).collect())
+    let medians = medians(rounds, &ROWS, &metrics);
+    let added = |row: &str, m: &str| {
+        per_round(rounds, |r| {
+            Some(value(r, row, m)? - value(r, "upstream", m)?)
+        })
     };
-    let added =
-        |row: &str, m: &str| per_round(&|r| Some(value(r, row, m)? - value(r, "upstream", m)?));
-    let over =
-        |m: &str| per_round(&|r| Some(value(r, "capable", m)? / value(r, "agentgateway", m)?));
+    let over = |m: &str| {
+        per_round(rounds, |r| {
+            Some(value(r, "capable", m)? / value(r, "agentgateway", m)?)
+        })
+    };
     // Added latency: each gateway's over the upstream's, round by round; capable's
     // share of agentgateway's is the ratio of the two medians.
     let share = |m: &str| Some(added("capable", m)? / added("agentgateway", m)?);

@@ -24,7 +24,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::procs::{self, Proc};
-use crate::shared::median;
+use crate::rounds::{medians, per_round, value, Round};
 use crate::Settings;
 
 /// The rows, in the order of the first round.
@@ -86,7 +86,7 @@ pub fn run(s: &Settings) -> Result<Value, String> {
         return Err("--replicas needs haproxy on the PATH (Debian's package)".into());
     }
     let deployment = Deployment::start()?;
-    let mut rounds: Vec<Map<String, Value>> = Vec::new();
+    let mut rounds: Vec<Round> = Vec::new();
     for r in 0..s.rounds {
         let mut this = Map::new();
         for i in 0..ROWS.len() {
@@ -112,9 +112,7 @@ pub fn run(s: &Settings) -> Result<Value, String> {
     Ok(report(&rounds, restored))
 }
 
-fn report(rounds: &[Map<String, Value>], restored: Value) -> Value {
-    let value =
-        |round: &Map<String, Value>, row: &str, metric: &str| round.get(row)?[metric].as_f64();
+fn report(rounds: &[Round], restored: Value) -> Value {
     let metrics = [
         "seq_read_rps",
         "pipelined_read_rps",
@@ -123,26 +121,12 @@ fn report(rounds: &[Map<String, Value>], restored: Value) -> Value {
         "lb_cpu_us_per_read",
         "gateway_cpu_us_per_read",
     ];
-    let mut medians = Map::new();
-    for row in ROWS {
-        let mut m = Map::new();
-        for metric in metrics {
-            let values = rounds
-                .iter()
-                .filter_map(|r| value(r, row, metric))
-                .collect();
-            m.insert(metric.into(), json!(median(values)));
-        }
-        medians.insert(row.into(), Value::Object(m));
-    }
+    let medians = medians(rounds, &ROWS, &metrics);
     // `row` over `base`, round by round, then the median: throughput ratios and the
     // latency added.
     let over = |row: &str, base: &str| {
-        let per_round = |f: &dyn Fn(&Map<String, Value>) -> Option<f64>| {
-            median(rounds.iter().filter_map(f).collect())
-        };
-        let ratio = |m: &str| per_round(&|r| Some(value(r, row, m)? / value(r, base, m)?));
-        let added = |m: &str| per_round(&|r| Some(value(r, row, m)? - value(r, base, m)?));
+        let ratio = |m: &str| per_round(rounds, |r| Some(value(r, row, m)? / value(r, base, m)?));
+        let added = |m: &str| per_round(rounds, |r| Some(value(r, row, m)? - value(r, base, m)?));
         json!({
             "seq_ratio": ratio("seq_read_rps"),
             "pipelined_ratio": ratio("pipelined_read_rps"),
