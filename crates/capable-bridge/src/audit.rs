@@ -56,6 +56,15 @@ pub fn caller() -> Option<Arc<Caller>> {
     CALLER.try_with(Clone::clone).ok().flatten()
 }
 
+/// The class of the caller the task at hand serves, for the metrics' `caller` label
+/// (no copy of the caller taken).
+pub fn caller_class() -> crate::metrics::CallerClass {
+    let class = |c: &Option<Arc<Caller>>| crate::metrics::CallerClass::of(c.as_deref());
+    CALLER
+        .try_with(class)
+        .unwrap_or(crate::metrics::CallerClass::Anonymous)
+}
+
 /// The tool a verified caller calls (`params`' name), when the request is a
 /// `tools/call` and the task serves a caller: its answer is audited as
 /// [`called`] says. `None` otherwise, at the cost of a look at the task.

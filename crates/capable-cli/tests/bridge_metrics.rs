@@ -152,7 +152,7 @@ fn metrics_count_a_known_workload_and_readyz_follows_a_server_down_then_up() {
         .unwrap()
         .starts_with("text/plain; version=0.0.4"));
     let text = &scrape.body;
-    let calls = r#"capable_bridge_requests_total{method="tools/call",server="a",outcome="ok"}"#;
+    let calls = r#"capable_bridge_requests_total{method="tools/call",server="a",outcome="ok",caller="anonymous"}"#;
     assert_eq!(sample(text, calls), Some(5.0), "{text}");
     let took = r#"capable_bridge_request_duration_seconds_count{method="tools/call",server="a"}"#;
     assert_eq!(sample(text, took), Some(5.0), "{text}");
@@ -191,7 +191,7 @@ fn metrics_on_a_port_of_their_own_leave_the_listener() {
     let metrics = port_of(&b.audit_until(|l| l["event"] == "metrics"));
     let session = session(port, None);
     call_echo(port, &session, 3, None);
-    let calls = r#"capable_bridge_requests_total{method="tools/call",server="a",outcome="ok"}"#;
+    let calls = r#"capable_bridge_requests_total{method="tools/call",server="a",outcome="ok",caller="anonymous"}"#;
     let text = http_at(metrics, "GET", "/metrics", &[], "").body;
     assert_eq!(sample(&text, calls), Some(3.0), "{text}");
     // Not on the listener any more; the probes are on both.
@@ -257,7 +257,7 @@ fn a_scraper_that_hammers_metrics_fails_no_request() {
         );
     }
     let text = http_at(port, "GET", "/metrics", &[], "").body;
-    let calls = r#"capable_bridge_requests_total{method="tools/call",server="a",outcome="ok"}"#;
+    let calls = r#"capable_bridge_requests_total{method="tools/call",server="a",outcome="ok",caller="anonymous"}"#;
     assert_eq!(sample(&text, calls), Some(50.0), "{text}");
 }
 
@@ -363,7 +363,7 @@ fn prometheus_scrapes_the_gateway_and_has_its_counters() {
     let session = session(port, Some("s3cret"));
     call_echo(port, &session, 7, Some("s3cret"));
     // The scraper got in with the token, and read the counter as the workload left it.
-    let calls = r#"capable_bridge_requests_total{method="tools/call",server="a",outcome="ok"}"#;
+    let calls = r#"capable_bridge_requests_total{method="tools/call",server="a",outcome="ok",caller="anonymous"}"#;
     let seen = until(
         "prometheus has the calls",
         || prometheus.query(calls),

@@ -263,6 +263,37 @@ fn a_caller_over_its_rate_limit_gets_429_and_retry_after_and_another_is_served()
     // The calls served, and only those, are audited as calls.
     let called = |l: &Value| l["event"] == "called" && l["server"] == "docs";
     assert_eq!(g.bridge.audit_count_until(3, called), 3);
+    // The metrics count the refusals by why, and the calls by class of caller (both
+    // apps get tokens of their own: clients acting for themselves), no identity.
+    let bearer = format!("Bearer {bob}");
+    let scrape =
+        listen_support::http_at(g.port, "GET", "/metrics", &[("Authorization", &bearer)], "");
+    assert_eq!(scrape.status, 200, "{}", scrape.body);
+    let count = |series: &str| {
+        let prefix = format!("capable_bridge_{series} ");
+        let line = scrape
+            .body
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()));
+        line.and_then(|n| n.parse::<u64>().ok())
+    };
+    // Each request the limit refused (the two calls, and whatever else Alice asked
+    // over it) is one refusal, and one request refused.
+    let refused: u64 = scrape
+        .body
+        .lines()
+        .filter(|l| l.starts_with("capable_bridge_requests_total{"))
+        .filter(|l| l.contains(r#"outcome="refused""#))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(refused >= 2, "{}", scrape.body);
+    let limited = count(r#"refusals_total{reason="rate_limited"}"#);
+    assert_eq!(limited, Some(refused), "{}", scrape.body);
+    let denied = count(r#"refusals_total{reason="denied"}"#);
+    assert_eq!(denied, Some(0), "{}", scrape.body);
+    let calls = r#"requests_total{method="tools/call",server="docs",outcome="ok",caller="client"}"#;
+    assert_eq!(count(calls), Some(3), "{}", scrape.body);
+    assert!(!scrape.body.contains("alice-app"), "{}", scrape.body);
 }
 
 #[test]

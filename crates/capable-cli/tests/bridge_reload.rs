@@ -195,7 +195,9 @@ fn a_client_through_listen_calling_in_a_loop_never_fails_while_the_config_change
         .unwrap();
     let scrape = listen_support::http_at(port, "GET", "/metrics", &[], "").body;
     assert!(
-        scrape.contains(r#"requests_total{method="tools/call",server="b",outcome="ok"}"#),
+        scrape.contains(
+            r#"requests_total{method="tools/call",server="b",outcome="ok",caller="anonymous"}"#
+        ),
         "{scrape}"
     );
     assert!(scrape.contains(r#"upstream_up{server="b"} 1"#), "{scrape}");

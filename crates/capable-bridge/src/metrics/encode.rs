@@ -14,7 +14,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::{Metrics, EVENTS, KINDS, METHODS, OUTCOMES, REFUSALS, STATES};
+use super::{Metrics, CALLERS, EVENTS, KINDS, METHODS, OUTCOMES, REFUSALS, STATES};
 
 /// The metrics of a bridge, ready to be written for a scrape.
 pub struct Exposition {
@@ -54,7 +54,7 @@ impl Collector for Metrics {
 
         let mut e = encoder.encode_descriptor(
             "requests",
-            "Host requests sent on to a server, by method, server and outcome.",
+            "Host requests sent on to a server, by method, server, outcome and class of caller.",
             None,
             counter,
         )?;
@@ -63,12 +63,14 @@ impl Collector for Metrics {
             if n == 0 {
                 continue;
             }
+            let (at, caller) = (at / CALLERS.len(), at % CALLERS.len());
             let (method, rest) = (at / (slots * OUTCOMES.len()), at % (slots * OUTCOMES.len()));
             let (server, outcome) = (rest / OUTCOMES.len(), rest % OUTCOMES.len());
             let labels = [
                 ("method", method_label(method)),
                 ("server", self.server_label(server)),
                 ("outcome", OUTCOMES[outcome]),
+                ("caller", CALLERS[caller]),
             ];
             ConstCounter::new(n).encode(e.encode_family(&labels)?)?;
         }
@@ -240,14 +242,16 @@ mod tests {
     fn a_scrape_names_what_was_counted_in_the_text_format() {
         let m = Arc::new(Metrics::new([("docs".into(), true)]));
         let docs = m.server(Some("docs"));
-        m.sent(Method::CallTool, docs).answered(true);
-        m.sent(Method::CallTool, docs).answered(true);
+        m.sent(Method::CallTool, docs, super::super::CallerClass::Anonymous)
+            .answered(true);
+        m.sent(Method::CallTool, docs, super::super::CallerClass::Anonymous)
+            .answered(true);
         m.state("docs", "restarting");
         let text = Exposition::new(m).text();
         let has = |line: &str| text.lines().any(|l| l == line);
         assert!(
             has(
-                r#"capable_bridge_requests_total{method="tools/call",server="docs",outcome="ok"} 2"#
+                r#"capable_bridge_requests_total{method="tools/call",server="docs",outcome="ok",caller="anonymous"} 2"#
             ),
             "{text}"
         );

@@ -14,7 +14,7 @@
 //!
 //! | metric (`capable_bridge_…`) | labels | what |
 //! |---|---|---|
-//! | `requests_total` | `method`, `server`, `outcome` | host requests sent on to a server: `ok`, `error` (the server's error, or none came), `cancelled` (the host gave up first), `refused` (the policy refused it before it was sent) |
+//! | `requests_total` | `method`, `server`, `outcome`, `caller` | host requests sent on to a server: `ok`, `error` (the server's error, or none came), `cancelled` (the host gave up first), `refused` (the policy refused it before it was sent); by the class of caller ([`CallerClass`]) |
 //! | `request_duration_seconds` | `method`, `server` | from sending on to the answer, of those that got one |
 //! | `requests_in_flight` | | sent on, not answered yet |
 //! | `sessions` | `kind` | host tasks running: `legacy` sessions, `modern` (2026-07-28) declarations |
@@ -26,7 +26,7 @@
 //! | `audit_events_total` | `event` | audit lines by event (`withheld`, `malformed`, `busy`, …), counted before a flood is summarised |
 //! | `reloads_total` | `outcome` | the config read anew: `applied`, `failed` (the config in force stayed) |
 //! | `spans_dropped_total` | | spans that never reached the OTLP collector (only when traces are on: `traces/`) |
-//! | `refusals_total` | `reason` | requests turned away before any server saw them: the gate's (`host`, `origin`, `token`, `media_type`, `access_token`) and the bounds' (`sessions_busy`, `bodies_busy`) |
+//! | `refusals_total` | `reason` | requests turned away before any server saw them: the gate's (`host`, `origin`, `token`, `media_type`, `access_token`), the bounds' (`sessions_busy`, `bodies_busy`) and the policy's (`denied`: a rule, `rate_limited`: a caller over its limit) |
 //!
 //! A server's request counts under `server=""` when the bridge answered it from every
 //! server at once (a merged list) or itself.
@@ -46,6 +46,31 @@ use histogram::Histogram;
 
 /// The outcomes of a request, as labelled.
 const OUTCOMES: [&str; 4] = ["ok", "error", "cancelled", "refused"];
+
+/// Who a request is from, as the `caller` label says: a bounded class, never an
+/// identity (that is the audit's, per line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallerClass {
+    /// Nobody logs in (no `--auth-issuer`), or the request serves no caller.
+    Anonymous = 0,
+    /// A person: an access token whose subject is not the client it was issued to.
+    User = 1,
+    /// A client acting for itself (client credentials: its subject is its client).
+    Client = 2,
+}
+
+const CALLERS: [&str; 3] = ["anonymous", "user", "client"];
+
+impl CallerClass {
+    /// The class of `caller`.
+    pub fn of(caller: Option<&capable::internal::auth::resource::Caller>) -> CallerClass {
+        match caller {
+            None => CallerClass::Anonymous,
+            Some(c) if c.client_id.as_deref() == Some(c.subject.as_str()) => CallerClass::Client,
+            Some(_) => CallerClass::User,
+        }
+    }
+}
 
 /// A request's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,9 +147,14 @@ pub enum Refusal {
     SessionsBusy = 5,
     /// The bodies being read took `--max-body-total` (`503`).
     BodiesBusy = 6,
+    /// The policy refused it: a rule (`allowTools`, `access`, …; `-32602`).
+    Denied = 7,
+    /// The policy refused it for now: the caller is over its rate limit (`-32011`,
+    /// over HTTP `429`).
+    RateLimited = 8,
 }
 
-const REFUSALS: [&str; 7] = [
+const REFUSALS: [&str; 9] = [
     "host",
     "origin",
     "token",
@@ -132,6 +162,8 @@ const REFUSALS: [&str; 7] = [
     "access_token",
     "sessions_busy",
     "bodies_busy",
+    "denied",
+    "rate_limited",
 ];
 
 /// The kinds of host task, as labelled.
@@ -154,7 +186,7 @@ pub struct Metrics {
     /// Which of them the bridge needs (not disabled, not left out by `--only`, still in
     /// the config).
     needed: Box<[AtomicBool]>,
-    /// By method, server slot and outcome.
+    /// By method, server slot, outcome and caller class.
     requests: Box<[AtomicU64]>,
     /// By method and server slot.
     latency: Box<[Histogram]>,
@@ -207,7 +239,7 @@ impl Metrics {
         let capacity = servers.len() + SPARE;
         let slots = capacity + 2;
         let metrics = Metrics {
-            requests: zeros(METHODS * slots * OUTCOMES.len()),
+            requests: zeros(METHODS * slots * OUTCOMES.len() * CALLERS.len()),
             latency: zeros(METHODS * slots),
             in_flight: AtomicI64::new(0),
             sessions: Default::default(),
@@ -302,27 +334,29 @@ impl Metrics {
         }
     }
 
-    /// A request of `method` sent on to server slot `server`: in flight until the
-    /// returned guard is told how it ended, or dropped (the host gave up).
-    pub fn sent(self: &Arc<Self>, method: Method, server: usize) -> Sent {
+    /// A request of `method` sent on to server slot `server` for a caller of class
+    /// `caller`: in flight until the returned guard is told how it ended, or dropped
+    /// (the host gave up).
+    pub fn sent(self: &Arc<Self>, method: Method, server: usize, caller: CallerClass) -> Sent {
         self.in_flight.fetch_add(1, Relaxed);
         Sent {
             metrics: self.clone(),
             method: method as usize,
             server,
+            caller,
             since: Instant::now(),
             done: false,
         }
     }
 
     /// A request of `method` the policy refused before it was sent.
-    pub fn refused_request(&self, method: Method, server: usize) {
-        self.count(method as usize, server, Outcome::Refused);
+    pub fn refused_request(&self, method: Method, server: usize, caller: CallerClass) {
+        self.count(method as usize, server, Outcome::Refused, caller);
     }
 
-    fn count(&self, method: usize, server: usize, outcome: Outcome) {
+    fn count(&self, method: usize, server: usize, outcome: Outcome, caller: CallerClass) {
         let at = (method * self.slots() + server) * OUTCOMES.len() + outcome as usize;
-        if let Some(n) = self.requests.get(at) {
+        if let Some(n) = self.requests.get(at * CALLERS.len() + caller as usize) {
             n.fetch_add(1, Relaxed);
         }
     }
@@ -407,6 +441,7 @@ pub struct Sent {
     metrics: Arc<Metrics>,
     method: usize,
     server: usize,
+    caller: CallerClass,
     since: Instant,
     done: bool,
 }
@@ -422,7 +457,7 @@ impl Sent {
         self.done = true;
         let m = &self.metrics;
         m.in_flight.fetch_sub(1, Relaxed);
-        m.count(self.method, self.server, outcome);
+        m.count(self.method, self.server, outcome, self.caller);
         if outcome != Outcome::Cancelled {
             let at = self.method * m.slots() + self.server;
             if let Some(h) = m.latency.get(at) {
@@ -464,22 +499,49 @@ mod tests {
     fn a_request_is_counted_once_by_how_it_ended() {
         let m = two();
         let a = m.server(Some("a"));
-        m.sent(Method::CallTool, a).answered(true);
-        m.sent(Method::CallTool, a).answered(false);
-        drop(m.sent(Method::CallTool, a));
-        let at = |o: Outcome| {
-            m.requests[(Method::CallTool as usize * m.slots() + a) * 4 + o as usize].load(Relaxed)
+        let anonymous = CallerClass::Anonymous;
+        m.sent(Method::CallTool, a, anonymous).answered(true);
+        m.sent(Method::CallTool, a, anonymous).answered(false);
+        drop(m.sent(Method::CallTool, a, anonymous));
+        m.sent(Method::CallTool, a, CallerClass::Client)
+            .answered(true);
+        let at = |o: Outcome, c: CallerClass| {
+            let at = (Method::CallTool as usize * m.slots() + a) * 4 + o as usize;
+            m.requests[at * CALLERS.len() + c as usize].load(Relaxed)
         };
-        assert_eq!(
-            [Outcome::Ok, Outcome::Error, Outcome::Cancelled].map(at),
-            [1, 1, 1]
-        );
+        let outcomes = [Outcome::Ok, Outcome::Error, Outcome::Cancelled];
+        assert_eq!(outcomes.map(|o| at(o, anonymous)), [1, 1, 1]);
+        assert_eq!(outcomes.map(|o| at(o, CallerClass::Client)), [1, 0, 0]);
+        assert_eq!(at(Outcome::Ok, CallerClass::User), 0);
+        let text = super::Exposition::new(m.clone()).text();
+        let series =
+            r#"requests_total{method="tools/call",server="a",outcome="ok",caller="client"} 1"#;
+        assert!(text.contains(series), "{text}");
         assert_eq!(m.in_flight.load(Relaxed), 0);
-        // A cancelled request has no duration.
+        // A cancelled request has no duration; every caller's share one histogram.
         assert_eq!(
             m.latency[Method::CallTool as usize * m.slots() + a].count(),
-            2
+            3
         );
+    }
+
+    #[test]
+    fn a_callers_class_is_what_its_token_says_of_it() {
+        let caller = |sub: &str, client: Option<&str>| capable::internal::auth::resource::Caller {
+            issuer: "https://idp".into(),
+            subject: sub.into(),
+            client_id: client.map(Into::into),
+            scopes: Vec::new(),
+            groups: Vec::new(),
+            expires_at: 0,
+        };
+        assert_eq!(CallerClass::of(None), CallerClass::Anonymous);
+        let app = caller("alice-app", Some("alice-app"));
+        assert_eq!(CallerClass::of(Some(&app)), CallerClass::Client);
+        let person = caller("alice", Some("alice-app"));
+        assert_eq!(CallerClass::of(Some(&person)), CallerClass::User);
+        let unsaid = caller("alice", None);
+        assert_eq!(CallerClass::of(Some(&unsaid)), CallerClass::User);
     }
 
     #[test]
@@ -497,10 +559,11 @@ mod tests {
         let c = m.server(Some("c"));
         assert_eq!(m.server_label(c), "c");
         assert_ne!(c, m.server(Some("other-name")));
-        m.sent(Method::CallTool, c).answered(true);
+        m.sent(Method::CallTool, c, CallerClass::Anonymous)
+            .answered(true);
         let text = super::Exposition::new(m.clone()).text();
         assert!(
-            text.contains(r#"method="tools/call",server="c",outcome="ok"} 1"#),
+            text.contains(r#"method="tools/call",server="c",outcome="ok",caller="anonymous"} 1"#),
             "{text}"
         );
         // b was removed: its slot stays, no longer needed; c is.

@@ -226,6 +226,11 @@ fn refused(
     name: Option<String>,
     audit: &Audit,
 ) -> Error {
+    let refusal = match verdict {
+        Verdict::Limited { .. } => crate::metrics::Refusal::RateLimited,
+        _ => crate::metrics::Refusal::Denied,
+    };
+    audit.metrics().refusal(refusal);
     let (event, error) = match verdict {
         Verdict::Deny(why) => (
             "denied",

@@ -64,7 +64,10 @@ impl Relay {
                     if let Some(traced) = traced {
                         traced.refused();
                     }
-                    self.audit.metrics().refused_request(method, one_slot);
+                    let caller = crate::audit::caller_class();
+                    self.audit
+                        .metrics()
+                        .refused_request(method, one_slot, caller);
                     let error = host_error(&e, &self.audit);
                     self.engine.respond_error(&id, &error, &mut self.out);
                     return;
@@ -148,7 +151,7 @@ impl Relay {
         let slot = server
             .as_deref()
             .map_or(one_slot, |s| metrics.server(Some(s)));
-        let sent = metrics.sent(method, slot);
+        let sent = metrics.sent(method, slot, crate::audit::caller_class());
         let traced = traced.map(|traced| (traced, self.audit.clone()));
         let answer = async move {
             let answer = answer.await;
