@@ -339,11 +339,15 @@ impl Host {
                 };
                 let host = HostOptions {
                     client: options,
-                    oauth: crate::credentials::provider(
+                    oauth: crate::credentials::counted(
+                        crate::credentials::provider(
+                            config,
+                            t.config.oauth.clone(),
+                            &t.exchanges,
+                            &t.users,
+                        ),
                         config,
-                        t.config.oauth.clone(),
-                        &t.exchanges,
-                        &t.users,
+                        t.audit.metrics().clone(),
                     ),
                     connect_timeout: Some(t.config.connect_timeout),
                     pins: t.config.pins.clone(),

@@ -271,6 +271,19 @@ fn with_a_seal_key_a_callers_login_is_kept_sealed_across_a_restart_and_refreshed
         seen.len() >= 2 && seen[seen.len() - 1] != seen[seen.len() - 2],
         "{seen:?}"
     );
+    // Counted for the operator: the server's tokens refreshed, none failed.
+    let bearer = format!("Bearer {alice}");
+    let headers = [("Authorization", bearer.as_str())];
+    let scrape = listen_support::http_at(g.port, "GET", "/metrics", &headers, "");
+    let refreshed = scrape.body.lines().find_map(|l| {
+        let n = l.strip_prefix(
+            r#"capable_bridge_upstream_token_refreshes_total{server="up",outcome="ok"} "#,
+        );
+        n?.parse::<u64>().ok()
+    });
+    assert!(refreshed >= Some(1), "{}", scrape.body);
+    let failed = r#"upstream_token_refreshes_total{server="up",outcome="failed"}"#;
+    assert!(!scrape.body.contains(failed), "{}", scrape.body);
 
     // The file follows the refresh, and holds her token sealed: nothing of it reads
     // without the key.

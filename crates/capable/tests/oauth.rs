@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capable::auth::{FileStore, LoginMode, MemoryStore, OAuthClient, OAuthConfig};
+use capable::auth::{FileStore, LoginMode, MemoryStore, OAuthClient, OAuthConfig, TokenEvent};
 use capable::{ClientOptions, Error, HttpConfig, ProtocolChoice, Reconnect, Session, Tap};
 use http_peer::{event, initialize_result, result, Peer, Reply, Seen};
 use serde_json::{json, Value};
@@ -244,6 +244,15 @@ fn oauth(peer: &Peer, store: Arc<dyn capable::auth::CredentialStore>) -> Arc<OAu
     Arc::new(OAuthClient::new(peer.url.parse().unwrap(), config).unwrap())
 }
 
+/// Observes `client`'s token events; the function says whether a second observer
+/// could be set.
+fn observed(client: &OAuthClient) -> (impl Fn() -> bool + '_, Arc<Mutex<Vec<TokenEvent>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    assert!(client.observe(move |e| seen.lock().unwrap().push(e)));
+    (move || client.observe(|_| {}), events)
+}
+
 async fn connect(peer: &Peer, oauth: Arc<OAuthClient>, tap: Option<Tap>) -> Result<Session, Error> {
     connect_as(peer, oauth, tap, ProtocolChoice::Legacy).await
 }
@@ -334,9 +343,9 @@ fn mcp_gets(peer: &Peer) -> Vec<Seen> {
 async fn a_token_expiring_mid_session_is_refreshed_with_rotation_before_each_use() {
     // Tokens that expire as they are issued: every request must refresh first.
     let (peer, w) = world(|w| w.expires_in = 0).await;
-    let session = connect(&peer, oauth(&peer, Arc::new(MemoryStore::new())), None)
-        .await
-        .unwrap();
+    let client = oauth(&peer, Arc::new(MemoryStore::new()));
+    let (told, events) = observed(&client);
+    let session = connect(&peer, client.clone(), None).await.unwrap();
     for _ in 0..3 {
         session.list_tools().await.unwrap();
     }
@@ -348,6 +357,11 @@ async fn a_token_expiring_mid_session_is_refreshed_with_rotation_before_each_use
         "refreshed before the requests: {}",
         w.refreshes
     );
+    // An observer hears of each refresh, and of nothing else (not the login).
+    assert!(!told(), "one observer a client");
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), w.refreshes as usize, "{events:?}");
+    assert!(events.iter().all(|e| *e == TokenEvent::Refreshed));
     assert_eq!(
         w.reused_refresh, 0,
         "a rotated refresh token is never used twice"

@@ -70,6 +70,37 @@ fn modes(config: &ConfigFile) -> Vec<(Url, Credentials)> {
         .collect()
 }
 
+/// `provider`, each client it gives counting its refreshes in `metrics` under the name
+/// of the server of `config` at its URL (`None` as it is).
+pub fn counted(
+    provider: Option<OAuthProvider>,
+    config: &ConfigFile,
+    metrics: Arc<crate::metrics::Metrics>,
+) -> Option<OAuthProvider> {
+    let provider = provider?;
+    let names: Vec<(Url, String)> = config
+        .servers
+        .iter()
+        .filter_map(|entry| match &entry.target {
+            Ok(ServerTarget::Http { url, .. }) => Some((Url::parse(url).ok()?, entry.name.clone())),
+            _ => None,
+        })
+        .collect();
+    Some(OAuthProvider::new(move |url, entry| {
+        let client = provider.client(url, entry)?;
+        let name = names.iter().find(|(u, _)| u == url).map(|(_, n)| n.clone());
+        if let (Some(client), Some(name)) = (&client, name) {
+            // A client given again (the gateway's own, shared) has its observer already.
+            let metrics = metrics.clone();
+            client.observe(move |event| {
+                let ok = event == capable::auth::TokenEvent::Refreshed;
+                metrics.token_refresh(&name, ok);
+            });
+        }
+        Ok(client)
+    }))
+}
+
 /// The OAuth clients of the servers of `config` for the caller of the task at hand:
 /// `service` ones from `service`, `exchange` and `user` ones of the caller's own.
 /// `None` when every server is `service` (then `service` as it is).

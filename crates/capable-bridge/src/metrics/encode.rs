@@ -157,6 +157,21 @@ impl Collector for Metrics {
         }
 
         let mut e = encoder.encode_descriptor(
+            "upstream_token_refreshes",
+            "The bridge's tokens at a server refreshed (ok) or not (failed).",
+            None,
+            counter,
+        )?;
+        for (at, n) in self.refreshes.iter().enumerate() {
+            let n = n.load(Relaxed);
+            if n > 0 {
+                let outcome = if at % 2 == 0 { "ok" } else { "failed" };
+                let labels = [("server", self.server_label(at / 2)), ("outcome", outcome)];
+                ConstCounter::new(n).encode(e.encode_family(&labels)?)?;
+            }
+        }
+
+        let mut e = encoder.encode_descriptor(
             "violations",
             "Contract violations of the servers, by server and method.",
             None,
@@ -247,6 +262,9 @@ mod tests {
         m.sent(Method::CallTool, docs, super::super::CallerClass::Anonymous)
             .answered(true);
         m.state("docs", "restarting");
+        m.token_refresh("docs", true);
+        m.token_refresh("docs", true);
+        m.token_refresh("docs", false);
         let text = Exposition::new(m).text();
         let has = |line: &str| text.lines().any(|l| l == line);
         assert!(
@@ -261,6 +279,12 @@ mod tests {
         assert!(has(r#"capable_bridge_upstream_up{server="docs"} 0"#));
         assert!(has(
             r#"capable_bridge_upstream_restarts_total{server="docs"} 1"#
+        ));
+        assert!(has(
+            r#"capable_bridge_upstream_token_refreshes_total{server="docs",outcome="ok"} 2"#
+        ));
+        assert!(has(
+            r#"capable_bridge_upstream_token_refreshes_total{server="docs",outcome="failed"} 1"#
         ));
         assert!(has("# TYPE capable_bridge_requests_total counter"));
         // Nothing else was asked: no other method's series.

@@ -21,6 +21,7 @@
 //! | `upstream_up` | `server` | 1 unless the server's latest state is a down one (below), for each server the bridge needs |
 //! | `upstream_state_changes_total` | `server`, `state` | every state a server entered, in any session |
 //! | `upstream_restarts_total` | `server` | restarts scheduled after a crash or a failed start |
+//! | `upstream_token_refreshes_total` | `server`, `outcome` | the bridge's tokens at a server refreshed (`ok`) or not (`failed`), in every mode of `credentials` ([`Metrics::token_refresh`]) |
 //! | `violations_total` | `server`, `method` | contract violations (the audit's evidence) |
 //! | `notices_total` | `side`, `level` | notices of the servers' side and the hosts' |
 //! | `audit_events_total` | `event` | audit lines by event (`withheld`, `malformed`, `busy`, …), counted before a flood is summarised |
@@ -198,6 +199,8 @@ pub struct Metrics {
     changes: Box<[AtomicU64]>,
     /// By server slot.
     restarts: Box<[AtomicU64]>,
+    /// By server slot and outcome (ok, failed).
+    refreshes: Box<[AtomicU64]>,
     /// By server slot and method.
     violations: Box<[AtomicU64]>,
     /// By side (server, host) and level (info, warning).
@@ -246,6 +249,7 @@ impl Metrics {
             states: zeros(capacity),
             changes: zeros(slots * STATES.len()),
             restarts: zeros(slots),
+            refreshes: zeros(slots * 2),
             violations: zeros(slots * METHODS),
             notices: Default::default(),
             events: Default::default(),
@@ -387,6 +391,14 @@ impl Metrics {
             if let Some(n) = self.restarts.get(slot) {
                 n.fetch_add(1, Relaxed);
             }
+        }
+    }
+
+    /// A token of the bridge's at `server` refreshed (`ok`) or not.
+    pub fn token_refresh(&self, server: &str, ok: bool) {
+        let at = self.server(Some(server)) * 2 + usize::from(!ok);
+        if let Some(n) = self.refreshes.get(at) {
+            n.fetch_add(1, Relaxed);
         }
     }
 

@@ -83,7 +83,24 @@ pub struct OAuthClient {
     /// Every secret this client held (tokens, client secrets): scrubbed from any text
     /// a server sends back.
     pub(super) secrets: Mutex<Vec<String>>,
+    /// Who hears of this client's refreshes ([`OAuthClient::observe`]).
+    pub(super) observer: std::sync::OnceLock<TokenObserver>,
 }
+
+/// What an [`OAuthClient`] tells an observer of its tokens' lives
+/// ([`OAuthClient::observe`]): never a token, only what happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TokenEvent {
+    /// A token was refreshed at the authorization server (a refresh token spent for a
+    /// new access token).
+    Refreshed,
+    /// A refresh was tried and failed: refused (a spent or revoked refresh token, a
+    /// client the server forgot) or unreachable.
+    RefreshFailed,
+}
+
+type TokenObserver = Box<dyn Fn(TokenEvent) + Send + Sync>;
 
 impl std::fmt::Debug for OAuthClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -125,7 +142,22 @@ impl OAuthClient {
             rs_nonce: Mutex::new(None),
             busy: tokio::sync::watch::channel(false).0,
             secrets: Mutex::new(Vec::new()),
+            observer: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Tells `observer` of each refresh of this client's tokens, as it ends (a
+    /// gateway's metrics count them). One observer per client: `false`, and nothing
+    /// changed, when it has one already.
+    pub fn observe(&self, observer: impl Fn(TokenEvent) + Send + Sync + 'static) -> bool {
+        self.observer.set(Box::new(observer)).is_ok()
+    }
+
+    /// Tells the observer, if any, of `event`.
+    pub(super) fn told(&self, event: TokenEvent) {
+        if let Some(observer) = self.observer.get() {
+            observer(event);
+        }
     }
 
     /// The MCP server.

@@ -16,7 +16,7 @@ use capable_core::internal::auth::{
     RegistrationSource, Token, TokenError, TokenRequest,
 };
 
-use super::client::{store_error, Current, OAuthClient};
+use super::client::{store_error, Current, OAuthClient, TokenEvent};
 use super::keys::{now_unix, random_id, SigningKey};
 use super::store::{CredentialKey, StoredToken};
 use super::wire::endpoint;
@@ -314,11 +314,18 @@ impl OAuthClient {
                     client_auth: latest.client_auth.map(|_| client.auth_method),
                     ..latest
                 };
+                self.told(TokenEvent::Refreshed);
                 self.save(stored)?;
                 return Ok(Refreshed::Yes);
             }
-            Err(AuthError::Token(e @ TokenError::Refused { .. })) => e,
-            Err(e) => return Err(e),
+            Err(AuthError::Token(e @ TokenError::Refused { .. })) => {
+                self.told(TokenEvent::RefreshFailed);
+                e
+            }
+            Err(e) => {
+                self.told(TokenEvent::RefreshFailed);
+                return Err(e);
+            }
         };
         let code = refused.code().unwrap_or("");
         let forgotten = forgotten::renew(&client, false, ClientRefusal::Token(code));

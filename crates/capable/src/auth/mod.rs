@@ -58,7 +58,7 @@ pub use capable_core::internal::auth::{
     AuthMethod, CallbackError, ClientSettings, DiscoveryError, Registration, RegistrationSource,
     ScopeRefusal, Token, TokenError,
 };
-pub use client::{Login, OAuthClient, TokenInfo};
+pub use client::{Login, OAuthClient, TokenEvent, TokenInfo};
 pub use store::{CredentialKey, CredentialStore, FileStore, MemoryStore, StoredToken};
 
 /// How an authorization code is obtained when one is needed.
