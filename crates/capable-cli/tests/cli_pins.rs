@@ -80,8 +80,10 @@ fn a_changed_tool_is_left_out_shown_and_accepted_from_the_command_line() {
         "{}",
         diff.stdout
     );
+    // Each change ends its line: what follows (a shell's prompt, the next change)
+    // starts on one of its own.
     assert!(
-        diff.stdout.contains(&format!("+ \"{RUG}\"")),
+        diff.stdout.ends_with(&format!("+ \"{RUG}\"\n")),
         "{}",
         diff.stdout
     );
@@ -93,7 +95,10 @@ fn a_changed_tool_is_left_out_shown_and_accepted_from_the_command_line() {
     let accepted = capable(&["pins", "accept", "docs/echo", "--config", file.path()], T);
     accepted.expect_code(0);
     assert!(
-        accepted.stdout.contains("accepted tool docs/echo"),
+        accepted
+            .stdout
+            .lines()
+            .any(|l| l == "accepted tool docs/echo"),
         "{}",
         accepted.stdout
     );
@@ -104,7 +109,9 @@ fn a_changed_tool_is_left_out_shown_and_accepted_from_the_command_line() {
     let shown = capable(&["pins", "--config", file.path()], T);
     shown.expect_code(0);
     assert!(
-        shown.stdout.contains("echo") && shown.stdout.contains("sha256:"),
+        shown.stdout.contains("echo")
+            && shown.stdout.contains("sha256:")
+            && shown.stdout.ends_with(".pins.json\n"),
         "{}",
         shown.stdout
     );

@@ -69,7 +69,7 @@ fn show(ctx: &Context, file: Option<PathBuf>) -> Result<(), CliError> {
         }
     }
     output::print(&t.render())?;
-    output::print(&format!("pinned in {}", path.display()))
+    output::print(&format!("pinned in {}\n", path.display()))
 }
 
 async fn diff(ctx: &Context, file: Option<PathBuf>) -> Result<(), CliError> {
@@ -87,10 +87,10 @@ async fn diff(ctx: &Context, file: Option<PathBuf>) -> Result<(), CliError> {
     if ctx.global.json {
         output::json(&pending)?;
     } else if pending.is_empty() {
-        output::print("every listed definition is as pinned")?;
+        output::print("every listed definition is as pinned\n")?;
     } else {
         for p in &pending {
-            output::print(&describe(p))?;
+            output::print(&format!("{}\n", describe(p)))?;
         }
     }
     match pending.iter().any(|p| matches!(p, Pending::Changed(_))) {
@@ -128,11 +128,11 @@ async fn accept(ctx: &Context, file: Option<PathBuf>, names: &[String]) -> Resul
         return output::json(&accepted);
     }
     if accepted.is_empty() {
-        return output::print("nothing to accept");
+        return output::print("nothing to accept\n");
     }
     for p in &accepted {
         let (server, kind, name) = p.key();
-        output::print(&format!("accepted {} {server}/{name}", kind.said()))?;
+        output::print(&format!("accepted {} {server}/{name}\n", kind.said()))?;
     }
     Ok(())
 }
