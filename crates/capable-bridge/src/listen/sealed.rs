@@ -39,7 +39,9 @@
 //!   need not be the one holding the host's `GET` (not yet carried end to end);
 //! - tasks the gateway hands out carry no seal of their own yet: a `tasks/*` request
 //!   reaches the server on the re-attached session, but the bridge's own record of a
-//!   task is the replica's;
+//!   task is the replica's (the seal a task id is to be, bound to its caller, is the
+//!   core's [`TaskSeal`](capable::internal::seal::TaskSeal); the relay does not hand
+//!   such ids out yet);
 //! - several servers behind (`--config`) and stdio servers: each replica opens its own
 //!   (per-session state of a stdio server — what a tool remembered between calls — is
 //!   that replica's);

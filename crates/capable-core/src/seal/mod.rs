@@ -29,10 +29,12 @@
 
 mod key;
 mod session;
+mod task;
 mod text;
 
 pub use key::{KeyError, KeyId, KeyRing, SealKey, KEY_LEN, MAX_PREVIOUS};
 pub use session::{Caller, SessionSeal, SessionSealError, Upstream, MAX_SESSION_SEAL_LEN};
+pub use task::{TaskSeal, TaskSealError, MAX_TASK_SEAL_LEN};
 pub use text::Text;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
