@@ -39,7 +39,9 @@
 //!   need not be the one holding the host's `GET` (not yet carried end to end);
 //! - tasks the gateway hands out carry no seal of their own yet: a `tasks/*` request
 //!   reaches the server on the re-attached session, but the bridge's own record of a
-//!   task is the replica's;
+//!   task is the replica's (the seal a task id is to be, bound to its caller, is the
+//!   core's [`TaskSeal`](capable::internal::seal::TaskSeal); the relay does not hand
+//!   such ids out yet);
 //! - several servers behind (`--config`) and stdio servers: each replica opens its own
 //!   (per-session state of a stdio server — what a tool remembered between calls — is
 //!   that replica's);
@@ -64,7 +66,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use capable::internal::auth::resource::Caller as Verified;
 use capable::internal::jsonrpc::{Incoming, Payload, RequestId};
-use capable::internal::seal::{Caller, KeyRing, SessionSeal, SessionSealError};
+use capable::internal::seal::{Caller, KeyRing, SessionSeal, SessionSealError, Text, Upstream};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
@@ -97,13 +100,13 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// The caller as a seal holds it.
-fn sealed_caller(caller: Option<&Arc<Verified>>) -> Caller {
+/// The caller as a seal holds it (borrowed from the verified caller).
+pub fn sealed_caller(caller: Option<&Arc<Verified>>) -> Caller<'_> {
     match caller {
         Some(c) => Caller {
-            iss: Some(c.issuer.clone()),
-            sub: Some(c.subject.clone()),
-            client_id: c.client_id.clone(),
+            iss: Some(Text::from(c.issuer.as_str())),
+            sub: Some(Text::from(c.subject.as_str())),
+            client_id: c.client_id.as_deref().map(Text::from),
         },
         None => Caller::default(),
     }
@@ -112,7 +115,7 @@ fn sealed_caller(caller: Option<&Arc<Verified>>) -> Caller {
 /// The state to seal for a new session `initialize` opens for `caller`; `None` when the
 /// message is no `initialize`. Its upstream session is added once it is known
 /// ([`seal_with`]).
-pub fn pending(message: &Incoming, caller: Option<&Arc<Verified>>) -> Option<SessionSeal> {
+pub fn pending(message: &Incoming, caller: Option<&Arc<Verified>>) -> Option<SessionSeal<'static>> {
     let Incoming::Request { method, params, .. } = message else {
         return None;
     };
@@ -120,11 +123,13 @@ pub fn pending(message: &Incoming, caller: Option<&Arc<Verified>>) -> Option<Ses
         return None;
     }
     let params: Value = params.decode().ok()?;
+    // The nested documents kept as their JSON text, parsed only by a restore.
+    let text = |v: &Value| Text::from(v.to_string());
     Some(SessionSeal {
-        caller: sealed_caller(caller),
-        version: params.get("protocolVersion")?.as_str()?.to_owned(),
-        capabilities: params.get("capabilities").cloned().unwrap_or(Value::Null),
-        client_info: params.get("clientInfo").cloned().unwrap_or(Value::Null),
+        caller: sealed_caller(caller).into_owned(),
+        version: Text::from(params.get("protocolVersion")?.as_str()?.to_owned()),
+        capabilities: params.get("capabilities").map(text),
+        client_info: params.get("clientInfo").map(text),
         log_level: None,
         upstream: Default::default(),
         expires_at: now().saturating_add(LIFETIME.as_secs()),
@@ -136,15 +141,20 @@ pub fn pending(message: &Incoming, caller: Option<&Arc<Verified>>) -> Option<Ses
 /// then this replica's only, under a random id). An upstream session that makes the
 /// seal pass [`MAX_SESSION_SEAL_LEN`](capable::internal::seal::MAX_SESSION_SEAL_LEN) is
 /// left out: a replica continuing the session then opens its own.
-pub fn seal_with(
+pub fn seal_with<'a>(
     ring: &KeyRing,
-    mut state: SessionSeal,
-    upstream: Option<(&str, capable::Resumption)>,
+    mut state: SessionSeal<'a>,
+    upstream: Option<(&'a str, capable::Resumption)>,
 ) -> Option<String> {
     if let Some((server, session)) = upstream {
-        if let Ok(session) = serde_json::to_value(session) {
-            state.upstream.insert(server.to_owned(), session);
-        }
+        let text = |v: &Value| (!v.is_null()).then(|| Text::from(v.to_string()));
+        state.upstream.push(Upstream {
+            server: Text::from(server),
+            server_info: text(&session.server_info),
+            capabilities: text(&session.capabilities),
+            session_id: Text::from(session.session_id),
+            version: Text::from(session.version),
+        });
         if let Ok(sealed) = state.seal(ring) {
             return Some(sealed);
         }
@@ -172,7 +182,7 @@ pub async fn id_of_new(
     commands: &Commands,
     caller: Option<&Arc<Verified>>,
     id: String,
-    state: SessionSeal,
+    state: SessionSeal<'static>,
 ) -> String {
     let Some(ring) = &listener.seal else {
         return id;
@@ -199,16 +209,17 @@ pub async fn id_of_new(
     }
 }
 
-/// The state sealed in `id`, if it opens now and is `caller`'s.
-pub fn open(
+/// The state sealed in `id`, if it opens now and is `caller`'s: decrypted in `buffer`,
+/// its strings borrowed from it.
+pub fn open<'b>(
     ring: &KeyRing,
     id: &str,
     caller: Option<&Arc<Verified>>,
-) -> Result<SessionSeal, Refused> {
-    let state = SessionSeal::open(ring, id, now()).map_err(Refused::Seal)?;
-    let presented = sealed_caller(caller);
+    buffer: &'b mut Vec<u8>,
+) -> Result<SessionSeal<'b>, Refused> {
+    let state = SessionSeal::open(ring, id, now(), buffer).map_err(Refused::Seal)?;
     // The identity a session is bound to is the issuer and subject (as on one replica).
-    if state.caller.iss != presented.iss || state.caller.sub != presented.sub {
+    if !state.caller.same(&sealed_caller(caller)) {
         return Err(Refused::OtherCaller);
     }
     Ok(state)
@@ -217,9 +228,25 @@ pub fn open(
 /// Whether `presented` is a sealed session id of `caller`'s that opens here.
 pub fn opens(listener: &Listener, presented: Option<&str>, caller: Option<&Arc<Verified>>) -> bool {
     match (&listener.seal, presented) {
-        (Some(ring), Some(id)) => open(ring, id, caller).is_ok(),
+        (Some(ring), Some(id)) => open(ring, id, caller, &mut Vec::new()).is_ok(),
         _ => false,
     }
+}
+
+/// The sealed session of server `server` as the client re-attaches to it; `None` when
+/// none is sealed, or what is sealed does not read (the restore then replays).
+fn resumption(state: &SessionSeal<'_>, server: &str) -> Option<capable::Resumption> {
+    let sealed = state.upstream.iter().find(|u| &*u.server == server)?;
+    let json = |t: &Option<Text<'_>>| match t {
+        Some(t) => serde_json::from_str::<Value>(t).ok(),
+        None => Some(Value::Null),
+    };
+    Some(capable::Resumption {
+        session_id: sealed.session_id.to_string(),
+        version: sealed.version.to_string(),
+        server_info: json(&sealed.server_info)?,
+        capabilities: json(&sealed.capabilities)?,
+    })
 }
 
 /// The session sealed in `presented`, continued on this replica: its task started, the
@@ -234,7 +261,8 @@ pub async fn restore(
 ) -> Option<Result<(Commands, InFlight), Busy>> {
     let (ring, id) = (listener.seal.as_ref()?, presented?);
     let audit = &listener.target.audit;
-    let state = match open(ring, id, caller) {
+    let mut buffer = Vec::new();
+    let state = match open(ring, id, caller, &mut buffer) {
         Ok(state) => state,
         Err(why) => {
             let why = match why {
@@ -247,10 +275,7 @@ pub async fn restore(
     };
     let [initialize, initialized] = replay(&state);
     // The server's HTTP session the replica that began it opened: re-attached to.
-    let upstream = state
-        .upstream
-        .get(listener.target.name())
-        .and_then(|s| serde_json::from_value::<capable::Resumption>(s.clone()).ok());
+    let upstream = resumption(&state, listener.target.name());
     let sealed_upstream = upstream.as_ref().map(|u| u.session_id.clone());
     let (reply, posted) = oneshot::channel();
     let mut replayed = false;
@@ -307,7 +332,7 @@ pub async fn restore(
     };
     audit.record(
         "sealed",
-        json!({"restored": true, "version": state.version, "upstream": upstream}),
+        json!({"restored": true, "version": &*state.version, "upstream": upstream}),
     );
     Some(Ok(held))
 }
@@ -328,25 +353,33 @@ async fn initialized_ok(posted: oneshot::Receiver<Posted>) -> bool {
 
 /// What the host said to begin the session, as a restore says it again: `initialize`
 /// (under an id of the bridge's own), then `notifications/initialized`.
-pub fn replay(state: &SessionSeal) -> [Incoming; 2] {
-    let or_empty = |v: &Value| match v {
-        Value::Null => json!({}),
-        v => v.clone(),
+pub fn replay(state: &SessionSeal<'_>) -> [Incoming; 2] {
+    /// The sealed document's JSON text, checked to be one JSON value (it is put into
+    /// the replayed `initialize` as it is), or `or` when there is none or it is not.
+    fn raw<'a>(text: &'a Option<Text<'_>>, or: &'static str) -> Option<&'a RawValue> {
+        let parsed = text.as_deref().map(serde_json::from_str::<&RawValue>);
+        parsed
+            .and_then(Result::ok)
+            .or_else(|| serde_json::from_str(or).ok())
+    }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Params<'a> {
+        protocol_version: &'a str,
+        capabilities: Option<&'a RawValue>,
+        client_info: Option<&'a RawValue>,
+    }
+    let params = Params {
+        protocol_version: &state.version,
+        capabilities: raw(&state.capabilities, "{}"),
+        client_info: raw(&state.client_info, r#"{"name":"restored","version":"0"}"#),
     };
-    let client_info = match &state.client_info {
-        Value::Null => json!({"name": "restored", "version": "0"}),
-        v => v.clone(),
-    };
-    let params = json!({
-        "protocolVersion": state.version,
-        "capabilities": or_empty(&state.capabilities),
-        "clientInfo": client_info,
-    });
+    let params = serde_json::to_string(&params).unwrap_or_default();
     [
         Incoming::Request {
             id: RequestId::String(REPLAYED.into()),
             method: "initialize".into(),
-            params: Payload::from_json(params.to_string()),
+            params: Payload::from_json(params),
         },
         Incoming::Notification {
             method: "notifications/initialized".into(),
@@ -387,12 +420,16 @@ mod tests {
         let alice = verified("alice");
         let id = seal_new(&ring, &initialize(), Some(&alice)).unwrap();
         assert!(!id.contains("alice"));
-        let state = open(&ring, &id, Some(&alice)).unwrap();
+        let mut buffer = Vec::new();
         assert!(matches!(
-            open(&ring, &id, Some(&verified("bob"))),
+            open(&ring, &id, Some(&verified("bob")), &mut buffer),
             Err(Refused::OtherCaller)
         ));
-        assert!(matches!(open(&ring, &id, None), Err(Refused::OtherCaller)));
+        assert!(matches!(
+            open(&ring, &id, None, &mut buffer),
+            Err(Refused::OtherCaller)
+        ));
+        let state = open(&ring, &id, Some(&alice), &mut buffer).unwrap();
         let [Incoming::Request { method, params, .. }, Incoming::Notification { .. }] =
             replay(&state)
         else {
@@ -417,16 +454,19 @@ mod tests {
         };
         let small = session(json!({"name": "upstream", "version": "1"}));
         let id = seal_with(&ring, state.clone(), Some(("up", small.clone()))).unwrap();
-        let opened = open(&ring, &id, None).unwrap();
-        let kept: capable::Resumption =
-            serde_json::from_value(opened.upstream["up"].clone()).unwrap();
-        assert_eq!(kept, small);
+        let mut buffer = Vec::new();
+        let opened = open(&ring, &id, None, &mut buffer).unwrap();
+        assert_eq!(resumption(&opened, "up"), Some(small));
+        assert_eq!(resumption(&opened, "other"), None);
         // Too large for a header: the session is still sealed, without it (a replica
         // continuing it opens its own upstream session).
         let large = session(json!({"name": "x".repeat(5000), "version": "1"}));
         let id = seal_with(&ring, state, Some(("up", large))).unwrap();
         assert!(id.len() <= capable::internal::seal::MAX_SESSION_SEAL_LEN);
-        assert!(open(&ring, &id, None).unwrap().upstream.is_empty());
+        assert!(open(&ring, &id, None, &mut buffer)
+            .unwrap()
+            .upstream
+            .is_empty());
     }
 
     #[test]

@@ -29,14 +29,18 @@
 
 mod key;
 mod session;
+mod task;
+mod text;
 
 pub use key::{KeyError, KeyId, KeyRing, SealKey, KEY_LEN, MAX_PREVIOUS};
-pub use session::{Caller, SessionSeal, SessionSealError, MAX_SESSION_SEAL_LEN};
+pub use session::{Caller, SessionSeal, SessionSealError, Upstream, MAX_SESSION_SEAL_LEN};
+pub use task::{TaskSeal, TaskSealError, MAX_TASK_SEAL_LEN};
+pub use text::Text;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use chacha20poly1305::aead::{Aead, Payload};
-use chacha20poly1305::XNonce;
+use chacha20poly1305::aead::{Aead, AeadInOut, Payload};
+use chacha20poly1305::{Tag, XNonce};
 
 /// The format's version, the seal's first byte.
 pub const VERSION: u8 = 1;
@@ -132,18 +136,32 @@ pub fn seal(ring: &KeyRing, kind: SealKind, plaintext: &[u8]) -> Result<String, 
 
 /// Opens a seal of `kind` with whichever key of the ring made it.
 pub fn open(ring: &KeyRing, kind: SealKind, sealed: &str) -> Result<Vec<u8>, SealError> {
+    let mut buffer = Vec::new();
+    open_into(ring, kind, sealed, &mut buffer).map(<[u8]>::to_vec)
+}
+
+/// Opens a seal of `kind` as [`open`] does, decoding and decrypting in `buffer` (cleared
+/// first, reusable from one open to the next): the plaintext is the slice returned, a
+/// part of `buffer`, with nothing copied or allocated once `buffer` is large enough.
+pub fn open_into<'b>(
+    ring: &KeyRing,
+    kind: SealKind,
+    sealed: &str,
+    buffer: &'b mut Vec<u8>,
+) -> Result<&'b [u8], SealError> {
     if sealed.len() > MAX_SEALED_LEN {
         return Err(SealError::Malformed);
     }
-    let raw = URL_SAFE_NO_PAD
-        .decode(sealed)
+    buffer.clear();
+    URL_SAFE_NO_PAD
+        .decode_vec(sealed, buffer)
         .map_err(|_| SealError::Malformed)?;
-    if raw.len() < HEADER_LEN + TAG_LEN || raw[0] != VERSION {
+    if buffer.len() < HEADER_LEN + TAG_LEN || buffer[0] != VERSION {
         return Err(SealError::Malformed);
     }
-    let (header, body) = raw.split_at(HEADER_LEN);
+    let (header, rest) = buffer.split_at_mut(HEADER_LEN);
     if header[1] != kind.byte() {
-        return Err(if matches!(header[1], 1..=3) {
+        return Err(if matches!(header[1], 1..=4) {
             SealError::WrongKind
         } else {
             SealError::Malformed
@@ -152,15 +170,12 @@ pub fn open(ring: &KeyRing, kind: SealKind, sealed: &str) -> Result<Vec<u8>, Sea
     let id = KeyId([header[2], header[3], header[4], header[5]]);
     let key = ring.find(id).ok_or(SealError::UnknownKey(id))?;
     let nonce = XNonce::try_from(&header[6..]).map_err(|_| SealError::Malformed)?;
+    let (body, tag) = rest.split_at_mut(rest.len() - TAG_LEN);
+    let tag = Tag::try_from(&*tag).map_err(|_| SealError::Malformed)?;
     key.cipher
-        .decrypt(
-            &nonce,
-            Payload {
-                msg: body,
-                aad: header,
-            },
-        )
-        .map_err(|_| SealError::Tampered)
+        .decrypt_inout_detached(&nonce, header, body.into(), &tag)
+        .map_err(|_| SealError::Tampered)?;
+    Ok(&buffer[HEADER_LEN..buffer.len() - TAG_LEN])
 }
 
 #[cfg(test)]

@@ -11,11 +11,10 @@
 //!   host's `initialize` connected it on replica 1), the second finds it held; and the
 //!   `initialize` that began it on replica 1, which connected the server behind too.
 
-use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use capable::internal::seal::{open, Caller, KeyRing, SealKey, SealKind, SessionSeal};
+use capable::internal::seal::{open, Caller, KeyRing, SealKey, SealKind, SessionSeal, Upstream};
 use serde_json::{json, Value};
 
 use crate::post::post;
@@ -32,6 +31,17 @@ fn realistic() -> (KeyRing, String) {
         SealKey::from_bytes(&[0x42; 32]),
         vec![SealKey::from_bytes(&[0x17; 32])],
     );
+    let upstream = |server: &'static str,
+                    id: &'static str,
+                    version: &'static str,
+                    info: &'static str,
+                    caps: &'static str| Upstream {
+        server: server.into(),
+        session_id: id.into(),
+        version: version.into(),
+        server_info: Some(info.into()),
+        capabilities: Some(caps.into()),
+    };
     let state = SessionSeal {
         caller: Caller {
             iss: Some("https://login.example.com/realms/engineering".into()),
@@ -39,25 +49,31 @@ fn realistic() -> (KeyRing, String) {
             client_id: Some("claude-desktop".into()),
         },
         version: "2025-11-25".into(),
-        capabilities: json!({"roots": {"listChanged": true}, "sampling": {},
-            "elicitation": {"form": {}, "url": {}}}),
-        client_info: json!({"name": "claude-ai", "title": "Claude", "version": "0.1.0"}),
+        // The nested documents as the JSON text the gateway seals them as.
+        capabilities: Some(
+            r#"{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}"#
+                .into(),
+        ),
+        client_info: Some(r#"{"name":"claude-ai","title":"Claude","version":"0.1.0"}"#.into()),
         log_level: Some("info".into()),
         // Two HTTP servers' sessions, with what their handshakes settled (what a replica
         // re-attaches to them with), as the gateway seals them.
-        upstream: BTreeMap::from([
-            (
-                "github".into(),
-                json!({"s": "7c9e6679-7425-40de-944b-e07fc1f90ae7", "v": "2025-06-18",
-                    "i": {"name": "github-mcp", "version": "1.2.0"},
-                    "c": {"tools": {"listChanged": true}, "resources": {"subscribe": true}}}),
+        upstream: vec![
+            upstream(
+                "github",
+                "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+                "2025-06-18",
+                r#"{"name":"github-mcp","version":"1.2.0"}"#,
+                r#"{"tools":{"listChanged":true},"resources":{"subscribe":true}}"#,
             ),
-            (
-                "jira".into(),
-                json!({"s": "a1b2c3d4e5f60718293a4b5c6d7e8f90", "v": "2025-11-25",
-                    "i": {"name": "jira", "version": "0.9"}, "c": {"tools": {}}}),
+            upstream(
+                "jira",
+                "a1b2c3d4e5f60718293a4b5c6d7e8f90",
+                "2025-11-25",
+                r#"{"name":"jira","version":"0.9"}"#,
+                r#"{"tools":{}}"#,
             ),
-        ]),
+        ],
         expires_at: u64::MAX,
     };
     let id = state.seal(&ring).unwrap_or_default();
@@ -69,7 +85,12 @@ fn realistic() -> (KeyRing, String) {
 pub fn opens(n: usize) {
     let (ring, id) = realistic();
     for _ in 0..n {
-        drop(black_box(SessionSeal::open(&ring, black_box(&id), 0)));
+        drop(black_box(SessionSeal::open(
+            &ring,
+            black_box(&id),
+            0,
+            &mut Vec::new(),
+        )));
     }
 }
 
@@ -93,7 +114,7 @@ pub fn in_process() -> Value {
     json!({
         "sealed_id_chars": id.len(),
         "open_ns": per_open(&|| open(&ring, SealKind::Session, black_box(&id)).is_ok()),
-        "open_and_decode_ns": per_open(&|| SessionSeal::open(&ring, black_box(&id), 0).is_ok()),
+        "open_and_decode_ns": per_open(&|| SessionSeal::open(&ring, black_box(&id), 0, &mut Vec::new()).is_ok()),
     })
 }
 

@@ -1,0 +1,223 @@
+//! What a task id the gateway hands out holds, sealed: which server runs the task, the
+//! server's own task id, who started it and until when it may be asked about — so that
+//! `tasks/get`, `tasks/result` and `tasks/cancel` on any replica reach the right server
+//! with the server's id, and nobody else's task id opens for a caller.
+//!
+//! The state is encoded as the session's is (a format byte, then postcard) and sealed as
+//! [`SealKind::Task`]: a session id never opens as a task id, nor a task id as a
+//! session. [`TaskSeal::open`] refuses a task id that is forged or changed, sealed under
+//! a key the ring no longer holds, expired, or **another caller's** (issuer and
+//! subject): a gateway answers every one as the spec answers an unknown task
+//! (`-32602`), nothing sent to the server. At most [`MAX_TASK_SEAL_LEN`] characters.
+//!
+//! ```
+//! use capable_core::internal::seal::{Caller, KeyRing, SealKey, TaskSeal, TaskSealError};
+//! let ring = KeyRing::new(SealKey::from_bytes(&[9; 32]), vec![]);
+//! let alice = Caller { sub: Some("alice".into()), ..Caller::default() };
+//! let task = TaskSeal {
+//!     expires_at: 2_000,
+//!     caller: alice.clone(),
+//!     server: "jira".into(),
+//!     task_id: "786512e2-9e0d-44bd-8f29-789f320fe840".into(),
+//! };
+//! let id = task.seal(&ring).unwrap();
+//! let mut buffer = Vec::new();
+//! assert_eq!(TaskSeal::open(&ring, &id, &alice, 1_000, &mut buffer).unwrap(), task);
+//! let bob = Caller { sub: Some("bob".into()), ..Caller::default() };
+//! assert!(matches!(
+//!     TaskSeal::open(&ring, &id, &bob, 1_000, &mut buffer),
+//!     Err(TaskSealError::OtherCaller)
+//! ));
+//! ```
+
+use super::session::FORMAT;
+use super::{open_into, seal, Caller, KeyRing, SealError, SealKind, Text};
+use serde::{Deserialize, Serialize};
+
+/// The longest sealed task id [`TaskSeal::seal`] makes and [`TaskSeal::open`] reads, in
+/// characters: room for a caller, a server's name and a server's task id of a few
+/// hundred characters each.
+pub const MAX_TASK_SEAL_LEN: usize = 1024;
+
+/// A task at a server behind the gateway, as sealed into the task id the host sees.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSeal<'a> {
+    /// Until when the task id opens, in seconds since the Unix epoch.
+    pub expires_at: u64,
+    /// Who started the task; the task id opens for nobody else.
+    #[serde(borrow)]
+    pub caller: Caller<'a>,
+    /// The server (its name in the gateway) that runs the task.
+    #[serde(borrow)]
+    pub server: Text<'a>,
+    /// The server's own task id.
+    #[serde(borrow)]
+    pub task_id: Text<'a>,
+}
+
+/// Why a sealed task id was refused or could not be made; a gateway answers each refusal
+/// as an unknown task.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskSealError {
+    /// The seal itself was refused (forged, changed, a retired key's, not a task id).
+    #[error(transparent)]
+    Seal(#[from] SealError),
+    /// The seal opened, but holds a state of another format (its first byte).
+    #[error("the sealed task is of format {0}, not {FORMAT}")]
+    Format(u8),
+    /// The seal opened, but what it holds does not decode (or could not be encoded).
+    #[error("the sealed task does not decode")]
+    Decode(#[source] postcard::Error),
+    /// The task id's time is over.
+    #[error("the task id expired")]
+    Expired,
+    /// The task id is another caller's.
+    #[error("the task id is another caller's")]
+    OtherCaller,
+    /// The task seals to more than [`MAX_TASK_SEAL_LEN`] characters.
+    #[error("the task seals to {0} characters, more than {MAX_TASK_SEAL_LEN}")]
+    TooLarge(usize),
+}
+
+impl TaskSeal<'_> {
+    /// Seals this task under the ring's current key, for the task id a host sees.
+    pub fn seal(&self, ring: &KeyRing) -> Result<String, TaskSealError> {
+        let plaintext = postcard::to_extend(self, vec![FORMAT]).map_err(TaskSealError::Decode)?;
+        let sealed = seal(ring, SealKind::Task, &plaintext).map_err(|e| match e {
+            SealError::TooLarge(n) => TaskSealError::TooLarge(62 + n.div_ceil(3) * 4),
+            e => e.into(),
+        })?;
+        if sealed.len() > MAX_TASK_SEAL_LEN {
+            return Err(TaskSealError::TooLarge(sealed.len()));
+        }
+        Ok(sealed)
+    }
+
+    /// Opens a sealed task id presented by `caller` at `now` (seconds since the Unix
+    /// epoch), decrypting in `buffer`; refused unless it opens, has not expired and is
+    /// `caller`'s.
+    pub fn open<'b>(
+        ring: &KeyRing,
+        sealed: &str,
+        caller: &Caller<'_>,
+        now: u64,
+        buffer: &'b mut Vec<u8>,
+    ) -> Result<TaskSeal<'b>, TaskSealError> {
+        if sealed.len() > MAX_TASK_SEAL_LEN {
+            return Err(SealError::Malformed.into());
+        }
+        let plaintext = open_into(ring, SealKind::Task, sealed, buffer)?;
+        let (&format, state) = plaintext.split_first().ok_or(TaskSealError::Format(0))?;
+        if format != FORMAT {
+            return Err(TaskSealError::Format(format));
+        }
+        let (task, rest): (TaskSeal<'b>, _) =
+            postcard::take_from_bytes(state).map_err(TaskSealError::Decode)?;
+        if !rest.is_empty() {
+            return Err(TaskSealError::Decode(
+                postcard::Error::DeserializeBadEncoding,
+            ));
+        }
+        if task.expires_at <= now {
+            return Err(TaskSealError::Expired);
+        }
+        if !task.caller.same(caller) {
+            return Err(TaskSealError::OtherCaller);
+        }
+        Ok(task)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seal::{SealKey, SessionSeal};
+
+    fn caller(sub: &str) -> Caller<'static> {
+        Caller {
+            iss: Some("https://login.example.com".into()),
+            sub: Some(Text::from(sub.to_owned())),
+            client_id: Some("host".into()),
+        }
+    }
+
+    fn task() -> TaskSeal<'static> {
+        TaskSeal {
+            expires_at: 1_800_000_000,
+            caller: caller("alice"),
+            server: "jira".into(),
+            task_id: "786512e2-9e0d-44bd-8f29-789f320fe840".into(),
+        }
+    }
+
+    #[test]
+    fn a_task_id_opens_for_its_caller_until_it_expires_and_says_nothing() {
+        let ring = KeyRing::new(SealKey::from_bytes(&[6; 32]), vec![]);
+        let id = task().seal(&ring).unwrap();
+        assert!(id.len() < 256, "{} characters", id.len());
+        assert!(!id.contains("jira") && !id.contains("786512e2"));
+        let mut buffer = Vec::new();
+        let now = 1_700_000_000;
+        assert_eq!(
+            TaskSeal::open(&ring, &id, &caller("alice"), now, &mut buffer).unwrap(),
+            task()
+        );
+        // Another client of the same person: the same caller.
+        let mut other_host = caller("alice");
+        other_host.client_id = Some("other".into());
+        assert!(TaskSeal::open(&ring, &id, &other_host, now, &mut buffer).is_ok());
+        assert!(matches!(
+            TaskSeal::open(&ring, &id, &caller("bob"), now, &mut buffer),
+            Err(TaskSealError::OtherCaller)
+        ));
+        assert!(matches!(
+            TaskSeal::open(&ring, &id, &Caller::default(), now, &mut buffer),
+            Err(TaskSealError::OtherCaller)
+        ));
+        assert!(matches!(
+            TaskSeal::open(&ring, &id, &caller("alice"), 1_800_000_000, &mut buffer),
+            Err(TaskSealError::Expired)
+        ));
+    }
+
+    #[test]
+    fn a_forged_tampered_foreign_or_session_seal_is_refused() {
+        let ring = KeyRing::new(SealKey::from_bytes(&[6; 32]), vec![]);
+        let alice = caller("alice");
+        let mut buffer = Vec::new();
+        let id = task().seal(&ring).unwrap();
+        // One character changed (in the middle: every bit of it counts).
+        let mut tampered = id.clone().into_bytes();
+        let i = tampered.len() / 2;
+        tampered[i] = if tampered[i] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(tampered).unwrap();
+        let other = KeyRing::new(SealKey::from_bytes(&[7; 32]), vec![]);
+        let session = SessionSeal {
+            expires_at: u64::MAX,
+            ..SessionSeal::default()
+        }
+        .seal(&ring)
+        .unwrap();
+        for (presented, ring) in [
+            ("786512e2-9e0d-44bd-8f29-789f320fe840", &ring),
+            (tampered.as_str(), &ring),
+            (id.as_str(), &other),
+            (session.as_str(), &ring),
+            (&*"A".repeat(MAX_TASK_SEAL_LEN + 1), &ring),
+        ] {
+            assert!(matches!(
+                TaskSeal::open(ring, presented, &alice, 0, &mut buffer),
+                Err(TaskSealError::Seal(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn a_task_too_large_to_hand_out_is_refused_when_sealing() {
+        let ring = KeyRing::new(SealKey::from_bytes(&[6; 32]), vec![]);
+        let mut large = task();
+        large.task_id = Text::from("x".repeat(MAX_TASK_SEAL_LEN));
+        assert!(matches!(large.seal(&ring), Err(TaskSealError::TooLarge(_))));
+    }
+}
