@@ -95,7 +95,7 @@ pub struct BridgeConfig {
     /// Every audit line goes to stderr; with a path, appended there too.
     pub audit_log: Option<PathBuf>,
     /// Where the tokens of the callers' own logins (`user` credentials) are kept
-    /// across restarts, each sealed with the key ring's current key (XChaCha20-Poly1305);
+    /// across restarts, each sealed with the key ring's current key (AES-256-GCM-SIV);
     /// without it, in memory only.
     pub user_tokens: Option<(PathBuf, capable::internal::seal::KeyRing)>,
     /// Secrets cut out of every audit line and every error a host gets (`***`).

@@ -1,5 +1,5 @@
 //! The callers' tokens of `user` servers kept across restarts ([`Kept`]): one line a
-//! token, each the core's seal ([`SealKind::UserToken`], XChaCha20-Poly1305 under the
+//! token, each the core's seal ([`SealKind::UserToken`], AES-256-GCM-SIV under the
 //! bridge's seal key) of `{"caller": …, "token": …}`. Nothing in the file reads
 //! without the key; a line sealed under a key the ring no longer holds, changed, or of
 //! another kind is skipped. The file is written whole, to a temporary file renamed over

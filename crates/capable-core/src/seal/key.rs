@@ -22,10 +22,10 @@
 //! assert!(!format!("{ring:?}").contains("abab"));
 //! ```
 
+use aes_gcm_siv::aead::KeyInit;
+use aes_gcm_siv::Aes256GcmSiv;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use base64::Engine as _;
-use chacha20poly1305::aead::KeyInit;
-use chacha20poly1305::XChaCha20Poly1305;
 use sha2::{Digest, Sha256};
 use std::fmt;
 
@@ -76,7 +76,7 @@ pub enum KeyError {
 #[derive(Clone)]
 pub struct SealKey {
     id: KeyId,
-    pub(super) cipher: XChaCha20Poly1305,
+    pub(super) cipher: Aes256GcmSiv,
 }
 
 impl fmt::Debug for SealKey {
@@ -95,7 +95,7 @@ impl SealKey {
             .chain_update(bytes)
             .finalize();
         let id = KeyId([digest[0], digest[1], digest[2], digest[3]]);
-        let cipher = XChaCha20Poly1305::new(bytes.into());
+        let cipher = Aes256GcmSiv::new(bytes.into());
         SealKey { id, cipher }
     }
 

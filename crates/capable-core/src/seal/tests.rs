@@ -1,4 +1,6 @@
 use super::*;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
 
 fn key(byte: u8) -> SealKey {
     SealKey::from_bytes(&[byte; KEY_LEN])

@@ -2,7 +2,7 @@
 //!
 //! - [`in_process`]: opening a realistic seal (a signed-in caller, the capabilities and
 //!   `clientInfo` a host sends, two upstream sessions), many times in this process:
-//!   nanoseconds per `open` (authenticate and decrypt: XChaCha20-Poly1305) and per
+//!   nanoseconds per `open` (authenticate and decrypt: AES-256-GCM-SIV) and per
 //!   `SessionSeal::open` (the same, and the state decoded). [`opens`] does only N of
 //!   them, for an instruction counter run twice with two Ns (`--unseal-opens N`).
 //! - [`restored`]: the listener's whole cost of one request, over HTTP: a session begun
