@@ -513,8 +513,7 @@ fn state_kept_upstream_lets_the_servers_updates_and_log_lines_through_unseen_her
     let p = json!({"uri": "docs://a"});
     let debug = json!({"level": "debug", "data": "x"});
     let line = Notification::from_value("notifications/message", &debug);
-    let Event::Request(level) = s.request(2, "logging/setLevel", json!({"level": "error"}))
-    else {
+    let Event::Request(level) = s.request(2, "logging/setLevel", json!({"level": "error"})) else {
         panic!("not routed")
     };
     s.server.respond(&level.id, &json!({}), &mut s.out);

@@ -281,8 +281,8 @@ impl<W> ServerConnection<W> {
         match self.state_upstream
             || self
                 .subscriptions
-            .iter()
-            .any(|s| model::is_same_or_sub_resource(uri, s))
+                .iter()
+                .any(|s| model::is_same_or_sub_resource(uri, s))
         {
             true => Ok(()),
             false => Err(Withheld::NotSubscribed {
