@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use capable::internal::jsonrpc::{codes, Incoming, RpcError};
+use capable::internal::server::streams::STANDALONE;
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
@@ -121,9 +122,17 @@ pub(super) async fn get(
     }
     match events.await {
         Ok(Some(Events { priming, events })) => {
-            let events = stream::unfold((events, held), |(mut events, held)| async move {
+            // The host closing it is told at once (not at the next event that finds
+            // nobody): a replicated session's server stream follows the host's.
+            let gone = Gone {
+                tx,
+                stream: STANDALONE,
+                armed: true,
+                _held: Some(held),
+            };
+            let events = stream::unfold((events, gone), |(mut events, gone)| async move {
                 let event = events.recv().await?;
-                Some((event, (events, held)))
+                Some((event, (events, gone)))
             });
             sse::response(priming, events)
         }
