@@ -1,13 +1,19 @@
 """The Python SDK's client (PyPI `mcp==2.3.0`) in one legacy session over Streamable HTTP with
-a gateway of many replicas, calling a tool in a loop whatever happens to the replicas
+a gateway of many replicas, calling a tool whenever told, whatever happens to the replicas
 behind (the replica test kills one meanwhile).
 
-    .peers/venv/bin/python tests/peers/py_replicas_client.py URL N PAUSE_MS
+    .peers/venv/bin/python tests/peers/py_replicas_client.py URL
 
-Calls `echo` N times, PAUSE_MS apart, in the one session it opened; prints one JSON line
-per call as it ends — {"i", "ok": true, "text"} or {"i", "ok": false, "error"} — then
+Connects (one JSON line: {"ready": true}), then calls `echo` once for each line read on
+stdin, in the one session it opened, and prints one JSON line per call as it ends —
+{"i", "ok": true, "text"} or {"i", "ok": false, "error"}; at the end of stdin,
 {"done": true, "sessions": [...]}: every `Mcp-Session-Id` its requests carried (one, when
 no session was lost). A failed call does not end the loop.
+
+The test paces it so that no call of its is in flight when a replica is killed: this
+SDK's transport does not survive a connection closed under a request (the error escapes
+its task group and ends the client, session and all), where the TypeScript SDK's fails
+that one call.
 """
 
 import json
@@ -27,7 +33,7 @@ def say(line: dict) -> None:
     print(json.dumps(line), flush=True)
 
 
-async def main(url: str, n: int, pause: float) -> None:
+async def main(url: str) -> None:
     sessions: list[str] = []
 
     async def sent(request) -> None:
@@ -37,15 +43,17 @@ async def main(url: str, n: int, pause: float) -> None:
 
     async with httpx2.AsyncClient(timeout=30, event_hooks={"request": [sent]}) as http:
         async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
-            for i in range(n):
+            say({"ready": True})
+            i = 0
+            while await anyio.to_thread.run_sync(sys.stdin.readline):
                 try:
                     result = await client.call_tool("echo", {"message": f"py {i}"}, read_timeout_seconds=10)
                     say({"i": i, "ok": True, "text": text(result)})
                 except Exception as e:  # noqa: BLE001 - the test reads what went wrong
                     say({"i": i, "ok": False, "error": repr(e)})
-                await anyio.sleep(pause)
+                i += 1
     say({"done": True, "sessions": sessions})
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) / 1000)
+    anyio.run(main, sys.argv[1])
