@@ -308,7 +308,10 @@ impl Relay {
             return;
         }
         self.host_listens = listens;
-        if let Some(session) = self.servers.one() {
+        // Only a legacy HTTP session has a standalone stream to follow (a stdio
+        // server's messages all come on its one pipe).
+        let shared = self.servers.one().filter(|s| s.resumption().is_some());
+        if let Some(session) = shared {
             session.set_standalone_stream(listens);
             let state = if listens { "opened" } else { "closed" };
             // Which host's, by the name it gave (several hosts' streams are open at
