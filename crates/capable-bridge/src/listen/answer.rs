@@ -124,15 +124,18 @@ pub(super) async fn get(
         Ok(Some(Events { priming, events })) => {
             // The host closing it is told at once (not at the next event that finds
             // nobody): a replicated session's server stream follows the host's.
-            let gone = Gone {
-                tx,
-                stream: STANDALONE,
-                armed: true,
-                _held: Some(held),
+            let listening = Listening {
+                events: Some(events),
+                _gone: Gone {
+                    tx,
+                    stream: STANDALONE,
+                    armed: true,
+                    _held: Some(held),
+                },
             };
-            let events = stream::unfold((events, gone), |(mut events, gone)| async move {
-                let event = events.recv().await?;
-                Some((event, (events, gone)))
+            let events = stream::unfold(listening, |mut listening| async move {
+                let event = listening.events.as_mut()?.recv().await?;
+                Some((event, listening))
             });
             sse::response(priming, events)
         }
@@ -198,6 +201,20 @@ impl Drop for Gone {
                 stream: self.stream,
             });
         }
+    }
+}
+
+/// A host's `GET` being read: when it is dropped, its events' end is let go of first,
+/// then the task told — so that the task finds the stream closed (not one the host
+/// opened again since).
+struct Listening {
+    events: Option<super::queue::Receiver>,
+    _gone: Gone,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.events.take();
     }
 }
 

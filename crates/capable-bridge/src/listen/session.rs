@@ -178,8 +178,10 @@ pub async fn run(
                     let _ = reply.send(host.accepts_batches());
                 }
                 Some(Command::Gone { stream }) => {
-                    // A stream the host came back for since is read anew: not gone.
-                    if readers.get(&stream).is_some_and(|r| !r.is_closed()) {
+                    // The standalone stream the host opened again since (a second `GET`
+                    // replaced the first) is read anew: not gone.
+                    let reread = readers.get(&stream).is_some_and(|r| !r.is_closed());
+                    if stream == STANDALONE && reread {
                         continue;
                     }
                     readers.remove(&stream);
