@@ -229,6 +229,11 @@ pub struct Host {
     /// The one server's HTTP session to re-attach to rather than open (a sealed session
     /// continued on another replica), taken by the first connection only.
     resume: Option<capable::Resumption>,
+    /// The session is sealed: other replicas continue it too (see
+    /// [`Host::share_with_replicas`]).
+    replicated: bool,
+    /// The host's standalone `GET` is open (replicated sessions: the server's follows).
+    listens: bool,
 }
 
 impl Host {
@@ -246,6 +251,27 @@ impl Host {
             relay: None,
             shared,
             resume: None,
+            replicated: false,
+            listens: false,
+        }
+    }
+
+    /// The host's session is sealed, continued by any replica its requests reach: the
+    /// one server's HTTP session is held by every such replica at once
+    /// (`ClientOptions::with_shared_session`), its standalone stream open only on the
+    /// replica holding the host's `GET` ([`Host::host_listens`]), and the server's
+    /// record of the host's subscriptions and log level the one that counts (see
+    /// `Relay::share_with_replicas`).
+    pub fn share_with_replicas(&mut self) {
+        self.replicated = true;
+    }
+
+    /// The host's standalone `GET` opened here (`true`) or ended (`false`); for a
+    /// replicated session, the server's standalone stream follows it.
+    pub fn host_listens(&mut self, listens: bool) {
+        self.listens = listens;
+        if let (true, Some(relay)) = (self.replicated, &mut self.relay) {
+            relay.host_listens(listens);
         }
     }
 
@@ -388,6 +414,10 @@ impl Host {
             Some(timeout) => options.with_request_timeout(timeout),
             None => options,
         };
+        let options = match self.replicated {
+            true => options.with_shared_session(),
+            false => options,
+        };
         // Re-attached to a session another replica opened, the first time only: a
         // restart opens a new one.
         let first = match self.resume.take() {
@@ -423,7 +453,12 @@ impl Host {
                 let again = upstream::connector(&connect, options);
                 let behind = Behind::new(name, session, again, t.audit.clone());
                 let servers = Servers::One(behind);
-                self.relay = Some(self.relay_to(servers, hello, (inbox, queue), ask_timeout));
+                let mut relay = self.relay_to(servers, hello, (inbox, queue), ask_timeout);
+                if self.replicated {
+                    relay.share_with_replicas(hello.version.map(|v| v.era()));
+                    relay.host_listens(self.listens);
+                }
+                self.relay = Some(relay);
             }
             Err(e) => {
                 t.audit.state(

@@ -3,12 +3,14 @@
 //! a tampered id, or one sealed under a key no longer in the ring, is `404`.
 //!
 //! The kill test: three replicas on loopback behind Debian's HAProxy (round robin, no
-//! affinity, started by the test with a generated config), one HTTP server behind them;
-//! the TypeScript SDK's client in one legacy session and capable as a 2026-07-28 host
-//! calling in a loop while one replica is SIGKILLed and brought back, a long call with
-//! progress running meanwhile on a replica that is not killed. Skipped, saying
-//! so, without `haproxy` (unless `CAPABLE_REQUIRE_HAPROXY` is set, as in CI); without
-//! `.peers`, as the other real-peer tests. About 8 s.
+//! affinity, started by the test with a generated config), one HTTP server behind them
+//! whose resource changes every 200 ms; the TypeScript SDK's client in one legacy session,
+//! subscribed to that resource, the Python SDK's client in another, and capable as a
+//! 2026-07-28 host, calling in a loop while the replica holding the TypeScript host's
+//! standalone stream is SIGKILLed and brought back, a long call with progress running
+//! meanwhile on a replica that is not killed. Skipped, saying so, without `haproxy`
+//! (unless `CAPABLE_REQUIRE_HAPROXY` is set, as in CI); without `.peers`, as the other
+//! real-peer tests. About 15 s.
 
 #[path = "bridge_support/mod.rs"]
 mod bridge_support;
@@ -343,11 +345,52 @@ fn modern_call(url: &str, i: usize) -> Result<String, String> {
     }
 }
 
-#[test]
-fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight() {
+/// The replica that opened the server's standalone stream for host `host` (its `GET`
+/// is there), waiting up to 10 s for exactly one to have.
+fn holding_stream(replicas: &[bridge_support::Bridge], host: &str) -> usize {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let holding: Vec<usize> = (0..replicas.len())
+            .filter(|i| {
+                let audit = replicas[*i].audit();
+                let opened = |l: &&serde_json::Value| {
+                    l["event"] == "stream" && l["host"] == host && l["standalone"] == "opened"
+                };
+                audit.iter().filter(opened).count() > 0
+            })
+            .collect();
+        if let [one] = holding[..] {
+            return one;
+        }
+        assert!(std::time::Instant::now() < until, "{holding:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The JSON lines a host prints, read on a thread of their own: each sent on as it
+/// comes.
+fn lines_of(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<serde_json::Value> {
     use std::io::BufRead;
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            let Ok(line) = serde_json::from_str(&line) else {
+                continue;
+            };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn a_replica_killed_under_load_loses_no_session_no_subscription_and_only_its_requests_in_flight() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+    use std::time::Duration;
 
     if std::process::Command::new("haproxy")
         .arg("-v")
@@ -362,11 +405,18 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
         eprintln!("haproxy is not installed (Debian's `haproxy`, see .ci/install-peers): skipped");
         return;
     }
-    if !common::peers_wanted(&[".peers/npm/node_modules/@modelcontextprotocol/sdk"]) {
+    if !common::peers_wanted(&[
+        ".peers/npm/node_modules/@modelcontextprotocol/sdk",
+        ".peers/venv/bin/python",
+    ]) {
         return;
     }
-    // One HTTP server behind every replica: the fixture, served over Streamable HTTP.
-    let (_upstream, up) = listening(&[], "elicit");
+    // One HTTP server behind every replica: the fixture, served over Streamable HTTP,
+    // its resource changing every 200 ms once subscribed to.
+    let mut fixture = common::fixture("elicit-subscribe");
+    fixture.extend(["--update-interval".into(), "200ms".into()]);
+    let fixture: Vec<&str> = fixture.iter().map(String::as_str).collect();
+    let (_upstream, up) = listen_support::listening_to(&[], &fixture);
     let upstream = format!("http://127.0.0.1:{up}/mcp");
     let key = key_file("replicas.key", 0x33);
     let key = key.to_str().unwrap();
@@ -376,7 +426,7 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     let _lb = haproxy(front, &ports);
     let url = format!("http://127.0.0.1:{front}/mcp");
 
-    // capable as a 2026-07-28 host, calling in a loop until the legacy host is done.
+    // capable as a 2026-07-28 host, calling in a loop until the legacy hosts are done.
     let done = Arc::new(AtomicBool::new(false));
     let modern = {
         let (done, url) = (done.clone(), url.clone());
@@ -388,31 +438,62 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
             outcomes
         })
     };
-    // The TypeScript SDK's client in one legacy session, 120 calls 15 ms apart.
+    // The Python SDK's client in a legacy session of its own, calling once every third
+    // call of the TypeScript host's, before the kill and after it — never in flight at
+    // the kill itself (its transport does not survive a connection closed under a
+    // request: see tests/peers/py_replicas_client.py).
+    let mut py = std::process::Command::new(".peers/venv/bin/python")
+        .args(["tests/peers/py_replicas_client.py", &url])
+        .current_dir(common::workspace())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("python");
+    let mut py_go = py.stdin.take().unwrap();
+    let py_lines = lines_of(&mut py);
+    let ready = py_lines.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(ready["ready"], true, "{ready}");
+    let mut py_calls = Vec::new();
+    // One call of the Python host's, waited for.
+    let py_call = |go: &mut std::process::ChildStdin, calls: &mut Vec<serde_json::Value>| {
+        use std::io::Write;
+        writeln!(go, "go").unwrap();
+        calls.push(py_lines.recv_timeout(Duration::from_secs(20)).unwrap());
+    };
+    // The TypeScript SDK's client in one legacy session, subscribed to the resource that
+    // changes, then 120 calls 15 ms apart.
     let mut ts = std::process::Command::new("node")
         .args(["tests/peers/ts_replicas_client.mjs", &url, "120", "15"])
+        .arg(capable_fixture::MANUAL)
         .current_dir(common::workspace())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
         .spawn()
         .expect("node");
-    let lines = std::io::BufReader::new(ts.stdout.take().unwrap()).lines();
+    let ts_lines = lines_of(&mut ts);
     let mut calls = Vec::new();
-    let mut killed_at = None;
+    let mut killed = None;
     let mut held = None;
     let mut long = None;
-    for line in lines.map_while(Result::ok) {
-        let call: serde_json::Value = serde_json::from_str(&line).unwrap();
-        if call["done"] == true {
-            calls.push(call);
+    while let Ok(call) = ts_lines.recv_timeout(Duration::from_secs(30)) {
+        let end = call["done"] == true;
+        calls.push(call);
+        if end {
             break;
         }
-        calls.push(call);
+        if calls.len() % 3 == 0 {
+            py_call(&mut py_go, &mut py_calls);
+        }
         match calls.len() {
             // A long call with progress (3 s) in a session of its own on a replica that
             // is not killed: it runs across the kill.
             25 => {
-                let port = ports[0];
+                // The replica to kill: the one holding the TypeScript host's standalone
+                // stream, on which its subscription's updates come.
+                let k = holding_stream(&replicas, "ts-replicas-host");
+                killed = Some((k, 0));
+                let port = ports[(k + 1) % ports.len()];
                 long = Some(std::thread::spawn(move || {
                     let session = initialize_at(port, "2025-11-25");
                     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -421,22 +502,32 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
                     post(port, &[("Mcp-Session-Id", &session)], call)
                 }));
             }
-            // Mid-run, the second replica is killed (SIGKILL, by its handle)…
+            // Mid-run, that replica is killed (SIGKILL, by its handle)…
             30 => {
+                let (k, _) = killed.unwrap();
                 // A call of another legacy session held in flight there…
-                let session = initialize_asking(ports[1]);
-                held = Some((in_flight(ports[1], &session), session));
-                drop(replicas.remove(1));
-                killed_at = Some(calls.len());
+                let session = initialize_asking(ports[k]);
+                held = Some((in_flight(ports[k], &session), session));
+                drop(replicas.remove(k));
+                let updates = calls.last().unwrap()["updates"].as_u64().unwrap();
+                killed = Some((k, updates));
             }
             // …and brought back on its port.
-            60 => replicas.insert(1, replica(ports[1], key, &upstream)),
+            60 => {
+                let (k, _) = killed.unwrap();
+                replicas.insert(k, replica(ports[k], key, &upstream));
+            }
             _ => {}
         }
     }
-    done.store(true, Ordering::Release);
     let _ = ts.wait();
+    // The end of its input ends the Python host.
+    drop(py_go);
+    let py_end = py_lines.recv_timeout(Duration::from_secs(20)).unwrap();
+    let _ = py.wait();
+    done.store(true, Ordering::Release);
     let modern = modern.join().unwrap();
+    let (k, updates_at_kill) = killed.expect("a replica was killed");
 
     // The call that was in flight on the killed replica ended with its connection, no
     // answer on it (its host sees the stream break, and may retry); its session goes on
@@ -475,7 +566,6 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     let end = calls.pop().unwrap();
     assert_eq!(end["done"], true, "the host ran to its end: {calls:?}");
     assert_eq!(calls.len(), 120);
-    assert!(killed_at.is_some());
     // The session is never lost: one id from the first call to the last.
     let session = &calls[0]["session"];
     assert!(session.as_str().is_some_and(|s| s.len() > 100), "{session}");
@@ -494,6 +584,30 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
     for call in calls.iter().filter(|c| c["ok"] == true) {
         assert_eq!(call["text"], format!("call {}", call["i"]), "{call}");
     }
+    // The subscription made before the kill was not dropped: its updates came before
+    // it, on the killed replica's stream, and went on coming after it, on the stream the
+    // host reopened at a survivor (which never saw the subscribe, and re-attached to
+    // the server's session that holds it).
+    let updates = end["updates"].as_u64().unwrap();
+    assert!(
+        updates_at_kill >= 1,
+        "updates before the kill: {updates_at_kill}"
+    );
+    assert!(
+        updates >= updates_at_kill + 3,
+        "updates after the kill: {updates_at_kill} then {updates}"
+    );
+    // The Python SDK's host likewise: every call answered but at most the one in flight
+    // on the killed replica, all in the one session it opened.
+    assert_eq!(py_end["done"], true, "{py_calls:?}");
+    assert_eq!(py_calls.len(), 40);
+    let py_sessions = py_end["sessions"].as_array().unwrap();
+    assert_eq!(py_sessions.len(), 1, "{py_sessions:?}");
+    let py_failed: Vec<_> = py_calls.iter().filter(|c| c["ok"] != true).collect();
+    assert!(py_failed.len() <= 1, "{py_failed:?}");
+    for call in py_calls.iter().filter(|c| c["ok"] == true) {
+        assert_eq!(call["text"], format!("py {}", call["i"]), "{call}");
+    }
     // The 2026-07-28 host likewise: at most its one call in flight failed.
     let modern_failed: Vec<_> = modern.iter().filter_map(|c| c.as_ref().err()).collect();
     assert!(modern.len() >= 3, "{modern:?}");
@@ -511,19 +625,48 @@ fn a_replica_killed_under_load_loses_no_session_and_only_its_requests_in_flight(
             l["event"] == "sealed" && l["restored"] == true && l["upstream"] == "re-attached"
         })
     };
-    assert!(restored(&replicas[1]), "the replica brought back");
-    assert!(restored(&replicas[0]) || restored(&replicas[2]));
+    assert!(restored(&replicas[k]), "the replica brought back");
+    let survivors: Vec<_> = (0..replicas.len()).filter(|i| *i != k).collect();
+    assert!(survivors.iter().any(|i| restored(&replicas[*i])));
+    // The host's stream came back at another replica (a survivor, or the one brought
+    // back if it was up by then), fresh (what the dead replica had not delivered is said
+    // lost), and the server's stream was opened there for it.
+    let said =
+        |i: usize, want: &dyn Fn(&serde_json::Value) -> bool| replicas[i].audit().iter().any(want);
+    let streams: Vec<Vec<serde_json::Value>> = (0..replicas.len())
+        .map(|i| {
+            let audit = replicas[i].audit().into_iter();
+            audit
+                .filter(|l| l["event"] == "stream" || l["event"] == "resumed")
+                .collect()
+        })
+        .collect();
+    assert!(
+        (0..replicas.len()).any(|i| {
+            said(i, &|l| l["event"] == "resumed" && l["fresh"] == true)
+                && said(i, &|l| {
+                    l["event"] == "stream"
+                        && l["host"] == "ts-replicas-host"
+                        && l["standalone"] == "opened"
+                })
+        }),
+        "{streams:#?}"
+    );
     // And its metrics count it.
-    let metrics = listen_support::http_at(ports[1], "GET", "/metrics", &[], "").body;
+    let metrics = listen_support::http_at(ports[k], "GET", "/metrics", &[], "").body;
     let sealed = metrics
         .lines()
         .find(|l| l.starts_with(r#"capable_bridge_audit_events_total{event="sealed"}"#));
     let count = sealed.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
     assert!(count.is_some_and(|n| n >= 1), "{sealed:?}");
     eprintln!(
-        "legacy calls failed: {}/{} {failed:?}; 2026-07-28 calls failed: {}/{} {modern_failed:?}",
+        "killed replica {k}; TypeScript calls failed: {}/{} {failed:?}, updates {updates_at_kill} \
+         at the kill, {updates} at the end; Python calls failed: {}/{} {py_failed:?}; \
+         2026-07-28 calls failed: {}/{} {modern_failed:?}",
         failed.len(),
         calls.len(),
+        py_failed.len(),
+        py_calls.len(),
         modern_failed.len(),
         modern.len()
     );

@@ -104,3 +104,35 @@ fn only_a_fresh_policy_resumes_a_legacy_session_with_a_sendable_id() {
         Err(ResumeError::Modern)
     );
 }
+
+#[test]
+fn a_session_held_by_several_clients_opens_its_standalone_stream_only_while_asked() {
+    let mut initialize = Outbox::new();
+    let established = Established::resumed(
+        ClientConfig::default(),
+        negotiated(ProtocolVersion::V2025_06_18),
+        &mut initialize,
+    )
+    .unwrap();
+    let mut http = session();
+    http.standalone_on_demand();
+    // Resumed: no GET yet (another replica's host may be listening on it).
+    let opened = http
+        .resume_session("shared-3", &established.negotiated, &initialize)
+        .unwrap();
+    assert!(opened.is_empty(), "{opened:?}");
+    // This client's host listens: the GET opens, in the session.
+    let (ex, get, _) = sent(&http.want_standalone(true));
+    assert_eq!(get.method, HttpMethod::Get);
+    assert_eq!(header(&get, "mcp-session-id"), Some("shared-3"));
+    assert!(http.want_standalone(true).is_empty(), "one stream, not two");
+    // Its host went away: the GET is closed, and not reopened when it ends.
+    assert_eq!(http.want_standalone(false), vec![Action::Abort(ex)]);
+    assert!(http.on_end(ex, End::default()).is_empty());
+    // A server that refuses a second stream (409) while another client still holds
+    // its own: retried after the delay, as a broken stream is.
+    let (ex, _, _) = sent(&http.want_standalone(true));
+    assert_eq!(http.on_head(ex, &head(409)).0, Body::Discard);
+    let (again, get, _) = sent(&http.on_end(ex, End::default()));
+    assert_eq!((again, get.method), (ex, HttpMethod::Get));
+}

@@ -500,3 +500,34 @@ fn a_listen_stream_is_acknowledged_with_the_uris_that_can_be_subscribed_alone() 
         .notify(&updated, &json!({"uri": "docs://b"}), &mut s.out)
         .is_err());
 }
+
+#[test]
+fn state_kept_upstream_lets_the_servers_updates_and_log_lines_through_unseen_here() {
+    // A relay's engine whose server session is this client's alone, continued on
+    // another replica: the subscribe and setLevel went through a replica before it.
+    let caps = json!({"resources": {"subscribe": true}, "logging": {}});
+    let mut s = Scripted::initialize(V.as_str(), caps, json!({}));
+    let update = Notification::ResourceUpdated {
+        uri: "docs://a".into(),
+    };
+    let p = json!({"uri": "docs://a"});
+    let debug = json!({"level": "debug", "data": "x"});
+    let line = Notification::from_value("notifications/message", &debug);
+    let Event::Request(level) = s.request(2, "logging/setLevel", json!({"level": "error"})) else {
+        panic!("not routed")
+    };
+    s.server.respond(&level.id, &json!({}), &mut s.out);
+    s.written();
+    assert!(s.server.notify(&update, &p, &mut s.out).is_err());
+    assert!(s.server.notify(&line, &debug, &mut s.out).is_err());
+    s.server.keep_state_upstream();
+    assert_eq!(s.server.notify(&update, &p, &mut s.out), Ok(()));
+    assert_eq!(s.server.notify(&line, &debug, &mut s.out), Ok(()));
+    assert_eq!(s.written().len(), 2);
+    // What the server did not declare is still withheld.
+    assert!(matches!(
+        s.server
+            .notify(&Notification::PromptsListChanged, &json!({}), &mut s.out),
+        Err(Withheld::NotDeclared { .. })
+    ));
+}

@@ -65,6 +65,9 @@ pub async fn connect_http(
     }
     let busy = config.oauth.as_ref().map(|o| o.busy());
     let transport = HttpTransport::new(config, options.max_message_size)?;
+    if options.shared_session {
+        transport.standalone_on_demand();
+    }
     connect_paused(transport, options, busy).await
 }
 
@@ -76,6 +79,9 @@ async fn resume_http(
 ) -> Result<Session, Error> {
     let (established, initialize) = crate::resume::established(resumption, options.core_config()?)?;
     let transport = HttpTransport::new(config, options.max_message_size)?;
+    if options.shared_session {
+        transport.standalone_on_demand();
+    }
     transport
         .resume(&resumption.session_id, &established.negotiated, &initialize)
         .await?;
@@ -278,6 +284,10 @@ fn start<Si: MessageSink, So: MessageSource>(
     options: ClientOptions,
     events: crate::events::EventLog,
 ) -> Session {
+    let mut conn = conn;
+    if options.shared_session {
+        conn.share_subscriptions();
+    }
     let negotiated = conn.negotiated().clone();
     let state = State {
         bypass: sink.bypass(Sealed(())),

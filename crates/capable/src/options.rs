@@ -65,6 +65,9 @@ pub struct ClientOptions {
     /// ([`ClientOptions::with_resume`]); [`connect_http`](crate::connect_http) only,
     /// and only once: the session's own options no longer carry it.
     pub resume: Option<crate::Resumption>,
+    /// The legacy HTTP session is held by other clients at once — gateway replicas
+    /// each continuing it ([`ClientOptions::with_shared_session`]).
+    pub shared_session: bool,
 }
 
 impl Default for ClientOptions {
@@ -83,6 +86,7 @@ impl Default for ClientOptions {
             extensions: Default::default(),
             known_tools: Vec::new(),
             resume: None,
+            shared_session: false,
         }
     }
 }
@@ -93,6 +97,19 @@ impl ClientOptions {
     /// must be this one's (a renewal replays `initialize` from these options).
     pub fn with_resume(mut self, session: crate::Resumption) -> Self {
         self.resume = Some(session);
+        self
+    }
+
+    /// The legacy HTTP session is held by other clients at once (gateway replicas,
+    /// each continuing the one session as its host's requests reach it): its
+    /// standalone stream opens only while
+    /// [`Session::set_standalone_stream`](crate::Session::set_standalone_stream) asks
+    /// for it — a server keeps one per session, so the client whose host listens must
+    /// be the one holding it — and a `resources/subscribe` another of them made is
+    /// the session's (its updates expected here). [`connect_http`](crate::connect_http)
+    /// only.
+    pub fn with_shared_session(mut self) -> Self {
+        self.shared_session = true;
         self
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use capable::internal::jsonrpc::{codes, Incoming, RpcError};
+use capable::internal::server::streams::STANDALONE;
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
@@ -121,9 +122,20 @@ pub(super) async fn get(
     }
     match events.await {
         Ok(Some(Events { priming, events })) => {
-            let events = stream::unfold((events, held), |(mut events, held)| async move {
-                let event = events.recv().await?;
-                Some((event, (events, held)))
+            // The host closing it is told at once (not at the next event that finds
+            // nobody): a replicated session's server stream follows the host's.
+            let listening = Listening {
+                events: Some(events),
+                _gone: Gone {
+                    tx,
+                    stream: STANDALONE,
+                    armed: true,
+                    _held: Some(held),
+                },
+            };
+            let events = stream::unfold(listening, |mut listening| async move {
+                let event = listening.events.as_mut()?.recv().await?;
+                Some((event, listening))
             });
             sse::response(priming, events)
         }
@@ -189,6 +201,20 @@ impl Drop for Gone {
                 stream: self.stream,
             });
         }
+    }
+}
+
+/// A host's `GET` being read: when it is dropped, its events' end is let go of first,
+/// then the task told — so that the task finds the stream closed (not one the host
+/// opened again since).
+struct Listening {
+    events: Option<super::queue::Receiver>,
+    _gone: Gone,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.events.take();
     }
 }
 

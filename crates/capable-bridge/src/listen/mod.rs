@@ -110,7 +110,9 @@ impl Listener {
     fn spawn(&self, kind: Kind, caller: Option<&Arc<Caller>>, session: Option<&str>) -> Commands {
         let (tx, rx) = mpsc::unbounded_channel();
         let bound = self.stream_buffer;
-        let run = session::run(self.target.clone(), kind, bound, rx);
+        // A sealed legacy session is continued by any replica: shared with them.
+        let replicated = kind == Kind::Legacy && self.seal.is_some();
+        let run = session::run(self.target.clone(), kind, bound, replicated, rx);
         // Counted among the sessions while it runs.
         let running = self.target.audit.metrics().session(kind == Kind::Legacy);
         let run = async move {

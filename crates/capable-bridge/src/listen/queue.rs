@@ -60,6 +60,11 @@ impl Sender {
         }
         self.tx.send(event).map_err(|_| Closed::Gone)
     }
+
+    /// Whether the reader is gone.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
 }
 
 impl Receiver {

@@ -29,26 +29,46 @@
 //! request again (the audit's `notice`, "expired; started a new one"). The audit's
 //! `sealed` line says which (`"upstream": "re-attached"` or `"replayed"`).
 //!
-//! What is not in the seal, because a session id never changes after `initialize` and so
-//! cannot carry what happens later, stays with the replica that saw it:
+//! What happens later cannot be in the seal, because a session id never changes after
+//! `initialize`. What of it a continuing replica needs, it gets otherwise:
 //!
-//! - a `logging/setLevel` after `initialize`, and `resources/subscribe`, *in the bridge*:
-//!   the server behind keeps them on its re-attached session, but the continuing
-//!   replica's own record starts empty — updates reach the host through the replica
-//!   whose upstream `GET` stream the server sends them on (the last to open one), which
-//!   need not be the one holding the host's `GET` (not yet carried end to end);
+//! - `resources/subscribe` and `logging/setLevel`, for one legacy HTTP server behind a
+//!   legacy host: every replica forwards them as they came, to the one server session
+//!   all of them re-attach to, which is this host session's alone — so the server's
+//!   record of them *is* the host's, and the replica holding the host's stream need
+//!   not have seen them. Each replica's engine leaves them to the server
+//!   ([`ServerConnection::keep_state_upstream`](capable::internal::server::ServerConnection::keep_state_upstream),
+//!   where the rule is written): the server's `resources/updated` and log lines pass
+//!   whatever this replica saw. The bridge's own record stays the replica's; nothing
+//!   is kept in a shared store;
+//! - **the server's standalone stream follows the host's**: a server keeps one
+//!   standalone `GET` per session (the last, or it refuses a second with `409`), and
+//!   it sends updates, list changes and its own questions there. So no replica opens
+//!   it at connect time (`ClientOptions::with_shared_session`): the replica that gets
+//!   the host's `GET` opens it, and closes it when that host stream ends — never one
+//!   per replica regardless. A host whose `GET` broke with its replica reconnects
+//!   elsewhere; the server's stream opens there, and the subscription goes on (the
+//!   audit's `stream` lines, `"standalone": "opened"`/`"closed"`, name the host);
+//! - a `GET` with the `Last-Event-ID` of a stream another replica served gets a fresh
+//!   standalone stream here, nothing replayed: each replica's event ids carry a tag of
+//!   its own ([`Streams::tagged`](capable::internal::server::streams::Streams::tagged)),
+//!   so another's id is never read as one of this replica's (which would replay this
+//!   one's events as if missed). What that stream had not delivered is lost, and said
+//!   in the audit (`resumed`, `"fresh": true`); nothing the host had is sent twice.
+//!
+//! What stays with the replica that saw it:
+//!
+//! - a 2026-07-28 server behind (no session to share: the bridge subscribes for the
+//!   host on a listen stream of its own) and several servers behind (`--config`): the
+//!   host's subscriptions are that replica's record, and each replica opens its own
+//!   server sessions; stdio servers likewise (per-session state of a stdio server —
+//!   what a tool remembered between calls — is that replica's);
 //! - tasks the gateway hands out carry no seal of their own yet: a `tasks/*` request
 //!   reaches the server on the re-attached session, but the bridge's own record of a
 //!   task is the replica's (the seal a task id is to be, bound to its caller, is the
 //!   core's [`TaskSeal`](capable::internal::seal::TaskSeal); the relay does not hand
 //!   such ids out yet);
-//! - several servers behind (`--config`) and stdio servers: each replica opens its own
-//!   (per-session state of a stdio server — what a tool remembered between calls — is
-//!   that replica's);
-//! - streams: an SSE answer or standalone `GET` lives on one replica; a `GET` with the
-//!   `Last-Event-ID` of a stream another replica served gets a fresh standalone stream
-//!   here, nothing replayed (what that stream had not delivered is lost, and said in
-//!   the audit), so a host that reconnects keeps receiving what the servers send.
+//! - an SSE answer lives on the replica that runs its request: it breaks with it.
 //!
 //! Several replicas hold a re-attached session at once (round robin sends a host's
 //! requests everywhere): each numbers its requests from its own random start, so the

@@ -83,19 +83,31 @@ pub enum Posted {
 }
 
 /// Serves one host until its commands end (the session is deleted, the listener
-/// stops); then the server behind is shut down.
+/// stops); then the server behind is shut down. `replicated`: the session is sealed,
+/// continued by other replicas too ([`Host::share_with_replicas`]): the server's
+/// standalone stream is open here only while the host's `GET` is.
 pub async fn run(
     target: Arc<Target>,
     kind: Kind,
     bound: usize,
+    replicated: bool,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let audit = target.audit.clone();
     let mut host = Host::new(target, kind == Kind::Modern);
+    if replicated {
+        host.share_with_replicas();
+    }
     let mut streams = match kind {
         Kind::Legacy => Streams::new(KEEP, KEEP_BYTES),
         Kind::Modern => Streams::new(0, 0),
     };
+    if replicated {
+        // Each replica's event ids are its own: a `Last-Event-ID` another replica gave
+        // (it died, the host came back here) is none of this one's — a fresh stream,
+        // never this replica's events under the other's numbers.
+        streams = streams.tagged(&crate::random_hex::<4>());
+    }
     let mut readers: HashMap<u64, queue::Sender> = HashMap::new();
     let mut requests: HashMap<u64, RequestId> = HashMap::new();
     let mut ids = ClientIds::default();
@@ -152,6 +164,9 @@ pub async fn run(
                         None => STANDALONE,
                     };
                     readers.insert(stream, tx);
+                    if stream == STANDALONE {
+                        host.host_listens(true);
+                    }
                     let priming = priming(kind, &host, &streams, stream);
                     let _ = reply.send(Some(Events { priming, events }));
                 }
@@ -163,7 +178,16 @@ pub async fn run(
                     let _ = reply.send(host.accepts_batches());
                 }
                 Some(Command::Gone { stream }) => {
+                    // The standalone stream the host opened again since (a second `GET`
+                    // replaced the first) is read anew: not gone.
+                    let reread = readers.get(&stream).is_some_and(|r| !r.is_closed());
+                    if stream == STANDALONE && reread {
+                        continue;
+                    }
                     readers.remove(&stream);
+                    if stream == STANDALONE {
+                        host.host_listens(false);
+                    }
                     if let (Kind::Modern, Some(id)) = (kind, requests.remove(&stream)) {
                         ids.forget(&id);
                         if streams.is_open(stream) {
@@ -186,11 +210,17 @@ pub async fn run(
                         Ok(()) => {}
                         Err(queue::Closed::Gone) => {
                             readers.remove(&stream);
+                            if stream == STANDALONE {
+                                host.host_listens(false);
+                            }
                         }
                         Err(queue::Closed::Full) => {
                             // Its reader let too much pile up: the stream is closed (a
                             // legacy host resumes it with Last-Event-ID).
                             readers.remove(&stream);
+                            if stream == STANDALONE {
+                                host.host_listens(false);
+                            }
                             audit.record(
                                 "closed",
                                 serde_json::json!({"side": "host",

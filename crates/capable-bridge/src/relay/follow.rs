@@ -6,8 +6,8 @@ use capable::events::SessionEvent;
 use capable::internal::bridge::follow::Outcome;
 use capable::internal::bridge::FollowStep;
 use capable::internal::notification::Notification;
-use capable::internal::server::{Interest, Withheld};
-use capable::internal::Method;
+use capable::internal::server::{Interest, Phase, Withheld};
+use capable::internal::{Era, Method};
 use std::sync::Arc;
 
 use capable::{Error, ListenEvent, Session};
@@ -286,12 +286,58 @@ impl Relay {
         self.run_follow();
     }
 
+    /// The host's session and the one server's are held by other replicas too
+    /// (sealed sessions, `ClientOptions::with_shared_session`), each forwarding every
+    /// `resources/subscribe` and `logging/setLevel` as it came: the server's record of
+    /// them is the host's, which this replica need not have seen — the core's rule
+    /// ([`ServerConnection::keep_state_upstream`](capable::internal::server::ServerConnection::keep_state_upstream)).
+    /// Only for a legacy host of one legacy server (a 2026-07-28 server has no session
+    /// to share; many servers are each replica's own).
+    pub fn share_with_replicas(&mut self, host: Option<capable::internal::Era>) {
+        if host == Some(Era::Legacy) && self.servers.era() == Some(Era::Legacy) {
+            self.engine.keep_state_upstream();
+        }
+    }
+
+    /// The host's standalone `GET` opened here (`true`) or ended (`false`): the one
+    /// server's standalone stream follows it, so that the replica holding the host's
+    /// stream is the one the server sends on (a server keeps one per session). A
+    /// session not shared with replicas keeps its stream open throughout.
+    pub fn host_listens(&mut self, listens: bool) {
+        if self.host_listens == listens {
+            return;
+        }
+        self.host_listens = listens;
+        // Only a legacy HTTP session has a standalone stream to follow (a stdio
+        // server's messages all come on its one pipe).
+        let shared = self.servers.one().filter(|s| s.resumption().is_some());
+        if let Some(session) = shared {
+            session.set_standalone_stream(listens);
+            let state = if listens { "opened" } else { "closed" };
+            // Which host's, by the name it gave (several hosts' streams are open at
+            // once), cut short.
+            let host = match self.engine.phase() {
+                Phase::Legacy(c) | Phase::Initializing(c) => {
+                    Some(c.client_info.name.chars().take(64).collect::<String>())
+                }
+                _ => None,
+            };
+            self.audit.record(
+                "stream",
+                json!({"server": self.servers.name(), "side": "server", "standalone": state,
+                       "host": host}),
+            );
+        }
+    }
+
     /// The server behind came back: what the host listens for is asked again, and the
     /// host hears that the lists it declared may have changed.
     fn restarted(&mut self) {
         let Some(session) = self.servers.one().cloned() else {
             return;
         };
+        // A new session of the server's: its stream opens again if the host listens.
+        session.set_standalone_stream(self.host_listens);
         let interest = self.engine.interest();
         self.state.forget_log_level();
         let eras = (session.era(), self.host_era());

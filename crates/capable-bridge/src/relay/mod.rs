@@ -106,6 +106,10 @@ pub struct Relay {
     listening: Option<AbortHandle>,
     /// What is open at the one server for what the host wants to hear of (the core's).
     following: Follow,
+    /// The one server's session is held by other replicas too, and the host's
+    /// standalone `GET` is open here: the server's standalone stream is to be open
+    /// here too (`follow.rs`).
+    host_listens: bool,
     /// Many servers: what each is asked for the host's subscriptions (the core's
     /// decisions), and their listen streams.
     subscriptions: Subscriptions,
@@ -160,6 +164,7 @@ impl Relay {
             state: State::new(ask_timeout, super::random()),
             listening: None,
             following: Follow::default(),
+            host_listens: false,
             subscriptions: Subscriptions::default(),
             streams: fanout::Streams::default(),
             tasks,

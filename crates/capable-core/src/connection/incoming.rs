@@ -331,9 +331,11 @@ impl<W> Connection<W> {
                     method: method.clone(),
                     needs,
                 });
-            } else if let (Notification::ResourceUpdated { uri }, Era::Legacy) =
-                (&notification, self.negotiated.era())
-            {
+            } else if let (Notification::ResourceUpdated { uri }, Era::Legacy, false) = (
+                &notification,
+                self.negotiated.era(),
+                self.subscriptions_shared,
+            ) {
                 if !self
                     .subscriptions
                     .iter()

@@ -227,6 +227,9 @@ pub struct Connection<W> {
     violations: Vec<Violation>,
     notices: Vec<Notice>,
     subscriptions: HashSet<String>,
+    /// Legacy: the session is held by other clients too, which may have subscribed
+    /// (see [`Connection::share_subscriptions`]).
+    subscriptions_shared: bool,
     /// Modern: the members of the `_meta` envelope, pre-serialised once.
     meta_members: Vec<u8>,
     /// Modern: `io.modelcontextprotocol/logLevel` to put on every request.
@@ -284,6 +287,7 @@ impl<W> Connection<W> {
             violations: Vec::new(),
             notices,
             subscriptions: HashSet::new(),
+            subscriptions_shared: false,
             meta_members,
             log_level: None,
             timer_at: None,
@@ -423,6 +427,14 @@ impl<W> Connection<W> {
         }
         self.log_level = Some(level.to_owned());
         Ok(LogLevel::InMeta)
+    }
+
+    /// The legacy session is held by other clients too (gateway replicas continuing
+    /// one session): a `resources/subscribe` one of them made is the session's, so an
+    /// update of a URI this connection never subscribed to is expected, not noticed
+    /// ([`Notice::UnexpectedUpdate`] is for a session of this connection's alone).
+    pub fn share_subscriptions(&mut self) {
+        self.subscriptions_shared = true;
     }
 
     /// The URIs of the legacy subscriptions in force (recorded when a

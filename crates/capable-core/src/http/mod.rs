@@ -146,6 +146,11 @@ pub struct HttpSession {
     closed: bool,
     /// 401 and 403 `insufficient_scope` become [`Action::Authorize`].
     authorizing: bool,
+    /// The standalone stream, legacy: whether it opens only when asked
+    /// ([`HttpSession::standalone_on_demand`]), whether it is asked for, and whether
+    /// the session is where it may open (`notifications/initialized` went through, or
+    /// the session was resumed).
+    standalone: streams::Wanted,
 }
 
 impl std::fmt::Debug for HttpSession {
@@ -177,6 +182,7 @@ impl HttpSession {
             next_exchange: 0,
             closed: false,
             authorizing: false,
+            standalone: streams::Wanted::default(),
         }
     }
 

@@ -5,6 +5,11 @@
 //!   405 means the server has none; a stream that ends is reopened after the server's
 //!   `retry` (with `Last-Event-ID`), at most [`Reconnect::attempts`] times in a row
 //!   without a message, then given up with a notice;
+//!   a session several clients hold at once (gateway replicas continuing one
+//!   session) opens it **on demand** instead ([`HttpSession::standalone_on_demand`]):
+//!   only while asked to ([`HttpSession::want_standalone`]), so that the one client
+//!   whose own host listens is the one the server sends on — a server keeps one
+//!   standalone stream per session (the last, or it refuses a second with `409`);
 //! - the **2024-11-05 HTTP+SSE stream**, tried when `initialize` was refused: its first
 //!   event must name the endpoint to POST to, on the same origin as the URL; every
 //!   answer and server message then arrives on it, and its end is the connection's.
@@ -36,6 +41,17 @@ pub(super) struct Standalone {
     retry: Option<Duration>,
 }
 
+/// When the standalone stream opens (see [`HttpSession::standalone_on_demand`]).
+#[derive(Debug, Default)]
+pub(super) struct Wanted {
+    /// It opens only while asked for.
+    on_demand: bool,
+    /// It is asked for.
+    asked: bool,
+    /// The session is where it may open.
+    ready: bool,
+}
+
 pub(super) struct LegacyStream {
     /// The `initialize` waiting for the endpoint.
     call: ExchangeId,
@@ -53,9 +69,53 @@ impl LegacyStream {
 }
 
 impl HttpSession {
+    /// Legacy: the standalone stream opens only while asked to
+    /// ([`HttpSession::want_standalone`]), not as soon as the session allows. For a
+    /// session other clients hold too (gateway replicas): the server keeps one
+    /// standalone stream per session, so the client that opens it is the one the
+    /// server's messages reach — the one whose own host listens. Set before anything
+    /// is sent.
+    pub fn standalone_on_demand(&mut self) {
+        self.standalone.on_demand = true;
+    }
+
+    /// On demand ([`HttpSession::standalone_on_demand`]): the standalone stream is
+    /// wanted (opened, now or once the session allows) or not (closed, and not
+    /// reopened). Returns the actions that do it; nothing without on demand. Asked
+    /// again while one is open, nothing changes; after one was given up, it opens
+    /// anew.
+    pub fn want_standalone(&mut self, wanted: bool) -> Vec<Action> {
+        if !self.standalone.on_demand {
+            return Vec::new();
+        }
+        self.standalone.asked = wanted;
+        if wanted {
+            return match self.standalone.ready {
+                true => self.open_standalone(),
+                false => Vec::new(),
+            };
+        }
+        let open: Vec<ExchangeId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| matches!(e, Exchange::Standalone(_)))
+            .map(|(ex, _)| *ex)
+            .collect();
+        open.into_iter()
+            .map(|ex| {
+                self.exchanges.remove(&ex);
+                Action::Abort(ex)
+            })
+            .collect()
+    }
+
     /// Legacy: the standalone GET stream, once `notifications/initialized` went
-    /// through.
+    /// through (on demand: once asked for too).
     pub(super) fn open_standalone(&mut self) -> Vec<Action> {
+        self.standalone.ready = true;
+        if self.standalone.on_demand && !self.standalone.asked {
+            return Vec::new();
+        }
         let open = self
             .exchanges
             .values()

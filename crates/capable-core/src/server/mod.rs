@@ -271,6 +271,9 @@ pub struct ServerConnection<W> {
     listens: Vec<listen::Listen>,
     /// Legacy: the URIs subscribed to.
     subscriptions: BTreeSet<String>,
+    /// Legacy: the server behind keeps the client's subscriptions and log level (see
+    /// [`ServerConnection::keep_state_upstream`]).
+    state_upstream: bool,
     /// Legacy: the level `logging/setLevel` asked for.
     log_level: Option<LogLevel>,
     notices: Vec<ClientNotice>,
@@ -316,6 +319,7 @@ impl<W> ServerConnection<W> {
             next_id: 0,
             listens: Vec::new(),
             subscriptions: BTreeSet::new(),
+            state_upstream: false,
             log_level: None,
             notices: Vec::new(),
             seen: None,
@@ -343,6 +347,25 @@ impl<W> ServerConnection<W> {
     /// never guessed: one client never gets another's.
     pub fn set_shared(&mut self, shared: bool) {
         self.shared = shared;
+    }
+
+    /// A legacy client's subscriptions and log level are kept by the server behind,
+    /// not here: a `notifications/resources/updated` it sends goes to the client
+    /// whatever this engine's own record of subscriptions says, a log line whatever
+    /// level `logging/setLevel` asked of this engine (what the server declared still
+    /// gates both).
+    ///
+    /// The rule, for a relay: an upstream session that is this client session's alone,
+    /// to which every `resources/subscribe`, `resources/unsubscribe` and
+    /// `logging/setLevel` of the client's went as it came, sends updates for this
+    /// client's subscriptions only, and log lines at the level it asked for — the
+    /// server's record is the client's. It may be the only complete one: gateway
+    /// replicas continuing one session each see some of its requests, and the replica
+    /// that holds the client's stream need not be the one that saw the subscribe.
+    /// Never for an upstream several clients share, nor one the relay subscribes on
+    /// for the client (its own subscriptions of other clients' would leak).
+    pub fn keep_state_upstream(&mut self) {
+        self.state_upstream = true;
     }
 
     /// Lets notifications that are no method of the protocol's (a server's own, `x/…`)

@@ -275,11 +275,14 @@ impl<W> ServerConnection<W> {
     }
 
     /// A legacy update of `uri` goes out only under a subscription that covers it.
+    /// Kept upstream ([`ServerConnection::keep_state_upstream`]): the server's
+    /// own record gates it.
     fn subscribed(&self, uri: &str) -> Result<(), Withheld> {
-        match self
-            .subscriptions
-            .iter()
-            .any(|s| model::is_same_or_sub_resource(uri, s))
+        match self.state_upstream
+            || self
+                .subscriptions
+                .iter()
+                .any(|s| model::is_same_or_sub_resource(uri, s))
         {
             true => Ok(()),
             false => Err(Withheld::NotSubscribed {
@@ -293,7 +296,9 @@ impl<W> ServerConnection<W> {
     fn log(&mut self, level: LogLevel, params: &Value, out: &mut Outbox) -> Result<(), Withheld> {
         const METHOD: &str = NotificationMethod::Message.as_str();
         if self.phase.era() == Some(Era::Legacy) {
-            if self.log_level.is_some_and(|wanted| level < wanted) {
+            // Kept upstream: the server filtered at the level asked of it.
+            let wanted = self.log_level.filter(|_| !self.state_upstream);
+            if wanted.is_some_and(|wanted| level < wanted) {
                 return Err(Withheld::BelowLevel {
                     level: level.as_str(),
                 });

@@ -12,7 +12,11 @@
 //!
 //! An event's id names its stream (`{stream}-{n}`, `n` counting every event), so that
 //! a client resuming with `Last-Event-ID` gets what it missed of that stream, and only
-//! of it (2025-11-25: "event IDs SHOULD encode the stream"). A 2026-07-28 server keeps
+//! of it (2025-11-25: "event IDs SHOULD encode the stream"). Several servers that each
+//! continue one client's session (gateway replicas) number their events alike: each
+//! tags its ids ([`Streams::tagged`], `{tag}.{stream}-{n}`), so that an id another
+//! gave — whose stream and count mean something else here — is no id of these
+//! streams, never a resumption of the wrong events. A 2026-07-28 server keeps
 //! nothing: that revision has no resumption ([`Streams::new`] with nothing to keep).
 
 use std::collections::{HashMap, VecDeque};
@@ -50,6 +54,8 @@ pub struct Streams {
     kept_bytes: usize,
     keep: usize,
     keep_bytes: usize,
+    /// What every id starts with (`{tag}.`), or nothing.
+    tag: String,
 }
 
 impl Streams {
@@ -64,7 +70,16 @@ impl Streams {
             kept_bytes: 0,
             keep,
             keep_bytes,
+            tag: String::new(),
         }
+    }
+
+    /// Every event id starts with `tag` and a dot: the ids of this server's streams,
+    /// told apart from those of another server continuing the same session (see the
+    /// module documentation). `tag` should be random, and holds neither `.` nor `-`.
+    pub fn tagged(mut self, tag: &str) -> Streams {
+        self.tag = format!("{tag}.");
+        self
     }
 
     /// A POST that carries `request`: the stream its messages go on.
@@ -79,7 +94,7 @@ impl Streams {
     /// data, sent first, so that a client whose connection drops before anything else
     /// came can resume the stream): resuming after it gives every event of the stream.
     pub fn priming(&self, stream: u64) -> String {
-        format!("{stream}-{}", self.next)
+        format!("{}{stream}-{}", self.tag, self.next)
     }
 
     /// Whether `stream` still waits for an answer.
@@ -117,7 +132,7 @@ impl Streams {
             self.next += 1;
             let event = StreamEvent {
                 stream,
-                id: format!("{stream}-{}", self.next),
+                id: format!("{}{stream}-{}", self.tag, self.next),
                 data: Bytes::copy_from_slice(line),
                 ends,
             };
@@ -143,14 +158,15 @@ impl Streams {
 
     /// What a client that comes back with `Last-Event-ID: last` missed: the stream it
     /// was on and the events of that stream after it still kept. `None` for an id
-    /// that is not one of these streams'.
+    /// that is not one of these streams' (another tag's among them).
     pub fn resume(&self, last: &str) -> Option<(u64, Vec<StreamEvent>)> {
+        let last = last.strip_prefix(self.tag.as_str())?;
         let (stream, n) = last.split_once('-')?;
         let (stream, n) = (stream.parse::<u64>().ok()?, n.parse::<u64>().ok()?);
         if stream >= self.next_stream || n > self.next {
             return None;
         }
-        let after = format!("{stream}-");
+        let after = format!("{}{stream}-", self.tag);
         let missed = self
             .kept
             .iter()
@@ -262,5 +278,24 @@ mod tests {
         let events = streams.route(&out);
         let (_, missed) = streams.resume(&format!("{STANDALONE}-0")).unwrap();
         assert_eq!(missed, events[1..].to_vec());
+    }
+
+    #[test]
+    fn a_tagged_servers_ids_are_its_own_and_another_servers_resume_nothing() {
+        let mut ours = Streams::new(8, 1 << 20).tagged("a1");
+        let mut theirs = Streams::new(8, 1 << 20).tagged("b2");
+        let mut out = Outbox::new();
+        out.write_notification("notifications/tools/list_changed", Some(&json!({})));
+        out.write_notification("notifications/tools/list_changed", Some(&json!({})));
+        let events = ours.route(&out);
+        theirs.route(&out);
+        assert_eq!(events[0].id, format!("a1.{STANDALONE}-1"));
+        assert_eq!(ours.priming(STANDALONE), format!("a1.{STANDALONE}-2"));
+        let (stream, missed) = ours.resume(&events[0].id).expect("ours");
+        assert_eq!((stream, missed), (STANDALONE, vec![events[1].clone()]));
+        // The same numbers under another replica's tag, or under none: not ours.
+        assert!(ours.resume(&format!("b2.{STANDALONE}-0")).is_none());
+        assert!(ours.resume(&format!("{STANDALONE}-0")).is_none());
+        assert!(theirs.resume(&events[0].id).is_none());
     }
 }

@@ -135,7 +135,9 @@ pub(super) fn serve(f: &Arc<Fixture>, request: ClientRequest) {
             f.result(&id, &cacheable(json!({"resourceTemplates": templates()})))
         }
         Method::ReadResource => read(f, &id, uri(), cacheable),
-        Method::Subscribe | Method::Unsubscribe if f.profile == Profile::Subscribe => {
+        Method::Subscribe | Method::Unsubscribe
+            if matches!(f.profile, Profile::Subscribe | Profile::ElicitSubscribe) =>
+        {
             f.result(&id, &json!({}));
             if method == Method::Subscribe {
                 f.start_updates();

@@ -91,6 +91,16 @@ impl Session {
         })
     }
 
+    /// A legacy HTTP session held by other clients too
+    /// ([`ClientOptions::with_shared_session`](crate::ClientOptions::with_shared_session)): opens its standalone stream (`true`),
+    /// on which the server sends what belongs to no request — updates of subscribed
+    /// resources, list changes, log lines, its own questions — or closes it (`false`),
+    /// leaving it to whichever client opens it next. Reopened when it breaks, as ever,
+    /// while it is wanted. Nothing for any other session.
+    pub fn set_standalone_stream(&self, open: bool) {
+        self.shared.peer.standalone(open);
+    }
+
     /// What the handshake settled.
     pub fn negotiated(&self) -> &Negotiated {
         &self.negotiated

@@ -237,6 +237,12 @@ pub trait Peer: Send + Sync + 'static {
     fn session_id(&self) -> Option<String> {
         None
     }
+    /// A legacy HTTP session held by other clients too
+    /// ([`ClientOptions::with_shared_session`](crate::ClientOptions::with_shared_session)): its
+    /// standalone stream open (`true`) or closed (`false`); nothing for any other.
+    fn standalone(&self, open: bool) {
+        let _ = open;
+    }
 }
 
 /// A connected transport, ready to be split.

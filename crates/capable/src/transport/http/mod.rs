@@ -234,6 +234,13 @@ impl HttpTransport {
 }
 
 impl HttpTransport {
+    /// The session is held by other clients too (gateway replicas continuing one
+    /// session): its standalone stream opens only while [`Peer::standalone`] asks for
+    /// it (see the core's `HttpSession::standalone_on_demand`). Before anything is sent.
+    pub(crate) fn standalone_on_demand(&self) {
+        self.http.policy().standalone_on_demand();
+    }
+
     /// Takes up legacy session `session_id` (see [`crate::Resumption`]) before the
     /// transport is split: the policy resumed, the standalone stream opened.
     pub(crate) async fn resume(
@@ -467,6 +474,18 @@ impl Peer for HttpPeer {
 
     fn session_id(&self) -> Option<String> {
         self.http.policy().session_id().map(str::to_owned)
+    }
+
+    fn standalone(&self, open: bool) {
+        let actions = self.http.policy().want_standalone(open);
+        if actions.is_empty() {
+            return;
+        }
+        // Opening and aborting are carried out at once (neither waits).
+        let http = self.http.clone();
+        tokio::spawn(async move {
+            let _ = exchange::execute(&http, actions).await;
+        });
     }
 }
 
