@@ -182,6 +182,7 @@ impl Traces {
             context,
             parent: parent.map(|p| p.span_id),
             recording,
+            tool_call: matches!(request.method, Method::CallTool | Method::TaskResult),
             upstream: None,
             server: None,
             ended: false,
@@ -322,6 +323,8 @@ pub(crate) struct Traced {
     /// The caller's span, when it gave one.
     parent: Option<[u8; 8]>,
     recording: Option<Recording>,
+    /// A `tools/call` (or a task's result): its result may say `isError`.
+    tool_call: bool,
     /// The upstream call's span: its id, when it began.
     upstream: Option<([u8; 8], u64)>,
     /// The server it went to, once routed.
@@ -362,7 +365,9 @@ impl Traced {
         let mut attributes = Vec::new();
         let outcome = match answer {
             Ok(result) => {
-                if result.mentions("\"isError\":true") {
+                // Only a tool's result says `isError` (a search of the whole
+                // result, saved for every other method).
+                if self.tool_call && result.mentions("\"isError\":true") {
                     attributes.push(Attribute::text("error.type", "tool_error"));
                 }
                 "ok"
