@@ -23,6 +23,8 @@ use serde_json::json;
 /// The caller's context: its trace, and its span (the bridge's span's parent).
 const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 const CALLER_SPAN: &str = "b7ad6b7169203331";
+/// A caller's trace that it does not sample.
+const UNSAMPLED: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
 fn caller_parent() -> String {
     format!("00-{TRACE}-{CALLER_SPAN}-01")
@@ -116,6 +118,23 @@ fn traced_tool_call(collector: &Collector, env: &[(&str, &str)]) {
         "clientInfo": {"name": "h", "version": "1"}});
     ask(&mut b, 0, "initialize", init);
     b.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // A caller whose trace is not sampled: nothing recorded (the default sampler
+    // follows the caller), the trace still handed on, unsampled.
+    let unsampled = format!("00-{UNSAMPLED}-{CALLER_SPAN}-00");
+    let call = ask(
+        &mut b,
+        6,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "hi"},
+            "_meta": {"traceparent": unsampled}}),
+    );
+    let seen = call["result"]["_meta"]["capable.fixture/traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an unsampled trace was not handed on: {call}"));
+    let parts: Vec<&str> = seen.split('-').collect();
+    assert_eq!(parts.len(), 4, "{seen}");
+    assert_eq!((parts[1], parts[3]), (UNSAMPLED, "00"), "{seen}");
+    assert_ne!(parts[2], CALLER_SPAN);
     let parent = caller_parent();
     let call = ask(
         &mut b,
@@ -167,6 +186,11 @@ fn traced_tool_call(collector: &Collector, env: &[(&str, &str)]) {
     assert_ne!(list.trace_id, TRACE);
     let list_upstream = one(&spans, "tools/list", CLIENT);
     assert_eq!(list_upstream.parent_span_id, list.span_id);
+    // The unsampled call ended first: had it been recorded, its spans would be here.
+    assert!(
+        spans.iter().all(|s| s.trace_id != UNSAMPLED),
+        "an unsampled trace was recorded: {spans:#?}"
+    );
 }
 
 #[test]

@@ -135,7 +135,7 @@ impl Relay {
             }
             _ => self.servers.exchange(method, upstream, options),
         };
-        if let (Some(traced), Some(server)) = (&traced, server.as_deref()) {
+        if let (Some(traced), Some(server)) = (&mut traced, server.as_deref()) {
             traced.server(server);
         }
         let answer = policy::after(policy, method, answer);

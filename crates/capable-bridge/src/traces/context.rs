@@ -7,11 +7,9 @@
 //! body, so the relay has one place to look; a `_meta` that has its own wins (it is
 //! the request's, a header may be a whole batch's).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use opentelemetry::propagation::{Extractor, TextMapPropagator};
-use opentelemetry::trace::{TraceContextExt, TraceFlags};
-use opentelemetry::Context;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
 use serde_json::Value;
 
 /// The longest `traceparent` taken (a version-00 one is 55 characters; a later
@@ -20,58 +18,148 @@ const MAX_PARENT: usize = 256;
 /// The longest `tracestate` taken (W3C: 32 members of at most 256 each; 512 is what a
 /// propagator is asked to keep).
 const MAX_STATE: usize = 512;
+/// The most `tracestate` members kept (W3C).
+const MAX_MEMBERS: usize = 32;
 
-/// The context `traceparent` (and `tracestate`) name; the empty context when they name
-/// none a W3C propagator accepts. Read straight from the two strings (no map).
-pub fn parent(traceparent: &str, tracestate: Option<&str>) -> Context {
-    if traceparent.len() > MAX_PARENT {
-        return Context::new();
+/// A span's place in a trace, as W3C trace context carries it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SpanContext {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    /// The `sampled` flag: the caller records its trace.
+    pub sampled: bool,
+    /// The `tracestate`, as a W3C propagator writes it back (`None` when empty).
+    pub state: Option<Arc<str>>,
+}
+
+impl SpanContext {
+    /// Its `traceparent`: version 00, and the sampled flag.
+    pub fn traceparent(&self) -> String {
+        let mut out = String::with_capacity(55);
+        out.push_str("00-");
+        hex(&self.trace_id, &mut out);
+        out.push('-');
+        hex(&self.span_id, &mut out);
+        out.push_str(if self.sampled { "-01" } else { "-00" });
+        out
     }
-    let carrier = Carrier {
-        traceparent,
-        tracestate: tracestate.filter(|s| s.len() <= MAX_STATE),
+}
+
+fn hex(bytes: &[u8], out: &mut String) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+}
+
+/// `N` bytes of exactly `2 N` lowercase hex digits, not all zero.
+fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
     };
-    TraceContextPropagator::new().extract_with_context(&Context::new(), &carrier)
+    let text = text.as_bytes();
+    if text.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, pair) in text.chunks_exact(2).enumerate() {
+        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    (out != [0; N]).then_some(out)
 }
 
-/// The two fields a W3C propagator reads.
-struct Carrier<'a> {
-    traceparent: &'a str,
-    tracestate: Option<&'a str>,
+/// The caller's context `traceparent` (and `tracestate`) name; `None` when they name
+/// none W3C trace context accepts (a `tracestate` that is not valid is left out, as a
+/// W3C propagator leaves it).
+pub(crate) fn parent(traceparent: &str, tracestate: Option<&str>) -> Option<SpanContext> {
+    if traceparent.len() > MAX_PARENT {
+        return None;
+    }
+    let mut parts = traceparent.trim().split('-');
+    let version = parts.next()?;
+    if version.len() != 2 || has_upper(version) {
+        return None;
+    }
+    let version = u8::from_str_radix(version, 16).ok()?;
+    if version == 0xff {
+        return None;
+    }
+    let trace_id = unhex::<16>(parts.next()?)?;
+    let span_id = unhex::<8>(parts.next()?)?;
+    let flags = parts.next()?;
+    if flags.len() != 2 || has_upper(flags) {
+        return None;
+    }
+    let flags = u8::from_str_radix(flags, 16).ok()?;
+    // Version 00 has exactly four parts; a later one may add to them.
+    if version == 0 && parts.next().is_some() {
+        return None;
+    }
+    let state = tracestate
+        .filter(|s| s.len() <= MAX_STATE)
+        .and_then(state)
+        .map(Arc::from);
+    Some(SpanContext {
+        trace_id,
+        span_id,
+        sampled: flags & 1 == 1,
+        state,
+    })
 }
 
-impl Extractor for Carrier<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        match key {
-            "traceparent" => Some(self.traceparent),
-            "tracestate" => self.tracestate,
-            _ => None,
+fn has_upper(text: &str) -> bool {
+    text.bytes().any(|b| b.is_ascii_uppercase())
+}
+
+/// A `tracestate` as a W3C propagator keeps it: its members (at most 32) trimmed and
+/// joined by `,`; `None` when it is empty or a member is not valid.
+fn state(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    for member in text.split_terminator(',').take(MAX_MEMBERS) {
+        let member = member.trim_matches([' ', '\t']);
+        if member.is_empty() {
+            continue;
+        }
+        let (key, value) = member.split_once('=')?;
+        if !valid_key(key) || value.len() > 256 || value.contains(['=', ',']) {
+            return None;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out.push_str(member);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// A `tracestate` key: lowercase letters, digits and `_-*/`, one `@` before a vendor
+/// of at most 14 characters.
+fn valid_key(key: &str) -> bool {
+    let bytes = key.as_bytes();
+    let Some(first) = bytes.first() else {
+        return false;
+    };
+    if key.len() > 256 || !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
+        return false;
+    }
+    let allowed = |b: u8| {
+        b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'*' | b'/')
+    };
+    match key.split_once('@') {
+        None => bytes.iter().all(|b| allowed(*b)),
+        Some((tenant, vendor)) => {
+            tenant.bytes().all(allowed)
+                && vendor.len() <= 14
+                && vendor
+                    .bytes()
+                    .next()
+                    .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                && vendor.bytes().all(allowed)
         }
     }
-
-    fn keys(&self) -> Vec<&str> {
-        vec!["traceparent", "tracestate"]
-    }
-}
-
-/// The `traceparent` (and `tracestate`, when not empty) of the span of `cx`, written
-/// as a W3C propagator writes them (version 00, the sampled flag); an empty
-/// `traceparent` for a context of no valid span.
-pub fn of(cx: &Context) -> (String, Option<String>) {
-    let span = cx.span();
-    let context = span.span_context();
-    if !context.is_valid() {
-        return (String::new(), None);
-    }
-    let flags = context.trace_flags() & TraceFlags::SAMPLED;
-    let parent = format!(
-        "00-{}-{}-{:02x}",
-        context.trace_id(),
-        context.span_id(),
-        flags
-    );
-    let state = context.trace_state().header();
-    (parent, (!state.is_empty()).then_some(state))
 }
 
 /// `body` with the HTTP request's `traceparent` (and `tracestate`) in the `_meta` of
@@ -136,39 +224,71 @@ mod tests {
 
     #[test]
     fn a_parent_is_read_and_written_back_as_it_came() {
-        let cx = parent(PARENT, Some("k=v"));
-        let span = cx.span().span_context().clone();
-        assert!(span.is_valid() && span.is_remote());
-        assert_eq!(
-            span.trace_id().to_string(),
-            "0af7651916cd43dd8448eb211c80319c"
-        );
-        assert_eq!(of(&cx), (PARENT.to_owned(), Some("k=v".to_owned())));
+        let cx = parent(PARENT, Some("k=v")).unwrap();
+        assert_eq!(cx.trace_id[..2], [0x0a, 0xf7]);
+        assert_eq!(cx.span_id[7], 0x31);
+        assert!(cx.sampled);
+        assert_eq!(cx.traceparent(), PARENT);
+        assert_eq!(cx.state.as_deref(), Some("k=v"));
+    }
+
+    /// What OpenTelemetry's own W3C propagator reads of `traceparent` and
+    /// `tracestate`: the `traceparent` and `tracestate` it would write back.
+    fn theirs(traceparent: &str, tracestate: Option<&str>) -> Option<(String, Option<String>)> {
+        use opentelemetry::propagation::TextMapPropagator;
+        use opentelemetry::trace::TraceContextExt;
+        use opentelemetry_sdk::propagation::TraceContextPropagator;
+        let mut carrier = HashMap::new();
+        carrier.insert("traceparent".to_owned(), traceparent.to_owned());
+        if let Some(state) = tracestate {
+            carrier.insert("tracestate".to_owned(), state.to_owned());
+        }
+        let cx = TraceContextPropagator::new().extract(&carrier);
+        if !cx.span().span_context().is_valid() {
+            return None;
+        }
+        let mut out = HashMap::new();
+        TraceContextPropagator::new().inject_context(&cx, &mut out);
+        Some((
+            out.remove("traceparent").unwrap_or_default(),
+            out.remove("tracestate").filter(|s| !s.is_empty()),
+        ))
     }
 
     #[test]
-    fn a_context_is_written_as_the_w3c_propagator_writes_it() {
-        for (p, state) in [
+    fn a_context_is_read_and_written_as_the_w3c_propagator_does() {
+        let upper = PARENT.replace("0af7", "0AF7");
+        let zeros = format!("00-{}-b7ad6b7169203331-01", "0".repeat(32));
+        let later = format!("01-{}-00-extra", &PARENT[3..52]);
+        let cases: &[(&str, Option<&str>)] = &[
             (PARENT, Some("k=v,a=b")),
-            (PARENT.replace("-01", "-00").as_str(), None),
-        ] {
-            let cx = parent(p, state);
-            let mut carrier = HashMap::new();
-            TraceContextPropagator::new().inject_context(&cx, &mut carrier);
-            let theirs = (
-                carrier.remove("traceparent").unwrap_or_default(),
-                carrier.remove("tracestate").filter(|s| !s.is_empty()),
-            );
-            assert_eq!(of(&cx), theirs);
+            (PARENT, Some(" k=v , ,a@b=c\t")),
+            (PARENT, Some("K=v")),
+            (PARENT, Some("k=v=w")),
+            (PARENT, Some("nokey")),
+            (&PARENT.replace("-01", "-00"), None),
+            (&PARENT.replace("-01", "-03"), None),
+            (&later, None),
+            (&format!("{PARENT}-more"), None),
+            (&format!("ff{}", &PARENT[2..]), None),
+            (&upper, None),
+            (&zeros, None),
+            ("", None),
+            ("00-zz-b7ad6b7169203331-01", None),
+        ];
+        for (p, state) in cases {
+            let ours = parent(p, *state).map(|cx| {
+                let state = cx.state.as_deref().map(str::to_owned);
+                (cx.traceparent(), state)
+            });
+            assert_eq!(ours, theirs(p, *state), "{p} {state:?}");
         }
-        assert_eq!(of(&Context::new()), (String::new(), None));
     }
 
     #[test]
     fn a_parent_that_is_not_w3c_is_none() {
         for bad in ["", "00-zz-b7ad6b7169203331-01", &"0".repeat(10_000)] {
-            let cx = parent(bad, None);
-            assert!(!cx.span().span_context().is_valid(), "{bad:.20}");
+            assert!(parent(bad, None).is_none(), "{bad:.20}");
         }
     }
 

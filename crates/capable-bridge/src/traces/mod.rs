@@ -11,31 +11,35 @@
 //! | its call upstream | client | the same | the same request's, and `capable.server` (the server it went to) |
 //!
 //! Off unless asked for (`--otlp`, or an `OTEL_EXPORTER_OTLP_ENDPOINT`): then a
-//! request costs one branch on an `Option`. On, a span is built and ended on the
-//! request's task (a few allocations) and handed to a bounded queue: nothing waits for
-//! the collector.
+//! request costs one branch on an `Option`. On, a request the sampler records
+//! (`sampler.rs`: by default, unless its caller's `traceparent` says it is not
+//! sampled) has its spans recorded on its task as the bridge's own small structs
+//! (`span.rs`: ids, times, and the attributes as static or shared strings) and handed
+//! to a bounded queue; the exporter's own thread encodes them a batch at a time and
+//! sends them (`export.rs`): nothing waits for the collector. A request not recorded
+//! still hands its trace context on upstream.
 
 mod context;
+mod encode;
 mod export;
+mod sampler;
+mod span;
 
-use std::borrow::Cow;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
 use capable::internal::auth::resource::Caller;
 use capable::internal::jsonrpc::{Payload, RequestId};
 use capable::internal::Method;
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
-use opentelemetry::{Context, KeyValue};
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
-use opentelemetry_sdk::Resource;
 
 pub use context::into_body;
 pub use export::Protocol;
 
 use crate::audit::Audit;
 use crate::forward::Forwarded;
+use context::SpanContext;
+use sampler::Sampler;
+use span::{Attribute, Kind, Span, Text};
 
 tokio::task_local! {
     /// The listener's session the task serves (a legacy one's id), or a 2026-07-28
@@ -62,7 +66,8 @@ pub fn in_session<F: std::future::Future>(
     SESSION.scope(session, work)
 }
 
-/// The bridge's traces: where spans go, and how many never got there. Cheap to clone.
+/// The bridge's traces: which requests are recorded, where their spans go, and how
+/// many never got there. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Traces {
     inner: Arc<Inner>,
@@ -70,17 +75,19 @@ pub struct Traces {
 
 #[derive(Debug)]
 struct Inner {
-    provider: SdkTracerProvider,
-    tracer: SdkTracer,
-    counts: Arc<export::Counts>,
+    sampler: Sampler,
+    exporter: export::Exporter,
 }
+
+/// The instrumentation scope the spans are under.
+const SCOPE: &str = "capable-bridge";
 
 impl Traces {
     /// The traces the environment asks for: on when `explicit` (`--otlp`), or when an
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` names a
     /// collector (unless `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`);
-    /// `None` when off. Built inside the bridge's runtime (a gRPC exporter lives on it).
-    /// An error says which variable is wrong; it never holds a header's value.
+    /// `None` when off. The exporter runs on a thread of its own. An error says which
+    /// variable is wrong; it never holds a header's value.
     pub fn from_env(explicit: bool) -> Result<Option<Traces>, String> {
         Traces::from_vars(explicit, |name| std::env::var(name).ok())
     }
@@ -98,22 +105,11 @@ impl Traces {
             return Ok(None);
         }
         let protocol = Protocol::from_env(&var)?;
-        let (processor, counts) = export::processor(protocol, &var)?;
-        let mut resource = Resource::builder();
-        if !set("OTEL_SERVICE_NAME") {
-            resource = resource.with_service_name("capable-bridge");
-        }
-        let provider = SdkTracerProvider::builder()
-            .with_span_processor(processor)
-            .with_resource(resource.build())
-            .build();
-        let tracer = provider.tracer("capable-bridge");
+        let sampler = Sampler::from_env(&var)?;
+        let resource = encode::resource(&resource(&var));
+        let exporter = export::Exporter::start(protocol, &var, resource, encode::scope(SCOPE))?;
         Ok(Some(Traces {
-            inner: Arc::new(Inner {
-                provider,
-                tracer,
-                counts,
-            }),
+            inner: Arc::new(Inner { sampler, exporter }),
         }))
     }
 
@@ -127,11 +123,22 @@ impl Traces {
         .iter()
         .filter_map(|name| var(name))
         .flat_map(|headers| {
-            headers
-                .split(',')
-                .filter_map(|pair| Some(pair.split_once('=')?.1.trim().to_owned()))
-                .filter(|v| !v.is_empty())
-                .collect::<Vec<_>>()
+            let mut values = Vec::new();
+            for pair in headers.split(',') {
+                let Some((_, raw)) = pair.split_once('=') else {
+                    continue;
+                };
+                let raw = raw.trim();
+                // As written, and as sent (percent-decoded) when that differs.
+                let sent = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
+                if sent != raw && !sent.is_empty() {
+                    values.push(sent.into_owned());
+                }
+                if !raw.is_empty() {
+                    values.push(raw.to_owned());
+                }
+            }
+            values
         })
         .collect()
     }
@@ -139,97 +146,92 @@ impl Traces {
     /// Spans that never reached the collector: dropped while the queue was full, or in
     /// a batch the collector refused or never got.
     pub fn dropped(&self) -> u64 {
-        self.inner.counts.dropped.load(Relaxed)
+        self.inner.exporter.dropped()
     }
 
-    /// What is waiting sent, for at most `within`; off the runtime's thread.
+    /// What is waiting sent, for at most `within`.
     pub async fn shutdown(&self, within: Duration) {
-        let inner = self.inner.clone();
-        let flushed = tokio::task::spawn_blocking(move || {
-            let _ = inner.provider.shutdown_with_timeout(within);
-        });
-        let _ = tokio::time::timeout(within + Duration::from_millis(100), flushed).await;
+        self.inner.exporter.shutdown(within).await;
     }
 
     /// The span of a host's request (its parent: the caller's `traceparent` in
-    /// `params._meta`, when there is one). Its attributes are built once, of what the
-    /// relay already has (the method, the id, the version, the params' members), each
-    /// a static or shared string: the upstream call's span takes the same ones.
+    /// `params._meta`, when there is one), recorded when the sampler says so. Its
+    /// attributes are built once, of what the relay already has (the method, the id,
+    /// the version, the params' members), each a static or shared string: the
+    /// upstream call's span takes the same ones.
     pub(crate) fn request(&self, request: Request<'_>) -> Traced {
         let read = request.params.trace_fields(request.method);
-        let parent = match read.traceparent.as_deref() {
-            Some(traceparent) => context::parent(traceparent, read.tracestate.as_deref()),
-            None => Context::new(),
+        let parent = read
+            .traceparent
+            .as_deref()
+            .and_then(|traceparent| context::parent(traceparent, read.tracestate.as_deref()));
+        let trace_id = match &parent {
+            Some(parent) => parent.trace_id,
+            None => fastrand::u128(1..).to_be_bytes(),
         };
-        let method = request.method.as_str();
-        let target = match request.method {
-            Method::CallTool | Method::GetPrompt => read.name.as_deref(),
-            _ => None,
+        let sampled = self.inner.sampler.sampled(&trace_id, parent.as_ref());
+        let context = SpanContext {
+            trace_id,
+            span_id: span_id(),
+            sampled,
+            state: parent.as_ref().and_then(|p| p.state.clone()),
         };
-        let name: Cow<'static, str> = match target {
-            Some(target) => format!("{method} {target}").into(),
-            None => method.into(),
-        };
-        let mut attributes = Vec::with_capacity(12);
-        attributes.push(KeyValue::new("mcp.method.name", method));
-        let id = match request.id {
-            RequestId::Number(n) => n.to_string(),
-            RequestId::String(s) => s.clone(),
-        };
-        attributes.push(KeyValue::new("jsonrpc.request.id", id));
-        attributes.push(KeyValue::new("mcp.protocol.version", request.version));
-        let session = SESSION.try_with(|s| {
-            s.as_ref()
-                .map(|s| s.hashed.get_or_init(|| hashed(&s.id).into()).clone())
-        });
-        let transport = if session.is_ok() { "tcp" } else { "pipe" };
-        attributes.push(KeyValue::new("network.transport", transport));
-        if let Ok(Some(session)) = session {
-            attributes.push(KeyValue::new("mcp.session.id", session));
-        }
-        match (request.method, read.name) {
-            (Method::CallTool, Some(tool)) => {
-                attributes.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
-                attributes.push(KeyValue::new("gen_ai.tool.name", tool));
-            }
-            (Method::GetPrompt, Some(prompt)) => {
-                attributes.push(KeyValue::new("gen_ai.prompt.name", prompt));
-            }
-            _ => {}
-        }
-        if let Some(uri) = read.uri {
-            attributes.push(KeyValue::new("mcp.resource.uri", uri));
-        }
-        if let Some(caller) = crate::audit::caller() {
-            caller_attributes(&caller, &mut attributes);
-        }
-        if let Some(server) = request.server {
-            attributes.push(KeyValue::new("capable.server", Arc::<str>::from(server)));
-        }
-        let tracer = &self.inner.tracer;
-        let span = tracer
-            .span_builder(name.clone())
-            .with_kind(SpanKind::Server)
-            .with_attributes(attributes.clone())
-            .start_with_context(tracer, &parent);
+        let recording = sampled.then(|| Recording::of(&request, read, span::now()));
         Traced {
-            cx: parent.with_span(span),
-            tracer: tracer.clone(),
-            name,
-            attributes,
+            traces: self.clone(),
+            context,
+            parent: parent.map(|p| p.span_id),
+            recording,
+            tool_call: matches!(request.method, Method::CallTool | Method::TaskResult),
             upstream: None,
+            server: None,
             ended: false,
         }
     }
 }
 
+/// A span id: 8 random bytes, not all zero.
+fn span_id() -> [u8; 8] {
+    fastrand::u64(1..).to_be_bytes()
+}
+
+/// The resource the spans are from: `service.name` (`OTEL_SERVICE_NAME`, or
+/// `OTEL_RESOURCE_ATTRIBUTES`'s, or `capable-bridge`), `OTEL_RESOURCE_ATTRIBUTES`'s
+/// others, and the telemetry SDK's.
+fn resource(var: &impl Fn(&str) -> Option<String>) -> Vec<Attribute> {
+    let mut named: Vec<(String, String)> = var("OTEL_RESOURCE_ATTRIBUTES")
+        .as_deref()
+        .map(|text| export::pairs(text).take(128).collect())
+        .unwrap_or_default();
+    if let Some(service) = var("OTEL_SERVICE_NAME").filter(|s| !s.trim().is_empty()) {
+        named.retain(|(k, _)| k != "service.name");
+        named.push(("service.name".to_owned(), service.trim().to_owned()));
+    }
+    let mut attributes = Vec::new();
+    if !named.iter().any(|(k, _)| k == "service.name") {
+        attributes.push(Attribute::text("service.name", "capable-bridge"));
+    }
+    for (key, value) in named {
+        // A key the resource holds for the process's life: leaked once, at start.
+        let key: &'static str = Box::leak(key.into_boxed_str());
+        attributes.push(Attribute::text(key, value));
+    }
+    attributes.push(Attribute::text("telemetry.sdk.name", "capable"));
+    attributes.push(Attribute::text("telemetry.sdk.language", "rust"));
+    attributes.push(Attribute::text(
+        "telemetry.sdk.version",
+        env!("CARGO_PKG_VERSION"),
+    ));
+    attributes
+}
+
 /// `enduser.id` (the subject) and the client the token was issued to.
-fn caller_attributes(caller: &Caller, attributes: &mut Vec<KeyValue>) {
+fn caller_attributes(caller: &Caller, attributes: &mut Vec<Attribute>) {
     let subject = Arc::<str>::from(caller.subject.as_str());
-    attributes.push(KeyValue::new("enduser.id", subject));
+    attributes.push(Attribute::text("enduser.id", subject));
     if let Some(client) = &caller.client_id {
         let client = Arc::<str>::from(client.as_str());
-        attributes.push(KeyValue::new("capable.caller.client_id", client));
+        attributes.push(Attribute::text("capable.caller.client_id", client));
     }
 }
 
@@ -252,13 +254,81 @@ pub(crate) struct Request<'a> {
     pub server: Option<&'a str>,
 }
 
+/// What a recorded request's spans share: the name, when it began, the attributes.
+struct Recording {
+    name: Text,
+    start: u64,
+    attributes: Vec<Attribute>,
+}
+
+impl Recording {
+    fn of(request: &Request<'_>, read: TraceFields, start: u64) -> Recording {
+        let method = request.method.as_str();
+        let name = match (request.method, &read.name) {
+            (Method::CallTool | Method::GetPrompt, Some(target)) => {
+                Text::from(format!("{method} {target}"))
+            }
+            _ => Text::Static(method),
+        };
+        let mut attributes = Vec::with_capacity(12);
+        attributes.push(Attribute::text("mcp.method.name", method));
+        let id = match request.id {
+            RequestId::Number(n) => n.to_string(),
+            RequestId::String(s) => s.clone(),
+        };
+        attributes.push(Attribute::text("jsonrpc.request.id", id));
+        attributes.push(Attribute::text("mcp.protocol.version", request.version));
+        let session = SESSION.try_with(|s| {
+            s.as_ref()
+                .map(|s| s.hashed.get_or_init(|| hashed(&s.id).into()).clone())
+        });
+        let transport = if session.is_ok() { "tcp" } else { "pipe" };
+        attributes.push(Attribute::text("network.transport", transport));
+        if let Ok(Some(session)) = session {
+            attributes.push(Attribute::text("mcp.session.id", session));
+        }
+        match (request.method, read.name) {
+            (Method::CallTool, Some(tool)) => {
+                attributes.push(Attribute::text("gen_ai.operation.name", "execute_tool"));
+                attributes.push(Attribute::text("gen_ai.tool.name", tool));
+            }
+            (Method::GetPrompt, Some(prompt)) => {
+                attributes.push(Attribute::text("gen_ai.prompt.name", prompt));
+            }
+            _ => {}
+        }
+        if let Some(uri) = read.uri {
+            attributes.push(Attribute::text("mcp.resource.uri", uri));
+        }
+        if let Some(caller) = crate::audit::caller() {
+            caller_attributes(&caller, &mut attributes);
+        }
+        if let Some(server) = request.server {
+            attributes.push(Attribute::text("capable.server", Arc::<str>::from(server)));
+        }
+        Recording {
+            name,
+            start,
+            attributes,
+        }
+    }
+}
+
 /// A host request's span, open until [`Traced::end`] (or dropped: the host gave up).
+/// One not recorded (the sampler said no) still hands its context on upstream.
 pub(crate) struct Traced {
-    cx: Context,
-    tracer: SdkTracer,
-    name: Cow<'static, str>,
-    attributes: Vec<KeyValue>,
-    upstream: Option<Context>,
+    traces: Traces,
+    /// The request span's own context.
+    context: SpanContext,
+    /// The caller's span, when it gave one.
+    parent: Option<[u8; 8]>,
+    recording: Option<Recording>,
+    /// A `tools/call` (or a task's result): its result may say `isError`.
+    tool_call: bool,
+    /// The upstream call's span: its id, when it began.
+    upstream: Option<([u8; 8], u64)>,
+    /// The server it went to, once routed.
+    server: Option<Arc<str>>,
     ended: bool,
 }
 
@@ -266,84 +336,120 @@ impl Traced {
     /// The params `params` with the upstream call's own context in `_meta`, its
     /// child span started now.
     pub fn upstream(&mut self, params: Forwarded) -> Forwarded {
-        let span = self
-            .tracer
-            .span_builder(self.name.clone())
-            .with_kind(SpanKind::Client)
-            .with_attributes(std::mem::take(&mut self.attributes))
-            .start_with_context(&self.tracer, &self.cx);
-        let cx = self.cx.with_span(span);
-        let (parent, state) = context::of(&cx);
-        self.upstream = Some(cx);
-        params.with_trace(&parent, state.as_deref())
+        let child = SpanContext {
+            span_id: span_id(),
+            ..self.context.clone()
+        };
+        self.upstream = Some((child.span_id, span::now()));
+        params.with_trace(&child.traceparent(), child.state.as_deref())
     }
 
     /// The server the request went to (many: once routed).
-    pub fn server(&self, server: &str) {
-        let server = KeyValue::new("capable.server", Arc::<str>::from(server));
-        self.cx.span().set_attribute(server.clone());
-        if let Some(upstream) = &self.upstream {
-            upstream.span().set_attribute(server);
+    pub fn server(&mut self, server: &str) {
+        if self.recording.is_some() {
+            self.server = Some(server.into());
         }
     }
 
     /// The policy refused it before it was sent.
     pub fn refused(mut self) {
-        self.close("refused", &[KeyValue::new("error.type", "refused")]);
+        self.close("refused", vec![Attribute::text("error.type", "refused")]);
     }
 
     /// Ended with `answer`; the upstream call with it.
     pub fn end(mut self, answer: &Result<Payload, capable::Error>, audit: &Audit) {
+        if self.recording.is_none() {
+            self.ended = true;
+            return;
+        }
         let mut attributes = Vec::new();
         let outcome = match answer {
             Ok(result) => {
-                if result.mentions("\"isError\":true") {
-                    attributes.push(KeyValue::new("error.type", "tool_error"));
+                // Only a tool's result says `isError` (a search of the whole
+                // result, saved for every other method).
+                if self.tool_call && result.mentions("\"isError\":true") {
+                    attributes.push(Attribute::text("error.type", "tool_error"));
                 }
                 "ok"
             }
             Err(e) => {
                 match e {
                     capable::Error::Rpc { error, .. } => {
-                        attributes.push(KeyValue::new("rpc.jsonrpc.error_code", error.code));
-                        attributes.push(KeyValue::new("error.type", error.code.to_string()));
+                        let code = error.code;
+                        attributes.push(Attribute::int("rpc.jsonrpc.error_code", code));
+                        attributes.push(Attribute::text("error.type", code.to_string()));
                     }
                     capable::Error::Violation(_) => {
                         let text = audit.scrub(&e.to_string()).into_owned();
-                        attributes.push(KeyValue::new("capable.violation", text));
-                        attributes.push(KeyValue::new("error.type", "violation"));
+                        attributes.push(Attribute::text("capable.violation", text));
+                        attributes.push(Attribute::text("error.type", "violation"));
                     }
                     other => {
-                        attributes.push(KeyValue::new("error.type", other.kind().as_str()));
+                        attributes.push(Attribute::text("error.type", other.kind().as_str()));
                     }
                 }
                 "error"
             }
         };
-        self.close(outcome, &attributes);
+        self.close(outcome, attributes);
     }
 
-    fn close(&mut self, outcome: &'static str, attributes: &[KeyValue]) {
+    /// Both spans ended now with `outcome` and `extra` attributes, and queued.
+    fn close(&mut self, outcome: &'static str, mut extra: Vec<Attribute>) {
         self.ended = true;
-        let contexts = self.upstream.take().into_iter().chain([self.cx.clone()]);
-        for cx in contexts {
-            let span = cx.span();
-            span.set_attribute(KeyValue::new("capable.outcome", outcome));
-            for a in attributes {
-                span.set_attribute(a.clone());
-            }
-            if outcome != "ok" {
-                span.set_status(Status::error(outcome));
-            }
-            span.end();
+        let Some(recording) = self.recording.take() else {
+            return;
+        };
+        let end = span::now();
+        extra.push(Attribute::text("capable.outcome", outcome));
+        if let Some(server) = self.server.take() {
+            extra.push(Attribute::text("capable.server", server));
         }
+        let error = (outcome != "ok").then_some(outcome);
+        let exporter = &self.traces.inner.exporter;
+        let mut attributes = recording.attributes;
+        if let Some((span_id, start)) = self.upstream {
+            let mut own = Vec::with_capacity(attributes.len() + extra.len());
+            own.extend(attributes.iter().cloned());
+            own.extend(extra.iter().cloned());
+            exporter.submit(Span {
+                trace_id: self.context.trace_id,
+                span_id,
+                parent: Some(self.context.span_id),
+                remote_parent: false,
+                trace_state: self.context.state.clone(),
+                name: recording.name.clone(),
+                kind: Kind::Client,
+                start,
+                end,
+                attributes: own,
+                error,
+            });
+        }
+        attributes.extend(extra);
+        exporter.submit(Span {
+            trace_id: self.context.trace_id,
+            span_id: self.context.span_id,
+            parent: self.parent,
+            remote_parent: true,
+            trace_state: self.context.state.take(),
+            name: recording.name,
+            kind: Kind::Server,
+            start: recording.start,
+            end,
+            attributes,
+            error,
+        });
     }
 }
 
 impl Drop for Traced {
     fn drop(&mut self) {
         if !self.ended {
-            self.close("cancelled", &[KeyValue::new("error.type", "cancelled")]);
+            self.close(
+                "cancelled",
+                vec![Attribute::text("error.type", "cancelled")],
+            );
         }
     }
 }
@@ -384,6 +490,34 @@ mod tests {
             Traces::header_values(headers),
             ["Bearer s3cret".to_owned(), "blue".to_owned()]
         );
+        let encoded = |name: &str| {
+            (name == "OTEL_EXPORTER_OTLP_TRACES_HEADERS").then(|| "authorization=a%20b".to_owned())
+        };
+        let values = Traces::header_values(encoded);
+        assert!(values.contains(&"a b".to_owned()) && values.contains(&"a%20b".to_owned()));
+    }
+
+    #[test]
+    fn the_resource_is_the_service_and_the_attributes_named() {
+        let text = |a: &Attribute| match &a.value {
+            span::Value::Text(t) => (a.key, t.as_str().to_owned()),
+            span::Value::Int(i) => (a.key, i.to_string()),
+        };
+        let plain: Vec<_> = resource(&|_: &str| None).iter().map(text).collect();
+        assert_eq!(plain[0], ("service.name", "capable-bridge".to_owned()));
+        let named = |name: &str| match name {
+            "OTEL_RESOURCE_ATTRIBUTES" => {
+                Some("deployment.environment=prod%20eu,service.name=theirs".to_owned())
+            }
+            "OTEL_SERVICE_NAME" => Some("gateway".to_owned()),
+            _ => None,
+        };
+        let named: Vec<_> = resource(&named).iter().map(text).collect();
+        assert!(named.contains(&("service.name", "gateway".to_owned())));
+        assert!(named.contains(&("deployment.environment", "prod eu".to_owned())));
+        assert!(!named
+            .iter()
+            .any(|(_, v)| v == "theirs" || v == "capable-bridge"));
     }
 
     #[test]
