@@ -86,6 +86,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use capable::internal::auth::resource::Caller as Verified;
 use capable::internal::jsonrpc::{Incoming, Payload, RequestId};
+use capable::internal::method::{ClientNotificationMethod, Method};
 use capable::internal::seal::{Caller, KeyRing, SessionSeal, SessionSealError, Text, Upstream};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -139,7 +140,7 @@ pub fn pending(message: &Incoming, caller: Option<&Arc<Verified>>) -> Option<Ses
     let Incoming::Request { method, params, .. } = message else {
         return None;
     };
-    if method != "initialize" {
+    if method != Method::Initialize.as_str() {
         return None;
     }
     let params: Value = params.decode().ok()?;
@@ -398,11 +399,11 @@ pub fn replay(state: &SessionSeal<'_>) -> [Incoming; 2] {
     [
         Incoming::Request {
             id: RequestId::String(REPLAYED.into()),
-            method: "initialize".into(),
+            method: Method::Initialize.as_str().into(),
             params: Payload::from_json(params),
         },
         Incoming::Notification {
-            method: "notifications/initialized".into(),
+            method: ClientNotificationMethod::Initialized.as_str().into(),
             params: Payload::from_json("{}"),
         },
     ]
