@@ -22,6 +22,8 @@
 //! | `task_input.rs` | [`TaskInput`] (its [`Command`](task_input::Command)s and [`Outcome`](task_input::Outcome)s in [`task_input`]): a legacy task's questions for a 2026-07-28 host — the `tasks/result` the bridge opens to bring them and its bound, which of the server's questions are a task's, what the host's `tasks/update` answers |
 //! | `relay.rs` | [`Relay`]: the relay's state (exchanges, a legacy server's rounds for a 2026-07-28 host and the retries that answer them, the questions put to a legacy host, the log level followed) and its decisions, with scripted tests (`relay_tests.rs`) |
 
+mod commands;
+pub mod connection;
 mod era;
 mod exchanges;
 pub mod follow;
@@ -33,6 +35,7 @@ pub mod subscriptions;
 mod task_carry;
 pub mod task_input;
 
+pub use connection::Connection;
 pub use era::{answer_form, local, Local};
 pub use exchanges::{Asker, Exchange, Exchanges};
 pub use follow::{Follow, FollowStep};
