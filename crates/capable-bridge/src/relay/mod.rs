@@ -1,6 +1,8 @@
 //! One host, relayed to the server behind — one [`Session`], or a config's servers as
-//! one (`many.rs`): the core's server engine faces the host; these files carry out what
-//! each side's rules decide.
+//! one (`many.rs`): the core's relay ([`capable::internal::bridge::Connection`]) owns the
+//! server engine that faces the host and the host's output and decides; these files
+//! feed it what happens and run the commands it gives — the I/O on the sessions, the
+//! policy, the audit, the traces.
 //!
 //! - A host request the engine lets through (the server declared its method) goes to
 //!   the session (which gates it again, against what was negotiated with the server)
@@ -21,22 +23,23 @@
 //!
 //! | file | concern |
 //! |---|---|
-//! | `mod.rs` | the relay: the host's messages in, the next thing to act on and acting on it; the state and its decisions are the core's [`capable::internal::bridge::Relay`] |
+//! | `mod.rs` | the relay: the host's messages and the next thing to act on fed to the core's [`capable::internal::bridge::Connection`] (events in), and its commands run (commands out: a request sent on, an exchange cancelled, a question's answer to its waiter, an answer finished, a task's `tasks/result` opened or dropped, the audit's lines) |
 //! | `events.rs` | the relay's one queue: its inbox (progress, task statuses, questions) and the work it set going (exchanges, its own requests, the streams it follows), polled as one, with the timer |
-//! | `exchange.rs` | a host request's trip: sent on as an exchange, its progress, its answer |
-//! | `era.rs` | across eras: what the bridge answers itself, questions to the host, results to a 2026-07-28 host |
-//! | `rounds.rs` | a legacy server's questions to a 2026-07-28 host as `input_required` rounds, and the host's retries, as the core decides |
+//! | `exchange.rs` | a host request's trip: sent on as an exchange, and its answer finished (tasks carried, the audit) once the core routed it |
+//! | `era.rs` | across eras: what the bridge answers itself (the core's `local`), the log level followed at each server |
+//! | `rounds.rs` | a 2026-07-28 host's retry of a round: its `requestState` spent in the store replicas share, then taken by the core |
 //! | `follow.rs` | the server behind: its notifications, its restarts, and what the host listens for — the steps of the core's `Follow` (the listen stream by token, subscribes, what a restart asks again: decided there) run on the session, its outcomes carried out |
 //! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI — the commands of the core's `Subscriptions` (every decision there) run on the sessions, its outcomes carried out |
 //! | `tasks.rs` | tasks across eras: a legacy host's own tasks answered, and the driver that runs the commands of the core's `TaskCarry` (the requests each carried host request takes, decided there) on the session |
-//! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core's `TaskInput` opens run and dropped, its outcomes (answers, failures, notices) carried out |
+//! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core opens and drops, run on the session |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
 //!
 //! Everything happens on one task, driven by events: the relay's state is owned, never
 //! locked; the host's transport calls [`Relay::receive`] with each message and
 //! [`Relay::next`] / [`Relay::on`] for everything else — one [`Event`] from one queue
-//! (`events.rs`), so a wake polls the queue and the timer, nothing else — and writes
-//! [`Relay::take_output`] in one write.
+//! (`events.rs`), so a wake polls the queue and the timer (the core's `poll_timeout`),
+//! nothing else — and writes [`Relay::take_output`] (the core's `poll_host`) in one
+//! write.
 
 mod era;
 mod events;
