@@ -50,6 +50,9 @@ pub struct Connection<H, Q, A> {
     commands: VecDeque<Command<H, Q, A>>,
     /// The time of the last event: rounds put as the output is taken are stamped with it.
     now: Option<Instant>,
+    /// A question was kept for a round since rounds were last put (nothing to look at
+    /// otherwise: the output of a relayed read costs no walk of the exchanges).
+    kept: bool,
 }
 
 impl<H, Q, A> std::fmt::Debug for Connection<H, Q, A> {
@@ -74,6 +77,7 @@ impl<H, Q, A> Connection<H, Q, A> {
             task_input: TaskInput::new(ask_timeout),
             commands: VecDeque::new(),
             now: None,
+            kept: false,
         }
     }
 
@@ -290,6 +294,7 @@ impl<H, Q, A> Connection<H, Q, A> {
                 } = question;
                 self.state
                     .keep_question(exchange, token, method, params, waiter, now);
+                self.kept = true;
             }
             // Nobody's, on purpose: the server is told why, and the audit says so.
             Whose::PutToNone { level, why } => {
@@ -328,9 +333,10 @@ impl<H, Q, A> Connection<H, Q, A> {
     /// Every host request waiting with questions kept for it is answered with a round
     /// carrying them (questions asked together go in one round).
     fn put_rounds(&mut self) {
-        let Some(now) = self.now else {
+        let Some(now) = self.now.filter(|_| self.kept) else {
             return;
         };
+        self.kept = false;
         for (id, round) in self.state.put_rounds(now) {
             self.engine.respond(&id, &round, &mut self.out);
         }
