@@ -16,18 +16,13 @@
 //! | 2026-07-28 with the tasks extension: `tools/call`, `tasks/get`, `tasks/cancel` | 2025-11-25 with `tasks.requests.tools.call` | declared as the extension; `params.task` asked when the tool allows it, the outcome of an ended task fetched with `tasks/result`; a task's questions, asked on a `tasks/result` of the bridge's, in `tasks/get`, answered by `tasks/update` (`tasks.rs`, `task_input.rs`) |
 //! | 2026-07-28 without the tasks extension: `tools/call` of a tool that requires a task | 2025-11-25 with `tasks.requests.tools.call` | the task run and waited for within the bound: the tool's result; statuses as progress; the host's cancel a `tasks/cancel` (`tasks.rs`) |
 
-use std::time::Instant;
-
-use capable::internal::bridge::{answer_form, local, tell_log_level, Local, Tell, Withdrawn};
-use capable::internal::jsonrpc::{codes, RequestId, RpcError};
+use capable::internal::bridge::{local, tell_log_level, Local, Tell};
 use capable::internal::server::{ClientRequest, LogLevel};
 use capable::internal::{Era, Method};
 use futures_util::FutureExt;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::Relay;
-use crate::upstream::Ask;
 
 impl Relay {
     /// What the bridge answers itself instead of passing on (`None`: answered), and the
@@ -49,9 +44,8 @@ impl Relay {
             Local::Round => self.round_answered(request),
             Local::Subscription => {
                 // Taken into account as it is answered; the listen stream follows.
-                self.engine
-                    .respond(&request.id, &serde_json::json!({}), &mut self.out);
-                self.follow(self.engine.interest());
+                self.core.respond(&request.id, &serde_json::json!({}));
+                self.follow(self.core.engine().interest());
                 None
             }
             Local::LogLevel => {
@@ -63,8 +57,7 @@ impl Relay {
                 if let Some(level) = level {
                     self.follow_log_level(level);
                 }
-                self.engine
-                    .respond(&request.id, &serde_json::json!({}), &mut self.out);
+                self.core.respond(&request.id, &serde_json::json!({}));
                 None
             }
             _ => Some(request),
@@ -74,7 +67,7 @@ impl Relay {
     /// The server's log level follows what the host asks for, as the core's
     /// [`tell_log_level`] says for each server.
     fn follow_log_level(&mut self, level: LogLevel) {
-        let changed = self.state.log_level(level);
+        let changed = self.core.log_level(level);
         for session in self.servers.sessions() {
             let declared = session.check(Method::SetLoggingLevel).is_ok();
             match tell_log_level(changed, session.era(), declared) {
@@ -92,68 +85,5 @@ impl Relay {
                 Tell::Nothing => {}
             }
         }
-    }
-
-    /// A question of the server's, put to the host as its era asks.
-    pub(super) fn ask(&mut self, ask: Ask) {
-        if self.host_era() == Some(Era::Modern) {
-            return self.ask_in_a_round(ask);
-        }
-        // The host request it is about, as the core's table reads it: over HTTP the
-        // question goes on that request's stream (a host without a standalone stream
-        // hears it there). A legacy session is one host's: no other host's stream.
-        let about = self.state.about(ask.server.as_deref());
-        let now = Instant::now();
-        let (method, params, reply) = (ask.method, &ask.params, ask.reply);
-        let out = &mut self.out;
-        let sent = self
-            .engine
-            .request_about(method, params, about.as_ref(), None, reply, now, out);
-        match sent {
-            Ok(id) => {
-                self.state.asked_host(ask.token, id);
-            }
-            Err((why, reply)) => {
-                let _ = reply.send(Err(cannot_ask(&why)));
-            }
-        }
-    }
-
-    /// Question `token` is over at the server: if the host still has it (the server
-    /// cancelled it), the host is told to give it up; a 2026-07-28 host's round drops
-    /// it (see `rounds.rs`), and so does a task's `inputRequests` (`task_input.rs`).
-    pub(super) fn ask_over(&mut self, token: u64) {
-        match self.state.withdrawn(token) {
-            Withdrawn::AtHost(id) => {
-                let reason = "the server withdrew its question";
-                let _ = self.engine.cancel(id, reason, &mut self.out);
-            }
-            Withdrawn::FromRound(notice) => self.audit.host_round("info", &notice),
-            Withdrawn::Unknown => {
-                if self.task_input.handle_withdrawn(token) {
-                    self.run_task_input();
-                }
-            }
-        }
-    }
-
-    /// The server's result for host request `id` (in legacy form when `legacy`), as the
-    /// host's era must get it.
-    pub(super) fn respond(&mut self, id: &RequestId, method: Method, raw: &RawValue, legacy: bool) {
-        match answer_form(legacy, self.host_era()) {
-            true => self
-                .engine
-                .respond_from_legacy(id, method, raw, &mut self.out),
-            false => self.engine.respond(id, raw, &mut self.out),
-        };
-    }
-}
-
-/// The error a question of the server's gets when the host may not be asked it.
-pub(super) fn cannot_ask(why: &dyn std::fmt::Display) -> RpcError {
-    RpcError {
-        code: codes::METHOD_NOT_FOUND,
-        message: format!("the host cannot be asked: {why}"),
-        data: None,
     }
 }

@@ -1,12 +1,14 @@
 //! A host request's trip through the relay: sent on to the server as an exchange (its
-//! params through the policy, carried across the eras as the core's tables say), its
-//! progress under the host's token, and the server's answer under the host's id — or
-//! kept for the host's retry while it holds a round of it (the core's
-//! [`Relay::answered`](capable::internal::bridge::Relay::answered)).
+//! params through the policy, carried across the eras as the core's tables say), and
+//! the server's answer, once the core routed it to its host request
+//! ([`Command::Answer`](capable::internal::bridge::connection::Command::Answer)),
+//! finished for the host. Progress, and an answer kept for the host's retry while it
+//! holds a round, are the core's alone.
 
 use std::time::Instant;
 
-use capable::internal::bridge::{forwarding, Answered};
+use capable::internal::bridge::forwarding;
+use capable::internal::jsonrpc::RequestId;
 use capable::internal::model::ProgressParams;
 use capable::internal::server::ClientRequest;
 use capable::internal::task_bridge::{Carry, Route};
@@ -39,7 +41,7 @@ impl Relay {
         let upstream = match upstream_params(&params) {
             Ok(upstream) => upstream,
             Err(e) => {
-                self.engine.respond_error(&id, &e, &mut self.out);
+                self.core.respond_error(&id, &e);
                 return;
             }
         };
@@ -69,14 +71,14 @@ impl Relay {
                         .metrics()
                         .refused_request(method, one_slot, caller);
                     let error = host_error(&e, &self.audit);
-                    self.engine.respond_error(&id, &error, &mut self.out);
+                    self.core.respond_error(&id, &error);
                     return;
                 }
             };
         // A verified caller's tool call: audited with what the server did.
         let called = crate::audit::calling(method, &upstream);
         let host_declared = || {
-            let caps = self.engine.phase().capabilities();
+            let caps = self.core.engine().phase().capabilities();
             caps.is_some_and(|c| c.has_extension(Extension::Tasks))
         };
         let route = self
@@ -86,7 +88,7 @@ impl Relay {
             Route::Pass => None,
             Route::Carry(carry) => Some(carry),
             Route::Refuse(e) => {
-                self.engine.respond_error(&id, &e, &mut self.out);
+                self.core.respond_error(&id, &e);
                 return;
             }
         };
@@ -102,7 +104,7 @@ impl Relay {
             Some(traced) => traced.upstream(upstream),
             None => upstream,
         };
-        let token = self.state.reserve();
+        let token = self.core.reserve();
         let on_progress = wants_progress.then(|| {
             let inbox = self.inbox.clone();
             Box::new(move |p: &ProgressParams| inbox.progress(token, p))
@@ -123,7 +125,7 @@ impl Relay {
                 let how = tasks::How {
                     carry,
                     method,
-                    bound: self.engine.config().request_timeout,
+                    bound: self.core.engine().config().request_timeout,
                     started: match carry {
                         Carry::ListForLegacy => self.started.listing(Instant::now()),
                         _ => Vec::new(),
@@ -175,40 +177,14 @@ impl Relay {
         exchange_at.task_ttl = task_ttl;
         exchange_at.params = asked;
         exchange_at.server = server;
-        self.state.open(token, exchange_at);
+        self.core.open(token, exchange_at);
         self.queue.push(exchange);
     }
 
-    /// Progress of exchange `token`, under its host request's token: after the answer
-    /// (or while the host has a question of it) it is dropped.
-    pub(super) fn progress(&mut self, token: u64, p: &ProgressParams) {
-        let Some(id) = self.state.progress_to(token).cloned() else {
-            return;
-        };
-        let message = p.message.as_deref();
-        let _ = self
-            .engine
-            .progress(&id, p.progress, p.total, message, &mut self.out);
-    }
-
-    /// The server's answer to exchange `token`, as its host request gets it; while the
-    /// host holds a round of it, kept for the host's retry.
-    pub(super) fn answer(&mut self, token: u64, answer: Answer) {
-        let (id, exchange, answer) = match self.state.answered(token, answer) {
-            Answered::To {
-                id,
-                exchange,
-                answer,
-            } => (id, exchange, answer),
-            Answered::Kept { over, notice } => {
-                self.audit.host_round("info", &notice);
-                for reply in over {
-                    let _ = reply.send(Err(gone("the request it was asked in is over")));
-                }
-                return;
-            }
-            Answered::Dropped => return,
-        };
+    /// The server's answer to host request `id` (its `exchange`, over, as the core
+    /// routed it), finished for the host: tasks carried across, checked (not decoded),
+    /// a server's breach in the audit; the core writes it in the host's era's form.
+    pub(super) fn answer(&mut self, id: &RequestId, exchange: Exchange, answer: Answer) {
         let Exchange {
             method,
             legacy_answer,
@@ -221,7 +197,7 @@ impl Relay {
         // the audit keeps it, not only the host's error.
         let (failed, malformed) = match answer.map(|p| self.carried(carry, task_ttl, p)) {
             Ok(payload) => match payload.raw_value() {
-                Ok(raw) => return self.respond(&id, method, raw, legacy_answer),
+                Ok(raw) => return self.core.respond_answer(id, method, raw, legacy_answer),
                 Err(e) => {
                     let message = format!("the server's answer is not valid JSON: {e}");
                     (gone(&message), true)
@@ -237,6 +213,6 @@ impl Relay {
             self.audit
                 .malformed(server, method.as_str(), &failed.message);
         }
-        self.engine.respond_error(&id, &failed, &mut self.out);
+        self.core.respond_error(id, &failed);
     }
 }

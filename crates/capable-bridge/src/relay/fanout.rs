@@ -124,7 +124,7 @@ impl Relay {
         };
         let params: Value = request.params.decode().unwrap_or_default();
         let uri = params.get("uri").and_then(Value::as_str);
-        let held = &self.engine.interest().resource_subscriptions;
+        let held = &self.core.engine().interest().resource_subscriptions;
         let (id, method, now) = (request.id, request.method, Instant::now());
         self.subscriptions
             .handle_request(id, method, uri, held, &**many, now);
@@ -172,10 +172,10 @@ impl Relay {
         while let Some(outcome) = self.subscriptions.poll_outcome() {
             match outcome {
                 Outcome::Answer { id, answer: Ok(()) } => {
-                    self.engine.respond(&id, &json!({}), &mut self.out);
+                    self.core.respond(&id, &json!({}));
                 }
                 Outcome::Answer { id, answer: Err(e) } => {
-                    self.engine.respond_error(&id, &e, &mut self.out);
+                    self.core.respond_error(&id, &e);
                 }
                 Outcome::Refused { why, once } => refused(many, &why, once),
                 Outcome::ListenFailed { server, error } => {

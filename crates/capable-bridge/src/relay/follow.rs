@@ -74,20 +74,20 @@ impl Relay {
                 }
                 self.declare_anew();
                 self.lists_changed();
-                self.fan_out(&self.engine.interest().resource_subscriptions);
+                self.fan_out(&self.core.engine().interest().resource_subscriptions);
             }
             HostEvent::ListChanged { list, .. } => {
                 let changed = match list {
                     ListKind::Tools => Notification::ToolsListChanged,
                     ListKind::Resources => {
                         // Who owns which URI may have changed.
-                        self.fan_out(&self.engine.interest().resource_subscriptions);
+                        self.fan_out(&self.core.engine().interest().resource_subscriptions);
                         Notification::ResourcesListChanged
                     }
                     ListKind::Prompts => Notification::PromptsListChanged,
                     _ => return,
                 };
-                let _ = self.engine.notify(&changed, &json!({}), &mut self.out);
+                let _ = self.core.notify(&changed, &json!({}));
             }
             HostEvent::ListFailed {
                 server,
@@ -118,10 +118,11 @@ impl Relay {
     fn declare_anew(&mut self) {
         let config = self.servers.declaration(self.tasks);
         if self
-            .engine
+            .core
+            .engine_mut()
             .redeclare(config.capabilities, config.instructions)
         {
-            let now = &self.engine.config().capabilities;
+            let now = &self.core.engine().config().capabilities;
             self.audit
                 .record("declared", json!({"server": "bridge", "capabilities": now}));
         }
@@ -140,7 +141,7 @@ impl Relay {
                 ListKind::Prompts => Notification::PromptsListChanged,
                 _ => continue,
             };
-            let _ = self.engine.notify(&changed, &json!({}), &mut self.out);
+            let _ = self.core.notify(&changed, &json!({}));
         }
     }
 
@@ -150,13 +151,13 @@ impl Relay {
             Notification::ResourcesListChanged,
             Notification::PromptsListChanged,
         ] {
-            let _ = self.engine.notify(&list, &json!({}), &mut self.out);
+            let _ = self.core.notify(&list, &json!({}));
         }
     }
 
     /// A notification of the server's, to the host if the engine's table lets it go.
     pub(super) fn notify(&mut self, kind: &Notification, params: &Value) {
-        match self.engine.notify(kind, params, &mut self.out) {
+        match self.core.notify(kind, params) {
             Ok(()) => {}
             // The server's own cancellation of a question it asked the host: its
             // handler ends, and the host is told then (see `Relay::ask_over`).
@@ -242,7 +243,7 @@ impl Relay {
                     self.audit.record(
                         "capabilities_changed",
                         json!({"server": server, "now": session.capabilities(),
-                            "host_has": self.engine.config().capabilities}),
+                            "host_has": self.core.engine().config().capabilities}),
                     );
                 }
                 Outcome::ListsChanged => self.lists_changed(),
@@ -295,7 +296,7 @@ impl Relay {
     /// to share; many servers are each replica's own).
     pub fn share_with_replicas(&mut self, host: Option<capable::internal::Era>) {
         if host == Some(Era::Legacy) && self.servers.era() == Some(Era::Legacy) {
-            self.engine.keep_state_upstream();
+            self.core.engine_mut().keep_state_upstream();
         }
     }
 
@@ -316,7 +317,7 @@ impl Relay {
             let state = if listens { "opened" } else { "closed" };
             // Which host's, by the name it gave (several hosts' streams are open at
             // once), cut short.
-            let host = match self.engine.phase() {
+            let host = match self.core.engine().phase() {
                 Phase::Legacy(c) | Phase::Initializing(c) => {
                     Some(c.client_info.name.chars().take(64).collect::<String>())
                 }
@@ -338,10 +339,10 @@ impl Relay {
         };
         // A new session of the server's: its stream opens again if the host listens.
         session.set_standalone_stream(self.host_listens);
-        let interest = self.engine.interest();
-        self.state.forget_log_level();
+        let interest = self.core.engine().interest();
+        self.core.forget_log_level();
         let eras = (session.era(), self.host_era());
-        let offered = &self.engine.config().capabilities;
+        let offered = &self.core.engine().config().capabilities;
         self.following
             .handle_restarted(interest, eras, session.capabilities(), offered);
         self.run_follow();

@@ -1,6 +1,8 @@
 //! One host, relayed to the server behind — one [`Session`], or a config's servers as
-//! one (`many.rs`): the core's server engine faces the host; these files carry out what
-//! each side's rules decide.
+//! one (`many.rs`): the core's relay ([`capable::internal::bridge::Connection`]) owns the
+//! server engine that faces the host and the host's output and decides; these files
+//! feed it what happens and run the commands it gives — the I/O on the sessions, the
+//! policy, the audit, the traces.
 //!
 //! - A host request the engine lets through (the server declared its method) goes to
 //!   the session (which gates it again, against what was negotiated with the server)
@@ -21,22 +23,23 @@
 //!
 //! | file | concern |
 //! |---|---|
-//! | `mod.rs` | the relay: the host's messages in, the next thing to act on and acting on it; the state and its decisions are the core's [`capable::internal::bridge::Relay`] |
+//! | `mod.rs` | the relay: the host's messages and the next thing to act on fed to the core's [`capable::internal::bridge::Connection`] (events in), and its commands run (commands out: a request sent on, an exchange cancelled, a question's answer to its waiter, an answer finished, a task's `tasks/result` opened or dropped, the audit's lines) |
 //! | `events.rs` | the relay's one queue: its inbox (progress, task statuses, questions) and the work it set going (exchanges, its own requests, the streams it follows), polled as one, with the timer |
-//! | `exchange.rs` | a host request's trip: sent on as an exchange, its progress, its answer |
-//! | `era.rs` | across eras: what the bridge answers itself, questions to the host, results to a 2026-07-28 host |
-//! | `rounds.rs` | a legacy server's questions to a 2026-07-28 host as `input_required` rounds, and the host's retries, as the core decides |
+//! | `exchange.rs` | a host request's trip: sent on as an exchange, and its answer finished (tasks carried, the audit) once the core routed it |
+//! | `era.rs` | across eras: what the bridge answers itself (the core's `local`), the log level followed at each server |
+//! | `rounds.rs` | a 2026-07-28 host's retry of a round: its `requestState` spent in the store replicas share, then taken by the core |
 //! | `follow.rs` | the server behind: its notifications, its restarts, and what the host listens for — the steps of the core's `Follow` (the listen stream by token, subscribes, what a restart asks again: decided there) run on the session, its outcomes carried out |
 //! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI — the commands of the core's `Subscriptions` (every decision there) run on the sessions, its outcomes carried out |
 //! | `tasks.rs` | tasks across eras: a legacy host's own tasks answered, and the driver that runs the commands of the core's `TaskCarry` (the requests each carried host request takes, decided there) on the session |
-//! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core's `TaskInput` opens run and dropped, its outcomes (answers, failures, notices) carried out |
+//! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core opens and drops, run on the session |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
 //!
 //! Everything happens on one task, driven by events: the relay's state is owned, never
 //! locked; the host's transport calls [`Relay::receive`] with each message and
 //! [`Relay::next`] / [`Relay::on`] for everything else — one [`Event`] from one queue
-//! (`events.rs`), so a wake polls the queue and the timer, nothing else — and writes
-//! [`Relay::take_output`] in one write.
+//! (`events.rs`), so a wake polls the queue and the timer (the core's `poll_timeout`),
+//! nothing else — and writes [`Relay::take_output`] (the core's `poll_host`) in one
+//! write.
 
 mod era;
 mod events;
@@ -55,10 +58,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use capable::internal::bridge::{Follow, Subscriptions, TaskInput};
+use capable::internal::bridge::connection::{Command, Question, Upstream};
+use capable::internal::bridge::{Follow, Subscriptions};
 use capable::internal::jsonrpc::FramingError;
-use capable::internal::jsonrpc::{codes, Incoming, Payload, RequestId, RpcError};
-use capable::internal::server::{Event as EngineEvent, ServerConfig, ServerConnection};
+use capable::internal::jsonrpc::{codes, Incoming, Payload, RpcError};
+use capable::internal::server::{ServerConfig, ServerConnection};
 use capable::internal::task_bridge::TaskBridge;
 use capable::internal::task_started::Started;
 use capable::internal::{Era, Outbox};
@@ -74,10 +78,6 @@ use crate::policy::Policy;
 /// Where the host's answer to a question of the server's goes.
 type Reply = oneshot::Sender<Result<Value, RpcError>>;
 
-/// The engine facing the host; the waiter of each question put to the host is where
-/// its answer goes.
-type Engine = ServerConnection<Reply>;
-
 /// The server's answer to an exchange (or why there is none).
 type Answer = Result<Payload, Error>;
 
@@ -85,23 +85,21 @@ type Answer = Result<Payload, Error>;
 /// cancels it there.
 type Exchange = capable::internal::bridge::Exchange<AbortHandle>;
 
-/// The relay's state and decisions, the core's: exchanges, rounds, the questions put to
-/// a legacy host, the log level followed.
-type State = capable::internal::bridge::Relay<AbortHandle, Reply, Answer>;
+/// The relay of this host connection, the core's, sans-IO: the engine facing the host
+/// and its output, the exchanges, rounds, the questions put to the host, a legacy
+/// task's questions, the log level followed — events in, commands out.
+type Core = capable::internal::bridge::Connection<AbortHandle, Reply, Answer>;
 
 /// One host and the server behind it. See the module documentation.
 pub struct Relay {
-    engine: Engine,
-    out: Outbox,
+    /// The host's side and every decision (see [`Core`]).
+    core: Core,
     servers: Servers,
     /// What the relay waits for: its inbox (progress, task statuses, questions) and
     /// everything it set going (exchanges, its own requests, the streams it follows).
     queue: Queue,
     /// Where the sessions' callbacks push (progress, task statuses).
     inbox: Inbox,
-    /// The exchanges, the rounds, the questions put to the host, the log level: the
-    /// core's (see [`State`]).
-    state: State,
     /// What stops the listen stream open at the one server (2026-07-28), or opening.
     listening: Option<AbortHandle>,
     /// What is open at the one server for what the host wants to hear of (the core's).
@@ -119,10 +117,8 @@ pub struct Relay {
     /// The tasks a legacy host started at a 2026-07-28 server, for its `tasks/list`,
     /// and those the bridge settled itself.
     started: Started,
-    /// The questions of legacy tasks a 2026-07-28 host follows, and the
-    /// `tasks/result` each comes on (the core's; `task_input.rs`).
-    task_input: TaskInput<Reply>,
-    /// The `tasks/result`s open for it, by the core's token.
+    /// The `tasks/result`s open for a legacy task's questions (the core's
+    /// [`Command::Fetch`]), by the core's token (`task_input.rs`).
     fetches: HashMap<u64, AbortHandle>,
     audit: Arc<Audit>,
     /// What the one server's lists, requests and results pass (many: `Many` holds it).
@@ -156,12 +152,10 @@ impl Relay {
         }
         servers.follow(&mut queue);
         Relay {
-            engine,
-            out: Outbox::new(),
+            core: Core::new(engine, ask_timeout, super::random()),
             servers,
             queue,
             inbox,
-            state: State::new(ask_timeout, super::random()),
             listening: None,
             following: Follow::default(),
             host_listens: false,
@@ -169,7 +163,6 @@ impl Relay {
             streams: fanout::Streams::default(),
             tasks,
             started: tasks::started(),
-            task_input: TaskInput::new(ask_timeout),
             fetches: HashMap::new(),
             audit,
             policy: None,
@@ -195,89 +188,82 @@ impl Relay {
     /// Lets the server's notifications of no protocol method pass to the host where
     /// `allow` says so of their method (by default none does).
     pub fn pass_notifications(&mut self, allow: capable::internal::server::Custom) {
-        self.engine.set_custom_notifications(allow);
+        self.core.engine_mut().set_custom_notifications(allow);
     }
 
     /// What was written for the host since the last call (one write's worth).
     pub fn take_output(&mut self) -> Outbox {
-        std::mem::take(&mut self.out)
+        self.core.poll_host()
     }
 
     /// What was written for the host and not yet taken, to send and empty.
     pub fn output(&mut self) -> &mut Outbox {
-        &mut self.out
+        self.core.output()
     }
 
     /// One message from the host.
     pub fn receive(&mut self, msg: Incoming) {
-        let event = self.engine.handle(msg, &mut self.out);
-        self.on_event(event);
+        self.core.handle_host(msg, Instant::now());
+        self.run();
     }
 
     /// A line from the host that is no usable message.
     pub fn unreadable(&mut self, line: &[u8], error: &FramingError) {
-        let event = self.engine.handle_unreadable(line, error, &mut self.out);
-        self.on_event(event);
+        self.core.handle_unreadable(line, error, Instant::now());
+        self.run();
     }
 
-    /// Whether the host may send batches (a 2025-03-26 session).
     /// What another replica needs to re-attach to the one server's HTTP session
     /// (`None`: many servers, stdio, 2026-07-28, or no session id given).
     pub fn resumption(&self) -> Option<capable::Resumption> {
         self.servers.one()?.resumption()
     }
 
+    /// Whether the host may send batches (a 2025-03-26 session).
     pub fn accepts_batches(&self) -> bool {
-        self.engine.accepts_batches()
+        self.core.engine().accepts_batches()
     }
 
     /// The version the host speaks, once known.
     pub fn host_version(&self) -> Option<capable::internal::ProtocolVersion> {
-        self.engine.phase().version()
+        self.core.engine().phase().version()
     }
 
     /// The era the host speaks, once known.
     fn host_era(&self) -> Option<Era> {
-        self.engine.phase().era()
+        self.core.host_era()
     }
 
-    fn on_event(&mut self, event: EngineEvent<Reply>) {
-        match event {
-            EngineEvent::Request(request) => {
-                if let Some(request) = self.local(request) {
-                    self.forward(request);
+    /// Runs what the core asks for, in order, until nothing is left: a host request
+    /// answered by the bridge or sent on, an exchange cancelled, a question's answer to
+    /// its waiter, an answer finished for the host, a task's `tasks/result` opened or
+    /// dropped, the audit's lines.
+    fn run(&mut self) {
+        while let Some(command) = self.core.poll_upstream() {
+            match command {
+                Command::Request(request) => {
+                    if let Some(request) = self.local(request) {
+                        self.forward(request);
+                    }
                 }
-            }
-            EngineEvent::Cancelled { id, .. } => self.cancelled(&id),
-            EngineEvent::Response {
-                waiter, outcome, ..
-            } => {
-                let answer = outcome.and_then(|p| {
-                    p.decode::<Value>().map_err(|e| RpcError {
-                        code: codes::PARSE_ERROR,
-                        message: format!("the host's answer is not JSON: {e}"),
-                        data: None,
-                    })
-                });
-                let _ = waiter.send(answer);
-            }
-            // A legacy host hears of every list change the server declares.
-            EngineEvent::Initialized => self.follow(self.engine.interest()),
-            EngineEvent::Interest(interest) => self.follow(interest),
-            EngineEvent::Notification { .. } | EngineEvent::Handled => {}
-        }
-        for notice in self.engine.take_notices() {
-            self.audit.host_notice(&notice);
-        }
-    }
-
-    /// The host cancelled request `id`: its exchange is dropped (cancelled at the
-    /// server), and any question of it the host had is given up.
-    fn cancelled(&mut self, id: &RequestId) {
-        if let Some(cancelled) = self.state.cancelled(id) {
-            cancelled.handle.abort();
-            for reply in cancelled.questions {
-                let _ = reply.send(Err(gone("the host cancelled the request")));
+                Command::Follow(interest) => self.follow(interest),
+                Command::Cancel(handle) => handle.abort(),
+                Command::Reply { waiter, answer } => {
+                    let _ = waiter.send(answer);
+                }
+                Command::Answer {
+                    id,
+                    exchange,
+                    answer,
+                } => self.answer(&id, exchange, answer),
+                Command::Fetch { token, task_id } => self.fetch_questions(token, task_id),
+                Command::Abandon { token } => {
+                    if let Some(fetch) = self.fetches.remove(&token) {
+                        fetch.abort();
+                    }
+                }
+                Command::HostNotice(notice) => self.audit.host_notice(&notice),
+                Command::RoundNotice { level, notice } => self.audit.host_round(level, &notice),
             }
         }
     }
@@ -286,12 +272,7 @@ impl Relay {
     /// timer. Cancel-safe: nothing is lost when another branch of the caller's
     /// `select!` wins.
     pub async fn next(&mut self) -> Event {
-        let timers = [
-            self.engine.poll_timeout(),
-            self.state.poll_timeout(),
-            self.task_input.poll_timeout(),
-            self.subscriptions.poll_timeout(),
-        ];
+        let timers = [self.core.poll_timeout(), self.subscriptions.poll_timeout()];
         let timer = timers.into_iter().flatten().min();
         self.queue.next(timer).await
     }
@@ -299,42 +280,48 @@ impl Relay {
     /// Acts on `event`.
     pub fn on(&mut self, event: Event) {
         match event {
-            Event::Forwarded(token, answer) => {
-                // What the server said on its way to the answer (progress, task
-                // statuses, questions) goes first.
-                if self.drain() {
-                    self.put_rounds();
-                }
-                self.answer(token, answer)
-            }
-            Event::Asked(asked) => {
-                self.asked(asked);
-                // Questions asked at the same time go to the host together.
+            // What the server said on its way to the answer (progress, task statuses,
+            // questions) goes first.
+            Event::Forwarded(..) => {
                 self.drain();
-                self.put_rounds();
+                self.act(event);
+            }
+            // Questions asked at the same time go to the host together (in one round,
+            // as the output is taken).
+            Event::Asked(..) => {
+                self.act(event);
+                self.drain();
             }
             event => self.act(event),
         }
     }
 
-    /// Acts on what waits in the inbox already, in the order it came: whether a
-    /// question of the server's was among it (then [`put_rounds`](Self::put_rounds)
-    /// puts it to a 2026-07-28 host).
-    fn drain(&mut self) -> bool {
-        let mut asked = false;
+    /// Acts on what waits in the inbox already, in the order it came.
+    fn drain(&mut self) {
         while let Some(event) = self.queue.try_next() {
-            asked |= matches!(event, Event::Asked(Asked::Ask(_)));
             self.act(event);
         }
-        asked
     }
 
     /// Acts on `event` alone (a question is kept, not yet put in a round).
     fn act(&mut self, event: Event) {
+        let now = Instant::now();
         match event {
-            Event::Forwarded(token, answer) => self.answer(token, answer),
-            Event::Progress(token, p) => self.progress(token, &p),
-            Event::Asked(asked) => self.asked(asked),
+            Event::Forwarded(token, answer) => {
+                self.core
+                    .handle_upstream(token, Upstream::Answer(answer), now);
+            }
+            Event::Progress(token, p) => {
+                self.core.handle_upstream(token, Upstream::Progress(p), now);
+            }
+            Event::Asked(Asked::Ask(ask)) => {
+                let question = Question::new(ask.server, ask.method, ask.params, ask.reply);
+                self.core
+                    .handle_upstream(ask.token, Upstream::Asked(question), now);
+            }
+            Event::Asked(Asked::Over(token)) => {
+                self.core.handle_upstream(token, Upstream::Withdrawn, now);
+            }
             Event::Behind(change) => self.on_behind(change),
             Event::Many(event) => self.on_many(event),
             Event::Reloaded(generation) => self.on_reloaded(&generation),
@@ -348,40 +335,22 @@ impl Relay {
             Event::Tell(kind, params) => self.notify(&kind, &params),
             Event::Nothing => {}
             Event::Timer => {
-                let now = Instant::now();
-                for expired in self.engine.handle_timeout(now, &mut self.out) {
-                    let message = format!("the host did not answer {} in time", expired.method);
-                    let _ = expired.waiter.send(Err(gone(&message)));
-                }
-                for lapse in self.state.handle_timeout(now) {
-                    self.lapsed(lapse);
-                }
-                self.task_input.handle_timeout(now);
-                self.run_task_input();
+                self.core.handle_timeout(now);
                 self.subscriptions.handle_timeout(now);
                 self.run_subscriptions();
             }
         }
-    }
-
-    /// A question of the server's for the host, or its end there.
-    fn asked(&mut self, asked: Asked) {
-        match asked {
-            Asked::Ask(ask) => self.ask(ask),
-            Asked::Over(token) => self.ask_over(token),
-        }
+        self.run();
     }
 
     /// Ends the relay: every exchange in flight is dropped (and cancelled at the
     /// server), every question to the host fails, and the server is shut down in order.
     pub async fn close(mut self) {
-        let (handles, questions) = self.state.close();
+        let (handles, waiters) = self.core.close();
         for handle in handles {
             handle.abort();
         }
-        let open = questions.into_iter();
-        let open = open.chain(self.task_input.close());
-        for waiter in self.engine.close().into_iter().chain(open) {
+        for waiter in waiters {
             let _ = waiter.send(Err(gone("the host is gone")));
         }
         // Everything in flight (exchanges, listen streams, the relay's own requests) is
@@ -401,11 +370,4 @@ fn invalid_params(message: impl Into<String>, data: Option<Value>) -> RpcError {
     }
 }
 
-/// The error a question of the server's gets when the host does not answer it.
-fn gone(why: &str) -> RpcError {
-    RpcError {
-        code: codes::INTERNAL_ERROR,
-        message: why.to_owned(),
-        data: None,
-    }
-}
+use capable::internal::bridge::connection::gone;

@@ -1,9 +1,10 @@
 //! A legacy server's questions to a 2026-07-28 host, which takes no requests: each goes
 //! to the host in an `input_required` round, the answer to a request of the host's
 //! waiting on the server, and the host's retry brings the answers back and carries the
-//! exchange on. The core's [`Relay`](capable::internal::bridge::Relay) decides (whose each
-//! question is, what is kept, which request is whose retry, what a retry gets,
-//! deadlines); this file carries it out.
+//! exchange on. The core decides and carries it out (its
+//! [`Connection`](capable::internal::bridge::Connection): whose each question is, what
+//! is kept, which request is whose retry, what a retry gets, deadlines); this file
+//! spends a retry's `requestState` in the store replicas share before the core takes it.
 //!
 //! | what happens | what the bridge does |
 //! |---|---|
@@ -16,77 +17,12 @@
 
 use std::time::Instant;
 
-use capable::internal::bridge::{Lapse, Retried, Then, Whose};
-use capable::internal::server::{client_allows, ClientRequest};
+use capable::internal::server::ClientRequest;
 use serde_json::Value;
 
-use super::era::cannot_ask;
-use super::{gone, Relay};
-use crate::upstream::Ask;
-
-/// Why a question of a round fails once the request it was asked in is over.
-const OVER: &str = "the request it was asked in is over";
+use super::Relay;
 
 impl Relay {
-    /// A legacy server's question to a 2026-07-28 host, kept for the exchange it goes
-    /// with (the core's [`Whose`]); [`Relay::put_rounds`] puts it to the host.
-    pub(super) fn ask_in_a_round(&mut self, ask: Ask) {
-        let url_mode = ask.params.get("mode").and_then(Value::as_str) == Some("url");
-        let allowed = match (
-            self.engine.phase().version(),
-            self.engine.phase().capabilities(),
-        ) {
-            (Some(version), Some(caps)) => client_allows(ask.method, version, caps, url_mode),
-            _ => Ok(()),
-        };
-        if let Err(why) = allowed {
-            let _ = ask.reply.send(Err(cannot_ask(&why)));
-            return;
-        }
-        let shared = self.engine.is_shared();
-        if let Some(whose) = self.state.never_asked(ask.method, shared) {
-            return self.put_to(whose, ask);
-        }
-        // A legacy task's question, asked on the bridge's tasks/result.
-        let Some(ask) = self.ask_for_task(ask, false) else {
-            return;
-        };
-        let whose = self.state.whose_question(ask.server.as_deref(), shared);
-        self.put_to(whose, ask);
-    }
-
-    /// Carries out whose question `ask` is.
-    fn put_to(&mut self, whose: Whose, ask: Ask) {
-        match whose {
-            Whose::Exchange(exchange) => {
-                let now = Instant::now();
-                self.state
-                    .keep_question(exchange, ask.token, ask.method, ask.params, ask.reply, now);
-            }
-            // Nobody's, on purpose: the server is told why, and the audit says so.
-            Whose::PutToNone { level, why } => {
-                self.audit
-                    .host_round(level, &format!("a question of the server's: {why}"));
-                let _ = ask.reply.send(Err(cannot_ask(&why)));
-            }
-            Whose::Nobody => {
-                let Some(ask) = self.ask_for_task(ask, true) else {
-                    return;
-                };
-                let why = "no request of the host's waits on the server: it cannot be asked now";
-                let _ = ask.reply.send(Err(cannot_ask(&why)));
-            }
-        }
-    }
-
-    /// Every host request waiting on the server with questions kept for it is answered
-    /// with a round carrying them.
-    pub(super) fn put_rounds(&mut self) {
-        for (id, round) in self.state.put_rounds(Instant::now()) {
-            self.engine.respond(&id, &round, &mut self.out);
-        }
-    }
-
     /// A 2026-07-28 host's request that is the retry of one of the bridge's rounds
     /// (`None`: taken, refused, or its state being spent in the shared store first),
     /// or a request to pass on: the core's
@@ -96,7 +32,8 @@ impl Relay {
             return self.take_round(request);
         };
         let params: Value = request.params.decode().unwrap_or_default();
-        let Some(state) = self.state.spendable_round(request.method, &params) else {
+        let state = self.core.state();
+        let Some(state) = state.spendable_round(request.method, &params) else {
             return self.take_round(request);
         };
         let spend = store.spend_once(&crate::store::key("spent", &[state]), remembered);
@@ -120,7 +57,7 @@ impl Relay {
                      replica its retry reaches)",
                     None,
                 );
-                self.engine.respond_error(&request.id, &why, &mut self.out);
+                self.core.respond_error(&request.id, &why);
             }
             Ok(true) => self.take_then_forward(request),
             Err(e) => {
@@ -138,59 +75,10 @@ impl Relay {
         }
     }
 
-    /// The core's [`Relay::retry`](capable::internal::bridge::Relay::retry) on a
-    /// retry: taken, refused, or passed on (`Some`).
+    /// The core's retry: taken (its answers to their questions' waiters, its next
+    /// round or the answer kept: the core's commands), refused, or passed on (`Some`).
     fn take_round(&mut self, request: ClientRequest) -> Option<ClientRequest> {
-        let params: Value = request.params.decode().unwrap_or_default();
         let legacy_behind = self.servers.era() == Some(capable::internal::Era::Legacy);
-        let now = Instant::now();
-        let retried = self
-            .state
-            .retry(&request.id, request.method, &params, legacy_behind, now);
-        let taken = match retried {
-            Retried::Pass => return Some(request),
-            Retried::Refused(why) => {
-                self.engine.respond_error(&request.id, &why, &mut self.out);
-                return None;
-            }
-            Retried::Taken(taken) => taken,
-        };
-        for (reply, answer) in taken.answers {
-            let _ = reply.send(Ok(answer));
-        }
-        for reply in taken.over {
-            let _ = reply.send(Err(gone(OVER)));
-        }
-        for notice in &taken.notices {
-            self.audit.host_round("info", notice);
-        }
-        match taken.then {
-            Then::Round(round) => {
-                self.engine.respond(&request.id, &round, &mut self.out);
-            }
-            Then::Answer(token, answer) => self.answer(token, answer),
-            // The exchange goes on, under the retry's id.
-            Then::Wait => {}
-            Then::Over(why) => {
-                self.engine.respond_error(&request.id, &why, &mut self.out);
-            }
-        }
-        None
-    }
-
-    /// Something of the rounds past its deadline: a question fails; a round the host
-    /// never came back to ends its exchange (cancelled at the server).
-    pub(super) fn lapsed(&mut self, lapse: Lapse<super::AbortHandle, super::Reply>) {
-        match lapse {
-            Lapse::Question(reply) => {
-                let _ = reply.send(Err(gone(
-                    "the host did not come back with an answer in time",
-                )));
-            }
-            Lapse::Round { handle, notice } => {
-                handle.abort();
-                self.audit.host_round("warning", &notice);
-            }
-        }
+        self.core.retry(request, legacy_behind, Instant::now())
     }
 }

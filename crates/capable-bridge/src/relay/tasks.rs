@@ -84,10 +84,10 @@ impl Relay {
         match bridge::own_task(&mut self.started, carry, method, params, Instant::now()) {
             OwnTask::Update => self.update_task(id, params),
             OwnTask::Answered(Ok(answer)) => {
-                self.engine.respond(id, &answer, &mut self.out);
+                self.core.respond(id, &answer);
             }
             OwnTask::Answered(Err(e)) => {
-                self.engine.respond_error(id, &e, &mut self.out);
+                self.core.respond_error(id, &e);
             }
             OwnTask::Send { ttl } => return Before::Send { ttl },
         }
@@ -119,7 +119,7 @@ impl Relay {
     /// (`notifications/tasks/status`, as the engine lets it go).
     pub(super) fn task_status(&mut self, task: &Value) {
         let notification = Notification::from_value(NotificationMethod::TaskStatus.as_str(), task);
-        let _ = self.engine.notify(&notification, task, &mut self.out);
+        let _ = self.core.notify(&notification, task);
     }
 }
 

@@ -1,6 +1,7 @@
 //! The relay's state between a host and the servers behind it, and what it decides about
-//! the host's requests and the servers' questions ([`Relay`]), with no I/O: the shell
-//! sends the exchanges, puts the questions to the host and carries out each outcome.
+//! the host's requests and the servers' questions ([`Relay`]), with no I/O: the
+//! [`Connection`](super::Connection) that holds it carries out each outcome (to the
+//! host, or as a command for the shell, which sends the exchanges).
 //!
 //! It holds, for one relay:
 //!
