@@ -191,13 +191,12 @@ impl SessionSeal<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::seal::SealKey;
-
-    /// A session as a real host opens it: what the size figure in the docs is about.
-    pub(crate) fn typical() -> SessionSeal<'static> {
+impl SessionSeal<'static> {
+    /// A session as a real host opens it, expiring at `expires_at`: a signed-in caller,
+    /// the capabilities and `clientInfo` a desktop host sends, two HTTP servers' sessions
+    /// with what their handshakes settled. What the size and cost figures of the docs
+    /// are about: the tests, the `seal_open` example and the gateway's bench seal it.
+    pub fn typical(expires_at: u64) -> SessionSeal<'static> {
         let upstream = |server: &'static str, id, version, info, caps| Upstream {
             server: server.into(),
             session_id: Text::from(id),
@@ -206,42 +205,48 @@ mod tests {
             capabilities: Some(Text::from(caps)),
         };
         SessionSeal {
-            caller: Caller {
-                iss: Some("https://login.example.com/realms/engineering".into()),
-                sub: Some("f3b1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d".into()),
-                client_id: Some("claude-desktop".into()),
-            },
-            version: "2025-11-25".into(),
-            capabilities: Some(
-                r#"{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}"#
-                    .into(),
+        caller: Caller {
+            iss: Some("https://login.example.com/realms/engineering".into()),
+            sub: Some("f3b1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d".into()),
+            client_id: Some("claude-desktop".into()),
+        },
+        version: "2025-11-25".into(),
+        capabilities: Some(
+            r#"{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}"#
+                .into(),
+        ),
+        client_info: Some(r#"{"name":"claude-ai","title":"Claude","version":"0.1.0"}"#.into()),
+        log_level: Some("info".into()),
+        upstream: vec![
+            upstream(
+                "github",
+                "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+                "2025-06-18",
+                r#"{"name":"github-mcp","version":"1.2.0"}"#,
+                r#"{"tools":{"listChanged":true},"resources":{"subscribe":true}}"#,
             ),
-            client_info: Some(r#"{"name":"claude-ai","title":"Claude","version":"0.1.0"}"#.into()),
-            log_level: Some("info".into()),
-            upstream: vec![
-                upstream(
-                    "github",
-                    "7c9e6679-7425-40de-944b-e07fc1f90ae7",
-                    "2025-06-18",
-                    r#"{"name":"github-mcp","version":"1.2.0"}"#,
-                    r#"{"tools":{"listChanged":true},"resources":{"subscribe":true}}"#,
-                ),
-                upstream(
-                    "jira",
-                    "a1b2c3d4e5f60718293a4b5c6d7e8f90",
-                    "2025-11-25",
-                    r#"{"name":"jira","version":"0.9"}"#,
-                    r#"{"tools":{}}"#,
-                ),
-            ],
-            expires_at: 1_800_000_000,
-        }
+            upstream(
+                "jira",
+                "a1b2c3d4e5f60718293a4b5c6d7e8f90",
+                "2025-11-25",
+                r#"{"name":"jira","version":"0.9"}"#,
+                r#"{"tools":{}}"#,
+            ),
+        ],
+        expires_at,
     }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seal::SealKey;
 
     #[test]
     fn a_typical_session_round_trips_in_under_a_kilobyte() {
         let ring = KeyRing::new(SealKey::from_bytes(&[3; 32]), vec![]);
-        let state = typical();
+        let state = SessionSeal::typical(1_800_000_000);
         let id = state.seal(&ring).unwrap();
         assert!(id.len() <= 1024, "{} characters", id.len());
         assert!(!id.contains("claude") && !id.contains("github"));
@@ -259,7 +264,7 @@ mod tests {
     #[test]
     fn an_expired_or_foreign_session_is_refused() {
         let ring = KeyRing::new(SealKey::from_bytes(&[3; 32]), vec![]);
-        let id = typical().seal(&ring).unwrap();
+        let id = SessionSeal::typical(1_800_000_000).seal(&ring).unwrap();
         let mut buffer = Vec::new();
         assert!(matches!(
             SessionSeal::open(&ring, &id, 1_800_000_000, &mut buffer),
@@ -298,7 +303,8 @@ mod tests {
             assert!(SessionSeal::open(&ring, &id, 0, &mut buffer).is_err());
         }
         // A whole state with a byte more after it.
-        let mut plaintext = postcard::to_extend(&typical(), vec![FORMAT]).unwrap();
+        let mut plaintext =
+            postcard::to_extend(&SessionSeal::typical(1_800_000_000), vec![FORMAT]).unwrap();
         plaintext.push(0);
         let id = crate::seal::seal(&ring, SealKind::Session, &plaintext).unwrap();
         assert!(matches!(
@@ -310,7 +316,7 @@ mod tests {
     #[test]
     fn state_too_large_for_a_header_is_refused_when_sealing() {
         let ring = KeyRing::new(SealKey::from_bytes(&[3; 32]), vec![]);
-        let mut state = typical();
+        let mut state = SessionSeal::typical(1_800_000_000);
         state.upstream = (0..80)
             .map(|i| Upstream {
                 server: Text::from(format!("server-{i}")),

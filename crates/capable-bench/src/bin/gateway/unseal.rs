@@ -14,7 +14,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use capable::internal::seal::{open, Caller, KeyRing, SealKey, SealKind, SessionSeal, Upstream};
+use capable::internal::seal::{open, KeyRing, SealKey, SealKind, SessionSeal};
 use serde_json::{json, Value};
 
 use crate::post::post;
@@ -31,51 +31,8 @@ fn realistic() -> (KeyRing, String) {
         SealKey::from_bytes(&[0x42; 32]),
         vec![SealKey::from_bytes(&[0x17; 32])],
     );
-    let upstream = |server: &'static str,
-                    id: &'static str,
-                    version: &'static str,
-                    info: &'static str,
-                    caps: &'static str| Upstream {
-        server: server.into(),
-        session_id: id.into(),
-        version: version.into(),
-        server_info: Some(info.into()),
-        capabilities: Some(caps.into()),
-    };
-    let state = SessionSeal {
-        caller: Caller {
-            iss: Some("https://login.example.com/realms/engineering".into()),
-            sub: Some("f3b1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d".into()),
-            client_id: Some("claude-desktop".into()),
-        },
-        version: "2025-11-25".into(),
-        // The nested documents as the JSON text the gateway seals them as.
-        capabilities: Some(
-            r#"{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}"#
-                .into(),
-        ),
-        client_info: Some(r#"{"name":"claude-ai","title":"Claude","version":"0.1.0"}"#.into()),
-        log_level: Some("info".into()),
-        // Two HTTP servers' sessions, with what their handshakes settled (what a replica
-        // re-attaches to them with), as the gateway seals them.
-        upstream: vec![
-            upstream(
-                "github",
-                "7c9e6679-7425-40de-944b-e07fc1f90ae7",
-                "2025-06-18",
-                r#"{"name":"github-mcp","version":"1.2.0"}"#,
-                r#"{"tools":{"listChanged":true},"resources":{"subscribe":true}}"#,
-            ),
-            upstream(
-                "jira",
-                "a1b2c3d4e5f60718293a4b5c6d7e8f90",
-                "2025-11-25",
-                r#"{"name":"jira","version":"0.9"}"#,
-                r#"{"tools":{}}"#,
-            ),
-        ],
-        expires_at: u64::MAX,
-    };
+    // A signed-in caller, a desktop host's declaration, two HTTP servers' sessions.
+    let state = SessionSeal::typical(u64::MAX);
     let id = state.seal(&ring).unwrap_or_default();
     (ring, id)
 }
