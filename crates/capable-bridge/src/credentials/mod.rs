@@ -55,18 +55,20 @@ pub fn any_exchange(config: &ConfigFile) -> bool {
         .any(|p| matches!(p.credentials, Some(Credentials::Exchange { .. })))
 }
 
+/// Each HTTP server of `config`: its URL and its name.
+fn http_servers(config: &ConfigFile) -> impl Iterator<Item = (Url, &str)> {
+    config.servers.iter().filter_map(|entry| {
+        let Ok(ServerTarget::Http { url, .. }) = &entry.target else {
+            return None;
+        };
+        Some((Url::parse(url).ok()?, entry.name.as_str()))
+    })
+}
+
 /// The credentials of each HTTP server of `config`, by URL.
 fn modes(config: &ConfigFile) -> Vec<(Url, Credentials)> {
-    config
-        .servers
-        .iter()
-        .filter_map(|entry| {
-            let Ok(ServerTarget::Http { url, .. }) = &entry.target else {
-                return None;
-            };
-            let credentials = config.policies.get(&entry.name)?.credentials.clone()?;
-            Some((Url::parse(url).ok()?, credentials))
-        })
+    http_servers(config)
+        .filter_map(|(url, name)| Some((url, config.policies.get(name)?.credentials.clone()?)))
         .collect()
 }
 
@@ -78,13 +80,8 @@ pub fn counted(
     metrics: Arc<crate::metrics::Metrics>,
 ) -> Option<OAuthProvider> {
     let provider = provider?;
-    let names: Vec<(Url, String)> = config
-        .servers
-        .iter()
-        .filter_map(|entry| match &entry.target {
-            Ok(ServerTarget::Http { url, .. }) => Some((Url::parse(url).ok()?, entry.name.clone())),
-            _ => None,
-        })
+    let names: Vec<(Url, String)> = http_servers(config)
+        .map(|(url, name)| (url, name.to_owned()))
         .collect();
     Some(OAuthProvider::new(move |url, entry| {
         let client = provider.client(url, entry)?;
