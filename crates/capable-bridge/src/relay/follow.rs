@@ -297,6 +297,7 @@ impl Relay {
     pub fn share_with_replicas(&mut self, host: Option<capable::internal::Era>) {
         if host == Some(Era::Legacy) && self.servers.era() == Some(Era::Legacy) {
             self.core.engine_mut().keep_state_upstream();
+            self.state_upstream = true;
         }
     }
 
