@@ -10,8 +10,10 @@
 //! speaking raw HTTP that subscribes on replica A while its `GET` is open on B — the
 //! updates come on B; B is SIGKILLed (by its handle), the host's `GET` reopened on C
 //! (with the last event id B gave) — the updates go on there, from a replica that never
-//! saw the subscribe; the host unsubscribes on A — they stop at C. Skipped without
-//! `redis-server`. About 10 s each.
+//! saw the subscribe; the host unsubscribes on A — they stop at C. The store holds the
+//! set under a hashed key, as long as a seal, and nothing once it is empty. With Redis
+//! gone, `whenDown: open` keeps a subscribe on its replica and `closed` refuses it.
+//! Skipped without `redis-server`. A few seconds each.
 
 #[path = "bridge_support/mod.rs"]
 mod bridge_support;
@@ -164,6 +166,33 @@ fn asked(port: u16, session: &str, id: u64, method: &str) -> Value {
     }
 }
 
+/// What the store holds of sessions' subscriptions: each key (`capable:subs:…`) with
+/// its URIs and the milliseconds it is still kept.
+fn kept(redis: &RedisServer) -> Vec<(String, Vec<String>, i64)> {
+    let script = "local out = {} \
+        for _, k in ipairs(redis.call('KEYS', 'capable:subs:*')) do \
+          table.insert(out, k .. '=' .. table.concat(redis.call('SMEMBERS', k), ',') \
+            .. '=' .. redis.call('PTTL', k)) \
+        end \
+        return redis.status_reply(table.concat(out, ' '))";
+    let reply = redis.command(&format!("EVAL \"{script}\" 0")).unwrap();
+    let reply = reply.strip_prefix('+').unwrap_or_else(|| panic!("{reply}"));
+    reply
+        .split_whitespace()
+        .map(|entry| {
+            let mut parts = entry.split('=');
+            let key = parts.next().unwrap().to_owned();
+            let uris = parts
+                .next()
+                .unwrap()
+                .split(',')
+                .map(str::to_owned)
+                .collect();
+            (key, uris, parts.next().unwrap().parse().unwrap())
+        })
+        .collect()
+}
+
 /// The scenario of the module documentation over `servers` (a config's `mcpServers`;
 /// the store added as its `gateway`), each replica started with `flags`; `era`: the one
 /// the one server behind speaks to the replicas, as its audit line says.
@@ -200,6 +229,14 @@ fn subscriptions_follow_the_hosts_stream(
     let on_b = standalone(b, &session, None);
     let ok = asked(a, &session, 2, "resources/subscribe");
     assert_eq!(ok["result"], json!({}), "{ok}");
+    // The set is in the store, under a key that is a hash (the session id is not in
+    // it), kept as long as a seal.
+    let sets = kept(&redis);
+    assert_eq!(sets.len(), 1, "{sets:?}");
+    let (key, uris, ttl) = &sets[0];
+    assert!(key.len() == "capable:subs:".len() + 32 && !session.contains(&key[13..]));
+    assert_eq!(uris, &[MANUAL.to_owned()]);
+    assert!(*ttl > 23 * 3_600_000, "{ttl}");
     // The updates come on B, which subscribed for the set in the store.
     let seen_on_b = updates(&on_b, 2, "B");
     b_bridge.audit_until(|l| l["event"] == "subscriptions" && l["from"] == "store");
@@ -231,6 +268,11 @@ fn subscriptions_follow_the_hosts_stream(
     // Unsubscribed on A: the updates stop at C.
     let off = asked(a, &session, 3, "resources/unsubscribe");
     assert_eq!(off["result"], json!({}), "{off}");
+    assert_eq!(
+        kept(&redis),
+        vec![],
+        "the set's last URI gone, the set with it"
+    );
     // What was on its way when C let go may still come; then nothing, over 8 intervals.
     while any_update(&on_c, Duration::from_millis(400)) {}
     assert!(
@@ -257,4 +299,68 @@ fn a_legacy_hosts_subscription_at_a_2026_server_follows_its_stream_across_replic
     // the front bridge answers in it: one legacy session, which needs no store).
     let flags = ["--server", "live", "--protocol", "modern"];
     subscriptions_follow_the_hosts_stream("modern", servers, &flags, Some("modern"));
+}
+
+#[test]
+fn with_redis_gone_a_subscribe_stays_on_its_replica_when_open_and_is_refused_when_closed() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let (_live, live) = served("subscribe");
+    let key = key_file("down.key", 0x52);
+    let replica = |when_down: &str| {
+        let gateway = json!({"store": {"redis": redis.url(), "timeout": "300ms",
+                                       "whenDown": when_down}});
+        let text = json!({"gateway": gateway, "mcpServers": {"live": {"url": live}}});
+        let file = TempFile::new(&format!("replica-subs-{when_down}.json"), &text.to_string());
+        let flags = [
+            "--config",
+            file.path(),
+            "--seal-key-file",
+            key.to_str().unwrap(),
+        ];
+        let (bridge, port) = listening_env(&flags, &[]);
+        (bridge, port, file)
+    };
+    let (open, o, _f) = replica("open");
+    let (closed, c, _g) = replica("closed");
+    let open_session = initialize_at(o, "2025-11-25");
+    let closed_session = initialize_at(c, "2025-11-25");
+    redis.stop();
+
+    // open: served as without a store — the subscription is this replica's, its updates
+    // delivered on the host's stream here.
+    let ok = asked(o, &open_session, 2, "resources/subscribe");
+    assert_eq!(ok["result"], json!({}), "{ok}");
+    let down = open.audit_until(|l| l["event"] == "store_down");
+    assert_eq!(down["use"], "subscriptions", "{down}");
+    let on_o = standalone(o, &open_session, None);
+    updates(&on_o, 2, "the replica that took it");
+
+    // closed: refused, saying why; the store's name and address are not in it.
+    let refused = asked(c, &closed_session, 2, "resources/subscribe");
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("store") && !message.contains("127.0.0.1"),
+        "{refused}"
+    );
+    closed.audit_until(|l| l["event"] == "store_down" && l["use"] == "subscriptions");
+    // Nothing of it held here: no update on the host's stream.
+    let on_c = standalone(c, &closed_session, None);
+    assert!(!any_update(&on_c, Duration::from_millis(1000)));
+
+    // Redis back (empty): once the store has rested, the subscribe is taken and kept.
+    redis.restart();
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = asked(c, &closed_session, 3, "resources/subscribe");
+        if answer.get("result").is_some() {
+            break;
+        }
+        assert!(Instant::now() < until, "{answer}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    updates(&on_c, 2, "the replica holding the stream");
+    assert_eq!(kept(&redis).len(), 1);
 }
