@@ -364,3 +364,11 @@ fn with_redis_gone_a_subscribe_stays_on_its_replica_when_open_and_is_refused_whe
     updates(&on_c, 2, "the replica holding the stream");
     assert_eq!(kept(&redis).len(), 1);
 }
+
+#[test]
+fn a_legacy_hosts_subscription_at_a_stdio_server_follows_its_stream_across_replicas() {
+    // Each replica runs its own copy of the server: none of them saw the subscribe but A.
+    let live = bridge_support::many_entry("subscribe", &["--update-interval", "200ms"]);
+    let servers = json!({"live": live});
+    subscriptions_follow_the_hosts_stream("stdio", servers, &["--server", "live"], None);
+}

@@ -57,8 +57,9 @@
 //!   in the audit (`resumed`, `"fresh": true`); nothing the host had is sent twice.
 //!
 //! - a 2026-07-28 server behind (no session to share: the bridge subscribes for the
-//!   host on a listen stream of its own) and several servers behind (`--config`, each
-//!   replica its own sessions to them) cannot keep the host's subscriptions for it:
+//!   host on a listen stream of its own), several servers behind (`--config`, each
+//!   replica its own sessions to them) and a stdio server (each replica runs its own)
+//!   cannot keep the host's subscriptions for it:
 //!   with a store the replicas share (`gateway.store`), the session's set of URIs is
 //!   kept there, and the replica holding the host's `GET` subscribes to it and
 //!   delivers the updates, told of each change (`shared_subscriptions.rs`). The

@@ -1,7 +1,8 @@
 //! A sealed legacy session's resource subscriptions shared by the replicas through the
 //! gateway's store ([`crate::store::subscriptions`]), where the server behind cannot
 //! keep them for the host: a 2026-07-28 server (the bridge listens for the host on a
-//! stream of its own) or the servers of a `--config` (each replica's own sessions).
+//! stream of its own), the servers of a `--config` (each replica's own sessions) or a
+//! stdio server (each replica runs its own).
 //! One legacy HTTP server behind (`--url`) needs none of this: every replica
 //! re-attaches to its one session, whose record is the host's
 //! ([`Host::keeps_state_upstream`]).

@@ -224,8 +224,8 @@ impl Relay {
     }
 
     /// Whether the host's subscriptions are kept by the one server behind, in a
-    /// session every replica shares ([`Relay::share_with_replicas`]): then nothing of
-    /// them needs keeping elsewhere.
+    /// session every replica shares ([`Relay::share_with_replicas`], an HTTP server
+    /// that gave a session id): then nothing of them needs keeping elsewhere.
     pub fn keeps_state_upstream(&self) -> bool {
         self.state_upstream
     }

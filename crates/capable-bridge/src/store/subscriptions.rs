@@ -5,7 +5,8 @@
 //!
 //! Why a store: the state cannot live at the server when the bridge subscribes for the
 //! host itself — a 2026-07-28 server (a `subscriptions/listen` stream of the bridge's),
-//! or several servers behind a `--config` (each replica its own sessions to them). The
+//! several servers behind a `--config` (each replica its own sessions to them), a stdio
+//! server (each replica runs its own). The
 //! replica that took a `resources/subscribe` records it here; the one holding the
 //! host's stream subscribes upstream to the whole set and delivers the updates; when
 //! the host's stream moves (its replica died, the host reconnected elsewhere), the new

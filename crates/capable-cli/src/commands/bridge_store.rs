@@ -56,8 +56,8 @@ pub async fn say_at_start(gateway: &GatewayPolicy, sealed: bool, shared: &Shared
             "capable bridge: a seal key is set (a gateway of many replicas) and the config names \
              no gateway.store: each replica counts rate limits alone (a caller gets its limit \
              from every replica), a requestState is spent once on its own replica only, and a \
-             legacy host's subscriptions to a 2026-07-28 server or to the servers of a \
-             --config stay with the replica that took them (delivered only while the host's \
+             legacy host's subscriptions to a 2026-07-28 server, a stdio server or the servers \
+             of a --config stay with the replica that took them (delivered only while the host's \
              GET is there). Name a Redis store in the config's gateway.store to share them."
         ),
         _ => {}
