@@ -372,3 +372,47 @@ fn a_legacy_hosts_subscription_at_a_stdio_server_follows_its_stream_across_repli
     let servers = json!({"live": live});
     subscriptions_follow_the_hosts_stream("stdio", servers, &["--server", "live"], None);
 }
+
+#[test]
+fn a_uri_of_the_set_the_streams_holder_cannot_subscribe_to_is_said_and_the_others_go_on() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let (_live, live) = served("subscribe");
+    let gateway = json!({"store": {"redis": redis.url(), "timeout": "300ms"}});
+    let text = json!({"gateway": gateway, "mcpServers": {"live": {"url": live}}});
+    let file = TempFile::new("replica-subs-refused.json", &text.to_string());
+    let key = key_file("refused.key", 0x53);
+    let flags = [
+        "--config",
+        file.path(),
+        "--seal-key-file",
+        key.to_str().unwrap(),
+    ];
+    let (a_bridge, a) = listening_env(&flags, &[]);
+    let session = initialize_at(a, "2025-11-25");
+    let on_a = standalone(a, &session, None);
+    let ok = asked(a, &session, 2, "resources/subscribe");
+    assert_eq!(ok["result"], json!({}), "{ok}");
+    updates(&on_a, 1, "A");
+    // A URI no server offers, put in the session's set as another replica would have:
+    // the holder of the stream is told, reads the set, and cannot subscribe to it.
+    let script = "local k = redis.call('KEYS', 'capable:subs:*')[1] \
+        redis.call('SADD', k, 'nowhere://x') redis.call('PUBLISH', k, '+') \
+        return redis.status_reply('OK')";
+    assert_eq!(
+        redis.command(&format!("EVAL \"{script}\" 0")).unwrap(),
+        "+OK"
+    );
+    let said = a_bridge.audit_until(|l| {
+        l["event"] == "notice"
+            && l["notice"]
+                .as_str()
+                .is_some_and(|n| n.contains("could not be made again"))
+    });
+    assert!(
+        said["notice"].as_str().unwrap().contains("nowhere://x"),
+        "{said}"
+    );
+    updates(&on_a, 2, "A, after");
+}

@@ -229,7 +229,7 @@ pub async fn run(
             wake = host.next() => host.on(wake),
             () = changed(&shared) => {
                 if let Some(shared) = &mut shared {
-                    shared.reconcile(&mut host).await;
+                    shared.reconcile().await;
                 }
             }
         }
@@ -241,7 +241,9 @@ pub async fn run(
                     ids.give_back(&mut event);
                 }
                 if let (true, Some(shared)) = (ends, &mut shared) {
-                    shared.answered(&mut host, stream, &mut event.data).await;
+                    shared
+                        .answered(host.listens(), stream, &mut event.data)
+                        .await;
                 }
                 if let Some(reader) = readers.get(&stream) {
                     match reader.send(event) {
@@ -274,9 +276,20 @@ pub async fn run(
                 }
             }
         }
-        // The host's `GET` opened or ended here: the shared subscriptions follow it.
+        // The host's `GET` opened or ended here: the shared subscriptions follow it; the
+        // requests of the bridge's own they make go to the relay (their answers to no
+        // reader, a subscribe's watched).
         if let Some(shared) = &mut shared {
-            shared.follow(&mut host).await;
+            shared
+                .follow(host.listens(), host.keeps_state_upstream())
+                .await;
+            for (message, watched) in shared.take_replays() {
+                if let (Incoming::Request { id, .. }, Some(uri)) = (&message, watched) {
+                    let stream = streams.open(id.clone());
+                    shared.replaying(stream, uri);
+                }
+                host.message(message).await;
+            }
         }
     }
     host.close().await;

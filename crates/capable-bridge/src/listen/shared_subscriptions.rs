@@ -5,13 +5,13 @@
 //! stdio server (each replica runs its own).
 //! One legacy HTTP server behind (`--url`) needs none of this: every replica
 //! re-attaches to its one session, whose record is the host's
-//! ([`Host::keeps_state_upstream`]).
+//! ([`Host::keeps_state_upstream`](crate::host::Host::keeps_state_upstream)).
 //!
 //! | when | this session's task |
 //! |---|---|
 //! | the host's `resources/subscribe`, on any replica | sent on as it came and answered as the server(s) answered; taken, the URI is added to the session's set in the store before the host has its answer, and the replica holding the host's `GET` is told. Here the subscription is let go again unless the host's `GET` is here: only the holder of the stream delivers |
 //! | the host's `resources/unsubscribe`, on any replica | the URI taken from the set first (the holder of the stream told); answered `{}` here when this replica held nothing of it, else sent on as it came |
-//! | the host's `GET` opens here (first, or its reconnect after its replica died) | the set watched and read: each URI subscribed to here (a request of the bridge's own, answered to nobody); so at each word that the set changed |
+//! | the host's `GET` opens here (first, or its reconnect after its replica died) | the set watched and read: each URI subscribed to here (a request of the bridge's own, answered to nobody); so at each word that the set changed. One refused (its server down, no server offers it) is said in the audit and asked again at the next word |
 //! | the host's `GET` ends here | what was subscribed for it here is let go, and the set no longer watched |
 //! | the store cannot be reached | `whenDown: open` (default): the subscription stays this replica's, as without a store, and `store_down` in the audit says so; `closed`: the host's subscribe or unsubscribe is refused (`-32603`, saying why) |
 //! | a set of [`MAX_URIS`] URIs, a URI past [`MAX_URI_LEN`] bytes | that subscription stays this replica's (a notice in the audit) |
@@ -30,7 +30,6 @@ use capable::internal::Outbox;
 use serde_json::{json, Value};
 
 use crate::audit::Audit;
-use crate::host::Host;
 use crate::store::subscriptions::{Watch, KIND, MAX_URIS, MAX_URI_LEN};
 use crate::store::{Store, StoreError};
 
@@ -62,6 +61,10 @@ pub struct Shared {
     pending: HashMap<u64, Change>,
     /// The ids of the bridge's own requests.
     next: u64,
+    /// The bridge's own requests to send, with the URI of each subscribe among them.
+    queued: Vec<(Incoming, Option<String>)>,
+    /// The bridge's own subscribes in flight, by the stream of their answer.
+    replays: HashMap<u64, String>,
 }
 
 impl Shared {
@@ -82,6 +85,8 @@ impl Shared {
             watch: None,
             pending: HashMap::new(),
             next: 0,
+            queued: Vec::new(),
+            replays: HashMap::new(),
         })
     }
 
@@ -97,7 +102,8 @@ impl Shared {
     }
 
     /// What becomes of `message`, a host's request (the others pass); `upstream_keeps`:
-    /// the server behind keeps the host's subscriptions ([`Host::keeps_state_upstream`]).
+    /// the server behind keeps the host's subscriptions
+    /// ([`Host::keeps_state_upstream`](crate::host::Host::keeps_state_upstream)).
     pub async fn before(&mut self, upstream_keeps: bool, message: &Incoming) -> Intercept {
         let Incoming::Request { id, method, params } = message else {
             return Intercept::Pass(None);
@@ -157,7 +163,12 @@ impl Shared {
     /// The answer `data` ends `stream`: a subscribe taken is added to the set before the
     /// host has it (its answer turned into an error when the store is down and
     /// `whenDown` is `closed`), and let go here unless the host's `GET` is here.
-    pub async fn answered(&mut self, host: &mut Host, stream: u64, data: &mut bytes::Bytes) {
+    /// A subscribe of the bridge's own for the set that was refused is said, and asked
+    /// again at the set's next change. `listens`: the host's `GET` is here.
+    pub async fn answered(&mut self, listens: bool, stream: u64, data: &mut bytes::Bytes) {
+        if let Some(uri) = self.replays.remove(&stream) {
+            return self.replayed(uri, data);
+        }
         let Some(Change { uri }) = self.pending.remove(&stream) else {
             return;
         };
@@ -169,16 +180,16 @@ impl Shared {
             return;
         };
         match shared.change(&key, &uri, true).await {
-            Ok(true) if host.listens() => {
+            Ok(true) if listens => {
                 self.held.insert(uri);
             }
-            Ok(true) => self.replay(host, Method::Unsubscribe, &uri).await,
+            Ok(true) => self.replay(Method::Unsubscribe, &uri),
             Ok(false) => {
                 self.notice("the session's subscriptions in the store are as many as it keeps: this one stays with this replica");
             }
             Err(e) => {
                 if let Some(error) = self.down(&e) {
-                    self.replay(host, Method::Unsubscribe, &uri).await;
+                    self.replay(Method::Unsubscribe, &uri);
                     let id = answer.get("id").cloned().unwrap_or(Value::Null);
                     let refused = json!({"jsonrpc": "2.0", "id": id, "error": error});
                     *data = refused.to_string().into();
@@ -187,25 +198,44 @@ impl Shared {
         }
     }
 
-    /// The host's `GET` opened or ended here (`host.listens()`): the set is watched and
-    /// subscribed to here, or let go.
-    pub async fn follow(&mut self, host: &mut Host) {
-        let Some(key) = self.active(host.keeps_state_upstream()).map(str::to_owned) else {
+    /// The answer `data` to the bridge's own subscribe of `uri` for the set: refused, it
+    /// is not held here (asked again at the set's next change), and said.
+    fn replayed(&mut self, uri: String, data: &bytes::Bytes) {
+        let answer: Value = serde_json::from_slice(data).unwrap_or_default();
+        let Some(error) = answer.get("error") else {
             return;
         };
-        match (host.listens(), self.watch.is_some()) {
+        self.held.remove(&uri);
+        let why = error.get("message").and_then(Value::as_str).unwrap_or("");
+        let why: String = why.chars().take(200).collect();
+        self.audit.record(
+            "notice",
+            json!({"side": "bridge", "level": "warning",
+                   "notice": format!("a subscription of the host's session could not be made again \
+                                      on this replica ({why}): asked again when its set changes \
+                                      or the host's stream reopens")}),
+        );
+    }
+
+    /// The host's `GET` opened or ended here (`listens`; `upstream_keeps` as for
+    /// [`Shared::before`]): the set is watched and subscribed to here, or let go.
+    pub async fn follow(&mut self, listens: bool, upstream_keeps: bool) {
+        let Some(key) = self.active(upstream_keeps).map(str::to_owned) else {
+            return;
+        };
+        match (listens, self.watch.is_some()) {
             (true, false) => {
                 let Some(shared) = self.store.subscriptions() else {
                     return;
                 };
                 // Watched before it is read: no change is missed in between.
                 self.watch = Some(shared.watch(&key));
-                self.reconcile(host).await;
+                self.reconcile().await;
             }
             (false, true) => {
                 self.watch = None;
                 for uri in std::mem::take(&mut self.held) {
-                    self.replay(host, Method::Unsubscribe, &uri).await;
+                    self.replay(Method::Unsubscribe, &uri);
                 }
             }
             _ => {}
@@ -221,7 +251,7 @@ impl Shared {
     }
 
     /// The set read again: what it gained subscribed to here, what it lost let go.
-    pub async fn reconcile(&mut self, host: &mut Host) {
+    pub async fn reconcile(&mut self) {
         let (Some(key), Some(shared)) = (self.key.clone(), self.store.subscriptions()) else {
             return;
         };
@@ -237,7 +267,7 @@ impl Shared {
         let new: Vec<String> = members.difference(&self.held).cloned().collect();
         for uri in gone {
             self.held.remove(&uri);
-            self.replay(host, Method::Unsubscribe, &uri).await;
+            self.replay(Method::Unsubscribe, &uri);
         }
         if !new.is_empty() {
             self.audit.record(
@@ -246,20 +276,33 @@ impl Shared {
             );
         }
         for uri in new {
-            self.replay(host, Method::Subscribe, &uri).await;
+            self.replay(Method::Subscribe, &uri);
             self.held.insert(uri);
         }
     }
 
-    /// `method` of `uri` sent by the bridge for the host, answered to nobody.
-    async fn replay(&mut self, host: &mut Host, method: Method, uri: &str) {
+    /// `method` of `uri` to be sent by the bridge for the host ([`Shared::take_replays`]),
+    /// answered to nobody.
+    fn replay(&mut self, method: Method, uri: &str) {
         self.next += 1;
         let message = Incoming::Request {
             id: RequestId::String(format!("capable/shared/{}", self.next)),
             method: method.as_str().into(),
             params: Payload::from_json(json!({ "uri": uri }).to_string()),
         };
-        host.message(message).await;
+        let watched = (method == Method::Subscribe).then(|| uri.to_owned());
+        self.queued.push((message, watched));
+    }
+
+    /// The requests of the bridge's own to send now, in order: each with the URI of a
+    /// subscribe whose answer is to be watched ([`Shared::replaying`]).
+    pub fn take_replays(&mut self) -> Vec<(Incoming, Option<String>)> {
+        std::mem::take(&mut self.queued)
+    }
+
+    /// The bridge's own subscribe of `uri` went on in `stream`: its answer is watched.
+    pub fn replaying(&mut self, stream: u64, uri: String) {
+        self.replays.insert(stream, uri);
     }
 
     /// The store could not be reached (`e`): said, and the error the host gets when
