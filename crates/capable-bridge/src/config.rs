@@ -124,6 +124,10 @@ pub struct BridgeConfig {
     /// `requestState` is spent there once, whichever replica it reaches. None by
     /// default (spent in this process alone).
     pub store: Option<Arc<dyn crate::store::Store>>,
+    /// What holds while the store cannot be reached, for what the listener keeps there
+    /// (a sealed session's subscriptions): as without a store (`Open`, the default), or
+    /// refused.
+    pub store_when_down: capable::config::WhenDown,
 }
 
 impl BridgeConfig {
@@ -145,6 +149,7 @@ impl BridgeConfig {
             reload: None,
             traces: None,
             store: None,
+            store_when_down: capable::config::WhenDown::Open,
         }
     }
 }

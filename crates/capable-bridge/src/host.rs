@@ -275,6 +275,19 @@ impl Host {
         }
     }
 
+    /// Whether the host's standalone `GET` is open (as last told by
+    /// [`Host::host_listens`]).
+    pub fn listens(&self) -> bool {
+        self.listens
+    }
+
+    /// Whether the host's subscriptions are kept by the one server behind, in a session
+    /// every replica re-attaches to (a legacy HTTP server, `--url`): nothing of them is
+    /// kept elsewhere.
+    pub fn keeps_state_upstream(&self) -> bool {
+        self.relay.as_ref().is_some_and(Relay::keeps_state_upstream)
+    }
+
     /// One line from the host.
     pub async fn line(&mut self, line: bytes::Bytes) {
         match Incoming::parse(line.clone()) {

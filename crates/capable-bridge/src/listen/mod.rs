@@ -45,6 +45,7 @@ mod pool;
 mod queue;
 mod sealed;
 mod session;
+mod shared_subscriptions;
 mod sse;
 
 use std::net::SocketAddr;

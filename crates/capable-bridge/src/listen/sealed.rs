@@ -56,13 +56,22 @@
 //!   one's events as if missed). What that stream had not delivered is lost, and said
 //!   in the audit (`resumed`, `"fresh": true`); nothing the host had is sent twice.
 //!
+//! - a 2026-07-28 server behind (no session to share: the bridge subscribes for the
+//!   host on a listen stream of its own), several servers behind (`--config`, each
+//!   replica its own sessions to them) and a stdio server (each replica runs its own)
+//!   cannot keep the host's subscriptions for it:
+//!   with a store the replicas share (`gateway.store`), the session's set of URIs is
+//!   kept there, and the replica holding the host's `GET` subscribes to it and
+//!   delivers the updates, told of each change (`shared_subscriptions.rs`). The
+//!   replica a subscribe reaches sends it on (the host is answered as the server
+//!   answered), adds it to the set, and lets it go again unless it holds the stream;
+//!   the replica a reconnected `GET` reaches reads the set and subscribes to it.
+//!
 //! What stays with the replica that saw it:
 //!
-//! - a 2026-07-28 server behind (no session to share: the bridge subscribes for the
-//!   host on a listen stream of its own) and several servers behind (`--config`): the
-//!   host's subscriptions are that replica's record, and each replica opens its own
-//!   server sessions; stdio servers likewise (per-session state of a stdio server —
-//!   what a tool remembered between calls — is that replica's);
+//! - without a store, the subscriptions just above: that replica's record (delivered
+//!   while the host's `GET` is on it); stdio servers' own state (per-session state of
+//!   a stdio server — what a tool remembered between calls — is that replica's);
 //! - tasks the gateway hands out carry no seal of their own yet: a `tasks/*` request
 //!   reaches the server on the re-attached session, but the bridge's own record of a
 //!   task is the replica's (the seal a task id is to be, bound to its caller, is the
@@ -225,7 +234,10 @@ pub async fn id_of_new(
         .sessions()
         .rename(&owned(caller, &id), &owned(caller, &sealed))
     {
-        true => sealed,
+        true => {
+            let _ = commands.send(Command::Sealed(sealed.clone()));
+            sealed
+        }
         false => id,
     }
 }
@@ -305,6 +317,7 @@ pub async fn restore(
     // arriving meanwhile finds the task with the replay ahead of it.
     let held = listener.sessions().task(&key, Instant::now(), || {
         let tx = listener.spawn(Kind::Legacy, caller, Some(id));
+        let _ = tx.send(Command::Sealed(id.to_owned()));
         if let Some(upstream) = upstream {
             let _ = tx.send(Command::Resume(upstream));
         }

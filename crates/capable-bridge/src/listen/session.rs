@@ -12,10 +12,11 @@ use std::sync::Arc;
 use capable::internal::jsonrpc::{Incoming, Payload, RequestId};
 use capable::internal::method::ClientNotificationMethod;
 use capable::internal::server::streams::{StreamEvent, Streams, STANDALONE};
-use capable::internal::ProtocolVersion;
+use capable::internal::{Outbox, ProtocolVersion};
 use tokio::sync::{mpsc, oneshot};
 
 use super::queue;
+use super::shared_subscriptions::{Intercept, Shared};
 use crate::host::{Host, Target};
 
 /// How many events a legacy session keeps for resumption, and at most how many bytes.
@@ -63,6 +64,9 @@ pub enum Command {
     /// The one server behind is to be re-attached to this HTTP session of its when the
     /// host's `initialize` connects it (a sealed session continued here).
     Resume(capable::Resumption),
+    /// The session is known by this sealed id from now on (its subscriptions are kept
+    /// in the store under a key derived from it, when the gateway has one).
+    Sealed(String),
     /// What another replica needs to re-attach to the one server's HTTP session.
     Resumption {
         reply: oneshot::Sender<Option<capable::Resumption>>,
@@ -94,6 +98,12 @@ pub async fn run(
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let audit = target.audit.clone();
+    // A sealed session's subscriptions, kept in the gateway's store for every replica.
+    let config = &target.config;
+    let mut shared = match replicated {
+        true => Shared::new(config.store.as_ref(), config.store_when_down, audit.clone()),
+        false => None,
+    };
     let mut host = Host::new(target, kind == Kind::Modern);
     if replicated {
         host.share_with_replicas();
@@ -112,6 +122,8 @@ pub async fn run(
     let mut requests: HashMap<u64, RequestId> = HashMap::new();
     let mut ids = ClientIds::default();
     loop {
+        // Answers this task gives itself (shared subscriptions), routed as the relay's.
+        let mut own = Outbox::new();
         tokio::select! {
             command = commands.recv() => match command {
                 None | Some(Command::End) => break,
@@ -125,13 +137,25 @@ pub async fn run(
                         host.message(message).await;
                         continue;
                     };
+                    let intercept = match &mut shared {
+                        Some(shared) => shared.before(host.keeps_state_upstream(), &message).await,
+                        None => Intercept::Pass(None),
+                    };
                     let stream = streams.open(id.clone());
                     let (tx, events) = queue::stream(bound);
                     readers.insert(stream, tx);
                     requests.insert(stream, id.clone());
-                    // The version is known once the host said it (initialize, or its
-                    // envelope): the request's answer may come at once.
-                    host.message(message).await;
+                    match intercept {
+                        Intercept::Pass(change) => {
+                            if let Some(shared) = &mut shared {
+                                shared.wait(stream, change);
+                            }
+                            // The version is known once the host said it (initialize,
+                            // or its envelope): the request's answer may come at once.
+                            host.message(message).await;
+                        }
+                        Intercept::Answered(out) => own = out,
+                    }
                     let events = Events {
                         priming: priming(kind, &host, &streams, stream),
                         events,
@@ -171,6 +195,11 @@ pub async fn run(
                     let _ = reply.send(Some(Events { priming, events }));
                 }
                 Some(Command::Resume(session)) => host.resume(session),
+                Some(Command::Sealed(id)) => {
+                    if let Some(shared) = &mut shared {
+                        shared.sealed(&id);
+                    }
+                }
                 Some(Command::Resumption { reply }) => {
                     let _ = reply.send(host.resumption());
                 }
@@ -198,12 +227,23 @@ pub async fn run(
                 }
             },
             wake = host.next() => host.on(wake),
+            () = changed(&shared) => {
+                if let Some(shared) = &mut shared {
+                    shared.reconcile().await;
+                }
+            }
         }
-        for out in host.take_output() {
+        let [first, second] = host.take_output();
+        for out in [first, second, own] {
             for mut event in streams.route(&out) {
                 let (stream, ends) = (event.stream, event.ends);
                 if ends && kind == Kind::Modern {
                     ids.give_back(&mut event);
+                }
+                if let (true, Some(shared)) = (ends, &mut shared) {
+                    shared
+                        .answered(host.listens(), stream, &mut event.data)
+                        .await;
                 }
                 if let Some(reader) = readers.get(&stream) {
                     match reader.send(event) {
@@ -236,8 +276,32 @@ pub async fn run(
                 }
             }
         }
+        // The host's `GET` opened or ended here: the shared subscriptions follow it; the
+        // requests of the bridge's own they make go to the relay (their answers to no
+        // reader, a subscribe's watched).
+        if let Some(shared) = &mut shared {
+            shared
+                .follow(host.listens(), host.keeps_state_upstream())
+                .await;
+            for (message, watched) in shared.take_replays() {
+                if let (Incoming::Request { id, .. }, Some(uri)) = (&message, watched) {
+                    let stream = streams.open(id.clone());
+                    shared.replaying(stream, uri);
+                }
+                host.message(message).await;
+            }
+        }
     }
     host.close().await;
+}
+
+/// Resolves when the shared subscriptions changed while this replica holds the host's
+/// stream; never otherwise.
+async fn changed(shared: &Option<Shared>) {
+    match shared {
+        Some(shared) => shared.changed().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The ids of 2026-07-28 clients. Every one of them shares the listener's one task (they

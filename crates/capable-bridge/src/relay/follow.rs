@@ -297,6 +297,9 @@ impl Relay {
     pub fn share_with_replicas(&mut self, host: Option<capable::internal::Era>) {
         if host == Some(Era::Legacy) && self.servers.era() == Some(Era::Legacy) {
             self.core.engine_mut().keep_state_upstream();
+            // Kept for every replica only where they all reach the one session (HTTP,
+            // with a session id): a stdio server is each replica's own.
+            self.state_upstream = self.servers.one().is_some_and(|s| s.resumption().is_some());
         }
     }
 

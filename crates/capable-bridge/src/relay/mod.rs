@@ -108,6 +108,9 @@ pub struct Relay {
     /// standalone `GET` is open here: the server's standalone stream is to be open
     /// here too (`follow.rs`).
     host_listens: bool,
+    /// The host's subscriptions and log level are the one server's record
+    /// (`follow.rs`, [`Relay::share_with_replicas`]).
+    state_upstream: bool,
     /// Many servers: what each is asked for the host's subscriptions (the core's
     /// decisions), and their listen streams.
     subscriptions: Subscriptions,
@@ -159,6 +162,7 @@ impl Relay {
             listening: None,
             following: Follow::default(),
             host_listens: false,
+            state_upstream: false,
             subscriptions: Subscriptions::default(),
             streams: fanout::Streams::default(),
             tasks,
@@ -217,6 +221,13 @@ impl Relay {
     /// (`None`: many servers, stdio, 2026-07-28, or no session id given).
     pub fn resumption(&self) -> Option<capable::Resumption> {
         self.servers.one()?.resumption()
+    }
+
+    /// Whether the host's subscriptions are kept by the one server behind, in a
+    /// session every replica shares ([`Relay::share_with_replicas`], an HTTP server
+    /// that gave a session id): then nothing of them needs keeping elsewhere.
+    pub fn keeps_state_upstream(&self) -> bool {
+        self.state_upstream
     }
 
     /// Whether the host may send batches (a 2025-03-26 session).

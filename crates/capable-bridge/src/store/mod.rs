@@ -11,6 +11,7 @@
 //! | [`Store::rate`] | a Lua script: GCRA over one key per caller (its theoretical arrival time, in µs of the server's `TIME`) | the same algorithm as one replica's in-memory limiter, so a limit means the same with a store or without; one key of one number per caller; atomic; the store's clock, so the replicas' clocks do not matter |
 //! | [`Store::enter`], [`Store::leave`] | a Lua script `INCR` (undone over the limit) with `PEXPIRE`; `DECR`, the key gone at zero | the count of a replica that dies mid-call fades with its key |
 //! | [`Store::spend_once`] | `SET key 1 NX PX ttl` | the first to spend it wins, on any replica |
+//! | [`Store::subscriptions`] | a set per legacy session, and a word on a channel when it changes ([`subscriptions`]) | a host's subscriptions follow its stream to whichever replica holds it |
 //!
 //! Every call is bounded: past the store's `timeout` the call fails
 //! ([`StoreError::TimedOut`]), and for a second after a failure the store is not asked
@@ -20,6 +21,7 @@
 
 mod memory;
 mod redis_store;
+pub mod subscriptions;
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -28,6 +30,7 @@ use futures_util::future::BoxFuture;
 
 pub use self::memory::MemoryStore;
 pub use self::redis_store::RedisStore;
+pub use self::subscriptions::SharedSubscriptions;
 
 /// A request rate: a burst of `requests`, one more each `per / requests` (GCRA).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +100,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// The kind of store, for what the gateway says (`memory`, `redis`).
     fn kind(&self) -> &'static str;
+
+    /// Where legacy hosts' subscriptions are kept for every replica to see; `None`
+    /// (the default) for a store that is one replica's own, which has nobody to share
+    /// them with.
+    fn subscriptions(&self) -> Option<&dyn SharedSubscriptions> {
+        None
+    }
 }
 
 /// A key of the store: `capable:{kind}:` and a hash of what it is about, so that a

@@ -13,6 +13,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{IntoConnectionInfo, Script};
 use tokio::time::Instant;
 
+use super::subscriptions::{self, SharedSubscriptions, Watch, Watchers, MAX_URIS};
 use super::{Answer, Gcra, Store, StoreError};
 
 /// How long the store is let rest after a failure before it is asked again.
@@ -53,6 +54,28 @@ if n <= 0 then redis.call('DEL', KEYS[1]) end
 return n
 ";
 
+/// A URI added to (`ARGV[1]` `+`, unless the set holds `ARGV[3]` already) or taken
+/// from (`-`) a session's set, kept `ARGV[4]` ms, and a word on the channel named as
+/// the key: 1 done, 0 not (full, or not there).
+const CHANGE: &str = r"
+local done
+if ARGV[1] == '+' then
+  if redis.call('SISMEMBER', KEYS[1], ARGV[2]) == 0
+     and redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+    return 0
+  end
+  redis.call('SADD', KEYS[1], ARGV[2])
+  done = 1
+else
+  done = redis.call('SREM', KEYS[1], ARGV[2])
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+end
+redis.call('PUBLISH', KEYS[1], ARGV[1])
+return done
+";
+
 /// A store in Redis.
 #[derive(Clone)]
 pub struct RedisStore {
@@ -64,7 +87,12 @@ struct Inner {
     timeout: Duration,
     /// Not asked before this, after a failure.
     resting_until: Mutex<Option<Instant>>,
-    scripts: [Script; 3],
+    scripts: [Script; 4],
+    /// For the subscriptions' channel: a connection of its own, opened once a session
+    /// watches.
+    client: redis::Client,
+    watchers: Arc<Watchers>,
+    following: std::sync::Once,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -102,13 +130,22 @@ impl RedisStore {
             .set_number_of_retries(1)
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(REST);
-        let manager = ConnectionManager::new_lazy_with_config(client, config).map_err(failed)?;
+        let manager =
+            ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(failed)?;
         Ok(RedisStore {
             inner: Arc::new(Inner {
                 manager,
                 timeout,
                 resting_until: Mutex::new(None),
-                scripts: [Script::new(RATE), Script::new(ENTER), Script::new(LEAVE)],
+                scripts: [
+                    Script::new(RATE),
+                    Script::new(ENTER),
+                    Script::new(LEAVE),
+                    Script::new(CHANGE),
+                ],
+                client,
+                watchers: Arc::new(Watchers::default()),
+                following: std::sync::Once::new(),
             }),
         })
     }
@@ -233,5 +270,101 @@ impl Store for RedisStore {
 
     fn kind(&self) -> &'static str {
         "redis"
+    }
+
+    fn subscriptions(&self) -> Option<&dyn SharedSubscriptions> {
+        Some(self)
+    }
+}
+
+impl SharedSubscriptions for RedisStore {
+    fn change(&self, key: &str, uri: &str, subscribed: bool) -> Answer<bool> {
+        let store = self.clone();
+        let key = key.to_owned();
+        let uri = uri.to_owned();
+        let script = store.inner.scripts[3].clone();
+        let kept = u64::try_from(subscriptions::KEPT.as_millis()).unwrap_or(u64::MAX);
+        async move {
+            store
+                .call(|mut c| async move {
+                    script
+                        .key(&key)
+                        .arg(if subscribed { "+" } else { "-" })
+                        .arg(&uri)
+                        .arg(MAX_URIS)
+                        .arg(kept)
+                        .invoke_async::<i64>(&mut c)
+                        .await
+                })
+                .await
+                .map(|done| done == 1)
+        }
+        .boxed()
+    }
+
+    fn members(&self, key: &str) -> Answer<Vec<String>> {
+        let store = self.clone();
+        let key = key.to_owned();
+        async move {
+            let mut members = store
+                .call(|mut c| async move {
+                    redis::cmd("SMEMBERS")
+                        .arg(&key)
+                        .query_async::<Vec<String>>(&mut c)
+                        .await
+                })
+                .await?;
+            members.truncate(MAX_URIS);
+            Ok(members)
+        }
+        .boxed()
+    }
+
+    fn watch(&self, key: &str) -> Watch {
+        let inner = &self.inner;
+        inner.following.call_once(|| {
+            let follow = follow(
+                inner.client.clone(),
+                Arc::downgrade(&inner.watchers),
+                inner.timeout,
+            );
+            tokio::spawn(follow);
+        });
+        inner.watchers.watch(key)
+    }
+}
+
+/// Tells the watchers of each set the word on its channel says changed, on a pub/sub
+/// connection of its own (`PSUBSCRIBE capable:subs:*`), reconnected a [`REST`] after
+/// it fails; once (re)connected every watcher is told, for the words it may have
+/// missed. Ends with the store.
+async fn follow(client: redis::Client, watchers: std::sync::Weak<Watchers>, timeout: Duration) {
+    use futures_util::StreamExt;
+    let pattern = format!("capable:{}:*", subscriptions::KIND);
+    loop {
+        let connect = async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.psubscribe(&pattern).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        // Connecting is bounded as every call is (at least a second: it is no request's).
+        let bound = timeout.max(REST);
+        if let Ok(Ok(pubsub)) = tokio::time::timeout(bound, connect).await {
+            match watchers.upgrade() {
+                Some(watchers) => watchers.all_changed(),
+                None => return,
+            }
+            let mut words = pubsub.into_on_message();
+            while let Some(word) = words.next().await {
+                match watchers.upgrade() {
+                    Some(watchers) => watchers.changed(word.get_channel_name()),
+                    None => return,
+                }
+            }
+        }
+        if watchers.strong_count() == 0 {
+            return;
+        }
+        tokio::time::sleep(REST).await;
     }
 }

@@ -52,9 +52,11 @@ pub async fn run(ctx: &Context, args: &BridgeArgs) -> Result<(), CliError> {
     crate::commands::bridge_store::say_at_start(&gateway, seal_ring.is_some(), &shared).await;
     let first = policy_of(policies, &gateway, &shared).map(Arc::new);
     let store = shared.as_ref().map(|(store, _)| store.clone());
+    let when_down = shared.as_ref().map(|(_, when_down)| *when_down);
     let reload = reload(ctx, args, &upstream, first.clone(), shared, replicated);
     let mut config = BridgeConfig::new(upstream);
     config.store = store;
+    config.store_when_down = when_down.unwrap_or_default();
     config.pins = pins;
     config.user_tokens = user_tokens;
     config.policy = first.map(|p| p as Arc<dyn capable_bridge::Policy>);

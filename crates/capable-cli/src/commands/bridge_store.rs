@@ -37,9 +37,13 @@ pub async fn say_at_start(gateway: &GatewayPolicy, sealed: bool, shared: &Shared
             if let Err(e) = store.ping().await {
                 let then = match when_down {
                     WhenDown::Open => {
-                        "each replica counts its callers' limits alone until it answers"
+                        "each replica counts its callers' limits alone, and keeps the \
+                         subscriptions it takes, until it answers"
                     }
-                    _ => "requests under a rate limit are refused until it answers",
+                    _ => {
+                        "requests under a rate limit, and subscribes a legacy host sends, \
+                         are refused until it answers"
+                    }
                 };
                 eprintln!(
                     "capable bridge: gateway.store ({}, timeout {}) cannot be reached now ({e}): {then}",
@@ -51,8 +55,10 @@ pub async fn say_at_start(gateway: &GatewayPolicy, sealed: bool, shared: &Shared
         _ if sealed => eprintln!(
             "capable bridge: a seal key is set (a gateway of many replicas) and the config names \
              no gateway.store: each replica counts rate limits alone (a caller gets its limit \
-             from every replica), and a requestState is spent once on its own replica only. \
-             Name a Redis store in the config's gateway.store to share them."
+             from every replica), a requestState is spent once on its own replica only, and a \
+             legacy host's subscriptions to a 2026-07-28 server, a stdio server or the servers \
+             of a --config stay with the replica that took them (delivered only while the host's \
+             GET is there). Name a Redis store in the config's gateway.store to share them."
         ),
         _ => {}
     }
