@@ -3,7 +3,9 @@
 //! expiry), so a task started through one replica is polled, fetched, listed and
 //! cancelled through any other — after the first was killed with SIGKILL too — under
 //! the one id the host was given; a tampered id, another key's, an unsealed one or
-//! another caller's is an unknown task (`-32602`) and never reaches the server.
+//! another caller's is an unknown task (`-32602`) and never reaches the server; a
+//! task's question names the task as the host knows it, and the host's answer reaches
+//! the server naming it by the server's id.
 //!
 //! The server behind is one HTTP server every replica reaches (a listening bridge in
 //! front of the fixture's `tasks` or `modern-tasks` profile, `--trace`, so that what
@@ -19,7 +21,10 @@ mod identity_support;
 #[path = "listen_support/mod.rs"]
 mod listen_support;
 
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use bridge_support::Bridge;
 use listen_support::{initialize_at, listening, listening_env, modern_post, post, Http};
@@ -277,6 +282,84 @@ fn a_task_id_opens_only_for_the_caller_it_was_sealed_for() {
     let bridge = &gateway.bridge;
     assert_eq!(bridge.sent_upstream_count_until("tasks/get", 1), 1);
     assert_eq!(bridge.sent_upstream_count("tasks/cancel"), 0);
+}
+
+#[test]
+fn a_tasks_question_names_its_sealed_id_and_the_hosts_answer_reaches_the_server_with_its_own() {
+    let (_server, url) = http_server("tasks");
+    let key = key_file("question.key", 0xaa);
+    let (_a, a) = replica(&key, &url);
+    let (_b, b) = replica(&key, &url);
+    // A legacy host that answers elicitations, its session begun on A.
+    let hello = post(
+        a,
+        &[],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "h", "version": "1"}}}),
+    );
+    let session = hello
+        .header("mcp-session-id")
+        .expect("a session")
+        .to_owned();
+    let s = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(a, &s, initialized).status, 202);
+    let id = start(a, &session, 2, "approve");
+    let asking = ask(b, &session, 20, "tasks/get", json!({"taskId": id}));
+    assert_eq!(asking["result"]["status"], "input_required", "{asking}");
+
+    // The host's standalone stream, on B: a question no request of the host's may carry
+    // (a `tasks/result` asks for no input) comes there.
+    let mut listen = TcpStream::connect(("127.0.0.1", b)).unwrap();
+    listen
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{b}\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+    );
+    listen.write_all(get.as_bytes()).unwrap();
+    let mut stream = BufReader::new(listen);
+    let mut next_message = || -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(stream.read_line(&mut line).unwrap() > 0, "the stream ended");
+            if let Some(data) = line.trim_end().strip_prefix("data:") {
+                if let Ok(message) = serde_json::from_str::<Value>(data.trim()) {
+                    return message;
+                }
+            }
+        }
+    };
+    // Its outcome fetched through B: the task asks meanwhile.
+    let fetched = {
+        let (session, id) = (session.clone(), id.clone());
+        std::thread::spawn(move || ask(b, &session, 3, "tasks/result", json!({"taskId": id})))
+    };
+    let ask = next_message();
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    // The question names the task as the host knows it.
+    assert_eq!(
+        ask["params"]["_meta"][RELATED_TASK]["taskId"],
+        id.as_str(),
+        "{ask}"
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept",
+        "content": {"approve": true}, "_meta": {RELATED_TASK: {"taskId": id}}}});
+    assert_eq!(post(b, &s, answer).status, 202);
+    let result = fetched.join().unwrap();
+    assert_eq!(
+        result["result"]["_meta"][RELATED_TASK]["taskId"],
+        id.as_str()
+    );
+    // The fixture says what it was told: the answer named the task by the server's id.
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(r#""taskId":"task-"#), "{text}");
+    assert!(!text.contains(&id), "{text}");
 }
 
 /// A 2026-07-28 request of `method` (the host declares the tasks extension).

@@ -14,7 +14,7 @@
 //! | answer to `tasks/get`, `tasks/cancel` | `taskId`, `_meta[RELATED_TASK].taskId`, each question's in `inputRequests` |
 //! | answer to `tasks/result` | `_meta[RELATED_TASK].taskId` |
 //! | answer to `tasks/list` | each `tasks[].taskId` |
-//! | an error's `data` (a task that ended in one) | `data.taskId` |
+//! | an error (a task that ended in one, a server's refusal) | `data.taskId`; the named task's id where the message repeats it |
 //! | `notifications/tasks/status` | `params.taskId`, and (any notification) `params._meta[RELATED_TASK].taskId` |
 //! | a question of the server's (`elicitation/create`, …) | `params._meta[RELATED_TASK].taskId` |
 //!
@@ -209,7 +209,8 @@ impl TaskIds {
     }
 
     /// An error answer for `caller` at `now`: the task id in its `data` sealed (left out
-    /// when it does not seal).
+    /// when it does not seal), and the server's id of the task the host named, where
+    /// the server's message repeats it, put as the host knows it.
     pub fn seal_error(
         &self,
         error: &mut RpcError,
@@ -217,6 +218,11 @@ impl TaskIds {
         now: u64,
         presented: Option<&Presented>,
     ) {
+        if let Some(p) = presented {
+            if let Some(message) = replace_word(&error.message, &p.task_id, &p.sealed) {
+                error.message = message;
+            }
+        }
         let Some(data) = error.data.as_mut().and_then(Value::as_object_mut) else {
             return;
         };
@@ -303,6 +309,26 @@ impl TaskIds {
         *id = Value::String(sealed);
         Ok(())
     }
+}
+
+/// `text` with each occurrence of `word` that stands alone (no letter, digit, `-` or `_`
+/// on either side) replaced by `by`; `None` when there is none.
+fn replace_word(text: &str, word: &str, by: &str) -> Option<String> {
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_');
+    if word.is_empty() || !text.contains(word) {
+        return None;
+    }
+    let (mut out, mut rest, mut replaced) = (String::with_capacity(text.len()), text, false);
+    while let Some(at) = rest.find(word) {
+        let (before, after) = (&rest[..at], &rest[at + word.len()..]);
+        let alone = !part(before.chars().next_back()) && !part(after.chars().next());
+        out.push_str(before);
+        out.push_str(if alone { by } else { word });
+        replaced |= alone;
+        rest = after;
+    }
+    out.push_str(rest);
+    replaced.then_some(out)
 }
 
 /// A task id sealer, as the walkers take it.

@@ -174,6 +174,22 @@ fn every_path_that_names_a_task_to_the_host_seals_it() {
     };
     ids.seal_error(&mut error, &alice, NOW, None);
     assert_eq!(error.data.unwrap()["taskId"], sealed("t2"));
+    // A server's message naming the task the host asked about: named as the host knows
+    // it (and only that id, where it stands alone).
+    let presented = Presented {
+        task_id: "task-1".into(),
+        sealed: "SEALED".into(),
+    };
+    let mut refused = RpcError {
+        code: -32603,
+        message: "task task-1 is working: it has no result (not task-10)".into(),
+        data: None,
+    };
+    ids.seal_error(&mut refused, &alice, NOW, Some(&presented));
+    assert_eq!(
+        refused.message,
+        "task SEALED is working: it has no result (not task-10)"
+    );
     // A status notification, a notification and a question about a task.
     let mut status = json!({"taskId": "t1", "status": "completed"});
     ids.seal_notification("notifications/tasks/status", &mut status, &alice, NOW)
