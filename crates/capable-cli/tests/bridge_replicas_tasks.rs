@@ -314,33 +314,15 @@ fn a_tasks_question_names_its_sealed_id_and_the_hosts_answer_reaches_the_server_
 
     // The host's standalone stream, on B: a question no request of the host's may carry
     // (a `tasks/result` asks for no input) comes there.
-    let mut listen = TcpStream::connect(("127.0.0.1", b)).unwrap();
-    listen
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let get = format!(
-        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{b}\r\nAccept: text/event-stream\r\n\
-         Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
-    );
-    listen.write_all(get.as_bytes()).unwrap();
-    let mut stream = BufReader::new(listen);
-    let mut next_message = || -> Value {
-        loop {
-            let mut line = String::new();
-            assert!(stream.read_line(&mut line).unwrap() > 0, "the stream ended");
-            if let Some(data) = line.trim_end().strip_prefix("data:") {
-                if let Ok(message) = serde_json::from_str::<Value>(data.trim()) {
-                    return message;
-                }
-            }
-        }
-    };
+    let heard = standalone(b, &session);
     // Its outcome fetched through B: the task asks meanwhile.
     let fetched = {
         let (session, id) = (session.clone(), id.clone());
         std::thread::spawn(move || ask(b, &session, 3, "tasks/result", json!({"taskId": id})))
     };
-    let ask = next_message();
+    let ask = heard
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the task's question");
     assert_eq!(ask["method"], "elicitation/create", "{ask}");
     // The question names the task as the host knows it.
     assert_eq!(
@@ -412,4 +394,54 @@ fn a_2026_hosts_task_goes_on_through_another_replica_under_its_sealed_id() {
         before + 1,
         "the tampered id never reached the server"
     );
+}
+
+/// The events of a legacy session's standalone stream opened on `port`, as they come.
+fn standalone(port: u16, session: &str) -> std::sync::mpsc::Receiver<Value> {
+    let mut listen = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+    );
+    listen.write_all(get.as_bytes()).unwrap();
+    // Open once its head came back.
+    let mut stream = BufReader::new(listen);
+    let mut status = String::new();
+    stream.read_line(&mut status).unwrap();
+    assert!(status.contains(" 200 "), "{status}");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stream.lines() {
+            let Ok(line) = line else { return };
+            if let Some(data) = line.strip_prefix("data:") {
+                if let Ok(message) = serde_json::from_str::<Value>(data.trim()) {
+                    if tx.send(message).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn a_tasks_status_notifications_name_its_sealed_id() {
+    // A 2025-11-25 host's task at a 2026-07-28 server: the server behind the replicas
+    // carries it across, telling of each change while `tasks/result` waits.
+    let (_server, url) = http_server("modern-tasks");
+    let key = key_file("status.key", 0xbb);
+    let (_a, a) = replica(&key, &url);
+    let (_b, b) = replica(&key, &url);
+    let session = initialize_at(a, "2025-11-25");
+    let heard = standalone(b, &session);
+    let id = start(a, &session, 2, "report");
+    assert_sealed(&id);
+    let result = ask(b, &session, 3, "tasks/result", json!({"taskId": id}));
+    assert_eq!(result["result"]["content"][0]["text"], "report ready");
+    let status = heard
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a status notification");
+    assert_eq!(status["method"], "notifications/tasks/status", "{status}");
+    assert_eq!(status["params"]["taskId"], id.as_str(), "{status}");
 }
