@@ -234,6 +234,9 @@ pub struct Host {
     replicated: bool,
     /// The host's standalone `GET` is open (replicated sessions: the server's follows).
     listens: bool,
+    /// The replicas' key ring: the task ids the host is handed are sealed under it (see
+    /// [`Host::seal_tasks`]).
+    seal_tasks: Option<capable::internal::seal::KeyRing>,
 }
 
 impl Host {
@@ -253,7 +256,15 @@ impl Host {
             resume: None,
             replicated: false,
             listens: false,
+            seal_tasks: None,
         }
+    }
+
+    /// The task ids the host is handed are sealed under `ring` (the replicas' key), so
+    /// that any replica continues a task and no other caller can use it
+    /// (`relay/task_ids.rs`; one server behind only: many declare no tasks).
+    pub fn seal_tasks(&mut self, ring: capable::internal::seal::KeyRing) {
+        self.seal_tasks = Some(ring);
     }
 
     /// The host's session is sealed, continued by any replica its requests reach: the
@@ -499,7 +510,11 @@ impl Host {
         let config = servers.declaration(tasks);
         let audit = self.target.audit.clone();
         let shared = self.shared;
+        let one = matches!(servers, Servers::One(_));
         let mut relay = Relay::new(servers, config, tasks, queue, ask_timeout, audit, shared);
+        if let (true, Some(ring)) = (one, &self.seal_tasks) {
+            relay.seal_tasks(ring.clone());
+        }
         if let Some(policy) = &self.target.config.policy {
             relay.set_policy(policy.clone());
         }

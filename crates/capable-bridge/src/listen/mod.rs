@@ -44,6 +44,8 @@ mod params;
 mod pool;
 mod queue;
 mod sealed;
+
+pub(crate) use sealed::sealed_caller;
 mod session;
 mod shared_subscriptions;
 mod sse;
@@ -113,7 +115,8 @@ impl Listener {
         let bound = self.stream_buffer;
         // A sealed legacy session is continued by any replica: shared with them.
         let replicated = kind == Kind::Legacy && self.seal.is_some();
-        let run = session::run(self.target.clone(), kind, bound, replicated, rx);
+        let seal = self.seal.clone();
+        let run = session::run(self.target.clone(), kind, bound, replicated, seal, rx);
         // Counted among the sessions while it runs.
         let running = self.target.audit.metrics().session(kind == Kind::Legacy);
         let run = async move {

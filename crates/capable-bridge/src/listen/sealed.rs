@@ -72,12 +72,17 @@
 //! - without a store, the subscriptions just above: that replica's record (delivered
 //!   while the host's `GET` is on it); stdio servers' own state (per-session state of
 //!   a stdio server — what a tool remembered between calls — is that replica's);
-//! - tasks the gateway hands out carry no seal of their own yet: a `tasks/*` request
-//!   reaches the server on the re-attached session, but the bridge's own record of a
-//!   task is the replica's (the seal a task id is to be, bound to its caller, is the
-//!   core's [`TaskSeal`](capable::internal::seal::TaskSeal); the relay does not hand
-//!   such ids out yet);
+//! - the tasks the bridge answers itself for a legacy host (a 2026-07-28 server's call
+//!   that answered at once): their record is the replica's;
 //! - an SSE answer lives on the replica that runs its request: it breaks with it.
+//!
+//! The task ids the gateway hands out are sealed too, a kind of their own
+//! ([`TaskSeal`](capable::internal::seal::TaskSeal): the server, its own id, the
+//! caller, an expiry), by the relay (`relay/task_ids.rs`, the rules in the core's
+//! `bridge::task_ids`): a `tasks/*` request on any replica opens the id and reaches the
+//! server on the re-attached session, where the task runs — so the upstream session is
+//! not sealed in the id. Another caller's, a tampered or foreign id is an unknown task
+//! (`-32602`), nothing sent.
 //!
 //! Several replicas hold a re-attached session at once (round robin sends a host's
 //! requests everywhere): each numbers its requests from its own random start, so the

@@ -89,12 +89,15 @@ pub enum Posted {
 /// Serves one host until its commands end (the session is deleted, the listener
 /// stops); then the server behind is shut down. `replicated`: the session is sealed,
 /// continued by other replicas too ([`Host::share_with_replicas`]): the server's
-/// standalone stream is open here only while the host's `GET` is.
+/// standalone stream is open here only while the host's `GET` is. `seal`: the
+/// replicas' key ring, under which the task ids the host is handed are sealed
+/// ([`Host::seal_tasks`]).
 pub async fn run(
     target: Arc<Target>,
     kind: Kind,
     bound: usize,
     replicated: bool,
+    seal: Option<capable::internal::seal::KeyRing>,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let audit = target.audit.clone();
@@ -107,6 +110,9 @@ pub async fn run(
     let mut host = Host::new(target, kind == Kind::Modern);
     if replicated {
         host.share_with_replicas();
+    }
+    if let Some(ring) = seal {
+        host.seal_tasks(ring);
     }
     let mut streams = match kind {
         Kind::Legacy => Streams::new(KEEP, KEEP_BYTES),

@@ -26,11 +26,16 @@ impl Relay {
         let ClientRequest {
             id,
             method,
-            params,
+            mut params,
             wants_progress,
             version,
             ..
         } = request;
+        // A sealed task id opened (`task_ids.rs`); one that does not open is answered as
+        // an unknown task, and nothing is sent.
+        let Ok(presented) = self.open_task(&id, method, &mut params) else {
+            return;
+        };
         // The params kept (shared, not copied) for the retry of a round it may get, as
         // the core's table says (a server of many may be a legacy one).
         let legacy_behind = self.servers.one().is_none_or(|s| s.era() == Era::Legacy);
@@ -93,7 +98,7 @@ impl Relay {
             }
         };
         let task_ttl = match carry {
-            Some(carry) => match self.own_task(&id, method, carry, &params) {
+            Some(carry) => match self.own_task(&id, method, carry, &params, presented.as_ref()) {
                 tasks::Before::Answered => return,
                 tasks::Before::Send { ttl } => ttl,
             },
@@ -177,6 +182,7 @@ impl Relay {
         exchange_at.task_ttl = task_ttl;
         exchange_at.params = asked;
         exchange_at.server = server;
+        exchange_at.task = presented;
         self.core.open(token, exchange_at);
         self.queue.push(exchange);
     }
@@ -191,18 +197,23 @@ impl Relay {
             carry,
             task_ttl,
             server,
+            task,
             ..
         } = exchange;
         // A server's answer the host cannot be given as it came is the server's breach:
-        // the audit keeps it, not only the host's error.
-        let (failed, malformed) = match answer.map(|p| self.carried(carry, task_ttl, p)) {
-            Ok(payload) => match payload.raw_value() {
+        // the audit keeps it, not only the host's error. Its task ids sealed
+        // (`task_ids.rs`).
+        let answer = answer.map(|p| self.carried(carry, task_ttl, p));
+        let answer = answer.map(|p| self.seal_answer(method, p, task.as_ref()));
+        let (mut failed, malformed) = match answer {
+            Ok(Ok(payload)) => match payload.raw_value() {
                 Ok(raw) => return self.core.respond_answer(id, method, raw, legacy_answer),
                 Err(e) => {
                     let message = format!("the server's answer is not valid JSON: {e}");
                     (gone(&message), true)
                 }
             },
+            Ok(Err(unsealed)) => (unsealed, false),
             Err(e) => (
                 host_error(&e, &self.audit),
                 matches!(e, Error::MalformedResult { .. }),
@@ -213,6 +224,7 @@ impl Relay {
             self.audit
                 .malformed(server, method.as_str(), &failed.message);
         }
+        self.seal_error(&mut failed, task.as_ref());
         self.core.respond_error(id, &failed);
     }
 }

@@ -157,7 +157,12 @@ impl Relay {
 
     /// A notification of the server's, to the host if the engine's table lets it go.
     pub(super) fn notify(&mut self, kind: &Notification, params: &Value) {
-        match self.core.notify(kind, params) {
+        // Its task ids sealed (withheld when one cannot be).
+        let Some(params) = self.seal_notification(kind.name(), params) else {
+            let why = "a task id in it cannot be sealed";
+            return self.audit.withheld(self.servers.name(), kind.name(), &why);
+        };
+        match self.core.notify(kind, &params) {
             Ok(()) => {}
             // The server's own cancellation of a question it asked the host: its
             // handler ends, and the host is told then (see `Relay::ask_over`).

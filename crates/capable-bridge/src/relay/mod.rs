@@ -31,6 +31,7 @@
 //! | `follow.rs` | the server behind: its notifications, its restarts, and what the host listens for — the steps of the core's `Follow` (the listen stream by token, subscribes, what a restart asks again: decided there) run on the session, its outcomes carried out |
 //! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI — the commands of the core's `Subscriptions` (every decision there) run on the sessions, its outcomes carried out |
 //! | `tasks.rs` | tasks across eras: a legacy host's own tasks answered, and the driver that runs the commands of the core's `TaskCarry` (the requests each carried host request takes, decided there) on the session |
+//! | `task_ids.rs` | sealed task ids (with a seal key): those the host sends opened before anything is sent, those it is handed sealed — as the core's `TaskIds` says |
 //! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core opens and drops, run on the session |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
 //!
@@ -48,6 +49,7 @@ mod fanout;
 mod follow;
 mod rounds;
 mod servers;
+mod task_ids;
 mod task_input;
 mod tasks;
 
@@ -129,6 +131,9 @@ pub struct Relay {
     /// Where a round's `requestState` is spent once across replicas, and for how long
     /// it is remembered there (none: in this relay alone).
     spend: Option<(Arc<dyn crate::store::Store>, std::time::Duration)>,
+    /// The task ids the host is handed, sealed (`task_ids.rs`; none: as the server
+    /// gave them).
+    sealed: Option<task_ids::Sealed>,
 }
 
 impl Relay {
@@ -171,6 +176,7 @@ impl Relay {
             audit,
             policy: None,
             spend: None,
+            sealed: None,
         }
     }
 
@@ -259,7 +265,8 @@ impl Relay {
                 }
                 Command::Follow(interest) => self.follow(interest),
                 Command::Cancel(handle) => handle.abort(),
-                Command::Reply { waiter, answer } => {
+                Command::Reply { waiter, mut answer } => {
+                    self.open_reply(&mut answer);
                     let _ = waiter.send(answer);
                 }
                 Command::Answer {
@@ -325,7 +332,8 @@ impl Relay {
             Event::Progress(token, p) => {
                 self.core.handle_upstream(token, Upstream::Progress(p), now);
             }
-            Event::Asked(Asked::Ask(ask)) => {
+            Event::Asked(Asked::Ask(mut ask)) => {
+                self.seal_question(&mut ask.params);
                 let question = Question::new(ask.server, ask.method, ask.params, ask.reply);
                 self.core
                     .handle_upstream(ask.token, Upstream::Asked(question), now);

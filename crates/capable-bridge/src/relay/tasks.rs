@@ -24,6 +24,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use capable::internal::bridge::task_ids::Presented;
 use capable::internal::bridge::{
     self, Carried, Command, Failure, Known, OwnTask, TaskCarry, Upstream,
 };
@@ -80,13 +81,17 @@ impl Relay {
         method: Method,
         carry: Carry,
         params: &Payload,
+        presented: Option<&Presented>,
     ) -> Before {
         match bridge::own_task(&mut self.started, carry, method, params, Instant::now()) {
             OwnTask::Update => self.update_task(id, params),
-            OwnTask::Answered(Ok(answer)) => {
-                self.core.respond(id, &answer);
-            }
-            OwnTask::Answered(Err(e)) => {
+            // Its task ids sealed as a server's answer's are (`task_ids.rs`).
+            OwnTask::Answered(Ok(answer)) => match self.seal_value(method, &answer, presented) {
+                Ok(answer) => self.core.respond(id, &answer),
+                Err(e) => self.core.respond_error(id, &e),
+            },
+            OwnTask::Answered(Err(mut e)) => {
+                self.seal_error(&mut e, presented);
                 self.core.respond_error(id, &e);
             }
             OwnTask::Send { ttl } => return Before::Send { ttl },
@@ -118,8 +123,11 @@ impl Relay {
     /// A task the bridge waits on for a legacy host changed: the host hears of it
     /// (`notifications/tasks/status`, as the engine lets it go).
     pub(super) fn task_status(&mut self, task: &Value) {
-        let notification = Notification::from_value(NotificationMethod::TaskStatus.as_str(), task);
-        let _ = self.core.notify(&notification, task);
+        let method = NotificationMethod::TaskStatus.as_str();
+        let notification = Notification::from_value(method, task);
+        if let Some(task) = self.seal_notification(method, task) {
+            let _ = self.core.notify(&notification, &task);
+        }
     }
 }
 

@@ -59,6 +59,8 @@ pub struct Exchange<H> {
     pub params: Option<Payload>,
     /// The server of many it went to (a question of that server's goes to it).
     pub server: Option<String>,
+    /// The sealed task id the host named, opened (its answer repeats it).
+    pub task: Option<super::task_ids::Presented>,
 }
 
 impl<H> Exchange<H> {
@@ -74,6 +76,7 @@ impl<H> Exchange<H> {
             task_ttl: None,
             params: None,
             server: None,
+            task: None,
         }
     }
 }

@@ -30,6 +30,7 @@
 //! | `subscriptions.rs` | [`Subscriptions`] (its [`Command`](subscriptions::Command)s, [`Outcome`](subscriptions::Outcome)s and [`Routes`](subscriptions::Routes) in [`subscriptions`]): many servers' resource subscriptions for one host — what each server is asked, in its era, the checks before, the host's requests answered by their own server's outcome, the acknowledgement's bound, which updates are the host's |
 //! | `own_tasks.rs` | a host's carried task requests before anything is sent (the tasks the bridge made for a legacy host answered by it, [`own_task`]) and their answers after (a result given at once made a task of the bridge's, [`carried`]) |
 //! | `task_carry.rs` | [`TaskCarry`]: one host request carried across the eras' tasks — the requests it takes at the server, in order ([`Command`]), their outcomes ([`Upstream`]), the host's answer, a legacy host's `tasks/result` bounded |
+//! | `task_ids.rs` | [`TaskIds`]: with a seal key, the task ids handed to hosts sealed (server, the server's id, the caller, an expiry) and those hosts send opened — which members of which messages name a task, one task one id, a refusal answered as an unknown task |
 //! | `task_input.rs` | [`TaskInput`] (its [`Command`](task_input::Command)s and [`Outcome`](task_input::Outcome)s in [`task_input`]): a legacy task's questions for a 2026-07-28 host — the `tasks/result` the bridge opens to bring them and its bound, which of the server's questions are a task's, what the host's `tasks/update` answers |
 //! | `relay.rs` | [`Relay`]: the relay's state inside a [`Connection`] (exchanges, a legacy server's rounds for a 2026-07-28 host and the retries that answer them, the questions put to a legacy host, the log level followed) and its decisions, with scripted tests (`relay_tests.rs`) |
 
@@ -44,6 +45,7 @@ mod relay;
 mod subscribing;
 pub mod subscriptions;
 mod task_carry;
+pub mod task_ids;
 pub mod task_input;
 
 pub use connection::Connection;
@@ -56,4 +58,5 @@ pub use relay::{Answered, Cancelled, Lapse, Relay, Retried, Taken, Then, Whose, 
 pub use subscribing::{refusal, Outcome, Subscribing};
 pub use subscriptions::Subscriptions;
 pub use task_carry::{Command, Failure, Known, TaskCarry, Upstream};
+pub use task_ids::TaskIds;
 pub use task_input::TaskInput;

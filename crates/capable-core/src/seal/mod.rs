@@ -9,7 +9,8 @@
 //! version (1) | kind (1) | key id (4) | nonce (12) | ciphertext (n) | tag (16)
 //! ```
 //!
-//! sealed with AES-256-GCM-SIV (RFC 8452) under a random 12-byte nonce. GCM-SIV resists
+//! sealed with AES-256-GCM-SIV (RFC 8452) under a random 12-byte nonce (a task id,
+//! which must stay one id, under a fixed one: [`seal_stable`]). GCM-SIV resists
 //! nonce reuse: two seals that drew the same nonce reveal only whether their plaintexts
 //! are equal, nothing of either, so random nonces stay safe at any volume a gateway
 //! seals at (and AES runs on the processor's own instructions: an open of a session
@@ -112,6 +113,27 @@ pub enum SealError {
 /// Seals `plaintext` as `kind` under the ring's current key: a fresh random nonce each
 /// time, so two seals of the same state differ.
 pub fn seal(ring: &KeyRing, kind: SealKind, plaintext: &[u8]) -> Result<String, SealError> {
+    let mut nonce = [0u8; NONCE_LEN];
+    getrandom::fill(&mut nonce).map_err(|e| SealError::Random(e.to_string()))?;
+    seal_under(ring, kind, plaintext, nonce)
+}
+
+/// Seals `plaintext` as `kind` under the ring's current key, the same way each time:
+/// one state, one seal (under one key). For a name that must not change each time it
+/// is handed out (a task id, which every answer about the task repeats, on whichever
+/// replica): GCM-SIV under a fixed nonce is a deterministic AEAD, which reveals only
+/// whether two seals hold the same state — here, that they name the same task.
+pub fn seal_stable(ring: &KeyRing, kind: SealKind, plaintext: &[u8]) -> Result<String, SealError> {
+    seal_under(ring, kind, plaintext, [0; NONCE_LEN])
+}
+
+/// Seals `plaintext` as `kind` under the ring's current key and `nonce`.
+fn seal_under(
+    ring: &KeyRing,
+    kind: SealKind,
+    plaintext: &[u8],
+    nonce: [u8; NONCE_LEN],
+) -> Result<String, SealError> {
     if plaintext.len() > MAX_PLAINTEXT_LEN {
         return Err(SealError::TooLarge(plaintext.len()));
     }
@@ -120,7 +142,7 @@ pub fn seal(ring: &KeyRing, kind: SealKind, plaintext: &[u8]) -> Result<String, 
     header[0] = VERSION;
     header[1] = kind.byte();
     header[2..6].copy_from_slice(&key.id().0);
-    getrandom::fill(&mut header[6..]).map_err(|e| SealError::Random(e.to_string()))?;
+    header[6..].copy_from_slice(&nonce);
     let nonce = Nonce::try_from(&header[6..]).map_err(|_| SealError::Malformed)?;
     let body = key
         .cipher

@@ -9,6 +9,8 @@
 //! a key the ring no longer holds, expired, or **another caller's** (issuer and
 //! subject): a gateway answers every one as the spec answers an unknown task
 //! (`-32602`), nothing sent to the server. At most [`MAX_TASK_SEAL_LEN`] characters.
+//! Sealing is deterministic ([`seal_stable`]): one task, one id, on every replica — a
+//! host finds the id it was given in every answer about its task.
 //!
 //! ```
 //! use capable_core::internal::seal::{Caller, KeyRing, SealKey, TaskSeal, TaskSealError};
@@ -31,7 +33,7 @@
 //! ```
 
 use super::session::FORMAT;
-use super::{open_into, seal, Caller, KeyRing, SealError, SealKind, Text};
+use super::{open_into, seal_stable, Caller, KeyRing, SealError, SealKind, Text};
 use serde::{Deserialize, Serialize};
 
 /// The longest sealed task id [`TaskSeal::seal`] makes and [`TaskSeal::open`] reads, in
@@ -81,10 +83,12 @@ pub enum TaskSealError {
 }
 
 impl TaskSeal<'_> {
-    /// Seals this task under the ring's current key, for the task id a host sees.
+    /// Seals this task under the ring's current key, for the task id a host sees: the
+    /// same id each time (on every replica holding the key), so that every answer about
+    /// a task names it as the host knows it ([`seal_stable`]).
     pub fn seal(&self, ring: &KeyRing) -> Result<String, TaskSealError> {
         let plaintext = postcard::to_extend(self, vec![FORMAT]).map_err(TaskSealError::Decode)?;
-        let sealed = seal(ring, SealKind::Task, &plaintext).map_err(|e| match e {
+        let sealed = seal_stable(ring, SealKind::Task, &plaintext).map_err(|e| match e {
             SealError::TooLarge(n) => TaskSealError::TooLarge(62 + n.div_ceil(3) * 4),
             e => e.into(),
         })?;
@@ -156,6 +160,11 @@ mod tests {
         let ring = KeyRing::new(SealKey::from_bytes(&[6; 32]), vec![]);
         let id = task().seal(&ring).unwrap();
         assert!(id.len() < 256, "{} characters", id.len());
+        // One task, one id: sealed again (here, or by another replica), the same.
+        assert_eq!(task().seal(&ring).unwrap(), id);
+        let mut later = task();
+        later.expires_at += 1;
+        assert_ne!(later.seal(&ring).unwrap(), id);
         assert!(!id.contains("jira") && !id.contains("786512e2"));
         let mut buffer = Vec::new();
         let now = 1_700_000_000;
