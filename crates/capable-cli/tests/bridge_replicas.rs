@@ -232,6 +232,27 @@ fn replica(port: u16, key: &str, upstream: &str) -> bridge_support::Bridge {
     replica
 }
 
+/// One replica as a team runs it: the config names the one HTTP server behind and the
+/// store the replicas share (`gateway.store`, Redis), and a gateway-wide rate limit
+/// counted there — `capable bridge --listen 127.0.0.1:PORT --seal-key-file KEY
+/// --config FILE --server up`, listening.
+fn replica_with_store(port: u16, key: &str, config: &str) -> bridge_support::Bridge {
+    let addr = format!("127.0.0.1:{port}");
+    let flags = [
+        "--listen",
+        &addr,
+        "--seal-key-file",
+        key,
+        "--config",
+        config,
+        "--server",
+        "up",
+    ];
+    let replica = bridge_support::Bridge::start(&flags);
+    replica.audit_until(|l| l["event"] == "listening");
+    replica
+}
+
 /// HAProxy on `port` in front of `replicas`, round robin, no affinity: the shape of
 /// `deploy/haproxy.cfg`, on loopback (each replica's `Host` check wants its own port,
 /// which the server's name carries).
@@ -420,8 +441,22 @@ fn a_replica_killed_under_load_loses_no_session_no_subscription_and_only_its_req
     let upstream = format!("http://127.0.0.1:{up}/mcp");
     let key = key_file("replicas.key", 0x33);
     let key = key.to_str().unwrap();
+    // Redis beside the replicas: the store they share, counting a gateway-wide limit
+    // high enough never to refuse (every request counted there, on every replica).
+    let Some(redis) = capable_test_support::RedisServer::start() else {
+        return;
+    };
+    let config = std::path::Path::new(key).with_file_name("replicas.json");
+    let text = json!({"gateway": {"store": {"redis": redis.url(), "timeout": "500ms"},
+                                   "rateLimit": {"requests": 100_000, "per": "1h"}},
+                      "mcpServers": {"up": {"url": upstream}}});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let config = config.to_str().unwrap();
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let mut replicas: Vec<_> = ports.iter().map(|p| replica(*p, key, &upstream)).collect();
+    let mut replicas: Vec<_> = ports
+        .iter()
+        .map(|p| replica_with_store(*p, key, config))
+        .collect();
     let front = free_port();
     let _lb = haproxy(front, &ports);
     let url = format!("http://127.0.0.1:{front}/mcp");
@@ -515,7 +550,7 @@ fn a_replica_killed_under_load_loses_no_session_no_subscription_and_only_its_req
             // …and brought back on its port.
             60 => {
                 let (k, _) = killed.unwrap();
-                replicas.insert(k, replica(ports[k], key, &upstream));
+                replicas.insert(k, replica_with_store(ports[k], key, config));
             }
             _ => {}
         }
@@ -659,6 +694,22 @@ fn a_replica_killed_under_load_loses_no_session_no_subscription_and_only_its_req
         .find(|l| l.starts_with(r#"capable_bridge_audit_events_total{event="sealed"}"#));
     let count = sealed.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
     assert!(count.is_some_and(|n| n >= 1), "{sealed:?}");
+    // Every replica counted its callers in the one store beside them: the limit's keys
+    // are there (hashed, naming no caller), and no store call ever failed.
+    // (The reply's first line: `*N`, the number of keys.)
+    let keys = redis.command("KEYS capable:rate:*").unwrap_or_default();
+    let keys: usize = keys
+        .strip_prefix('*')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(keys >= 1, "no rate-limit key in the store");
+    for (i, r) in replicas.iter().enumerate() {
+        let audit = r.audit();
+        assert!(
+            !audit.iter().any(|l| l["event"] == "store_down"),
+            "replica {i}: {audit:?}"
+        );
+    }
     eprintln!(
         "killed replica {k}; TypeScript calls failed: {}/{} {failed:?}, updates {updates_at_kill} \
          at the kill, {updates} at the end; Python calls failed: {}/{} {py_failed:?}; \
