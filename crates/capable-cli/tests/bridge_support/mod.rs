@@ -97,9 +97,15 @@ impl Bridge {
 
     /// Writes one line to the bridge, whatever it is.
     pub fn send_line(&mut self, line: &str) {
+        self.try_send_line(line).expect("write to the bridge");
+    }
+
+    /// Writes one line to the bridge, which may stop reading part-way (a line past its
+    /// limit ends the host's side): the write's error, as it came.
+    pub fn try_send_line(&mut self, line: &str) -> std::io::Result<()> {
         let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{line}").expect("write to the bridge");
-        stdin.flush().expect("flush");
+        writeln!(stdin, "{line}")?;
+        stdin.flush()
     }
 
     /// The next message of the bridge's, validated.
