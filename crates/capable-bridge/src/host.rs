@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use capable::internal::jsonrpc::{split_batch, FramingError, Incoming};
 use capable::internal::model::Implementation;
+use capable::internal::seal::{Caller as SealedCaller, KeyRing};
 use capable::internal::server::{Hello, ServerConfig, ServerConnection};
 use capable::internal::Outbox;
 
@@ -234,6 +235,9 @@ pub struct Host {
     replicated: bool,
     /// The host's standalone `GET` is open (replicated sessions: the server's follows).
     listens: bool,
+    /// The replicas' key ring and the host's caller: rounds' `requestState`s are
+    /// sealed (2026-07-28 hosts, [`Host::seal_rounds`]).
+    seal_rounds: Option<(KeyRing, SealedCaller<'static>)>,
 }
 
 impl Host {
@@ -253,6 +257,7 @@ impl Host {
             resume: None,
             replicated: false,
             listens: false,
+            seal_rounds: None,
         }
     }
 
@@ -264,6 +269,12 @@ impl Host {
     /// `Relay::share_with_replicas`).
     pub fn share_with_replicas(&mut self) {
         self.replicated = true;
+    }
+
+    /// The `requestState` of each round the relay hands the host is sealed with `ring`
+    /// for `caller`, so that another replica holding the key carries its retry on.
+    pub fn seal_rounds(&mut self, ring: KeyRing, caller: SealedCaller<'static>) {
+        self.seal_rounds = Some((ring, caller));
     }
 
     /// The host's standalone `GET` opened here (`true`) or ended (`false`); for a
@@ -489,6 +500,9 @@ impl Host {
         let mut relay = Relay::new(servers, config, tasks, queue, ask_timeout, audit, shared);
         if let Some(policy) = &self.target.config.policy {
             relay.set_policy(policy.clone());
+        }
+        if let Some((ring, caller)) = &self.seal_rounds {
+            relay.seal_rounds(ring.clone(), caller.clone());
         }
         if let Some(store) = &self.target.config.store {
             // A state is good while its round is open: remembered twice as long.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use capable::internal::jsonrpc::{Incoming, Payload, RequestId};
 use capable::internal::method::ClientNotificationMethod;
+use capable::internal::seal::{Caller, KeyRing};
 use capable::internal::server::streams::{StreamEvent, Streams, STANDALONE};
 use capable::internal::ProtocolVersion;
 use tokio::sync::{mpsc, oneshot};
@@ -85,18 +86,23 @@ pub enum Posted {
 /// Serves one host until its commands end (the session is deleted, the listener
 /// stops); then the server behind is shut down. `replicated`: the session is sealed,
 /// continued by other replicas too ([`Host::share_with_replicas`]): the server's
-/// standalone stream is open here only while the host's `GET` is.
+/// standalone stream is open here only while the host's `GET` is. `rounds`: the
+/// replicas' key ring and the caller, with which a 2026-07-28 host's rounds are sealed
+/// ([`Host::seal_rounds`]).
 pub async fn run(
     target: Arc<Target>,
     kind: Kind,
     bound: usize,
-    replicated: bool,
+    (replicated, rounds): (bool, Option<(KeyRing, Caller<'static>)>),
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let audit = target.audit.clone();
     let mut host = Host::new(target, kind == Kind::Modern);
     if replicated {
         host.share_with_replicas();
+    }
+    if let Some((ring, caller)) = rounds {
+        host.seal_rounds(ring, caller);
     }
     let mut streams = match kind {
         Kind::Legacy => Streams::new(KEEP, KEEP_BYTES),

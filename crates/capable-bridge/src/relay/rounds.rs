@@ -33,7 +33,7 @@ impl Relay {
         };
         let params: Value = request.params.decode().unwrap_or_default();
         let state = self.core.state();
-        let Some(state) = state.spendable_round(request.method, &params) else {
+        let Some(state) = state.spendable_round(request.method, &params, Instant::now()) else {
             return self.take_round(request);
         };
         let spend = store.spend_once(&crate::store::key("spent", &[state]), remembered);

@@ -81,6 +81,12 @@ impl<H, Q, A> Connection<H, Q, A> {
         }
     }
 
+    /// Seals the `requestState` of the relay's rounds from now on, so that a replica
+    /// holding the same key carries their retries on ([`Relay::seal_rounds`]).
+    pub fn seal_rounds(&mut self, sealing: super::Sealing) {
+        self.state.seal_rounds(sealing);
+    }
+
     /// The engine facing the host (its phase, its interest, its config).
     pub fn engine(&self) -> &ServerConnection<Q> {
         &self.engine
@@ -287,11 +293,26 @@ impl<H, Q, A> Connection<H, Q, A> {
         match whose {
             Whose::Exchange(exchange) => {
                 let Question {
+                    server,
                     method,
                     params,
                     waiter,
-                    ..
                 } = question;
+                // A question a retry carried on here answered already.
+                let carried =
+                    self.state
+                        .carried_answer(exchange, server.as_deref(), method, &params);
+                if let Some((key, answer)) = carried {
+                    self.notice(
+                        "info",
+                        format!(
+                            "the server asked {} again in a retry carried on from another \
+                             replica's round: answered with the host's answer to {key}",
+                            method.as_str()
+                        ),
+                    );
+                    return self.reply(waiter, Ok(answer));
+                }
                 self.state
                     .keep_question(exchange, token, method, params, waiter, now);
                 self.kept = true;
@@ -359,6 +380,21 @@ impl<H, Q, A> Connection<H, Q, A> {
             Retried::Refused(why) => {
                 self.engine.respond_error(id, &why, &mut self.out);
                 return None;
+            }
+            Retried::Carried { params, notices } => {
+                self.notice(
+                    "info",
+                    format!(
+                        "the retry of a round another replica gave: {} sent to the server \
+                         again, its questions answered from the retry",
+                        method.as_str()
+                    ),
+                );
+                for notice in notices {
+                    self.notice("info", notice);
+                }
+                let params = Payload::from_json(params.to_string());
+                return Some(ClientRequest { params, ..request });
             }
             Retried::Taken(taken) => taken,
         };
