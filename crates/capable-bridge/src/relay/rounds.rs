@@ -14,6 +14,7 @@
 //! | the server withdraws a question, or answers while the host holds the round | see the core's rules; ignored answers are audit notices |
 //! | the host never comes back | at the round's deadline its questions fail, the exchange is cancelled at the server, and the audit says so |
 //! | a retry of a spent round, or of another request's (another method, tool, prompt, URI or arguments) | refused (-32602), never passed to the server |
+//! | with a seal key (`Relay::seal_rounds`): a retry of another replica's round | its sealed `requestState` opened by the core (refused as above when it does not open), the request sent to the server again, the questions it asks again answered from the retry (the core's `sealed_rounds`) |
 
 use std::time::Instant;
 

@@ -370,7 +370,7 @@ impl<H, Q, A> Relay<H, Q, A> {
         // Another relay's round (another replica's): carried on here.
         let sealed = match sealed {
             Some(round) if !self.rounds.owns(&round.state) => {
-                return match self.sealed.carry_on(id, method, params, round) {
+                return match self.sealed.carry_on(id, method, params, round, now) {
                     Ok(carry) => Retried::Carried {
                         params: carry.params,
                         notices: carry.notices,

@@ -37,6 +37,11 @@ use crate::Method;
 /// at once; one it refused is forgotten with the oldest).
 const MAX_PENDING: usize = 64;
 
+/// The most sealed states carried on that are remembered as spent until they expire
+/// (past it, the oldest is forgotten: the store is what keeps "good once" across
+/// everything).
+const MAX_SPENT: usize = 4096;
+
 /// What a relay seals its rounds with: the replicas' key ring, the caller every request
 /// of the relay is (a relay serves one caller), and the seals' clock.
 #[derive(Clone, Debug)]
@@ -105,6 +110,9 @@ pub(super) struct SealedRounds {
     pending: VecDeque<(RequestId, Vec<Prefilled>)>,
     /// The same, by the exchange's token once it is open.
     carried: HashMap<u64, Vec<Prefilled>>,
+    /// The sealed states carried on here (a digest of each), until they expire: each is
+    /// carried on once.
+    spent: VecDeque<([u8; DIGEST_LEN], u64)>,
 }
 
 impl SealedRounds {
@@ -115,6 +123,7 @@ impl SealedRounds {
             life,
             pending: VecDeque::new(),
             carried: HashMap::new(),
+            spent: VecDeque::new(),
         }
     }
 
@@ -210,6 +219,7 @@ impl SealedRounds {
         method: Method,
         params: &Value,
         round: RoundSeal<'static>,
+        now: Instant,
     ) -> Result<CarryOn, RpcError> {
         if !Self::repeats(&round, method, params) {
             return Err(another_request());
@@ -220,6 +230,23 @@ impl SealedRounds {
             Some(Value::Object(responses)) => responses,
             Some(_) => return Err(invalid("inputResponses is not an object".into())),
         };
+        // Spent once here (the seal as presented: another seal of the same round is
+        // another state).
+        let presented = params.get("requestState").and_then(Value::as_str);
+        let mut h = Sha256::new();
+        h.update(presented.unwrap_or_default().as_bytes());
+        let digest = cut(h);
+        let unix = self.sealing.as_ref().map_or(0, |s| s.unix(now));
+        self.spent.retain(|(_, expires)| *expires > unix);
+        if self.spent.iter().any(|(d, _)| *d == digest) {
+            return Err(invalid(
+                "this requestState was spent already: a round is answered once".into(),
+            ));
+        }
+        if self.spent.len() == MAX_SPENT {
+            self.spent.pop_front();
+        }
+        self.spent.push_back((digest, round.expires_at));
         let server = round.server.as_ref().map(|s| s.to_string());
         let mut answers = Vec::new();
         for q in &round.questions {

@@ -191,6 +191,14 @@ fn a_round_retried_at_another_replica_is_carried_on_its_question_answered_from_t
         "{out:?}"
     );
 
+    // Carried on once: the same state again at B is refused, nothing sent on.
+    let again = retry_params(&key, &state, json!({"env": "prod"}));
+    assert_eq!(request(&mut b, 3, again, at), None);
+    let host = written(&mut b);
+    let refused = host.iter().find(|m| m["id"] == 3).expect("answered");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(commands(&mut b).is_empty());
+
     // The round's exchange at A meets its deadline there: cancelled at the server.
     a.handle_timeout(t0 + TIMEOUT);
     let out = commands(&mut a);
