@@ -79,7 +79,7 @@ impl Relay {
     /// The core's retry: taken (its answers to their questions' waiters, its next
     /// round or the answer kept: the core's commands), refused, or passed on (`Some`).
     fn take_round(&mut self, request: ClientRequest) -> Option<ClientRequest> {
-        let legacy_behind = self.servers.era() == Some(capable::internal::Era::Legacy);
-        self.core.retry(request, legacy_behind, Instant::now())
+        let behind = self.servers.era();
+        self.core.retry(request, behind, Instant::now())
     }
 }

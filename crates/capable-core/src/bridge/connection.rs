@@ -365,17 +365,17 @@ impl<H, Q, A> Connection<H, Q, A> {
 
     /// A 2026-07-28 host's request that may be the retry of one of the relay's rounds
     /// ([`Relay::retry`]): taken or refused here (`None`), or given back to pass on.
-    /// `legacy_behind`: the server it would go to is a legacy one.
+    /// `behind`: the era of the server it would go to (`None`: one of many).
     pub fn retry(
         &mut self,
         request: ClientRequest,
-        legacy_behind: bool,
+        behind: Option<Era>,
         now: Instant,
     ) -> Option<ClientRequest> {
         self.now = Some(now);
         let params: Value = request.params.decode().unwrap_or_default();
         let (id, method) = (&request.id, request.method);
-        let taken = match self.state.retry(id, method, &params, legacy_behind, now) {
+        let taken = match self.state.retry(id, method, &params, behind, now) {
             Retried::Pass => return Some(request),
             Retried::Refused(why) => {
                 self.engine.respond_error(id, &why, &mut self.out);

@@ -35,7 +35,7 @@ use super::sealed_rounds::{another_request, Opened, SealedRounds, Sealing};
 use crate::input_rounds::may_ask_for_input;
 use crate::jsonrpc::{codes, RequestId, RpcError};
 use crate::server::{same_request, Lapsed, LogLevel, Next, Rounds, ServerMethod};
-use crate::Method;
+use crate::{Era, Method};
 
 /// The relay's state (see the module documentation). `H` is the shell's handle to an
 /// exchange (what cancels it at the server), `Q` where the answer to a question of the
@@ -352,17 +352,22 @@ impl<H, Q, A> Relay<H, Q, A> {
     }
 
     /// A 2026-07-28 host's request `id` (`method`, `params`) that may be the retry of a
-    /// round of the relay's: `legacy_behind` says the server it would go to is a legacy
+    /// round of the relay's: `behind` is the era of the server it would go to (`None`:
+    /// one of many, not known yet); a legacy one knows no rounds, and a 2026-07-28 one
+    /// gives its own (a `requestState` of its that does not open as the relay's seal,
+    /// another gateway's behind this one, is its to judge).
     /// one, which knows no rounds. See [`Retried`].
     pub fn retry(
         &mut self,
         id: &RequestId,
         method: Method,
         params: &Value,
-        legacy_behind: bool,
+        behind: Option<Era>,
         now: Instant,
     ) -> Retried<Q, A> {
+        let legacy_behind = behind == Some(Era::Legacy);
         let sealed = match self.sealed.open(params, now) {
+            Opened::Refused(_) if behind == Some(Era::Modern) => None,
             Opened::Refused(why) => return Retried::Refused(why),
             Opened::Round(round) => Some(round),
             Opened::NotSealed => None,
