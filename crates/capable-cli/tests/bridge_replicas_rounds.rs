@@ -35,7 +35,12 @@ fn key_file(name: &str, byte: u8) -> TempFile {
 /// The legacy HTTP server behind: the fixture's `elicit` profile behind a listener,
 /// which traces what it sends the fixture; and its URL.
 fn server_behind() -> (Bridge, String) {
-    let (upstream, port) = listening(&["--trace"], "elicit");
+    server_of("elicit")
+}
+
+/// The same, of the fixture's `profile`.
+fn server_of(profile: &str) -> (Bridge, String) {
+    let (upstream, port) = listening(&["--trace"], profile);
     (upstream, format!("http://127.0.0.1:{port}/mcp"))
 }
 
@@ -66,7 +71,13 @@ fn answer(http: &Http) -> Value {
 /// A 2026-07-28 host's `tools/call confirm` (`id`) at `port`, with `extra` params (a
 /// retry's `requestState` and `inputResponses`): its answer.
 fn confirm(port: u16, id: u64, extra: Value) -> Value {
-    let mut params = json!({"name": "confirm", "arguments": {},
+    call(port, id, "confirm", json!({}), extra)
+}
+
+/// A 2026-07-28 host's `tools/call` of `tool` with `arguments` (`id`) at `port`, with
+/// `extra` params: its answer.
+fn call(port: u16, id: u64, tool: &str, arguments: Value, extra: Value) -> Value {
+    let mut params = json!({"name": tool, "arguments": arguments,
         "_meta": Bridge::meta(json!({"elicitation": {}}))});
     for (k, v) in extra.as_object().unwrap() {
         params[k] = v.clone();
@@ -146,6 +157,11 @@ fn a_rounds_retry_at_another_replica_is_carried_on_and_at_its_own_goes_on_there(
     let state = state_of(&round);
     assert!(!state.starts_with("capable-relay"), "sealed: {state}");
     assert!(!state.contains("confirm"), "{state}");
+    eprintln!(
+        "a sealed requestState of one question: {} characters",
+        state.len()
+    );
+    assert!(state.len() < 400, "{} characters", state.len());
     assert_eq!(calls_behind(&upstream, 1), 1);
     let done = confirm(a, 2, retry(&round, &state));
     assert!(said(&done).contains("from the host"), "{done}");
@@ -298,6 +314,8 @@ fn a_request_state_is_refused_to_another_caller_at_any_replica() {
 
     let round = confirm_as(a.port, public, &alice, 1, json!({}));
     let state = state_of(&round);
+    eprintln!("with a verified caller: {} characters", state.len());
+    assert!(state.len() < 600, "{} characters", state.len());
     assert_eq!(calls_behind(&upstream, 1), 1);
     // Bob with Alice's round, at either replica: refused, nothing sent.
     for port in [b_port, a.port] {
@@ -312,4 +330,39 @@ fn a_request_state_is_refused_to_another_caller_at_any_replica() {
     assert_eq!(calls_behind(&upstream, 2), 2, "Alice's call alone, again");
     let said = b.stderr_text();
     assert!(!said.contains(&alice) && !said.contains(&bob));
+}
+
+#[test]
+fn a_second_rounds_retry_at_another_replica_has_both_questions_answered_there() {
+    let (upstream, url) = server_of("survey");
+    let key = key_file("survey", 0x36);
+    let (_a_bridge, a) = replica(&key, &url);
+    let (b_bridge, b) = replica(&key, &url);
+    // `survey` asks its second question once its first is answered.
+    let survey = json!({"oneByOne": true});
+    let first = call(a, 1, "survey", survey.clone(), json!({}));
+    let state = state_of(&first);
+    let second = call(a, 2, "survey", survey.clone(), retry(&first, &state));
+    let state = state_of(&second);
+    // The second round's retry reaches B: the call starts again there; the first
+    // question is answered from the seal, the second from the retry.
+    let asked = second["result"]["inputRequests"].as_object().unwrap();
+    let answers: serde_json::Map<String, Value> = asked
+        .keys()
+        .map(|k| (k.clone(), json!({"action": "decline"})))
+        .collect();
+    let extra = json!({"requestState": state, "inputResponses": answers});
+    let done = call(b, 3, "survey", survey, extra);
+    assert_eq!(
+        said(&done),
+        "survey answered: 1=accept, 2=decline",
+        "{done}"
+    );
+    assert_eq!(calls_behind(&upstream, 2), 2);
+    let answered = |l: &Value| {
+        l["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("answered with the host's answer"))
+    };
+    assert_eq!(b_bridge.audit_count_until(2, answered), 2);
 }

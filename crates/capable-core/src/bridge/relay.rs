@@ -411,6 +411,7 @@ impl<H, Q, A> Relay<H, Q, A> {
             Err(why) => return Retried::Refused(why),
         };
         let token = retry.exchange;
+        self.sealed.took(token, params);
         let mut over = retry.over;
         let then = match (retry.next, self.exchanges.get(token).is_some()) {
             (Next::Round(round), true) => Then::Round(self.sealed_round(token, round, now)),
@@ -478,7 +479,7 @@ impl<H, Q, A> Relay<H, Q, A> {
 
     /// `round` of exchange `token` with its `requestState` sealed, when the relay seals
     /// them.
-    fn sealed_round(&self, token: u64, round: Value, now: Instant) -> Value {
+    fn sealed_round(&mut self, token: u64, round: Value, now: Instant) -> Value {
         let Some(exchange) = self.exchanges.get(token) else {
             return round;
         };
@@ -488,8 +489,9 @@ impl<H, Q, A> Relay<H, Q, A> {
             .and_then(|p| p.decode::<Value>().ok());
         let params = params.unwrap_or_default();
         let server = exchange.server.as_deref();
+        let (method, server) = (exchange.method, server.map(str::to_owned));
         self.sealed
-            .seal(round, exchange.method, &params, server, now)
+            .seal(token, round, method, &params, server.as_deref(), now)
     }
 
     /// Whether a retry of round `state` is another request's (another method, or

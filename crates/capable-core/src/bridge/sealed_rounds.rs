@@ -11,6 +11,7 @@
 //! | a seal of a round this relay gave | the round's exchange goes on here ([`RoundSeal::state`] names it), as without a key |
 //! | a seal of a round another relay gave (another replica; or this one's relay, gone since) | the retry must repeat the sealed request (its digest), else refused; then **carried on**: the request is sent to the server again, without `inputResponses` and `requestState` |
 //! | the server asks, in a request carried on, a question the round asked (same method and params: the sealed digest; from the same server) | answered from the retry's `inputResponses` under that question's key, never put to the host again |
+//! | the server asks, there, a question of an earlier round of the same request (it starts from the beginning again) | answered with the host's answer to it, sealed in the round's state ([`RoundSeal::answered`]; left out when too large, and the question is then a new round) |
 //! | the server asks something else (or a question the retry left unanswered) | a new round to the host, as any question is |
 //!
 //! The round's exchange at the replica that gave it meets its deadline there (cancelled
@@ -29,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 use crate::jsonrpc::{codes, RequestId, RpcError};
 use crate::seal::{
-    Caller, KeyRing, RoundSeal, RoundSealError, SealError, SealedQuestion, DIGEST_LEN,
+    Caller, KeyRing, RoundSeal, RoundSealError, SealError, SealedAnswer, SealedQuestion, DIGEST_LEN,
 };
 use crate::Method;
 
@@ -41,6 +42,10 @@ const MAX_PENDING: usize = 64;
 /// (past it, the oldest is forgotten: the store is what keeps "good once" across
 /// everything).
 const MAX_SPENT: usize = 4096;
+
+/// The most answers of earlier rounds kept for one request (and sealed in its next
+/// round, when they fit).
+const MAX_ANSWERED: usize = 32;
 
 /// What a relay seals its rounds with: the replicas' key ring, the caller every request
 /// of the relay is (a relay serves one caller), and the seals' clock.
@@ -71,7 +76,7 @@ impl Sealing {
 }
 
 /// One answer of a retry carried on, for a question the server is expected to ask again.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Prefilled {
     server: Option<String>,
     asked: [u8; DIGEST_LEN],
@@ -113,6 +118,10 @@ pub(super) struct SealedRounds {
     /// The sealed states carried on here (a digest of each), until they expire: each is
     /// carried on once.
     spent: VecDeque<([u8; DIGEST_LEN], u64)>,
+    /// The questions of the round last sealed for each exchange: key and digest.
+    given: HashMap<u64, Vec<(String, [u8; DIGEST_LEN])>>,
+    /// The host's answers to each exchange's rounds so far (sealed into its next round).
+    answered: HashMap<u64, Vec<Prefilled>>,
 }
 
 impl SealedRounds {
@@ -124,6 +133,8 @@ impl SealedRounds {
             pending: VecDeque::new(),
             carried: HashMap::new(),
             spent: VecDeque::new(),
+            given: HashMap::new(),
+            answered: HashMap::new(),
         }
     }
 
@@ -133,11 +144,14 @@ impl SealedRounds {
     }
 
     /// `round` (an `input_required` result of the relay's, its `requestState` the
-    /// relay's own) with its state sealed, given for a request of `method` with
-    /// `params` to `server`, at `now`. Unchanged without a key, or when the seal would
-    /// be too large (its retry is then taken on this replica only).
+    /// relay's own) of exchange `token` with its state sealed, given for a request of
+    /// `method` with `params` to `server`, at `now`, with the host's answers to the
+    /// exchange's rounds before (left out when they make the seal too large).
+    /// Unchanged without a key, or when even that is too large (its retry is then taken
+    /// on this replica only).
     pub fn seal(
-        &self,
+        &mut self,
+        token: u64,
         mut round: Value,
         method: Method,
         params: &Value,
@@ -150,23 +164,42 @@ impl SealedRounds {
         let Some(state) = round.get("requestState").and_then(Value::as_str) else {
             return round;
         };
-        let questions = round
+        let given: Vec<(String, [u8; DIGEST_LEN])> = round
             .get("inputRequests")
             .and_then(Value::as_object)
             .map(|asked| {
                 asked
                     .iter()
-                    .map(|(key, q)| SealedQuestion {
-                        key: key.as_str().into(),
-                        asked: question_digest(
-                            q.get("method").and_then(Value::as_str).unwrap_or_default(),
-                            q.get("params").unwrap_or(&Value::Null),
-                        ),
+                    .map(|(key, q)| {
+                        let method = q.get("method").and_then(Value::as_str);
+                        let params = q.get("params").unwrap_or(&Value::Null);
+                        (
+                            key.clone(),
+                            question_digest(method.unwrap_or_default(), params),
+                        )
                     })
                     .collect()
             })
             .unwrap_or_default();
-        let sealed = RoundSeal {
+        let questions = given
+            .iter()
+            .map(|(key, asked)| SealedQuestion {
+                key: key.as_str().into(),
+                asked: *asked,
+            })
+            .collect();
+        let answered: Vec<SealedAnswer<'_>> = self
+            .answered
+            .get(&token)
+            .into_iter()
+            .flatten()
+            .map(|a| SealedAnswer {
+                key: a.key.as_str().into(),
+                asked: a.asked,
+                answer: a.answer.to_string().into(),
+            })
+            .collect();
+        let mut sealed = RoundSeal {
             expires_at: sealing
                 .unix(now)
                 .saturating_add(self.life.as_secs())
@@ -176,11 +209,42 @@ impl SealedRounds {
             server: server.map(Into::into),
             request: request_digest(method, params),
             questions,
+            answered,
         };
-        if let Ok(state) = sealed.seal(&sealing.ring) {
+        let mut state = sealed.seal(&sealing.ring);
+        if matches!(state, Err(RoundSealError::TooLarge(_))) && !sealed.answered.is_empty() {
+            sealed.answered.clear();
+            state = sealed.seal(&sealing.ring);
+        }
+        if let Ok(state) = state {
             round["requestState"] = Value::String(state);
         }
+        self.given.insert(token, given);
         round
+    }
+
+    /// The host's retry (`params`) of the round of exchange `token` was taken here: its
+    /// answers are kept for the exchange's next round.
+    pub fn took(&mut self, token: u64, params: &Value) {
+        let Some(given) = self.given.remove(&token) else {
+            return;
+        };
+        let Some(responses) = params.get("inputResponses").and_then(Value::as_object) else {
+            return;
+        };
+        let answered = self.answered.entry(token).or_default();
+        for (key, asked) in given {
+            if let Some(answer) = responses.get(&key) {
+                if answered.len() < MAX_ANSWERED {
+                    answered.push(Prefilled {
+                        server: None,
+                        asked,
+                        key,
+                        answer: answer.clone(),
+                    });
+                }
+            }
+        }
     }
 
     /// The `requestState` of a retry's `params`, opened at `now` (see [`Opened`]).
@@ -249,6 +313,17 @@ impl SealedRounds {
         self.spent.push_back((digest, round.expires_at));
         let server = round.server.as_ref().map(|s| s.to_string());
         let mut answers = Vec::new();
+        // The earlier rounds' answers first: the server asks those questions first.
+        for a in &round.answered {
+            if let Ok(answer) = serde_json::from_str::<Value>(&a.answer) {
+                answers.push(Prefilled {
+                    server: server.clone(),
+                    asked: a.asked,
+                    key: a.key.to_string(),
+                    answer,
+                });
+            }
+        }
         for q in &round.questions {
             if let Some(answer) = responses.get(&*q.key) {
                 answers.push(Prefilled {
@@ -282,6 +357,10 @@ impl SealedRounds {
         let Some(host) = host else { return };
         if let Some(at) = self.pending.iter().position(|(id, _)| id == host) {
             if let Some((_, answers)) = self.pending.remove(at) {
+                // What the host answered so far goes into the exchange's next round too.
+                let mut kept = answers.clone();
+                kept.truncate(MAX_ANSWERED);
+                self.answered.insert(token, kept);
                 self.carried.insert(token, answers);
             }
         }
@@ -312,12 +391,16 @@ impl SealedRounds {
     /// Exchange `token` is over: what its retry brought is let go.
     pub fn forget(&mut self, token: u64) {
         self.carried.remove(&token);
+        self.given.remove(&token);
+        self.answered.remove(&token);
     }
 
     /// Everything let go (the relay ends).
     pub fn clear(&mut self) {
         self.pending.clear();
         self.carried.clear();
+        self.given.clear();
+        self.answered.clear();
     }
 }
 

@@ -374,3 +374,49 @@ fn a_changed_foreign_expired_other_callers_or_other_requests_state_is_refused_no
         .spendable_round(crate::Method::CallTool, &retry, t0);
     assert_eq!(spendable, Some(state.as_str()));
 }
+
+#[test]
+fn a_later_rounds_retry_at_another_replica_brings_the_earlier_rounds_answers_too() {
+    let t0 = Instant::now();
+    let mut a = replica(1, 9, "alice", t0);
+    let mut b = replica(2, 9, "alice", t0);
+    let prod = json!({"env": "prod"});
+    let (token_a, first_key, first_state) = round_at(&mut a, t0);
+    commands(&mut a);
+    // The first round's retry at A: its answer goes to the server, which asks again.
+    let first = retry_params(&first_key, &first_state, prod.clone());
+    assert_eq!(request(&mut a, 2, first, t0), None, "taken at A");
+    assert_eq!(replies(&commands(&mut a)).len(), 1);
+    ask(&mut a, token_a, 71, "Really deploy to prod?", "w71", t0);
+    let host = written(&mut a);
+    let round = &host[0]["result"];
+    assert_eq!(host[0]["id"], 2, "{host:?}");
+    let key = round["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let state = round["requestState"].as_str().unwrap();
+
+    // The second round's retry reaches B: the call is sent again, and both questions
+    // (the first round's, asked again from the start, and the second's) are answered
+    // there, never put to the host.
+    let mut second = params(prod);
+    second["requestState"] = json!(state);
+    second["inputResponses"] = json!({key: {"action": "decline"}});
+    let token_b = request(&mut b, 3, second, t0).expect("carried on");
+    commands(&mut b);
+    ask(&mut b, token_b, 80, "Deploy?", "w80", t0);
+    ask(&mut b, token_b, 81, "Really deploy to prod?", "w81", t0);
+    let accepted = json!({"action": "accept", "content": {"approve": true}});
+    assert_eq!(
+        replies(&commands(&mut b)),
+        [
+            ("w80", Ok(accepted)),
+            ("w81", Ok(json!({"action": "decline"})))
+        ]
+    );
+    assert!(written(&mut b).is_empty(), "no round");
+}

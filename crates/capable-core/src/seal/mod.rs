@@ -39,7 +39,9 @@ mod task;
 mod text;
 
 pub use key::{KeyError, KeyId, KeyRing, SealKey, KEY_LEN, MAX_PREVIOUS};
-pub use round::{RoundSeal, RoundSealError, SealedQuestion, DIGEST_LEN, MAX_ROUND_SEAL_LEN};
+pub use round::{
+    RoundSeal, RoundSealError, SealedAnswer, SealedQuestion, DIGEST_LEN, MAX_ROUND_SEAL_LEN,
+};
 pub use session::{Caller, SessionSeal, SessionSealError, Upstream, MAX_SESSION_SEAL_LEN};
 pub use task::{TaskSeal, TaskSealError, MAX_TASK_SEAL_LEN};
 pub use text::Text;

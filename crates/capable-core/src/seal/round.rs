@@ -16,7 +16,10 @@
 //! the ring no longer holds, expired, or **another caller's** (issuer and subject); a
 //! gateway answers each with `-32602`, nothing sent to the server. The digests are
 //! SHA-256 (cut to 16 bytes) of what the host and the server sent: they let a replica
-//! check what it is sent, and say nothing of it.
+//! check what it is sent, and say nothing of it. A later round of the same request
+//! carries the host's answers to the rounds before it ([`RoundSeal::answered`]), which
+//! the host gave and which only a replica holding the key can read: a replica that
+//! sends the request again answers the server's earlier questions with them.
 //!
 //! ```
 //! use capable_core::internal::seal::{Caller, KeyRing, RoundSeal, SealKey, SealedQuestion};
@@ -28,6 +31,7 @@
 //!     server: None,
 //!     request: [1; 16],
 //!     questions: vec![SealedQuestion { key: "elicitation-1".into(), asked: [2; 16] }],
+//!     answered: vec![],
 //! };
 //! let state = round.seal(&ring).unwrap();
 //! assert!(!state.contains("elicitation"));
@@ -41,8 +45,9 @@ use super::{open_into, seal, Caller, KeyRing, SealError, SealKind, Text};
 use serde::{Deserialize, Serialize};
 
 /// The longest sealed `requestState` [`RoundSeal::seal`] makes and [`RoundSeal::open`]
-/// reads, in characters: room for a caller and a round of a few dozen questions.
-pub const MAX_ROUND_SEAL_LEN: usize = 2048;
+/// reads, in characters: room for a caller, a round of a few dozen questions, and the
+/// host's answers of the rounds before it when they are short.
+pub const MAX_ROUND_SEAL_LEN: usize = super::MAX_SEALED_LEN;
 
 /// How many bytes of SHA-256 a digest keeps.
 pub const DIGEST_LEN: usize = 16;
@@ -55,6 +60,20 @@ pub struct SealedQuestion<'a> {
     pub key: Text<'a>,
     /// A digest of the question: its method and params.
     pub asked: [u8; DIGEST_LEN],
+}
+
+/// The host's answer to a question of an earlier round of the same request (the server
+/// asked again after it): what lets another replica answer that question too.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedAnswer<'a> {
+    /// The question's key in its round.
+    #[serde(borrow)]
+    pub key: Text<'a>,
+    /// A digest of the question: its method and params.
+    pub asked: [u8; DIGEST_LEN],
+    /// The host's answer, as JSON text.
+    #[serde(borrow)]
+    pub answer: Text<'a>,
 }
 
 /// An input round the gateway handed a host, as sealed into its `requestState`.
@@ -77,6 +96,9 @@ pub struct RoundSeal<'a> {
     /// The questions the round put to the host.
     #[serde(borrow)]
     pub questions: Vec<SealedQuestion<'a>>,
+    /// The host's answers to the rounds of the same request before this one.
+    #[serde(borrow)]
+    pub answered: Vec<SealedAnswer<'a>>,
 }
 
 /// Why a sealed `requestState` was refused or could not be made; a gateway answers each
@@ -168,6 +190,15 @@ impl RoundSeal<'_> {
                     asked: q.asked,
                 })
                 .collect(),
+            answered: self
+                .answered
+                .into_iter()
+                .map(|a| SealedAnswer {
+                    key: a.key.into_owned(),
+                    asked: a.asked,
+                    answer: a.answer.into_owned(),
+                })
+                .collect(),
         }
     }
 }
@@ -202,6 +233,11 @@ mod tests {
                     asked: [5; DIGEST_LEN],
                 },
             ],
+            answered: vec![SealedAnswer {
+                key: "roots-0".into(),
+                asked: [6; DIGEST_LEN],
+                answer: r#"{"roots":[{"uri":"file:///secret-project"}]}"#.into(),
+            }],
         }
     }
 
@@ -209,8 +245,14 @@ mod tests {
     fn a_round_opens_for_its_caller_until_it_expires_and_says_nothing() {
         let ring = KeyRing::new(SealKey::from_bytes(&[6; 32]), vec![]);
         let state = round().seal(&ring).unwrap();
-        assert!(state.len() < 400, "{} characters", state.len());
-        for said in ["jira", "elicitation", "capable-relay", "alice"] {
+        assert!(state.len() < 500, "{} characters", state.len());
+        for said in [
+            "jira",
+            "elicitation",
+            "capable-relay",
+            "alice",
+            "secret-project",
+        ] {
             assert!(!state.contains(said), "{said} in {state}");
         }
         let mut buffer = Vec::new();
