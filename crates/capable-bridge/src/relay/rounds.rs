@@ -32,6 +32,10 @@ impl Relay {
         let Some((store, remembered)) = self.spend.clone() else {
             return self.take_round(request);
         };
+        // Behind a 2026-07-28 server, every requestState is the server's to spend.
+        if self.servers.era() == Some(capable::internal::Era::Modern) {
+            return self.take_round(request);
+        }
         let params: Value = request.params.decode().unwrap_or_default();
         let state = self.core.state();
         let Some(state) = state.spendable_round(request.method, &params, Instant::now()) else {

@@ -355,8 +355,7 @@ impl<H, Q, A> Relay<H, Q, A> {
     /// round of the relay's: `behind` is the era of the server it would go to (`None`:
     /// one of many, not known yet); a legacy one knows no rounds, and a 2026-07-28 one
     /// gives its own (a `requestState` of its that does not open as the relay's seal,
-    /// another gateway's behind this one, is its to judge).
-    /// one, which knows no rounds. See [`Retried`].
+    /// another gateway's behind this one, is its to judge). See [`Retried`].
     pub fn retry(
         &mut self,
         id: &RequestId,
@@ -366,8 +365,13 @@ impl<H, Q, A> Relay<H, Q, A> {
         now: Instant,
     ) -> Retried<Q, A> {
         let legacy_behind = behind == Some(Era::Legacy);
-        let sealed = match self.sealed.open(params, now) {
-            Opened::Refused(_) if behind == Some(Era::Modern) => None,
+        // Behind a 2026-07-28 server the relay gives no rounds: every state is the
+        // server's (another gateway's, sealed under its own key or this one).
+        let opened = match behind {
+            Some(Era::Modern) => Opened::NotSealed,
+            _ => self.sealed.open(params, now),
+        };
+        let sealed = match opened {
             Opened::Refused(why) => return Retried::Refused(why),
             Opened::Round(round) => Some(round),
             Opened::NotSealed => None,
