@@ -189,6 +189,10 @@ fn a_rounds_retry_at_another_replica_is_carried_on_and_at_its_own_goes_on_there(
             .is_some_and(|n| n.contains("answered with the host's answer"))
     });
     assert!(!carried.to_string().contains(&state), "{carried}");
+    // The round's exchange left at A does not stand in the way of the host's next call
+    // there: its question is that call's round.
+    let next = confirm(a, 6, json!({}));
+    state_of(&next);
 }
 
 #[test]

@@ -16,7 +16,7 @@
 //! |---|---|
 //! | the host cancels its request | only that request's exchange is over ([`Relay::cancelled`]); questions of it the host has in a round fail |
 //! | the server answers an exchange | to the host request waiting for it; kept for the retry while the host holds a round of it ([`Relay::answered`]) |
-//! | a legacy server asks a 2026-07-28 host | the request it belongs to ([`Relay::whose_question`]): never a guess among hosts a shared session cannot tell apart, never `roots/list` for such a session ([`Relay::never_asked`]) |
+//! | a legacy server asks a 2026-07-28 host | the request it belongs to ([`Relay::whose_question`]): never a guess among hosts a shared session cannot tell apart (with sealed rounds, which may have moved to another replica: the one request waiting, whatever rounds are out), never `roots/list` for such a session ([`Relay::never_asked`]) |
 //! | the host retries | see [`Relay::retry`]: a retry of another request (method, tool, prompt, URI or arguments) is refused and the round stays open; `inputResponses` without a round of the relay's, for a legacy server behind, are refused, never passed on |
 //! | the server withdraws a question | a legacy host's is cancelled at the host; a round's is dropped from it ([`Relay::withdrawn`]) |
 //! | a round's deadline passes | its questions fail, its exchange is over and cancelled at the server ([`Relay::handle_timeout`]) |
@@ -305,8 +305,16 @@ impl<H, Q, A> Relay<H, Q, A> {
     /// 2026-07-28 host is (after [`never_asked`](Self::never_asked), and after a task
     /// being fetched had its claim): `shared`, the requests may be several hosts' the
     /// relay cannot tell apart.
+    /// With sealed rounds, whose exchanges here may be left to their deadline (the retry
+    /// went to another replica), a question while exactly one request waits is that
+    /// one's: a legacy server asks about the call it runs, one whose round is out waits.
     pub fn whose_question(&self, from: Option<&str>, shared: bool) -> Whose {
         let holds = |token| self.rounds.holds(token);
+        if shared && self.sealed.is_on() {
+            if let (1, Some(token)) = self.exchanges.waiting(from, holds) {
+                return Whose::Exchange(token);
+            }
+        }
         match self.exchanges.asker(from, shared, holds) {
             Asker::To(token) => Whose::Exchange(token),
             Asker::Ambiguous(candidates) => Whose::PutToNone {
@@ -352,10 +360,9 @@ impl<H, Q, A> Relay<H, Q, A> {
     }
 
     /// A 2026-07-28 host's request `id` (`method`, `params`) that may be the retry of a
-    /// round of the relay's: `behind` is the era of the server it would go to (`None`:
-    /// one of many, not known yet); a legacy one knows no rounds, and a 2026-07-28 one
-    /// gives its own (a `requestState` of its that does not open as the relay's seal,
-    /// another gateway's behind this one, is its to judge). See [`Retried`].
+    /// round of the relay's: `behind`, the era of the server it would go to (`None`: one
+    /// of many) — a legacy one knows no rounds, a 2026-07-28 one's are its own. See
+    /// [`Retried`].
     pub fn retry(
         &mut self,
         id: &RequestId,

@@ -143,6 +143,11 @@ impl SealedRounds {
         self.sealing = Some(sealing);
     }
 
+    /// Whether rounds are sealed (they may move to another replica).
+    pub fn is_on(&self) -> bool {
+        self.sealing.is_some()
+    }
+
     /// `round` (an `input_required` result of the relay's, its `requestState` the
     /// relay's own) of exchange `token` with its state sealed, given for a request of
     /// `method` with `params` to `server`, at `now`, with the host's answers to the

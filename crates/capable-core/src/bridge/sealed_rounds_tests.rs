@@ -422,3 +422,36 @@ fn a_later_rounds_retry_at_another_replica_brings_the_earlier_rounds_answers_too
     );
     assert!(written(&mut b).is_empty(), "no round");
 }
+
+#[test]
+fn with_sealed_rounds_a_question_goes_to_the_one_waiting_request_whatever_rounds_are_out() {
+    let t0 = Instant::now();
+    // Hosts this relay cannot tell apart (2026-07-28 over HTTP), with rounds sealed and
+    // without.
+    let mut sealed = replica(1, 9, "alice", t0);
+    let mut config = ServerConfig::new(
+        crate::model::Implementation::new("bridge", "1.0"),
+        json!({"tools": {}}),
+    );
+    config.request_timeout = TIMEOUT;
+    let mut alone = Connection::new(ServerConnection::new(config), TIMEOUT, [1; 32]);
+    for r in [&mut sealed, &mut alone] {
+        r.engine_mut().set_shared(true);
+        // A round out (its retry went to another replica, say), then the next call.
+        round_at(r, t0);
+        commands(r);
+        request(r, 2, params(json!({"env": "dev"})), t0).expect("sent on");
+        ask(r, 0, 71, "Deploy to dev?", "w71", t0);
+    }
+    // Sealed: the one request waiting gets it, in a round of its own.
+    assert!(replies(&commands(&mut sealed)).is_empty());
+    let host = written(&mut sealed);
+    assert_eq!(host[0]["id"], 2, "{host:?}");
+    assert_eq!(host[0]["result"]["resultType"], "input_required");
+    // One replica: the round out is as likely the asker's, so nobody's.
+    let out = replies(&commands(&mut alone));
+    assert!(
+        matches!(&out[..], [("w71", Err(why))] if why.contains("2 requests in flight")),
+        "{out:?}"
+    );
+}
