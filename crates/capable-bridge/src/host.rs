@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use capable::internal::jsonrpc::{split_batch, FramingError, Incoming};
 use capable::internal::model::Implementation;
-use capable::internal::seal::{Caller as SealedCaller, KeyRing};
 use capable::internal::server::{Hello, ServerConfig, ServerConnection};
 use capable::internal::Outbox;
 
@@ -227,6 +226,9 @@ pub struct Host {
     /// Its messages may be several hosts' that cannot be told apart (2026-07-28 over
     /// HTTP, which has no session).
     shared: bool,
+    /// The replicas' key ring: the host's input rounds are sealed under it (see
+    /// [`Host::seal_rounds`]).
+    seal_rounds: Option<capable::internal::seal::KeyRing>,
     /// The one server's HTTP session to re-attach to rather than open (a sealed session
     /// continued on another replica), taken by the first connection only.
     resume: Option<capable::Resumption>,
@@ -235,9 +237,6 @@ pub struct Host {
     replicated: bool,
     /// The host's standalone `GET` is open (replicated sessions: the server's follows).
     listens: bool,
-    /// The replicas' key ring and the host's caller: rounds' `requestState`s are
-    /// sealed (2026-07-28 hosts, [`Host::seal_rounds`]).
-    seal_rounds: Option<(KeyRing, SealedCaller<'static>)>,
 }
 
 impl Host {
@@ -254,10 +253,10 @@ impl Host {
             out: Outbox::new(),
             relay: None,
             shared,
+            seal_rounds: None,
             resume: None,
             replicated: false,
             listens: false,
-            seal_rounds: None,
         }
     }
 
@@ -269,12 +268,6 @@ impl Host {
     /// `Relay::share_with_replicas`).
     pub fn share_with_replicas(&mut self) {
         self.replicated = true;
-    }
-
-    /// The `requestState` of each round the relay hands the host is sealed with `ring`
-    /// for `caller`, so that another replica holding the key carries its retry on.
-    pub fn seal_rounds(&mut self, ring: KeyRing, caller: SealedCaller<'static>) {
-        self.seal_rounds = Some((ring, caller));
     }
 
     /// The host's standalone `GET` opened here (`true`) or ended (`false`); for a
@@ -484,6 +477,13 @@ impl Host {
         }
     }
 
+    /// The `requestState` of each input round the host is handed (a 2026-07-28 host) is
+    /// sealed under `ring` (the replicas' key), so that any replica carries its retry on
+    /// and no other caller can use it (the core's `sealed_rounds`).
+    pub fn seal_rounds(&mut self, ring: capable::internal::seal::KeyRing) {
+        self.seal_rounds = Some(ring);
+    }
+
     /// The relay to `servers` for a host that said `hello`: offered what they declare,
     /// tasks carried across as the host's version and theirs allow.
     fn relay_to(
@@ -501,8 +501,8 @@ impl Host {
         if let Some(policy) = &self.target.config.policy {
             relay.set_policy(policy.clone());
         }
-        if let Some((ring, caller)) = &self.seal_rounds {
-            relay.seal_rounds(ring.clone(), caller.clone());
+        if let Some(ring) = &self.seal_rounds {
+            relay.seal_rounds(ring.clone());
         }
         if let Some(store) = &self.target.config.store {
             // A state is good while its round is open: remembered twice as long.

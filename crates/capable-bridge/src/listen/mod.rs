@@ -44,6 +44,8 @@ mod params;
 mod pool;
 mod queue;
 mod sealed;
+
+pub(crate) use sealed::sealed_caller;
 mod session;
 mod sse;
 
@@ -112,14 +114,8 @@ impl Listener {
         let bound = self.stream_buffer;
         // A sealed legacy session is continued by any replica: shared with them.
         let replicated = kind == Kind::Legacy && self.seal.is_some();
-        // A 2026-07-28 host's rounds are sealed, so any replica carries their retries on.
-        let rounds = match (kind, &self.seal) {
-            (Kind::Modern, Some(ring)) => {
-                Some((ring.clone(), sealed::sealed_caller(caller).into_owned()))
-            }
-            _ => None,
-        };
-        let run = session::run(self.target.clone(), kind, bound, (replicated, rounds), rx);
+        let seal = self.seal.clone();
+        let run = session::run(self.target.clone(), kind, bound, replicated, seal, rx);
         // Counted among the sessions while it runs.
         let running = self.target.audit.metrics().session(kind == Kind::Legacy);
         let run = async move {

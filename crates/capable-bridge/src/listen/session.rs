@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use capable::internal::jsonrpc::{Incoming, Payload, RequestId};
 use capable::internal::method::ClientNotificationMethod;
-use capable::internal::seal::{Caller, KeyRing};
 use capable::internal::server::streams::{StreamEvent, Streams, STANDALONE};
 use capable::internal::ProtocolVersion;
 use tokio::sync::{mpsc, oneshot};
@@ -86,23 +85,24 @@ pub enum Posted {
 /// Serves one host until its commands end (the session is deleted, the listener
 /// stops); then the server behind is shut down. `replicated`: the session is sealed,
 /// continued by other replicas too ([`Host::share_with_replicas`]): the server's
-/// standalone stream is open here only while the host's `GET` is. `rounds`: the
-/// replicas' key ring and the caller, with which a 2026-07-28 host's rounds are sealed
+/// standalone stream is open here only while the host's `GET` is. `seal`: the
+/// replicas' key ring, under which a 2026-07-28 host's input rounds are sealed
 /// ([`Host::seal_rounds`]).
 pub async fn run(
     target: Arc<Target>,
     kind: Kind,
     bound: usize,
-    (replicated, rounds): (bool, Option<(KeyRing, Caller<'static>)>),
+    replicated: bool,
+    seal: Option<capable::internal::seal::KeyRing>,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let audit = target.audit.clone();
     let mut host = Host::new(target, kind == Kind::Modern);
+    if let (Kind::Modern, Some(ring)) = (kind, &seal) {
+        host.seal_rounds(ring.clone());
+    }
     if replicated {
         host.share_with_replicas();
-    }
-    if let Some((ring, caller)) = rounds {
-        host.seal_rounds(ring, caller);
     }
     let mut streams = match kind {
         Kind::Legacy => Streams::new(KEEP, KEEP_BYTES),
