@@ -7,7 +7,7 @@
 //! | the retry's `requestState` | what the relay does |
 //! |---|---|
 //! | not a seal (no key, or a server's own state) | as before: a round of this relay's by its mark, or none |
-//! | a seal that does not open: changed, another deployment's or a retired key's, past its deadline, another caller's | refused (`-32602`), nothing sent to the server |
+//! | a seal that does not open: changed, another deployment's or a retired key's, past its deadline, another caller's | refused (`-32602`), nothing sent to the server (behind a 2026-07-28 server, which gives rounds of its own, no state is opened: each is the server's) |
 //! | a seal of a round this relay gave | the round's exchange goes on here ([`RoundSeal::state`] names it), as without a key |
 //! | a seal of a round another relay gave (another replica; or this one's relay, gone since) | the retry must repeat the sealed request (its digest), else refused; then **carried on**: the request is sent to the server again, without `inputResponses` and `requestState` |
 //! | the server asks, in a request carried on, a question the round asked (same method and params: the sealed digest; from the same server) | answered from the retry's `inputResponses` under that question's key, never put to the host again |
@@ -16,8 +16,9 @@
 //!
 //! The round's exchange at the replica that gave it meets its deadline there (cancelled
 //! at the server, as any round never come back to is), or is gone with a dead replica.
-//! "Good once" across replicas is the shell's: it spends each `requestState` in the
-//! store the replicas share before the relay takes it. What a seal holds, and why
+//! A relay carries each sealed state on once (remembered until it expires); "good once"
+//! across replicas is the shell's: it spends each `requestState` in the store the
+//! replicas share before the relay takes it. What a seal holds, and why
 //! nothing of it is readable: [`RoundSeal`]. What is matched is decided here; the
 //! seals' clock is the relay's (`Instant`s) read against one Unix time the shell gave
 //! ([`Sealing::new`]), so scripted tests run it on a made-up clock.
