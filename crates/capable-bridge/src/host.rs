@@ -226,6 +226,9 @@ pub struct Host {
     /// Its messages may be several hosts' that cannot be told apart (2026-07-28 over
     /// HTTP, which has no session).
     shared: bool,
+    /// The replicas' key ring: the host's input rounds are sealed under it (see
+    /// [`Host::seal_rounds`]).
+    seal_rounds: Option<capable::internal::seal::KeyRing>,
     /// The one server's HTTP session to re-attach to rather than open (a sealed session
     /// continued on another replica), taken by the first connection only.
     resume: Option<capable::Resumption>,
@@ -253,6 +256,7 @@ impl Host {
             out: Outbox::new(),
             relay: None,
             shared,
+            seal_rounds: None,
             resume: None,
             replicated: false,
             listens: false,
@@ -497,6 +501,13 @@ impl Host {
         }
     }
 
+    /// The `requestState` of each input round the host is handed (a 2026-07-28 host) is
+    /// sealed under `ring` (the replicas' key), so that any replica carries its retry on
+    /// and no other caller can use it (the core's `sealed_rounds`).
+    pub fn seal_rounds(&mut self, ring: capable::internal::seal::KeyRing) {
+        self.seal_rounds = Some(ring);
+    }
+
     /// The relay to `servers` for a host that said `hello`: offered what they declare,
     /// tasks carried across as the host's version and theirs allow.
     fn relay_to(
@@ -517,6 +528,9 @@ impl Host {
         }
         if let Some(policy) = &self.target.config.policy {
             relay.set_policy(policy.clone());
+        }
+        if let Some(ring) = &self.seal_rounds {
+            relay.seal_rounds(ring.clone());
         }
         if let Some(store) = &self.target.config.store {
             // A state is good while its round is open: remembered twice as long.

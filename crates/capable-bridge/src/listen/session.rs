@@ -91,7 +91,8 @@ pub enum Posted {
 /// continued by other replicas too ([`Host::share_with_replicas`]): the server's
 /// standalone stream is open here only while the host's `GET` is. `seal`: the
 /// replicas' key ring, under which the task ids the host is handed are sealed
-/// ([`Host::seal_tasks`]).
+/// ([`Host::seal_tasks`]), and a 2026-07-28 host's input rounds
+/// ([`Host::seal_rounds`]).
 pub async fn run(
     target: Arc<Target>,
     kind: Kind,
@@ -108,6 +109,9 @@ pub async fn run(
         false => None,
     };
     let mut host = Host::new(target, kind == Kind::Modern);
+    if let (Kind::Modern, Some(ring)) = (kind, &seal) {
+        host.seal_rounds(ring.clone());
+    }
     if replicated {
         host.share_with_replicas();
     }

@@ -190,6 +190,20 @@ impl Relay {
         self.spend = Some((store, remembered));
     }
 
+    /// Seals each round's `requestState` with `ring`, for the caller this relay serves
+    /// (read once, here): a replica holding the same key carries the host's retry on
+    /// (the core's `sealed_rounds`).
+    pub fn seal_rounds(&mut self, ring: capable::internal::seal::KeyRing) {
+        let caller = crate::audit::caller();
+        let caller = crate::listen::sealed_caller(caller.as_ref()).into_owned();
+        let unix_now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let sealing =
+            capable::internal::bridge::Sealing::new(ring, caller, Instant::now(), unix_now);
+        self.core.seal_rounds(sealing);
+    }
+
     /// What the one server's lists, requests and results pass.
     pub fn set_policy(&mut self, policy: Arc<dyn Policy>) {
         self.policy = Some(policy);

@@ -14,6 +14,7 @@
 //! | the server withdraws a question, or answers while the host holds the round | see the core's rules; ignored answers are audit notices |
 //! | the host never comes back | at the round's deadline its questions fail, the exchange is cancelled at the server, and the audit says so |
 //! | a retry of a spent round, or of another request's (another method, tool, prompt, URI or arguments) | refused (-32602), never passed to the server |
+//! | with a seal key (`Relay::seal_rounds`): a retry of another replica's round | its sealed `requestState` opened by the core (refused as above when it does not open), the request sent to the server again, the questions it asks again answered from the retry (the core's `sealed_rounds`) |
 
 use std::time::Instant;
 
@@ -31,9 +32,13 @@ impl Relay {
         let Some((store, remembered)) = self.spend.clone() else {
             return self.take_round(request);
         };
+        // Behind a 2026-07-28 server, every requestState is the server's to spend.
+        if self.servers.era() == Some(capable::internal::Era::Modern) {
+            return self.take_round(request);
+        }
         let params: Value = request.params.decode().unwrap_or_default();
         let state = self.core.state();
-        let Some(state) = state.spendable_round(request.method, &params) else {
+        let Some(state) = state.spendable_round(request.method, &params, Instant::now()) else {
             return self.take_round(request);
         };
         let spend = store.spend_once(&crate::store::key("spent", &[state]), remembered);
@@ -78,7 +83,7 @@ impl Relay {
     /// The core's retry: taken (its answers to their questions' waiters, its next
     /// round or the answer kept: the core's commands), refused, or passed on (`Some`).
     fn take_round(&mut self, request: ClientRequest) -> Option<ClientRequest> {
-        let legacy_behind = self.servers.era() == Some(capable::internal::Era::Legacy);
-        self.core.retry(request, legacy_behind, Instant::now())
+        let behind = self.servers.era();
+        self.core.retry(request, behind, Instant::now())
     }
 }

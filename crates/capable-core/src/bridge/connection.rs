@@ -81,6 +81,12 @@ impl<H, Q, A> Connection<H, Q, A> {
         }
     }
 
+    /// Seals the `requestState` of the relay's rounds from now on, so that a replica
+    /// holding the same key carries their retries on ([`Relay::seal_rounds`]).
+    pub fn seal_rounds(&mut self, sealing: super::Sealing) {
+        self.state.seal_rounds(sealing);
+    }
+
     /// The engine facing the host (its phase, its interest, its config).
     pub fn engine(&self) -> &ServerConnection<Q> {
         &self.engine
@@ -287,11 +293,26 @@ impl<H, Q, A> Connection<H, Q, A> {
         match whose {
             Whose::Exchange(exchange) => {
                 let Question {
+                    server,
                     method,
                     params,
                     waiter,
-                    ..
                 } = question;
+                // A question a retry carried on here answered already.
+                let carried =
+                    self.state
+                        .carried_answer(exchange, server.as_deref(), method, &params);
+                if let Some((key, answer)) = carried {
+                    self.notice(
+                        "info",
+                        format!(
+                            "the server asked {} again in a retry carried on from another \
+                             replica's round: answered with the host's answer to {key}",
+                            method.as_str()
+                        ),
+                    );
+                    return self.reply(waiter, Ok(answer));
+                }
                 self.state
                     .keep_question(exchange, token, method, params, waiter, now);
                 self.kept = true;
@@ -344,21 +365,36 @@ impl<H, Q, A> Connection<H, Q, A> {
 
     /// A 2026-07-28 host's request that may be the retry of one of the relay's rounds
     /// ([`Relay::retry`]): taken or refused here (`None`), or given back to pass on.
-    /// `legacy_behind`: the server it would go to is a legacy one.
+    /// `behind`: the era of the server it would go to (`None`: one of many).
     pub fn retry(
         &mut self,
         request: ClientRequest,
-        legacy_behind: bool,
+        behind: Option<Era>,
         now: Instant,
     ) -> Option<ClientRequest> {
         self.now = Some(now);
         let params: Value = request.params.decode().unwrap_or_default();
         let (id, method) = (&request.id, request.method);
-        let taken = match self.state.retry(id, method, &params, legacy_behind, now) {
+        let taken = match self.state.retry(id, method, &params, behind, now) {
             Retried::Pass => return Some(request),
             Retried::Refused(why) => {
                 self.engine.respond_error(id, &why, &mut self.out);
                 return None;
+            }
+            Retried::Carried { params, notices } => {
+                self.notice(
+                    "info",
+                    format!(
+                        "the retry of a round another replica gave: {} sent to the server \
+                         again, its questions answered from the retry",
+                        method.as_str()
+                    ),
+                );
+                for notice in notices {
+                    self.notice("info", notice);
+                }
+                let params = Payload::from_json(params.to_string());
+                return Some(ClientRequest { params, ..request });
             }
             Retried::Taken(taken) => taken,
         };

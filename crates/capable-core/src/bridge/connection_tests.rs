@@ -308,7 +308,10 @@ fn a_round_for_a_2026_host_and_its_retry_answer_the_question_and_carry_the_call_
     let Some(Command::Request(request)) = r.poll_upstream() else {
         panic!("the retry comes to the shell first");
     };
-    assert!(r.retry(request, true, secs(t0, 2)).is_none(), "taken");
+    assert!(
+        r.retry(request, Some(Era::Legacy), secs(t0, 2)).is_none(),
+        "taken"
+    );
     let out = commands(&mut r);
     let waiters: Vec<_> = out
         .iter()

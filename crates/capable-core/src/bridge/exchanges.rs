@@ -242,6 +242,20 @@ impl<H> Exchanges<H> {
         }
     }
 
+    /// The requests the host waits on (it holds no round of them) at the server that
+    /// asks (`from`) that may be asked a question: how many, and the oldest.
+    pub fn waiting(&self, from: Option<&str>, holds: impl Fn(u64) -> bool) -> (usize, Option<u64>) {
+        let mut waiting = self.open.iter().filter(|(token, e)| {
+            let same_server = match (from, &e.server) {
+                (Some(asking), Some(at)) => asking == at.as_str(),
+                _ => true,
+            };
+            may_ask_for_input(e.method) && same_server && e.host.is_some() && !holds(**token)
+        });
+        let oldest = waiting.next().map(|(token, _)| *token);
+        (oldest.map_or(0, |_| 1 + waiting.count()), oldest)
+    }
+
     /// Every exchange, taken out (the relay ends).
     pub fn drain(&mut self) -> impl Iterator<Item = (u64, Exchange<H>)> + '_ {
         std::mem::take(&mut self.open).into_iter()

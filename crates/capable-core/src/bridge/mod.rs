@@ -32,6 +32,7 @@
 //! | `task_carry.rs` | [`TaskCarry`]: one host request carried across the eras' tasks — the requests it takes at the server, in order ([`Command`]), their outcomes ([`Upstream`]), the host's answer, a legacy host's `tasks/result` bounded |
 //! | `task_ids.rs` | [`TaskIds`]: with a seal key, the task ids handed to hosts sealed (server, the server's id, the caller, an expiry) and those hosts send opened — which members of which messages name a task, one task one id, a refusal answered as an unknown task |
 //! | `task_input.rs` | [`TaskInput`] (its [`Command`](task_input::Command)s and [`Outcome`](task_input::Outcome)s in [`task_input`]): a legacy task's questions for a 2026-07-28 host — the `tasks/result` the bridge opens to bring them and its bound, which of the server's questions are a task's, what the host's `tasks/update` answers |
+//! | `sealed_rounds.rs` | rounds that move between replicas: a round's `requestState` sealed ([`Sealing`]), and the retry of another replica's round carried on — the request sent again, the questions the server asks again answered from the retry |
 //! | `relay.rs` | [`Relay`]: the relay's state inside a [`Connection`] (exchanges, a legacy server's rounds for a 2026-07-28 host and the retries that answer them, the questions put to a legacy host, the log level followed) and its decisions, with scripted tests (`relay_tests.rs`) |
 
 mod commands;
@@ -42,6 +43,9 @@ pub mod follow;
 mod forwarding;
 mod own_tasks;
 mod relay;
+mod sealed_rounds;
+#[cfg(test)]
+mod sealed_rounds_tests;
 mod subscribing;
 pub mod subscriptions;
 mod task_carry;
@@ -55,6 +59,7 @@ pub use follow::{Follow, FollowStep};
 pub use forwarding::{forwarding, tell_log_level, Forwarding, Tell};
 pub use own_tasks::{carried, own_task, Carried, OwnTask};
 pub use relay::{Answered, Cancelled, Lapse, Relay, Retried, Taken, Then, Whose, Withdrawn};
+pub use sealed_rounds::{question_digest, request_digest, Sealing};
 pub use subscribing::{refusal, Outcome, Subscribing};
 pub use subscriptions::Subscriptions;
 pub use task_carry::{Command, Failure, Known, TaskCarry, Upstream};

@@ -16,7 +16,7 @@
 //! |---|---|
 //! | the host cancels its request | only that request's exchange is over ([`Relay::cancelled`]); questions of it the host has in a round fail |
 //! | the server answers an exchange | to the host request waiting for it; kept for the retry while the host holds a round of it ([`Relay::answered`]) |
-//! | a legacy server asks a 2026-07-28 host | the request it belongs to ([`Relay::whose_question`]): never a guess among hosts a shared session cannot tell apart, never `roots/list` for such a session ([`Relay::never_asked`]) |
+//! | a legacy server asks a 2026-07-28 host | the request it belongs to ([`Relay::whose_question`]): never a guess among hosts a shared session cannot tell apart (with sealed rounds, which may have moved to another replica: the one request waiting, whatever rounds are out), never `roots/list` for such a session ([`Relay::never_asked`]) |
 //! | the host retries | see [`Relay::retry`]: a retry of another request (method, tool, prompt, URI or arguments) is refused and the round stays open; `inputResponses` without a round of the relay's, for a legacy server behind, are refused, never passed on |
 //! | the server withdraws a question | a legacy host's is cancelled at the host; a round's is dropped from it ([`Relay::withdrawn`]) |
 //! | a round's deadline passes | its questions fail, its exchange is over and cancelled at the server ([`Relay::handle_timeout`]) |
@@ -31,10 +31,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::exchanges::{Asker, Exchange, Exchanges};
+use super::sealed_rounds::{another_request, Opened, SealedRounds, Sealing};
 use crate::input_rounds::may_ask_for_input;
 use crate::jsonrpc::{codes, RequestId, RpcError};
 use crate::server::{same_request, Lapsed, LogLevel, Next, Rounds, ServerMethod};
-use crate::Method;
+use crate::{Era, Method};
 
 /// The relay's state (see the module documentation). `H` is the shell's handle to an
 /// exchange (what cancels it at the server), `Q` where the answer to a question of the
@@ -42,6 +43,8 @@ use crate::Method;
 pub struct Relay<H, Q, A> {
     exchanges: Exchanges<H>,
     rounds: Rounds<Q, A>,
+    /// The rounds' states sealed, and the retries carried on from another replica's.
+    sealed: SealedRounds,
     /// The engine's id of each question put to a legacy host, by the question's token.
     questions: HashMap<u64, i64>,
     /// The log level the host last asked for.
@@ -118,6 +121,15 @@ pub enum Retried<Q, A> {
     Refused(RpcError),
     /// Taken: its answers go to their questions; see [`Taken`].
     Taken(Taken<Q, A>),
+    /// The retry of a sealed round another relay gave (another replica's): the request
+    /// goes to the server again with `params`, and the questions it asks again are
+    /// answered from the retry ([`Relay::carried_answer`]); `notices`, for the audit.
+    Carried {
+        /// The params the server gets.
+        params: Value,
+        /// What the retry brought that was ignored.
+        notices: Vec<String>,
+    },
 }
 
 /// A retry taken ([`Retried::Taken`]).
@@ -182,9 +194,16 @@ impl<H, Q, A> Relay<H, Q, A> {
         Relay {
             exchanges: Exchanges::default(),
             rounds: Rounds::new(ask_timeout, secret),
+            sealed: SealedRounds::new(ask_timeout),
             questions: HashMap::new(),
             log_level: None,
         }
+    }
+
+    /// Seals the `requestState` of every round from now on, so that another replica
+    /// holding the key carries its retry on (see `sealed_rounds.rs`).
+    pub fn seal_rounds(&mut self, sealing: Sealing) {
+        self.sealed.set(sealing);
     }
 
     /// A token for the next exchange (its progress and its answer name it), never
@@ -195,6 +214,7 @@ impl<H, Q, A> Relay<H, Q, A> {
 
     /// Opens `exchange` under `token` (from [`reserve`](Self::reserve)).
     pub fn open(&mut self, token: u64, exchange: Exchange<H>) {
+        self.sealed.opened(token, exchange.host.as_ref());
         self.exchanges.insert(token, exchange);
     }
 
@@ -214,6 +234,7 @@ impl<H, Q, A> Relay<H, Q, A> {
     /// request's is never touched).
     pub fn cancelled(&mut self, id: &RequestId) -> Option<Cancelled<H, Q>> {
         let (token, exchange) = self.exchanges.cancelled_by(id)?;
+        self.sealed.forget(token);
         Some(Cancelled {
             handle: exchange.handle,
             questions: self.rounds.give_up(token),
@@ -239,6 +260,7 @@ impl<H, Q, A> Relay<H, Q, A> {
             }
             _ => answer,
         };
+        self.sealed.forget(token);
         match self.exchanges.answered(token) {
             Some((id, exchange)) => Answered::To {
                 id,
@@ -283,8 +305,16 @@ impl<H, Q, A> Relay<H, Q, A> {
     /// 2026-07-28 host is (after [`never_asked`](Self::never_asked), and after a task
     /// being fetched had its claim): `shared`, the requests may be several hosts' the
     /// relay cannot tell apart.
+    /// With sealed rounds, whose exchanges here may be left to their deadline (the retry
+    /// went to another replica), a question while exactly one request waits is that
+    /// one's: a legacy server asks about the call it runs, one whose round is out waits.
     pub fn whose_question(&self, from: Option<&str>, shared: bool) -> Whose {
         let holds = |token| self.rounds.holds(token);
+        if shared && self.sealed.is_on() {
+            if let (1, Some(token)) = self.exchanges.waiting(from, holds) {
+                return Whose::Exchange(token);
+            }
+        }
         match self.exchanges.asker(from, shared, holds) {
             Asker::To(token) => Whose::Exchange(token),
             Asker::Ambiguous(candidates) => Whose::PutToNone {
@@ -321,6 +351,7 @@ impl<H, Q, A> Relay<H, Q, A> {
             let Some(round) = self.rounds.round(token, now) else {
                 continue;
             };
+            let round = self.sealed_round(token, round, now);
             if let Some(id) = self.exchanges.put_in_a_round(token) {
                 put.push((id, round));
             }
@@ -329,17 +360,47 @@ impl<H, Q, A> Relay<H, Q, A> {
     }
 
     /// A 2026-07-28 host's request `id` (`method`, `params`) that may be the retry of a
-    /// round of the relay's: `legacy_behind` says the server it would go to is a legacy
-    /// one, which knows no rounds. See [`Retried`].
+    /// round of the relay's: `behind`, the era of the server it would go to (`None`: one
+    /// of many) — a legacy one knows no rounds, a 2026-07-28 one's are its own. See
+    /// [`Retried`].
     pub fn retry(
         &mut self,
         id: &RequestId,
         method: Method,
         params: &Value,
-        legacy_behind: bool,
+        behind: Option<Era>,
         now: Instant,
     ) -> Retried<Q, A> {
-        let Some(state) = self.rounds.ours(params) else {
+        let legacy_behind = behind == Some(Era::Legacy);
+        // Behind a 2026-07-28 server the relay gives no rounds: every state is the
+        // server's (another gateway's, sealed under its own key or this one).
+        let opened = match behind {
+            Some(Era::Modern) => Opened::NotSealed,
+            _ => self.sealed.open(params, now),
+        };
+        let sealed = match opened {
+            Opened::Refused(why) => return Retried::Refused(why),
+            Opened::Round(round) => Some(round),
+            Opened::NotSealed => None,
+        };
+        // Another relay's round (another replica's): carried on here.
+        let sealed = match sealed {
+            Some(round) if !self.rounds.owns(&round.state) => {
+                return match self.sealed.carry_on(id, method, params, round, now) {
+                    Ok(carry) => Retried::Carried {
+                        params: carry.params,
+                        notices: carry.notices,
+                    },
+                    Err(why) => Retried::Refused(why),
+                };
+            }
+            sealed => sealed,
+        };
+        let state = match &sealed {
+            Some(round) => Some(&*round.state),
+            None => self.rounds.ours(params),
+        };
+        let Some(state) = state else {
             // Answers to no round of the relay's, for a legacy server (which knows no
             // rounds): nothing they could answer, so refused, not passed on. (A
             // 2026-07-28 server's own rounds pass; a task's questions are answered by
@@ -354,19 +415,17 @@ impl<H, Q, A> Relay<H, Q, A> {
             return Retried::Pass;
         };
         if self.another_request(state, method, params) {
-            return Retried::Refused(invalid(
-                "this requestState was given for another request: a retry repeats its method \
-                 and params, adding inputResponses",
-            ));
+            return Retried::Refused(another_request());
         }
         let retry = match self.rounds.retry(state, params, now) {
             Ok(retry) => retry,
             Err(why) => return Retried::Refused(why),
         };
         let token = retry.exchange;
+        self.sealed.took(token, params);
         let mut over = retry.over;
         let then = match (retry.next, self.exchanges.get(token).is_some()) {
-            (Next::Round(round), true) => Then::Round(round),
+            (Next::Round(round), true) => Then::Round(self.sealed_round(token, round, now)),
             (Next::Answer(answer), true) => {
                 self.exchanges.carried_on(token, id.clone());
                 Then::Answer(token, answer)
@@ -388,14 +447,62 @@ impl<H, Q, A> Relay<H, Q, A> {
         })
     }
 
-    /// The `requestState` of `params` (of `method`) if it has the form of this relay's
-    /// rounds' and the retry would not be refused as another request's or for
-    /// `inputResponses` that are no object (which leave the round open): what a store
-    /// shared by replicas spends once before [`retry`](Self::retry) takes it.
-    pub fn spendable_round<'p>(&self, method: Method, params: &'p Value) -> Option<&'p str> {
-        let state = self.rounds.ours(params)?;
+    /// The `requestState` of `params` (of `method`, at `now`) if it is a round's of
+    /// this relay's, or (sealed) of another's, and the retry would not be refused — as
+    /// another request's, for `inputResponses` that are no object (which leave the
+    /// round open), or a seal that does not open: what a store shared by replicas
+    /// spends once before [`retry`](Self::retry) takes it.
+    pub fn spendable_round<'p>(
+        &self,
+        method: Method,
+        params: &'p Value,
+        now: Instant,
+    ) -> Option<&'p str> {
+        let presented = params.get("requestState").and_then(Value::as_str);
         let answers_ok = params.get("inputResponses").is_none_or(Value::is_object);
-        (answers_ok && !self.another_request(state, method, params)).then_some(state)
+        let fits = match self.sealed.open(params, now) {
+            Opened::Refused(_) => false,
+            Opened::Round(round) if self.rounds.owns(&round.state) => {
+                !self.another_request(&round.state, method, params)
+            }
+            Opened::Round(round) => SealedRounds::repeats(&round, method, params),
+            Opened::NotSealed => {
+                let state = self.rounds.ours(params)?;
+                !self.another_request(state, method, params)
+            }
+        };
+        (answers_ok && fits).then_some(presented?)
+    }
+
+    /// The host's answer to a question (`method`, `params`) server `server` asks in
+    /// exchange `token`, when that exchange carries on a retry that answered it (a
+    /// sealed round's, [`Retried::Carried`]): the question's key in the round, and the
+    /// answer, given once.
+    pub fn carried_answer(
+        &mut self,
+        token: u64,
+        server: Option<&str>,
+        method: ServerMethod,
+        params: &Value,
+    ) -> Option<(String, Value)> {
+        self.sealed.answer(token, server, method.as_str(), params)
+    }
+
+    /// `round` of exchange `token` with its `requestState` sealed, when the relay seals
+    /// them.
+    fn sealed_round(&mut self, token: u64, round: Value, now: Instant) -> Value {
+        let Some(exchange) = self.exchanges.get(token) else {
+            return round;
+        };
+        let params = exchange
+            .params
+            .as_ref()
+            .and_then(|p| p.decode::<Value>().ok());
+        let params = params.unwrap_or_default();
+        let server = exchange.server.as_deref();
+        let (method, server) = (exchange.method, server.map(str::to_owned));
+        self.sealed
+            .seal(token, round, method, &params, server.as_deref(), now)
     }
 
     /// Whether a retry of round `state` is another request's (another method, or
@@ -449,6 +556,7 @@ impl<H, Q, A> Relay<H, Q, A> {
                     exchange,
                     answer_dropped,
                 } => {
+                    self.sealed.forget(exchange);
                     let Some(gone) = self.exchanges.remove(exchange) else {
                         continue;
                     };
@@ -475,6 +583,7 @@ impl<H, Q, A> Relay<H, Q, A> {
     pub fn close(&mut self) -> (Vec<H>, Vec<Q>) {
         let handles = self.exchanges.drain().map(|(_, e)| e.handle).collect();
         self.questions.clear();
+        self.sealed.clear();
         (handles, self.rounds.drain())
     }
 }

@@ -82,7 +82,13 @@ fn a_retry_carries_its_answer_to_the_question_and_the_exchange_on_under_its_id()
         &call("x"),
         json!({"elicitation-1": {"action": "accept"}}),
     );
-    let Retried::Taken(taken) = r.retry(&id(2), Method::CallTool, &retry, true, secs(t0, 1)) else {
+    let Retried::Taken(taken) = r.retry(
+        &id(2),
+        Method::CallTool,
+        &retry,
+        Some(Era::Legacy),
+        secs(t0, 1),
+    ) else {
         panic!("the retry is taken");
     };
     assert_eq!(taken.answers, [("q11", json!({"action": "accept"}))]);
@@ -94,7 +100,13 @@ fn a_retry_carries_its_answer_to_the_question_and_the_exchange_on_under_its_id()
         other => panic!("{other:?}"),
     }
     // The same state again: its round was answered.
-    let again = r.retry(&id(3), Method::CallTool, &retry, true, secs(t0, 2));
+    let again = r.retry(
+        &id(3),
+        Method::CallTool,
+        &retry,
+        Some(Era::Legacy),
+        secs(t0, 2),
+    );
     assert!(matches!(again, Retried::Refused(e) if e.code == codes::INVALID_PARAMS));
 }
 
@@ -112,7 +124,7 @@ fn a_retry_of_another_request_is_refused_and_the_round_stays_open() {
         ),
     ] {
         let other = retry_of(&round, &params, answers.clone());
-        match r.retry(&id(2), method, &other, true, t0) {
+        match r.retry(&id(2), method, &other, Some(Era::Legacy), t0) {
             Retried::Refused(e) => {
                 assert_eq!(e.code, codes::INVALID_PARAMS);
                 assert!(e.message.contains("another request"), "{}", e.message);
@@ -122,7 +134,7 @@ fn a_retry_of_another_request_is_refused_and_the_round_stays_open() {
     }
     // The real retry still answers the question.
     let retry = retry_of(&round, &call("x"), answers);
-    let taken = r.retry(&id(3), Method::CallTool, &retry, true, t0);
+    let taken = r.retry(&id(3), Method::CallTool, &retry, Some(Era::Legacy), t0);
     assert!(matches!(taken, Retried::Taken(t) if t.answers.len() == 1));
     assert_eq!(r.progress_to(token), Some(&id(3)));
 }
@@ -132,7 +144,7 @@ fn input_responses_without_a_round_are_refused_only_before_a_legacy_server() {
     let t0 = Instant::now();
     let mut r = relay();
     let stray = json!({"name": "x", "inputResponses": {"elicitation-1": {}}});
-    match r.retry(&id(1), Method::CallTool, &stray, true, t0) {
+    match r.retry(&id(1), Method::CallTool, &stray, Some(Era::Legacy), t0) {
         Retried::Refused(e) => assert!(e.message.contains("no round"), "{}", e.message),
         other => panic!("{other:?}"),
     }
@@ -144,12 +156,12 @@ fn input_responses_without_a_round_are_refused_only_before_a_legacy_server() {
         (Method::CallTool, call("x"), true),
     ];
     for (method, params, legacy) in passes {
-        let retried = r.retry(&id(1), method, &params, legacy, t0);
+        let retried = r.retry(&id(1), method, &params, legacy.then_some(Era::Legacy), t0);
         assert!(matches!(retried, Retried::Pass), "{method:?} {params}");
     }
     // Another relay's state (a bridge behind this one) is the server's.
     let foreign = json!({"name": "x", "requestState": "someone-else's", "inputResponses": {}});
-    let retried = r.retry(&id(1), Method::CallTool, &foreign, false, t0);
+    let retried = r.retry(&id(1), Method::CallTool, &foreign, Some(Era::Modern), t0);
     assert!(matches!(retried, Retried::Pass));
 }
 
@@ -169,7 +181,8 @@ fn the_servers_answer_while_the_host_holds_a_round_is_kept_for_the_retry() {
         &call("x"),
         json!({"elicitation-1": {"action": "decline"}}),
     );
-    let Retried::Taken(taken) = r.retry(&id(2), Method::CallTool, &retry, true, t0) else {
+    let Retried::Taken(taken) = r.retry(&id(2), Method::CallTool, &retry, Some(Era::Legacy), t0)
+    else {
         panic!("taken");
     };
     assert_eq!(taken.answers, [("q11", json!({"action": "decline"}))]);

@@ -34,11 +34,15 @@
 //! ```
 
 mod key;
+mod round;
 mod session;
 mod task;
 mod text;
 
 pub use key::{KeyError, KeyId, KeyRing, SealKey, KEY_LEN, MAX_PREVIOUS};
+pub use round::{
+    RoundSeal, RoundSealError, SealedAnswer, SealedQuestion, DIGEST_LEN, MAX_ROUND_SEAL_LEN,
+};
 pub use session::{Caller, SessionSeal, SessionSealError, Upstream, MAX_SESSION_SEAL_LEN};
 pub use task::{TaskSeal, TaskSealError, MAX_TASK_SEAL_LEN};
 pub use text::Text;

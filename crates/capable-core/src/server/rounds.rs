@@ -246,7 +246,12 @@ impl<Q, A> Rounds<Q, A> {
     /// server's behind to see.
     pub fn ours<'p>(&self, params: &'p Value) -> Option<&'p str> {
         let state = params.get("requestState")?.as_str()?;
-        state.starts_with(&self.prefix).then_some(state)
+        self.owns(state).then_some(state)
+    }
+
+    /// Whether `state` is one these rounds gave out (open or not).
+    pub fn owns(&self, state: &str) -> bool {
+        state.starts_with(&self.prefix)
     }
 
     /// The exchange whose open round has `state`.
