@@ -180,10 +180,23 @@ impl Forwarded {
 /// The object `params` (without `_meta`) with `{"_meta":{"traceparent":…}}` as its
 /// first member: its other members as their text; `None` when it is no object.
 fn spliced(params: &str, traceparent: &str, tracestate: Option<&str>) -> Option<Box<RawValue>> {
+    const HEAD: &str = r#"{"_meta":{"traceparent":"#;
     let rest = params.trim_start().strip_prefix('{')?.trim_start();
-    let mut text = String::with_capacity(params.len() + 96);
-    text.push_str(r#"{"_meta":{"traceparent":"#);
-    text.push_str(&serde_json::to_string(traceparent).ok()?);
+    // Made exactly as long as a `traceparent` alone needs: the text is not copied
+    // again as it becomes the raw value.
+    let mut text = String::with_capacity(HEAD.len() + traceparent.len() + 4 + rest.len());
+    text.push_str(HEAD);
+    // The bridge's own `traceparent` (hex digits and dashes) needs no escaping.
+    if traceparent
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        text.push('"');
+        text.push_str(traceparent);
+        text.push('"');
+    } else {
+        text.push_str(&serde_json::to_string(traceparent).ok()?);
+    }
     if let Some(state) = tracestate {
         text.push_str(r#","tracestate":"#);
         text.push_str(&serde_json::to_string(state).ok()?);

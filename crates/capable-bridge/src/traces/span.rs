@@ -1,7 +1,10 @@
-//! What the bridge records of a span: its ids, its times and the attributes the relay
-//! already holds, each a static or shared string (or a number) — nothing formatted,
+//! What the bridge records of a request: one record for both its spans (the host's
+//! request, and the upstream call when it was sent) — their ids, their times, and the
+//! attributes they share, held once: the relay's own strings, static or shared (or a
+//! number, formatted by the exporter) — nothing formatted on the request's path,
 //! nothing copied twice. The exporter turns a batch of them into OTLP's protobuf
-//! (`encode.rs`) on its own thread.
+//! (`encode.rs`) on its own thread, each record's attributes encoded once for its two
+//! spans.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -44,6 +47,9 @@ impl From<String> for Text {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Value {
     Text(Text),
+    /// A `string_value` of an integer's decimal digits (a JSON-RPC id), written by the
+    /// exporter: no string made on the request's path.
+    Decimal(i64),
     Int(i64),
 }
 
@@ -60,6 +66,14 @@ impl Attribute {
         Attribute {
             key,
             value: Value::Text(value.into()),
+        }
+    }
+
+    /// `key` = the decimal text of `value`.
+    pub fn decimal(key: &'static str, value: i64) -> Attribute {
+        Attribute {
+            key,
+            value: Value::Decimal(value),
         }
     }
 
@@ -81,25 +95,35 @@ pub(crate) enum Kind {
     Client = 3,
 }
 
-/// An ended span, as it waits for the exporter.
+/// A request's ended spans, as they wait for the exporter: the host request's span
+/// (`SPAN_KIND_SERVER`) and, when the request was sent on, the upstream call's
+/// (`SPAN_KIND_CLIENT`, its child): the same trace, name, end, attributes and status.
 #[derive(Clone, Debug)]
-pub(crate) struct Span {
+pub(crate) struct Record {
     pub trace_id: [u8; 16],
+    /// The host request's span.
     pub span_id: [u8; 8],
-    /// The parent's span id; `None` for a root span.
+    /// Its parent: the caller's span (a remote one); `None` for a root span.
     pub parent: Option<[u8; 8]>,
-    /// The parent is the caller's (a remote one).
-    pub remote_parent: bool,
+    /// The upstream call's span id, and when it began.
+    pub upstream: Option<([u8; 8], u64)>,
     /// The W3C `tracestate` the trace carries.
     pub trace_state: Option<Arc<str>>,
     pub name: Text,
-    pub kind: Kind,
     /// Nanoseconds since the Unix epoch.
     pub start: u64,
     pub end: u64,
+    /// Both spans' attributes.
     pub attributes: Vec<Attribute>,
     /// The status's message when it ended in error (`STATUS_CODE_ERROR`).
     pub error: Option<&'static str>,
+}
+
+impl Record {
+    /// Its spans: two when the request was sent on, else one.
+    pub fn spans(&self) -> usize {
+        1 + usize::from(self.upstream.is_some())
+    }
 }
 
 /// Now, in nanoseconds since the Unix epoch (0 for a clock set before it).
