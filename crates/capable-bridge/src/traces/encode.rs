@@ -163,13 +163,56 @@ impl One<'_> {
     }
 }
 
-/// Reused between batches: the spans' encoding, one span's, and one record's
-/// attributes.
+/// Reused between batches: the spans' encoding, one span's, one record's attributes,
+/// and the runs of shared attributes last seen.
 #[derive(Default)]
 pub(crate) struct Buffers {
     spans: Vec<u8>,
     one: Vec<u8>,
     attributes: Vec<u8>,
+    runs: Runs,
+}
+
+/// The runs of shared attributes kept encoded (a few sessions or methods in turn).
+const RUNS: usize = 8;
+
+/// The shared attributes of the records last seen (a session's, for a method), each
+/// run with its encoding: a record whose run is one of them (the same strings, by
+/// address) copies its bytes instead of encoding it again.
+#[derive(Default)]
+struct Runs {
+    kept: Vec<(Vec<Attribute>, Vec<u8>)>,
+    /// The next to replace once `RUNS` are kept.
+    next: usize,
+}
+
+impl Runs {
+    /// `shared`'s attributes, encoded (as `Span` field 9).
+    fn encoded(&mut self, shared: &[Attribute]) -> &[u8] {
+        let same = |kept: &[Attribute]| {
+            kept.len() == shared.len() && kept.iter().zip(shared).all(|(a, b)| a.same(b))
+        };
+        let at = match self.kept.iter().position(|(kept, _)| same(kept)) {
+            Some(at) => at,
+            None => {
+                let mut bytes = Vec::new();
+                for a in shared {
+                    attribute(9, a, &mut bytes);
+                }
+                let run = (shared.to_vec(), bytes);
+                if self.kept.len() < RUNS {
+                    self.kept.push(run);
+                    self.kept.len() - 1
+                } else {
+                    let at = self.next;
+                    self.next = (at + 1) % RUNS;
+                    self.kept[at] = run;
+                    at
+                }
+            }
+        };
+        &self.kept[at].1
+    }
 }
 
 /// `records`' spans as one `ExportTraceServiceRequest` (`resource_spans` 1:
@@ -185,8 +228,13 @@ pub(crate) fn request(
 ) {
     buffers.spans.clear();
     for record in records {
+        let (shared, own) = record
+            .attributes
+            .split_at(record.shared.min(record.attributes.len()));
         buffers.attributes.clear();
-        for a in &record.attributes {
+        let run = buffers.runs.encoded(shared);
+        buffers.attributes.extend_from_slice(run);
+        for a in own {
             attribute(9, a, &mut buffers.attributes);
         }
         let request = One {
@@ -248,6 +296,7 @@ mod tests {
                 Attribute::decimal("jsonrpc.request.id", -9_007_199_254_740_993),
                 Attribute::decimal("error.type", 0),
             ],
+            shared: 1,
             error,
         }
     }
@@ -260,7 +309,10 @@ mod tests {
             upstream: Some(([4; 8], 1_700_000_000_000_000_002)),
             ..a_record(Some([3; 8]), Some("error"))
         };
-        let records = [sent, a_record(None, None)];
+        // The third's shared run is another's (not the same strings): not the first's.
+        let mut other = a_record(None, None);
+        other.attributes[0] = Attribute::text("mcp.method.name", Arc::<str>::from("tools/list"));
+        let records = [sent, a_record(None, None), other];
         let (mut buffers, mut out) = (Buffers::default(), Vec::new());
         request(&resource, &scope, &records, &mut buffers, &mut out);
         let got = ExportTraceServiceRequest::decode(out.as_slice()).unwrap();
@@ -274,8 +326,8 @@ mod tests {
         assert_eq!(name, "capable-bridge");
         let ss = &rs.scope_spans[0];
         assert_eq!(ss.scope.as_ref().unwrap().name, "capable-bridge");
-        // The first record's two spans (the upstream call's first), the second's one.
-        assert_eq!(ss.spans.len(), 3);
+        // The first record's two spans (the upstream call's first), the others' one.
+        assert_eq!(ss.spans.len(), 4);
         let (call, s) = (&ss.spans[0], &ss.spans[1]);
         assert_eq!(s.trace_id, [7; 16]);
         assert_eq!(s.span_id, [9; 8]);
@@ -322,5 +374,15 @@ mod tests {
         let root = &ss.spans[2];
         assert!(root.parent_span_id.is_empty() && root.status.is_none());
         assert_eq!(root.flags, 0x101);
+        // Its shared run copied as the first record's was encoded.
+        assert_eq!(root.attributes, s.attributes);
+        let other = &ss.spans[3];
+        assert_eq!(other.attributes[1..], s.attributes[1..]);
+        assert_eq!(other.attributes[0].key, "mcp.method.name");
+        let Some(Any::StringValue(method)) = other.attributes[0].value.clone().unwrap().value
+        else {
+            panic!("{other:?}")
+        };
+        assert_eq!(method, "tools/list");
     }
 }

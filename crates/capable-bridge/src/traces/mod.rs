@@ -261,6 +261,8 @@ struct Recording {
     name: Text,
     start: u64,
     attributes: Vec<Attribute>,
+    /// How many of the attributes, first, are the session's for this method.
+    shared: usize,
 }
 
 impl Recording {
@@ -272,12 +274,11 @@ impl Recording {
             }
             _ => Text::Static(method),
         };
+        // First what the session's requests of this method share (static strings, or
+        // the session's and server's shared ones: the exporter encodes a run of them
+        // once), then the request's own.
         let mut attributes = Vec::with_capacity(ATTRIBUTES);
         attributes.push(Attribute::text("mcp.method.name", method));
-        attributes.push(match request.id {
-            RequestId::Number(n) => Attribute::decimal("jsonrpc.request.id", *n),
-            RequestId::String(s) => Attribute::text("jsonrpc.request.id", s.clone()),
-        });
         attributes.push(Attribute::text("mcp.protocol.version", request.version));
         let session = SESSION.try_with(|s| {
             s.as_ref()
@@ -288,9 +289,19 @@ impl Recording {
         if let Ok(Some(session)) = session {
             attributes.push(Attribute::text("mcp.session.id", session));
         }
+        if let (Method::CallTool, Some(_)) = (request.method, &read.name) {
+            attributes.push(Attribute::text("gen_ai.operation.name", "execute_tool"));
+        }
+        if let Some(server) = request.server {
+            attributes.push(Attribute::text("capable.server", server.clone()));
+        }
+        let shared = attributes.len();
+        attributes.push(match request.id {
+            RequestId::Number(n) => Attribute::decimal("jsonrpc.request.id", *n),
+            RequestId::String(s) => Attribute::text("jsonrpc.request.id", s.clone()),
+        });
         match (request.method, read.name) {
             (Method::CallTool, Some(tool)) => {
-                attributes.push(Attribute::text("gen_ai.operation.name", "execute_tool"));
                 attributes.push(Attribute::text("gen_ai.tool.name", tool));
             }
             (Method::GetPrompt, Some(prompt)) => {
@@ -304,13 +315,11 @@ impl Recording {
         if let Some(caller) = crate::audit::caller() {
             caller_attributes(&caller, &mut attributes);
         }
-        if let Some(server) = request.server {
-            attributes.push(Attribute::text("capable.server", server.clone()));
-        }
         Recording {
             name,
             start,
             attributes,
+            shared,
         }
     }
 }
@@ -426,6 +435,7 @@ impl Traced {
             start: recording.start,
             end,
             attributes,
+            shared: recording.shared,
             error: (outcome != "ok").then_some(outcome),
         });
     }

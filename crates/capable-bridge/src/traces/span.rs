@@ -23,6 +23,16 @@ impl Text {
             Text::Shared(s) => s,
         }
     }
+
+    /// The same string, by its address: a static one, or the same shared one (no
+    /// comparison of the characters; two equal strings made apart are not the same).
+    pub fn same(&self, other: &Text) -> bool {
+        match (self, other) {
+            (Text::Static(a), Text::Static(b)) => std::ptr::eq(*a, *b),
+            (Text::Shared(a), Text::Shared(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
 }
 
 impl From<&'static str> for Text {
@@ -61,6 +71,16 @@ pub(crate) struct Attribute {
 }
 
 impl Attribute {
+    /// The same key and value, by their addresses ([`Text::same`]).
+    pub fn same(&self, other: &Attribute) -> bool {
+        std::ptr::eq(self.key, other.key)
+            && match (&self.value, &other.value) {
+                (Value::Text(a), Value::Text(b)) => a.same(b),
+                (Value::Decimal(a), Value::Decimal(b)) | (Value::Int(a), Value::Int(b)) => a == b,
+                _ => false,
+            }
+    }
+
     /// `key` = the text `value`.
     pub fn text(key: &'static str, value: impl Into<Text>) -> Attribute {
         Attribute {
@@ -113,8 +133,10 @@ pub(crate) struct Record {
     /// Nanoseconds since the Unix epoch.
     pub start: u64,
     pub end: u64,
-    /// Both spans' attributes.
+    /// Both spans' attributes: first the `shared` ones, which the requests of a
+    /// session and method have in common (static strings, or the same shared ones).
     pub attributes: Vec<Attribute>,
+    pub shared: usize,
     /// The status's message when it ended in error (`STATUS_CODE_ERROR`).
     pub error: Option<&'static str>,
 }
