@@ -27,7 +27,10 @@ const EXCHANGE_META: [&str; 5] = [
 /// into values.
 #[derive(Debug)]
 pub enum Forwarded {
-    /// As the host sent them (they have no `_meta`).
+    /// As the host sent them, without `_meta` (the relay looked: nothing needs
+    /// looking for again).
+    Plain(Box<RawValue>),
+    /// As sent (or as a policy wrote them), `_meta` or not.
     AsSent(Box<RawValue>),
     /// Their members less `_meta`, each as its JSON text; and what is left of `_meta`
     /// once the host's own members are out, when anything is.
@@ -57,7 +60,9 @@ impl Forwarded {
             name: Option<String>,
         }
         match self {
-            Forwarded::AsSent(raw) => serde_json::from_str::<Named>(raw.get()).ok()?.name,
+            Forwarded::Plain(raw) | Forwarded::AsSent(raw) => {
+                serde_json::from_str::<Named>(raw.get()).ok()?.name
+            }
             Forwarded::Edited { members, .. } => {
                 serde_json::from_str(members.get("name")?.get()).ok()
             }
@@ -92,7 +97,7 @@ impl Forwarded {
         };
         let shared = |raw: Option<&Box<RawValue>>| text(raw).map(std::sync::Arc::from);
         match self {
-            Forwarded::AsSent(raw) => {
+            Forwarded::Plain(raw) | Forwarded::AsSent(raw) => {
                 let targeted = matches!(
                     method,
                     Method::CallTool
@@ -101,7 +106,8 @@ impl Forwarded {
                         | Method::Subscribe
                         | Method::Unsubscribe
                 );
-                if !targeted && !raw.get().contains("\"_meta\"") {
+                let plain = matches!(self, Forwarded::Plain(_));
+                if !targeted && (plain || !raw.get().contains("\"_meta\"")) {
                     return Default::default();
                 }
                 let Ok(read) = serde_json::from_str::<Read<'_>>(raw.get()) else {
@@ -135,6 +141,12 @@ impl Forwarded {
         let string = |s: &str| serde_json::value::to_raw_value(s).ok();
         let (members, meta) = match self {
             Forwarded::Edited { members, meta } => (members, meta),
+            Forwarded::Plain(raw) => {
+                return match spliced(raw.get(), traceparent, tracestate) {
+                    Some(spliced) => Forwarded::AsSent(spliced),
+                    None => Forwarded::Plain(raw),
+                }
+            }
             Forwarded::AsSent(raw) if !raw.get().contains("\"_meta\"") => {
                 match spliced(raw.get(), traceparent, tracestate) {
                     Some(spliced) => return Forwarded::AsSent(spliced),
@@ -213,7 +225,7 @@ impl serde::Serialize for Forwarded {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         match self {
-            Forwarded::AsSent(raw) => raw.serialize(s),
+            Forwarded::Plain(raw) | Forwarded::AsSent(raw) => raw.serialize(s),
             Forwarded::Edited { members, meta } => {
                 let mut map = s.serialize_map(Some(members.len() + usize::from(meta.is_some())))?;
                 for (name, value) in members {
@@ -242,7 +254,7 @@ pub fn upstream_params(params: &Payload) -> Result<Forwarded, RpcError> {
     if !params.is_absent() && !params.mentions("_meta") {
         let raw = params.raw_value().map_err(not_object)?;
         if raw.get().starts_with('{') {
-            return Ok(Forwarded::AsSent(raw.to_owned()));
+            return Ok(Forwarded::Plain(raw.to_owned()));
         }
     }
     let mut members = params
@@ -363,7 +375,7 @@ mod tests {
         // Without `_meta`: as sent, not decoded.
         let plain = r#"{"uri":"a://b","x":[1, 2]}"#;
         let plain = Payload::from_json(plain.as_bytes().to_vec());
-        let Ok(Forwarded::AsSent(raw)) = upstream_params(&plain) else {
+        let Ok(Forwarded::Plain(raw)) = upstream_params(&plain) else {
             panic!("not as sent");
         };
         assert_eq!(raw.get(), r#"{"uri":"a://b","x":[1, 2]}"#);

@@ -36,8 +36,8 @@ impl SpanContext {
     /// Its `traceparent`: version 00, and the sampled flag.
     pub fn traceparent(&self) -> Traceparent {
         let mut out = *b"00-________________________________-________________-00";
-        hex(&self.trace_id, &mut out[3..35]);
-        hex(&self.span_id, &mut out[36..52]);
+        hex(&self.trace_id, &mut out, 3);
+        hex(&self.span_id, &mut out, 36);
         if self.sampled {
             out[54] = b'1';
         }
@@ -68,12 +68,14 @@ impl PartialEq<&str> for Traceparent {
     }
 }
 
-/// `bytes` as lowercase hex digits, into `out` (twice as long).
-fn hex(bytes: &[u8], out: &mut [u8]) {
+/// `bytes` as lowercase hex digits, into `out` from `at`.
+fn hex(bytes: &[u8], out: &mut [u8; 55], at: usize) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (b, pair) in bytes.iter().zip(out.chunks_exact_mut(2)) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 15)];
+    for (i, &b) in bytes.iter().enumerate() {
+        if let Some(pair) = out.get_mut(at + 2 * i..at + 2 * i + 2) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 15)];
+        }
     }
 }
 
