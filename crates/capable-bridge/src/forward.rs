@@ -69,6 +69,11 @@ impl Forwarded {
         }
     }
 
+    /// Whether these are the params as the host sent them, without `_meta`.
+    pub fn is_plain(&self) -> bool {
+        matches!(self, Forwarded::Plain(_))
+    }
+
     /// What a span reads of the params of a `method` request: the tool's or prompt's
     /// name, the resource's URI, and the caller's trace context in `_meta` (members
     /// that are not strings are not read). Edited params were split into members by

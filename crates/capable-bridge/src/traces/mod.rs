@@ -161,7 +161,13 @@ impl Traces {
     /// the version, the params' members), each a static or shared string: the
     /// upstream call's span takes the same ones.
     pub(crate) fn request(&self, request: Request<'_>) -> Traced {
-        let read = request.params.trace_fields(request.method);
+        // Params without `_meta` name no parent: they are read (for a target) only
+        // once the request is recorded.
+        let plain = request.params.is_plain();
+        let mut read = match plain {
+            true => TraceFields::default(),
+            false => request.params.trace_fields(request.method),
+        };
         let parent = read
             .traceparent
             .as_deref()
@@ -177,7 +183,12 @@ impl Traces {
             sampled,
             state: parent.as_ref().and_then(|p| p.state.clone()),
         };
-        let recording = sampled.then(|| Recording::of(&request, read, span::now()));
+        let recording = sampled.then(|| {
+            if plain {
+                read = request.params.trace_fields(request.method);
+            }
+            Recording::of(&request, read, span::now())
+        });
         Traced {
             traces: self.clone(),
             context,
