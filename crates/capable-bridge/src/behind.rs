@@ -43,7 +43,7 @@ pub enum Change {
 
 /// The server behind (see the module documentation).
 pub struct Behind {
-    name: String,
+    name: Arc<str>,
     session: Arc<Session>,
     /// What stops following the session's notifications and events.
     following: Vec<AbortHandle>,
@@ -62,7 +62,7 @@ impl Behind {
         restarts.ready(Instant::now());
         audit_ready(&audit, name, &session);
         Behind {
-            name: name.to_owned(),
+            name: name.into(),
             session: Arc::new(session),
             following: Vec::new(),
             connect,
@@ -108,6 +108,11 @@ impl Behind {
 
     /// The server's name in the audit.
     pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The server's name, shared (what a span keeps of it).
+    pub fn shared_name(&self) -> &Arc<str> {
         &self.name
     }
 

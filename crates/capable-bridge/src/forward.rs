@@ -27,7 +27,10 @@ const EXCHANGE_META: [&str; 5] = [
 /// into values.
 #[derive(Debug)]
 pub enum Forwarded {
-    /// As the host sent them (they have no `_meta`).
+    /// As the host sent them, without `_meta` (the relay looked: nothing needs
+    /// looking for again).
+    Plain(Box<RawValue>),
+    /// As sent (or as a policy wrote them), `_meta` or not.
     AsSent(Box<RawValue>),
     /// Their members less `_meta`, each as its JSON text; and what is left of `_meta`
     /// once the host's own members are out, when anything is.
@@ -57,11 +60,18 @@ impl Forwarded {
             name: Option<String>,
         }
         match self {
-            Forwarded::AsSent(raw) => serde_json::from_str::<Named>(raw.get()).ok()?.name,
+            Forwarded::Plain(raw) | Forwarded::AsSent(raw) => {
+                serde_json::from_str::<Named>(raw.get()).ok()?.name
+            }
             Forwarded::Edited { members, .. } => {
                 serde_json::from_str(members.get("name")?.get()).ok()
             }
         }
+    }
+
+    /// Whether these are the params as the host sent them, without `_meta`.
+    pub fn is_plain(&self) -> bool {
+        matches!(self, Forwarded::Plain(_))
     }
 
     /// What a span reads of the params of a `method` request: the tool's or prompt's
@@ -92,7 +102,7 @@ impl Forwarded {
         };
         let shared = |raw: Option<&Box<RawValue>>| text(raw).map(std::sync::Arc::from);
         match self {
-            Forwarded::AsSent(raw) => {
+            Forwarded::Plain(raw) | Forwarded::AsSent(raw) => {
                 let targeted = matches!(
                     method,
                     Method::CallTool
@@ -101,7 +111,8 @@ impl Forwarded {
                         | Method::Subscribe
                         | Method::Unsubscribe
                 );
-                if !targeted && !raw.get().contains("\"_meta\"") {
+                let plain = matches!(self, Forwarded::Plain(_));
+                if !targeted && (plain || !raw.get().contains("\"_meta\"")) {
                     return Default::default();
                 }
                 let Ok(read) = serde_json::from_str::<Read<'_>>(raw.get()) else {
@@ -135,6 +146,12 @@ impl Forwarded {
         let string = |s: &str| serde_json::value::to_raw_value(s).ok();
         let (members, meta) = match self {
             Forwarded::Edited { members, meta } => (members, meta),
+            Forwarded::Plain(raw) => {
+                return match spliced(raw.get(), traceparent, tracestate) {
+                    Some(spliced) => Forwarded::AsSent(spliced),
+                    None => Forwarded::Plain(raw),
+                }
+            }
             Forwarded::AsSent(raw) if !raw.get().contains("\"_meta\"") => {
                 match spliced(raw.get(), traceparent, tracestate) {
                     Some(spliced) => return Forwarded::AsSent(spliced),
@@ -180,10 +197,23 @@ impl Forwarded {
 /// The object `params` (without `_meta`) with `{"_meta":{"traceparent":…}}` as its
 /// first member: its other members as their text; `None` when it is no object.
 fn spliced(params: &str, traceparent: &str, tracestate: Option<&str>) -> Option<Box<RawValue>> {
+    const HEAD: &str = r#"{"_meta":{"traceparent":"#;
     let rest = params.trim_start().strip_prefix('{')?.trim_start();
-    let mut text = String::with_capacity(params.len() + 96);
-    text.push_str(r#"{"_meta":{"traceparent":"#);
-    text.push_str(&serde_json::to_string(traceparent).ok()?);
+    // Made exactly as long as a `traceparent` alone needs: the text is not copied
+    // again as it becomes the raw value.
+    let mut text = String::with_capacity(HEAD.len() + traceparent.len() + 4 + rest.len());
+    text.push_str(HEAD);
+    // The bridge's own `traceparent` (hex digits and dashes) needs no escaping.
+    if traceparent
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        text.push('"');
+        text.push_str(traceparent);
+        text.push('"');
+    } else {
+        text.push_str(&serde_json::to_string(traceparent).ok()?);
+    }
     if let Some(state) = tracestate {
         text.push_str(r#","tracestate":"#);
         text.push_str(&serde_json::to_string(state).ok()?);
@@ -200,7 +230,7 @@ impl serde::Serialize for Forwarded {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         match self {
-            Forwarded::AsSent(raw) => raw.serialize(s),
+            Forwarded::Plain(raw) | Forwarded::AsSent(raw) => raw.serialize(s),
             Forwarded::Edited { members, meta } => {
                 let mut map = s.serialize_map(Some(members.len() + usize::from(meta.is_some())))?;
                 for (name, value) in members {
@@ -229,7 +259,7 @@ pub fn upstream_params(params: &Payload) -> Result<Forwarded, RpcError> {
     if !params.is_absent() && !params.mentions("_meta") {
         let raw = params.raw_value().map_err(not_object)?;
         if raw.get().starts_with('{') {
-            return Ok(Forwarded::AsSent(raw.to_owned()));
+            return Ok(Forwarded::Plain(raw.to_owned()));
         }
     }
     let mut members = params
@@ -350,7 +380,7 @@ mod tests {
         // Without `_meta`: as sent, not decoded.
         let plain = r#"{"uri":"a://b","x":[1, 2]}"#;
         let plain = Payload::from_json(plain.as_bytes().to_vec());
-        let Ok(Forwarded::AsSent(raw)) = upstream_params(&plain) else {
+        let Ok(Forwarded::Plain(raw)) = upstream_params(&plain) else {
             panic!("not as sent");
         };
         assert_eq!(raw.get(), r#"{"uri":"a://b","x":[1, 2]}"#);

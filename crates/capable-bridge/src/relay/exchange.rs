@@ -60,7 +60,7 @@ impl Relay {
                 id: &id,
                 version: version.as_str(),
                 params: &upstream,
-                server: one,
+                server: self.servers.one_name(),
             };
             traces.request(request)
         });

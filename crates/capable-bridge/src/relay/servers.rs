@@ -113,6 +113,14 @@ impl Servers {
         }
     }
 
+    /// The one server's name, shared (what a span keeps of it); `None` for many.
+    pub fn one_name(&self) -> Option<&Arc<str>> {
+        match self {
+            Servers::One(one) => Some(one.shared_name()),
+            Servers::Many(_) => None,
+        }
+    }
+
     /// The name in the audit of what is behind.
     pub fn name(&self) -> &str {
         match self {

@@ -34,22 +34,48 @@ pub(crate) struct SpanContext {
 
 impl SpanContext {
     /// Its `traceparent`: version 00, and the sampled flag.
-    pub fn traceparent(&self) -> String {
-        let mut out = String::with_capacity(55);
-        out.push_str("00-");
-        hex(&self.trace_id, &mut out);
-        out.push('-');
-        hex(&self.span_id, &mut out);
-        out.push_str(if self.sampled { "-01" } else { "-00" });
-        out
+    pub fn traceparent(&self) -> Traceparent {
+        let mut out = *b"00-________________________________-________________-00";
+        hex(&self.trace_id, &mut out, 3);
+        hex(&self.span_id, &mut out, 36);
+        if self.sampled {
+            out[54] = b'1';
+        }
+        Traceparent(out)
     }
 }
 
-fn hex(bytes: &[u8], out: &mut String) {
+/// A version-00 `traceparent`, written on the stack.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Traceparent([u8; 55]);
+
+impl Traceparent {
+    pub fn as_str(&self) -> &str {
+        // Only ASCII is ever written.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for Traceparent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_str().fmt(f)
+    }
+}
+
+impl PartialEq<&str> for Traceparent {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// `bytes` as lowercase hex digits, into `out` from `at`.
+fn hex(bytes: &[u8], out: &mut [u8; 55], at: usize) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
+    for (i, &b) in bytes.iter().enumerate() {
+        if let Some(pair) = out.get_mut(at + 2 * i..at + 2 * i + 2) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 15)];
+        }
     }
 }
 
@@ -279,7 +305,7 @@ mod tests {
         for (p, state) in cases {
             let ours = parent(p, *state).map(|cx| {
                 let state = cx.state.as_deref().map(str::to_owned);
-                (cx.traceparent(), state)
+                (cx.traceparent().as_str().to_owned(), state)
             });
             assert_eq!(ours, theirs(p, *state), "{p} {state:?}");
         }

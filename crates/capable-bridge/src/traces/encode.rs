@@ -1,15 +1,15 @@
 //! A batch of spans as OTLP's `ExportTraceServiceRequest`, protobuf-encoded straight
 //! from what the bridge recorded (`span.rs`), with prost's wire primitives: the
 //! resource and the scope are encoded once, when traces start, and copied into every
-//! batch; a span's attributes are written from the strings it holds (no intermediate
-//! messages, nothing formatted). The field numbers are those of
+//! batch; a request's attributes are written once, from the strings its record holds
+//! (no intermediate messages, nothing formatted), and copied into its two spans. The field numbers are those of
 //! `opentelemetry/proto/trace/v1/trace.proto` (and `common`, `resource`,
 //! `collector/trace/v1`); the tests decode the result with the official definitions.
 
 use bytes::BufMut;
 use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
 
-use super::span::{Attribute, Span, Value};
+use super::span::{Attribute, Kind, Record, Value};
 
 /// `key` with its length-delimited `data`.
 fn bytes(tag: u32, data: &[u8], buf: &mut Vec<u8>) {
@@ -29,10 +29,44 @@ fn header(tag: u32, n: usize, buf: &mut Vec<u8>) {
     encode_varint(n as u64, buf);
 }
 
+/// An integer's decimal digits, on the stack.
+struct Digits {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl Digits {
+    fn of(n: i64) -> Digits {
+        let mut d = Digits {
+            buf: [0; 20],
+            start: 20,
+        };
+        let mut rest = n.unsigned_abs();
+        loop {
+            d.start -= 1;
+            d.buf[d.start] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        if n < 0 {
+            d.start -= 1;
+            d.buf[d.start] = b'-';
+        }
+        d
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
 /// `AnyValue`'s length for `value`.
 fn any_len(value: &Value) -> usize {
     match value {
         Value::Text(text) => bytes_len(1, text.as_str().len()),
+        Value::Decimal(i) => bytes_len(1, Digits::of(*i).as_bytes().len()),
         // `int_value` (3), a varint of the two's complement.
         Value::Int(i) => key_len(3) + encoded_len_varint(*i as u64),
     }
@@ -50,6 +84,7 @@ pub(crate) fn attribute(tag: u32, attribute: &Attribute, buf: &mut Vec<u8>) {
     header(2, any, buf);
     match &attribute.value {
         Value::Text(text) => bytes(1, text.as_str().as_bytes(), buf),
+        Value::Decimal(i) => bytes(1, Digits::of(*i).as_bytes(), buf),
         Value::Int(i) => {
             encode_key(3, WireType::Varint, buf);
             encode_varint(*i as u64, buf);
@@ -80,64 +115,149 @@ const IS_REMOTE: u32 = 0x200;
 /// `Status.code`: `STATUS_CODE_ERROR`.
 const STATUS_ERROR: u64 = 2;
 
-/// A `Span` message's body, into `buf`.
-fn span(span: &Span, buf: &mut Vec<u8>) {
-    bytes(1, &span.trace_id, buf);
-    bytes(2, &span.span_id, buf);
-    if let Some(state) = &span.trace_state {
-        bytes(3, state.as_bytes(), buf);
-    }
-    if let Some(parent) = &span.parent {
-        bytes(4, parent, buf);
-    }
-    bytes(5, span.name.as_str().as_bytes(), buf);
-    encode_key(6, WireType::Varint, buf);
-    encode_varint(span.kind as u64, buf);
-    encode_key(7, WireType::SixtyFourBit, buf);
-    buf.put_u64_le(span.start);
-    encode_key(8, WireType::SixtyFourBit, buf);
-    buf.put_u64_le(span.end);
-    for a in &span.attributes {
-        attribute(9, a, buf);
-    }
-    if let Some(message) = span.error {
-        // `Status`: `message` 2, `code` 3.
-        let len = bytes_len(2, message.len()) + key_len(3) + encoded_len_varint(STATUS_ERROR);
-        header(15, len, buf);
-        bytes(2, message.as_bytes(), buf);
-        encode_key(3, WireType::Varint, buf);
-        encode_varint(STATUS_ERROR, buf);
-    }
-    let remote = match (span.parent, span.remote_parent) {
-        (Some(_), true) => HAS_IS_REMOTE | IS_REMOTE,
-        _ => HAS_IS_REMOTE,
-    };
-    encode_key(16, WireType::ThirtyTwoBit, buf);
-    buf.put_u32_le(SAMPLED | remote);
+/// One of a record's spans: what is its own (id, parent, kind, start); the rest is
+/// the record's.
+struct One<'a> {
+    record: &'a Record,
+    span_id: &'a [u8; 8],
+    parent: Option<&'a [u8; 8]>,
+    remote_parent: bool,
+    kind: Kind,
+    start: u64,
 }
 
-/// Reused between batches: the spans' encoding, and one span's.
+impl One<'_> {
+    /// The `Span` message's body, into `buf`.
+    fn write(&self, attributes: &[u8], buf: &mut Vec<u8>) {
+        let record = self.record;
+        bytes(1, &record.trace_id, buf);
+        bytes(2, self.span_id, buf);
+        if let Some(state) = &record.trace_state {
+            bytes(3, state.as_bytes(), buf);
+        }
+        if let Some(parent) = self.parent {
+            bytes(4, parent, buf);
+        }
+        bytes(5, record.name.as_str().as_bytes(), buf);
+        encode_key(6, WireType::Varint, buf);
+        encode_varint(self.kind as u64, buf);
+        encode_key(7, WireType::SixtyFourBit, buf);
+        buf.put_u64_le(self.start);
+        encode_key(8, WireType::SixtyFourBit, buf);
+        buf.put_u64_le(record.end);
+        buf.extend_from_slice(attributes);
+        if let Some(message) = record.error {
+            // `Status`: `message` 2, `code` 3.
+            let len = bytes_len(2, message.len()) + key_len(3) + encoded_len_varint(STATUS_ERROR);
+            header(15, len, buf);
+            bytes(2, message.as_bytes(), buf);
+            encode_key(3, WireType::Varint, buf);
+            encode_varint(STATUS_ERROR, buf);
+        }
+        let remote = match (self.parent, self.remote_parent) {
+            (Some(_), true) => HAS_IS_REMOTE | IS_REMOTE,
+            _ => HAS_IS_REMOTE,
+        };
+        encode_key(16, WireType::ThirtyTwoBit, buf);
+        buf.put_u32_le(SAMPLED | remote);
+    }
+}
+
+/// Reused between batches: the spans' encoding, one span's, one record's attributes,
+/// and the runs of shared attributes last seen.
 #[derive(Default)]
 pub(crate) struct Buffers {
     spans: Vec<u8>,
     one: Vec<u8>,
+    attributes: Vec<u8>,
+    runs: Runs,
 }
 
-/// `spans` as one `ExportTraceServiceRequest` (`resource_spans` 1: `ResourceSpans`
-/// with `resource` 1 and `scope_spans` 2: `ScopeSpans` with `scope` 1 and `spans` 2),
-/// written to `out` (cleared first); `resource` and `scope` are their messages' bodies.
+/// The runs of shared attributes kept encoded (a few sessions or methods in turn).
+const RUNS: usize = 8;
+
+/// The shared attributes of the records last seen (a session's, for a method), each
+/// run with its encoding: a record whose run is one of them (the same strings, by
+/// address) copies its bytes instead of encoding it again.
+#[derive(Default)]
+struct Runs {
+    kept: Vec<(Vec<Attribute>, Vec<u8>)>,
+    /// The next to replace once `RUNS` are kept.
+    next: usize,
+}
+
+impl Runs {
+    /// `shared`'s attributes, encoded (as `Span` field 9).
+    fn encoded(&mut self, shared: &[Attribute]) -> &[u8] {
+        let same = |kept: &[Attribute]| {
+            kept.len() == shared.len() && kept.iter().zip(shared).all(|(a, b)| a.same(b))
+        };
+        let at = match self.kept.iter().position(|(kept, _)| same(kept)) {
+            Some(at) => at,
+            None => {
+                let mut bytes = Vec::new();
+                for a in shared {
+                    attribute(9, a, &mut bytes);
+                }
+                let run = (shared.to_vec(), bytes);
+                if self.kept.len() < RUNS {
+                    self.kept.push(run);
+                    self.kept.len() - 1
+                } else {
+                    let at = self.next;
+                    self.next = (at + 1) % RUNS;
+                    self.kept[at] = run;
+                    at
+                }
+            }
+        };
+        &self.kept[at].1
+    }
+}
+
+/// `records`' spans as one `ExportTraceServiceRequest` (`resource_spans` 1:
+/// `ResourceSpans` with `resource` 1 and `scope_spans` 2: `ScopeSpans` with `scope` 1
+/// and `spans` 2), written to `out` (cleared first); `resource` and `scope` are their
+/// messages' bodies. A record's upstream call's span comes before its request's.
 pub(crate) fn request(
     resource: &[u8],
     scope: &[u8],
-    spans: &[Span],
+    records: &[Record],
     buffers: &mut Buffers,
     out: &mut Vec<u8>,
 ) {
     buffers.spans.clear();
-    for s in spans {
-        buffers.one.clear();
-        span(s, &mut buffers.one);
-        bytes(2, &buffers.one, &mut buffers.spans);
+    for record in records {
+        let (shared, own) = record
+            .attributes
+            .split_at(record.shared.min(record.attributes.len()));
+        buffers.attributes.clear();
+        let run = buffers.runs.encoded(shared);
+        buffers.attributes.extend_from_slice(run);
+        for a in own {
+            attribute(9, a, &mut buffers.attributes);
+        }
+        let request = One {
+            record,
+            span_id: &record.span_id,
+            parent: record.parent.as_ref(),
+            remote_parent: true,
+            kind: Kind::Server,
+            start: record.start,
+        };
+        let upstream = record.upstream.as_ref().map(|(span_id, start)| One {
+            record,
+            span_id,
+            parent: Some(&record.span_id),
+            remote_parent: false,
+            kind: Kind::Client,
+            start: *start,
+        });
+        for one in upstream.iter().chain([&request]) {
+            buffers.one.clear();
+            one.write(&buffers.attributes, &mut buffers.one);
+            bytes(2, &buffers.one, &mut buffers.spans);
+        }
     }
     let scope_spans = bytes_len(1, scope.len()) + buffers.spans.len();
     let resource_spans = bytes_len(1, resource.len()) + bytes_len(2, scope_spans);
@@ -152,29 +272,31 @@ pub(crate) fn request(
 
 #[cfg(test)]
 mod tests {
-    use super::super::span::{Kind, Text};
+    use super::super::span::Text;
     use super::*;
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
     use prost::Message;
     use std::sync::Arc;
 
-    fn a_span(parent: Option<[u8; 8]>, error: Option<&'static str>) -> Span {
-        Span {
+    fn a_record(parent: Option<[u8; 8]>, error: Option<&'static str>) -> Record {
+        Record {
             trace_id: [7; 16],
             span_id: [9; 8],
             parent,
-            remote_parent: true,
+            upstream: None,
             trace_state: Some("team=blue".into()),
             name: Text::Shared("tools/call echo".into()),
-            kind: Kind::Client,
             start: 1_700_000_000_000_000_001,
             end: 1_700_000_000_000_500_000,
             attributes: vec![
                 Attribute::text("mcp.method.name", "tools/call"),
                 Attribute::text("gen_ai.tool.name", Arc::<str>::from("é".repeat(100))),
                 Attribute::int("rpc.jsonrpc.error_code", -32602),
+                Attribute::decimal("jsonrpc.request.id", -9_007_199_254_740_993),
+                Attribute::decimal("error.type", 0),
             ],
+            shared: 1,
             error,
         }
     }
@@ -183,9 +305,16 @@ mod tests {
     fn a_batch_decodes_with_the_official_definitions_as_recorded() {
         let resource = resource(&[Attribute::text("service.name", "capable-bridge")]);
         let scope = scope("capable-bridge");
-        let spans = [a_span(Some([3; 8]), Some("error")), a_span(None, None)];
+        let sent = Record {
+            upstream: Some(([4; 8], 1_700_000_000_000_000_002)),
+            ..a_record(Some([3; 8]), Some("error"))
+        };
+        // The third's shared run is another's (not the same strings): not the first's.
+        let mut other = a_record(None, None);
+        other.attributes[0] = Attribute::text("mcp.method.name", Arc::<str>::from("tools/list"));
+        let records = [sent, a_record(None, None), other];
         let (mut buffers, mut out) = (Buffers::default(), Vec::new());
-        request(&resource, &scope, &spans, &mut buffers, &mut out);
+        request(&resource, &scope, &records, &mut buffers, &mut out);
         let got = ExportTraceServiceRequest::decode(out.as_slice()).unwrap();
         assert_eq!(got.resource_spans.len(), 1);
         let rs = &got.resource_spans[0];
@@ -197,14 +326,15 @@ mod tests {
         assert_eq!(name, "capable-bridge");
         let ss = &rs.scope_spans[0];
         assert_eq!(ss.scope.as_ref().unwrap().name, "capable-bridge");
-        assert_eq!(ss.spans.len(), 2);
-        let s = &ss.spans[0];
+        // The first record's two spans (the upstream call's first), the others' one.
+        assert_eq!(ss.spans.len(), 4);
+        let (call, s) = (&ss.spans[0], &ss.spans[1]);
         assert_eq!(s.trace_id, [7; 16]);
         assert_eq!(s.span_id, [9; 8]);
         assert_eq!(s.parent_span_id, [3; 8]);
         assert_eq!(s.trace_state, "team=blue");
         assert_eq!(s.name, "tools/call echo");
-        assert_eq!(s.kind, 3);
+        assert_eq!(s.kind, 2);
         assert_eq!(s.start_time_unix_nano, 1_700_000_000_000_000_001);
         assert_eq!(s.end_time_unix_nano, 1_700_000_000_000_500_000);
         assert_eq!(s.flags, 0x301);
@@ -219,12 +349,40 @@ mod tests {
                 ("mcp.method.name", Any::StringValue("tools/call".into())),
                 ("gen_ai.tool.name", Any::StringValue("é".repeat(100))),
                 ("rpc.jsonrpc.error_code", Any::IntValue(-32602)),
+                (
+                    "jsonrpc.request.id",
+                    Any::StringValue("-9007199254740993".into())
+                ),
+                ("error.type", Any::StringValue("0".into())),
             ]
         );
         let status = s.status.as_ref().unwrap();
         assert_eq!((status.code, status.message.as_str()), (2, "error"));
-        let root = &ss.spans[1];
+        // The upstream call: the request's child, the same trace, name, end,
+        // attributes and status.
+        assert_eq!(
+            (call.trace_id.as_slice(), call.span_id.as_slice()),
+            (&[7; 16][..], &[4; 8][..])
+        );
+        assert_eq!(call.parent_span_id, [9; 8]);
+        assert_eq!(call.kind, 3);
+        assert_eq!(call.start_time_unix_nano, 1_700_000_000_000_000_002);
+        assert_eq!(call.end_time_unix_nano, s.end_time_unix_nano);
+        assert_eq!((&call.name, &call.trace_state), (&s.name, &s.trace_state));
+        assert_eq!((&call.attributes, &call.status), (&s.attributes, &s.status));
+        assert_eq!(call.flags, 0x101);
+        let root = &ss.spans[2];
         assert!(root.parent_span_id.is_empty() && root.status.is_none());
         assert_eq!(root.flags, 0x101);
+        // Its shared run copied as the first record's was encoded.
+        assert_eq!(root.attributes, s.attributes);
+        let other = &ss.spans[3];
+        assert_eq!(other.attributes[1..], s.attributes[1..]);
+        assert_eq!(other.attributes[0].key, "mcp.method.name");
+        let Some(Any::StringValue(method)) = other.attributes[0].value.clone().unwrap().value
+        else {
+            panic!("{other:?}")
+        };
+        assert_eq!(method, "tools/list");
     }
 }

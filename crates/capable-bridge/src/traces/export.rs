@@ -1,6 +1,6 @@
-//! How spans leave the bridge: a request hands its ended spans to a bounded queue
-//! (a span that finds it full is dropped and counted, never waited for); one thread of
-//! the exporter's own takes them in batches, encodes each batch as one OTLP request
+//! How spans leave the bridge: a request hands its ended spans, as one record, to a
+//! bounded queue (spans that find it full are dropped and counted, never waited for);
+//! one thread of the exporter's own takes them in batches, encodes each batch as one OTLP request
 //! (`encode.rs`) and sends it over HTTP/protobuf or gRPC to the collector the standard
 //! variables name. Every span that never reached the collector is counted
 //! (`capable_bridge_spans_dropped_total`).
@@ -31,7 +31,7 @@ use bytes::{Buf, BufMut, Bytes};
 use tokio::sync::{oneshot, Notify};
 
 use super::encode;
-use super::span::Span;
+use super::span::Record;
 
 /// The spans waiting at most, unless `OTEL_BSP_MAX_QUEUE_SIZE` says otherwise.
 const QUEUE: usize = 2048;
@@ -79,7 +79,8 @@ impl Protocol {
 /// The counts the exporter keeps: spans waiting, and spans lost.
 #[derive(Debug, Default)]
 pub struct Counts {
-    /// Ended spans queued and not yet taken for a batch.
+    /// Ended spans queued (or about to be) and not yet taken for a batch: never more
+    /// than the queue's size.
     waiting: AtomicUsize,
     /// Spans that never reached the collector.
     pub dropped: AtomicU64,
@@ -323,8 +324,10 @@ impl tonic::codec::Decoder for Raw {
 /// The exporter: the queue's sending end, and what stops its thread.
 #[derive(Debug)]
 pub(crate) struct Exporter {
-    queue: SyncSender<Span>,
+    queue: SyncSender<Record>,
     shared: Arc<Shared>,
+    /// The spans waiting at most.
+    cap: usize,
     batch: usize,
     /// Told when the thread has sent what it had, and stopped.
     done: Mutex<Option<oneshot::Receiver<()>>>,
@@ -332,7 +335,7 @@ pub(crate) struct Exporter {
 
 /// What the exporter's thread is given.
 struct Work {
-    queue: Receiver<Span>,
+    queue: Receiver<Record>,
     shared: Arc<Shared>,
     sender: Sender,
     resource: Vec<u8>,
@@ -387,22 +390,33 @@ impl Exporter {
         Ok(Exporter {
             queue,
             shared,
+            cap,
             batch,
             done: Mutex::new(Some(stopped)),
         })
     }
 
-    /// Queues an ended span, or drops it (counted) when the queue is full.
-    pub fn submit(&self, span: Span) {
-        match self.queue.try_send(span) {
+    /// Queues a request's ended spans, or drops them (counted) when the queue has no
+    /// room for them. The exporter's thread is woken only when a batch's worth waits.
+    pub fn submit(&self, record: Record) {
+        let counts = &self.shared.counts;
+        let n = record.spans();
+        // Room taken first: the channel (as many records as spans) never fills.
+        let before = counts.waiting.fetch_add(n, Relaxed);
+        if before + n > self.cap {
+            counts.waiting.fetch_sub(n, Relaxed);
+            counts.dropped.fetch_add(n as u64, Relaxed);
+            return;
+        }
+        match self.queue.try_send(record) {
             Ok(()) => {
-                let waiting = self.shared.counts.waiting.fetch_add(1, Relaxed) + 1;
-                if waiting == self.batch {
+                if before < self.batch && before + n >= self.batch {
                     self.shared.wake.notify_one();
                 }
             }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.shared.counts.dropped.fetch_add(1, Relaxed);
+                counts.waiting.fetch_sub(n, Relaxed);
+                counts.dropped.fetch_add(n as u64, Relaxed);
             }
         }
     }
@@ -449,7 +463,7 @@ impl Work {
             done,
         } = self;
         let mut sender = Connected::new(sender);
-        let mut spans = Vec::with_capacity(batch.min(QUEUE));
+        let mut records = Vec::with_capacity(batch.min(QUEUE));
         let mut buffers = encode::Buffers::default();
         let mut body = Vec::new();
         loop {
@@ -459,10 +473,15 @@ impl Work {
             }
             let mut gone = false;
             loop {
-                spans.clear();
-                while spans.len() < batch {
+                records.clear();
+                // Spans, a batch's worth at most (a record's two may go one over).
+                let mut n = 0;
+                while n < batch {
                     match queue.try_recv() {
-                        Ok(span) => spans.push(span),
+                        Ok(record) => {
+                            n += record.spans();
+                            records.push(record);
+                        }
                         Err(TryRecvError::Empty) => break,
                         Err(TryRecvError::Disconnected) => {
                             gone = true;
@@ -470,7 +489,6 @@ impl Work {
                         }
                     }
                 }
-                let n = spans.len();
                 if n == 0 {
                     break;
                 }
@@ -478,8 +496,8 @@ impl Work {
                     .counts
                     .waiting
                     .fetch_update(Relaxed, Relaxed, |w| Some(w.saturating_sub(n)));
-                encode::request(&resource, &scope, &spans, &mut buffers, &mut body);
-                spans.clear();
+                encode::request(&resource, &scope, &records, &mut buffers, &mut body);
+                records.clear();
                 let capacity = body.capacity();
                 let sent = Bytes::from(std::mem::replace(&mut body, Vec::with_capacity(capacity)));
                 if !sender.send(sent, timeout).await {

@@ -13,10 +13,11 @@
 //! Off unless asked for (`--otlp`, or an `OTEL_EXPORTER_OTLP_ENDPOINT`): then a
 //! request costs one branch on an `Option`. On, a request the sampler records
 //! (`sampler.rs`: by default, unless its caller's `traceparent` says it is not
-//! sampled) has its spans recorded on its task as the bridge's own small structs
-//! (`span.rs`: ids, times, and the attributes as static or shared strings) and handed
-//! to a bounded queue; the exporter's own thread encodes them a batch at a time and
-//! sends them (`export.rs`): nothing waits for the collector. A request not recorded
+//! sampled) has its two spans recorded on its task as one small struct of the
+//! bridge's own (`span.rs`: ids, times, and the attributes they share as static or
+//! shared strings, in one vector) and handed to a bounded queue; the exporter's own
+//! thread encodes them a batch at a time and sends them (`export.rs`): nothing waits
+//! for the collector. A request not recorded
 //! still hands its trace context on upstream.
 
 mod context;
@@ -39,7 +40,7 @@ use crate::audit::Audit;
 use crate::forward::Forwarded;
 use context::SpanContext;
 use sampler::Sampler;
-use span::{Attribute, Kind, Span, Text};
+use span::{Attribute, Record, Text};
 
 tokio::task_local! {
     /// The listener's session the task serves (a legacy one's id), or a 2026-07-28
@@ -160,7 +161,13 @@ impl Traces {
     /// the version, the params' members), each a static or shared string: the
     /// upstream call's span takes the same ones.
     pub(crate) fn request(&self, request: Request<'_>) -> Traced {
-        let read = request.params.trace_fields(request.method);
+        // Params without `_meta` name no parent: they are read (for a target) only
+        // once the request is recorded.
+        let plain = request.params.is_plain();
+        let mut read = match plain {
+            true => TraceFields::default(),
+            false => request.params.trace_fields(request.method),
+        };
         let parent = read
             .traceparent
             .as_deref()
@@ -176,7 +183,12 @@ impl Traces {
             sampled,
             state: parent.as_ref().and_then(|p| p.state.clone()),
         };
-        let recording = sampled.then(|| Recording::of(&request, read, span::now()));
+        let recording = sampled.then(|| {
+            if plain {
+                read = request.params.trace_fields(request.method);
+            }
+            Recording::of(&request, read, span::now())
+        });
         Traced {
             traces: self.clone(),
             context,
@@ -250,15 +262,18 @@ pub(crate) struct Request<'a> {
     pub version: &'static str,
     /// Its params as they go upstream (`_meta` read for the caller's context).
     pub params: &'a Forwarded,
-    /// The one server behind (many: known once routed).
-    pub server: Option<&'a str>,
+    /// The one server behind, its name shared (many: known once routed).
+    pub server: Option<&'a Arc<str>>,
 }
 
-/// What a recorded request's spans share: the name, when it began, the attributes.
+/// What a recorded request's spans share: the name, when it began, the attributes
+/// (room kept for those its end adds: one vector a request).
 struct Recording {
     name: Text,
     start: u64,
     attributes: Vec<Attribute>,
+    /// How many of the attributes, first, are the session's for this method.
+    shared: usize,
 }
 
 impl Recording {
@@ -270,13 +285,11 @@ impl Recording {
             }
             _ => Text::Static(method),
         };
-        let mut attributes = Vec::with_capacity(12);
+        // First what the session's requests of this method share (static strings, or
+        // the session's and server's shared ones: the exporter encodes a run of them
+        // once), then the request's own.
+        let mut attributes = Vec::with_capacity(ATTRIBUTES);
         attributes.push(Attribute::text("mcp.method.name", method));
-        let id = match request.id {
-            RequestId::Number(n) => n.to_string(),
-            RequestId::String(s) => s.clone(),
-        };
-        attributes.push(Attribute::text("jsonrpc.request.id", id));
         attributes.push(Attribute::text("mcp.protocol.version", request.version));
         let session = SESSION.try_with(|s| {
             s.as_ref()
@@ -287,9 +300,19 @@ impl Recording {
         if let Ok(Some(session)) = session {
             attributes.push(Attribute::text("mcp.session.id", session));
         }
+        if let (Method::CallTool, Some(_)) = (request.method, &read.name) {
+            attributes.push(Attribute::text("gen_ai.operation.name", "execute_tool"));
+        }
+        if let Some(server) = request.server {
+            attributes.push(Attribute::text("capable.server", server.clone()));
+        }
+        let shared = attributes.len();
+        attributes.push(match request.id {
+            RequestId::Number(n) => Attribute::decimal("jsonrpc.request.id", *n),
+            RequestId::String(s) => Attribute::text("jsonrpc.request.id", s.clone()),
+        });
         match (request.method, read.name) {
             (Method::CallTool, Some(tool)) => {
-                attributes.push(Attribute::text("gen_ai.operation.name", "execute_tool"));
                 attributes.push(Attribute::text("gen_ai.tool.name", tool));
             }
             (Method::GetPrompt, Some(prompt)) => {
@@ -303,16 +326,21 @@ impl Recording {
         if let Some(caller) = crate::audit::caller() {
             caller_attributes(&caller, &mut attributes);
         }
-        if let Some(server) = request.server {
-            attributes.push(Attribute::text("capable.server", Arc::<str>::from(server)));
-        }
         Recording {
             name,
             start,
             attributes,
+            shared,
         }
     }
 }
+
+/// The attributes a request's spans have at most, without a caller's: the relay's
+/// seven (`mcp.method.name`, `jsonrpc.request.id`, `mcp.protocol.version`,
+/// `network.transport`, `mcp.session.id`, `gen_ai.operation.name`, the target), the
+/// server, and the end's four (`capable.outcome`, `error.type`, an error code or
+/// violation, a routed server).
+const ATTRIBUTES: usize = 12;
 
 /// A host request's span, open until [`Traced::end`] (or dropped: the host gave up).
 /// One not recorded (the sampler said no) still hands its context on upstream.
@@ -341,7 +369,7 @@ impl Traced {
             ..self.context.clone()
         };
         self.upstream = Some((child.span_id, span::now()));
-        params.with_trace(&child.traceparent(), child.state.as_deref())
+        params.with_trace(child.traceparent().as_str(), child.state.as_deref())
     }
 
     /// The server the request went to (many: once routed).
@@ -394,51 +422,32 @@ impl Traced {
         self.close(outcome, attributes);
     }
 
-    /// Both spans ended now with `outcome` and `extra` attributes, and queued.
-    fn close(&mut self, outcome: &'static str, mut extra: Vec<Attribute>) {
+    /// Both spans ended now with `outcome` and `extra` attributes, and queued as one
+    /// record.
+    fn close(&mut self, outcome: &'static str, extra: Vec<Attribute>) {
         self.ended = true;
         let Some(recording) = self.recording.take() else {
             return;
         };
         let end = span::now();
-        extra.push(Attribute::text("capable.outcome", outcome));
-        if let Some(server) = self.server.take() {
-            extra.push(Attribute::text("capable.server", server));
-        }
-        let error = (outcome != "ok").then_some(outcome);
-        let exporter = &self.traces.inner.exporter;
         let mut attributes = recording.attributes;
-        if let Some((span_id, start)) = self.upstream {
-            let mut own = Vec::with_capacity(attributes.len() + extra.len());
-            own.extend(attributes.iter().cloned());
-            own.extend(extra.iter().cloned());
-            exporter.submit(Span {
-                trace_id: self.context.trace_id,
-                span_id,
-                parent: Some(self.context.span_id),
-                remote_parent: false,
-                trace_state: self.context.state.clone(),
-                name: recording.name.clone(),
-                kind: Kind::Client,
-                start,
-                end,
-                attributes: own,
-                error,
-            });
-        }
         attributes.extend(extra);
-        exporter.submit(Span {
+        attributes.push(Attribute::text("capable.outcome", outcome));
+        if let Some(server) = self.server.take() {
+            attributes.push(Attribute::text("capable.server", server));
+        }
+        self.traces.inner.exporter.submit(Record {
             trace_id: self.context.trace_id,
             span_id: self.context.span_id,
             parent: self.parent,
-            remote_parent: true,
+            upstream: self.upstream,
             trace_state: self.context.state.take(),
             name: recording.name,
-            kind: Kind::Server,
             start: recording.start,
             end,
             attributes,
-            error,
+            shared: recording.shared,
+            error: (outcome != "ok").then_some(outcome),
         });
     }
 }
@@ -501,7 +510,7 @@ mod tests {
     fn the_resource_is_the_service_and_the_attributes_named() {
         let text = |a: &Attribute| match &a.value {
             span::Value::Text(t) => (a.key, t.as_str().to_owned()),
-            span::Value::Int(i) => (a.key, i.to_string()),
+            span::Value::Int(i) | span::Value::Decimal(i) => (a.key, i.to_string()),
         };
         let plain: Vec<_> = resource(&|_: &str| None).iter().map(text).collect();
         assert_eq!(plain[0], ("service.name", "capable-bridge".to_owned()));

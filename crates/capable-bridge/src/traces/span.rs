@@ -1,7 +1,10 @@
-//! What the bridge records of a span: its ids, its times and the attributes the relay
-//! already holds, each a static or shared string (or a number) — nothing formatted,
+//! What the bridge records of a request: one record for both its spans (the host's
+//! request, and the upstream call when it was sent) — their ids, their times, and the
+//! attributes they share, held once: the relay's own strings, static or shared (or a
+//! number, formatted by the exporter) — nothing formatted on the request's path,
 //! nothing copied twice. The exporter turns a batch of them into OTLP's protobuf
-//! (`encode.rs`) on its own thread.
+//! (`encode.rs`) on its own thread, each record's attributes encoded once for its two
+//! spans.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -18,6 +21,16 @@ impl Text {
         match self {
             Text::Static(s) => s,
             Text::Shared(s) => s,
+        }
+    }
+
+    /// The same string, by its address: a static one, or the same shared one (no
+    /// comparison of the characters; two equal strings made apart are not the same).
+    pub fn same(&self, other: &Text) -> bool {
+        match (self, other) {
+            (Text::Static(a), Text::Static(b)) => std::ptr::eq(*a, *b),
+            (Text::Shared(a), Text::Shared(b)) => Arc::ptr_eq(a, b),
+            _ => false,
         }
     }
 }
@@ -44,6 +57,9 @@ impl From<String> for Text {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Value {
     Text(Text),
+    /// A `string_value` of an integer's decimal digits (a JSON-RPC id), written by the
+    /// exporter: no string made on the request's path.
+    Decimal(i64),
     Int(i64),
 }
 
@@ -55,11 +71,29 @@ pub(crate) struct Attribute {
 }
 
 impl Attribute {
+    /// The same key and value, by their addresses ([`Text::same`]).
+    pub fn same(&self, other: &Attribute) -> bool {
+        std::ptr::eq(self.key, other.key)
+            && match (&self.value, &other.value) {
+                (Value::Text(a), Value::Text(b)) => a.same(b),
+                (Value::Decimal(a), Value::Decimal(b)) | (Value::Int(a), Value::Int(b)) => a == b,
+                _ => false,
+            }
+    }
+
     /// `key` = the text `value`.
     pub fn text(key: &'static str, value: impl Into<Text>) -> Attribute {
         Attribute {
             key,
             value: Value::Text(value.into()),
+        }
+    }
+
+    /// `key` = the decimal text of `value`.
+    pub fn decimal(key: &'static str, value: i64) -> Attribute {
+        Attribute {
+            key,
+            value: Value::Decimal(value),
         }
     }
 
@@ -81,25 +115,37 @@ pub(crate) enum Kind {
     Client = 3,
 }
 
-/// An ended span, as it waits for the exporter.
+/// A request's ended spans, as they wait for the exporter: the host request's span
+/// (`SPAN_KIND_SERVER`) and, when the request was sent on, the upstream call's
+/// (`SPAN_KIND_CLIENT`, its child): the same trace, name, end, attributes and status.
 #[derive(Clone, Debug)]
-pub(crate) struct Span {
+pub(crate) struct Record {
     pub trace_id: [u8; 16],
+    /// The host request's span.
     pub span_id: [u8; 8],
-    /// The parent's span id; `None` for a root span.
+    /// Its parent: the caller's span (a remote one); `None` for a root span.
     pub parent: Option<[u8; 8]>,
-    /// The parent is the caller's (a remote one).
-    pub remote_parent: bool,
+    /// The upstream call's span id, and when it began.
+    pub upstream: Option<([u8; 8], u64)>,
     /// The W3C `tracestate` the trace carries.
     pub trace_state: Option<Arc<str>>,
     pub name: Text,
-    pub kind: Kind,
     /// Nanoseconds since the Unix epoch.
     pub start: u64,
     pub end: u64,
+    /// Both spans' attributes: first the `shared` ones, which the requests of a
+    /// session and method have in common (static strings, or the same shared ones).
     pub attributes: Vec<Attribute>,
+    pub shared: usize,
     /// The status's message when it ended in error (`STATUS_CODE_ERROR`).
     pub error: Option<&'static str>,
+}
+
+impl Record {
+    /// Its spans: two when the request was sent on, else one.
+    pub fn spans(&self) -> usize {
+        1 + usize::from(self.upstream.is_some())
+    }
 }
 
 /// Now, in nanoseconds since the Unix epoch (0 for a clock set before it).
