@@ -448,14 +448,21 @@ fn sessions_make_room_and_end_when_idle() {
     assert_eq!(ping(&first), 404, "the least recently used made room");
     assert_eq!(ping(&second), 200);
     assert_eq!(ping(&third), 200);
-    // Nothing in flight for --session-idle: ended with their servers, and said so.
-    let pids: Vec<u32> = b
-        .audit()
-        .iter()
-        .filter(|l| l["state"] == "ready")
-        .filter_map(|l| l["pid"].as_u64())
-        .map(|p| p as u32)
-        .collect();
+    // Nothing in flight for --session-idle: ended with their servers, and said so. (A
+    // server's `ready` line may be read after its session's answer.)
+    let ready = || -> Vec<u32> {
+        b.audit()
+            .iter()
+            .filter(|l| l["state"] == "ready")
+            .filter_map(|l| l["pid"].as_u64())
+            .map(|p| p as u32)
+            .collect()
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while ready().len() < 3 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pids = ready();
     assert_eq!(pids.len(), 3, "a server per session");
     for pid in pids {
         wait_gone(pid);
