@@ -222,16 +222,6 @@ fn free_port() -> u16 {
     socket.local_addr().unwrap().port()
 }
 
-/// One replica: `capable bridge --listen 127.0.0.1:PORT --seal-key-file KEY --url UPSTREAM`,
-/// listening.
-fn replica(port: u16, key: &str, upstream: &str) -> bridge_support::Bridge {
-    let addr = format!("127.0.0.1:{port}");
-    let flags = ["--listen", &addr, "--seal-key-file", key, "--url", upstream];
-    let replica = bridge_support::Bridge::start(&flags);
-    replica.audit_until(|l| l["event"] == "listening");
-    replica
-}
-
 /// One replica as a team runs it: the config names the one HTTP server behind and the
 /// store the replicas share (`gateway.store`, Redis), and a gateway-wide rate limit
 /// counted there — `capable bridge --listen 127.0.0.1:PORT --seal-key-file KEY
