@@ -179,6 +179,7 @@ fn every_path_that_names_a_task_to_the_host_seals_it() {
     let presented = Presented {
         task_id: "task-1".into(),
         sealed: "SEALED".into(),
+        own: false,
     };
     let mut refused = RpcError {
         code: -32603,
