@@ -47,6 +47,7 @@ mod events;
 mod exchange;
 mod fanout;
 mod follow;
+mod kept_tasks;
 mod rounds;
 mod servers;
 mod task_ids;
@@ -134,6 +135,9 @@ pub struct Relay {
     /// The task ids the host is handed, sealed (`task_ids.rs`; none: as the server
     /// gave them).
     sealed: Option<task_ids::Sealed>,
+    /// Where the bridge's own tasks are kept for every replica (`kept_tasks.rs`; none:
+    /// this replica's alone).
+    keeping: Option<kept_tasks::Keeping>,
 }
 
 impl Relay {
@@ -177,6 +181,7 @@ impl Relay {
             policy: None,
             spend: None,
             sealed: None,
+            keeping: None,
         }
     }
 
@@ -365,6 +370,8 @@ impl Relay {
             Event::TaskStatus(status) => self.task_status(&status),
             Event::Fetched(token) => self.fetched(token),
             Event::Spent(request, spent) => self.spent(request, spent),
+            Event::Kept(held, kept) => self.kept(*held, kept),
+            Event::KeptRead(asking, read) => self.kept_read(*asking, read),
             Event::Tell(kind, params) => self.notify(&kind, &params),
             Event::Nothing => {}
             Event::Timer => {

@@ -55,7 +55,9 @@ pub struct KeptTask {
 #[non_exhaustive]
 pub enum KeepError {
     /// Its record is larger than [`MAX_KEPT_BYTES`].
-    #[error("the task's result is {0} bytes, more than the {MAX_KEPT_BYTES} kept for every replica")]
+    #[error(
+        "the task's result is {0} bytes, more than the {MAX_KEPT_BYTES} kept for every replica"
+    )]
     TooLarge(usize),
     /// It does not encode.
     #[error("the task does not encode")]
@@ -166,7 +168,10 @@ mod tests {
         assert_eq!(result["_meta"][RELATED_TASK]["taskId"], id.as_str());
         assert_eq!(result["isError"], true);
         let get = answer_kept(Some(&stored), Method::GetTask, &id, t).unwrap();
-        assert_eq!((&get["status"], &get["ttl"]), (&json!("failed"), &json!(30_000)));
+        assert_eq!(
+            (&get["status"], &get["ttl"]),
+            (&json!("failed"), &json!(30_000))
+        );
 
         // Past its ttl, not in the store, garbled, or asked by another id: unknown.
         for (read, id, at) in [

@@ -145,7 +145,10 @@ pub fn carried(
                 return Carried::Answer(answer);
             };
             let made = started.settle(result, ttl, now, &rfc3339(wall));
-            let task_id = made["task"]["taskId"].as_str().unwrap_or_default().to_owned();
+            let task_id = made["task"]["taskId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             let answer = Payload::from_json(made.to_string().into_bytes());
             return Carried::Made { answer, task_id };
         }
@@ -181,7 +184,8 @@ mod tests {
         let t0 = Instant::now();
         let call = payload(json!({"name": "x", "task": {"ttl": 60000}}));
         let how = Carry::CallForLegacy { asked: true };
-        let OwnTask::Send { ttl } = own_task(&mut started, how, Method::CallTool, &call, t0, false) else {
+        let OwnTask::Send { ttl } = own_task(&mut started, how, Method::CallTool, &call, t0, false)
+        else {
             panic!("a call goes on");
         };
         assert_eq!(ttl, Some(60000));
