@@ -7,7 +7,8 @@
 //! with SIGKILL; nothing of it reaches the server. With Redis gone and `whenDown:
 //! closed`, a replica that did not make the task says the store cannot be reached;
 //! `open`: an unknown task, as without a store — and the audit says `store_down` for
-//! `"use": "tasks"` either way.
+//! `"use": "tasks"` either way. Another caller's host with the id gets an unknown task
+//! (that test has its own identity provider, oidc-provider, skipped without `.peers`).
 //!
 //! The server behind is one HTTP server every replica reaches (a listening bridge in
 //! front of the fixture's `modern-tasks` profile, whose `check` answers at once,
@@ -17,6 +18,8 @@
 #[path = "bridge_support/mod.rs"]
 mod bridge_support;
 mod common;
+#[path = "identity_support/mod.rs"]
+mod identity_support;
 #[path = "listen_support/mod.rs"]
 mod listen_support;
 
@@ -50,10 +53,23 @@ fn answer_of(answer: &Http) -> Value {
 
 /// `method` with `params` in legacy session `session` on `port`.
 fn ask(port: u16, session: &str, id: i64, method: &str, params: Value) -> Value {
-    let headers = [
+    ask_with(port, &[], session, id, method, params)
+}
+
+/// [`ask`] with `headers` added.
+fn ask_with(
+    port: u16,
+    headers: &[(&str, &str)],
+    session: &str,
+    id: i64,
+    method: &str,
+    params: Value,
+) -> Value {
+    let mut headers = headers.to_vec();
+    headers.extend([
         ("Mcp-Session-Id", session),
         ("MCP-Protocol-Version", "2025-11-25"),
-    ];
+    ]);
     let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     answer_of(&post(port, &headers, message))
 }
@@ -226,4 +242,56 @@ fn with_redis_gone_another_replicas_task_is_unknown_when_open_and_said_when_clos
     // The replica that made it still answers it, from its memory.
     let here = ask(m, &session, 5, "tasks/get", json!({"taskId": id}));
     assert_eq!(here["result"], task, "{here}");
+}
+
+#[test]
+fn a_task_of_the_bridges_opens_only_for_the_caller_it_was_made_for() {
+    if !identity_support::wanted() {
+        return;
+    }
+    let key = key_file("caller.key", 0x63);
+    let fixture = common::fixture("modern-tasks");
+    let key = key.to_str().unwrap();
+    let mut behind = vec!["--seal-key-file", key, "--protocol", "modern", "--"];
+    behind.extend(fixture.iter().map(String::as_str));
+    let gateway = identity_support::gateway_to(&behind);
+    let (alice, bob) = (gateway.token("alice-app"), gateway.token("bob-app"));
+    let session_of = |token: &str| {
+        let opened = gateway.initialize(token);
+        assert_eq!(opened.status, 200, "{}", opened.body);
+        opened.header("mcp-session-id").unwrap().to_owned()
+    };
+    let (alice_session, bob_session) = (session_of(&alice), session_of(&bob));
+    let (as_alice, as_bob) = (format!("Bearer {alice}"), format!("Bearer {bob}"));
+    let alice_h = [("Authorization", as_alice.as_str())];
+    let bob_h = [("Authorization", as_bob.as_str())];
+    let port = gateway.port;
+    let params = json!({"name": "check", "arguments": {"ok": true}, "task": {"ttl": 60000}});
+    let created = ask_with(port, &alice_h, &alice_session, 2, "tools/call", params);
+    assert_eq!(
+        created["result"]["task"]["status"], "completed",
+        "{created}"
+    );
+    let id = created["result"]["task"]["taskId"].as_str().unwrap();
+
+    // Bob, in his own session, with Alice's task id: an unknown task.
+    for (n, method) in [(3, "tasks/get"), (4, "tasks/result"), (5, "tasks/cancel")] {
+        let stolen = ask_with(port, &bob_h, &bob_session, n, method, json!({"taskId": id}));
+        assert_eq!(stolen["error"]["code"], -32602, "{method}: {stolen}");
+        assert!(stolen["error"].get("data").is_none(), "{stolen}");
+    }
+    // Alice with hers: her result.
+    let mine = ask_with(
+        port,
+        &alice_h,
+        &alice_session,
+        6,
+        "tasks/result",
+        json!({"taskId": id}),
+    );
+    assert_eq!(
+        mine["result"]["content"],
+        json!([{"type": "text", "text": "checked"}]),
+        "{mine}"
+    );
 }

@@ -32,6 +32,7 @@
 //! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI — the commands of the core's `Subscriptions` (every decision there) run on the sessions, its outcomes carried out |
 //! | `tasks.rs` | tasks across eras: a legacy host's own tasks answered, and the driver that runs the commands of the core's `TaskCarry` (the requests each carried host request takes, decided there) on the session |
 //! | `task_ids.rs` | sealed task ids (with a seal key): those the host sends opened before anything is sent, those it is handed sealed — as the core's `TaskIds` says |
+//! | `kept_tasks.rs` | the bridge's own tasks kept in the store replicas share (a seal key and `gateway.store`), and another replica's answered from there — as the core's `kept_tasks` says |
 //! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core opens and drops, run on the session |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
 //!

@@ -1,5 +1,6 @@
 //! What a gateway's replicas must see at once, kept where they all see it: each
-//! caller's request rate, its tool calls at once, a `requestState` spent once.
+//! caller's request rate, its tool calls at once, a `requestState` spent once, a
+//! legacy host's subscriptions, the tasks the bridge answers itself.
 //!
 //! One replica keeps all of it in its memory ([`MemoryStore`], and the policy's own
 //! in-memory limits). Many replicas behind a load balancer name a shared store in the

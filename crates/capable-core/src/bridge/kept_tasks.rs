@@ -14,7 +14,7 @@
 //!
 //! ```
 //! use capable_core::internal::bridge::kept_tasks::KeptTask;
-//! use capable_core::internal::Method;
+//! use capable_core::Method;
 //! use serde_json::json;
 //! let task = json!({"taskId": "bridge-ab-1", "status": "completed", "ttl": 60000});
 //! let kept = KeptTask::new(task, json!({"content": []}), 60_000, 1_000);
