@@ -525,6 +525,10 @@ impl Host {
         let mut relay = Relay::new(servers, config, tasks, queue, ask_timeout, audit, shared);
         if let (true, Some(ring)) = (one, &self.seal_tasks) {
             relay.seal_tasks(ring.clone());
+            // The bridge's own tasks kept for every replica (`relay/kept_tasks.rs`).
+            if let Some(store) = &self.target.config.store {
+                relay.keep_tasks(store.clone(), self.target.config.store_when_down);
+            }
         }
         if let Some(policy) = &self.target.config.policy {
             relay.set_policy(policy.clone());

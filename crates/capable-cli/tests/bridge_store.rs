@@ -161,6 +161,10 @@ fn a_sealed_gateway_without_a_store_says_what_it_gives_up_and_a_store_away_is_na
         said.contains("subscriptions to a 2026-07-28 server, a stdio server or the servers of a --config stay with the replica that took them"),
         "{said}"
     );
+    assert!(
+        said.contains("a task of the bridge's own (a legacy host's task call a 2026-07-28 server answered at once) is known only to the replica that made it"),
+        "{said}"
+    );
     // A store named but away at start: said, and the gateway serves anyway.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

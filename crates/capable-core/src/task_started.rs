@@ -123,6 +123,23 @@ impl Started {
         answer
     }
 
+    /// What the bridge's own task ids start with (then `-`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The bridge's own task `id` at `now`, to be kept where other replicas see it:
+    /// the task as the host gets it, its result, and how long it has left (`None`:
+    /// no such task, or its ttl ran out).
+    pub fn settled(&self, id: &str, now: Instant) -> Option<(Value, &Value, Duration)> {
+        self.entries.iter().find_map(|e| match e {
+            Entry::Settled(s) if s.task.task_id == id && s.until > now => {
+                Some((legacy_task(&s.task), &s.result, s.until - now))
+            }
+            _ => None,
+        })
+    }
+
     /// Whether task `id` is the bridge's (then only [`Started::answer`] answers for it).
     pub fn owns(&self, id: &str) -> bool {
         id.strip_prefix(self.prefix.as_str())
@@ -138,23 +155,9 @@ impl Started {
             _ => None,
         });
         let Some(settled) = settled else {
-            return Err(invalid(
-                format!("Unknown task {id}: it expired, or was never made"),
-                id,
-            ));
+            return Err(unknown(id));
         };
-        match method {
-            Method::GetTask => Ok(legacy_task(&settled.task)),
-            Method::TaskResult => Ok(with_related_task(settled.result.clone(), id)),
-            Method::CancelTask => Err(invalid(
-                format!(
-                    "task {id} is {}: a task that is over cannot be cancelled",
-                    settled.task.status.as_str()
-                ),
-                id,
-            )),
-            other => Err(invalid(format!("{other} is not a task's method"), id)),
-        }
+        answer_settled(method, id, legacy_task(&settled.task), &settled.result)
     }
 
     /// The tasks a `tasks/list` at `now` names, oldest first (the settled ones that
@@ -175,6 +178,37 @@ impl Started {
             Entry::AtServer(_) => true,
         });
     }
+}
+
+/// The bridge's answer to `method` (`tasks/get`, `tasks/result`, `tasks/cancel`) for
+/// its own task `id`, already over: `task` as the host gets it, `result` the server's.
+/// One answer whichever replica gives it (from memory, or from the store).
+pub fn answer_settled(
+    method: Method,
+    id: &str,
+    task: Value,
+    result: &Value,
+) -> Result<Value, RpcError> {
+    match method {
+        Method::GetTask => Ok(task),
+        Method::TaskResult => Ok(with_related_task(result.clone(), id)),
+        Method::CancelTask => Err(invalid(
+            format!(
+                "task {id} is {}: a task that is over cannot be cancelled",
+                task.get("status").and_then(Value::as_str).unwrap_or("over")
+            ),
+            id,
+        )),
+        other => Err(invalid(format!("{other} is not a task's method"), id)),
+    }
+}
+
+/// The answer about a task of the bridge's that is not (or no longer) known.
+pub fn unknown(id: &str) -> RpcError {
+    invalid(
+        format!("Unknown task {id}: it expired, or was never made"),
+        id,
+    )
 }
 
 /// `-32602`, naming the task.

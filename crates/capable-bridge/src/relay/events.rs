@@ -74,6 +74,18 @@ pub enum Event {
         capable::internal::server::ClientRequest,
         Result<bool, crate::store::StoreError>,
     ),
+    /// A task of the bridge's was kept in the store (or failed to be): its host's
+    /// answer, held until then (`kept_tasks.rs`).
+    Kept(
+        Box<super::kept_tasks::Held>,
+        Result<(), crate::store::StoreError>,
+    ),
+    /// What the store holds of another replica's task of the bridge's, for a host
+    /// request about it (`kept_tasks.rs`).
+    KeptRead(
+        Box<super::kept_tasks::Asking>,
+        Result<Option<Vec<u8>>, crate::store::StoreError>,
+    ),
     /// A notification of the bridge's own for the host, as a server's would go (the
     /// engine's table decides): `notifications/elicitation/complete` once a caller's
     /// login the host was asked for landed (`credentials/ask.rs`).

@@ -191,11 +191,23 @@ impl Relay {
     /// routed it), finished for the host: tasks carried across, checked (not decoded),
     /// a server's breach in the audit; the core writes it in the host's era's form.
     pub(super) fn answer(&mut self, id: &RequestId, exchange: Exchange, answer: Answer) {
+        let answer = match answer {
+            Ok(payload) => match self.carried(exchange.carry, exchange.task_ttl, payload) {
+                // A task of the bridge's: kept for every replica before the host has it.
+                (payload, Some(task_id)) => return self.keep(id, &task_id, exchange, payload),
+                (payload, None) => Ok(payload),
+            },
+            Err(e) => Err(e),
+        };
+        self.finish(id, exchange, answer);
+    }
+
+    /// The answer to host request `id` (its `exchange`), carried across already,
+    /// finished for the host: see [`Relay::answer`].
+    pub(super) fn finish(&mut self, id: &RequestId, exchange: Exchange, answer: Answer) {
         let Exchange {
             method,
             legacy_answer,
-            carry,
-            task_ttl,
             server,
             task,
             ..
@@ -203,7 +215,6 @@ impl Relay {
         // A server's answer the host cannot be given as it came is the server's breach:
         // the audit keeps it, not only the host's error. Its task ids sealed
         // (`task_ids.rs`).
-        let answer = answer.map(|p| self.carried(carry, task_ttl, p));
         let answer = answer.map(|p| self.seal_answer(method, p, task.as_ref()));
         let (mut failed, malformed) = match answer {
             Ok(Ok(payload)) => match payload.raw_value() {

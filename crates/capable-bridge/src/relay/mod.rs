@@ -32,6 +32,7 @@
 //! | `fanout.rs` | many servers: the host's resource subscriptions, each at the server that owns its URI — the commands of the core's `Subscriptions` (every decision there) run on the sessions, its outcomes carried out |
 //! | `tasks.rs` | tasks across eras: a legacy host's own tasks answered, and the driver that runs the commands of the core's `TaskCarry` (the requests each carried host request takes, decided there) on the session |
 //! | `task_ids.rs` | sealed task ids (with a seal key): those the host sends opened before anything is sent, those it is handed sealed — as the core's `TaskIds` says |
+//! | `kept_tasks.rs` | the bridge's own tasks kept in the store replicas share (a seal key and `gateway.store`), and another replica's answered from there — as the core's `kept_tasks` says |
 //! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core opens and drops, run on the session |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
 //!
@@ -47,6 +48,7 @@ mod events;
 mod exchange;
 mod fanout;
 mod follow;
+mod kept_tasks;
 mod rounds;
 mod servers;
 mod task_ids;
@@ -134,6 +136,9 @@ pub struct Relay {
     /// The task ids the host is handed, sealed (`task_ids.rs`; none: as the server
     /// gave them).
     sealed: Option<task_ids::Sealed>,
+    /// Where the bridge's own tasks are kept for every replica (`kept_tasks.rs`; none:
+    /// this replica's alone).
+    keeping: Option<kept_tasks::Keeping>,
 }
 
 impl Relay {
@@ -177,6 +182,7 @@ impl Relay {
             policy: None,
             spend: None,
             sealed: None,
+            keeping: None,
         }
     }
 
@@ -365,6 +371,8 @@ impl Relay {
             Event::TaskStatus(status) => self.task_status(&status),
             Event::Fetched(token) => self.fetched(token),
             Event::Spent(request, spent) => self.spent(request, spent),
+            Event::Kept(held, kept) => self.kept(*held, kept),
+            Event::KeptRead(asking, read) => self.kept_read(*asking, read),
             Event::Tell(kind, params) => self.notify(&kind, &params),
             Event::Nothing => {}
             Event::Timer => {

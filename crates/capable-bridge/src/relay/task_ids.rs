@@ -32,6 +32,13 @@ pub(super) struct Sealed {
     caller: Caller<'static>,
 }
 
+impl Sealed {
+    /// The caller the task ids are sealed for.
+    pub(super) fn caller(&self) -> &Caller<'static> {
+        &self.caller
+    }
+}
+
 /// Seconds since the Unix epoch.
 fn now() -> u64 {
     SystemTime::now()
@@ -45,7 +52,8 @@ impl Relay {
     pub fn seal_tasks(&mut self, ring: KeyRing) {
         let caller = crate::audit::caller();
         let caller = crate::listen::sealed_caller(caller.as_ref()).into_owned();
-        let ids = TaskIds::new(ring, self.servers.name());
+        // The bridge's own tasks sealed as such: any replica answers them (`kept_tasks.rs`).
+        let ids = TaskIds::new(ring, self.servers.name()).with_own(self.started.prefix());
         self.sealed = Some(Sealed { ids, caller });
     }
 

@@ -10,7 +10,7 @@
 //! |---|---|
 //! | legacy `tools/list` | `tools/list`; tools may run as tasks |
 //! | legacy `tools/call` with `params.task` | `tools/call`; the task it made, as `{task}`; a result that came at once, as a task of the bridge's, already over |
-//! | legacy `tasks/get`, `tasks/result`, `tasks/cancel` of a task of the bridge's | nothing: the bridge answers (the core's `task_started`) |
+//! | legacy `tasks/get`, `tasks/result`, `tasks/cancel` of a task of the bridge's | nothing: the bridge answers (the core's `task_started`; another replica's, from the store: `kept_tasks.rs`) |
 //! | legacy `tools/call` | `tools/call`; a task it made anyway is waited for, within the request's bound (the host's cancel a `tasks/cancel`) |
 //! | legacy `tasks/get`, `tasks/cancel` | `tasks/get`; `tasks/cancel` then `tasks/get` |
 //! | legacy `tasks/list` | `tasks/get` of each task the host started through the bridge (kept by the relay); the bridge's own as they are |
@@ -83,16 +83,14 @@ impl Relay {
         params: &Payload,
         presented: Option<&Presented>,
     ) -> Before {
-        match bridge::own_task(&mut self.started, carry, method, params, Instant::now()) {
+        let own = presented.is_some_and(|p| p.own);
+        let now = Instant::now();
+        match bridge::own_task(&mut self.started, carry, method, params, now, own) {
             OwnTask::Update => self.update_task(id, params),
-            // Its task ids sealed as a server's answer's are (`task_ids.rs`).
-            OwnTask::Answered(Ok(answer)) => match self.seal_value(method, &answer, presented) {
-                Ok(answer) => self.core.respond(id, &answer),
-                Err(e) => self.core.respond_error(id, &e),
-            },
-            OwnTask::Answered(Err(mut e)) => {
-                self.seal_error(&mut e, presented);
-                self.core.respond_error(id, &e);
+            OwnTask::Answered(answer) => self.own_answer(id, method, answer, presented),
+            // Another replica's: from the store (`kept_tasks.rs`).
+            OwnTask::Elsewhere { task_id } => {
+                self.read_kept(id, method, task_id, presented.cloned());
             }
             OwnTask::Send { ttl } => return Before::Send { ttl },
         }
@@ -102,21 +100,24 @@ impl Relay {
     /// An answer carried out for the host arrived, as the core's
     /// [`carried`](bridge::carried) makes it: a task a legacy host started is kept for
     /// its `tasks/list`, a result given at once where it asked for a task is a task of
-    /// the bridge's; a legacy task a 2026-07-28 host sees shows the questions it asks.
+    /// the bridge's (its id given too, to be kept for other replicas:
+    /// `kept_tasks.rs`); a legacy task a 2026-07-28 host sees shows the questions it
+    /// asks.
     pub(super) fn carried(
         &mut self,
         carry: Option<Carry>,
         ttl: Option<u64>,
         answer: Payload,
-    ) -> Payload {
+    ) -> (Payload, Option<String>) {
         // Most answers are of no carried request: no clock is read for them.
         let Some(carry) = carry else {
-            return answer;
+            return (answer, None);
         };
         let (now, wall) = (Instant::now(), SystemTime::now());
         match bridge::carried(&mut self.started, carry, ttl, answer, now, wall) {
-            Carried::Answer(answer) => answer,
-            Carried::WithQuestions(task) => self.with_questions(task),
+            Carried::Answer(answer) => (answer, None),
+            Carried::Made { answer, task_id } => (answer, Some(task_id)),
+            Carried::WithQuestions(task) => (self.with_questions(task), None),
         }
     }
 

@@ -1,5 +1,6 @@
 //! What a gateway's replicas must see at once, kept where they all see it: each
-//! caller's request rate, its tool calls at once, a `requestState` spent once.
+//! caller's request rate, its tool calls at once, a `requestState` spent once, a
+//! legacy host's subscriptions, the tasks the bridge answers itself.
 //!
 //! One replica keeps all of it in its memory ([`MemoryStore`], and the policy's own
 //! in-memory limits). Many replicas behind a load balancer name a shared store in the
@@ -11,6 +12,7 @@
 //! | [`Store::rate`] | a Lua script: GCRA over one key per caller (its theoretical arrival time, in µs of the server's `TIME`) | the same algorithm as one replica's in-memory limiter, so a limit means the same with a store or without; one key of one number per caller; atomic; the store's clock, so the replicas' clocks do not matter |
 //! | [`Store::enter`], [`Store::leave`] | a Lua script `INCR` (undone over the limit) with `PEXPIRE`; `DECR`, the key gone at zero | the count of a replica that dies mid-call fades with its key |
 //! | [`Store::spend_once`] | `SET key 1 NX PX ttl` | the first to spend it wins, on any replica |
+//! | [`Store::keep`], [`Store::read`] | `SET key value PX ttl`; `GET key` | a task of the bridge's own, kept for every replica for its ttl (the core's `kept_tasks`) |
 //! | [`Store::subscriptions`] | a set per legacy session, and a word on a channel when it changes ([`subscriptions`]) | a host's subscriptions follow its stream to whichever replica holds it |
 //!
 //! Every call is bounded: past the store's `timeout` the call fails
@@ -94,6 +96,30 @@ pub trait Store: Send + Sync + 'static {
     /// Spends `key`, good for `ttl`: `true` the first time, `false` every time after
     /// (on any replica sharing the store) until `ttl` has passed.
     fn spend_once(&self, key: &str, ttl: Duration) -> Answer<bool>;
+
+    /// Keeps `value` under `key` for `ttl` (replacing what was there), for every
+    /// replica to [`read`](Store::read). A store that is one replica's own keeps
+    /// nothing of the kind (the default): it fails.
+    fn keep(&self, key: &str, value: Vec<u8>, ttl: Duration) -> Answer<()> {
+        let _ = (key, value, ttl);
+        let kind = self.kind();
+        Box::pin(async move {
+            Err(StoreError::Failed(format!(
+                "a {kind} store keeps no values"
+            )))
+        })
+    }
+
+    /// What [`keep`](Store::keep) kept under `key` (`None`: nothing, or its time is up).
+    fn read(&self, key: &str) -> Answer<Option<Vec<u8>>> {
+        let _ = key;
+        let kind = self.kind();
+        Box::pin(async move {
+            Err(StoreError::Failed(format!(
+                "a {kind} store keeps no values"
+            )))
+        })
+    }
 
     /// Whether the store answers now.
     fn ping(&self) -> Answer<()>;

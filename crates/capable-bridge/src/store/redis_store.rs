@@ -257,6 +257,42 @@ impl Store for RedisStore {
         .boxed()
     }
 
+    fn keep(&self, key: &str, value: Vec<u8>, ttl: Duration) -> Answer<()> {
+        let store = self.clone();
+        let key = key.to_owned();
+        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        async move {
+            store
+                .call(|mut c| async move {
+                    redis::cmd("SET")
+                        .arg(&key)
+                        .arg(value)
+                        .arg("PX")
+                        .arg(ttl)
+                        .query_async::<()>(&mut c)
+                        .await
+                })
+                .await
+        }
+        .boxed()
+    }
+
+    fn read(&self, key: &str) -> Answer<Option<Vec<u8>>> {
+        let store = self.clone();
+        let key = key.to_owned();
+        async move {
+            store
+                .call(|mut c| async move {
+                    redis::cmd("GET")
+                        .arg(&key)
+                        .query_async::<Option<Vec<u8>>>(&mut c)
+                        .await
+                })
+                .await
+        }
+        .boxed()
+    }
+
     fn ping(&self) -> Answer<()> {
         let store = self.clone();
         async move {

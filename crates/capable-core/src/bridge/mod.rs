@@ -41,6 +41,7 @@ mod era;
 mod exchanges;
 pub mod follow;
 mod forwarding;
+pub mod kept_tasks;
 mod own_tasks;
 mod relay;
 mod sealed_rounds;

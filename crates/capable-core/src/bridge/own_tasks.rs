@@ -7,11 +7,12 @@
 //! | what happens | what the bridge decides |
 //! |---|---|
 //! | a legacy host's `tasks/get`, `tasks/result` or `tasks/cancel` of a task of the bridge's | answered from [`Started`]; nothing is sent |
+//! | … of a task of the bridge's another replica made (its sealed id says it is the bridge's) | [`OwnTask::Elsewhere`]: answered from the store replicas share ([`kept_tasks`](super::kept_tasks)), or unknown without one; nothing is sent |
 //! | … of any other task, or with params the bridge cannot read | sent on (the server refuses what is malformed, as it would have) |
 //! | a legacy host's task call | sent on; the `ttl` it asked for kept (a negative or absurd one saturates) |
 //! | a 2026-07-28 host's `tasks/update` | the relay's to answer (its answers go to the task's questions) |
 //! | the answer to a legacy host's task call: a task the server made | kept for the host's `tasks/list` |
-//! | … a result the server gave at once | a task of the bridge's, already over: the host gets its `{task}` |
+//! | … a result the server gave at once | a task of the bridge's, already over: the host gets its `{task}` ([`Carried::Made`], to be kept for other replicas) |
 //! | the answer to a 2026-07-28 host's `tasks/get`, or a task its call made | shown with the questions the task asks ([`Carried::WithQuestions`]) |
 
 use std::time::{Instant, SystemTime};
@@ -34,6 +35,12 @@ pub enum OwnTask {
     /// A 2026-07-28 host's `tasks/update`: the relay answers it from the task's
     /// questions.
     Update,
+    /// About a task of the bridge's that another replica made: answered from what
+    /// the store replicas share keeps of it ([`kept_tasks`](super::kept_tasks)).
+    Elsewhere {
+        /// The task's id.
+        task_id: String,
+    },
     /// It goes on; a legacy host's task call asked for this `ttl` (ms).
     Send {
         /// The `ttl` asked for.
@@ -46,6 +53,14 @@ pub enum OwnTask {
 pub enum Carried {
     /// This.
     Answer(Payload),
+    /// The `{task}` of a task the bridge made, already over (a result given at once),
+    /// whose id is this.
+    Made {
+        /// The answer the host gets.
+        answer: Payload,
+        /// The task's id.
+        task_id: String,
+    },
     /// A legacy task a 2026-07-28 host sees: shown with the questions it asks (the
     /// relay's `TaskQuestions`), which may need its `tasks/result` opened.
     WithQuestions(Payload),
@@ -65,13 +80,15 @@ struct TaskAsked {
 }
 
 /// A host request `method` (`params`) carried as `carry`, before anything is sent, at
-/// `now`: see [`OwnTask`].
+/// `now`: see [`OwnTask`]. `own`: the task id it names was sealed as one of the
+/// bridge's own (any replica's).
 pub fn own_task(
     started: &mut Started,
     carry: Carry,
     method: Method,
     params: &Payload,
     now: Instant,
+    own: bool,
 ) -> OwnTask {
     use Carry::*;
     if carry == UpdateForModern {
@@ -94,6 +111,7 @@ pub fn own_task(
         Some(task_id) if started.owns(&task_id) => {
             OwnTask::Answered(started.answer(method, &task_id, now))
         }
+        Some(task_id) if own => OwnTask::Elsewhere { task_id },
         _ => OwnTask::Send { ttl: None },
     }
 }
@@ -127,7 +145,12 @@ pub fn carried(
                 return Carried::Answer(answer);
             };
             let made = started.settle(result, ttl, now, &rfc3339(wall));
-            return Carried::Answer(Payload::from_json(made.to_string().into_bytes()));
+            let task_id = made["task"]["taskId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let answer = Payload::from_json(made.to_string().into_bytes());
+            return Carried::Made { answer, task_id };
         }
         // Malformed: the relay's check says so as it answers.
         Err(_) => {}
@@ -150,7 +173,7 @@ mod tests {
 
     fn answer(after: Carried) -> Value {
         match after {
-            Carried::Answer(p) => p.decode().expect("JSON"),
+            Carried::Answer(p) | Carried::Made { answer: p, .. } => p.decode().expect("JSON"),
             Carried::WithQuestions(p) => panic!("not a task with questions: {p:?}"),
         }
     }
@@ -161,7 +184,8 @@ mod tests {
         let t0 = Instant::now();
         let call = payload(json!({"name": "x", "task": {"ttl": 60000}}));
         let how = Carry::CallForLegacy { asked: true };
-        let OwnTask::Send { ttl } = own_task(&mut started, how, Method::CallTool, &call, t0) else {
+        let OwnTask::Send { ttl } = own_task(&mut started, how, Method::CallTool, &call, t0, false)
+        else {
             panic!("a call goes on");
         };
         assert_eq!(ttl, Some(60000));
@@ -188,6 +212,7 @@ mod tests {
             Method::TaskResult,
             &asked,
             later,
+            false,
         );
         let OwnTask::Answered(Ok(result)) = got else {
             panic!("answered by the bridge: {got:?}");
@@ -205,6 +230,7 @@ mod tests {
             Method::GetTask,
             &asked,
             expired,
+            false,
         );
         assert!(matches!(got, OwnTask::Answered(Err(_))), "{got:?}");
     }
@@ -235,6 +261,7 @@ mod tests {
             Method::GetTask,
             &asked,
             t0,
+            false,
         );
         assert_eq!(
             got,
@@ -254,6 +281,7 @@ mod tests {
             Method::GetTask,
             &unreadable,
             t0,
+            false,
         );
         assert_eq!(got, OwnTask::Send { ttl: None }, "the server refuses it");
         let update = payload(json!({"taskId": "t", "inputResponses": {}}));
@@ -263,6 +291,7 @@ mod tests {
             Method::UpdateTask,
             &update,
             t0,
+            false,
         );
         assert_eq!(got, OwnTask::Update);
 

@@ -33,6 +33,12 @@
 //! the answer to a request that named the task repeats the id the host sent
 //! ([`Presented`]), so a host polling a task sees its id unchanged until it expires.
 //!
+//! **A task of the bridge's own** (a legacy host's task call a 2026-07-28 server ran at
+//! once: the core's `task_started`) is sealed as such ([`TaskSeal::own`], given by
+//! [`TaskIds::with_own`]): the replica that made it answers it from memory, another
+//! one from the store the replicas share (the core's `kept_tasks`), and none asks a
+//! server about it.
+//!
 //! **What the seal does not hold: the server's session.** A replica reaches the task in
 //! the server session it holds: a legacy host's sealed session is re-attached by every
 //! replica to the one upstream session it began with, so the task is where the replica
@@ -75,6 +81,8 @@ pub struct Presented {
     pub task_id: String,
     /// The id as the host sent it.
     pub sealed: String,
+    /// The task is the bridge's own ([`TaskSeal::own`]), not the server's.
+    pub own: bool,
 }
 
 /// The sealing of task ids for one server behind a gateway (see the module
@@ -83,6 +91,8 @@ pub struct Presented {
 pub struct TaskIds {
     ring: KeyRing,
     server: String,
+    /// The bridge's own tasks' ids start with this and `-` ([`TaskIds::with_own`]).
+    own: Option<String>,
 }
 
 impl TaskIds {
@@ -91,7 +101,21 @@ impl TaskIds {
         TaskIds {
             ring,
             server: server.into(),
+            own: None,
         }
+    }
+
+    /// The task ids starting with `prefix` and `-` are the bridge's own (the core's
+    /// `Started` names them so): sealed as such ([`TaskSeal::own`]).
+    pub fn with_own(mut self, prefix: impl Into<String>) -> TaskIds {
+        self.own = Some(prefix.into());
+        self
+    }
+
+    /// Whether `task_id` is one of the bridge's own ([`TaskIds::with_own`]).
+    fn is_own(&self, task_id: &str) -> bool {
+        let own = self.own.as_deref().and_then(|p| task_id.strip_prefix(p));
+        own.is_some_and(|rest| rest.starts_with('-'))
     }
 
     /// The id a host of `caller` is given at `now` for the server's `task_id`.
@@ -106,16 +130,32 @@ impl TaskIds {
             caller: caller.clone(),
             server: Text::from(self.server.as_str()),
             task_id: Text::from(task_id),
+            own: self.is_own(task_id),
         }
         .seal(&self.ring)
     }
 
     /// The server's task id in `sealed`, presented by `caller` at `now`; refused as
-    /// [`TaskSeal::open`] refuses, and when sealed for another server.
+    /// [`TaskSeal::open`] refuses, when sealed for another server, and when it is a task
+    /// of the bridge's own (which no server knows).
     pub fn open(&self, sealed: &str, caller: &Caller<'_>, now: u64) -> Result<String, RpcError> {
+        match self.open_any(sealed, caller, now)? {
+            (_, true) => Err(unknown_task()),
+            (task_id, false) => Ok(task_id),
+        }
+    }
+
+    /// The task id in `sealed`, and whether it is the bridge's own: [`TaskIds::open`]
+    /// that takes the bridge's own tasks too.
+    fn open_any(
+        &self,
+        sealed: &str,
+        caller: &Caller<'_>,
+        now: u64,
+    ) -> Result<(String, bool), RpcError> {
         let mut buffer = Vec::new();
         match TaskSeal::open(&self.ring, sealed, caller, now, &mut buffer) {
-            Ok(task) if *task.server == *self.server => Ok(task.task_id.to_string()),
+            Ok(task) if *task.server == *self.server => Ok((task.task_id.to_string(), task.own)),
             _ => Err(unknown_task()),
         }
     }
@@ -138,9 +178,13 @@ impl TaskIds {
             .filter(|v| v.is_string())
             .ok_or_else(unknown_task)?;
         let sealed = slot.as_str().unwrap_or_default().to_owned();
-        let task_id = self.open(&sealed, caller, now)?;
+        let (task_id, own) = self.open_any(&sealed, caller, now)?;
         *slot = Value::String(task_id.clone());
-        Ok(Some(Presented { task_id, sealed }))
+        Ok(Some(Presented {
+            task_id,
+            sealed,
+            own,
+        }))
     }
 
     /// Whether a host request of `method` names a task (`params.taskId`).

@@ -179,6 +179,7 @@ fn every_path_that_names_a_task_to_the_host_seals_it() {
     let presented = Presented {
         task_id: "task-1".into(),
         sealed: "SEALED".into(),
+        own: false,
     };
     let mut refused = RpcError {
         code: -32603,
@@ -240,4 +241,39 @@ fn a_servers_task_id_too_long_to_hand_out_is_refused_not_leaked() {
     let mut question = json!({"message": "?", "_meta": {RELATED_TASK: {"taskId": long}}});
     ids.seal_question(&mut question, &alice, NOW);
     assert_eq!(question, json!({"message": "?", "_meta": {}}));
+}
+
+#[test]
+fn a_task_of_the_bridges_own_is_sealed_as_such_and_opens_as_such_on_any_replica() {
+    let maker = ids(1).with_own("bridge-ab12");
+    let alice = caller("alice");
+    let mut created = json!({"task": {"taskId": "bridge-ab12-1", "status": "completed"}});
+    maker
+        .seal_answer(Method::CallTool, &mut created, &alice, NOW, None)
+        .unwrap();
+    let sealed = created["task"]["taskId"].clone();
+    // Another replica (its own prefix): the bridge's task, said so.
+    let other = ids(1).with_own("bridge-cd34");
+    let mut params = json!({"taskId": sealed});
+    let presented = other
+        .open_request(Method::TaskResult, &mut params, &alice, NOW)
+        .unwrap()
+        .unwrap();
+    assert!(presented.own);
+    assert_eq!(params["taskId"], "bridge-ab12-1");
+    // A server's task is not (a server's id that looks like one is not sealed as one).
+    let mut server = json!({"task": {"taskId": "bridge-ab12x-1", "status": "working"}});
+    maker
+        .seal_answer(Method::CallTool, &mut server, &alice, NOW, None)
+        .unwrap();
+    let mut params = json!({"taskId": server["task"]["taskId"]});
+    let presented = other
+        .open_request(Method::GetTask, &mut params, &alice, NOW)
+        .unwrap()
+        .unwrap();
+    assert!(!presented.own);
+    // Another caller's: unknown. A host's answer naming it: never opened for a server.
+    let refused = get(&other, &sealed, &caller("bob"), NOW).unwrap_err();
+    assert_eq!(refused.code, codes::INVALID_PARAMS);
+    assert!(other.open(sealed.as_str().unwrap(), &alice, NOW).is_err());
 }

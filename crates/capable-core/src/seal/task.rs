@@ -5,7 +5,11 @@
 //!
 //! The state is encoded as the session's is (a format byte, then postcard) and sealed as
 //! [`SealKind::Task`]: a session id never opens as a task id, nor a task id as a
-//! session. [`TaskSeal::open`] refuses a task id that is forged or changed, sealed under
+//! session. The format byte also says whose the task is ([`TaskSeal::own`]): `2` (the
+//! session's [`FORMAT`], the first task ids') a server's task, `3` ([`OWN_FORMAT`]) a
+//! task of the gateway's own (one it made and answers for itself) — so a replica that
+//! predates own tasks refuses such an id as an unknown task rather than ask a server
+//! about it, and a server's task id keeps the bytes it always had. [`TaskSeal::open`] refuses a task id that is forged or changed, sealed under
 //! a key the ring no longer holds, expired, or **another caller's** (issuer and
 //! subject): a gateway answers every one as the spec answers an unknown task
 //! (`-32602`), nothing sent to the server. At most [`MAX_TASK_SEAL_LEN`] characters.
@@ -21,6 +25,7 @@
 //!     caller: alice.clone(),
 //!     server: "jira".into(),
 //!     task_id: "786512e2-9e0d-44bd-8f29-789f320fe840".into(),
+//!     own: false,
 //! };
 //! let id = task.seal(&ring).unwrap();
 //! let mut buffer = Vec::new();
@@ -41,6 +46,10 @@ use serde::{Deserialize, Serialize};
 /// hundred characters each.
 pub const MAX_TASK_SEAL_LEN: usize = 1024;
 
+/// The format byte of a sealed task of the gateway's own ([`TaskSeal::own`]); a
+/// server's task is of the session's [`FORMAT`].
+pub const OWN_FORMAT: u8 = FORMAT + 1;
+
 /// A task at a server behind the gateway, as sealed into the task id the host sees.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSeal<'a> {
@@ -52,9 +61,13 @@ pub struct TaskSeal<'a> {
     /// The server (its name in the gateway) that runs the task.
     #[serde(borrow)]
     pub server: Text<'a>,
-    /// The server's own task id.
+    /// The server's own task id (or, [`own`](Self::own), the gateway's).
     #[serde(borrow)]
     pub task_id: Text<'a>,
+    /// The task is the gateway's own, not the server's: sealed as the format byte
+    /// ([`OWN_FORMAT`]), not among the fields.
+    #[serde(skip)]
+    pub own: bool,
 }
 
 /// Why a sealed task id was refused or could not be made; a gateway answers each refusal
@@ -66,7 +79,7 @@ pub enum TaskSealError {
     #[error(transparent)]
     Seal(#[from] SealError),
     /// The seal opened, but holds a state of another format (its first byte).
-    #[error("the sealed task is of format {0}, not {FORMAT}")]
+    #[error("the sealed task is of format {0}, not {FORMAT} or {OWN_FORMAT}")]
     Format(u8),
     /// The seal opened, but what it holds does not decode (or could not be encoded).
     #[error("the sealed task does not decode")]
@@ -87,7 +100,8 @@ impl TaskSeal<'_> {
     /// same id each time (on every replica holding the key), so that every answer about
     /// a task names it as the host knows it ([`seal_stable`]).
     pub fn seal(&self, ring: &KeyRing) -> Result<String, TaskSealError> {
-        let plaintext = postcard::to_extend(self, vec![FORMAT]).map_err(TaskSealError::Decode)?;
+        let format = if self.own { OWN_FORMAT } else { FORMAT };
+        let plaintext = postcard::to_extend(self, vec![format]).map_err(TaskSealError::Decode)?;
         let sealed = seal_stable(ring, SealKind::Task, &plaintext).map_err(|e| match e {
             SealError::TooLarge(n) => TaskSealError::TooLarge(62 + n.div_ceil(3) * 4),
             e => e.into(),
@@ -113,10 +127,12 @@ impl TaskSeal<'_> {
         }
         let plaintext = open_into(ring, SealKind::Task, sealed, buffer)?;
         let (&format, state) = plaintext.split_first().ok_or(TaskSealError::Format(0))?;
-        if format != FORMAT {
-            return Err(TaskSealError::Format(format));
-        }
-        let (task, rest): (TaskSeal<'b>, _) =
+        let own = match format {
+            FORMAT => false,
+            OWN_FORMAT => true,
+            other => return Err(TaskSealError::Format(other)),
+        };
+        let (mut task, rest): (TaskSeal<'b>, _) =
             postcard::take_from_bytes(state).map_err(TaskSealError::Decode)?;
         if !rest.is_empty() {
             return Err(TaskSealError::Decode(
@@ -129,6 +145,7 @@ impl TaskSeal<'_> {
         if !task.caller.same(caller) {
             return Err(TaskSealError::OtherCaller);
         }
+        task.own = own;
         Ok(task)
     }
 }
@@ -152,7 +169,29 @@ mod tests {
             caller: caller("alice"),
             server: "jira".into(),
             task_id: "786512e2-9e0d-44bd-8f29-789f320fe840".into(),
+            own: false,
         }
+    }
+
+    #[test]
+    fn a_task_of_the_gateways_own_says_so_and_is_another_id_than_a_servers() {
+        let ring = KeyRing::new(SealKey::from_bytes(&[6; 32]), vec![]);
+        let mut own = task();
+        own.own = true;
+        let id = own.seal(&ring).unwrap();
+        assert_ne!(id, task().seal(&ring).unwrap(), "the kind is sealed");
+        let mut buffer = Vec::new();
+        let opened = TaskSeal::open(&ring, &id, &caller("alice"), 0, &mut buffer).unwrap();
+        assert!(opened.own);
+        assert_eq!(opened, own);
+        let server = task().seal(&ring).unwrap();
+        let opened = TaskSeal::open(&ring, &server, &caller("alice"), 0, &mut buffer).unwrap();
+        assert!(!opened.own);
+        // Still bound to its caller.
+        assert!(matches!(
+            TaskSeal::open(&ring, &id, &caller("bob"), 0, &mut buffer),
+            Err(TaskSealError::OtherCaller)
+        ));
     }
 
     #[test]
