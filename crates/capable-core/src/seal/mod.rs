@@ -33,6 +33,7 @@
 //! assert_eq!(open(&ring, SealKind::Task, &id), Err(SealError::WrongKind));
 //! ```
 
+mod bound;
 mod key;
 mod round;
 mod session;

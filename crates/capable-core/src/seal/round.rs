@@ -40,8 +40,9 @@
 //! assert!(RoundSeal::open(&ring, &state, &Caller::default(), 2_000, &mut buffer).is_err());
 //! ```
 
+use super::bound::{Bound, Refusal, Rules};
 use super::session::FORMAT;
-use super::{open_into, seal, Caller, KeyRing, SealError, SealKind, Text};
+use super::{Caller, KeyRing, SealError, SealKind, Text};
 use serde::{Deserialize, Serialize};
 
 /// The longest sealed `requestState` [`RoundSeal::seal`] makes and [`RoundSeal::open`]
@@ -126,18 +127,42 @@ pub enum RoundSealError {
     TooLarge(usize),
 }
 
+/// How a round's `requestState` is sealed: as [`SealKind::RequestState`], of the
+/// session's format, within [`MAX_ROUND_SEAL_LEN`], a fresh text each time.
+const RULES: Rules = Rules {
+    kind: SealKind::RequestState,
+    formats: &[FORMAT],
+    max_len: MAX_ROUND_SEAL_LEN,
+    stable: false,
+};
+
+impl Bound for RoundSeal<'_> {
+    fn expires_at(&self) -> u64 {
+        self.expires_at
+    }
+
+    fn caller(&self) -> &Caller<'_> {
+        &self.caller
+    }
+}
+
+impl From<Refusal> for RoundSealError {
+    fn from(refusal: Refusal) -> RoundSealError {
+        match refusal {
+            Refusal::Seal(e) => RoundSealError::Seal(e),
+            Refusal::Format(f) => RoundSealError::Format(f),
+            Refusal::Decode(e) => RoundSealError::Decode(e),
+            Refusal::Expired => RoundSealError::Expired,
+            Refusal::OtherCaller => RoundSealError::OtherCaller,
+            Refusal::TooLarge(n) => RoundSealError::TooLarge(n),
+        }
+    }
+}
+
 impl RoundSeal<'_> {
     /// Seals this round under the ring's current key, for the `requestState` a host sees.
     pub fn seal(&self, ring: &KeyRing) -> Result<String, RoundSealError> {
-        let plaintext = postcard::to_extend(self, vec![FORMAT]).map_err(RoundSealError::Decode)?;
-        let sealed = seal(ring, SealKind::RequestState, &plaintext).map_err(|e| match e {
-            SealError::TooLarge(n) => RoundSealError::TooLarge(62 + n.div_ceil(3) * 4),
-            e => e.into(),
-        })?;
-        if sealed.len() > MAX_ROUND_SEAL_LEN {
-            return Err(RoundSealError::TooLarge(sealed.len()));
-        }
-        Ok(sealed)
+        Ok(RULES.seal(ring, self, FORMAT)?)
     }
 
     /// Opens a sealed `requestState` presented by `caller` at `now` (seconds since the
@@ -150,27 +175,7 @@ impl RoundSeal<'_> {
         now: u64,
         buffer: &'b mut Vec<u8>,
     ) -> Result<RoundSeal<'b>, RoundSealError> {
-        if sealed.len() > MAX_ROUND_SEAL_LEN {
-            return Err(SealError::Malformed.into());
-        }
-        let plaintext = open_into(ring, SealKind::RequestState, sealed, buffer)?;
-        let (&format, state) = plaintext.split_first().ok_or(RoundSealError::Format(0))?;
-        if format != FORMAT {
-            return Err(RoundSealError::Format(format));
-        }
-        let (round, rest): (RoundSeal<'b>, _) =
-            postcard::take_from_bytes(state).map_err(RoundSealError::Decode)?;
-        if !rest.is_empty() {
-            return Err(RoundSealError::Decode(
-                postcard::Error::DeserializeBadEncoding,
-            ));
-        }
-        if round.expires_at <= now {
-            return Err(RoundSealError::Expired);
-        }
-        if !round.caller.same(caller) {
-            return Err(RoundSealError::OtherCaller);
-        }
+        let (_, round) = RULES.open(ring, sealed, caller, now, buffer)?;
         Ok(round)
     }
 

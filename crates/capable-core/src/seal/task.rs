@@ -37,8 +37,9 @@
 //! ));
 //! ```
 
+use super::bound::{Bound, Refusal, Rules};
 use super::session::FORMAT;
-use super::{open_into, seal_stable, Caller, KeyRing, SealError, SealKind, Text};
+use super::{Caller, KeyRing, SealError, SealKind, Text};
 use serde::{Deserialize, Serialize};
 
 /// The longest sealed task id [`TaskSeal::seal`] makes and [`TaskSeal::open`] reads, in
@@ -95,21 +96,45 @@ pub enum TaskSealError {
     TooLarge(usize),
 }
 
+/// How a task id is sealed: as [`SealKind::Task`], of a server's or the gateway's own
+/// format, within [`MAX_TASK_SEAL_LEN`], one task one id ([`seal_stable`](super::seal_stable)).
+const RULES: Rules = Rules {
+    kind: SealKind::Task,
+    formats: &[FORMAT, OWN_FORMAT],
+    max_len: MAX_TASK_SEAL_LEN,
+    stable: true,
+};
+
+impl Bound for TaskSeal<'_> {
+    fn expires_at(&self) -> u64 {
+        self.expires_at
+    }
+
+    fn caller(&self) -> &Caller<'_> {
+        &self.caller
+    }
+}
+
+impl From<Refusal> for TaskSealError {
+    fn from(refusal: Refusal) -> TaskSealError {
+        match refusal {
+            Refusal::Seal(e) => TaskSealError::Seal(e),
+            Refusal::Format(f) => TaskSealError::Format(f),
+            Refusal::Decode(e) => TaskSealError::Decode(e),
+            Refusal::Expired => TaskSealError::Expired,
+            Refusal::OtherCaller => TaskSealError::OtherCaller,
+            Refusal::TooLarge(n) => TaskSealError::TooLarge(n),
+        }
+    }
+}
+
 impl TaskSeal<'_> {
     /// Seals this task under the ring's current key, for the task id a host sees: the
     /// same id each time (on every replica holding the key), so that every answer about
-    /// a task names it as the host knows it ([`seal_stable`]).
+    /// a task names it as the host knows it ([`seal_stable`](super::seal_stable)).
     pub fn seal(&self, ring: &KeyRing) -> Result<String, TaskSealError> {
         let format = if self.own { OWN_FORMAT } else { FORMAT };
-        let plaintext = postcard::to_extend(self, vec![format]).map_err(TaskSealError::Decode)?;
-        let sealed = seal_stable(ring, SealKind::Task, &plaintext).map_err(|e| match e {
-            SealError::TooLarge(n) => TaskSealError::TooLarge(62 + n.div_ceil(3) * 4),
-            e => e.into(),
-        })?;
-        if sealed.len() > MAX_TASK_SEAL_LEN {
-            return Err(TaskSealError::TooLarge(sealed.len()));
-        }
-        Ok(sealed)
+        Ok(RULES.seal(ring, self, format)?)
     }
 
     /// Opens a sealed task id presented by `caller` at `now` (seconds since the Unix
@@ -122,30 +147,9 @@ impl TaskSeal<'_> {
         now: u64,
         buffer: &'b mut Vec<u8>,
     ) -> Result<TaskSeal<'b>, TaskSealError> {
-        if sealed.len() > MAX_TASK_SEAL_LEN {
-            return Err(SealError::Malformed.into());
-        }
-        let plaintext = open_into(ring, SealKind::Task, sealed, buffer)?;
-        let (&format, state) = plaintext.split_first().ok_or(TaskSealError::Format(0))?;
-        let own = match format {
-            FORMAT => false,
-            OWN_FORMAT => true,
-            other => return Err(TaskSealError::Format(other)),
-        };
-        let (mut task, rest): (TaskSeal<'b>, _) =
-            postcard::take_from_bytes(state).map_err(TaskSealError::Decode)?;
-        if !rest.is_empty() {
-            return Err(TaskSealError::Decode(
-                postcard::Error::DeserializeBadEncoding,
-            ));
-        }
-        if task.expires_at <= now {
-            return Err(TaskSealError::Expired);
-        }
-        if !task.caller.same(caller) {
-            return Err(TaskSealError::OtherCaller);
-        }
-        task.own = own;
+        let (format, mut task): (u8, TaskSeal<'b>) =
+            RULES.open(ring, sealed, caller, now, buffer)?;
+        task.own = format == OWN_FORMAT;
         Ok(task)
     }
 }
