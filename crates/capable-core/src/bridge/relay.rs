@@ -16,7 +16,7 @@
 //! |---|---|
 //! | the host cancels its request | only that request's exchange is over ([`Relay::cancelled`]); questions of it the host has in a round fail |
 //! | the server answers an exchange | to the host request waiting for it; kept for the retry while the host holds a round of it ([`Relay::answered`]) |
-//! | a legacy server asks a 2026-07-28 host | the request it belongs to ([`Relay::whose_question`]): never a guess among hosts a shared session cannot tell apart (with sealed rounds, which may have moved to another replica: the one request waiting, whatever rounds are out), never `roots/list` for such a session ([`Relay::never_asked`]) |
+//! | a legacy server asks a 2026-07-28 host | the request it belongs to ([`Relay::whose_question`]): the one whose stream it came on when the server's transport says (Streamable HTTP), exactly; else never a guess among hosts a shared session cannot tell apart (with sealed rounds, which may have moved to another replica: the one request waiting, whatever rounds are out), never `roots/list` for such a session ([`Relay::never_asked`]) |
 //! | the host retries | see [`Relay::retry`]: a retry of another request (method, tool, prompt, URI or arguments) is refused and the round stays open; `inputResponses` without a round of the relay's, for a legacy server behind, are refused, never passed on |
 //! | the server withdraws a question | a legacy host's is cancelled at the host; a round's is dropped from it ([`Relay::withdrawn`]) |
 //! | a round's deadline passes | its questions fail, its exchange is over and cancelled at the server ([`Relay::handle_timeout`]) |
@@ -218,6 +218,12 @@ impl<H, Q, A> Relay<H, Q, A> {
         self.exchanges.insert(token, exchange);
     }
 
+    /// Exchange `token` was sent to its server under `id` (a question about it names
+    /// that id).
+    pub fn sent_as(&mut self, token: u64, id: RequestId) {
+        self.exchanges.sent_as(token, id);
+    }
+
     /// Exchange `token`, while it is open.
     pub fn exchange(&self, token: u64) -> Option<&Exchange<H>> {
         self.exchanges.get(token)
@@ -272,9 +278,13 @@ impl<H, Q, A> Relay<H, Q, A> {
     }
 
     /// The host request a legacy host's question of server `from` (`None`: the one
-    /// server behind) is about: the oldest that may be asked one there. A legacy
-    /// session is one host's.
-    pub fn about(&self, from: Option<&str>) -> Option<RequestId> {
+    /// server behind) is about: the one it names (`related`, the request whose stream
+    /// it came on), else the oldest that may be asked one there. A legacy session is
+    /// one host's.
+    pub fn about(&self, from: Option<&str>, related: Option<&RequestId>) -> Option<RequestId> {
+        if let Some(token) = related.and_then(|r| self.exchanges.related(from, r)) {
+            return self.exchanges.progress_to(token).cloned();
+        }
         match self.exchanges.asker(from, false, |_| false) {
             Asker::To(token) => self.exchanges.progress_to(token).cloned(),
             _ => None,
@@ -304,11 +314,28 @@ impl<H, Q, A> Relay<H, Q, A> {
     /// Whose a question of server `from` (`None`: the one server behind) for a
     /// 2026-07-28 host is (after [`never_asked`](Self::never_asked), and after a task
     /// being fetched had its claim): `shared`, the requests may be several hosts' the
-    /// relay cannot tell apart.
-    /// With sealed rounds, whose exchanges here may be left to their deadline (the retry
-    /// went to another replica), a question while exactly one request waits is that
-    /// one's: a legacy server asks about the call it runs, one whose round is out waits.
-    pub fn whose_question(&self, from: Option<&str>, shared: bool) -> Whose {
+    /// relay cannot tell apart; `related`, the request the server said it is about
+    /// (it came on that request's stream, by the id it was sent under).
+    ///
+    /// A question that names its request is that exchange's, exactly, before any other
+    /// rule; one that names a request that is no exchange of the host's (the bridge's
+    /// own) is nobody's here (a task's, maybe: see the caller).
+    /// Without a relation (stdio, the standalone stream, HTTP+SSE), with sealed rounds,
+    /// whose exchanges here may be left to their deadline (the retry went to another
+    /// replica), a question while exactly one request waits is that one's: a legacy
+    /// server asks about the call it runs, one whose round is out waits.
+    pub fn whose_question(
+        &self,
+        from: Option<&str>,
+        shared: bool,
+        related: Option<&RequestId>,
+    ) -> Whose {
+        if let Some(related) = related {
+            return match self.exchanges.related(from, related) {
+                Some(token) => Whose::Exchange(token),
+                None => Whose::Nobody,
+            };
+        }
         let holds = |token| self.rounds.holds(token);
         if shared && self.sealed.is_on() {
             if let (1, Some(token)) = self.exchanges.waiting(from, holds) {
