@@ -51,6 +51,9 @@ pub struct Ask {
     pub params: Value,
     /// The host's answer (or why there is none).
     pub reply: oneshot::Sender<Result<Value, RpcError>>,
+    /// The bridge's request it is about, by the id it was sent under, when the
+    /// server's transport says ([`capable::input::related_request`]).
+    pub related: Option<capable::internal::jsonrpc::RequestId>,
 }
 
 /// The client options for the server behind a host that said `hello`: the bridge's
@@ -139,6 +142,7 @@ fn ask_host(asks: Inbox, method: ServerMethod) -> Handler {
             Err(_) => params,
         };
         let server = FROM_SERVER.try_with(Clone::clone).ok();
+        let related = capable::input::related_request();
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             let gone = || RpcError {
@@ -153,6 +157,7 @@ fn ask_host(asks: Inbox, method: ServerMethod) -> Handler {
                 method,
                 params,
                 reply,
+                related,
             };
             if !asks.send(Event::Asked(Asked::Ask(ask))) {
                 return Err(gone());

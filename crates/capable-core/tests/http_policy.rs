@@ -524,3 +524,44 @@ fn a_reissued_call_answered_with_json_that_is_no_object_is_passed_on_not_a_panic
         );
     }
 }
+
+#[test]
+fn a_question_on_a_requests_stream_names_that_request_and_one_on_the_standalone_stream_none() {
+    let (mut http, opened) = legacy(ProtocolVersion::V2025_11_25);
+    let (get, _, _) = sent(&opened);
+    assert!(matches!(http.on_head(get, &sse()).0, Body::Events { .. }));
+    let (five, _, _) = sent(&http.send_line(&line(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "ask"}}),
+    )));
+    let (six, _, _) = sent(&http.send_line(&line(
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "ask"}}),
+    )));
+    for ex in [five, six] {
+        assert!(matches!(http.on_head(ex, &sse()).0, Body::Events { .. }));
+    }
+    let question = |id: i64| {
+        line(
+            json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create",
+            "params": {"message": "name?", "requestedSchema": {"type": "object"}}}),
+        )
+    };
+    // Each request's stream says whose its question is, by the id the client sent.
+    let on = |actions: Vec<Action>| match &actions[..] {
+        [Action::DeliverOn { related, .. }] => Some(related.clone()),
+        [Action::Deliver(_)] => None,
+        other => panic!("{other:?}"),
+    };
+    let six_asks = on(http.on_event(six, StreamEvent::Message(question(0))));
+    assert_eq!(six_asks, Some(capable_core::RequestId::Number(6)));
+    let five_asks = on(http.on_event(five, StreamEvent::Message(question(1))));
+    assert_eq!(five_asks, Some(capable_core::RequestId::Number(5)));
+    // The standalone stream is about no request.
+    assert_eq!(
+        on(http.on_event(get, StreamEvent::Message(question(2)))),
+        None
+    );
+    // The answer itself is delivered as ever.
+    let answer = json!({"jsonrpc": "2.0", "id": 5, "result": {"content": []}});
+    let actions = http.on_event(five, StreamEvent::Message(line(answer)));
+    assert!(matches!(&actions[..], [Action::Deliver(_)]), "{actions:?}");
+}

@@ -234,7 +234,11 @@ async fn handshake<Si: MessageSink, So: MessageSource>(
                 events.notice(driver::cut_off(&line));
                 continue;
             }
-            Ok(Ok(Some(Inbound::Message(line) | Inbound::Unterminated(line)))) => {
+            Ok(Ok(Some(
+                Inbound::Message(line)
+                | Inbound::Unterminated(line)
+                | Inbound::Related { message: line, .. },
+            ))) => {
                 if let Some(tap) = &options.tap {
                     tap.received(&line);
                 }

@@ -20,8 +20,38 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use capable_core::internal::input_kind::InputKind;
-use capable_core::{ClientCapabilities, RpcError};
+use capable_core::{ClientCapabilities, RequestId, RpcError};
 use serde_json::{json, Map, Value};
+
+tokio::task_local! {
+    /// The client's request the server's question being answered is about (see
+    /// [`related_request`]).
+    pub(crate) static RELATED: Option<RequestId>;
+}
+
+/// The client's request that the server's question being answered is about — the one
+/// on whose stream it came (Streamable HTTP, 2025-03-26 and later, sends a question
+/// that belongs to a request on that request's POST stream) — by the id the client
+/// sent it with. Read by a [`Handler`] while it is called or awaited; `None` outside a
+/// handler, and where the transport cannot say (stdio, the standalone GET stream, the
+/// HTTP+SSE transport, a modern round's input requests, which are the request's own).
+///
+/// ```
+/// use std::sync::Arc;
+/// use capable::input::{related_request, Handler};
+/// use serde_json::json;
+///
+/// let elicit: Handler = Arc::new(|_params| {
+///     // Which request of ours this question is about, when the server's stream said.
+///     let about = related_request();
+///     Box::pin(async move { Ok(json!({"action": "decline", "about": about.is_some()})) })
+/// });
+/// assert_eq!(related_request(), None, "outside a handler");
+/// # let _ = elicit;
+/// ```
+pub fn related_request() -> Option<RequestId> {
+    RELATED.try_with(Clone::clone).ok().flatten()
+}
 
 /// A boxed future returned by handlers.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send>>;

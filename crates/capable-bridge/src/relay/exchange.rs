@@ -121,6 +121,13 @@ impl Relay {
             cache: CachePolicy::Bypass,
             // A 2026-07-28 host answers the server's questions itself and retries.
             pass_input_required: how.pass_input_required,
+            // The id it goes under: a question the server says is about it is its.
+            on_sent: Some({
+                let inbox = self.inbox.clone();
+                std::sync::Arc::new(move |id: &RequestId| {
+                    inbox.send(Event::Sent(token, id.clone()));
+                })
+            }),
             ..RequestOptions::default()
         };
         let (answer, legacy_answer, server) = match (carry, self.servers.one()) {

@@ -352,9 +352,11 @@ impl Relay {
             Event::Progress(token, p) => {
                 self.core.handle_upstream(token, Upstream::Progress(p), now);
             }
+            Event::Sent(token, id) => self.core.sent_as(token, id),
             Event::Asked(Asked::Ask(mut ask)) => {
                 self.seal_question(&mut ask.params);
-                let question = Question::new(ask.server, ask.method, ask.params, ask.reply);
+                let question =
+                    Question::new(ask.server, ask.method, ask.params, ask.reply).about(ask.related);
                 self.core
                     .handle_upstream(ask.token, Upstream::Asked(question), now);
             }

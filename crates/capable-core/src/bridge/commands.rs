@@ -41,6 +41,9 @@ pub struct Question<Q> {
     pub params: Value,
     /// Where the host's answer goes.
     pub waiter: Q,
+    /// The request of the relay's it is about, by the id it was sent under to the
+    /// server (it came on that request's stream), when the server's transport says.
+    pub related: Option<RequestId>,
 }
 
 impl<Q> Question<Q> {
@@ -51,7 +54,15 @@ impl<Q> Question<Q> {
             method,
             params,
             waiter,
+            related: None,
         }
+    }
+
+    /// The question, about the request sent under `related` to its server (see
+    /// [`Question::related`]).
+    pub fn about(mut self, related: Option<RequestId>) -> Self {
+        self.related = related;
+        self
     }
 }
 

@@ -190,6 +190,12 @@ impl<H, Q, A> Connection<H, Q, A> {
         self.state.open(token, exchange);
     }
 
+    /// Exchange `token` was sent to its server under `id`: a question the server says
+    /// is about that request ([`Question::related`]) is that exchange's.
+    pub fn sent_as(&mut self, token: u64, id: RequestId) {
+        self.state.sent_as(token, id);
+    }
+
     /// Something of the server's at `now`; `token` names the exchange (an answer, its
     /// progress), the question (asked, withdrawn) or the fetch (ended) it is of.
     pub fn handle_upstream(&mut self, token: u64, upstream: Upstream<Q, A>, now: Instant) {
@@ -253,7 +259,8 @@ impl<H, Q, A> Connection<H, Q, A> {
     /// (2026-07-28), a task's when it names one the bridge fetches.
     fn asked(&mut self, token: u64, question: Question<Q>, now: Instant) {
         if self.host_era() != Some(Era::Modern) {
-            let about = self.state.about(question.server.as_deref());
+            let related = question.related.as_ref();
+            let about = self.state.about(question.server.as_deref(), related);
             let (method, params, waiter) = (question.method, &question.params, question.waiter);
             let out = &mut self.out;
             let sent =
@@ -282,9 +289,8 @@ impl<H, Q, A> Connection<H, Q, A> {
         let Some(question) = self.for_task(token, question, false) else {
             return;
         };
-        let whose = self
-            .state
-            .whose_question(question.server.as_deref(), shared);
+        let (from, related) = (question.server.as_deref(), question.related.as_ref());
+        let whose = self.state.whose_question(from, shared, related);
         self.put_to(whose, token, question, now);
     }
 
@@ -297,6 +303,7 @@ impl<H, Q, A> Connection<H, Q, A> {
                     method,
                     params,
                     waiter,
+                    ..
                 } = question;
                 // A question a retry carried on here answered already.
                 let carried =
@@ -335,7 +342,7 @@ impl<H, Q, A> Connection<H, Q, A> {
     /// A question that is a task's is kept for the host's `tasks/get` (`None`), or
     /// given back; `nothing_else`: no request of the host's could take it.
     fn for_task(&mut self, token: u64, q: Question<Q>, nothing_else: bool) -> Option<Question<Q>> {
-        let server = q.server;
+        let (server, related) = (q.server, q.related);
         let question = task_input::Question {
             token,
             method: q.method,
@@ -346,7 +353,7 @@ impl<H, Q, A> Connection<H, Q, A> {
             .task_input
             .handle_question(question, nothing_else)
             .err()
-            .map(|q| Question::new(server, q.method, q.params, q.waiter));
+            .map(|q| Question::new(server, q.method, q.params, q.waiter).about(related));
         self.run_task_input();
         back
     }

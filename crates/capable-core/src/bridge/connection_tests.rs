@@ -425,3 +425,76 @@ fn two_hosts_through_one_shared_relay_get_only_what_is_theirs() {
     assert_eq!((host.len(), &host[0]["id"]), (1, &json!("a-1")));
     assert_eq!(host[0]["result"]["said"], "for a");
 }
+
+/// A question the server says the request of (it came on that request's stream) goes
+/// to that request exactly, even in a relay shared by 2026-07-28 hosts it cannot tell
+/// apart: each host is asked its own, answers it, and gets its own answer.
+#[test]
+fn in_a_shared_relay_each_question_that_names_its_request_is_put_to_that_host_alone() {
+    let t0 = Instant::now();
+    let mut r = relay();
+    r.engine_mut().set_shared(true);
+    let caps = json!({"elicitation": {}});
+    let a = RequestId::String("a-1".into());
+    let b = RequestId::String("b-1".into());
+    let at_a = modern_call(&mut r, a.clone(), "x", caps.clone(), None);
+    let at_b = modern_call(&mut r, b.clone(), "x", caps.clone(), None);
+    // Sent upstream under the shell's own ids.
+    r.sent_as(at_a, RequestId::Number(10));
+    r.sent_as(at_b, RequestId::Number(11));
+    let about = |waiter: &'static str, upstream: i64| {
+        let params =
+            json!({"message": waiter, "requestedSchema": {"type": "object", "properties": {}}});
+        let q = Question::new(None, ServerMethod::Elicit, params, waiter);
+        Upstream::Asked(q.about(Some(RequestId::Number(upstream))))
+    };
+    // B's question first, then A's: each is put to its own request.
+    r.handle_upstream(91, about("for b", 11), t0);
+    r.handle_upstream(90, about("for a", 10), t0);
+    assert!(commands(&mut r).is_empty(), "nobody is refused");
+    let mut rounds = written(&mut r);
+    rounds.sort_by_key(|m| m["id"].to_string());
+    assert_eq!(rounds.len(), 2, "{rounds:?}");
+    for (round, (id, message)) in rounds.iter().zip([(&a, "for a"), (&b, "for b")]) {
+        assert_eq!(&round["id"], &json!(id));
+        let asked: Vec<&Value> = round["result"]["inputRequests"]
+            .as_object()
+            .expect("inputRequests")
+            .values()
+            .collect();
+        assert_eq!(asked.len(), 1, "{round}");
+        assert_eq!(asked[0]["params"]["message"], message, "{round}");
+    }
+    // Each host retries with its answer: its own question's waiter gets it.
+    for (n, round) in rounds.iter().enumerate() {
+        let result = &round["result"];
+        let key = result["inputRequests"]
+            .as_object()
+            .expect("keys")
+            .keys()
+            .next();
+        let mut retry = call_params("x", caps.clone(), None);
+        retry["requestState"] = result["requestState"].clone();
+        retry["inputResponses"] = json!({ key.expect("a key"): {"action": "accept", "n": n} });
+        let id = format!("{}-2", ["a", "b"][n]);
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": retry});
+        send(&mut r, message, secs(t0, 1));
+        let Some(Command::Request(request)) = r.poll_upstream() else {
+            panic!("the retry comes to the shell first");
+        };
+        assert!(r.retry(request, Some(Era::Legacy), secs(t0, 1)).is_none());
+        let out = commands(&mut r);
+        let waiter = ["for a", "for b"][n];
+        assert!(
+            matches!(&out[..], [Command::Reply { waiter: w, answer: Ok(v) }] if *w == waiter && v["n"] == n),
+            "{out:?}"
+        );
+    }
+    // And each exchange's answer goes to its own host's retry.
+    r.handle_upstream(at_b, Upstream::Answer("for b"), secs(t0, 2));
+    let answer = commands(&mut r).remove(0);
+    assert_eq!(finish(&mut r, answer), RequestId::String("b-2".into()));
+    r.handle_upstream(at_a, Upstream::Answer("for a"), secs(t0, 2));
+    let answer = commands(&mut r).remove(0);
+    assert_eq!(finish(&mut r, answer), RequestId::String("a-2".into()));
+}

@@ -16,7 +16,7 @@
 //! |---|---|
 //! | the host cancels its request | only that request's exchange is over ([`Relay::cancelled`]); questions of it the host has in a round fail |
 //! | the server answers an exchange | to the host request waiting for it; kept for the retry while the host holds a round of it ([`Relay::answered`]) |
-//! | a legacy server asks a 2026-07-28 host | the request it belongs to ([`Relay::whose_question`]): never a guess among hosts a shared session cannot tell apart (with sealed rounds, which may have moved to another replica: the one request waiting, whatever rounds are out), never `roots/list` for such a session ([`Relay::never_asked`]) |
+//! | a legacy server asks a 2026-07-28 host | the request it belongs to ([`Relay::whose_question`]): the one whose stream it came on when the server's transport says (Streamable HTTP), exactly (with sealed rounds, unless that one's round is out and one other request waits); else never a guess among hosts a shared session cannot tell apart (with sealed rounds, which may have moved to another replica: the one request waiting, whatever rounds are out), never `roots/list` for such a session ([`Relay::never_asked`]) |
 //! | the host retries | see [`Relay::retry`]: a retry of another request (method, tool, prompt, URI or arguments) is refused and the round stays open; `inputResponses` without a round of the relay's, for a legacy server behind, are refused, never passed on |
 //! | the server withdraws a question | a legacy host's is cancelled at the host; a round's is dropped from it ([`Relay::withdrawn`]) |
 //! | a round's deadline passes | its questions fail, its exchange is over and cancelled at the server ([`Relay::handle_timeout`]) |
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::exchanges::{Asker, Exchange, Exchanges};
+use super::exchanges::{Exchange, Exchanges};
 use super::sealed_rounds::{another_request, Opened, SealedRounds, Sealing};
 use crate::input_rounds::may_ask_for_input;
 use crate::jsonrpc::{codes, RequestId, RpcError};
@@ -94,22 +94,6 @@ pub enum Answered<H, Q, A> {
     },
     /// No host request waits for it any more: dropped.
     Dropped,
-}
-
-/// Whose a legacy server's question to a 2026-07-28 host is ([`Relay::whose_question`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Whose {
-    /// The exchange of this token's: keep it for its round ([`Relay::keep_question`]).
-    Exchange(u64),
-    /// Nobody's, on purpose: the server is told why, and the audit says so at `level`.
-    PutToNone {
-        /// The audit's level: `info` or `warning`.
-        level: &'static str,
-        /// Why.
-        why: String,
-    },
-    /// No request of the host's that may be asked one waits on the server.
-    Nobody,
 }
 
 /// What a host request that may be the retry of a round comes to ([`Relay::retry`]).
@@ -218,6 +202,12 @@ impl<H, Q, A> Relay<H, Q, A> {
         self.exchanges.insert(token, exchange);
     }
 
+    /// Exchange `token` was sent to its server under `id` (a question about it names
+    /// that id).
+    pub fn sent_as(&mut self, token: u64, id: RequestId) {
+        self.exchanges.sent_as(token, id);
+    }
+
     /// Exchange `token`, while it is open.
     pub fn exchange(&self, token: u64) -> Option<&Exchange<H>> {
         self.exchanges.get(token)
@@ -271,62 +261,10 @@ impl<H, Q, A> Relay<H, Q, A> {
         }
     }
 
-    /// The host request a legacy host's question of server `from` (`None`: the one
-    /// server behind) is about: the oldest that may be asked one there. A legacy
-    /// session is one host's.
-    pub fn about(&self, from: Option<&str>) -> Option<RequestId> {
-        match self.exchanges.asker(from, false, |_| false) {
-            Asker::To(token) => self.exchanges.progress_to(token).cloned(),
-            _ => None,
-        }
-    }
-
     /// The server's question `token` was put to a legacy host as the engine's request
     /// `id`.
     pub fn asked_host(&mut self, token: u64, id: i64) {
         self.questions.insert(token, id);
-    }
-
-    /// A question of the server's for a 2026-07-28 host that is nobody's whatever is in
-    /// flight ([`Whose::PutToNone`]), before any request or task could claim it: roots
-    /// are a legacy session's, asked as it starts or when they change, never about one
-    /// request, and a `shared` session (of hosts the relay cannot tell apart) has no one
-    /// host whose roots they are.
-    pub fn never_asked(&self, method: ServerMethod, shared: bool) -> Option<Whose> {
-        let why = "roots/list asks for a session's roots, and this server's session is \
-                   shared by 2026-07-28 hosts the bridge cannot tell apart";
-        (shared && method == ServerMethod::ListRoots).then(|| Whose::PutToNone {
-            level: "info",
-            why: why.to_owned(),
-        })
-    }
-
-    /// Whose a question of server `from` (`None`: the one server behind) for a
-    /// 2026-07-28 host is (after [`never_asked`](Self::never_asked), and after a task
-    /// being fetched had its claim): `shared`, the requests may be several hosts' the
-    /// relay cannot tell apart.
-    /// With sealed rounds, whose exchanges here may be left to their deadline (the retry
-    /// went to another replica), a question while exactly one request waits is that
-    /// one's: a legacy server asks about the call it runs, one whose round is out waits.
-    pub fn whose_question(&self, from: Option<&str>, shared: bool) -> Whose {
-        let holds = |token| self.rounds.holds(token);
-        if shared && self.sealed.is_on() {
-            if let (1, Some(token)) = self.exchanges.waiting(from, holds) {
-                return Whose::Exchange(token);
-            }
-        }
-        match self.exchanges.asker(from, shared, holds) {
-            Asker::To(token) => Whose::Exchange(token),
-            Asker::Ambiguous(candidates) => Whose::PutToNone {
-                level: "warning",
-                why: format!(
-                    "{candidates} requests in flight could have asked it, of hosts the bridge \
-                     cannot tell apart, and the server did not say which: it is put to none \
-                     of them"
-                ),
-            },
-            Asker::Nobody => Whose::Nobody,
-        }
     }
 
     /// Keeps question `token` of the server's (`method`, `params`, answered through
@@ -595,6 +533,10 @@ fn invalid(message: &str) -> RpcError {
         data: None,
     }
 }
+
+#[path = "whose.rs"]
+mod whose;
+pub use whose::Whose;
 
 #[cfg(test)]
 #[path = "relay_tests.rs"]

@@ -50,7 +50,7 @@ fn retry_of(round: &Value, params: &Value, answers: Value) -> Value {
 fn call_in_a_round(t0: Instant) -> (Test, u64, Value) {
     let mut r = relay();
     let token = open(&mut r, 1, Method::CallTool, &call("x"), "abort-1");
-    let whose = r.whose_question(None, false);
+    let whose = r.whose_question(None, false, None);
     assert_eq!(whose, Whose::Exchange(token));
     r.keep_question(
         token,
@@ -268,9 +268,9 @@ fn in_a_shared_session_a_question_is_never_guessed_nor_roots_asked() {
     );
     assert_eq!(r.never_asked(ServerMethod::ListRoots, false), None);
     assert_eq!(r.never_asked(ServerMethod::Elicit, true), None);
-    assert_eq!(r.whose_question(None, true), Whose::Exchange(one));
+    assert_eq!(r.whose_question(None, true, None), Whose::Exchange(one));
     open(&mut r, 2, Method::GetPrompt, &json!({"name": "p"}), "b");
-    match r.whose_question(None, true) {
+    match r.whose_question(None, true, None) {
         Whose::PutToNone { level, why } => {
             assert_eq!(level, "warning");
             assert!(why.starts_with("2 requests"), "{why}");
@@ -278,10 +278,42 @@ fn in_a_shared_session_a_question_is_never_guessed_nor_roots_asked() {
         other => panic!("{other:?}"),
     }
     // Unshared, the oldest.
-    assert_eq!(r.whose_question(None, false), Whose::Exchange(one));
+    assert_eq!(r.whose_question(None, false, None), Whose::Exchange(one));
     let (handles, questions) = r.close();
     assert_eq!((handles.len(), questions.len()), (2, 0));
-    assert_eq!(r.whose_question(None, false), Whose::Nobody);
+    assert_eq!(r.whose_question(None, false, None), Whose::Nobody);
+}
+
+#[test]
+fn a_question_that_names_its_request_goes_to_that_exchange_even_in_a_shared_session() {
+    let mut r = relay();
+    let one = open(&mut r, 1, Method::CallTool, &call("a"), "a");
+    let two = open(&mut r, 2, Method::CallTool, &call("b"), "b");
+    r.sent_as(one, id(40));
+    r.sent_as(two, id(41));
+    // Two hosts the relay cannot tell apart, both waiting: by relation, each its own.
+    assert_eq!(
+        r.whose_question(None, true, Some(&id(41))),
+        Whose::Exchange(two)
+    );
+    assert_eq!(
+        r.whose_question(None, true, Some(&id(40))),
+        Whose::Exchange(one)
+    );
+    // A request that is no exchange of the host's (the bridge's own): nobody's here.
+    assert_eq!(r.whose_question(None, true, Some(&id(9))), Whose::Nobody);
+    // Without a relation, still never a guess.
+    assert!(matches!(
+        r.whose_question(None, true, None),
+        Whose::PutToNone { .. }
+    ));
+    // A legacy host's question is about the request named, not the oldest.
+    assert_eq!(r.about(None, Some(&id(41))), Some(id(2)));
+    assert_eq!(
+        r.about(None, Some(&id(9))),
+        Some(id(1)),
+        "unknown: the oldest"
+    );
 }
 
 #[test]
@@ -300,11 +332,11 @@ fn a_legacy_server_hears_of_the_log_level_when_it_changes_and_after_a_restart() 
 #[test]
 fn a_legacy_hosts_question_is_about_the_oldest_request_that_may_be_asked() {
     let mut r = relay();
-    assert_eq!(r.about(None), None);
+    assert_eq!(r.about(None, None), None);
     open(&mut r, 1, Method::ListTools, &json!({}), "list");
-    assert_eq!(r.about(None), None, "a list is asked nothing");
+    assert_eq!(r.about(None, None), None, "a list is asked nothing");
     let read = json!({"uri": "file:///a"});
     open(&mut r, 2, Method::ReadResource, &read, "read");
     open(&mut r, 3, Method::CallTool, &call("x"), "call");
-    assert_eq!(r.about(None), Some(id(2)));
+    assert_eq!(r.about(None, None), Some(id(2)));
 }

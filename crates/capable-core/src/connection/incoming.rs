@@ -25,6 +25,20 @@ impl<W> Connection<W> {
     /// violation it reveals). After [`Connection::close`] every message is
     /// [`Event::Handled`] and nothing is written.
     pub fn handle(&mut self, msg: Incoming, now: Now, out: &mut Outbox) -> Event<W> {
+        self.handle_on(msg, None, now, out)
+    }
+
+    /// [`handle`](Self::handle) for a message that came on the stream of the client's
+    /// request `related` (`Some`: Streamable HTTP's POST stream of that request, by its
+    /// id as sent; `None`: stdio, the standalone GET stream, HTTP+SSE): a server
+    /// request there is about that request, and its [`Event::ServerRequest`] says so.
+    pub fn handle_on(
+        &mut self,
+        msg: Incoming,
+        related: Option<RequestId>,
+        now: Now,
+        out: &mut Outbox,
+    ) -> Event<W> {
         if self.closed {
             return Event::Handled;
         }
@@ -72,7 +86,22 @@ impl<W> Connection<W> {
                 None => Event::Handled,
             },
             Incoming::Request { id, method, params } => {
-                self.on_server_request(id, method, params, out)
+                match self.on_server_request(id, method, params, out) {
+                    Event::ServerRequest {
+                        id,
+                        kind,
+                        method,
+                        params,
+                        ..
+                    } => Event::ServerRequest {
+                        id,
+                        kind,
+                        method,
+                        params,
+                        related,
+                    },
+                    other => other,
+                }
             }
             Incoming::Notification { method, params } => self.on_notification(method, params, now),
         }
@@ -284,6 +313,7 @@ impl<W> Connection<W> {
                 kind,
                 method,
                 params,
+                related: None,
             },
             Err(error) => {
                 out.write_error(&id, &error);

@@ -182,6 +182,11 @@ pub enum Event<W> {
         method: String,
         /// Its params.
         params: Payload,
+        /// The client's request it is about: the one on whose stream it came
+        /// (Streamable HTTP's POST stream, by the id the client sent;
+        /// [`Connection::handle_on`]). `None` where the transport cannot say (stdio,
+        /// the standalone GET stream, HTTP+SSE).
+        related: Option<RequestId>,
     },
     /// Nothing for the host: answered internally (a `ping`), dropped with a notice, or
     /// arrived after the connection closed.

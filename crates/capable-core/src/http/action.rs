@@ -172,6 +172,16 @@ pub enum Action {
     Abort(ExchangeId),
     /// A message for the client, exactly as it should read it.
     Deliver(Vec<u8>),
+    /// A message for the client that came on the stream of the client's request
+    /// `related` (its id as the client sent it): a server's question there is about
+    /// that request (Streamable HTTP: the server sends what belongs to a request on
+    /// that request's stream).
+    DeliverOn {
+        /// The message, exactly as the client should read it.
+        message: Vec<u8>,
+        /// The client's request on whose stream it came.
+        related: RequestId,
+    },
     /// The server refused a request for want of authorization: act on `need`, then
     /// call [`HttpSession::authorized`](super::HttpSession::authorized) (the request is replayed) or
     /// [`HttpSession::abandon`](super::HttpSession::abandon) (and fail request `id`, when it has one, with the

@@ -364,8 +364,10 @@ impl HttpSession {
                 self.answer(&call, message)
             }
             _ => {
+                // Anything else on the request's stream is about that request.
+                let related = call.id.clone();
                 self.keep(ex, call);
-                vec![Action::Deliver(message)]
+                vec![Action::DeliverOn { message, related }]
             }
         }
     }

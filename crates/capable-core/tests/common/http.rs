@@ -154,7 +154,9 @@ pub fn delivered(actions: &[Action]) -> Vec<Value> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Deliver(m) => Some(serde_json::from_slice(m).unwrap()),
+            Action::Deliver(m) | Action::DeliverOn { message: m, .. } => {
+                Some(serde_json::from_slice(m).unwrap())
+            }
             _ => None,
         })
         .collect()

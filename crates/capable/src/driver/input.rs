@@ -34,6 +34,10 @@ pub(crate) struct ServerRequest {
     pub(crate) kind: InputKind,
     pub(crate) method: String,
     pub(crate) params: Value,
+    /// The client's request it is about, when the transport knows (the request on
+    /// whose stream it came): read by the handler with
+    /// [`related_request`](crate::input::related_request).
+    pub(crate) related: Option<RequestId>,
 }
 
 /// Answers the server's requests until the reader ends; with `tell_roots` (a legacy
@@ -89,7 +93,8 @@ pub(crate) async fn run_input(
         let handlers = handlers.clone();
         let id = req.id.clone();
         let task = tokio::spawn(async move {
-            let answer = handlers.answer(req.kind, &req.method, req.params).await;
+            let asked = handlers.answer(req.kind, &req.method, req.params);
+            let answer = crate::input::RELATED.scope(req.related, asked).await;
             shared.write_with(|st| match &answer {
                 Ok(result) => st.conn.respond(&req.id, result, &mut st.out),
                 Err(error) => st.conn.respond_error(&req.id, error, &mut st.out),

@@ -58,7 +58,7 @@ pub(crate) async fn run_reader<S: MessageSource>(
     source.attach(Arc::new(intake), Sealed(()));
     loop {
         let flow = match source.recv().await {
-            Ok(Some(Inbound::Message(line))) => on_message(&shared, line, &to),
+            Ok(Some(Inbound::Message(line))) => on_message(&shared, line, None, &to),
             Ok(Some(other)) => take(&shared, Ok(other), &to),
             Ok(None) => {
                 if !shared.lock().conn.is_closed() {
@@ -111,9 +111,10 @@ impl Inlet for Intake {
 /// failure of one request or the whole transport, a notice.
 fn take(shared: &Driver, item: Result<Inbound, TransportError>, to: &Senders) -> Flow {
     match item {
-        Ok(Inbound::Message(line)) => on_message(shared, line, to),
+        Ok(Inbound::Message(line)) => on_message(shared, line, None, to),
+        Ok(Inbound::Related { message, related }) => on_message(shared, message, Some(related), to),
         Ok(Inbound::Unterminated(line)) => match Incoming::parse(line.clone()) {
-            Ok(_) => on_message(shared, line, to),
+            Ok(_) => on_message(shared, line, None, to),
             Err(_) => {
                 log_notices(shared, vec![cut_off(&line)]);
                 Flow::Go
@@ -134,8 +135,14 @@ fn take(shared: &Driver, item: Result<Inbound, TransportError>, to: &Senders) ->
     }
 }
 
-/// One message: shown to the tap, held to the value budget, routed.
-fn on_message(shared: &Driver, line: bytes::Bytes, to: &Senders) -> Flow {
+/// One message: shown to the tap, held to the value budget, routed; `related`, the
+/// client's request on whose stream it came (see [`Inbound::Related`]).
+fn on_message(
+    shared: &Driver,
+    line: bytes::Bytes,
+    related: Option<RequestId>,
+    to: &Senders,
+) -> Flow {
     if let Some(tap) = &shared.tap {
         tap.received(&line);
     }
@@ -147,7 +154,7 @@ fn on_message(shared: &Driver, line: bytes::Bytes, to: &Senders) -> Flow {
         }));
         return Flow::Stop;
     }
-    on_line(shared, line, &to.notifications, &to.requests);
+    on_line(shared, line, related, &to.notifications, &to.requests);
     Flow::Go
 }
 
@@ -167,6 +174,7 @@ pub(crate) fn cut_off(line: &[u8]) -> Notice {
 fn on_line(
     shared: &Driver,
     line: bytes::Bytes,
+    related: Option<RequestId>,
     notifications: &mpsc::Sender<ServerNotification>,
     requests: &mpsc::UnboundedSender<Input>,
 ) {
@@ -188,17 +196,19 @@ fn on_line(
             log_notices(shared, notices);
         }
         for (message, parsed) in messages {
-            dispatch(shared, message, parsed, notifications, requests);
+            let related = related.clone();
+            dispatch(shared, message, parsed, related, notifications, requests);
         }
         return;
     }
-    dispatch(shared, line, parsed, notifications, requests);
+    dispatch(shared, line, parsed, related, notifications, requests);
 }
 
 fn dispatch(
     shared: &Driver,
     line: bytes::Bytes,
     parsed: Result<Incoming, FramingError>,
+    related: Option<RequestId>,
     notifications: &mpsc::Sender<ServerNotification>,
     requests: &mpsc::UnboundedSender<Input>,
 ) {
@@ -209,7 +219,7 @@ fn dispatch(
     let now = super::now();
     let (event, notices, waker) = shared.write_with(|st| {
         let event = match parsed {
-            Ok(msg) => st.conn.handle(msg, now, &mut st.out),
+            Ok(msg) => st.conn.handle_on(msg, related, now, &mut st.out),
             Err(e) => st.conn.handle_unreadable(&line, &e),
         };
         let (event, waker) = match event {
@@ -298,6 +308,7 @@ fn dispatch(
             kind,
             method,
             params,
+            related,
         } => {
             let params = listen::params_of(&params);
             let request = ServerRequest {
@@ -305,6 +316,7 @@ fn dispatch(
                 kind,
                 method,
                 params,
+                related,
             };
             let _ = requests.send(Input::Request(Box::new(request)));
         }

@@ -20,6 +20,9 @@ use super::Session;
 /// Receives progress of one request.
 pub type ProgressCallback = Box<dyn FnMut(&ProgressParams) + Send>;
 
+/// Told each id a request is sent under ([`RequestOptions::on_sent`]).
+pub type SentCallback = std::sync::Arc<dyn Fn(&capable_core::RequestId) + Send + Sync>;
+
 /// Per-request options.
 #[derive(Default)]
 pub struct RequestOptions {
@@ -38,6 +41,11 @@ pub struct RequestOptions {
     /// the session's handlers and retrying: for a caller that answers them itself (a
     /// bridge, whose own client retries with the answers).
     pub pass_input_required: bool,
+    /// Told the id the request is sent under as it is queued (and each new id a retry
+    /// of it is sent under) — before anything of it can reach the server, so before
+    /// any question the server asks about it ([`crate::input::related_request`] names
+    /// that id). Called with the session's lock held: keep it short (a channel send).
+    pub on_sent: Option<SentCallback>,
 }
 
 /// Cancels a request if its future is dropped before the answer came, and gives its
@@ -210,6 +218,9 @@ impl Session {
                 .request(method, params, timing, waiter, now, &mut st.out)
             {
                 Ok(id) => {
+                    if let Some(sent) = &options.on_sent {
+                        sent(&capable_core::RequestId::Number(id));
+                    }
                     if let Some(key) = key {
                         st.conn.cache_answer(id, key);
                     }

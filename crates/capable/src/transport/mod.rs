@@ -146,6 +146,16 @@ fn chain(e: &dyn std::error::Error) -> String {
 pub enum Inbound {
     /// One message (a JSON-RPC line, without its terminator).
     Message(Bytes),
+    /// One message that came on the stream of the client's request `related` (its
+    /// id as sent): Streamable HTTP's POST streams, where what the server sends is
+    /// about that request. A server's question here names it
+    /// ([`crate::input::related_request`]).
+    Related {
+        /// The message.
+        message: Bytes,
+        /// The client's request on whose stream it came.
+        related: RequestId,
+    },
     /// The last bytes of a stream that ended before their line did: a message if they
     /// parse as one, else what is left of a message the server stopped writing halfway
     /// (it exited mid-write), skipped so that the end of the stream says why.

@@ -5,6 +5,7 @@
 
 mod answers;
 mod modern;
+mod related;
 
 use capable_test_support::http_peer;
 

@@ -149,6 +149,10 @@ fn at_once(http: &Arc<Http>, action: Action) -> AtOnce {
             return AtOnce::Done;
         }
         Action::Deliver(message) => Ok(Inbound::Message(message.into())),
+        Action::DeliverOn { message, related } => Ok(Inbound::Related {
+            message: message.into(),
+            related,
+        }),
         Action::Fail { id, failure } => Ok(Inbound::Failed {
             id,
             error: scrubbed(http, error_of(failure)),
