@@ -6,7 +6,7 @@
 //! The state is encoded as the session's is (a format byte, then postcard) and sealed as
 //! [`SealKind::Task`]: a session id never opens as a task id, nor a task id as a
 //! session. The format byte also says whose the task is ([`TaskSeal::own`]): `2` (the
-//! session's [`FORMAT`], the first task ids') a server's task, `3` ([`OWN_FORMAT`]) a
+//! session's [`FORMAT`], the first task ids') a server's task, `3` (`OWN_FORMAT`) a
 //! task of the gateway's own (one it made and answers for itself) — so a replica that
 //! predates own tasks refuses such an id as an unknown task rather than ask a server
 //! about it, and a server's task id keeps the bytes it always had. [`TaskSeal::open`] refuses a task id that is forged or changed, sealed under
@@ -66,7 +66,7 @@ pub struct TaskSeal<'a> {
     #[serde(borrow)]
     pub task_id: Text<'a>,
     /// The task is the gateway's own, not the server's: sealed as the format byte
-    /// ([`OWN_FORMAT`]), not among the fields.
+    /// (`OWN_FORMAT`), not among the fields.
     #[serde(skip)]
     pub own: bool,
 }
