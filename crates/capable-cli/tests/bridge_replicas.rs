@@ -20,19 +20,8 @@ mod identity_support;
 #[path = "listen_support/mod.rs"]
 mod listen_support;
 
-use std::path::PathBuf;
-
-use listen_support::{initialize_at, listening, listening_env, post};
+use listen_support::{initialize_at, key_file, listening, listening_env, post};
 use serde_json::json;
-
-/// A key file in a directory of the test's own: 32 bytes of `byte`, as hex.
-fn key_file(name: &str, byte: u8) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("capable-replicas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, format!("{byte:02x}").repeat(32)).unwrap();
-    path
-}
 
 /// `tools/call echo` in session `session` on `port`: the status, and the text it echoed.
 fn echo(port: u16, session: &str, message: &str) -> (u16, String) {

@@ -22,27 +22,17 @@ mod common;
 mod listen_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bridge_support::Bridge;
 use capable_test_support::RedisServer;
 use common::TempFile;
-use listen_support::{initialize_at, listening_env, listening_to, post};
+use listen_support::{initialize_at, key_file, listening_env, listening_to, post};
 use serde_json::{json, Value};
 
 /// The fixture's resource that changes once subscribed to.
 const MANUAL: &str = "docs://manual/current";
-
-/// A key file in a directory of the test's own: 32 bytes of `byte`, as hex.
-fn key_file(name: &str, byte: u8) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("capable-replica-subs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, format!("{byte:02x}").repeat(32)).unwrap();
-    path
-}
 
 /// The fixture of `profile` served over HTTP (a bridge in front of it), its resource
 /// changing every 200 ms once subscribed to: the bridge, and its URL.

@@ -23,33 +23,16 @@ mod listen_support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use bridge_support::Bridge;
-use listen_support::{initialize_at, listening, listening_env, modern_post, post, Http};
+use listen_support::{
+    answer_of, initialize_at, key_file, listening, listening_env, modern_post, post,
+};
 use serde_json::{json, Value};
 
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
-
-/// A key file in a directory of the test's own: 32 bytes of `byte`, as hex.
-fn key_file(name: &str, byte: u8) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("capable-replica-tasks-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, format!("{byte:02x}").repeat(32)).unwrap();
-    path
-}
-
-/// The JSON-RPC answer in `answer` (a JSON body, or an event stream's last event).
-fn answer_of(answer: &Http) -> Value {
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    match answer.header("content-type") {
-        Some(t) if t.starts_with("text/event-stream") => answer.events().pop().unwrap(),
-        _ => answer.json(),
-    }
-}
 
 /// `method` with `params` in legacy session `session` on `port` (`headers` added).
 fn ask_with(

@@ -238,3 +238,22 @@ pub fn initialize_at(port: u16, version: &str) -> String {
     );
     session
 }
+
+/// A seal key file in a directory of this test process's own: 32 bytes of `byte`, as
+/// hex (what `--seal-key-file` reads).
+pub fn key_file(name: &str, byte: u8) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("capable-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{byte:02x}").repeat(32)).unwrap();
+    path
+}
+
+/// The JSON-RPC answer in `answer` (a JSON body, or an event stream's last event).
+pub fn answer_of(answer: &Http) -> Value {
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    match answer.header("content-type") {
+        Some(t) if t.starts_with("text/event-stream") => answer.events().pop().unwrap(),
+        _ => answer.json(),
+    }
+}
