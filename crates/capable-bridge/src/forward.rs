@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use capable::internal::jsonrpc::{codes, Payload, RpcError};
+use capable::internal::jsonrpc::{codes, Payload, RpcError, WithMeta};
 use capable::internal::Method;
+use capable::Params;
 use capable::{Error, ErrorKind};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -32,6 +33,11 @@ pub enum Forwarded {
     Plain(Box<RawValue>),
     /// As sent (or as a policy wrote them), `_meta` or not.
     AsSent(Box<RawValue>),
+    /// As the host sent them, without `_meta`, to go with a `_meta` of the bridge's
+    /// own put first as they are written ([`WithMeta`]): `meta` its members' text
+    /// (`"traceparent":"…"`, and `tracestate`), written by the bridge — nothing is
+    /// made into a second params text, nor checked again.
+    Traced { params: Box<RawValue>, meta: String },
     /// Their members less `_meta`, each as its JSON text; and what is left of `_meta`
     /// once the host's own members are out, when anything is.
     Edited {
@@ -60,7 +66,9 @@ impl Forwarded {
             name: Option<String>,
         }
         match self {
-            Forwarded::Plain(raw) | Forwarded::AsSent(raw) => {
+            Forwarded::Plain(raw)
+            | Forwarded::AsSent(raw)
+            | Forwarded::Traced { params: raw, .. } => {
                 serde_json::from_str::<Named>(raw.get()).ok()?.name
             }
             Forwarded::Edited { members, .. } => {
@@ -102,6 +110,25 @@ impl Forwarded {
         };
         let shared = |raw: Option<&Box<RawValue>>| text(raw).map(std::sync::Arc::from);
         match self {
+            Forwarded::Traced { params, meta } => {
+                let read = serde_json::from_str::<Read<'_>>(params.get()).ok();
+                let meta = format!("{{{meta}}}");
+                let meta = serde_json::from_str::<Meta<'_>>(&meta).ok();
+                let (traceparent, tracestate) = meta.map_or((None, None), |m| {
+                    (
+                        m.traceparent.as_deref().map(Into::into),
+                        m.tracestate.as_deref().map(Into::into),
+                    )
+                });
+                crate::traces::TraceFields {
+                    name: read
+                        .as_ref()
+                        .and_then(|r| r.name.as_deref().map(Into::into)),
+                    uri: read.as_ref().and_then(|r| r.uri.as_deref().map(Into::into)),
+                    traceparent,
+                    tracestate,
+                }
+            }
             Forwarded::Plain(raw) | Forwarded::AsSent(raw) => {
                 let targeted = matches!(
                     method,
@@ -140,23 +167,18 @@ impl Forwarded {
 
     /// The params with `traceparent` (and `tracestate`, or none) in `_meta`, in place
     /// of the caller's. Params as sent without `_meta` (a legacy host's usual request)
-    /// get it written in front of their members, their text otherwise kept as it is
-    /// (checked once more, never decoded into members).
+    /// become [`Forwarded::Traced`]: the members are written in front of their text as
+    /// the request's line is written, their text otherwise kept as it is (never
+    /// decoded into members, nor checked again).
     pub fn with_trace(self, traceparent: &str, tracestate: Option<&str>) -> Forwarded {
         let string = |s: &str| serde_json::value::to_raw_value(s).ok();
         let (members, meta) = match self {
             Forwarded::Edited { members, meta } => (members, meta),
-            Forwarded::Plain(raw) => {
-                return match spliced(raw.get(), traceparent, tracestate) {
-                    Some(spliced) => Forwarded::AsSent(spliced),
-                    None => Forwarded::Plain(raw),
-                }
+            Forwarded::Plain(raw) | Forwarded::Traced { params: raw, .. } => {
+                return traced(raw, traceparent, tracestate)
             }
             Forwarded::AsSent(raw) if !raw.get().contains("\"_meta\"") => {
-                match spliced(raw.get(), traceparent, tracestate) {
-                    Some(spliced) => return Forwarded::AsSent(spliced),
-                    None => return Forwarded::AsSent(raw),
-                }
+                return traced(raw, traceparent, tracestate)
             }
             Forwarded::AsSent(raw) => {
                 let mut members: Members = serde_json::from_str(raw.get()).unwrap_or_default();
@@ -194,36 +216,36 @@ impl Forwarded {
     }
 }
 
-/// The object `params` (without `_meta`) with `{"_meta":{"traceparent":…}}` as its
-/// first member: its other members as their text; `None` when it is no object.
-fn spliced(params: &str, traceparent: &str, tracestate: Option<&str>) -> Option<Box<RawValue>> {
-    const HEAD: &str = r#"{"_meta":{"traceparent":"#;
-    let rest = params.trim_start().strip_prefix('{')?.trim_start();
-    // Made exactly as long as a `traceparent` alone needs: the text is not copied
-    // again as it becomes the raw value.
-    let mut text = String::with_capacity(HEAD.len() + traceparent.len() + 4 + rest.len());
-    text.push_str(HEAD);
-    // The bridge's own `traceparent` (hex digits and dashes) needs no escaping.
-    if traceparent
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    {
-        text.push('"');
-        text.push_str(traceparent);
-        text.push('"');
-    } else {
-        text.push_str(&serde_json::to_string(traceparent).ok()?);
-    }
+/// The params as text without `_meta`, `params`, to go with `traceparent` (and
+/// `tracestate`) as the members of their `_meta`, written as the request is.
+fn traced(params: Box<RawValue>, traceparent: &str, tracestate: Option<&str>) -> Forwarded {
+    const PARENT: &str = r#""traceparent":"#;
+    const STATE: &str = r#","tracestate":"#;
+    let state = tracestate.map_or(0, |s| STATE.len() + s.len() + 2);
+    let mut meta = String::with_capacity(PARENT.len() + traceparent.len() + 2 + state);
+    meta.push_str(PARENT);
+    write_string(&mut meta, traceparent);
     if let Some(state) = tracestate {
-        text.push_str(r#","tracestate":"#);
-        text.push_str(&serde_json::to_string(state).ok()?);
+        meta.push_str(STATE);
+        write_string(&mut meta, state);
     }
-    text.push('}');
-    if !rest.starts_with('}') {
-        text.push(',');
+    Forwarded::Traced { params, meta }
+}
+
+/// `s` as a JSON string at the end of `out`: the bridge's own `traceparent` (hex
+/// digits and dashes) and a usual `tracestate` need no escaping, and are copied.
+fn write_string(out: &mut String, s: &str) {
+    if s.bytes()
+        .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ')
+    {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else if let Ok(json) = serde_json::to_string(s) {
+        out.push_str(&json);
+    } else {
+        out.push_str("\"\"");
     }
-    text.push_str(rest);
-    RawValue::from_string(text).ok()
 }
 
 impl serde::Serialize for Forwarded {
@@ -231,6 +253,14 @@ impl serde::Serialize for Forwarded {
         use serde::ser::SerializeMap;
         match self {
             Forwarded::Plain(raw) | Forwarded::AsSent(raw) => raw.serialize(s),
+            Forwarded::Traced { params, meta } => {
+                let mut text = Vec::new();
+                WithMeta::new(meta, &**params).write_json(&mut text);
+                let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
+                RawValue::from_string(text)
+                    .map_err(serde::ser::Error::custom)?
+                    .serialize(s)
+            }
             Forwarded::Edited { members, meta } => {
                 let mut map = s.serialize_map(Some(members.len() + usize::from(meta.is_some())))?;
                 for (name, value) in members {
@@ -401,12 +431,19 @@ mod tests {
         assert_eq!(fields.uri.as_deref(), Some("a://b"));
         assert_eq!(fields.traceparent, None);
         let traced = sent().with_trace("00-t-s-01", Some(r#"k="v"#));
-        let Forwarded::AsSent(raw) = &traced else {
+        let Forwarded::Traced { params, .. } = &traced else {
             panic!("decoded: {traced:?}");
         };
-        assert_eq!(
-            raw.get(),
-            r#"{"_meta":{"traceparent":"00-t-s-01","tracestate":"k=\"v"},"uri":"a://b","x":[1, 2]}"#
+        assert_eq!(params.get(), r#"{"uri":"a://b","x":[1, 2]}"#);
+        let mut line = Vec::new();
+        let id = capable::internal::jsonrpc::RequestId::Number(1);
+        capable::internal::jsonrpc::write_request(&mut line, &id, "resources/read", &traced);
+        let line = String::from_utf8(line).unwrap();
+        assert!(
+            line.contains(
+                r#""params":{"_meta":{"traceparent":"00-t-s-01","tracestate":"k=\"v"},"uri":"a://b","x":[1, 2]}}"#
+            ),
+            "{line}"
         );
         let again = traced.trace_fields(Method::ListTools);
         assert_eq!(again.traceparent.as_deref(), Some("00-t-s-01"));

@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::behind::Behind;
 use crate::forward::Forwarded;
 use crate::many::Many;
+use capable::internal::jsonrpc::WithMeta;
 
 /// The server, or servers, behind the bridge.
 pub enum Servers {
@@ -78,8 +79,17 @@ impl Servers {
             Servers::One(one) => {
                 let session = one.session().clone();
                 let legacy = session.era() == Era::Legacy;
-                let answer =
-                    async move { session.request_payload(method, &params, options).await }.boxed();
+                let answer = async move {
+                    match &params {
+                        // The bridge's `_meta` put first as the line is written.
+                        Forwarded::Traced { params, meta } => {
+                            let params = WithMeta::new(meta, &**params);
+                            session.request_payload(method, &params, options).await
+                        }
+                        params => session.request_payload(method, params, options).await,
+                    }
+                }
+                .boxed();
                 (answer, legacy, None)
             }
             Servers::Many(many) => {

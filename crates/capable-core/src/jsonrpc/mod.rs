@@ -21,6 +21,7 @@
 mod budget;
 mod incoming;
 mod payload;
+mod with_meta;
 pub(crate) mod write;
 
 use std::fmt;
@@ -33,6 +34,7 @@ pub use incoming::{
     answered_id, loose_shape, split_batch, split_batch_within, BatchRefusal, FramingError, Incoming,
 };
 pub use payload::Payload;
+pub use with_meta::WithMeta;
 pub(crate) use write::write_method_request;
 pub(crate) use write::write_name;
 pub use write::{

@@ -142,7 +142,7 @@ pub fn write_request_with_meta<P: Params + ?Sized>(
 /// holds our members and then theirs (ours win on a clash), instead of two `_meta`
 /// members. Returns where that `_meta` lies when it did; the common case (no
 /// `"_meta"` in the params at all) costs one scan.
-fn merge_own_meta(
+pub(super) fn merge_own_meta(
     out: &mut Vec<u8>,
     params_at: usize,
     at: usize,
