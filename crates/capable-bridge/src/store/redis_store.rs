@@ -105,6 +105,29 @@ impl std::fmt::Debug for RedisStore {
 }
 
 impl RedisStore {
+    /// `SET key value PX ttl` (with `only_new`, `NX`): whether it was set.
+    fn set(&self, key: &str, value: Vec<u8>, ttl: Duration, only_new: bool) -> Answer<bool> {
+        let store = self.clone();
+        let key = key.to_owned();
+        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        async move {
+            store
+                .call(|mut c| async move {
+                    let mut set = redis::cmd("SET");
+                    set.arg(&key).arg(value);
+                    if only_new {
+                        set.arg("NX");
+                    }
+                    set.arg("PX")
+                        .arg(ttl)
+                        .query_async::<Option<String>>(&mut c)
+                        .await
+                })
+                .await
+                .map(|set| set.is_some())
+        }
+        .boxed()
+    }
     /// The store at `url` (`redis://host:port/db`; its password, if any, `password`),
     /// each call bounded by `timeout`. Nothing is connected yet: the first call does,
     /// so a gateway starts while Redis is away. Call within a tokio runtime.
@@ -236,45 +259,13 @@ impl Store for RedisStore {
     }
 
     fn spend_once(&self, key: &str, ttl: Duration) -> Answer<bool> {
-        let store = self.clone();
-        let key = key.to_owned();
-        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        async move {
-            store
-                .call(|mut c| async move {
-                    redis::cmd("SET")
-                        .arg(&key)
-                        .arg(1)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ttl)
-                        .query_async::<Option<String>>(&mut c)
-                        .await
-                })
-                .await
-                .map(|set| set.is_some())
-        }
-        .boxed()
+        self.set(key, b"1".to_vec(), ttl, true)
     }
 
     fn keep(&self, key: &str, value: Vec<u8>, ttl: Duration) -> Answer<()> {
-        let store = self.clone();
-        let key = key.to_owned();
-        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        async move {
-            store
-                .call(|mut c| async move {
-                    redis::cmd("SET")
-                        .arg(&key)
-                        .arg(value)
-                        .arg("PX")
-                        .arg(ttl)
-                        .query_async::<()>(&mut c)
-                        .await
-                })
-                .await
-        }
-        .boxed()
+        self.set(key, value, ttl, false)
+            .map(|set| set.map(|_| ()))
+            .boxed()
     }
 
     fn read(&self, key: &str) -> Answer<Option<Vec<u8>>> {
