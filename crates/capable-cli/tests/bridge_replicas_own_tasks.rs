@@ -26,33 +26,10 @@ mod listen_support;
 use bridge_support::Bridge;
 use capable_test_support::RedisServer;
 use common::TempFile;
-use listen_support::{answer_of, initialize_at, key_file, listening, listening_env, post};
+use listen_support::{ask, ask_with, initialize_at, key_file, listening, listening_env};
 use serde_json::{json, Value};
 
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
-
-/// `method` with `params` in legacy session `session` on `port`.
-fn ask(port: u16, session: &str, id: i64, method: &str, params: Value) -> Value {
-    ask_with(port, &[], session, id, method, params)
-}
-
-/// [`ask`] with `headers` added.
-fn ask_with(
-    port: u16,
-    headers: &[(&str, &str)],
-    session: &str,
-    id: i64,
-    method: &str,
-    params: Value,
-) -> Value {
-    let mut headers = headers.to_vec();
-    headers.extend([
-        ("Mcp-Session-Id", session),
-        ("MCP-Protocol-Version", "2025-11-25"),
-    ]);
-    let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    answer_of(&post(port, &headers, message))
-}
 
 /// The server behind every replica: a listening bridge (`--trace`) in front of the
 /// fixture's `modern-tasks`, and its URL.

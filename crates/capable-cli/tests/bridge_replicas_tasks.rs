@@ -27,34 +27,12 @@ use std::time::Duration;
 
 use bridge_support::Bridge;
 use listen_support::{
-    answer_of, initialize_at, key_file, listening, listening_env, modern_post, post,
+    answer_of, ask, ask_with, initialize_at, key_file, listening, listening_env, modern_post, post,
 };
 use serde_json::{json, Value};
 
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
-
-/// `method` with `params` in legacy session `session` on `port` (`headers` added).
-fn ask_with(
-    port: u16,
-    headers: &[(&str, &str)],
-    session: &str,
-    id: i64,
-    method: &str,
-    params: Value,
-) -> Value {
-    let mut all = vec![
-        ("Mcp-Session-Id", session),
-        ("MCP-Protocol-Version", "2025-11-25"),
-    ];
-    all.extend_from_slice(headers);
-    let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    answer_of(&post(port, &all, message))
-}
-
-fn ask(port: u16, session: &str, id: i64, method: &str, params: Value) -> Value {
-    ask_with(port, &[], session, id, method, params)
-}
 
 /// A 2025-11-25 `tools/call` of `tool` as a task: the task id the host is given.
 fn start(port: u16, session: &str, id: i64, tool: &str) -> String {

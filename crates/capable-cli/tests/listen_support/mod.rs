@@ -257,3 +257,26 @@ pub fn answer_of(answer: &Http) -> Value {
         _ => answer.json(),
     }
 }
+
+/// `method` with `params` in legacy session `session` on `port`: its answer.
+pub fn ask(port: u16, session: &str, id: i64, method: &str, params: Value) -> Value {
+    ask_with(port, &[], session, id, method, params)
+}
+
+/// [`ask`] with `headers` added.
+pub fn ask_with(
+    port: u16,
+    headers: &[(&str, &str)],
+    session: &str,
+    id: i64,
+    method: &str,
+    params: Value,
+) -> Value {
+    let mut all = vec![
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    all.extend_from_slice(headers);
+    let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    answer_of(&post(port, &all, message))
+}
