@@ -121,12 +121,13 @@ impl Relay {
             cache: CachePolicy::Bypass,
             // A 2026-07-28 host answers the server's questions itself and retries.
             pass_input_required: how.pass_input_required,
-            // The id it goes under: a question the server says is about it is its.
-            on_sent: Some({
+            // The id it goes under: a question the server says is about it is its
+            // (only a request that may be asked one: no event for any other).
+            on_sent: method.props().may_ask_for_input().then(|| {
                 let inbox = self.inbox.clone();
                 std::sync::Arc::new(move |id: &RequestId| {
                     inbox.send(Event::Sent(token, id.clone()));
-                })
+                }) as _
             }),
             ..RequestOptions::default()
         };
