@@ -293,12 +293,8 @@ impl Prometheus {
              static_configs:\n      - targets: ['127.0.0.1:{target}']\n"
         );
         std::fs::write(dir.join("prometheus.yml"), config).unwrap();
-        // A free loopback port for its API (taken back from the OS a moment later).
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        // A free loopback port for its API.
+        let port = capable_test_support::free_port();
         let child = Command::new(binary)
             .arg(format!(
                 "--config.file={}",

@@ -205,11 +205,8 @@ fn a_replica_continuing_a_session_re_attaches_to_the_http_servers_session_behind
     assert_eq!(renewed["side"], "server");
 }
 
-/// A free loopback port (bound, then let go: the replica binds it next).
-fn free_port() -> u16 {
-    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    socket.local_addr().unwrap().port()
-}
+/// A free loopback port (the replica binds it next).
+use capable_test_support::free_port;
 
 /// One replica as a team runs it: the config names the one HTTP server behind and the
 /// store the replicas share (`gateway.store`, Redis), and a gateway-wide rate limit

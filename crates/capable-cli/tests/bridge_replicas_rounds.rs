@@ -302,11 +302,7 @@ fn a_request_state_is_refused_to_another_caller_at_any_replica() {
     ];
     // Replica A with the identity provider; B beside it, for the same public URL.
     let a = identity_support::gateway_to(&behind);
-    let b_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let b_port = capable_test_support::free_port();
     let b_listen = format!("127.0.0.1:{b_port}");
     let mut flags = vec!["--listen", &b_listen, "--auth-issuer", &a.issuer];
     flags.extend(["--public-url", &a.url, "--auth-scope", "mcp:tools"]);

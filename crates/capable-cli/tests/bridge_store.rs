@@ -166,11 +166,7 @@ fn a_sealed_gateway_without_a_store_says_what_it_gives_up_and_a_store_away_is_na
         "{said}"
     );
     // A store named but away at start: said, and the gateway serves anyway.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = capable_test_support::free_port();
     let gateway = json!({"store": {"redis": format!("redis://127.0.0.1:{port}/0"),
         "timeout": "200ms"}, "rateLimit": {"requests": 10, "per": "1s"}});
     let file = config("away", gateway);

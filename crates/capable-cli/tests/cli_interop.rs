@@ -10,7 +10,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -44,11 +44,7 @@ impl Drop for Http {
 }
 
 fn fastmcp_http() -> Http {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = capable_test_support::free_port();
     let child = Command::new(path(FASTMCP))
         .args([
             path("tests/peers/fastmcp_server.py"),
@@ -173,11 +169,7 @@ fn everything() -> Vec<String> {
 /// server-everything over Streamable HTTP, forced onto 127.0.0.1 by a preloaded
 /// script (it has no host option of its own).
 fn everything_http() -> Http {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = capable_test_support::free_port();
     let preload = format!("--require {}", path("tests/peers/loopback.cjs"));
     let child = Command::new(node())
         .args([path(EVERYTHING_JS), "streamableHttp".into()])

@@ -15,9 +15,11 @@
 mod from_server;
 #[cfg(feature = "http-peer")]
 pub mod http_peer;
+mod ports;
 mod redis_server;
 
 pub use from_server::{assert_valid_from_server, take_from_server};
+pub use ports::free_port;
 pub use redis_server::{redis_binary, RedisServer};
 
 use std::collections::HashMap;

@@ -34,12 +34,7 @@ impl RedisServer {
     /// Started and answering `PING`, or `None` when `redis-server` is not installed.
     pub fn start() -> Option<RedisServer> {
         redis_binary()?;
-        // A free loopback port (taken back from the OS a moment later).
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port();
+        let port = crate::free_port();
         let dir = std::env::temp_dir().join(format!("capable-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).ok()?;
         let mut server = RedisServer {

@@ -6,7 +6,7 @@
 //! logged-out token).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -21,14 +21,9 @@ pub const T: Duration = Duration::from_secs(60);
 /// Node 22 from the peers.
 pub const NODE22: &str = ".peers/node22/node_modules/.bin/node";
 
-/// A free port on 127.0.0.1.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+/// A free port on 127.0.0.1, outside the kernel's ephemeral range (see
+/// `capable_test_support::free_port`).
+pub use capable_test_support::free_port;
 
 /// Node 22's path.
 pub fn node() -> String {

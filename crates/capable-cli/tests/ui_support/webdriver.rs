@@ -82,10 +82,7 @@ impl Driver {
     pub fn start() -> Option<Driver> {
         let driver = find("CHROMEDRIVER", &["chromedriver"])?;
         let chromium = find("CHROMIUM", &["chromium", "chromium-browser"])?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free port");
+        let port = capable_test_support::free_port();
         let child = Command::new(driver)
             .arg(format!("--port={port}"))
             .arg("--allowed-ips=127.0.0.1")
