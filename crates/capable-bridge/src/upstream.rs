@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use capable::input::{Handler, InputHandlers};
+use capable::internal::bridge::connection::Related;
 use capable::internal::server::{Hello, ServerMethod};
 use capable::internal::task_bridge::{self, TaskBridge};
 use capable::internal::Extension;
@@ -51,9 +52,10 @@ pub struct Ask {
     pub params: Value,
     /// The host's answer (or why there is none).
     pub reply: oneshot::Sender<Result<Value, RpcError>>,
-    /// The bridge's request it is about, by the id it was sent under, when the
-    /// server's transport says ([`capable::input::related_request`]).
-    pub related: Option<capable::internal::jsonrpc::RequestId>,
+    /// The request it is about, when the server's transport says
+    /// ([`capable::input::related_request`]): a host exchange by the token the relay
+    /// tagged it with ([`capable::input::related_tag`]), or one of the bridge's own.
+    pub related: Option<Related>,
 }
 
 /// The client options for the server behind a host that said `hello`: the bridge's
@@ -142,7 +144,11 @@ fn ask_host(asks: Inbox, method: ServerMethod) -> Handler {
             Err(_) => params,
         };
         let server = FROM_SERVER.try_with(Clone::clone).ok();
-        let related = capable::input::related_request();
+        let related =
+            capable::input::related_request().map(|_| match capable::input::related_tag() {
+                Some(token) => Related::Exchange(token),
+                None => Related::Other,
+            });
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             let gone = || RpcError {

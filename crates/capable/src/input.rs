@@ -25,8 +25,18 @@ use serde_json::{json, Map, Value};
 
 tokio::task_local! {
     /// The client's request the server's question being answered is about (see
-    /// [`related_request`]).
-    pub(crate) static RELATED: Option<RequestId>;
+    /// [`related_request`], [`related_tag`]).
+    pub(crate) static RELATED: Related;
+}
+
+/// The client's request a server's question is about, as its handler reads it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Related {
+    /// The id it was sent under, when the transport said.
+    pub(crate) id: Option<RequestId>,
+    /// Its [`RequestOptions::tag`](crate::RequestOptions::tag), when it had one and is
+    /// still in flight.
+    pub(crate) tag: Option<u64>,
 }
 
 /// The client's request that the server's question being answered is about — the one
@@ -50,7 +60,29 @@ tokio::task_local! {
 /// # let _ = elicit;
 /// ```
 pub fn related_request() -> Option<RequestId> {
-    RELATED.try_with(Clone::clone).ok().flatten()
+    RELATED.try_with(|r| r.id.clone()).ok().flatten()
+}
+
+/// The [`tag`](crate::RequestOptions::tag) of the client's request the server's question
+/// being answered is about ([`related_request`]), when that request was given one and
+/// is still in flight: the caller's own name for it, with no map from ids to keep.
+/// `None` outside a handler, and wherever [`related_request`] is `None`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use capable::input::{related_tag, Handler};
+/// use serde_json::json;
+///
+/// let elicit: Handler = Arc::new(|_params| {
+///     // Which of our calls (by the tag we gave it) the server asks about.
+///     let call = related_tag();
+///     Box::pin(async move { Ok(json!({"action": "decline", "call": call})) })
+/// });
+/// assert_eq!(related_tag(), None, "outside a handler");
+/// # let _ = elicit;
+/// ```
+pub fn related_tag() -> Option<u64> {
+    RELATED.try_with(|r| r.tag).ok().flatten()
 }
 
 /// A boxed future returned by handlers.

@@ -92,8 +92,8 @@ pub use output_schema::compile_schema;
 pub use read::ResourceRead;
 pub use resume::{Resumption, MAX_SESSION_ID};
 pub use session::{
-    ListenEvent, Listener, LoadedSkill, ProgressCallback, RequestOptions, SentCallback, Session,
-    TaskObserver, TaskWait, ToolCall, MAX_INPUT_ROUNDS,
+    ListenEvent, Listener, LoadedSkill, ProgressCallback, RequestOptions, Session, TaskObserver,
+    TaskWait, ToolCall, MAX_INPUT_ROUNDS,
 };
 pub use tap::{Direction, Tap};
 pub use transport::http::{HttpConfig, HttpTransport, Reconnect};

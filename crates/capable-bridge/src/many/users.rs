@@ -107,7 +107,7 @@ impl Again {
             cache: options.cache,
             pass_input_required: options.pass_input_required,
             on_progress: progress.map(forward_progress),
-            on_sent: options.on_sent.clone(),
+            tag: options.tag,
         };
         Some(Again {
             params: params.clone(),

@@ -43,9 +43,6 @@ pub enum Event {
     Forwarded(u64, Answer),
     /// Progress of an exchange.
     Progress(u64, ProgressParams),
-    /// An exchange was sent to its server under this id (before anything of it could
-    /// reach the server: a question about it comes after, in this FIFO).
-    Sent(u64, capable::internal::jsonrpc::RequestId),
     /// The server asks the host something, or a question of its is over.
     Asked(Asked),
     /// Something of the one server behind: a notification, an event, a restart.

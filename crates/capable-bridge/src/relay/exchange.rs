@@ -121,14 +121,9 @@ impl Relay {
             cache: CachePolicy::Bypass,
             // A 2026-07-28 host answers the server's questions itself and retries.
             pass_input_required: how.pass_input_required,
-            // The id it goes under: a question the server says is about it is its
-            // (only a request that may be asked one: no event for any other).
-            on_sent: method.props().may_ask_for_input().then(|| {
-                let inbox = self.inbox.clone();
-                std::sync::Arc::new(move |id: &RequestId| {
-                    inbox.send(Event::Sent(token, id.clone()));
-                }) as _
-            }),
+            // Its token, kept with it by the client: a question the server says is
+            // about it names it (nothing done per request for that).
+            tag: Some(token),
             ..RequestOptions::default()
         };
         let (answer, legacy_answer, server) = match (carry, self.servers.one()) {

@@ -352,7 +352,6 @@ impl Relay {
             Event::Progress(token, p) => {
                 self.core.handle_upstream(token, Upstream::Progress(p), now);
             }
-            Event::Sent(token, id) => self.core.sent_as(token, id),
             Event::Asked(Asked::Ask(mut ask)) => {
                 self.seal_question(&mut ask.params);
                 let question =

@@ -41,9 +41,23 @@ pub struct Question<Q> {
     pub params: Value,
     /// Where the host's answer goes.
     pub waiter: Q,
-    /// The request of the relay's it is about, by the id it was sent under to the
-    /// server (it came on that request's stream), when the server's transport says.
-    pub related: Option<RequestId>,
+    /// The request it is about (it came on that request's stream), when the server's
+    /// transport says.
+    pub related: Option<Related>,
+}
+
+/// The request a server's question says it is about: it came on that request's stream
+/// (Streamable HTTP). The shell's client hands back the token the relay gave the
+/// request as it sent it (a tag kept with the request: nothing done per request to
+/// know it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Related {
+    /// A host request's exchange, by its token.
+    Exchange(u64),
+    /// A request that is no exchange of the host's (the bridge's own: a task polled,
+    /// a subscription's stream): nobody's here.
+    Other,
 }
 
 impl<Q> Question<Q> {
@@ -58,9 +72,8 @@ impl<Q> Question<Q> {
         }
     }
 
-    /// The question, about the request sent under `related` to its server (see
-    /// [`Question::related`]).
-    pub fn about(mut self, related: Option<RequestId>) -> Self {
+    /// The question, about request `related` (see [`Question::related`]).
+    pub fn about(mut self, related: Option<Related>) -> Self {
         self.related = related;
         self
     }

@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-pub use super::commands::{Command, Question, Upstream};
+pub use super::commands::{Command, Question, Related, Upstream};
 use super::era::answer_form;
 use super::exchanges::Exchange;
 use super::relay::{Answered, Lapse, Relay, Retried, Then, Whose, Withdrawn};
@@ -190,12 +190,6 @@ impl<H, Q, A> Connection<H, Q, A> {
         self.state.open(token, exchange);
     }
 
-    /// Exchange `token` was sent to its server under `id`: a question the server says
-    /// is about that request ([`Question::related`]) is that exchange's.
-    pub fn sent_as(&mut self, token: u64, id: RequestId) {
-        self.state.sent_as(token, id);
-    }
-
     /// Something of the server's at `now`; `token` names the exchange (an answer, its
     /// progress), the question (asked, withdrawn) or the fetch (ended) it is of.
     pub fn handle_upstream(&mut self, token: u64, upstream: Upstream<Q, A>, now: Instant) {
@@ -259,8 +253,9 @@ impl<H, Q, A> Connection<H, Q, A> {
     /// (2026-07-28), a task's when it names one the bridge fetches.
     fn asked(&mut self, token: u64, question: Question<Q>, now: Instant) {
         if self.host_era() != Some(Era::Modern) {
-            let related = question.related.as_ref();
-            let about = self.state.about(question.server.as_deref(), related);
+            let about = self
+                .state
+                .about(question.server.as_deref(), question.related);
             let (method, params, waiter) = (question.method, &question.params, question.waiter);
             let out = &mut self.out;
             let sent =
@@ -289,7 +284,7 @@ impl<H, Q, A> Connection<H, Q, A> {
         let Some(question) = self.for_task(token, question, false) else {
             return;
         };
-        let (from, related) = (question.server.as_deref(), question.related.as_ref());
+        let (from, related) = (question.server.as_deref(), question.related);
         let whose = self.state.whose_question(from, shared, related);
         self.put_to(whose, token, question, now);
     }

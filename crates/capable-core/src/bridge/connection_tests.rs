@@ -439,18 +439,16 @@ fn in_a_shared_relay_each_question_that_names_its_request_is_put_to_that_host_al
     let b = RequestId::String("b-1".into());
     let at_a = modern_call(&mut r, a.clone(), "x", caps.clone(), None);
     let at_b = modern_call(&mut r, b.clone(), "x", caps.clone(), None);
-    // Sent upstream under the shell's own ids.
-    r.sent_as(at_a, RequestId::Number(10));
-    r.sent_as(at_b, RequestId::Number(11));
-    let about = |waiter: &'static str, upstream: i64| {
+    // Each question names its request by the token the shell's client kept with it.
+    let about = |waiter: &'static str, token: u64| {
         let params =
             json!({"message": waiter, "requestedSchema": {"type": "object", "properties": {}}});
         let q = Question::new(None, ServerMethod::Elicit, params, waiter);
-        Upstream::Asked(q.about(Some(RequestId::Number(upstream))))
+        Upstream::Asked(q.about(Some(Related::Exchange(token))))
     };
     // B's question first, then A's: each is put to its own request.
-    r.handle_upstream(91, about("for b", 11), t0);
-    r.handle_upstream(90, about("for a", 10), t0);
+    r.handle_upstream(91, about("for b", at_b), t0);
+    r.handle_upstream(90, about("for a", at_a), t0);
     assert!(commands(&mut r).is_empty(), "nobody is refused");
     let mut rounds = written(&mut r);
     rounds.sort_by_key(|m| m["id"].to_string());

@@ -13,7 +13,7 @@
 //!   be several hosts' that cannot be told apart (a shared session), a question that
 //!   could be more than one request's is nobody's: it is never guessed. A question
 //!   that names the request it is about ([`Exchanges::related`]: it came on that
-//!   request's stream, by the id the exchange was sent under upstream) is that
+//!   request's stream, whose token the shell's client kept with it) is that
 //!   exchange's, exactly, before any of this.
 //!
 //! ```
@@ -64,9 +64,6 @@ pub struct Exchange<H> {
     pub server: Option<String>,
     /// The sealed task id the host named, opened (its answer repeats it).
     pub task: Option<super::task_ids::Presented>,
-    /// The id it was sent under to its server, once sent ([`Exchanges::sent_as`]): a
-    /// question the server says is about that request is this exchange's.
-    pub upstream: Option<RequestId>,
 }
 
 impl<H> Exchange<H> {
@@ -83,7 +80,6 @@ impl<H> Exchange<H> {
             params: None,
             server: None,
             task: None,
-            upstream: None,
         }
     }
 }
@@ -249,26 +245,16 @@ impl<H> Exchanges<H> {
         }
     }
 
-    /// Exchange `token` was sent to its server under `id`.
-    pub fn sent_as(&mut self, token: u64, id: RequestId) {
-        if let Some(exchange) = self.open.get_mut(&token) {
-            exchange.upstream = Some(id);
-        }
-    }
-
     /// The exchange a question of server `from` (`None`: the one server behind) is
-    /// about, when it names the request (`related`, by the id the exchange was sent
-    /// under there): that one, if it is open and may be asked one; `None` otherwise.
-    /// Ids are each server's own: only an exchange at the server that asks matches.
-    pub fn related(&self, from: Option<&str>, related: &RequestId) -> Option<u64> {
-        self.open.iter().find_map(|(token, e)| {
-            let same_server = match (from, &e.server) {
-                (Some(asking), Some(at)) => asking == at.as_str(),
-                _ => true,
-            };
-            let about = e.upstream.as_ref() == Some(related);
-            (about && same_server && may_ask_for_input(e.method)).then_some(*token)
-        })
+    /// about, when it names exchange `related`: that one, if it is open, at the server
+    /// that asks, and may be asked one; `None` otherwise.
+    pub fn related(&self, from: Option<&str>, related: u64) -> Option<u64> {
+        let e = self.open.get(&related)?;
+        let same_server = match (from, &e.server) {
+            (Some(asking), Some(at)) => asking == at.as_str(),
+            _ => true,
+        };
+        (same_server && may_ask_for_input(e.method)).then_some(related)
     }
 
     /// The requests the host waits on (it holds no round of them) at the server that
@@ -371,19 +357,15 @@ mod tests {
         let a1 = t.open(at("a", 1, Method::CallTool));
         let b1 = t.open(at("b", 2, Method::CallTool));
         let list = t.open(at("a", 3, Method::ListTools));
-        // Each server numbers its own requests: the same id at two servers.
-        t.sent_as(a1, id(0));
-        t.sent_as(b1, id(0));
-        t.sent_as(list, id(1));
-        assert_eq!(t.related(Some("a"), &id(0)), Some(a1));
-        assert_eq!(t.related(Some("b"), &id(0)), Some(b1));
-        assert_eq!(t.related(Some("c"), &id(0)), None);
+        assert_eq!(t.related(Some("a"), a1), Some(a1));
+        assert_eq!(t.related(Some("b"), b1), Some(b1));
+        // Only the server it went to asks about it.
+        assert_eq!(t.related(Some("b"), a1), None);
+        assert_eq!(t.related(Some("c"), a1), None);
         // A list may not be asked anything, whatever the server says.
-        assert_eq!(t.related(Some("a"), &id(1)), None);
-        // Not sent yet, or another id: nobody's by relation.
-        assert_eq!(t.related(Some("a"), &id(7)), None);
+        assert_eq!(t.related(Some("a"), list), None);
         t.remove(a1);
-        assert_eq!(t.related(Some("a"), &id(0)), None, "over");
+        assert_eq!(t.related(Some("a"), a1), None, "over");
     }
 
     #[test]

@@ -202,12 +202,6 @@ impl<H, Q, A> Relay<H, Q, A> {
         self.exchanges.insert(token, exchange);
     }
 
-    /// Exchange `token` was sent to its server under `id` (a question about it names
-    /// that id).
-    pub fn sent_as(&mut self, token: u64, id: RequestId) {
-        self.exchanges.sent_as(token, id);
-    }
-
     /// Exchange `token`, while it is open.
     pub fn exchange(&self, token: u64) -> Option<&Exchange<H>> {
         self.exchanges.get(token)

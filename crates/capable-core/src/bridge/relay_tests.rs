@@ -4,6 +4,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::bridge::commands::Related;
 use crate::jsonrpc::Payload;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -289,30 +290,32 @@ fn a_question_that_names_its_request_goes_to_that_exchange_even_in_a_shared_sess
     let mut r = relay();
     let one = open(&mut r, 1, Method::CallTool, &call("a"), "a");
     let two = open(&mut r, 2, Method::CallTool, &call("b"), "b");
-    r.sent_as(one, id(40));
-    r.sent_as(two, id(41));
+    let named = |token| Some(Related::Exchange(token));
     // Two hosts the relay cannot tell apart, both waiting: by relation, each its own.
     assert_eq!(
-        r.whose_question(None, true, Some(&id(41))),
+        r.whose_question(None, true, named(two)),
         Whose::Exchange(two)
     );
     assert_eq!(
-        r.whose_question(None, true, Some(&id(40))),
+        r.whose_question(None, true, named(one)),
         Whose::Exchange(one)
     );
     // A request that is no exchange of the host's (the bridge's own): nobody's here.
-    assert_eq!(r.whose_question(None, true, Some(&id(9))), Whose::Nobody);
+    let other = Some(Related::Other);
+    assert_eq!(r.whose_question(None, true, other), Whose::Nobody);
+    // An exchange that is over: nobody's either.
+    assert_eq!(r.whose_question(None, true, named(99)), Whose::Nobody);
     // Without a relation, still never a guess.
     assert!(matches!(
         r.whose_question(None, true, None),
         Whose::PutToNone { .. }
     ));
     // A legacy host's question is about the request named, not the oldest.
-    assert_eq!(r.about(None, Some(&id(41))), Some(id(2)));
+    assert_eq!(r.about(None, named(two)), Some(id(2)));
     assert_eq!(
-        r.about(None, Some(&id(9))),
+        r.about(None, other),
         Some(id(1)),
-        "unknown: the oldest"
+        "not the host's: the oldest"
     );
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::connection::{Command, Connection, Question, Upstream};
+use super::connection::{Command, Connection, Question, Related, Upstream};
 use super::{Exchange, Sealing};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::seal::{Caller, KeyRing, SealKey, Text};
@@ -463,23 +463,20 @@ fn a_question_that_names_its_request_is_its_unless_that_ones_round_is_out_and_an
     r.engine_mut().set_shared(true);
     let (out, _, _) = round_at(&mut r, t0);
     commands(&mut r);
-    let waits = request(&mut r, 2, params(json!({"env": "dev"})), t0).expect("sent on");
+    request(&mut r, 2, params(json!({"env": "dev"})), t0).expect("sent on");
     let three = request(&mut r, 3, params(json!({"env": "qa"})), t0).expect("sent on");
-    for (token, upstream) in [(out, 10), (waits, 11), (three, 12)] {
-        r.sent_as(token, RequestId::Number(upstream));
-    }
-    let about = |upstream: i64, message: &str, waiter: &'static str| {
+    let about = |token: u64, message: &str, waiter: &'static str| {
         let asked = Question::new(None, ServerMethod::Elicit, confirm(message), waiter);
-        Upstream::Asked(asked.about(Some(RequestId::Number(upstream))))
+        Upstream::Asked(asked.about(Some(Related::Exchange(token))))
     };
     // Two requests wait: a question on call 3's stream is call 3's, exactly.
-    r.handle_upstream(80, about(12, "Deploy to qa?", "w80"), t0);
+    r.handle_upstream(80, about(three, "Deploy to qa?", "w80"), t0);
     assert!(replies(&commands(&mut r)).is_empty());
     let host = written(&mut r);
     assert_eq!((host.len(), &host[0]["id"]), (1, &json!(3)), "{host:?}");
     // Now call 2 alone waits, and call 1's round is out: a question on call 1's stream
     // (a server that could not tell) is the waiting call's, as one naming none is.
-    r.handle_upstream(81, about(10, "Deploy to dev?", "w81"), t0);
+    r.handle_upstream(81, about(out, "Deploy to dev?", "w81"), t0);
     assert!(replies(&commands(&mut r)).is_empty());
     let host = written(&mut r);
     assert_eq!((host.len(), &host[0]["id"]), (1, &json!(2)), "{host:?}");

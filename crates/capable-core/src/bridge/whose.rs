@@ -4,6 +4,7 @@
 //! never a guess among hosts a shared session cannot tell apart, but for the one rule
 //! sealed rounds need.
 
+use super::super::commands::Related;
 use super::super::exchanges::Asker;
 use super::Relay;
 use crate::jsonrpc::RequestId;
@@ -30,8 +31,12 @@ impl<H, Q, A> Relay<H, Q, A> {
     /// server behind) is about: the one it names (`related`, the request whose stream
     /// it came on), else the oldest that may be asked one there. A legacy session is
     /// one host's.
-    pub fn about(&self, from: Option<&str>, related: Option<&RequestId>) -> Option<RequestId> {
-        if let Some(token) = related.and_then(|r| self.exchanges.related(from, r)) {
+    pub fn about(&self, from: Option<&str>, related: Option<Related>) -> Option<RequestId> {
+        let named = match related {
+            Some(Related::Exchange(token)) => self.exchanges.related(from, token),
+            _ => None,
+        };
+        if let Some(token) = named {
             return self.exchanges.progress_to(token).cloned();
         }
         match self.exchanges.asker(from, false, |_| false) {
@@ -76,7 +81,7 @@ impl<H, Q, A> Relay<H, Q, A> {
         &self,
         from: Option<&str>,
         shared: bool,
-        related: Option<&RequestId>,
+        related: Option<Related>,
     ) -> Whose {
         let holds = |token| self.rounds.holds(token);
         let one_waiting = || match self.exchanges.waiting(from, holds) {
@@ -84,7 +89,11 @@ impl<H, Q, A> Relay<H, Q, A> {
             _ => None,
         };
         if let Some(related) = related {
-            return match self.exchanges.related(from, related) {
+            let token = match related {
+                Related::Exchange(token) => self.exchanges.related(from, token),
+                Related::Other => None,
+            };
+            return match token {
                 Some(token) if holds(token) => Whose::Exchange(one_waiting().unwrap_or(token)),
                 Some(token) => Whose::Exchange(token),
                 None => Whose::Nobody,

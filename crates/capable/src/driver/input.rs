@@ -37,7 +37,7 @@ pub(crate) struct ServerRequest {
     /// The client's request it is about, when the transport knows (the request on
     /// whose stream it came): read by the handler with
     /// [`related_request`](crate::input::related_request).
-    pub(crate) related: Option<RequestId>,
+    pub(crate) related: crate::input::Related,
 }
 
 /// Answers the server's requests until the reader ends; with `tell_roots` (a legacy

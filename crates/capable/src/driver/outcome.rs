@@ -40,6 +40,9 @@ pub(crate) struct Waiter {
     /// Its slot in [`Slots`].
     slot: u32,
     pub(crate) progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+    /// The caller's own mark for the request ([`RequestOptions::tag`](crate::RequestOptions::tag)),
+    /// handed back with a question the server asks about it.
+    pub(crate) tag: Option<u64>,
 }
 
 /// Where one request's caller and whoever ends the request meet.
@@ -86,7 +89,11 @@ impl Slots {
                 slot
             }
         };
-        Waiter { slot, progress }
+        Waiter {
+            slot,
+            progress,
+            tag: None,
+        }
     }
 
     /// Gives slot `slot` back, dropping an outcome nobody took.

@@ -261,7 +261,18 @@ fn dispatch(
                 (Dispatched::Answered(None), st.finish(waiter, ended))
             }
             Event::Handled => (Dispatched::Answered(None), None),
-            other => (Dispatched::Other(Box::new(other)), None),
+            other => {
+                // A question about a request of ours: that request's tag, read while it
+                // is in flight (under the lock that holds its waiter).
+                let tag = match &other {
+                    Event::ServerRequest {
+                        related: Some(RequestId::Number(about)),
+                        ..
+                    } => st.conn.waiter_mut(*about).and_then(|w| w.tag),
+                    _ => None,
+                };
+                (Dispatched::Other(Box::new(other), tag), None)
+            }
         };
         (event, st.conn.take_notices(), waker)
     });
@@ -274,15 +285,18 @@ fn dispatch(
     let event = match event {
         Dispatched::Answered(Some(violation)) => return shared.events.violation(violation),
         Dispatched::Answered(None) => return,
-        Dispatched::Other(event) => *event,
+        Dispatched::Other(event, tag) => (*event, tag),
     };
     match event {
-        Event::Listen { id, item } => listen::deliver(shared, id, item),
-        Event::Notification {
-            notification: kind,
-            method,
-            params,
-        } => {
+        (Event::Listen { id, item }, _) => listen::deliver(shared, id, item),
+        (
+            Event::Notification {
+                notification: kind,
+                method,
+                params,
+            },
+            _,
+        ) => {
             let params = listen::params_of(&params);
             let notification = ServerNotification {
                 kind,
@@ -303,14 +317,18 @@ fn dispatch(
                 shared.dropped_notification();
             }
         }
-        Event::ServerRequest {
-            id,
-            kind,
-            method,
-            params,
-            related,
-        } => {
+        (
+            Event::ServerRequest {
+                id,
+                kind,
+                method,
+                params,
+                related,
+            },
+            tag,
+        ) => {
             let params = listen::params_of(&params);
+            let related = crate::input::Related { id: related, tag };
             let request = ServerRequest {
                 id,
                 kind,
@@ -361,8 +379,9 @@ enum Dispatched {
     /// violation to report.
     Answered(Option<Box<capable_core::Violation>>),
     /// A notification or a server request (boxed: responses, the common case, move
-    /// a small value out of the lock, not a whole event).
-    Other(Box<Event<super::Waiter>>),
+    /// a small value out of the lock, not a whole event), and the tag of the request
+    /// of ours a server request is about.
+    Other(Box<Event<super::Waiter>>, Option<u64>),
 }
 
 /// The transport failed one request: its waiter fails with `error`; the session goes on.

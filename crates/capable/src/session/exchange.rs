@@ -20,9 +20,6 @@ use super::Session;
 /// Receives progress of one request.
 pub type ProgressCallback = Box<dyn FnMut(&ProgressParams) + Send>;
 
-/// Told each id a request is sent under ([`RequestOptions::on_sent`]).
-pub type SentCallback = std::sync::Arc<dyn Fn(&capable_core::RequestId) + Send + Sync>;
-
 /// Per-request options.
 #[derive(Default)]
 pub struct RequestOptions {
@@ -41,11 +38,12 @@ pub struct RequestOptions {
     /// the session's handlers and retrying: for a caller that answers them itself (a
     /// bridge, whose own client retries with the answers).
     pub pass_input_required: bool,
-    /// Told the id the request is sent under as it is queued (and each new id a retry
-    /// of it is sent under) — before anything of it can reach the server, so before
-    /// any question the server asks about it ([`crate::input::related_request`] names
-    /// that id). Called with the session's lock held: keep it short (a channel send).
-    pub on_sent: Option<SentCallback>,
+    /// A mark of the caller's own for this request, kept with it (and with each retry
+    /// of it, under whatever id) and handed back with any question the server asks
+    /// about it: [`crate::input::related_tag`] reads it in the question's handler. A
+    /// caller that runs many requests on one session (a bridge) tells by it whose
+    /// question it is, with nothing to do per request but this number.
+    pub tag: Option<u64>,
 }
 
 /// Cancels a request if its future is dropped before the answer came, and gives its
@@ -211,16 +209,14 @@ impl Session {
         // moved out of it, and an id is smaller than an error.
         let mut refused = None;
         let (issued, started) = self.shared.write_starting(|st| {
-            let waiter = st.slots.open(Some(waker), ptx);
+            let mut waiter = st.slots.open(Some(waker), ptx);
+            waiter.tag = options.tag;
             let slot = waiter.slot();
             match st
                 .conn
                 .request(method, params, timing, waiter, now, &mut st.out)
             {
                 Ok(id) => {
-                    if let Some(sent) = &options.on_sent {
-                        sent(&capable_core::RequestId::Number(id));
-                    }
                     if let Some(key) = key {
                         st.conn.cache_answer(id, key);
                     }

@@ -36,7 +36,7 @@ use crate::error::Error;
 use crate::events::ServerNotification;
 use crate::options::ClientOptions;
 
-pub use exchange::{ProgressCallback, RequestOptions, SentCallback};
+pub use exchange::{ProgressCallback, RequestOptions};
 pub use input_required::MAX_INPUT_ROUNDS;
 pub use listener::{ListenEvent, Listener};
 pub use skills::LoadedSkill;

@@ -1,9 +1,11 @@
 //! A server's question on a request's POST stream names that request: the handler
 //! that answers it reads which request of the client's it is about
-//! ([`capable::input::related_request`]), by the id the client sent it with.
+//! ([`capable::input::related_request`]), by the id the client sent it with, and the
+//! tag the caller gave that request ([`capable::input::related_tag`]).
 
-use capable::input::related_request;
-use capable::InputHandlers;
+use capable::input::{related_request, related_tag};
+use capable::{InputHandlers, RequestOptions};
+use capable_core::Method;
 use http_peer::event;
 
 use super::*;
@@ -33,7 +35,7 @@ async fn a_question_on_a_requests_stream_names_that_request_to_the_handler() {
             move |params: Value| {
                 let about = related_request();
                 let message = params["message"].as_str().unwrap_or("").to_owned();
-                let _ = seen.send((message, about));
+                let _ = seen.send((message, about, related_tag()));
                 Box::pin(async { Ok(json!({"action": "decline"})) })
             }
         })),
@@ -42,20 +44,30 @@ async fn a_question_on_a_requests_stream_names_that_request_to_the_handler() {
     let session = capable::connect_http(config(&peer.url), options)
         .await
         .expect("connected");
-    // Two calls at once, each on its own stream.
-    let (a, b) = tokio::join!(
-        session.call_tool("first", None),
-        session.call_tool("second", None)
-    );
-    assert_eq!(a.expect("first").content[0]["text"], "first");
-    assert_eq!(b.expect("second").content[0]["text"], "second");
+    // Two calls at once, each on its own stream, each tagged by the caller.
+    let call = |name: &'static str, tag: u64| {
+        let options = RequestOptions {
+            tag: Some(tag),
+            ..Default::default()
+        };
+        let params = json!({"name": name, "arguments": {}});
+        let session = &session;
+        async move {
+            session
+                .request::<_, Value>(Method::CallTool, &params, options)
+                .await
+        }
+    };
+    let (a, b) = tokio::join!(call("first", 7), call("second", 9));
+    assert_eq!(a.expect("first")["content"][0]["text"], "first");
+    assert_eq!(b.expect("second")["content"][0]["text"], "second");
     // Each question named the call it came with, by the id the client sent.
     let sent: Vec<(String, Value)> = peer
         .posts("tools/call")
         .iter()
         .map(|p| (tool_name(p).unwrap_or("").to_owned(), id(p)))
         .collect();
-    let mut questions = Vec::new();
+    let mut questions: Vec<(String, Option<capable_core::RequestId>, Option<u64>)> = Vec::new();
     while questions.len() < 2 {
         let next = tokio::time::timeout(Duration::from_secs(5), asked.recv()).await;
         questions.push(
@@ -66,13 +78,19 @@ async fn a_question_on_a_requests_stream_names_that_request_to_the_handler() {
     }
     assert_eq!(sent.len(), 2, "{sent:?}");
     for (tool, call_id) in sent {
-        let about = questions
+        let (_, about, tag) = questions
             .iter()
-            .find(|(message, _)| *message == tool)
-            .and_then(|(_, about)| about.clone());
-        let about = about.map(|id| serde_json::to_value(id).expect("an id"));
+            .find(|(message, _, _)| *message == tool)
+            .expect("asked");
+        let about = about
+            .clone()
+            .map(|id| serde_json::to_value(id).expect("an id"));
         assert_eq!(about, Some(call_id), "the question of {tool}");
+        // And by the caller's own tag for it: no map from ids kept by the caller.
+        let want = if tool == "first" { 7 } else { 9 };
+        assert_eq!(*tag, Some(want), "the question of {tool}");
     }
     assert_eq!(related_request(), None, "outside a handler");
+    assert_eq!(related_tag(), None, "outside a handler");
     session.close().await;
 }
