@@ -222,3 +222,81 @@ fn a_legacy_hosts_log_level_holds_on_every_replica_before_a_2026_server() {
     let flags = ["--server", "live", "--protocol", "modern"];
     the_level_holds_on_every_replica("modern", servers, &flags, "test_tool_with_logging", 0);
 }
+
+#[test]
+fn with_redis_gone_a_level_holds_on_its_replica_when_open_and_is_refused_when_closed() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let key = key_file("level-down.key", 0x62);
+    let replica = |when_down: &str| {
+        let gateway = json!({"store": {"redis": redis.url(), "timeout": "300ms",
+                                       "whenDown": when_down}});
+        let servers = json!({"fx": bridge_support::many_entry("conformance", &[])});
+        let text = json!({"gateway": gateway, "mcpServers": servers});
+        let file = TempFile::new(
+            &format!("replica-level-{when_down}.json"),
+            &text.to_string(),
+        );
+        let flags = [
+            "--config",
+            file.path(),
+            "--seal-key-file",
+            key.to_str().unwrap(),
+            "--server",
+            "fx",
+        ];
+        let (bridge, port) = listening_env(&flags, &[]);
+        (bridge, port, file)
+    };
+    let tool = "test_tool_with_logging";
+    let (open, o, _f) = replica("open");
+    let (closed, c, _g) = replica("closed");
+    let open_session = initialize_at(o, "2025-11-25");
+    let closed_session = initialize_at(c, "2025-11-25");
+    redis.stop();
+
+    // open: served as without a store — the level holds on the replica that took it.
+    set_level(o, &open_session, 2, "error");
+    let down = open.audit_until(|l| l["event"] == "store_down");
+    assert_eq!(down["use"], "log level", "{down}");
+    let on_o = standalone(o, &open_session, None);
+    assert_eq!(lines_of_a_call(o, &open_session, 3, tool, &on_o, 0), 0);
+
+    // closed: refused, saying why; the store's name and address are not in it.
+    let refused = ask(
+        c,
+        &closed_session,
+        2,
+        "logging/setLevel",
+        json!({"level": "error"}),
+    );
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("store") && !message.contains("127.0.0.1"),
+        "{refused}"
+    );
+    closed.audit_until(|l| l["event"] == "store_down" && l["use"] == "log level");
+
+    // Redis back (empty): once the store has rested, the level is taken and kept.
+    redis.restart();
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = ask(
+            c,
+            &closed_session,
+            3,
+            "logging/setLevel",
+            json!({"level": "warning"}),
+        );
+        if answer.get("result").is_some() {
+            break;
+        }
+        assert!(Instant::now() < until, "{answer}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let levels = kept(&redis);
+    assert_eq!(levels.len(), 1, "{levels:?}");
+    assert_eq!(levels[0].1, "warning");
+}
