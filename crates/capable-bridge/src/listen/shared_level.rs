@@ -77,13 +77,10 @@ impl Level {
         })
     }
 
-    /// The session is known by sealed id `id` from now on: its level is watched, and
+    /// The session is known by sealed id `id` from now on: its level is watched and
     /// read once the host is ready ([`Level::refresh`]).
     pub fn sealed(&mut self, id: &str) {
-        let key = crate::store::key(KIND, &[id]);
-        // Watched before it is read: no change is missed in between.
-        self.watch = self.store.levels().map(|levels| levels.watch(&key));
-        self.key = Some(key);
+        self.key = Some(crate::store::key(KIND, &[id]));
         self.unread = true;
     }
 
@@ -155,18 +152,25 @@ impl Level {
 
     /// The level read, if it is to be and the host is `ready` (its `initialize`
     /// answered here): a level other than the one applied here is applied
-    /// ([`Level::take_replay`]). `upstream_keeps` as for [`Level::active`].
+    /// ([`Level::take_replay`]). The first time, the level is watched from then on —
+    /// unless the server behind keeps it (`upstream_keeps`, as for [`Level::active`]),
+    /// when nothing of it is kept here ever.
     pub async fn refresh(&mut self, ready: bool, upstream_keeps: bool) {
         if !self.unread || !ready {
             return;
         }
         self.unread = false;
-        let Some(key) = self.active(upstream_keeps).map(str::to_owned) else {
+        let (Some(key), Some(levels)) = (self.key.clone(), self.store.levels()) else {
             return;
         };
-        let Some(levels) = self.store.levels() else {
+        if upstream_keeps {
+            self.key = None;
             return;
-        };
+        }
+        if self.watch.is_none() {
+            // Watched before it is read: no change is missed in between.
+            self.watch = Some(levels.watch(&key));
+        }
         let kept = match levels.level(&key).await {
             Ok(kept) => kept,
             Err(e) => {
@@ -303,7 +307,9 @@ mod tests {
         a.sealed("sealed-id");
         b.sealed("sealed-id");
         // Taken up with nothing kept: nothing applied.
+        a.refresh(true, false).await;
         b.refresh(true, false).await;
+        assert_eq!(replayed(&mut a), None);
         assert_eq!(replayed(&mut b), None);
 
         // The host's setLevel on A, answered: kept before the host has its answer.
@@ -349,8 +355,14 @@ mod tests {
         assert_eq!(replayed(&mut a), None);
         a.refresh(true, false).await;
         assert_eq!(replayed(&mut a).as_deref(), Some("debug"));
-        // One legacy HTTP server keeps the host's level itself: nothing here.
+        // One legacy HTTP server keeps the host's level itself: nothing here, ever.
         assert_eq!(a.before(true, &set_level("1", "error")), None);
+        let mut kept_upstream = Level::new(Some(&store), WhenDown::Open, log.clone()).unwrap();
+        kept_upstream.sealed("s");
+        kept_upstream.refresh(true, true).await;
+        assert!(kept_upstream.watch.is_none());
+        assert_eq!(replayed(&mut kept_upstream), None);
+        assert_eq!(kept_upstream.before(false, &set_level("1", "error")), None);
         // A refused setLevel is not kept; nor a level that is none.
         a.wait(1, a.before(false, &set_level("1", "error")));
         let mut refused = bytes::Bytes::from(
