@@ -223,7 +223,9 @@ pub async fn run(
                         shared.sealed(&id);
                     }
                     if let Some(level) = &mut level {
-                        level.sealed(&id);
+                        // A restore seals the task before it replays `initialize`; a
+                        // session begun here is sealed once its `initialize` is answered.
+                        level.sealed(&id, host.version().is_none());
                     }
                 }
                 Some(Command::Resumption { reply }) => {

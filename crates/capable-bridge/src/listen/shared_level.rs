@@ -44,6 +44,9 @@ pub struct Level {
     watch: Option<Watch>,
     /// The level to be read (taken up, told of a change) once the host is ready.
     unread: bool,
+    /// The session was begun here: nothing can be kept for it yet, and the first read
+    /// is spared.
+    begun_here: bool,
     /// The level applied on this replica last (the host's, or read from the store).
     applied: Option<LogLevel>,
     /// The host's `setLevel`s in flight here, by the stream of their answer.
@@ -70,6 +73,7 @@ impl Level {
             key: None,
             watch: None,
             unread: false,
+            begun_here: false,
             applied: None,
             pending: HashMap::new(),
             next: 0,
@@ -77,11 +81,13 @@ impl Level {
         })
     }
 
-    /// The session is known by sealed id `id` from now on: its level is watched and
-    /// read once the host is ready ([`Level::refresh`]).
-    pub fn sealed(&mut self, id: &str) {
+    /// The session is known by sealed id `id` from now on: its level is watched once
+    /// the host is ready ([`Level::refresh`]), and read then when the session was
+    /// `restored` here (one begun here has nothing kept yet: its id is not out).
+    pub fn sealed(&mut self, id: &str, restored: bool) {
         self.key = Some(crate::store::key(KIND, &[id]));
         self.unread = true;
+        self.begun_here = !restored;
     }
 
     /// The session's key, when the host's level is kept in the store: it is sealed, and
@@ -170,6 +176,9 @@ impl Level {
         if self.watch.is_none() {
             // Watched before it is read: no change is missed in between.
             self.watch = Some(levels.watch(&key));
+        }
+        if std::mem::take(&mut self.begun_here) {
+            return;
         }
         let kept = match levels.level(&key).await {
             Ok(kept) => kept,
@@ -304,8 +313,8 @@ mod tests {
         let (log, path) = audit("applied");
         let mut a = Level::new(Some(&store), WhenDown::Open, log.clone()).unwrap();
         let mut b = Level::new(Some(&store), WhenDown::Open, log).unwrap();
-        a.sealed("sealed-id");
-        b.sealed("sealed-id");
+        a.sealed("sealed-id", true);
+        b.sealed("sealed-id", true);
         // Taken up with nothing kept: nothing applied.
         a.refresh(true, false).await;
         b.refresh(true, false).await;
@@ -347,7 +356,7 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(Levels::default());
         let (log, path) = audit("kept");
         let mut a = Level::new(Some(&store), WhenDown::Open, log.clone()).unwrap();
-        a.sealed("s");
+        a.sealed("s", true);
         let key = crate::store::key(KIND, &["s"]);
         store.levels().unwrap().set(&key, "debug").await.unwrap();
         // Restored, the host's `initialize` not answered yet: not read.
@@ -355,10 +364,19 @@ mod tests {
         assert_eq!(replayed(&mut a), None);
         a.refresh(true, false).await;
         assert_eq!(replayed(&mut a).as_deref(), Some("debug"));
+        // A session begun here is not read as it is taken up (nothing can be kept for
+        // it yet; "debug" is there only because this test put it there), but when told.
+        let mut begun = Level::new(Some(&store), WhenDown::Open, log.clone()).unwrap();
+        begun.sealed("s", false);
+        begun.refresh(true, false).await;
+        assert_eq!(replayed(&mut begun), None);
+        begun.told();
+        begun.refresh(true, false).await;
+        assert_eq!(replayed(&mut begun).as_deref(), Some("debug"));
         // One legacy HTTP server keeps the host's level itself: nothing here, ever.
         assert_eq!(a.before(true, &set_level("1", "error")), None);
         let mut kept_upstream = Level::new(Some(&store), WhenDown::Open, log.clone()).unwrap();
-        kept_upstream.sealed("s");
+        kept_upstream.sealed("s", true);
         kept_upstream.refresh(true, true).await;
         assert!(kept_upstream.watch.is_none());
         assert_eq!(replayed(&mut kept_upstream), None);
@@ -387,7 +405,7 @@ mod tests {
         let mut open = Level::new(Some(&store), WhenDown::Open, log.clone()).unwrap();
         let mut closed = Level::new(Some(&store), WhenDown::Closed, log).unwrap();
         for level in [&mut open, &mut closed] {
-            level.sealed("s");
+            level.sealed("s", true);
             level.wait(3, level.before(false, &set_level("9", "warning")));
         }
         let ok = r#"{"jsonrpc":"2.0","id":"9","result":{}}"#;
