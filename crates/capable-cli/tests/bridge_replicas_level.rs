@@ -14,7 +14,8 @@
 //! seal; C, told, applies it — its call gets no line. A is SIGKILLed; B, which never
 //! saw the session, restores it from its seal and reads the level: its call gets no
 //! line either. The host asks for `debug` on B: C, told, gets the lines; so does D, a
-//! replica started then, which reads it as it restores the session.
+//! replica started then, which reads it as it restores the session. Calls cost the
+//! store nothing (its command count, `INFO stats`): the level is never read per request.
 //! Skipped without `redis-server`. A few seconds each.
 
 #[path = "bridge_support/mod.rs"]
@@ -62,6 +63,34 @@ fn kept(redis: &RedisServer) -> Vec<(String, String, i64)> {
             (key, value, parts.next().unwrap().parse().unwrap())
         })
         .collect()
+}
+
+/// How many commands the store has processed (`INFO stats`), this one not counted.
+fn commands_processed(redis: &RedisServer) -> u64 {
+    use std::io::{Read, Write};
+    let port = redis
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut s = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    s.write_all(b"INFO stats\r\n").unwrap();
+    let mut text = String::new();
+    let mut chunk = [0u8; 4096];
+    while !text.contains("total_commands_processed:") || !text.ends_with("\r\n") {
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "{text}");
+        text.push_str(&String::from_utf8_lossy(&chunk[..n]));
+    }
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("total_commands_processed:"));
+    line.unwrap()[25..].trim().parse().unwrap()
 }
 
 /// The log lines a call of `tool` in `session` on `port` brings: on its own stream or
@@ -183,6 +212,15 @@ fn the_level_holds_on_every_replica(
     applied(&c_bridge, "debug");
     assert_eq!(lines_of_a_call(c, &session, 7, tool, &on_c, 3), 3);
     assert_eq!(lines_of_a_call(b, &session, 8, tool, &on_b, 3), 3);
+    // Nothing of the level is read per request: four calls, and the store counts the
+    // first `INFO`, and at most B's read of the word its own setLevel sent (told as C
+    // was, it may read a moment later) — never one a call.
+    let before = commands_processed(&redis);
+    for id in 10..14 {
+        assert_eq!(lines_of_a_call(c, &session, id, tool, &on_c, 3), 3);
+    }
+    let spent = commands_processed(&redis) - before;
+    assert!((1..=2).contains(&spent), "{spent}");
     assert!(!b_bridge
         .audit()
         .iter()
