@@ -17,7 +17,7 @@
 //! | what | how | why |
 //! |---|---|---|
 //! | [`SharedLevels::set`] | a Lua script: `SET key level PX ttl`, then `PUBLISH` on a channel named as the key | atomic: the word goes out once the level is kept |
-//! | [`SharedLevels::level`] | `GET key` | read by a replica taking the session up, and at each word: never per request |
+//! | [`SharedLevels::level`] | `GETRANGE key 0 16`: a level's name and one byte more at most | read by a replica taking the session up, and at each word: never per request; bounded whatever the key holds |
 //! | [`SharedLevels::watch`] | the subscriptions' pub/sub connection ([`subscriptions`](super::subscriptions)), `PSUBSCRIBE capable:level:*` on it too | a word carries nothing but its channel (the level is read anew); a word lost while reconnecting is made up by a read of every watched level once back |
 
 use std::time::Duration;

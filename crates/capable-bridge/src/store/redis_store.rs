@@ -390,16 +390,25 @@ impl SharedLevels for RedisStore {
     }
 
     fn level(&self, key: &str) -> Answer<Option<String>> {
-        self.read(key)
-            .map(|read| {
-                // Bounded: a value longer than a level's name is none of ours.
-                read.map(|value| {
-                    value
-                        .filter(|v| v.len() <= levels::MAX_LEN)
-                        .and_then(|v| String::from_utf8(v).ok())
+        let store = self.clone();
+        let key = key.to_owned();
+        async move {
+            // Bounded: at most one byte more than a level's name is read, and a value
+            // longer than a name is none of ours (none at all reads as empty).
+            let value = store
+                .call(|mut c| async move {
+                    redis::cmd("GETRANGE")
+                        .arg(&key)
+                        .arg(0)
+                        .arg(levels::MAX_LEN)
+                        .query_async::<Vec<u8>>(&mut c)
+                        .await
                 })
-            })
-            .boxed()
+                .await?;
+            let ours = !value.is_empty() && value.len() <= levels::MAX_LEN;
+            Ok(ours.then(|| String::from_utf8(value).ok()).flatten())
+        }
+        .boxed()
     }
 
     fn watch(&self, key: &str) -> Watch {
