@@ -71,6 +71,33 @@ async fn two_replicas_share_one_callers_rate_calls_and_spent_states() {
 }
 
 #[tokio::test]
+async fn a_level_set_by_one_replica_is_read_by_another_told_of_it() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = (store(&redis), store(&redis));
+    let (a, b) = (a.levels().unwrap(), b.levels().unwrap());
+    let key = "capable:level:k";
+    assert_eq!(b.level(key).await.unwrap(), None);
+    let watch = b.watch(key);
+    // Told once its pub/sub connection is up (for the words it may have missed).
+    let told = Duration::from_secs(5);
+    tokio::time::timeout(told, watch.changed()).await.unwrap();
+    a.set(key, "error").await.unwrap();
+    tokio::time::timeout(told, watch.changed()).await.unwrap();
+    assert_eq!(b.level(key).await.unwrap().as_deref(), Some("error"));
+    // Kept as long as a sealed session lives, by name only.
+    let ttl = redis.command(&format!("PTTL {key}")).unwrap();
+    let ttl: i64 = ttl.trim_start_matches(':').parse().unwrap();
+    assert!(ttl > 23 * 3_600_000, "{ttl}");
+    // A value no level's name is as long as is none of ours.
+    redis
+        .command(&format!("SET {key} {}", "x".repeat(64)))
+        .unwrap();
+    assert_eq!(b.level(key).await.unwrap(), None);
+}
+
+#[tokio::test]
 async fn a_stopped_redis_fails_fast_and_is_found_again_when_it_is_back() {
     let Some(mut redis) = RedisServer::start() else {
         return;

@@ -162,6 +162,10 @@ fn a_sealed_gateway_without_a_store_says_what_it_gives_up_and_a_store_away_is_na
         "{said}"
     );
     assert!(
+        said.contains("and so does the log level it sets (logging/setLevel)"),
+        "{said}"
+    );
+    assert!(
         said.contains("a task of the bridge's own (a legacy host's task call a 2026-07-28 server answered at once) is known only to the replica that made it"),
         "{said}"
     );

@@ -47,6 +47,7 @@ mod sealed;
 
 pub(crate) use sealed::sealed_caller;
 mod session;
+mod shared_level;
 mod shared_subscriptions;
 mod sse;
 

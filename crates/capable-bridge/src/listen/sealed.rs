@@ -65,12 +65,18 @@
 //!   delivers the updates, told of each change (`shared_subscriptions.rs`). The
 //!   replica a subscribe reaches sends it on (the host is answered as the server
 //!   answered), adds it to the set, and lets it go again unless it holds the stream;
-//!   the replica a reconnected `GET` reaches reads the set and subscribes to it.
+//!   the replica a reconnected `GET` reaches reads the set and subscribes to it;
+//! - in the same three cases the host's log level (`logging/setLevel`): with a store,
+//!   the level's name is kept there once a replica's `setLevel` is answered, and
+//!   every replica holding the session is told; each applies the level kept when it
+//!   restores the session and when told it changed, as a host's `setLevel` applies
+//!   there (`shared_level.rs`).
 //!
 //! What stays with the replica that saw it:
 //!
-//! - without a store, the subscriptions just above: that replica's record (delivered
-//!   while the host's `GET` is on it); stdio servers' own state (per-session state of
+//! - without a store, the subscriptions and log level just above: that replica's
+//!   record (subscriptions delivered while the host's `GET` is on it; the level
+//!   followed by that replica's requests and streams only); stdio servers' own state (per-session state of
 //!   a stdio server — what a tool remembered between calls — is that replica's);
 //! - the tasks the bridge answers itself for a legacy host (a 2026-07-28 server's call
 //!   that answered at once): their record is the replica's;

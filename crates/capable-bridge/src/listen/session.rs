@@ -16,6 +16,7 @@ use capable::internal::{Outbox, ProtocolVersion};
 use tokio::sync::{mpsc, oneshot};
 
 use super::queue;
+use super::shared_level::Level;
 use super::shared_subscriptions::{Intercept, Shared};
 use crate::host::{Host, Target};
 
@@ -64,8 +65,9 @@ pub enum Command {
     /// The one server behind is to be re-attached to this HTTP session of its when the
     /// host's `initialize` connects it (a sealed session continued here).
     Resume(capable::Resumption),
-    /// The session is known by this sealed id from now on (its subscriptions are kept
-    /// in the store under a key derived from it, when the gateway has one).
+    /// The session is known by this sealed id from now on (its subscriptions and log
+    /// level are kept in the store under keys derived from it, when the gateway has
+    /// one).
     Sealed(String),
     /// What another replica needs to re-attach to the one server's HTTP session.
     Resumption {
@@ -106,6 +108,11 @@ pub async fn run(
     let config = &target.config;
     let mut shared = match replicated {
         true => Shared::new(config.store.as_ref(), config.store_when_down, audit.clone()),
+        false => None,
+    };
+    // And its log level.
+    let mut level = match replicated {
+        true => Level::new(config.store.as_ref(), config.store_when_down, audit.clone()),
         false => None,
     };
     let mut host = Host::new(target, kind == Kind::Modern);
@@ -151,6 +158,9 @@ pub async fn run(
                         Some(shared) => shared.before(host.keeps_state_upstream(), &message).await,
                         None => Intercept::Pass(None),
                     };
+                    let asks = level
+                        .as_ref()
+                        .and_then(|level| level.before(host.keeps_state_upstream(), &message));
                     let stream = streams.open(id.clone());
                     let (tx, events) = queue::stream(bound);
                     readers.insert(stream, tx);
@@ -159,6 +169,9 @@ pub async fn run(
                         Intercept::Pass(change) => {
                             if let Some(shared) = &mut shared {
                                 shared.wait(stream, change);
+                            }
+                            if let Some(level) = &mut level {
+                                level.wait(stream, asks);
                             }
                             // The version is known once the host said it (initialize,
                             // or its envelope): the request's answer may come at once.
@@ -209,6 +222,11 @@ pub async fn run(
                     if let Some(shared) = &mut shared {
                         shared.sealed(&id);
                     }
+                    if let Some(level) = &mut level {
+                        // A restore seals the task before it replays `initialize`; a
+                        // session begun here is sealed once its `initialize` is answered.
+                        level.sealed(&id, host.version().is_none());
+                    }
                 }
                 Some(Command::Resumption { reply }) => {
                     let _ = reply.send(host.resumption());
@@ -242,6 +260,11 @@ pub async fn run(
                     shared.reconcile().await;
                 }
             }
+            () = level_changed(&level) => {
+                if let Some(level) = &mut level {
+                    level.told();
+                }
+            }
         }
         let [first, second] = host.take_output();
         for out in [first, second, own] {
@@ -254,6 +277,9 @@ pub async fn run(
                     shared
                         .answered(host.listens(), stream, &mut event.data)
                         .await;
+                }
+                if let (true, Some(level)) = (ends, &mut level) {
+                    level.answered(stream, &mut event.data).await;
                 }
                 if let Some(reader) = readers.get(&stream) {
                     match reader.send(event) {
@@ -301,8 +327,26 @@ pub async fn run(
                 host.message(message).await;
             }
         }
+        // The level kept for the session, read when taken up here or told it changed,
+        // once the host's `initialize` is answered: applied as the host's would be.
+        if let Some(level) = &mut level {
+            let ready = host.version().is_some();
+            level.refresh(ready, host.keeps_state_upstream()).await;
+            if let Some(message) = level.take_replay() {
+                host.message(message).await;
+            }
+        }
     }
     host.close().await;
+}
+
+/// Resolves when the session's log level may have changed in the store; never when it
+/// is not kept there.
+async fn level_changed(level: &Option<Level>) {
+    match level {
+        Some(level) => level.changed().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Resolves when the shared subscriptions changed while this replica holds the host's

@@ -1,6 +1,6 @@
 //! What a gateway's replicas must see at once, kept where they all see it: each
 //! caller's request rate, its tool calls at once, a `requestState` spent once, a
-//! legacy host's subscriptions, the tasks the bridge answers itself.
+//! legacy host's subscriptions and log level, the tasks the bridge answers itself.
 //!
 //! One replica keeps all of it in its memory ([`MemoryStore`], and the policy's own
 //! in-memory limits). Many replicas behind a load balancer name a shared store in the
@@ -14,6 +14,7 @@
 //! | [`Store::spend_once`] | `SET key 1 NX PX ttl` | the first to spend it wins, on any replica |
 //! | [`Store::keep`], [`Store::read`] | `SET key value PX ttl`; `GET key` | a task of the bridge's own, kept for every replica for its ttl (the core's `kept_tasks`) |
 //! | [`Store::subscriptions`] | a set per legacy session, and a word on a channel when it changes ([`subscriptions`]) | a host's subscriptions follow its stream to whichever replica holds it |
+//! | [`Store::levels`] | a level's name per legacy session, and a word on a channel when it is set ([`levels`]) | a host's log level holds on every replica holding its session |
 //!
 //! Every call is bounded: past the store's `timeout` the call fails
 //! ([`StoreError::TimedOut`]), and for a second after a failure the store is not asked
@@ -21,6 +22,7 @@
 //! request for longer than one timeout — what the replica does instead is the
 //! config's `whenDown`.
 
+pub mod levels;
 mod memory;
 mod redis_store;
 pub mod subscriptions;
@@ -30,6 +32,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
+pub use self::levels::SharedLevels;
 pub use self::memory::MemoryStore;
 pub use self::redis_store::RedisStore;
 pub use self::subscriptions::SharedSubscriptions;
@@ -131,6 +134,12 @@ pub trait Store: Send + Sync + 'static {
     /// (the default) for a store that is one replica's own, which has nobody to share
     /// them with.
     fn subscriptions(&self) -> Option<&dyn SharedSubscriptions> {
+        None
+    }
+
+    /// Where legacy hosts' log levels are kept for every replica to see; `None` (the
+    /// default) for a store that is one replica's own.
+    fn levels(&self) -> Option<&dyn SharedLevels> {
         None
     }
 }

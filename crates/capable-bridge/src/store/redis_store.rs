@@ -13,6 +13,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{IntoConnectionInfo, Script};
 use tokio::time::Instant;
 
+use super::levels::{self, SharedLevels};
 use super::subscriptions::{self, SharedSubscriptions, Watch, Watchers, MAX_URIS};
 use super::{Answer, Gcra, Store, StoreError};
 
@@ -76,6 +77,14 @@ redis.call('PUBLISH', KEYS[1], ARGV[1])
 return done
 ";
 
+/// A session's log level (`ARGV[1]`) kept `ARGV[2]` ms, and a word on the channel
+/// named as the key.
+const LEVEL: &str = r"
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('PUBLISH', KEYS[1], '=')
+return 1
+";
+
 /// A store in Redis.
 #[derive(Clone)]
 pub struct RedisStore {
@@ -87,9 +96,9 @@ struct Inner {
     timeout: Duration,
     /// Not asked before this, after a failure.
     resting_until: Mutex<Option<Instant>>,
-    scripts: [Script; 4],
-    /// For the subscriptions' channel: a connection of its own, opened once a session
-    /// watches.
+    scripts: [Script; 5],
+    /// For the subscriptions' and levels' channels: a connection of its own, opened
+    /// once a session watches.
     client: redis::Client,
     watchers: Arc<Watchers>,
     following: std::sync::Once,
@@ -165,6 +174,7 @@ impl RedisStore {
                     Script::new(ENTER),
                     Script::new(LEAVE),
                     Script::new(CHANGE),
+                    Script::new(LEVEL),
                 ],
                 client,
                 watchers: Arc::new(Watchers::default()),
@@ -302,6 +312,10 @@ impl Store for RedisStore {
     fn subscriptions(&self) -> Option<&dyn SharedSubscriptions> {
         Some(self)
     }
+
+    fn levels(&self) -> Option<&dyn SharedLevels> {
+        Some(self)
+    }
 }
 
 impl SharedSubscriptions for RedisStore {
@@ -348,6 +362,63 @@ impl SharedSubscriptions for RedisStore {
     }
 
     fn watch(&self, key: &str) -> Watch {
+        self.watch_channel(key)
+    }
+}
+
+impl SharedLevels for RedisStore {
+    fn set(&self, key: &str, level: &str) -> Answer<()> {
+        let store = self.clone();
+        let key = key.to_owned();
+        let level = level.to_owned();
+        let script = store.inner.scripts[4].clone();
+        let kept = u64::try_from(levels::KEPT.as_millis()).unwrap_or(u64::MAX);
+        async move {
+            store
+                .call(|mut c| async move {
+                    script
+                        .key(&key)
+                        .arg(&level)
+                        .arg(kept)
+                        .invoke_async::<i64>(&mut c)
+                        .await
+                })
+                .await
+                .map(|_| ())
+        }
+        .boxed()
+    }
+
+    fn level(&self, key: &str) -> Answer<Option<String>> {
+        let store = self.clone();
+        let key = key.to_owned();
+        async move {
+            // Bounded: at most one byte more than a level's name is read, and a value
+            // longer than a name is none of ours (none at all reads as empty).
+            let value = store
+                .call(|mut c| async move {
+                    redis::cmd("GETRANGE")
+                        .arg(&key)
+                        .arg(0)
+                        .arg(levels::MAX_LEN)
+                        .query_async::<Vec<u8>>(&mut c)
+                        .await
+                })
+                .await?;
+            let ours = !value.is_empty() && value.len() <= levels::MAX_LEN;
+            Ok(ours.then(|| String::from_utf8(value).ok()).flatten())
+        }
+        .boxed()
+    }
+
+    fn watch(&self, key: &str) -> Watch {
+        self.watch_channel(key)
+    }
+}
+
+impl RedisStore {
+    /// A watch of `key`'s channel; the replica's one pub/sub connection started first.
+    fn watch_channel(&self, key: &str) -> Watch {
         let inner = &self.inner;
         inner.following.call_once(|| {
             let follow = follow(
@@ -361,17 +432,17 @@ impl SharedSubscriptions for RedisStore {
     }
 }
 
-/// Tells the watchers of each set the word on its channel says changed, on a pub/sub
-/// connection of its own (`PSUBSCRIBE capable:subs:*`), reconnected a [`REST`] after
-/// it fails; once (re)connected every watcher is told, for the words it may have
-/// missed. Ends with the store.
+/// Tells the watchers of each set or level the word on its channel says changed, on a
+/// pub/sub connection of its own (`PSUBSCRIBE capable:subs:* capable:level:*`),
+/// reconnected a [`REST`] after it fails; once (re)connected every watcher is told,
+/// for the words it may have missed. Ends with the store.
 async fn follow(client: redis::Client, watchers: std::sync::Weak<Watchers>, timeout: Duration) {
     use futures_util::StreamExt;
-    let pattern = format!("capable:{}:*", subscriptions::KIND);
+    let patterns = [subscriptions::KIND, levels::KIND].map(|kind| format!("capable:{kind}:*"));
     loop {
         let connect = async {
             let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.psubscribe(&pattern).await?;
+            pubsub.psubscribe(&patterns[..]).await?;
             Ok::<_, redis::RedisError>(pubsub)
         };
         // Connecting is bounded as every call is (at least a second: it is no request's).

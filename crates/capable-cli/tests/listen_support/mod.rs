@@ -280,3 +280,74 @@ pub fn ask_with(
     let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     answer_of(&post(port, &all, message))
 }
+
+/// One SSE event of the host's standalone stream: its id and its message.
+pub type Event = (Option<String>, Value);
+
+/// The host's standalone `GET` on `port` in `session` (with `Last-Event-ID`
+/// `last`): its events as they come, the channel closed when the stream ends.
+pub fn standalone(
+    port: u16,
+    session: &str,
+    last: Option<&str>,
+) -> std::sync::mpsc::Receiver<Event> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut head = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+    );
+    if let Some(last) = last {
+        head.push_str(&format!("Last-Event-ID: {last}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    let mut reader = BufReader::new(s);
+    let mut status = String::new();
+    reader.read_line(&mut status).unwrap();
+    assert!(status.contains(" 200 "), "the GET: {status}");
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line.trim_end().is_empty() {
+            break;
+        }
+    }
+    let (tx, events) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Chunked: each chunk read as it comes; SSE events split at blank lines.
+        let (mut text, mut id, mut data) = (String::new(), None, String::new());
+        loop {
+            let mut size = String::new();
+            if reader.read_line(&mut size).unwrap_or(0) == 0 {
+                return;
+            }
+            let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+                return;
+            };
+            if size == 0 {
+                return;
+            }
+            let mut chunk = vec![0; size + 2];
+            if reader.read_exact(&mut chunk).is_err() {
+                return;
+            }
+            text.push_str(&String::from_utf8_lossy(&chunk[..size]));
+            while let Some(end) = text.find('\n') {
+                let line: String = text.drain(..=end).collect();
+                let line = line.trim_end_matches(['\r', '\n']);
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                } else if line.is_empty() {
+                    let message = serde_json::from_str(&data).unwrap_or(Value::Null);
+                    if !data.is_empty() && tx.send((id.take(), message)).is_err() {
+                        return;
+                    }
+                    data.clear();
+                }
+            }
+        }
+    });
+    events
+}
