@@ -209,6 +209,7 @@ pub async fn run(
                     if let Some(shared) = &mut shared {
                         shared.sealed(&id);
                     }
+                    host.sealed(&id);
                 }
                 Some(Command::Resumption { reply }) => {
                     let _ = reply.send(host.resumption());

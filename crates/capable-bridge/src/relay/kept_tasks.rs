@@ -55,22 +55,36 @@ impl Relay {
         self.keeping = Some((store, when_down));
     }
 
-    /// The bridge made task `task_id` for host request `id`: kept in the store first
-    /// when there is one, the answer held until then ([`Event::Kept`]); else the host
-    /// is answered now.
+    /// Host request `id` started `task` (the bridge's own, or the server's): kept in
+    /// the store first when it is the bridge's, and listed for the host's session
+    /// (`task_list.rs`), the answer held until then ([`Event::Kept`]); without a store
+    /// the host is answered now.
     pub(super) fn keep(
         &mut self,
         id: &RequestId,
-        task_id: &str,
+        task: &super::tasks::NewTask,
         exchange: Exchange,
         answer: Payload,
     ) {
-        let Some(keeping) = self.record(task_id) else {
-            return self.finish(id, exchange, Ok(answer));
+        let keeping = match task.own {
+            true => self.record(&task.task_id),
+            false => None,
         };
+        let listing = self.list_task(&task.task_id, task.own);
+        if keeping.is_none() && listing.is_none() {
+            return self.finish(id, exchange, Ok(answer));
+        }
         let held = Box::new((id.clone(), exchange, answer));
-        self.queue
-            .push(async move { Event::Kept(held, keeping.await) });
+        self.queue.push(async move {
+            let done = |f: Option<crate::store::Answer<()>>| async move {
+                match f {
+                    Some(f) => f.await,
+                    None => Ok(()),
+                }
+            };
+            let (kept, listed) = futures_util::future::join(done(keeping), done(listing)).await;
+            Event::Kept(held, kept.and(listed))
+        });
     }
 
     /// Task `task_id` being kept for every replica (`None`: no store, or the task is
@@ -183,7 +197,7 @@ impl Relay {
     }
 
     /// The store could not be reached (`e`) for a task: said in the audit.
-    fn store_down(&self, e: &StoreError, then: &str) {
+    pub(super) fn store_down(&self, e: &StoreError, then: &str) {
         self.audit.record(
             "store_down",
             json!({"side": "bridge", "use": "tasks", "error": e.to_string(), "notice": then}),

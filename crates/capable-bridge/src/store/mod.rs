@@ -1,6 +1,7 @@
 //! What a gateway's replicas must see at once, kept where they all see it: each
 //! caller's request rate, its tool calls at once, a `requestState` spent once, a
-//! legacy host's subscriptions, the tasks the bridge answers itself.
+//! legacy host's subscriptions and the tasks it started, the tasks the bridge answers
+//! itself.
 //!
 //! One replica keeps all of it in its memory ([`MemoryStore`], and the policy's own
 //! in-memory limits). Many replicas behind a load balancer name a shared store in the
@@ -14,6 +15,7 @@
 //! | [`Store::spend_once`] | `SET key 1 NX PX ttl` | the first to spend it wins, on any replica |
 //! | [`Store::keep`], [`Store::read`] | `SET key value PX ttl`; `GET key` | a task of the bridge's own, kept for every replica for its ttl (the core's `kept_tasks`) |
 //! | [`Store::subscriptions`] | a set per legacy session, and a word on a channel when it changes ([`subscriptions`]) | a host's subscriptions follow its stream to whichever replica holds it |
+//! | [`Store::task_lists`] | a sorted set per legacy session ([`task_lists`]) | a host's `tasks/list` lists the tasks it started through any replica |
 //!
 //! Every call is bounded: past the store's `timeout` the call fails
 //! ([`StoreError::TimedOut`]), and for a second after a failure the store is not asked
@@ -24,6 +26,7 @@
 mod memory;
 mod redis_store;
 pub mod subscriptions;
+pub mod task_lists;
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -33,6 +36,7 @@ use futures_util::future::BoxFuture;
 pub use self::memory::MemoryStore;
 pub use self::redis_store::RedisStore;
 pub use self::subscriptions::SharedSubscriptions;
+pub use self::task_lists::TaskLists;
 
 /// A request rate: a burst of `requests`, one more each `per / requests` (GCRA).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +135,12 @@ pub trait Store: Send + Sync + 'static {
     /// (the default) for a store that is one replica's own, which has nobody to share
     /// them with.
     fn subscriptions(&self) -> Option<&dyn SharedSubscriptions> {
+        None
+    }
+
+    /// Where legacy hosts' task lists are kept for every replica to see; `None` (the
+    /// default) for a store that keeps none.
+    fn task_lists(&self) -> Option<&dyn TaskLists> {
         None
     }
 }

@@ -14,6 +14,7 @@ use redis::{IntoConnectionInfo, Script};
 use tokio::time::Instant;
 
 use super::subscriptions::{self, SharedSubscriptions, Watch, Watchers, MAX_URIS};
+use super::task_lists::{self, TaskLists, MAX_TASKS};
 use super::{Answer, Gcra, Store, StoreError};
 
 /// How long the store is let rest after a failure before it is asked again.
@@ -76,6 +77,18 @@ redis.call('PUBLISH', KEYS[1], ARGV[1])
 return done
 ";
 
+/// An entry (`ARGV[1]`) added to a session's task list where it is not yet, scored by
+/// the server's clock (µs), the oldest let go past `ARGV[2]` entries, the list kept
+/// `ARGV[3]` ms.
+const ADD_TASK: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+redis.call('ZADD', KEYS[1], 'NX', now, ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[2]) + 1))
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+";
+
 /// A store in Redis.
 #[derive(Clone)]
 pub struct RedisStore {
@@ -87,7 +100,7 @@ struct Inner {
     timeout: Duration,
     /// Not asked before this, after a failure.
     resting_until: Mutex<Option<Instant>>,
-    scripts: [Script; 4],
+    scripts: [Script; 5],
     /// For the subscriptions' channel: a connection of its own, opened once a session
     /// watches.
     client: redis::Client,
@@ -165,6 +178,7 @@ impl RedisStore {
                     Script::new(ENTER),
                     Script::new(LEAVE),
                     Script::new(CHANGE),
+                    Script::new(ADD_TASK),
                 ],
                 client,
                 watchers: Arc::new(Watchers::default()),
@@ -301,6 +315,76 @@ impl Store for RedisStore {
 
     fn subscriptions(&self) -> Option<&dyn SharedSubscriptions> {
         Some(self)
+    }
+
+    fn task_lists(&self) -> Option<&dyn TaskLists> {
+        Some(self)
+    }
+}
+
+impl TaskLists for RedisStore {
+    fn add(&self, key: &str, entry: &str) -> Answer<()> {
+        let store = self.clone();
+        let key = key.to_owned();
+        let entry = entry.to_owned();
+        let script = store.inner.scripts[4].clone();
+        let kept = u64::try_from(task_lists::KEPT.as_millis()).unwrap_or(u64::MAX);
+        async move {
+            store
+                .call(|mut c| async move {
+                    script
+                        .key(&key)
+                        .arg(&entry)
+                        .arg(MAX_TASKS)
+                        .arg(kept)
+                        .invoke_async::<i64>(&mut c)
+                        .await
+                })
+                .await
+                .map(|_| ())
+        }
+        .boxed()
+    }
+
+    fn members(&self, key: &str) -> Answer<Vec<String>> {
+        let store = self.clone();
+        let key = key.to_owned();
+        async move {
+            let mut members = store
+                .call(|mut c| async move {
+                    redis::cmd("ZRANGE")
+                        .arg(&key)
+                        .arg(0)
+                        .arg(-1)
+                        .query_async::<Vec<String>>(&mut c)
+                        .await
+                })
+                .await?;
+            members.truncate(MAX_TASKS);
+            Ok(members)
+        }
+        .boxed()
+    }
+
+    fn remove(&self, key: &str, entries: Vec<String>) -> Answer<()> {
+        let store = self.clone();
+        let key = key.to_owned();
+        async move {
+            if entries.is_empty() {
+                return Ok(());
+            }
+            store
+                .call(|mut c| async move {
+                    redis::cmd("ZREM")
+                        .arg(&key)
+                        .arg(entries)
+                        .query_async::<i64>(&mut c)
+                        .await
+                })
+                .await
+                .map(|_| ())
+        }
+        .boxed()
     }
 }
 
