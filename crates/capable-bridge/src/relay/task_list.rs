@@ -107,7 +107,6 @@ impl Relay {
             audit: self.audit.clone(),
             server: self.servers.name().to_owned(),
             caller: sealed.caller().clone(),
-            prefix: self.started.prefix().to_owned(),
             inbox: self.inbox.clone(),
         })
     }
@@ -135,8 +134,6 @@ pub(super) struct Reading {
     audit: Arc<Audit>,
     server: String,
     caller: Caller<'static>,
-    /// This replica's own tasks' ids start with this and `-`.
-    prefix: String,
     inbox: super::Inbox,
 }
 
@@ -196,15 +193,12 @@ impl Reading {
                 }
             }
         }
-        let here = |id: &str| {
-            id.strip_prefix(self.prefix.as_str())
-                .is_some_and(|rest| rest.starts_with('-'))
-        };
-        // Another replica's tasks of the bridge's, read at once.
+        // The tasks of the bridge's this replica does not hold (another's, or one it
+        // let go), read from the store at once.
         let elsewhere: Vec<&str> = entries
             .iter()
             .filter_map(|e| parse(e))
-            .filter(|(own, id)| *own && !here(id))
+            .filter(|(own, id)| *own && !settled_here.contains_key(*id))
             .map(|(_, id)| id)
             .collect();
         let reads = elsewhere.iter().map(|id| {
@@ -240,21 +234,19 @@ impl Reading {
             if !seen.insert(id.to_owned()) {
                 continue;
             }
-            match (own, here(id)) {
-                (false, _) => listed.push(Listed::AtServer(id.to_owned())),
-                (true, true) => match settled_here.get(id) {
-                    Some(task) => listed.push(Listed::Settled(task.clone())),
-                    // Its ttl ran out here.
-                    None => gone.push(e.clone()),
-                },
-                (true, false) => {
-                    if let Some(task) = found.remove(id) {
-                        listed.push(Listed::Settled(task));
-                    }
-                }
-            }
+            let task = match own {
+                false => Some(Listed::AtServer(id.to_owned())),
+                // Held here, or read from the store (not there: gone, said above).
+                true => settled_here
+                    .get(id)
+                    .cloned()
+                    .or_else(|| found.remove(id))
+                    .map(Listed::Settled),
+            };
+            listed.extend(task);
         }
-        // The answer seals them as the bridge's own: the relay knows before it has it.
+        // The answer seals them as the bridge's own (another replica's prefix): the
+        // relay knows before it has it.
         let sealed_own: Vec<String> = elsewhere.iter().map(|id| (*id).to_owned()).collect();
         if !sealed_own.is_empty() {
             self.inbox.send(Event::ListedElsewhere(sealed_own));

@@ -38,12 +38,13 @@ pub async fn say_at_start(gateway: &GatewayPolicy, sealed: bool, shared: &Shared
                 let then = match when_down {
                     WhenDown::Open => {
                         "each replica counts its callers' limits alone, and keeps the \
-                         subscriptions it takes and the tasks it makes, until it answers"
+                         subscriptions it takes and the tasks it makes (and lists them), \
+                         until it answers"
                     }
                     _ => {
                         "requests under a rate limit, subscribes a legacy host sends and \
-                         its requests about another replica's task of the bridge's are \
-                         refused until it answers"
+                         its requests about another replica's task of the bridge's and its \
+                         tasks/list are refused until it answers"
                     }
                 };
                 eprintln!(
@@ -60,7 +61,8 @@ pub async fn say_at_start(gateway: &GatewayPolicy, sealed: bool, shared: &Shared
              legacy host's subscriptions to a 2026-07-28 server, a stdio server or the servers \
              of a --config stay with the replica that took them (delivered only while the host's \
              GET is there), and a task of the bridge's own (a legacy host's task call a \
-             2026-07-28 server answered at once) is known only to the replica that made it. \
+             2026-07-28 server answered at once) is known only to the replica that made it, and \
+             a legacy host's tasks/list lists the tasks started through the replica it reaches. \
              Name a Redis store in the config's gateway.store to share them."
         ),
         _ => {}
