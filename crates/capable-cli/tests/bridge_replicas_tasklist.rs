@@ -213,10 +213,29 @@ fn with_redis_gone_a_tasks_list_is_refused_when_closed_and_the_replicas_own_when
     let down = closed.audit_until(|l| l["event"] == "store_down");
     assert_eq!(down["use"], "tasks", "{down}");
 
-    // open: the tasks started through this replica, as without a store.
-    let listed = list(o, &session, 6);
-    assert_eq!(ids(&listed), [made_here["taskId"].as_str().unwrap()]);
+    // open: a task started meanwhile is the host's all the same, listed here alone.
+    let during = start(o, &session, 6, "stall");
+    assert_eq!(during["status"], "working");
+    let down = open.audit_until(|l| {
+        l["event"] == "store_down"
+            && l["notice"]
+                .as_str()
+                .is_some_and(|n| n.contains("listed by the replica that started it alone"))
+    });
+    assert_eq!(down["use"], "tasks", "{down}");
+    // Its list: the tasks started through this replica, as without a store.
+    let listed = list(o, &session, 7);
+    let here = [
+        made_here["taskId"].as_str().unwrap(),
+        during["taskId"].as_str().unwrap(),
+    ];
+    assert_eq!(ids(&listed), here);
     assert!(!ids(&listed).contains(&made_elsewhere["taskId"].as_str().unwrap()));
-    let down = open.audit_until(|l| l["event"] == "store_down");
+    let down = open.audit_until(|l| {
+        l["event"] == "store_down"
+            && l["notice"]
+                .as_str()
+                .is_some_and(|n| n.contains("tasks/list lists the tasks started through"))
+    });
     assert_eq!(down["use"], "tasks", "{down}");
 }

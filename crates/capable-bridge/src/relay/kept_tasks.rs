@@ -10,7 +10,7 @@
 //! |---|---|
 //! | the bridge made a task | kept (`SET … PX ttl`), then the host answered; larger than the core's `MAX_KEPT_BYTES`: kept on this replica alone, a `notice` in the audit |
 //! | a host names a task of the bridge's this replica did not make (its sealed id says so) | read (`GET`) and answered from it; not there (expired, never kept): unknown (`-32602`); nothing reaches the server |
-//! | the store cannot be reached, writing | the task stays this replica's (the host gets it all the same: the tool ran), `store_down` with `"use":"tasks"` in the audit |
+//! | the store cannot be reached, writing | the task stays this replica's (the host gets it all the same: the tool ran), `store_down` with `"use":"tasks"` in the audit (so for the session's task list, `task_list.rs`) |
 //! | … reading | `store_down` in the audit; `whenDown: open`: unknown, as without a store; `closed`: `-32603`, saying the store cannot be reached |
 //!
 //! Without a store, or without a seal key, a task of the bridge's is its replica's alone
@@ -75,6 +75,7 @@ impl Relay {
             return self.finish(id, exchange, Ok(answer));
         }
         let held = Box::new((id.clone(), exchange, answer));
+        let audit = self.audit.clone();
         self.queue.push(async move {
             let done = |f: Option<crate::store::Answer<()>>| async move {
                 match f {
@@ -83,7 +84,11 @@ impl Relay {
                 }
             };
             let (kept, listed) = futures_util::future::join(done(keeping), done(listing)).await;
-            Event::Kept(held, kept.and(listed))
+            if let Err(e) = listed {
+                let then = "the task is listed by the replica that started it alone";
+                store_down(&audit, &e, then);
+            }
+            Event::Kept(held, kept)
         });
     }
 
@@ -197,10 +202,16 @@ impl Relay {
     }
 
     /// The store could not be reached (`e`) for a task: said in the audit.
-    pub(super) fn store_down(&self, e: &StoreError, then: &str) {
-        self.audit.record(
-            "store_down",
-            json!({"side": "bridge", "use": "tasks", "error": e.to_string(), "notice": then}),
-        );
+    fn store_down(&self, e: &StoreError, then: &str) {
+        store_down(&self.audit, e, then);
     }
+}
+
+/// The store could not be reached (`e`) for a task: said in `audit` (`then`: what
+/// the relay does instead).
+pub(super) fn store_down(audit: &crate::audit::Audit, e: &StoreError, then: &str) {
+    audit.record(
+        "store_down",
+        json!({"side": "bridge", "use": "tasks", "error": e.to_string(), "notice": then}),
+    );
 }

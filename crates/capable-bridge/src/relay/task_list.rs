@@ -269,10 +269,7 @@ impl Reading {
             WhenDown::Closed => "the host's tasks/list is refused",
             _ => "the tasks/list lists the tasks started through this replica",
         };
-        self.audit.record(
-            "store_down",
-            json!({"side": "bridge", "use": "tasks", "error": e.to_string(), "notice": then}),
-        );
+        super::kept_tasks::store_down(&self.audit, e, then);
     }
 }
 
