@@ -240,6 +240,9 @@ pub struct Host {
     /// The replicas' key ring: the task ids the host is handed are sealed under it (see
     /// [`Host::seal_tasks`]).
     seal_tasks: Option<capable::internal::seal::KeyRing>,
+    /// The session's sealed id, once it has one: its tasks listed in the store under it
+    /// (see [`Host::sealed`]).
+    sealed_id: Option<String>,
 }
 
 impl Host {
@@ -261,6 +264,16 @@ impl Host {
             replicated: false,
             listens: false,
             seal_tasks: None,
+            sealed_id: None,
+        }
+    }
+
+    /// The session is known by sealed id `id` from now on: with a store, the tasks a
+    /// legacy host starts are listed there for every replica (`relay/task_list.rs`).
+    pub fn sealed(&mut self, id: &str) {
+        self.sealed_id = Some(id.to_owned());
+        if let Some(relay) = &mut self.relay {
+            relay.list_tasks_of(id);
         }
     }
 
@@ -528,6 +541,11 @@ impl Host {
             // The bridge's own tasks kept for every replica (`relay/kept_tasks.rs`).
             if let Some(store) = &self.target.config.store {
                 relay.keep_tasks(store.clone(), self.target.config.store_when_down);
+                // And the tasks the host starts listed for every replica
+                // (`relay/task_list.rs`), once the session is sealed.
+                if let Some(id) = &self.sealed_id {
+                    relay.list_tasks_of(id);
+                }
             }
         }
         if let Some(policy) = &self.target.config.policy {

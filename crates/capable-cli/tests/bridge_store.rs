@@ -169,6 +169,12 @@ fn a_sealed_gateway_without_a_store_says_what_it_gives_up_and_a_store_away_is_na
         said.contains("a task of the bridge's own (a legacy host's task call a 2026-07-28 server answered at once) is known only to the replica that made it"),
         "{said}"
     );
+    assert!(
+        said.contains(
+            "a legacy host's tasks/list lists the tasks started through the replica it reaches"
+        ),
+        "{said}"
+    );
     // A store named but away at start: said, and the gateway serves anyway.
     let port = capable_test_support::free_port();
     let gateway = json!({"store": {"redis": format!("redis://127.0.0.1:{port}/0"),

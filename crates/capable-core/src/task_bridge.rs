@@ -19,7 +19,7 @@
 //! | … `tasks/get` | `tasks/get` | the task, less its outcome |
 //! | … `tasks/result` | `tasks/get`, polled at `pollIntervalMs` (the core's [`crate::task_wait`]) | the result ([`with_related_task`]), or the task's error ([`ended_error`]) |
 //! | … `tasks/cancel` | `tasks/cancel`, then `tasks/get` | the task as it is after |
-//! | … `tasks/list` | `tasks/get` of each task the host started through the bridge ([`crate::task_started::Started`]) | those the server still knows, as one page (2026-07-28 lists no tasks) |
+//! | … `tasks/list` | `tasks/get` of each task the host started through the bridge ([`crate::task_started::Started`]; a gateway's replicas with a store: through any of them, the shell's) | those the server still knows, as one page (2026-07-28 lists no tasks) |
 //! | 2026-07-28 with the extension | 2025-11-25 with `tasks.requests.tools.call` | declares the extension |
 //! | … `tools/call` | `tools/call` with `params.task` when the tool allows it ([`crate::task_call::asks_for_task`]) | `resultType: "task"` ([`modern_task`]), or the plain result |
 //! | 2026-07-28 without the extension: `tools/call` of a tool whose `taskSupport` is `required` | `tools/call` with `params.task`, then `tasks/get` at `pollInterval` and `tasks/result` ([`crate::task_wait`]), within the request's time | the tool's result; the host cancelling its call cancels the task (`tasks/cancel`, when declared) |

@@ -227,6 +227,7 @@ pub async fn run(
                         // session begun here is sealed once its `initialize` is answered.
                         level.sealed(&id, host.version().is_none());
                     }
+                    host.sealed(&id);
                 }
                 Some(Command::Resumption { reply }) => {
                     let _ = reply.send(host.resumption());

@@ -86,6 +86,10 @@ pub enum Event {
         Box<super::kept_tasks::Asking>,
         Result<Option<Vec<u8>>, crate::store::StoreError>,
     ),
+    /// Tasks of the bridge's another replica made, read from the store for a legacy
+    /// host's `tasks/list` (before its answer, in this FIFO): sealed as the bridge's
+    /// own in it (`task_list.rs`).
+    ListedElsewhere(Vec<String>),
     /// A notification of the bridge's own for the host, as a server's would go (the
     /// engine's table decides): `notifications/elicitation/complete` once a caller's
     /// login the host was asked for landed (`credentials/ask.rs`).

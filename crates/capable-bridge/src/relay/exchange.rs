@@ -140,8 +140,15 @@ impl Relay {
                     },
                     statuses: self.inbox.clone(),
                 };
-                let carried = tasks::carry(session, how, upstream.into_map(), options);
-                (carried.boxed(), legacy, None)
+                let params = upstream.into_map();
+                // A legacy host's `tasks/list` with a store: every replica's (`task_list.rs`).
+                let carried = match (carry, self.list_reading()) {
+                    (Carry::ListForLegacy, Some(reading)) => {
+                        reading.carry(session, how, params, options).boxed()
+                    }
+                    _ => tasks::carry(session, how, params, options).boxed(),
+                };
+                (carried, legacy, None)
             }
             _ => self.servers.exchange(method, upstream, options),
         };
@@ -196,8 +203,9 @@ impl Relay {
     pub(super) fn answer(&mut self, id: &RequestId, exchange: Exchange, answer: Answer) {
         let answer = match answer {
             Ok(payload) => match self.carried(exchange.carry, exchange.task_ttl, payload) {
-                // A task of the bridge's: kept for every replica before the host has it.
-                (payload, Some(task_id)) => return self.keep(id, &task_id, exchange, payload),
+                // A task the host started: kept (the bridge's own) and listed for every
+                // replica before the host has it.
+                (payload, Some(task)) => return self.keep(id, &task, exchange, payload),
                 (payload, None) => Ok(payload),
             },
             Err(e) => Err(e),

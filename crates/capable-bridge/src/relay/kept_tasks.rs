@@ -10,7 +10,7 @@
 //! |---|---|
 //! | the bridge made a task | kept (`SET … PX ttl`), then the host answered; larger than the core's `MAX_KEPT_BYTES`: kept on this replica alone, a `notice` in the audit |
 //! | a host names a task of the bridge's this replica did not make (its sealed id says so) | read (`GET`) and answered from it; not there (expired, never kept): unknown (`-32602`); nothing reaches the server |
-//! | the store cannot be reached, writing | the task stays this replica's (the host gets it all the same: the tool ran), `store_down` with `"use":"tasks"` in the audit |
+//! | the store cannot be reached, writing | the task stays this replica's (the host gets it all the same: the tool ran), `store_down` with `"use":"tasks"` in the audit (so for the session's task list, `task_list.rs`) |
 //! | … reading | `store_down` in the audit; `whenDown: open`: unknown, as without a store; `closed`: `-32603`, saying the store cannot be reached |
 //!
 //! Without a store, or without a seal key, a task of the bridge's is its replica's alone
@@ -55,22 +55,41 @@ impl Relay {
         self.keeping = Some((store, when_down));
     }
 
-    /// The bridge made task `task_id` for host request `id`: kept in the store first
-    /// when there is one, the answer held until then ([`Event::Kept`]); else the host
-    /// is answered now.
+    /// Host request `id` started `task` (the bridge's own, or the server's): kept in
+    /// the store first when it is the bridge's, and listed for the host's session
+    /// (`task_list.rs`), the answer held until then ([`Event::Kept`]); without a store
+    /// the host is answered now.
     pub(super) fn keep(
         &mut self,
         id: &RequestId,
-        task_id: &str,
+        task: &super::tasks::NewTask,
         exchange: Exchange,
         answer: Payload,
     ) {
-        let Some(keeping) = self.record(task_id) else {
-            return self.finish(id, exchange, Ok(answer));
+        let keeping = match task.own {
+            true => self.record(&task.task_id),
+            false => None,
         };
+        let listing = self.list_task(&task.task_id, task.own);
+        if keeping.is_none() && listing.is_none() {
+            return self.finish(id, exchange, Ok(answer));
+        }
         let held = Box::new((id.clone(), exchange, answer));
-        self.queue
-            .push(async move { Event::Kept(held, keeping.await) });
+        let audit = self.audit.clone();
+        self.queue.push(async move {
+            let done = |f: Option<crate::store::Answer<()>>| async move {
+                match f {
+                    Some(f) => f.await,
+                    None => Ok(()),
+                }
+            };
+            let (kept, listed) = futures_util::future::join(done(keeping), done(listing)).await;
+            if let Err(e) = listed {
+                let then = "the task is listed by the replica that started it alone";
+                store_down(&audit, &e, then);
+            }
+            Event::Kept(held, kept)
+        });
     }
 
     /// Task `task_id` being kept for every replica (`None`: no store, or the task is
@@ -184,9 +203,15 @@ impl Relay {
 
     /// The store could not be reached (`e`) for a task: said in the audit.
     fn store_down(&self, e: &StoreError, then: &str) {
-        self.audit.record(
-            "store_down",
-            json!({"side": "bridge", "use": "tasks", "error": e.to_string(), "notice": then}),
-        );
+        store_down(&self.audit, e, then);
     }
+}
+
+/// The store could not be reached (`e`) for a task: said in `audit` (`then`: what
+/// the relay does instead).
+pub(super) fn store_down(audit: &crate::audit::Audit, e: &StoreError, then: &str) {
+    audit.record(
+        "store_down",
+        json!({"side": "bridge", "use": "tasks", "error": e.to_string(), "notice": then}),
+    );
 }

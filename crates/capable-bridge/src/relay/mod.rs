@@ -33,6 +33,7 @@
 //! | `tasks.rs` | tasks across eras: a legacy host's own tasks answered, and the driver that runs the commands of the core's `TaskCarry` (the requests each carried host request takes, decided there) on the session |
 //! | `task_ids.rs` | sealed task ids (with a seal key): those the host sends opened before anything is sent, those it is handed sealed — as the core's `TaskIds` says |
 //! | `kept_tasks.rs` | the bridge's own tasks kept in the store replicas share (a seal key and `gateway.store`), and another replica's answered from there — as the core's `kept_tasks` says |
+//! | `task_list.rs` | a legacy host's tasks listed in the store replicas share (a seal key and `gateway.store`), so that its `tasks/list` on any replica lists them all |
 //! | `task_input.rs` | a legacy task's questions for a 2026-07-28 host: the `tasks/result`s the core opens and drops, run on the session |
 //! | `servers.rs` | one server or many, as the relay forwards to them |
 //!
@@ -53,12 +54,13 @@ mod rounds;
 mod servers;
 mod task_ids;
 mod task_input;
+mod task_list;
 mod tasks;
 
 pub use events::{queue, Event, Inbox, Queue};
 pub use servers::Servers;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -139,6 +141,12 @@ pub struct Relay {
     /// Where the bridge's own tasks are kept for every replica (`kept_tasks.rs`; none:
     /// this replica's alone).
     keeping: Option<kept_tasks::Keeping>,
+    /// The key of the host session's task list in the store (`task_list.rs`; none:
+    /// the tasks started here are listed here alone).
+    task_list: Option<String>,
+    /// Tasks of the bridge's other replicas made, listed here: sealed as the bridge's
+    /// own (`task_list.rs`).
+    elsewhere: HashSet<String>,
 }
 
 impl Relay {
@@ -183,6 +191,8 @@ impl Relay {
             spend: None,
             sealed: None,
             keeping: None,
+            task_list: None,
+            elsewhere: HashSet::new(),
         }
     }
 
@@ -374,6 +384,7 @@ impl Relay {
             Event::Spent(request, spent) => self.spent(request, spent),
             Event::Kept(held, kept) => self.kept(*held, kept),
             Event::KeptRead(asking, read) => self.kept_read(*asking, read),
+            Event::ListedElsewhere(ids) => self.listed_elsewhere(ids),
             Event::Tell(kind, params) => self.notify(&kind, &params),
             Event::Nothing => {}
             Event::Timer => {

@@ -118,10 +118,16 @@ impl Relay {
             // Not JSON: the answer's own check says so.
             return Ok(answer);
         };
-        match sealed
-            .ids
-            .seal_answer(method, &mut value, &sealed.caller, now(), presented)
-        {
+        // Another replica's tasks of the bridge's, listed here, sealed as the bridge's.
+        let elsewhere = |id: &str| self.is_elsewhere(id);
+        match sealed.ids.seal_answer_owning(
+            method,
+            &mut value,
+            &sealed.caller,
+            now(),
+            presented,
+            &elsewhere,
+        ) {
             Ok(()) => Ok(Payload::from_json(value.to_string())),
             Err(e) => Err(super::gone(&format!(
                 "the server's task cannot be handed out: {e}"

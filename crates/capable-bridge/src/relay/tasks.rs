@@ -13,7 +13,7 @@
 //! | legacy `tasks/get`, `tasks/result`, `tasks/cancel` of a task of the bridge's | nothing: the bridge answers (the core's `task_started`; another replica's, from the store: `kept_tasks.rs`) |
 //! | legacy `tools/call` | `tools/call`; a task it made anyway is waited for, within the request's bound (the host's cancel a `tasks/cancel`) |
 //! | legacy `tasks/get`, `tasks/cancel` | `tasks/get`; `tasks/cancel` then `tasks/get` |
-//! | legacy `tasks/list` | `tasks/get` of each task the host started through the bridge (kept by the relay); the bridge's own as they are |
+//! | legacy `tasks/list` | `tasks/get` of each task the host started through the bridge (kept by the relay; with a store, through any replica: `task_list.rs`); the bridge's own as they are |
 //! | legacy `tasks/result` | `tasks/get` at the task's `pollIntervalMs` until it ends, within the request's bound (the session's [`Session::await_task`], the core's `task_wait`); each change of status meanwhile is a `notifications/tasks/status` to the host; each question of the task's, a request to the host naming it (`_meta[RELATED_TASK]`) |
 //! | 2026-07-28 `tools/call` | `tools/list` once if the tool is unknown, `tools/call` with `params.task` when the tool allows it (declared extension) or requires it |
 //! | … without the extension, of a tool that requires a task | the task waited for as above, within the request's bound; each change of status a progress notification when the host asked for progress; the host's cancel a `tasks/cancel` (when declared) |
@@ -54,6 +54,13 @@ pub(super) struct How {
     pub started: Vec<Listed>,
     /// Where the statuses of a task waited on go (`notifications/tasks/status`).
     pub statuses: Inbox,
+}
+
+/// A task a legacy host's call started: its id, and whether it is the bridge's own
+/// (else the server's).
+pub(super) struct NewTask {
+    pub task_id: String,
+    pub own: bool,
 }
 
 /// What the relay does with a carried host request before anything is sent.
@@ -99,7 +106,8 @@ impl Relay {
 
     /// An answer carried out for the host arrived, as the core's
     /// [`carried`](bridge::carried) makes it: a task a legacy host started is kept for
-    /// its `tasks/list`, a result given at once where it asked for a task is a task of
+    /// its `tasks/list` (its id given, to be listed for other replicas:
+    /// `task_list.rs`), a result given at once where it asked for a task is a task of
     /// the bridge's (its id given too, to be kept for other replicas:
     /// `kept_tasks.rs`); a legacy task a 2026-07-28 host sees shows the questions it
     /// asks.
@@ -108,7 +116,7 @@ impl Relay {
         carry: Option<Carry>,
         ttl: Option<u64>,
         answer: Payload,
-    ) -> (Payload, Option<String>) {
+    ) -> (Payload, Option<NewTask>) {
         // Most answers are of no carried request: no clock is read for them.
         let Some(carry) = carry else {
             return (answer, None);
@@ -116,7 +124,14 @@ impl Relay {
         let (now, wall) = (Instant::now(), SystemTime::now());
         match bridge::carried(&mut self.started, carry, ttl, answer, now, wall) {
             Carried::Answer(answer) => (answer, None),
-            Carried::Made { answer, task_id } => (answer, Some(task_id)),
+            Carried::Made { answer, task_id } => (answer, Some(NewTask { task_id, own: true })),
+            Carried::Recorded { answer, task_id } => (
+                answer,
+                Some(NewTask {
+                    task_id,
+                    own: false,
+                }),
+            ),
             Carried::WithQuestions(task) => (self.with_questions(task), None),
         }
     }
@@ -140,6 +155,18 @@ pub(super) async fn carry(
     how: How,
     params: Map<String, Value>,
     options: RequestOptions,
+) -> Result<Payload, Error> {
+    carry_noting(session, how, params, options, &mut Vec::new()).await
+}
+
+/// [`carry`], noting in `gone` each task the server said it does not know (`-32602`
+/// to its `tasks/get`: expired, or never made), for a `tasks/list` to forget.
+pub(super) async fn carry_noting(
+    session: Arc<Session>,
+    how: How,
+    params: Map<String, Value>,
+    options: RequestOptions,
+    gone: &mut Vec<String>,
 ) -> Result<Payload, Error> {
     let How {
         carry,
@@ -190,6 +217,11 @@ pub(super) async fn carry(
             }
             Command::GetTask { token, task_id } => {
                 let task = session.get_task(&task_id).await;
+                if let Err(Error::Rpc { error, .. }) = &task {
+                    if error.code == capable::internal::jsonrpc::codes::INVALID_PARAMS {
+                        gone.push(task_id);
+                    }
+                }
                 (token, task.map(|t| Upstream::Task(Box::new(t))))
             }
             Command::CancelTask { token, task_id } => {

@@ -3,9 +3,10 @@
 //! replica and as the reference the Redis store is tested against. Bounded: at most
 //! [`MemoryStore::MAX_KEYS`] keys; past them, those whose time is up are let go, and
 //! if none is, the store refuses ([`StoreError::Full`]) rather than forget a key
-//! spent once.
+//! spent once. Legacy hosts' task lists ([`TaskLists`]) are kept too, as many lists as
+//! keys, each bounded as Redis's are.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -13,12 +14,15 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use tokio::time::Instant;
 
+use super::task_lists::{TaskLists, KEPT, MAX_TASKS};
 use super::{Answer, Gcra, Store, StoreError};
 
 /// A store in this process's memory.
 #[derive(Debug)]
 pub struct MemoryStore {
     keys: Mutex<Keys>,
+    /// Each session's task list, oldest first, and until when it is kept.
+    lists: Mutex<HashMap<String, (VecDeque<String>, Instant)>>,
     max_keys: usize,
 }
 
@@ -51,6 +55,7 @@ impl MemoryStore {
                 values: HashMap::new(),
                 origin: Instant::now(),
             }),
+            lists: Mutex::new(HashMap::new()),
             max_keys: max_keys.max(1),
         }
     }
@@ -141,6 +146,66 @@ impl Store for MemoryStore {
     fn kind(&self) -> &'static str {
         "memory"
     }
+
+    fn task_lists(&self) -> Option<&dyn TaskLists> {
+        Some(self)
+    }
+}
+
+impl MemoryStore {
+    fn lists(&self) -> std::sync::MutexGuard<'_, HashMap<String, (VecDeque<String>, Instant)>> {
+        self.lists.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl TaskLists for MemoryStore {
+    fn add(&self, key: &str, entry: &str) -> Answer<()> {
+        let answer = (|| {
+            let mut lists = self.lists();
+            let now = Instant::now();
+            if !lists.contains_key(key) && lists.len() >= self.max_keys {
+                lists.retain(|_, (_, until)| *until > now);
+                if lists.len() >= self.max_keys {
+                    return Err(StoreError::Full);
+                }
+            }
+            let (list, until) = lists
+                .entry(key.to_owned())
+                .or_insert_with(|| (VecDeque::new(), now));
+            if *until <= now {
+                list.clear();
+            }
+            if !list.iter().any(|e| e == entry) {
+                list.push_back(entry.to_owned());
+            }
+            while list.len() > MAX_TASKS {
+                list.pop_front();
+            }
+            *until = now + KEPT;
+            Ok(())
+        })();
+        futures_util::future::ready(answer).boxed()
+    }
+
+    fn members(&self, key: &str) -> Answer<Vec<String>> {
+        let now = Instant::now();
+        let members = match self.lists().get(key) {
+            Some((list, until)) if *until > now => list.iter().cloned().collect(),
+            _ => Vec::new(),
+        };
+        futures_util::future::ready(Ok(members)).boxed()
+    }
+
+    fn remove(&self, key: &str, entries: Vec<String>) -> Answer<()> {
+        let mut lists = self.lists();
+        if let Some((list, _)) = lists.get_mut(key) {
+            list.retain(|e| !entries.contains(e));
+            if list.is_empty() {
+                lists.remove(key);
+            }
+        }
+        futures_util::future::ready(Ok(())).boxed()
+    }
 }
 
 #[cfg(test)]
@@ -193,6 +258,40 @@ mod tests {
         assert!(!store.spend_once("s", ttl).await.unwrap());
         tokio::time::advance(ttl).await;
         assert!(store.spend_once("s", ttl).await.unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_sessions_task_list_keeps_its_order_its_bound_and_its_time() {
+        let store = MemoryStore::with_max_keys(2);
+        let lists = store.task_lists().expect("a memory store keeps task lists");
+        for n in 0..MAX_TASKS + 2 {
+            lists.add("s1", &format!("t{n}")).await.unwrap();
+        }
+        // Added again, a task keeps its place.
+        lists.add("s1", "t5").await.unwrap();
+        let listed = lists.members("s1").await.unwrap();
+        assert_eq!(listed.len(), MAX_TASKS);
+        assert_eq!(
+            (listed[0].as_str(), listed[MAX_TASKS - 1].as_str()),
+            ("t2", "t101"),
+            "oldest first, the two oldest let go"
+        );
+        // Another session's list is its own.
+        assert!(lists.members("s2").await.unwrap().is_empty());
+        lists.add("s2", "t0").await.unwrap();
+        assert_eq!(lists.members("s2").await.unwrap(), ["t0"]);
+        lists
+            .remove("s1", vec!["t2".into(), "t3".into()])
+            .await
+            .unwrap();
+        assert_eq!(lists.members("s1").await.unwrap()[0], "t4");
+        // As many lists as keys: a third session is refused while both live.
+        assert!(matches!(lists.add("s3", "t0").await, Err(StoreError::Full)));
+        // A list lives a sealed session's life after its last task.
+        tokio::time::advance(KEPT).await;
+        assert!(lists.members("s1").await.unwrap().is_empty());
+        lists.add("s3", "t9").await.unwrap();
+        assert_eq!(lists.members("s3").await.unwrap(), ["t9"]);
     }
 
     #[tokio::test(start_paused = true)]

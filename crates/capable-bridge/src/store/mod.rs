@@ -1,6 +1,7 @@
 //! What a gateway's replicas must see at once, kept where they all see it: each
 //! caller's request rate, its tool calls at once, a `requestState` spent once, a
-//! legacy host's subscriptions and log level, the tasks the bridge answers itself.
+//! legacy host's subscriptions, log level and the tasks it started, the tasks the
+//! bridge answers itself.
 //!
 //! One replica keeps all of it in its memory ([`MemoryStore`], and the policy's own
 //! in-memory limits). Many replicas behind a load balancer name a shared store in the
@@ -15,6 +16,7 @@
 //! | [`Store::keep`], [`Store::read`] | `SET key value PX ttl`; `GET key` | a task of the bridge's own, kept for every replica for its ttl (the core's `kept_tasks`) |
 //! | [`Store::subscriptions`] | a set per legacy session, and a word on a channel when it changes ([`subscriptions`]) | a host's subscriptions follow its stream to whichever replica holds it |
 //! | [`Store::levels`] | a level's name per legacy session, and a word on a channel when it is set ([`levels`]) | a host's log level holds on every replica holding its session |
+//! | [`Store::task_lists`] | a sorted set per legacy session ([`task_lists`]) | a host's `tasks/list` lists the tasks it started through any replica |
 //!
 //! Every call is bounded: past the store's `timeout` the call fails
 //! ([`StoreError::TimedOut`]), and for a second after a failure the store is not asked
@@ -26,6 +28,7 @@ pub mod levels;
 mod memory;
 mod redis_store;
 pub mod subscriptions;
+pub mod task_lists;
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -36,6 +39,7 @@ pub use self::levels::SharedLevels;
 pub use self::memory::MemoryStore;
 pub use self::redis_store::RedisStore;
 pub use self::subscriptions::SharedSubscriptions;
+pub use self::task_lists::TaskLists;
 
 /// A request rate: a burst of `requests`, one more each `per / requests` (GCRA).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +144,12 @@ pub trait Store: Send + Sync + 'static {
     /// Where legacy hosts' log levels are kept for every replica to see; `None` (the
     /// default) for a store that is one replica's own.
     fn levels(&self) -> Option<&dyn SharedLevels> {
+        None
+    }
+
+    /// Where legacy hosts' task lists are kept for every replica to see; `None` (the
+    /// default) for a store that keeps none.
+    fn task_lists(&self) -> Option<&dyn TaskLists> {
         None
     }
 }

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use super::levels::{self, SharedLevels};
 use super::subscriptions::{self, SharedSubscriptions, Watch, Watchers, MAX_URIS};
+use super::task_lists::{self, TaskLists, MAX_TASKS};
 use super::{Answer, Gcra, Store, StoreError};
 
 /// How long the store is let rest after a failure before it is asked again.
@@ -85,6 +86,18 @@ redis.call('PUBLISH', KEYS[1], '=')
 return 1
 ";
 
+/// An entry (`ARGV[1]`) added to a session's task list where it is not yet, scored by
+/// the server's clock (µs), the oldest let go past `ARGV[2]` entries, the list kept
+/// `ARGV[3]` ms.
+const ADD_TASK: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+redis.call('ZADD', KEYS[1], 'NX', now, ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[2]) + 1))
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+";
+
 /// A store in Redis.
 #[derive(Clone)]
 pub struct RedisStore {
@@ -96,7 +109,7 @@ struct Inner {
     timeout: Duration,
     /// Not asked before this, after a failure.
     resting_until: Mutex<Option<Instant>>,
-    scripts: [Script; 5],
+    scripts: [Script; 6],
     /// For the subscriptions' and levels' channels: a connection of its own, opened
     /// once a session watches.
     client: redis::Client,
@@ -175,6 +188,7 @@ impl RedisStore {
                     Script::new(LEAVE),
                     Script::new(CHANGE),
                     Script::new(LEVEL),
+                    Script::new(ADD_TASK),
                 ],
                 client,
                 watchers: Arc::new(Watchers::default()),
@@ -315,6 +329,75 @@ impl Store for RedisStore {
 
     fn levels(&self) -> Option<&dyn SharedLevels> {
         Some(self)
+    }
+    fn task_lists(&self) -> Option<&dyn TaskLists> {
+        Some(self)
+    }
+}
+
+impl TaskLists for RedisStore {
+    fn add(&self, key: &str, entry: &str) -> Answer<()> {
+        let store = self.clone();
+        let key = key.to_owned();
+        let entry = entry.to_owned();
+        let script = store.inner.scripts[5].clone();
+        let kept = u64::try_from(task_lists::KEPT.as_millis()).unwrap_or(u64::MAX);
+        async move {
+            store
+                .call(|mut c| async move {
+                    script
+                        .key(&key)
+                        .arg(&entry)
+                        .arg(MAX_TASKS)
+                        .arg(kept)
+                        .invoke_async::<i64>(&mut c)
+                        .await
+                })
+                .await
+                .map(|_| ())
+        }
+        .boxed()
+    }
+
+    fn members(&self, key: &str) -> Answer<Vec<String>> {
+        let store = self.clone();
+        let key = key.to_owned();
+        async move {
+            let mut members = store
+                .call(|mut c| async move {
+                    redis::cmd("ZRANGE")
+                        .arg(&key)
+                        .arg(0)
+                        .arg(-1)
+                        .query_async::<Vec<String>>(&mut c)
+                        .await
+                })
+                .await?;
+            members.truncate(MAX_TASKS);
+            Ok(members)
+        }
+        .boxed()
+    }
+
+    fn remove(&self, key: &str, entries: Vec<String>) -> Answer<()> {
+        let store = self.clone();
+        let key = key.to_owned();
+        async move {
+            if entries.is_empty() {
+                return Ok(());
+            }
+            store
+                .call(|mut c| async move {
+                    redis::cmd("ZREM")
+                        .arg(&key)
+                        .arg(entries)
+                        .query_async::<i64>(&mut c)
+                        .await
+                })
+                .await
+                .map(|_| ())
+        }
+        .boxed()
     }
 }
 

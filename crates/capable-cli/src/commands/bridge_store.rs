@@ -39,12 +39,12 @@ pub async fn say_at_start(gateway: &GatewayPolicy, sealed: bool, shared: &Shared
                     WhenDown::Open => {
                         "each replica counts its callers' limits alone, and keeps the \
                          subscriptions it takes, the log levels it is asked for and the tasks \
-                         it makes, until it answers"
+                         it makes (and lists them), until it answers"
                     }
                     _ => {
                         "requests under a rate limit, subscribes and setLevels a legacy \
                          host sends and its requests about another replica's task of the \
-                         bridge's are refused until it answers"
+                         bridge's and its tasks/list are refused until it answers"
                     }
                 };
                 eprintln!(
@@ -62,7 +62,8 @@ pub async fn say_at_start(gateway: &GatewayPolicy, sealed: bool, shared: &Shared
              of a --config stay with the replica that took them (delivered only while the host's \
              GET is there), and so does the log level it sets (logging/setLevel), and a task \
              of the bridge's own (a legacy host's task call a 2026-07-28 server answered at \
-             once) is known only to the replica that made it. \
+             once) is known only to the replica that made it, and a legacy host's tasks/list \
+             lists the tasks started through the replica it reaches. \
              Name a Redis store in the config's gateway.store to share them."
         ),
         _ => {}

@@ -10,7 +10,7 @@
 //! | for how long ([`KeptTask::ttl`]) | what is left of the task's `ttl` (the host's, at most the core's `Started::LONGEST`) |
 //! | how much ([`MAX_KEPT_BYTES`]) | a task whose record is larger stays with the replica that made it (the shell says so) |
 //! | `tasks/get`, `tasks/result`, `tasks/cancel` on another replica ([`KeptTask::answer`]) | the answers the replica that made it gives ([`answer_settled`]); a task not in the store, or expired, is unknown (`-32602`) |
-//! | `tasks/list` | not from the store: a replica lists the tasks the host started through it ([`Started::listing`](crate::task_started::Started::listing)); a task another replica made is asked about by its id |
+//! | `tasks/list` | each replica lists the tasks the host started through it ([`Started::listing`](crate::task_started::Started::listing)); with a store, the shell lists every replica's from the session's list there, another replica's task of the bridge's by this record ([`KeptTask::decode`], `until_ms`), its id sealed as the bridge's ([`TaskIds::seal_answer_owning`](super::task_ids::TaskIds::seal_answer_owning)) |
 //!
 //! ```
 //! use capable_core::internal::bridge::kept_tasks::KeptTask;

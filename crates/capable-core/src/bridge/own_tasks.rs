@@ -11,7 +11,7 @@
 //! | … of any other task, or with params the bridge cannot read | sent on (the server refuses what is malformed, as it would have) |
 //! | a legacy host's task call | sent on; the `ttl` it asked for kept (a negative or absurd one saturates) |
 //! | a 2026-07-28 host's `tasks/update` | the relay's to answer (its answers go to the task's questions) |
-//! | the answer to a legacy host's task call: a task the server made | kept for the host's `tasks/list` |
+//! | the answer to a legacy host's task call: a task the server made | kept for the host's `tasks/list` ([`Carried::Recorded`], to be listed by other replicas too) |
 //! | … a result the server gave at once | a task of the bridge's, already over: the host gets its `{task}` ([`Carried::Made`], to be kept for other replicas) |
 //! | the answer to a 2026-07-28 host's `tasks/get`, or a task its call made | shown with the questions the task asks ([`Carried::WithQuestions`]) |
 
@@ -59,6 +59,14 @@ pub enum Carried {
         /// The answer the host gets.
         answer: Payload,
         /// The task's id.
+        task_id: String,
+    },
+    /// The `{task}` of a task the server made for a legacy host, kept for its
+    /// `tasks/list` (its id given too, to be listed by other replicas).
+    Recorded {
+        /// The answer the host gets (as it came: the relay's form follows).
+        answer: Payload,
+        /// The server's task id.
         task_id: String,
     },
     /// A legacy task a 2026-07-28 host sees: shown with the questions it asks (the
@@ -139,7 +147,13 @@ pub fn carried(
         _ => return Carried::Answer(answer),
     }
     match task_call::started_task(&answer) {
-        Ok(Some(task)) => started.record(task.task_id),
+        Ok(Some(task)) => {
+            started.record(task.task_id.clone());
+            return Carried::Recorded {
+                answer,
+                task_id: task.task_id,
+            };
+        }
         Ok(None) => {
             let Ok(result) = answer.decode::<Value>() else {
                 return Carried::Answer(answer);
@@ -173,7 +187,9 @@ mod tests {
 
     fn answer(after: Carried) -> Value {
         match after {
-            Carried::Answer(p) | Carried::Made { answer: p, .. } => p.decode().expect("JSON"),
+            Carried::Answer(p)
+            | Carried::Made { answer: p, .. }
+            | Carried::Recorded { answer: p, .. } => p.decode().expect("JSON"),
             Carried::WithQuestions(p) => panic!("not a task with questions: {p:?}"),
         }
     }
@@ -241,6 +257,18 @@ mod tests {
         let t0 = Instant::now();
         let how = Carry::CallForLegacy { asked: true };
         let made = payload(json!({"resultType": "task", "taskId": "s1", "status": "working"}));
+        let recorded = carried(
+            &mut started.clone(),
+            how,
+            None,
+            made.clone(),
+            t0,
+            SystemTime::now(),
+        );
+        assert!(
+            matches!(&recorded, Carried::Recorded { task_id, .. } if task_id == "s1"),
+            "its id given, to be listed for other replicas: {recorded:?}"
+        );
         let same = answer(carried(
             &mut started,
             how,

@@ -16,7 +16,7 @@
 //! | legacy `tasks/get` | `tasks/get` | the task, legacy form |
 //! | legacy `tasks/result` | `tasks/get`, then the wait to its end ([`Command::AwaitResult`], bounded) | the result naming the task; past the bound, an error saying the task goes on |
 //! | legacy `tasks/cancel` | `tasks/cancel`, `tasks/get` | the task, legacy form |
-//! | legacy `tasks/list` | `tasks/get` of each task at the server, in order | the tasks; one the server refuses is not listed |
+//! | legacy `tasks/list` | `tasks/get` of each task at the server, in order | the tasks, one page; one the server refuses is not listed; a `cursor` (none was given) is `-32602` |
 //! | 2026-07-28 `tools/call` | the tool's support learnt when unknown; the call (with `task` when it may be one), or for a host without the extension [`Command::CallWithoutTasks`] | the result, or the task (`resultType: "task"`) |
 //! | 2026-07-28 `tasks/get` | `tasks/get`; `tasks/result` once it is over (completed or failed) | the task with its outcome inline |
 //! | 2026-07-28 `tasks/cancel` | `tasks/cancel` | `{}` |
@@ -359,6 +359,12 @@ impl<E> TaskCarry<E> {
             CancelForLegacy | CancelForModern => self.command(Stage::Cancelled, |token| {
                 Command::CancelTask { token, task_id }
             }),
+            // One page (the server picks the page size): no cursor was ever given.
+            ListForLegacy if self.params.get("cursor").is_some_and(Value::is_string) => self
+                .fail_with(
+                    codes::INVALID_PARAMS,
+                    "Invalid cursor: the bridge lists a host's tasks in one page".into(),
+                ),
             ListForLegacy => self.list_next(),
             CallForModern { .. } if self.support.is_none() => {
                 let name = self.tool_name();

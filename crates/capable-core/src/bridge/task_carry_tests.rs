@@ -194,6 +194,27 @@ fn a_legacy_tasks_list_asks_about_each_task_at_the_server_in_order_and_leaves_ou
 }
 
 #[test]
+fn a_legacy_tasks_list_is_one_page_and_a_cursor_it_never_gave_is_invalid() {
+    let mut known = Known::new(BOUND);
+    known.started = vec![Listed::Settled(json!({"taskId": "bridge-1"}))];
+    let mut c = carry(
+        Carry::ListForLegacy,
+        Method::ListTasks,
+        json!({}),
+        known.clone(),
+    );
+    let answer = answered(&mut c);
+    assert!(answer.get("nextCursor").is_none(), "{answer}");
+    let paged = json!({"cursor": "p2"});
+    let mut c = carry(Carry::ListForLegacy, Method::ListTasks, paged, known);
+    assert_eq!(c.poll_upstream(), None, "nothing is asked");
+    match c.poll_done() {
+        Some(Err(Failure::Refused(e))) => assert_eq!(e.code, codes::INVALID_PARAMS, "{e:?}"),
+        other => panic!("an invalid cursor: {other:?}"),
+    }
+}
+
+#[test]
 fn a_legacy_tasks_list_ends_with_a_failure_that_is_not_the_servers_refusal() {
     let mut known = Known::new(BOUND);
     known.started = vec![Listed::AtServer("a".into()), Listed::AtServer("b".into())];

@@ -125,12 +125,23 @@ impl TaskIds {
         caller: &Caller<'_>,
         now: u64,
     ) -> Result<String, TaskSealError> {
+        self.seal_as(task_id, caller, now, self.is_own(task_id))
+    }
+
+    /// [`TaskIds::seal`], the task the bridge's own when `own` says so.
+    fn seal_as(
+        &self,
+        task_id: &str,
+        caller: &Caller<'_>,
+        now: u64,
+        own: bool,
+    ) -> Result<String, TaskSealError> {
         TaskSeal {
             expires_at: expiry(now),
             caller: caller.clone(),
             server: Text::from(self.server.as_str()),
             task_id: Text::from(task_id),
-            own: self.is_own(task_id),
+            own,
         }
         .seal(&self.ring)
     }
@@ -220,7 +231,22 @@ impl TaskIds {
         now: u64,
         presented: Option<&Presented>,
     ) -> Result<(), TaskSealError> {
-        let mut seal = |id: &mut Value| self.seal_in(id, caller, now, presented);
+        self.seal_answer_owning(method, result, caller, now, presented, &|_| false)
+    }
+
+    /// [`TaskIds::seal_answer`], where the ids `also_own` says so are the bridge's own
+    /// too (not by their prefix: another replica made them, and a legacy host's
+    /// `tasks/list` learned so from the store replicas share).
+    pub fn seal_answer_owning(
+        &self,
+        method: Method,
+        result: &mut Value,
+        caller: &Caller<'_>,
+        now: u64,
+        presented: Option<&Presented>,
+        also_own: &dyn Fn(&str) -> bool,
+    ) -> Result<(), TaskSealError> {
+        let mut seal = |id: &mut Value| self.seal_in(id, caller, now, presented, also_own);
         let Some(result) = result.as_object_mut() else {
             return Ok(());
         };
@@ -271,7 +297,7 @@ impl TaskIds {
             return;
         };
         if at(data, "taskId", &mut |id| {
-            self.seal_in(id, caller, now, presented)
+            self.seal_in(id, caller, now, presented, &|_| false)
         })
         .is_err()
         {
@@ -288,7 +314,7 @@ impl TaskIds {
         caller: &Caller<'_>,
         now: u64,
     ) -> Result<(), TaskSealError> {
-        let mut seal = |id: &mut Value| self.seal_in(id, caller, now, None);
+        let mut seal = |id: &mut Value| self.seal_in(id, caller, now, None, &|_| false);
         let Some(params) = params.as_object_mut() else {
             return Ok(());
         };
@@ -305,7 +331,11 @@ impl TaskIds {
         let Some(params) = params.as_object_mut() else {
             return;
         };
-        if related(params, &mut |id| self.seal_in(id, caller, now, None)).is_err() {
+        if related(params, &mut |id| {
+            self.seal_in(id, caller, now, None, &|_| false)
+        })
+        .is_err()
+        {
             if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
                 meta.remove(RELATED_TASK);
             }
@@ -342,13 +372,17 @@ impl TaskIds {
         caller: &Caller<'_>,
         now: u64,
         presented: Option<&Presented>,
+        also_own: &dyn Fn(&str) -> bool,
     ) -> Result<(), TaskSealError> {
         let Some(task_id) = id.as_str() else {
             return Ok(());
         };
         let sealed = match presented {
             Some(p) if p.task_id == task_id => p.sealed.clone(),
-            _ => self.seal(task_id, caller, now)?,
+            _ => {
+                let own = self.is_own(task_id) || also_own(task_id);
+                self.seal_as(task_id, caller, now, own)?
+            }
         };
         *id = Value::String(sealed);
         Ok(())

@@ -277,3 +277,34 @@ fn a_task_of_the_bridges_own_is_sealed_as_such_and_opens_as_such_on_any_replica(
     assert_eq!(refused.code, codes::INVALID_PARAMS);
     assert!(other.open(sealed.as_str().unwrap(), &alice, NOW).is_err());
 }
+
+#[test]
+fn another_replicas_task_of_the_bridges_listed_here_is_sealed_as_the_id_the_host_was_given() {
+    let maker = ids(1).with_own("bridge-ab12");
+    let alice = caller("alice");
+    let mut created = json!({"task": {"taskId": "bridge-ab12-1", "status": "completed"}});
+    maker
+        .seal_answer(Method::CallTool, &mut created, &alice, NOW, None)
+        .unwrap();
+    // Listed by another replica (its own prefix), told it is the bridge's: the same id.
+    let lister = ids(1).with_own("bridge-cd34");
+    let listed = || json!({"tasks": [{"taskId": "bridge-ab12-1"}, {"taskId": "task-7"}]});
+    let mut list = listed();
+    let elsewhere = |id: &str| id == "bridge-ab12-1";
+    lister
+        .seal_answer_owning(Method::ListTasks, &mut list, &alice, NOW, None, &elsewhere)
+        .unwrap();
+    assert_eq!(list["tasks"][0]["taskId"], created["task"]["taskId"]);
+    let mut params = json!({"taskId": list["tasks"][1]["taskId"]});
+    let server = lister
+        .open_request(Method::GetTask, &mut params, &alice, NOW)
+        .unwrap()
+        .unwrap();
+    assert!(!server.own, "the server's task stays the server's");
+    // Not told so, the id is sealed as a server's: another id, which no store answers.
+    let mut blind = listed();
+    lister
+        .seal_answer(Method::ListTasks, &mut blind, &alice, NOW, None)
+        .unwrap();
+    assert_ne!(blind["tasks"][0]["taskId"], created["task"]["taskId"]);
+}
