@@ -62,33 +62,37 @@ impl Digits {
     }
 }
 
-/// `AnyValue`'s length for `value`.
-fn any_len(value: &Value) -> usize {
-    match value {
-        Value::Text(text) => bytes_len(1, text.as_str().len()),
-        Value::Decimal(i) => bytes_len(1, Digits::of(*i).as_bytes().len()),
-        // `int_value` (3), a varint of the two's complement.
-        Value::Int(i) => key_len(3) + encoded_len_varint(*i as u64),
-    }
-}
-
 /// A `KeyValue` (`key` 1, `value` 2) as field `tag` of the message being written.
 pub(crate) fn attribute(tag: u32, attribute: &Attribute, buf: &mut Vec<u8>) {
-    let any = any_len(&attribute.value);
-    header(
-        tag,
-        bytes_len(1, attribute.key.len()) + bytes_len(2, any),
-        buf,
-    );
-    bytes(1, attribute.key.as_bytes(), buf);
+    // `string_value` (1) of a text or of a number's digits (made once, on the
+    // stack), or `int_value` (3), a varint of the two's complement.
+    let digits;
+    let text = match &attribute.value {
+        Value::Text(text) => Some(text.as_str().as_bytes()),
+        Value::Decimal(i) => {
+            digits = Digits::of(*i);
+            Some(digits.as_bytes())
+        }
+        Value::Int(_) => None,
+    };
+    let any = match (text, &attribute.value) {
+        (Some(text), _) => bytes_len(1, text.len()),
+        (None, Value::Int(i)) => key_len(3) + encoded_len_varint(*i as u64),
+        (None, _) => 0,
+    };
+    let key = attribute.key.as_bytes();
+    let len = bytes_len(1, key.len()) + bytes_len(2, any);
+    buf.reserve(key_len(tag) + encoded_len_varint(len as u64) + len);
+    header(tag, len, buf);
+    bytes(1, key, buf);
     header(2, any, buf);
-    match &attribute.value {
-        Value::Text(text) => bytes(1, text.as_str().as_bytes(), buf),
-        Value::Decimal(i) => bytes(1, Digits::of(*i).as_bytes(), buf),
-        Value::Int(i) => {
+    match (text, &attribute.value) {
+        (Some(text), _) => bytes(1, text, buf),
+        (None, Value::Int(i)) => {
             encode_key(3, WireType::Varint, buf);
             encode_varint(*i as u64, buf);
         }
+        (None, _) => {}
     }
 }
 
@@ -127,6 +131,37 @@ struct One<'a> {
 }
 
 impl One<'_> {
+    /// The length of the `Span` message's body with `attributes` (encoded) ([`One::write`]).
+    fn len(&self, attributes: usize) -> usize {
+        let record = self.record;
+        let mut n = bytes_len(1, record.trace_id.len()) + bytes_len(2, self.span_id.len());
+        if let Some(state) = &record.trace_state {
+            n += bytes_len(3, state.len());
+        }
+        if let Some(parent) = self.parent {
+            n += bytes_len(4, parent.len());
+        }
+        n += bytes_len(5, record.name.as_str().len());
+        n += key_len(6) + encoded_len_varint(self.kind as u64);
+        n += 2 * (key_len(7) + 8);
+        n += attributes;
+        if let Some(message) = record.error {
+            n += bytes_len(15, status_len(message));
+        }
+        n + key_len(16) + 4
+    }
+
+    /// The `Span` message as field `tag`, with its `attributes` (encoded), into `buf`:
+    /// its length first, then its body, written in place.
+    fn write_as(&self, tag: u32, attributes: &[u8], buf: &mut Vec<u8>) {
+        let len = self.len(attributes.len());
+        buf.reserve(key_len(tag) + encoded_len_varint(len as u64) + len);
+        header(tag, len, buf);
+        let at = buf.len();
+        self.write(attributes, buf);
+        debug_assert_eq!(buf.len() - at, len, "a span's length as computed");
+    }
+
     /// The `Span` message's body, into `buf`.
     fn write(&self, attributes: &[u8], buf: &mut Vec<u8>) {
         let record = self.record;
@@ -148,8 +183,7 @@ impl One<'_> {
         buf.extend_from_slice(attributes);
         if let Some(message) = record.error {
             // `Status`: `message` 2, `code` 3.
-            let len = bytes_len(2, message.len()) + key_len(3) + encoded_len_varint(STATUS_ERROR);
-            header(15, len, buf);
+            header(15, status_len(message), buf);
             bytes(2, message.as_bytes(), buf);
             encode_key(3, WireType::Varint, buf);
             encode_varint(STATUS_ERROR, buf);
@@ -163,14 +197,51 @@ impl One<'_> {
     }
 }
 
-/// Reused between batches: the spans' encoding, one span's, one record's attributes,
-/// and the runs of shared attributes last seen.
+/// The length of a `Status` message's body for an error with `message`.
+fn status_len(message: &str) -> usize {
+    bytes_len(2, message.len()) + key_len(3) + encoded_len_varint(STATUS_ERROR)
+}
+
+/// Reused between batches: the spans' encoding, one record's attributes, the runs
+/// of shared attributes last seen, and the static attributes met.
 #[derive(Default)]
 pub(crate) struct Buffers {
     spans: Vec<u8>,
-    one: Vec<u8>,
     attributes: Vec<u8>,
     runs: Runs,
+    statics: Statics,
+}
+
+/// How many attributes of a static key and static value are kept encoded: the
+/// outcomes and error types the bridge names (a dozen), with room.
+const STATICS: usize = 32;
+
+/// Attributes whose key and value are both static strings (`capable.outcome=ok`,
+/// `error.type=cancelled`), each encoded once (as `Span` field 9) and copied after.
+#[derive(Default)]
+struct Statics {
+    kept: Vec<(&'static str, &'static str, Vec<u8>)>,
+}
+
+impl Statics {
+    /// `a` encoded into `buf`: copied when its key and value were seen, by address.
+    fn write(&mut self, a: &Attribute, buf: &mut Vec<u8>) {
+        let Value::Text(super::span::Text::Static(value)) = &a.value else {
+            return attribute(9, a, buf);
+        };
+        let same = |(k, v, _): &&(&str, &str, Vec<u8>)| {
+            std::ptr::eq(*k, a.key) && std::ptr::eq(*v, *value)
+        };
+        if let Some((_, _, bytes)) = self.kept.iter().find(same) {
+            return buf.extend_from_slice(bytes);
+        }
+        let mut bytes = Vec::new();
+        attribute(9, a, &mut bytes);
+        buf.extend_from_slice(&bytes);
+        if self.kept.len() < STATICS {
+            self.kept.push((a.key, value, bytes));
+        }
+    }
 }
 
 /// The runs of shared attributes kept encoded (a few sessions or methods in turn).
@@ -235,7 +306,7 @@ pub(crate) fn request(
         let run = buffers.runs.encoded(shared);
         buffers.attributes.extend_from_slice(run);
         for a in own {
-            attribute(9, a, &mut buffers.attributes);
+            buffers.statics.write(a, &mut buffers.attributes);
         }
         let request = One {
             record,
@@ -254,9 +325,7 @@ pub(crate) fn request(
             start: *start,
         });
         for one in upstream.iter().chain([&request]) {
-            buffers.one.clear();
-            one.write(&buffers.attributes, &mut buffers.one);
-            bytes(2, &buffers.one, &mut buffers.spans);
+            one.write_as(2, &buffers.attributes, &mut buffers.spans);
         }
     }
     let scope_spans = bytes_len(1, scope.len()) + buffers.spans.len();
@@ -295,6 +364,8 @@ mod tests {
                 Attribute::int("rpc.jsonrpc.error_code", -32602),
                 Attribute::decimal("jsonrpc.request.id", -9_007_199_254_740_993),
                 Attribute::decimal("error.type", 0),
+                // Static key and value: encoded once, copied for the records after.
+                Attribute::text("capable.outcome", "error"),
             ],
             shared: 1,
             error,
@@ -354,6 +425,7 @@ mod tests {
                     Any::StringValue("-9007199254740993".into())
                 ),
                 ("error.type", Any::StringValue("0".into())),
+                ("capable.outcome", Any::StringValue("error".into())),
             ]
         );
         let status = s.status.as_ref().unwrap();
