@@ -63,7 +63,7 @@ impl<H, Q, A> Relay<H, Q, A> {
     /// 2026-07-28 host is (after [`never_asked`](Self::never_asked), and after a task
     /// being fetched had its claim): `shared`, the requests may be several hosts' the
     /// relay cannot tell apart; `related`, the request the server said it is about
-    /// (it came on that request's stream, by the id it was sent under).
+    /// (it came on that request's stream; the shell's client handed back its tag).
     ///
     /// A question that names its request is that exchange's, exactly, before any other
     /// rule; one that names a request that is no exchange of the host's (the bridge's
