@@ -98,6 +98,40 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 ";
 
+/// The Lua scripts the store runs, each loaded once (by its digest) and named here:
+/// `Inner::scripts` holds them in this order.
+#[derive(Clone, Copy)]
+enum Lua {
+    Rate,
+    Enter,
+    Leave,
+    Change,
+    Level,
+    AddTask,
+}
+
+impl Lua {
+    const ALL: [Lua; 6] = [
+        Lua::Rate,
+        Lua::Enter,
+        Lua::Leave,
+        Lua::Change,
+        Lua::Level,
+        Lua::AddTask,
+    ];
+
+    fn source(self) -> &'static str {
+        match self {
+            Lua::Rate => RATE,
+            Lua::Enter => ENTER,
+            Lua::Leave => LEAVE,
+            Lua::Change => CHANGE,
+            Lua::Level => LEVEL,
+            Lua::AddTask => ADD_TASK,
+        }
+    }
+}
+
 /// A store in Redis.
 #[derive(Clone)]
 pub struct RedisStore {
@@ -109,6 +143,7 @@ struct Inner {
     timeout: Duration,
     /// Not asked before this, after a failure.
     resting_until: Mutex<Option<Instant>>,
+    /// [`Lua::ALL`]'s, in its order.
     scripts: [Script; 6],
     /// For the subscriptions' and levels' channels: a connection of its own, opened
     /// once a session watches.
@@ -129,27 +164,17 @@ impl std::fmt::Debug for RedisStore {
 impl RedisStore {
     /// `SET key value PX ttl` (with `only_new`, `NX`): whether it was set.
     fn set(&self, key: &str, value: Vec<u8>, ttl: Duration, only_new: bool) -> Answer<bool> {
-        let store = self.clone();
-        let key = key.to_owned();
-        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        async move {
-            store
-                .call(|mut c| async move {
-                    let mut set = redis::cmd("SET");
-                    set.arg(&key).arg(value);
-                    if only_new {
-                        set.arg("NX");
-                    }
-                    set.arg("PX")
-                        .arg(ttl)
-                        .query_async::<Option<String>>(&mut c)
-                        .await
-                })
-                .await
-                .map(|set| set.is_some())
+        let mut set = redis::cmd("SET");
+        set.arg(key).arg(value);
+        if only_new {
+            set.arg("NX");
         }
-        .boxed()
+        set.arg("PX").arg(millis(ttl).max(1));
+        self.query::<Option<String>>(set)
+            .map(|set| set.map(|set| set.is_some()))
+            .boxed()
     }
+
     /// The store at `url` (`redis://host:port/db`; its password, if any, `password`),
     /// each call bounded by `timeout`. Nothing is connected yet: the first call does,
     /// so a gateway starts while Redis is away. Call within a tokio runtime.
@@ -182,14 +207,7 @@ impl RedisStore {
                 manager,
                 timeout,
                 resting_until: Mutex::new(None),
-                scripts: [
-                    Script::new(RATE),
-                    Script::new(ENTER),
-                    Script::new(LEAVE),
-                    Script::new(CHANGE),
-                    Script::new(LEVEL),
-                    Script::new(ADD_TASK),
-                ],
+                scripts: Lua::ALL.map(|lua| Script::new(lua.source())),
                 client,
                 watchers: Arc::new(Watchers::default()),
                 following: std::sync::Once::new(),
@@ -227,28 +245,49 @@ impl RedisStore {
         Err(answer)
     }
 
+    /// Script `lua` on `key`, with the arguments `args` adds (`ARGV`, in order).
     fn script<T: redis::FromRedisValue + Send + 'static>(
         &self,
-        which: usize,
+        lua: Lua,
         key: &str,
-        args: Vec<u64>,
+        args: impl FnOnce(&mut redis::ScriptInvocation<'_>) + Send + 'static,
     ) -> Answer<T> {
         let store = self.clone();
         let key = key.to_owned();
-        let script = store.inner.scripts[which].clone();
+        let script = store.inner.scripts[lua as usize].clone();
         async move {
             store
                 .call(|mut c| async move {
                     let mut invocation = script.key(&key);
-                    for arg in args {
-                        invocation.arg(arg);
-                    }
+                    args(&mut invocation);
                     invocation.invoke_async::<T>(&mut c).await
                 })
                 .await
         }
         .boxed()
     }
+
+    /// Command `cmd`, its answer read as `T`.
+    fn query<T: redis::FromRedisValue + Send + 'static>(&self, cmd: redis::Cmd) -> Answer<T> {
+        let store = self.clone();
+        async move {
+            store
+                .call(|mut c| async move { cmd.query_async::<T>(&mut c).await })
+                .await
+        }
+        .boxed()
+    }
+}
+
+/// `d` in whole milliseconds, as Redis takes a `PX` (saturating).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// At most `max` of `members` (a set someone else wrote may hold more).
+fn bounded(mut members: Vec<String>, max: usize) -> Vec<String> {
+    members.truncate(max);
+    members
 }
 
 /// A client's error in words that name neither the URL nor its password.
@@ -262,22 +301,25 @@ fn failed(e: redis::RedisError) -> StoreError {
 
 impl Store for RedisStore {
     fn rate(&self, key: &str, rate: Gcra) -> Answer<Option<Duration>> {
-        let args = vec![rate.emission_us(), rate.period_us()];
-        self.script::<u64>(0, key, args)
-            .map(|wait| wait.map(|us| (us > 0).then(|| Duration::from_micros(us))))
-            .boxed()
+        let (emission, period) = (rate.emission_us(), rate.period_us());
+        self.script::<u64>(Lua::Rate, key, move |s| {
+            s.arg(emission).arg(period);
+        })
+        .map(|wait| wait.map(|us| (us > 0).then(|| Duration::from_micros(us))))
+        .boxed()
     }
 
     fn enter(&self, key: &str, max: NonZeroU32, fade: Duration) -> Answer<bool> {
-        let fade = u64::try_from(fade.as_millis()).unwrap_or(u64::MAX).max(1);
-        let args = vec![u64::from(max.get()), fade];
-        self.script::<u64>(1, key, args)
-            .map(|entered| entered.map(|n| n == 1))
-            .boxed()
+        let fade = millis(fade).max(1);
+        self.script::<u64>(Lua::Enter, key, move |s| {
+            s.arg(max.get()).arg(fade);
+        })
+        .map(|entered| entered.map(|n| n == 1))
+        .boxed()
     }
 
     fn leave(&self, key: &str) -> Answer<()> {
-        self.script::<i64>(2, key, Vec::new())
+        self.script::<i64>(Lua::Leave, key, |_| {})
             .map(|left| left.map(|_| ()))
             .boxed()
     }
@@ -293,30 +335,15 @@ impl Store for RedisStore {
     }
 
     fn read(&self, key: &str) -> Answer<Option<Vec<u8>>> {
-        let store = self.clone();
-        let key = key.to_owned();
-        async move {
-            store
-                .call(|mut c| async move {
-                    redis::cmd("GET")
-                        .arg(&key)
-                        .query_async::<Option<Vec<u8>>>(&mut c)
-                        .await
-                })
-                .await
-        }
-        .boxed()
+        let mut get = redis::cmd("GET");
+        get.arg(key);
+        self.query(get)
     }
 
     fn ping(&self) -> Answer<()> {
-        let store = self.clone();
-        async move {
-            let ping = |mut c: ConnectionManager| async move {
-                redis::cmd("PING").query_async::<String>(&mut c).await
-            };
-            store.call(ping).await.map(|_| ())
-        }
-        .boxed()
+        self.query::<String>(redis::cmd("PING"))
+            .map(|pong| pong.map(|_| ()))
+            .boxed()
     }
 
     fn kind(&self) -> &'static str {
@@ -337,111 +364,53 @@ impl Store for RedisStore {
 
 impl TaskLists for RedisStore {
     fn add(&self, key: &str, entry: &str) -> Answer<()> {
-        let store = self.clone();
-        let key = key.to_owned();
         let entry = entry.to_owned();
-        let script = store.inner.scripts[5].clone();
-        let kept = u64::try_from(task_lists::KEPT.as_millis()).unwrap_or(u64::MAX);
-        async move {
-            store
-                .call(|mut c| async move {
-                    script
-                        .key(&key)
-                        .arg(&entry)
-                        .arg(MAX_TASKS)
-                        .arg(kept)
-                        .invoke_async::<i64>(&mut c)
-                        .await
-                })
-                .await
-                .map(|_| ())
-        }
+        let kept = millis(task_lists::KEPT);
+        self.script::<i64>(Lua::AddTask, key, move |s| {
+            s.arg(entry).arg(MAX_TASKS).arg(kept);
+        })
+        .map(|added| added.map(|_| ()))
         .boxed()
     }
 
     fn members(&self, key: &str) -> Answer<Vec<String>> {
-        let store = self.clone();
-        let key = key.to_owned();
-        async move {
-            let mut members = store
-                .call(|mut c| async move {
-                    redis::cmd("ZRANGE")
-                        .arg(&key)
-                        .arg(0)
-                        .arg(-1)
-                        .query_async::<Vec<String>>(&mut c)
-                        .await
-                })
-                .await?;
-            members.truncate(MAX_TASKS);
-            Ok(members)
-        }
-        .boxed()
+        let mut range = redis::cmd("ZRANGE");
+        range.arg(key).arg(0).arg(-1);
+        self.query::<Vec<String>>(range)
+            .map(|members| members.map(|m| bounded(m, MAX_TASKS)))
+            .boxed()
     }
 
     fn remove(&self, key: &str, entries: Vec<String>) -> Answer<()> {
-        let store = self.clone();
-        let key = key.to_owned();
-        async move {
-            if entries.is_empty() {
-                return Ok(());
-            }
-            store
-                .call(|mut c| async move {
-                    redis::cmd("ZREM")
-                        .arg(&key)
-                        .arg(entries)
-                        .query_async::<i64>(&mut c)
-                        .await
-                })
-                .await
-                .map(|_| ())
+        if entries.is_empty() {
+            return futures_util::future::ready(Ok(())).boxed();
         }
-        .boxed()
+        let mut remove = redis::cmd("ZREM");
+        remove.arg(key).arg(entries);
+        self.query::<i64>(remove).map(|n| n.map(|_| ())).boxed()
     }
 }
 
 impl SharedSubscriptions for RedisStore {
     fn change(&self, key: &str, uri: &str, subscribed: bool) -> Answer<bool> {
-        let store = self.clone();
-        let key = key.to_owned();
         let uri = uri.to_owned();
-        let script = store.inner.scripts[3].clone();
-        let kept = u64::try_from(subscriptions::KEPT.as_millis()).unwrap_or(u64::MAX);
-        async move {
-            store
-                .call(|mut c| async move {
-                    script
-                        .key(&key)
-                        .arg(if subscribed { "+" } else { "-" })
-                        .arg(&uri)
-                        .arg(MAX_URIS)
-                        .arg(kept)
-                        .invoke_async::<i64>(&mut c)
-                        .await
-                })
-                .await
-                .map(|done| done == 1)
-        }
+        let kept = millis(subscriptions::KEPT);
+        self.script::<i64>(Lua::Change, key, move |s| {
+            s.arg(if subscribed { "+" } else { "-" })
+                .arg(uri)
+                .arg(MAX_URIS)
+                .arg(kept);
+        })
+        .map(|done| done.map(|done| done == 1))
         .boxed()
     }
 
     fn members(&self, key: &str) -> Answer<Vec<String>> {
-        let store = self.clone();
-        let key = key.to_owned();
-        async move {
-            let mut members = store
-                .call(|mut c| async move {
-                    redis::cmd("SMEMBERS")
-                        .arg(&key)
-                        .query_async::<Vec<String>>(&mut c)
-                        .await
-                })
-                .await?;
-            members.truncate(MAX_URIS);
-            Ok(members)
-        }
-        .boxed()
+        let mut members = redis::cmd("SMEMBERS");
+        members.arg(key);
+        self.query::<Vec<String>>(members)
+            .map(|members| members.map(|m| bounded(m, MAX_URIS)))
+            .boxed()
     }
 
     fn watch(&self, key: &str) -> Watch {
@@ -451,47 +420,28 @@ impl SharedSubscriptions for RedisStore {
 
 impl SharedLevels for RedisStore {
     fn set(&self, key: &str, level: &str) -> Answer<()> {
-        let store = self.clone();
-        let key = key.to_owned();
         let level = level.to_owned();
-        let script = store.inner.scripts[4].clone();
-        let kept = u64::try_from(levels::KEPT.as_millis()).unwrap_or(u64::MAX);
-        async move {
-            store
-                .call(|mut c| async move {
-                    script
-                        .key(&key)
-                        .arg(&level)
-                        .arg(kept)
-                        .invoke_async::<i64>(&mut c)
-                        .await
-                })
-                .await
-                .map(|_| ())
-        }
+        let kept = millis(levels::KEPT);
+        self.script::<i64>(Lua::Level, key, move |s| {
+            s.arg(level).arg(kept);
+        })
+        .map(|set| set.map(|_| ()))
         .boxed()
     }
 
     fn level(&self, key: &str) -> Answer<Option<String>> {
-        let store = self.clone();
-        let key = key.to_owned();
-        async move {
-            // Bounded: at most one byte more than a level's name is read, and a value
-            // longer than a name is none of ours (none at all reads as empty).
-            let value = store
-                .call(|mut c| async move {
-                    redis::cmd("GETRANGE")
-                        .arg(&key)
-                        .arg(0)
-                        .arg(levels::MAX_LEN)
-                        .query_async::<Vec<u8>>(&mut c)
-                        .await
+        // Bounded: at most one byte more than a level's name is read, and a value
+        // longer than a name is none of ours (none at all reads as empty).
+        let mut range = redis::cmd("GETRANGE");
+        range.arg(key).arg(0).arg(levels::MAX_LEN);
+        self.query::<Vec<u8>>(range)
+            .map(|value| {
+                value.map(|value| {
+                    let ours = !value.is_empty() && value.len() <= levels::MAX_LEN;
+                    ours.then(|| String::from_utf8(value).ok()).flatten()
                 })
-                .await?;
-            let ours = !value.is_empty() && value.len() <= levels::MAX_LEN;
-            Ok(ours.then(|| String::from_utf8(value).ok()).flatten())
-        }
-        .boxed()
+            })
+            .boxed()
     }
 
     fn watch(&self, key: &str) -> Watch {
