@@ -58,13 +58,6 @@ fn gateway(
     (g, file, store)
 }
 
-/// A legacy session of `token`'s caller: its id.
-fn session(g: &Gateway, token: &str) -> String {
-    let opened = g.initialize(token);
-    assert_eq!(opened.status, 200, "{}", opened.body);
-    opened.header("mcp-session-id").unwrap().to_owned()
-}
-
 /// `up__whoami` in the session `id`, as `token`'s caller.
 fn whoami(g: &Gateway, token: &str, id: &str) -> Http {
     let bearer = format!("Bearer {token}");
@@ -130,7 +123,7 @@ fn service_credentials_are_the_gateways_and_a_callers_token_never_goes_upstream(
     let upstream = Upstream::start(idp_port);
     let (g, _file, _store) = gateway("service", idp_port, &upstream, json!({"mode": "service"}));
     let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
-    let (hers, his) = (session(&g, &alice), session(&g, &bob));
+    let (hers, his) = (g.session(&alice), g.session(&bob));
     assert_eq!(
         subject(&whoami(&g, &alice, &hers)),
         "client:gateway-upstream"
@@ -162,7 +155,7 @@ fn exchanged_credentials_are_each_callers_own_kept_per_caller_and_asked_again_on
     let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
 
     // Two callers at once, each as itself.
-    let (hers, his) = (session(&g, &alice), session(&g, &bob));
+    let (hers, his) = (g.session(&alice), g.session(&bob));
     assert_eq!(subject(&whoami(&g, &alice, &hers)), "user:alice-app");
     assert_eq!(subject(&whoami(&g, &bob, &his)), "user:bob-app");
     assert_eq!(subject(&whoami(&g, &alice, &hers)), "user:alice-app");
@@ -170,7 +163,7 @@ fn exchanged_credentials_are_each_callers_own_kept_per_caller_and_asked_again_on
 
     // Alice's second session, and her 2026-07-28 requests (no session), use what her
     // exchange got: nothing asked again.
-    let again = session(&g, &alice);
+    let again = g.session(&alice);
     assert_eq!(subject(&whoami(&g, &alice, &again)), "user:alice-app");
     assert_eq!(subject(&whoami_modern(&g, &alice)), "user:alice-app");
     assert_eq!(exchanges(idp_port), 2);
@@ -202,7 +195,7 @@ fn an_exchange_the_identity_provider_refuses_fails_that_server_with_why_and_no_t
     let credentials = json!({"mode": "exchange", "idp": idp});
     let (g, _file, _store) = gateway("refused", idp_port, &upstream, credentials);
     let alice = g.token("alice-app");
-    let hers = session(&g, &alice);
+    let hers = g.session(&alice);
     let failed = g
         .bridge
         .audit_until(|l| l["server"] == "up" && l["state"] == "refused");
@@ -267,7 +260,7 @@ fn an_identity_provider_that_answers_no_token_fails_that_server_with_why() {
     let credentials = json!({"mode": "exchange", "idp": idp});
     let (g, _file, _store) = gateway("lying", idp_port, &upstream, credentials);
     let alice = g.token("alice-app");
-    session(&g, &alice);
+    g.session(&alice);
     let failed = g.bridge.audit_until(|l| {
         l["server"] == "up" && (l["state"] == "refused" || l["state"] == "failed")
     });

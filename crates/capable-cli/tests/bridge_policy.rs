@@ -47,13 +47,6 @@ fn team(test: &str) -> TempFile {
     config(test, json!({"groupsClaim": "org.groups"}), servers)
 }
 
-/// A legacy session of `token`'s caller: its id.
-fn session(g: &Gateway, token: &str) -> String {
-    let opened = g.initialize(token);
-    assert_eq!(opened.status, 200, "{}", opened.body);
-    opened.header("mcp-session-id").unwrap().to_owned()
-}
-
 /// A request of the legacy session `id`, as `token`'s caller.
 fn legacy(g: &Gateway, token: &str, id: &str, method: &str, params: Value) -> Http {
     let bearer = format!("Bearer {token}");
@@ -106,7 +99,7 @@ fn each_caller_sees_and_calls_only_what_its_rules_allow_in_both_eras() {
     let file = team("rules");
     let g = gateway_to(&["--config", file.0.to_str().unwrap()]);
     let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
-    let (hers, his) = (session(&g, &alice), session(&g, &bob));
+    let (hers, his) = (g.session(&alice), g.session(&bob));
     let all = [
         "docs__confirm",
         "docs__echo",
@@ -196,7 +189,7 @@ fn one_server_alone_is_filtered_per_caller_too() {
     let path = file.0.to_str().unwrap();
     let g = gateway_to(&["--config", path, "--server", "docs"]);
     let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
-    let his = session(&g, &bob);
+    let his = g.session(&bob);
     assert_eq!(
         tools(&legacy(&g, &bob, &his, "tools/list", json!({}))),
         ["echo"]
@@ -231,7 +224,7 @@ fn a_caller_over_its_rate_limit_gets_429_and_retry_after_and_another_is_served()
     let path = file.0.to_str().unwrap();
     let g = gateway_to(&["--config", path, "--server", "docs"]);
     let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
-    let hers = session(&g, &alice);
+    let hers = g.session(&alice);
     let call = json!({"name": "echo", "arguments": {"message": "hi"}});
     for _ in 0..2 {
         let served = legacy(&g, &alice, &hers, "tools/call", call.clone());

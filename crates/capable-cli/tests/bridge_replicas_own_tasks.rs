@@ -144,13 +144,7 @@ fn a_task_of_the_bridges_made_on_one_replica_is_answered_by_any_other_even_once_
     );
 
     // A dies; the task was not A's alone.
-    let pid = a_bridge.pid();
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    bridge_support::wait_gone(pid);
+    a_bridge.sigkill();
     let again = ask(c, &session, 6, "tasks/result", json!({"taskId": id}));
     assert_eq!(again["result"], result["result"], "{again}");
 
@@ -212,12 +206,7 @@ fn a_task_of_the_bridges_opens_only_for_the_caller_it_was_made_for() {
     behind.extend(fixture.iter().map(String::as_str));
     let gateway = identity_support::gateway_to(&behind);
     let (alice, bob) = (gateway.token("alice-app"), gateway.token("bob-app"));
-    let session_of = |token: &str| {
-        let opened = gateway.initialize(token);
-        assert_eq!(opened.status, 200, "{}", opened.body);
-        opened.header("mcp-session-id").unwrap().to_owned()
-    };
-    let (alice_session, bob_session) = (session_of(&alice), session_of(&bob));
+    let (alice_session, bob_session) = (gateway.session(&alice), gateway.session(&bob));
     let (as_alice, as_bob) = (format!("Bearer {alice}"), format!("Bearer {bob}"));
     let alice_h = [("Authorization", as_alice.as_str())];
     let bob_h = [("Authorization", as_bob.as_str())];

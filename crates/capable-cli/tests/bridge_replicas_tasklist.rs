@@ -105,16 +105,6 @@ fn lists(redis: &RedisServer) -> Vec<(String, i64)> {
         .collect()
 }
 
-fn kill(bridge: &Bridge) {
-    let pid = bridge.pid();
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    bridge_support::wait_gone(pid);
-}
-
 #[test]
 fn a_legacy_hosts_tasks_list_lists_what_it_started_through_any_replica_even_a_killed_one() {
     let Some(redis) = RedisServer::start() else {
@@ -140,7 +130,7 @@ fn a_legacy_hosts_tasks_list_lists_what_it_started_through_any_replica_even_a_ki
     assert_eq!(stored[0].0.len(), "capable:tasks:".len() + 32, "{stored:?}");
     assert_eq!(stored[0].1, 3, "{stored:?}");
 
-    kill(&a_bridge);
+    a_bridge.sigkill();
     // C started none of them: it lists both that live, oldest first, under the ids the
     // host was given; the one the server forgot is not listed, and leaves the store.
     let listed = list(c, &session, 5);

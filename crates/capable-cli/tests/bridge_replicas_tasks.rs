@@ -94,13 +94,7 @@ fn a_task_started_through_one_replica_goes_on_through_any_other_even_once_it_was
     assert_eq!(got["result"]["status"], "working");
 
     // A dies mid-task; nothing of the task was A's alone.
-    let pid = a_bridge.pid();
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    bridge_support::wait_gone(pid);
+    a_bridge.sigkill();
     let result = ask(c, &session, 4, "tasks/result", json!({"taskId": id}));
     assert_eq!(
         result["result"]["content"][0]["text"], "report ready",
@@ -190,12 +184,7 @@ fn a_task_id_opens_only_for_the_caller_it_was_sealed_for() {
     behind.extend(fixture.iter().map(String::as_str));
     let gateway = identity_support::gateway_to(&behind);
     let (alice, bob) = (gateway.token("alice-app"), gateway.token("bob-app"));
-    let session_of = |token: &str| {
-        let opened = gateway.initialize(token);
-        assert_eq!(opened.status, 200, "{}", opened.body);
-        opened.header("mcp-session-id").unwrap().to_owned()
-    };
-    let (alice_session, bob_session) = (session_of(&alice), session_of(&bob));
+    let (alice_session, bob_session) = (gateway.session(&alice), gateway.session(&bob));
     let as_alice = format!("Bearer {alice}");
     let as_bob = format!("Bearer {bob}");
     let (port, alice_h, bob_h) = (

@@ -50,13 +50,6 @@ fn config(upstream: &Upstream) -> TempFile {
     TempFile::new("user-login.json", &config.to_string())
 }
 
-/// A legacy session of `token`'s caller: its id.
-fn session(g: &Gateway, token: &str) -> String {
-    let opened = g.initialize(token);
-    assert_eq!(opened.status, 200, "{}", opened.body);
-    opened.header("mcp-session-id").unwrap().to_owned()
-}
-
 /// `method` with `params` in the session `id`, as `token`'s caller.
 fn ask(g: &Gateway, token: &str, id: &str, method: &str, params: Value) -> Value {
     let bearer = format!("Bearer {token}");
@@ -133,7 +126,7 @@ fn each_caller_logs_in_as_itself_a_replayed_callback_stores_nothing_and_a_refuse
     );
     let (g, _file) = gateway(port, idp_port, &upstream);
     let (alice, bob) = (g.token("alice-app"), g.token("bob-app"));
-    let (hers, his) = (session(&g, &alice), session(&g, &bob));
+    let (hers, his) = (g.session(&alice), g.session(&bob));
 
     // Neither has logged in: each call is answered with a login URL of the caller's
     // own, and nothing reached the server with a token.
@@ -255,7 +248,7 @@ fn with_a_seal_key_a_callers_login_is_kept_sealed_across_a_restart_and_refreshed
     ];
     let mut g = gateway_on(idp_port, port, &behind);
     let alice = g.token("alice-app");
-    let hers = session(&g, &alice);
+    let hers = g.session(&alice);
     let url = login_url(&whoami(&g, &alice, &hers), port);
     let (done, _) = Browser::default().log_in(&url, "alice");
     assert_eq!(done.status, 200, "{}", done.body);
@@ -309,6 +302,6 @@ fn with_a_seal_key_a_callers_login_is_kept_sealed_across_a_restart_and_refreshed
     g.restart(&behind);
     let read = g.bridge.audit_until(|l| l["event"] == "user_tokens");
     assert_eq!(read["tokens"], 1, "{read}");
-    let again = session(&g, &alice);
+    let again = g.session(&alice);
     assert_eq!(subject(&whoami(&g, &alice, &again)), "user:alice");
 }

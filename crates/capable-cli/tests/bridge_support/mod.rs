@@ -90,6 +90,19 @@ impl Bridge {
         self.child.id()
     }
 
+    /// SIGKILLs the bridge by its pid, as a replica dies with nothing said, and waits
+    /// until it is gone; what it wrote stays readable.
+    #[track_caller]
+    pub fn sigkill(&self) {
+        let pid = self.pid();
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        wait_gone(pid);
+    }
+
     /// Writes one message to the bridge.
     pub fn send(&mut self, message: Value) {
         self.send_line(&message.to_string());

@@ -145,6 +145,14 @@ impl Gateway {
         token
     }
 
+    /// A legacy session opened with `token`: its `Mcp-Session-Id`.
+    #[track_caller]
+    pub fn session(&self, token: &str) -> String {
+        let opened = self.initialize(token);
+        assert_eq!(opened.status, 200, "{}", opened.body);
+        opened.header("mcp-session-id").unwrap().to_owned()
+    }
+
     pub fn initialize(&self, token: &str) -> Http {
         let bearer = format!("Bearer {token}");
         post(

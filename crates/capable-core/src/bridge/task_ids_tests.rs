@@ -61,10 +61,7 @@ fn a_forged_tampered_foreign_expired_or_other_callers_id_is_an_unknown_task() {
     let ids = ids(1);
     let alice = caller("alice");
     let sealed = Value::String(ids.seal("t1", &alice, NOW).unwrap());
-    let mut tampered = sealed.as_str().unwrap().to_owned().into_bytes();
-    let i = tampered.len() / 2;
-    tampered[i] = if tampered[i] == b'A' { b'B' } else { b'A' };
-    let tampered = Value::String(String::from_utf8(tampered).unwrap());
+    let tampered = Value::String(crate::seal::tampered(sealed.as_str().unwrap()));
     let another_server = TaskIds::new(KeyRing::new(SealKey::from_bytes(&[1; 32]), vec![]), "wiki");
     let refusals = [
         get(&ids, &json!("t1"), &alice, NOW),

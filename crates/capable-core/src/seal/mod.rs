@@ -218,5 +218,15 @@ pub fn open_into<'b>(
     Ok(&buffer[HEADER_LEN..buffer.len() - TAG_LEN])
 }
 
+/// `seal` with one character in its middle changed (every bit of a seal counts): for
+/// the tests of each kind's refusals.
+#[cfg(test)]
+pub(crate) fn tampered(seal: &str) -> String {
+    let mut bytes = seal.as_bytes().to_vec();
+    let i = bytes.len() / 2;
+    bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
+    String::from_utf8(bytes).expect("a seal is ASCII")
+}
+
 #[cfg(test)]
 mod tests;

@@ -284,10 +284,7 @@ mod tests {
         let alice = caller("alice");
         let mut buffer = Vec::new();
         let state = round().seal(&ring).unwrap();
-        let mut tampered = state.clone().into_bytes();
-        let i = tampered.len() / 2;
-        tampered[i] = if tampered[i] == b'A' { b'B' } else { b'A' };
-        let tampered = String::from_utf8(tampered).unwrap();
+        let tampered = crate::seal::tampered(&state);
         let other = KeyRing::new(SealKey::from_bytes(&[7; 32]), vec![]);
         let task = TaskSeal {
             expires_at: u64::MAX,
