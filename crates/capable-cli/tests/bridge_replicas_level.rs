@@ -29,9 +29,9 @@ use std::time::{Duration, Instant};
 
 use bridge_support::Bridge;
 use capable_test_support::RedisServer;
-use common::TempFile;
 use listen_support::{
-    answer_of, ask, initialize_at, key_file, listening_env, listening_to, post, standalone, Event,
+    answer_of, ask, initialize_at, key_file, listening_env, listening_to, post, standalone,
+    store_config, Event,
 };
 use serde_json::{json, Value};
 
@@ -168,9 +168,7 @@ fn the_level_holds_on_every_replica(
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let gateway = json!({"store": {"redis": redis.url(), "timeout": "300ms"}});
-    let text = json!({"gateway": gateway, "mcpServers": servers}).to_string();
-    let file = TempFile::new(&format!("replica-level-{test}.json"), &text);
+    let file = store_config(&format!("replica-level-{test}.json"), &redis, None, servers);
     let key = key_file(&format!("level-{test}.key"), 0x61);
     let mut args = vec![
         "--config",
@@ -268,14 +266,9 @@ fn with_redis_gone_a_level_holds_on_its_replica_when_open_and_is_refused_when_cl
     };
     let key = key_file("level-down.key", 0x62);
     let replica = |when_down: &str| {
-        let gateway = json!({"store": {"redis": redis.url(), "timeout": "300ms",
-                                       "whenDown": when_down}});
         let servers = json!({"fx": bridge_support::many_entry("conformance", &[])});
-        let text = json!({"gateway": gateway, "mcpServers": servers});
-        let file = TempFile::new(
-            &format!("replica-level-{when_down}.json"),
-            &text.to_string(),
-        );
+        let name = format!("replica-level-{when_down}.json");
+        let file = store_config(&name, &redis, Some(when_down), servers);
         let flags = [
             "--config",
             file.path(),

@@ -26,7 +26,9 @@ mod listen_support;
 use bridge_support::Bridge;
 use capable_test_support::RedisServer;
 use common::TempFile;
-use listen_support::{ask, ask_with, initialize_at, key_file, listening, listening_env};
+use listen_support::{
+    ask, ask_with, initialize_at, key_file, listening, listening_env, store_config,
+};
 use serde_json::{json, Value};
 
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -46,12 +48,10 @@ fn replica(
     redis: &RedisServer,
     when_down: &str,
 ) -> (Bridge, u16, TempFile) {
-    let gateway = json!({"store": {"redis": redis.url(), "timeout": "300ms",
-                                   "whenDown": when_down}});
-    let text = json!({"gateway": gateway, "mcpServers": {"up": {"url": url}}});
     let stem = key.file_stem().unwrap().to_string_lossy();
     let name = format!("replica-own-{stem}-{when_down}.json");
-    let file = TempFile::new(&name, &text.to_string());
+    let servers = json!({"up": {"url": url}});
+    let file = store_config(&name, redis, Some(when_down), servers);
     let flags = [
         "--config",
         file.path(),

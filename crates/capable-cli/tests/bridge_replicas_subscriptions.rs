@@ -26,9 +26,8 @@ use std::time::{Duration, Instant};
 
 use bridge_support::Bridge;
 use capable_test_support::RedisServer;
-use common::TempFile;
 use listen_support::{
-    initialize_at, key_file, listening_env, listening_to, post, standalone, Event,
+    initialize_at, key_file, listening_env, listening_to, post, standalone, store_config, Event,
 };
 use serde_json::{json, Value};
 
@@ -129,9 +128,7 @@ fn subscriptions_follow_the_hosts_stream(
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let gateway = json!({"store": {"redis": redis.url(), "timeout": "300ms"}});
-    let text = json!({"gateway": gateway, "mcpServers": servers}).to_string();
-    let file = TempFile::new(&format!("replica-subs-{test}.json"), &text);
+    let file = store_config(&format!("replica-subs-{test}.json"), &redis, None, servers);
     let key = key_file(&format!("{test}.key"), 0x51);
     let mut args = vec![
         "--config",
@@ -233,10 +230,9 @@ fn with_redis_gone_a_subscribe_stays_on_its_replica_when_open_and_is_refused_whe
     let (_live, live) = served("subscribe");
     let key = key_file("down.key", 0x52);
     let replica = |when_down: &str| {
-        let gateway = json!({"store": {"redis": redis.url(), "timeout": "300ms",
-                                       "whenDown": when_down}});
-        let text = json!({"gateway": gateway, "mcpServers": {"live": {"url": live}}});
-        let file = TempFile::new(&format!("replica-subs-{when_down}.json"), &text.to_string());
+        let servers = json!({"live": {"url": live}});
+        let name = format!("replica-subs-{when_down}.json");
+        let file = store_config(&name, &redis, Some(when_down), servers);
         let flags = [
             "--config",
             file.path(),
@@ -303,9 +299,8 @@ fn a_uri_of_the_set_the_streams_holder_cannot_subscribe_to_is_said_and_the_other
         return;
     };
     let (_live, live) = served("subscribe");
-    let gateway = json!({"store": {"redis": redis.url(), "timeout": "300ms"}});
-    let text = json!({"gateway": gateway, "mcpServers": {"live": {"url": live}}});
-    let file = TempFile::new("replica-subs-refused.json", &text.to_string());
+    let servers = json!({"live": {"url": live}});
+    let file = store_config("replica-subs-refused.json", &redis, None, servers);
     let key = key_file("refused.key", 0x53);
     let flags = [
         "--config",

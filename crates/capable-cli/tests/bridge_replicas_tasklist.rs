@@ -24,7 +24,7 @@ mod listen_support;
 use bridge_support::Bridge;
 use capable_test_support::RedisServer;
 use common::TempFile;
-use listen_support::{ask, initialize_at, key_file, listening, listening_env};
+use listen_support::{ask, initialize_at, key_file, listening, listening_env, store_config};
 use serde_json::{json, Value};
 
 /// The server behind every replica, and its URL.
@@ -42,11 +42,10 @@ fn replica(
     when_down: &str,
     n: u32,
 ) -> (Bridge, u16, TempFile) {
-    let gateway = json!({"store": {"redis": redis.url(), "timeout": "300ms",
-                                   "whenDown": when_down}});
-    let text = json!({"gateway": gateway, "mcpServers": {"up": {"url": url}}});
     let stem = key.file_stem().unwrap().to_string_lossy();
-    let file = TempFile::new(&format!("replica-list-{stem}-{n}.json"), &text.to_string());
+    let name = format!("replica-list-{stem}-{n}.json");
+    let servers = json!({"up": {"url": url}});
+    let file = store_config(&name, redis, Some(when_down), servers);
     let flags = [
         "--config",
         file.path(),

@@ -212,6 +212,23 @@ pub fn initialize(port: u16) -> String {
     initialize_at(port, "2025-11-25")
 }
 
+/// The config of replicas that share `redis` as their store: `gateway.store` that
+/// Redis (300 ms a call; `whenDown` as `when_down` says, else its default) and
+/// `servers` as `mcpServers`, written as `name` in the temporary directory.
+pub fn store_config(
+    name: &str,
+    redis: &capable_test_support::RedisServer,
+    when_down: Option<&str>,
+    servers: Value,
+) -> super::common::TempFile {
+    let mut store = json!({"redis": redis.url(), "timeout": "300ms"});
+    if let Some(when_down) = when_down {
+        store["whenDown"] = json!(when_down);
+    }
+    let text = json!({"gateway": {"store": store}, "mcpServers": servers});
+    super::common::TempFile::new(name, &text.to_string())
+}
+
 /// A legacy session at `version`, initialized.
 pub fn initialize_at(port: u16, version: &str) -> String {
     let answer = post(
