@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::audit::Audit;
+use crate::traces::Traceparent;
 use crate::Unavailable;
 
 /// The `_meta` members that belong to the host's own exchange with the bridge, not to
@@ -37,7 +38,10 @@ pub enum Forwarded {
     /// own put first as they are written ([`WithMeta`]): `meta` its members' text
     /// (`"traceparent":"…"`, and `tracestate`), written by the bridge — nothing is
     /// made into a second params text, nor checked again.
-    Traced { params: Box<RawValue>, meta: String },
+    Traced {
+        params: Box<RawValue>,
+        meta: MetaMembers,
+    },
     /// Their members less `_meta`, each as its JSON text; and what is left of `_meta`
     /// once the host's own members are out, when anything is.
     Edited {
@@ -48,6 +52,11 @@ pub enum Forwarded {
 
 /// An object's members, each kept as its JSON text.
 type Members = BTreeMap<String, Box<RawValue>>;
+
+/// The JSON text of the `_meta` members the bridge puts in front of params it traced
+/// (`"traceparent":"…"`, and a `tracestate`): on the stack, unless the caller's
+/// `tracestate` is long.
+pub type MetaMembers = smallvec::SmallVec<[u8; 96]>;
 
 impl Forwarded {
     /// The params as an object, to edit (a name the server knows by another).
@@ -92,16 +101,16 @@ impl Forwarded {
         #[derive(serde::Deserialize)]
         struct Meta<'a> {
             #[serde(borrow)]
-            traceparent: Option<std::borrow::Cow<'a, str>>,
+            traceparent: Option<Str<'a>>,
             #[serde(borrow)]
-            tracestate: Option<std::borrow::Cow<'a, str>>,
+            tracestate: Option<Str<'a>>,
         }
         #[derive(serde::Deserialize)]
         struct Read<'a> {
             #[serde(borrow)]
-            name: Option<std::borrow::Cow<'a, str>>,
+            name: Option<Str<'a>>,
             #[serde(borrow)]
-            uri: Option<std::borrow::Cow<'a, str>>,
+            uri: Option<Str<'a>>,
             #[serde(rename = "_meta", borrow)]
             meta: Option<Meta<'a>>,
         }
@@ -112,7 +121,7 @@ impl Forwarded {
         match self {
             Forwarded::Traced { params, meta } => {
                 let read = serde_json::from_str::<Read<'_>>(params.get()).ok();
-                let meta = format!("{{{meta}}}");
+                let meta = format!("{{{}}}", String::from_utf8_lossy(meta));
                 let meta = serde_json::from_str::<Meta<'_>>(&meta).ok();
                 let (traceparent, tracestate) = meta.map_or((None, None), |m| {
                     (
@@ -152,8 +161,8 @@ impl Forwarded {
                 crate::traces::TraceFields {
                     name: read.name.as_deref().map(Into::into),
                     uri: read.uri.as_deref().map(Into::into),
-                    traceparent: traceparent.map(Into::into),
-                    tracestate: tracestate.map(Into::into),
+                    traceparent: traceparent.as_deref().map(Into::into),
+                    tracestate: tracestate.as_deref().map(Into::into),
                 }
             }
             Forwarded::Edited { members, meta } => crate::traces::TraceFields {
@@ -170,7 +179,7 @@ impl Forwarded {
     /// become [`Forwarded::Traced`]: the members are written in front of their text as
     /// the request's line is written, their text otherwise kept as it is (never
     /// decoded into members, nor checked again).
-    pub fn with_trace(self, traceparent: &str, tracestate: Option<&str>) -> Forwarded {
+    pub fn with_trace(self, traceparent: &Traceparent, tracestate: Option<&str>) -> Forwarded {
         let string = |s: &str| serde_json::value::to_raw_value(s).ok();
         let (members, meta) = match self {
             Forwarded::Edited { members, meta } => (members, meta),
@@ -189,7 +198,7 @@ impl Forwarded {
             }
         };
         let mut meta = meta.unwrap_or_default();
-        match string(traceparent) {
+        match string(traceparent.as_str()) {
             Some(parent) => meta.insert("traceparent".to_owned(), parent),
             None => meta.remove("traceparent"),
         };
@@ -217,34 +226,67 @@ impl Forwarded {
 }
 
 /// The params as text without `_meta`, `params`, to go with `traceparent` (and
-/// `tracestate`) as the members of their `_meta`, written as the request is.
-fn traced(params: Box<RawValue>, traceparent: &str, tracestate: Option<&str>) -> Forwarded {
-    const PARENT: &str = r#""traceparent":"#;
-    const STATE: &str = r#","tracestate":"#;
-    let state = tracestate.map_or(0, |s| STATE.len() + s.len() + 2);
-    let mut meta = String::with_capacity(PARENT.len() + traceparent.len() + 2 + state);
-    meta.push_str(PARENT);
-    write_string(&mut meta, traceparent);
+/// `tracestate`) as the members of their `_meta`, written as the request is: the
+/// bridge's own `traceparent` (hex digits and dashes) copied as it is.
+fn traced(params: Box<RawValue>, traceparent: &Traceparent, tracestate: Option<&str>) -> Forwarded {
+    let mut meta = MetaMembers::new();
+    meta.extend_from_slice(br#""traceparent":""#);
+    meta.extend_from_slice(traceparent.as_bytes());
+    meta.push(b'"');
     if let Some(state) = tracestate {
-        meta.push_str(STATE);
+        meta.extend_from_slice(br#","tracestate":"#);
         write_string(&mut meta, state);
     }
     Forwarded::Traced { params, meta }
 }
 
-/// `s` as a JSON string at the end of `out`: the bridge's own `traceparent` (hex
-/// digits and dashes) and a usual `tracestate` need no escaping, and are copied.
-fn write_string(out: &mut String, s: &str) {
+/// `s` as a JSON string at the end of `out`: a usual `tracestate` needs no escaping,
+/// and is copied.
+fn write_string(out: &mut MetaMembers, s: &str) {
     if s.bytes()
         .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ')
     {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
     } else if let Ok(json) = serde_json::to_string(s) {
-        out.push_str(&json);
+        out.extend_from_slice(json.as_bytes());
     } else {
-        out.push_str("\"\"");
+        out.extend_from_slice(b"\"\"");
+    }
+}
+
+/// A string member of the params, borrowed from their text (copied only when it has
+/// escapes): serde's own `Option<Cow<str>>` always copies.
+struct Str<'a>(std::borrow::Cow<'a, str>);
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Str<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Str<'a>, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Str<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(std::borrow::Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Str<'de>, E> {
+                Ok(Str(std::borrow::Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(Visit)
     }
 }
 
@@ -255,7 +297,7 @@ impl serde::Serialize for Forwarded {
             Forwarded::Plain(raw) | Forwarded::AsSent(raw) => raw.serialize(s),
             Forwarded::Traced { params, meta } => {
                 let mut text = Vec::new();
-                WithMeta::new(meta, &**params).write_json(&mut text);
+                WithMeta::unmerged(meta, &**params).write_json(&mut text);
                 let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
                 RawValue::from_string(text)
                     .map_err(serde::ser::Error::custom)?
@@ -430,7 +472,14 @@ mod tests {
         let fields = sent().trace_fields(Method::ReadResource);
         assert_eq!(fields.uri.as_deref(), Some("a://b"));
         assert_eq!(fields.traceparent, None);
-        let traced = sent().with_trace("00-t-s-01", Some(r#"k="v"#));
+        let context = crate::traces::SpanContext {
+            trace_id: [0xab; 16],
+            span_id: [0xcd; 8],
+            sampled: true,
+            state: None,
+        };
+        let parent = context.traceparent();
+        let traced = sent().with_trace(&parent, Some(r#"k="v"#));
         let Forwarded::Traced { params, .. } = &traced else {
             panic!("decoded: {traced:?}");
         };
@@ -441,17 +490,20 @@ mod tests {
         let line = String::from_utf8(line).unwrap();
         assert!(
             line.contains(
-                r#""params":{"_meta":{"traceparent":"00-t-s-01","tracestate":"k=\"v"},"uri":"a://b","x":[1, 2]}}"#
+                &format!(
+                    r#""params":{{"_meta":{{"traceparent":"{}","tracestate":"k=\"v"}},"uri":"a://b","x":[1, 2]}}}}"#,
+                    parent.as_str()
+                )
             ),
             "{line}"
         );
         let again = traced.trace_fields(Method::ListTools);
-        assert_eq!(again.traceparent.as_deref(), Some("00-t-s-01"));
+        assert_eq!(again.traceparent.as_deref(), Some(parent.as_str()));
         assert_eq!(again.tracestate.as_deref(), Some(r#"k="v"#));
         let empty = upstream_params(&Payload::from_json(b"{ }".to_vec())).unwrap();
         assert_eq!(
-            serde_json::to_value(empty.with_trace("p", None)).unwrap(),
-            json!({"_meta": {"traceparent": "p"}})
+            serde_json::to_value(empty.with_trace(&parent, None)).unwrap(),
+            json!({"_meta": {"traceparent": parent.as_str()}})
         );
     }
 

@@ -62,7 +62,7 @@ impl Relay {
                 params: &upstream,
                 server: self.servers.one_name(),
             };
-            traces.request(request)
+            traces.request(request, &mut self.spans)
         });
         let (upstream, policy) =
             match policy::before_one(self.policy.as_ref(), one, method, upstream, &self.audit) {

@@ -129,6 +129,8 @@ pub struct Relay {
     /// The `tasks/result`s open for a legacy task's questions (the core's
     /// [`Command::Fetch`]), by the core's token (`task_input.rs`).
     fetches: HashMap<u64, AbortHandle>,
+    /// The attributes its requests' spans share, by method (traces on).
+    spans: crate::traces::Kept,
     audit: Arc<Audit>,
     /// What the one server's lists, requests and results pass (many: `Many` holds it).
     policy: Option<Arc<dyn Policy>>,
@@ -186,6 +188,7 @@ impl Relay {
             tasks,
             started: tasks::started(),
             fetches: HashMap::new(),
+            spans: crate::traces::Kept::default(),
             audit,
             policy: None,
             spend: None,

@@ -83,7 +83,7 @@ impl Servers {
                     match &params {
                         // The bridge's `_meta` put first as the line is written.
                         Forwarded::Traced { params, meta } => {
-                            let params = WithMeta::new(meta, &**params);
+                            let params = WithMeta::unmerged(meta.as_slice(), &**params);
                             session.request_payload(method, &params, options).await
                         }
                         params => session.request_payload(method, params, options).await,

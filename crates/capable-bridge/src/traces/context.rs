@@ -50,6 +50,11 @@ impl SpanContext {
 pub(crate) struct Traceparent([u8; 55]);
 
 impl Traceparent {
+    /// Its 55 ASCII characters.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
     pub fn as_str(&self) -> &str {
         // Only ASCII is ever written.
         std::str::from_utf8(&self.0).unwrap_or_default()

@@ -6,15 +6,34 @@
 //! `opentelemetry/proto/trace/v1/trace.proto` (and `common`, `resource`,
 //! `collector/trace/v1`); the tests decode the result with the official definitions.
 
+use std::sync::Arc;
+
 use bytes::BufMut;
-use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
+use prost::encoding::{encoded_len_varint, key_len, WireType};
 
 use super::span::{Attribute, Kind, Record, Value};
 
+/// `value` as a varint, appended (prost's own goes through its generic `BufMut`, a
+/// byte at a time with a check each).
+#[inline]
+fn varint(mut value: u64, buf: &mut Vec<u8>) {
+    while value >= 0x80 {
+        buf.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    buf.push(value as u8);
+}
+
+/// Field `tag`'s key, of wire type `wire`.
+#[inline]
+fn key(tag: u32, wire: WireType, buf: &mut Vec<u8>) {
+    varint(u64::from(tag << 3 | wire as u32), buf);
+}
+
 /// `key` with its length-delimited `data`.
 fn bytes(tag: u32, data: &[u8], buf: &mut Vec<u8>) {
-    encode_key(tag, WireType::LengthDelimited, buf);
-    encode_varint(data.len() as u64, buf);
+    key(tag, WireType::LengthDelimited, buf);
+    varint(data.len() as u64, buf);
     buf.extend_from_slice(data);
 }
 
@@ -25,8 +44,8 @@ fn bytes_len(tag: u32, n: usize) -> usize {
 
 /// The header of a length-delimited field `tag` of `n` bytes.
 fn header(tag: u32, n: usize, buf: &mut Vec<u8>) {
-    encode_key(tag, WireType::LengthDelimited, buf);
-    encode_varint(n as u64, buf);
+    key(tag, WireType::LengthDelimited, buf);
+    varint(n as u64, buf);
 }
 
 /// An integer's decimal digits, on the stack.
@@ -80,17 +99,17 @@ pub(crate) fn attribute(tag: u32, attribute: &Attribute, buf: &mut Vec<u8>) {
         (None, Value::Int(i)) => key_len(3) + encoded_len_varint(*i as u64),
         (None, _) => 0,
     };
-    let key = attribute.key.as_bytes();
-    let len = bytes_len(1, key.len()) + bytes_len(2, any);
+    let name = attribute.key.as_bytes();
+    let len = bytes_len(1, name.len()) + bytes_len(2, any);
     buf.reserve(key_len(tag) + encoded_len_varint(len as u64) + len);
     header(tag, len, buf);
-    bytes(1, key, buf);
+    bytes(1, name, buf);
     header(2, any, buf);
     match (text, &attribute.value) {
         (Some(text), _) => bytes(1, text, buf),
         (None, Value::Int(i)) => {
-            encode_key(3, WireType::Varint, buf);
-            encode_varint(*i as u64, buf);
+            key(3, WireType::Varint, buf);
+            varint(*i as u64, buf);
         }
         (None, _) => {}
     }
@@ -120,9 +139,9 @@ const IS_REMOTE: u32 = 0x200;
 const STATUS_ERROR: u64 = 2;
 
 /// One of a record's spans: what is its own (id, parent, kind, start); the rest is
-/// the record's.
+/// the record's, written once for both (protobuf takes a message's fields in any
+/// order: each span is its own fields, then the record's).
 struct One<'a> {
-    record: &'a Record,
     span_id: &'a [u8; 8],
     parent: Option<&'a [u8; 8]>,
     remote_parent: bool,
@@ -131,69 +150,66 @@ struct One<'a> {
 }
 
 impl One<'_> {
-    /// The length of the `Span` message's body with `attributes` (encoded) ([`One::write`]).
-    fn len(&self, attributes: usize) -> usize {
-        let record = self.record;
-        let mut n = bytes_len(1, record.trace_id.len()) + bytes_len(2, self.span_id.len());
-        if let Some(state) = &record.trace_state {
-            n += bytes_len(3, state.len());
-        }
-        if let Some(parent) = self.parent {
-            n += bytes_len(4, parent.len());
-        }
-        n += bytes_len(5, record.name.as_str().len());
-        n += key_len(6) + encoded_len_varint(self.kind as u64);
-        n += 2 * (key_len(7) + 8);
-        n += attributes;
-        if let Some(message) = record.error {
-            n += bytes_len(15, status_len(message));
-        }
-        n + key_len(16) + 4
+    /// The length of its own fields ([`One::write`]).
+    fn len(&self) -> usize {
+        let parent = self.parent.map_or(0, |p| bytes_len(4, p.len()));
+        bytes_len(2, self.span_id.len())
+            + parent
+            + key_len(6)
+            + encoded_len_varint(self.kind as u64)
+            + key_len(7)
+            + 8
+            + key_len(16)
+            + 4
     }
 
-    /// The `Span` message as field `tag`, with its `attributes` (encoded), into `buf`:
-    /// its length first, then its body, written in place.
-    fn write_as(&self, tag: u32, attributes: &[u8], buf: &mut Vec<u8>) {
-        let len = self.len(attributes.len());
+    /// The `Span` message as field `tag`: its length, its own fields, then `common`
+    /// (the record's fields, encoded), into `buf`.
+    fn write_as(&self, tag: u32, common: &[u8], buf: &mut Vec<u8>) {
+        let len = self.len() + common.len();
         buf.reserve(key_len(tag) + encoded_len_varint(len as u64) + len);
         header(tag, len, buf);
         let at = buf.len();
-        self.write(attributes, buf);
-        debug_assert_eq!(buf.len() - at, len, "a span's length as computed");
-    }
-
-    /// The `Span` message's body, into `buf`.
-    fn write(&self, attributes: &[u8], buf: &mut Vec<u8>) {
-        let record = self.record;
-        bytes(1, &record.trace_id, buf);
         bytes(2, self.span_id, buf);
-        if let Some(state) = &record.trace_state {
-            bytes(3, state.as_bytes(), buf);
-        }
         if let Some(parent) = self.parent {
             bytes(4, parent, buf);
         }
-        bytes(5, record.name.as_str().as_bytes(), buf);
-        encode_key(6, WireType::Varint, buf);
-        encode_varint(self.kind as u64, buf);
-        encode_key(7, WireType::SixtyFourBit, buf);
+        key(6, WireType::Varint, buf);
+        varint(self.kind as u64, buf);
+        key(7, WireType::SixtyFourBit, buf);
         buf.put_u64_le(self.start);
-        encode_key(8, WireType::SixtyFourBit, buf);
-        buf.put_u64_le(record.end);
-        buf.extend_from_slice(attributes);
-        if let Some(message) = record.error {
-            // `Status`: `message` 2, `code` 3.
-            header(15, status_len(message), buf);
-            bytes(2, message.as_bytes(), buf);
-            encode_key(3, WireType::Varint, buf);
-            encode_varint(STATUS_ERROR, buf);
-        }
         let remote = match (self.parent, self.remote_parent) {
             (Some(_), true) => HAS_IS_REMOTE | IS_REMOTE,
             _ => HAS_IS_REMOTE,
         };
-        encode_key(16, WireType::ThirtyTwoBit, buf);
+        key(16, WireType::ThirtyTwoBit, buf);
         buf.put_u32_le(SAMPLED | remote);
+        buf.extend_from_slice(common);
+        debug_assert_eq!(buf.len() - at, len, "a span's length as computed");
+    }
+}
+
+/// The fields a record's spans share, encoded into `buf`: the trace, its state, the
+/// name, the end, the attributes (the shared run copied from `runs` when seen
+/// before) and the status.
+fn common(record: &Record, runs: &mut Runs, statics: &mut Statics, buf: &mut Vec<u8>) {
+    bytes(1, &record.trace_id, buf);
+    if let Some(state) = &record.trace_state {
+        bytes(3, state.as_bytes(), buf);
+    }
+    bytes(5, record.name.as_str().as_bytes(), buf);
+    key(8, WireType::SixtyFourBit, buf);
+    buf.put_u64_le(record.end);
+    buf.extend_from_slice(runs.encoded(&record.shared));
+    for a in &record.own {
+        statics.write(a, buf);
+    }
+    if let Some(message) = record.error {
+        // `Status`: `message` 2, `code` 3.
+        header(15, status_len(message), buf);
+        bytes(2, message.as_bytes(), buf);
+        key(3, WireType::Varint, buf);
+        varint(STATUS_ERROR, buf);
     }
 }
 
@@ -202,12 +218,12 @@ fn status_len(message: &str) -> usize {
     bytes_len(2, message.len()) + key_len(3) + encoded_len_varint(STATUS_ERROR)
 }
 
-/// Reused between batches: the spans' encoding, one record's attributes, the runs
+/// Reused between batches: what goes in front of the spans, one record's common fields, the runs
 /// of shared attributes last seen, and the static attributes met.
 #[derive(Default)]
 pub(crate) struct Buffers {
-    spans: Vec<u8>,
-    attributes: Vec<u8>,
+    front: Vec<u8>,
+    common: Vec<u8>,
     runs: Runs,
     statics: Statics,
 }
@@ -244,33 +260,34 @@ impl Statics {
     }
 }
 
-/// The runs of shared attributes kept encoded (a few sessions or methods in turn).
-const RUNS: usize = 8;
+/// The runs of shared attributes kept encoded (a few sessions' methods in turn).
+const RUNS: usize = 16;
 
 /// The shared attributes of the records last seen (a session's, for a method), each
-/// run with its encoding: a record whose run is one of them (the same strings, by
-/// address) copies its bytes instead of encoding it again.
+/// run with its encoding: a record whose run is one of them (the same `Arc`, kept
+/// here, so its address is no other's) copies its bytes instead of encoding it again.
 #[derive(Default)]
 struct Runs {
-    kept: Vec<(Vec<Attribute>, Vec<u8>)>,
+    kept: Vec<(Arc<[Attribute]>, Vec<u8>)>,
     /// The next to replace once `RUNS` are kept.
     next: usize,
 }
 
 impl Runs {
     /// `shared`'s attributes, encoded (as `Span` field 9).
-    fn encoded(&mut self, shared: &[Attribute]) -> &[u8] {
-        let same = |kept: &[Attribute]| {
-            kept.len() == shared.len() && kept.iter().zip(shared).all(|(a, b)| a.same(b))
-        };
-        let at = match self.kept.iter().position(|(kept, _)| same(kept)) {
+    fn encoded(&mut self, shared: &Arc<[Attribute]>) -> &[u8] {
+        let at = match self
+            .kept
+            .iter()
+            .position(|(kept, _)| Arc::ptr_eq(kept, shared))
+        {
             Some(at) => at,
             None => {
                 let mut bytes = Vec::new();
-                for a in shared {
+                for a in shared.iter() {
                     attribute(9, a, &mut bytes);
                 }
-                let run = (shared.to_vec(), bytes);
+                let run = (shared.clone(), bytes);
                 if self.kept.len() < RUNS {
                     self.kept.push(run);
                     self.kept.len() - 1
@@ -288,28 +305,31 @@ impl Runs {
 
 /// `records`' spans as one `ExportTraceServiceRequest` (`resource_spans` 1:
 /// `ResourceSpans` with `resource` 1 and `scope_spans` 2: `ScopeSpans` with `scope` 1
-/// and `spans` 2), written to `out` (cleared first); `resource` and `scope` are their
-/// messages' bodies. A record's upstream call's span comes before its request's.
+/// and `spans` 2), written to `out` (cleared first) from the offset returned;
+/// `resource` and `scope` are their messages' bodies. A record's upstream call's span
+/// comes before its request's. The spans are written after room for what goes in
+/// front of them (whose lengths depend on theirs), then that is written into the end
+/// of the room: the batch is never copied.
 pub(crate) fn request(
     resource: &[u8],
     scope: &[u8],
     records: &[Record],
     buffers: &mut Buffers,
     out: &mut Vec<u8>,
-) {
-    buffers.spans.clear();
+) -> usize {
+    // Two headers (a key, a length of at most ten bytes), the resource and the scope.
+    let room = 2 * 11 + bytes_len(1, resource.len()) + bytes_len(1, scope.len());
+    out.clear();
+    out.resize(room, 0);
     for record in records {
-        let (shared, own) = record
-            .attributes
-            .split_at(record.shared.min(record.attributes.len()));
-        buffers.attributes.clear();
-        let run = buffers.runs.encoded(shared);
-        buffers.attributes.extend_from_slice(run);
-        for a in own {
-            buffers.statics.write(a, &mut buffers.attributes);
-        }
-        let request = One {
+        buffers.common.clear();
+        common(
             record,
+            &mut buffers.runs,
+            &mut buffers.statics,
+            &mut buffers.common,
+        );
+        let request = One {
             span_id: &record.span_id,
             parent: record.parent.as_ref(),
             remote_parent: true,
@@ -317,7 +337,6 @@ pub(crate) fn request(
             start: record.start,
         };
         let upstream = record.upstream.as_ref().map(|(span_id, start)| One {
-            record,
             span_id,
             parent: Some(&record.span_id),
             remote_parent: false,
@@ -325,18 +344,20 @@ pub(crate) fn request(
             start: *start,
         });
         for one in upstream.iter().chain([&request]) {
-            one.write_as(2, &buffers.attributes, &mut buffers.spans);
+            one.write_as(2, &buffers.common, out);
         }
     }
-    let scope_spans = bytes_len(1, scope.len()) + buffers.spans.len();
+    let scope_spans = bytes_len(1, scope.len()) + (out.len() - room);
     let resource_spans = bytes_len(1, resource.len()) + bytes_len(2, scope_spans);
-    out.clear();
-    out.reserve(bytes_len(1, resource_spans));
-    header(1, resource_spans, out);
-    bytes(1, resource, out);
-    header(2, scope_spans, out);
-    bytes(1, scope, out);
-    out.extend_from_slice(&buffers.spans);
+    let front = &mut buffers.front;
+    front.clear();
+    header(1, resource_spans, front);
+    bytes(1, resource, front);
+    header(2, scope_spans, front);
+    bytes(1, scope, front);
+    let at = room - front.len();
+    out[at..room].copy_from_slice(front);
+    at
 }
 
 #[cfg(test)]
@@ -348,7 +369,11 @@ mod tests {
     use prost::Message;
     use std::sync::Arc;
 
-    fn a_record(parent: Option<[u8; 8]>, error: Option<&'static str>) -> Record {
+    fn a_record(
+        shared: &Arc<[Attribute]>,
+        parent: Option<[u8; 8]>,
+        error: Option<&'static str>,
+    ) -> Record {
         Record {
             trace_id: [7; 16],
             span_id: [9; 8],
@@ -358,16 +383,17 @@ mod tests {
             name: Text::Shared("tools/call echo".into()),
             start: 1_700_000_000_000_000_001,
             end: 1_700_000_000_000_500_000,
-            attributes: vec![
-                Attribute::text("mcp.method.name", "tools/call"),
+            shared: shared.clone(),
+            own: [
                 Attribute::text("gen_ai.tool.name", Arc::<str>::from("é".repeat(100))),
                 Attribute::int("rpc.jsonrpc.error_code", -32602),
                 Attribute::decimal("jsonrpc.request.id", -9_007_199_254_740_993),
                 Attribute::decimal("error.type", 0),
                 // Static key and value: encoded once, copied for the records after.
                 Attribute::text("capable.outcome", "error"),
-            ],
-            shared: 1,
+            ]
+            .into_iter()
+            .collect(),
             error,
         }
     }
@@ -376,17 +402,24 @@ mod tests {
     fn a_batch_decodes_with_the_official_definitions_as_recorded() {
         let resource = resource(&[Attribute::text("service.name", "capable-bridge")]);
         let scope = scope("capable-bridge");
+        let call: Arc<[Attribute]> = Arc::new([Attribute::text("mcp.method.name", "tools/call")]);
         let sent = Record {
             upstream: Some(([4; 8], 1_700_000_000_000_000_002)),
-            ..a_record(Some([3; 8]), Some("error"))
+            ..a_record(&call, Some([3; 8]), Some("error"))
         };
-        // The third's shared run is another's (not the same strings): not the first's.
-        let mut other = a_record(None, None);
-        other.attributes[0] = Attribute::text("mcp.method.name", Arc::<str>::from("tools/list"));
-        let records = [sent, a_record(None, None), other];
+        // The third's shared run is another's (another `Arc`): not the first's.
+        let list: Arc<[Attribute]> = Arc::new([Attribute::text(
+            "mcp.method.name",
+            Arc::<str>::from("tools/list"),
+        )]);
+        let records = [
+            sent,
+            a_record(&call, None, None),
+            a_record(&list, None, None),
+        ];
         let (mut buffers, mut out) = (Buffers::default(), Vec::new());
-        request(&resource, &scope, &records, &mut buffers, &mut out);
-        let got = ExportTraceServiceRequest::decode(out.as_slice()).unwrap();
+        let at = request(&resource, &scope, &records, &mut buffers, &mut out);
+        let got = ExportTraceServiceRequest::decode(&out[at..]).unwrap();
         assert_eq!(got.resource_spans.len(), 1);
         let rs = &got.resource_spans[0];
         let r = rs.resource.as_ref().unwrap();

@@ -496,10 +496,11 @@ impl Work {
                     .counts
                     .waiting
                     .fetch_update(Relaxed, Relaxed, |w| Some(w.saturating_sub(n)));
-                encode::request(&resource, &scope, &records, &mut buffers, &mut body);
+                let at = encode::request(&resource, &scope, &records, &mut buffers, &mut body);
                 records.clear();
                 let capacity = body.capacity();
-                let sent = Bytes::from(std::mem::replace(&mut body, Vec::with_capacity(capacity)));
+                let sent = Bytes::from(std::mem::replace(&mut body, Vec::with_capacity(capacity)))
+                    .slice(at..);
                 if !sender.send(sent, timeout).await {
                     shared.counts.dropped.fetch_add(n as u64, Relaxed);
                 }

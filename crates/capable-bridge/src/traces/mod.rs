@@ -34,11 +34,11 @@ use capable::internal::jsonrpc::{Payload, RequestId};
 use capable::internal::Method;
 
 pub use context::into_body;
+pub(crate) use context::{SpanContext, Traceparent};
 pub use export::Protocol;
 
 use crate::audit::Audit;
 use crate::forward::Forwarded;
-use context::SpanContext;
 use sampler::Sampler;
 use span::{Attribute, Record, Text};
 
@@ -160,7 +160,7 @@ impl Traces {
     /// attributes are built once, of what the relay already has (the method, the id,
     /// the version, the params' members), each a static or shared string: the
     /// upstream call's span takes the same ones.
-    pub(crate) fn request(&self, request: Request<'_>) -> Traced {
+    pub(crate) fn request(&self, request: Request<'_>, kept: &mut Kept) -> Traced {
         // Params without `_meta` name no parent: they are read (for a target) only
         // once the request is recorded.
         let plain = request.params.is_plain();
@@ -187,7 +187,7 @@ impl Traces {
             if plain {
                 read = request.params.trace_fields(request.method);
             }
-            Recording::of(&request, read, span::now())
+            Recording::of(&request, read, kept, span::now())
         });
         Traced {
             traces: self.clone(),
@@ -238,7 +238,7 @@ fn resource(var: &impl Fn(&str) -> Option<String>) -> Vec<Attribute> {
 }
 
 /// `enduser.id` (the subject) and the client the token was issued to.
-fn caller_attributes(caller: &Caller, attributes: &mut Vec<Attribute>) {
+fn caller_attributes(caller: &Caller, attributes: &mut span::Own) {
     let subject = Arc::<str>::from(caller.subject.as_str());
     attributes.push(Attribute::text("enduser.id", subject));
     if let Some(client) = &caller.client_id {
@@ -267,17 +267,16 @@ pub(crate) struct Request<'a> {
 }
 
 /// What a recorded request's spans share: the name, when it began, the attributes
-/// (room kept for those its end adds: one vector a request).
+/// of its session and method (kept), and its own.
 struct Recording {
     name: Text,
     start: u64,
-    attributes: Vec<Attribute>,
-    /// How many of the attributes, first, are the session's for this method.
-    shared: usize,
+    shared: Arc<[Attribute]>,
+    own: span::Own,
 }
 
 impl Recording {
-    fn of(request: &Request<'_>, read: TraceFields, start: u64) -> Recording {
+    fn of(request: &Request<'_>, read: TraceFields, kept: &mut Kept, start: u64) -> Recording {
         let method = request.method.as_str();
         let name = match (request.method, &read.name) {
             (Method::CallTool | Method::GetPrompt, Some(target)) => {
@@ -285,10 +284,83 @@ impl Recording {
             }
             _ => Text::Static(method),
         };
-        // First what the session's requests of this method share (static strings, or
-        // the session's and server's shared ones: the exporter encodes a run of them
-        // once), then the request's own.
-        let mut attributes = Vec::with_capacity(ATTRIBUTES);
+        let tool = matches!((request.method, &read.name), (Method::CallTool, Some(_)));
+        let shared = kept.shared(request, tool);
+        let mut own = span::Own::new();
+        own.push(match request.id {
+            RequestId::Number(n) => Attribute::decimal("jsonrpc.request.id", *n),
+            RequestId::String(s) => Attribute::text("jsonrpc.request.id", s.clone()),
+        });
+        match (request.method, read.name) {
+            (Method::CallTool, Some(tool)) => {
+                own.push(Attribute::text("gen_ai.tool.name", tool));
+            }
+            (Method::GetPrompt, Some(prompt)) => {
+                own.push(Attribute::text("gen_ai.prompt.name", prompt));
+            }
+            _ => {}
+        }
+        if let Some(uri) = read.uri {
+            own.push(Attribute::text("mcp.resource.uri", uri));
+        }
+        if let Some(caller) = crate::audit::caller() {
+            caller_attributes(&caller, &mut own);
+        }
+        Recording {
+            name,
+            start,
+            shared,
+            own,
+        }
+    }
+}
+
+/// The most runs of shared attributes a relay keeps (a host's methods, each with and
+/// without a tool's name, a few servers): past it, the oldest is let go.
+const KEPT: usize = 16;
+
+/// The attributes a host's requests of one method share — `mcp.method.name`,
+/// `mcp.protocol.version`, `network.transport`, `mcp.session.id`,
+/// `gen_ai.operation.name`, `capable.server` — built once and kept by its relay: a
+/// request takes an `Arc` of them (and the exporter, seeing the same `Arc` again,
+/// copies their encoding instead of encoding them again).
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    runs: Vec<(RunKey, Arc<[Attribute]>)>,
+    /// The next to let go once `KEPT` are kept.
+    next: usize,
+}
+
+/// What a run of shared attributes depends on, besides the session (one relay's).
+#[derive(Debug)]
+struct RunKey {
+    method: Method,
+    version: &'static str,
+    tool: bool,
+    server: Option<Arc<str>>,
+}
+
+impl RunKey {
+    fn is(&self, request: &Request<'_>, tool: bool) -> bool {
+        self.method == request.method
+            && self.tool == tool
+            && self.version == request.version
+            && match (&self.server, request.server) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+    }
+}
+
+impl Kept {
+    /// The shared attributes of `request` (`tool`: a tool call naming its tool).
+    fn shared(&mut self, request: &Request<'_>, tool: bool) -> Arc<[Attribute]> {
+        if let Some((_, run)) = self.runs.iter().find(|(key, _)| key.is(request, tool)) {
+            return run.clone();
+        }
+        let method = request.method.as_str();
+        let mut attributes = Vec::with_capacity(6);
         attributes.push(Attribute::text("mcp.method.name", method));
         attributes.push(Attribute::text("mcp.protocol.version", request.version));
         let session = SESSION.try_with(|s| {
@@ -300,47 +372,28 @@ impl Recording {
         if let Ok(Some(session)) = session {
             attributes.push(Attribute::text("mcp.session.id", session));
         }
-        if let (Method::CallTool, Some(_)) = (request.method, &read.name) {
+        if tool {
             attributes.push(Attribute::text("gen_ai.operation.name", "execute_tool"));
         }
         if let Some(server) = request.server {
             attributes.push(Attribute::text("capable.server", server.clone()));
         }
-        let shared = attributes.len();
-        attributes.push(match request.id {
-            RequestId::Number(n) => Attribute::decimal("jsonrpc.request.id", *n),
-            RequestId::String(s) => Attribute::text("jsonrpc.request.id", s.clone()),
-        });
-        match (request.method, read.name) {
-            (Method::CallTool, Some(tool)) => {
-                attributes.push(Attribute::text("gen_ai.tool.name", tool));
-            }
-            (Method::GetPrompt, Some(prompt)) => {
-                attributes.push(Attribute::text("gen_ai.prompt.name", prompt));
-            }
-            _ => {}
+        let run: Arc<[Attribute]> = attributes.into();
+        let key = RunKey {
+            method: request.method,
+            version: request.version,
+            tool,
+            server: request.server.cloned(),
+        };
+        if self.runs.len() < KEPT {
+            self.runs.push((key, run.clone()));
+        } else {
+            self.runs[self.next] = (key, run.clone());
+            self.next = (self.next + 1) % KEPT;
         }
-        if let Some(uri) = read.uri {
-            attributes.push(Attribute::text("mcp.resource.uri", uri));
-        }
-        if let Some(caller) = crate::audit::caller() {
-            caller_attributes(&caller, &mut attributes);
-        }
-        Recording {
-            name,
-            start,
-            attributes,
-            shared,
-        }
+        run
     }
 }
-
-/// The attributes a request's spans have at most, without a caller's: the relay's
-/// seven (`mcp.method.name`, `jsonrpc.request.id`, `mcp.protocol.version`,
-/// `network.transport`, `mcp.session.id`, `gen_ai.operation.name`, the target), the
-/// server, and the end's four (`capable.outcome`, `error.type`, an error code or
-/// violation, a routed server).
-const ATTRIBUTES: usize = 12;
 
 /// A host request's span, open until [`Traced::end`] (or dropped: the host gave up).
 /// One not recorded (the sampler said no) still hands its context on upstream.
@@ -369,7 +422,7 @@ impl Traced {
             ..self.context.clone()
         };
         self.upstream = Some((child.span_id, span::now()));
-        params.with_trace(child.traceparent().as_str(), child.state.as_deref())
+        params.with_trace(&child.traceparent(), child.state.as_deref())
     }
 
     /// The server the request went to (many: once routed).
@@ -430,11 +483,11 @@ impl Traced {
             return;
         };
         let end = span::now();
-        let mut attributes = recording.attributes;
-        attributes.extend(extra);
-        attributes.push(Attribute::text("capable.outcome", outcome));
+        let mut own = recording.own;
+        own.extend(extra);
+        own.push(Attribute::text("capable.outcome", outcome));
         if let Some(server) = self.server.take() {
-            attributes.push(Attribute::text("capable.server", server));
+            own.push(Attribute::text("capable.server", server));
         }
         self.traces.inner.exporter.submit(Record {
             trace_id: self.context.trace_id,
@@ -445,8 +498,8 @@ impl Traced {
             name: recording.name,
             start: recording.start,
             end,
-            attributes,
             shared: recording.shared,
+            own,
             error: (outcome != "ok").then_some(outcome),
         });
     }

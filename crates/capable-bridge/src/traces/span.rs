@@ -23,16 +23,6 @@ impl Text {
             Text::Shared(s) => s,
         }
     }
-
-    /// The same string, by its address: a static one, or the same shared one (no
-    /// comparison of the characters; two equal strings made apart are not the same).
-    pub fn same(&self, other: &Text) -> bool {
-        match (self, other) {
-            (Text::Static(a), Text::Static(b)) => std::ptr::eq(*a, *b),
-            (Text::Shared(a), Text::Shared(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
-    }
 }
 
 impl From<&'static str> for Text {
@@ -71,16 +61,6 @@ pub(crate) struct Attribute {
 }
 
 impl Attribute {
-    /// The same key and value, by their addresses ([`Text::same`]).
-    pub fn same(&self, other: &Attribute) -> bool {
-        std::ptr::eq(self.key, other.key)
-            && match (&self.value, &other.value) {
-                (Value::Text(a), Value::Text(b)) => a.same(b),
-                (Value::Decimal(a), Value::Decimal(b)) | (Value::Int(a), Value::Int(b)) => a == b,
-                _ => false,
-            }
-    }
-
     /// `key` = the text `value`.
     pub fn text(key: &'static str, value: impl Into<Text>) -> Attribute {
         Attribute {
@@ -115,6 +95,10 @@ pub(crate) enum Kind {
     Client = 3,
 }
 
+/// The attributes a request's spans carry of their own (its id, its target, its
+/// outcome; an error's, a caller's), on the stack unless there are more than three.
+pub(crate) type Own = smallvec::SmallVec<[Attribute; 3]>;
+
 /// A request's ended spans, as they wait for the exporter: the host request's span
 /// (`SPAN_KIND_SERVER`) and, when the request was sent on, the upstream call's
 /// (`SPAN_KIND_CLIENT`, its child): the same trace, name, end, attributes and status.
@@ -133,10 +117,11 @@ pub(crate) struct Record {
     /// Nanoseconds since the Unix epoch.
     pub start: u64,
     pub end: u64,
-    /// Both spans' attributes: first the `shared` ones, which the requests of a
-    /// session and method have in common (static strings, or the same shared ones).
-    pub attributes: Vec<Attribute>,
-    pub shared: usize,
+    /// Both spans' attributes: first those a session's requests of one method share
+    /// (kept by its relay, the same `Arc` for each: the exporter encodes them once),
+    /// then the request's own.
+    pub shared: Arc<[Attribute]>,
+    pub own: Own,
     /// The status's message when it ended in error (`STATUS_CODE_ERROR`).
     pub error: Option<&'static str>,
 }
@@ -148,9 +133,12 @@ impl Record {
     }
 }
 
-/// Now, in nanoseconds since the Unix epoch (0 for a clock set before it).
+/// Now, in nanoseconds since the Unix epoch (0 for a clock set before it; good
+/// until 2554).
 pub(crate) fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| {
+        d.as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(d.subsec_nanos()))
+    })
 }

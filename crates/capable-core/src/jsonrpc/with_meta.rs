@@ -18,7 +18,7 @@ use super::write::Params;
 /// # use capable_core::internal::jsonrpc::{write_request, RequestId, WithMeta};
 /// let params = serde_json::json!({"uri": "file:///a"});
 /// let mut line = Vec::new();
-/// let with = WithMeta::new(r#""traceparent":"00-…-01""#, &params);
+/// let with = WithMeta::new(br#""traceparent":"00-…-01""#, &params);
 /// write_request(&mut line, &RequestId::Number(1), "resources/read", &with);
 /// assert_eq!(
 ///     String::from_utf8(line).unwrap(),
@@ -28,14 +28,32 @@ use super::write::Params;
 /// ```
 #[derive(Debug)]
 pub struct WithMeta<'a, P: ?Sized> {
-    members: &'a str,
+    members: &'a [u8],
     params: &'a P,
+    /// The params may carry a `_meta` of their own (to be merged).
+    theirs: bool,
 }
 
 impl<'a, P: Params + ?Sized> WithMeta<'a, P> {
-    /// `params` with `members` put first in their `_meta`.
-    pub fn new(members: &'a str, params: &'a P) -> WithMeta<'a, P> {
-        WithMeta { members, params }
+    /// `params` with `members` put first in their `_meta`: JSON text, written as it
+    /// is (the caller wrote it, never checked again).
+    pub fn new(members: &'a [u8], params: &'a P) -> WithMeta<'a, P> {
+        WithMeta {
+            members,
+            params,
+            theirs: true,
+        }
+    }
+
+    /// [`WithMeta::new`] for params the caller knows carry no top-level `_meta` (it
+    /// looked): their text is never searched for one. (Params that do would be
+    /// written with two.)
+    pub fn unmerged(members: &'a [u8], params: &'a P) -> WithMeta<'a, P> {
+        WithMeta {
+            members,
+            params,
+            theirs: false,
+        }
     }
 }
 
@@ -43,11 +61,11 @@ impl<P: Params + ?Sized> Params for WithMeta<'_, P> {
     fn write_json(&self, out: &mut Vec<u8>) {
         let start = out.len();
         out.extend_from_slice(b"{\"_meta\":{");
-        out.extend_from_slice(self.members.as_bytes());
+        out.extend_from_slice(self.members);
         out.push(b'}');
         let at = out.len();
         self.params.write_json(out);
-        if super::write::merge_own_meta(out, start, at, self.members.as_bytes()).is_some() {
+        if self.theirs && super::write::merge_own_meta(out, start, at, self.members).is_some() {
             return;
         }
         let skip = |from: usize| {
@@ -96,7 +114,7 @@ mod tests {
 
     fn written<P: Params + ?Sized>(members: &str, params: &P) -> String {
         let mut out = b"x".to_vec();
-        WithMeta::new(members, params).write_json(&mut out);
+        WithMeta::new(members.as_bytes(), params).write_json(&mut out);
         String::from_utf8(out[1..].to_vec()).unwrap()
     }
 
@@ -134,6 +152,14 @@ mod tests {
     }
 
     #[test]
+    fn params_known_without_meta_are_not_searched() {
+        let raw = RawValue::from_string(r#"{"uri":"a"}"#.into()).unwrap();
+        let mut out = Vec::new();
+        WithMeta::unmerged(br#""traceparent":"t""#, &*raw).write_json(&mut out);
+        assert_eq!(out, br#"{"_meta":{"traceparent":"t"},"uri":"a"}"#);
+    }
+
+    #[test]
     fn params_that_are_no_object_are_written_as_they_are() {
         assert_eq!(written(r#""a":1"#, &json!([1, 2])), "[1,2]");
         assert_eq!(written(r#""a":1"#, &Value::Null), "null");
@@ -142,7 +168,7 @@ mod tests {
     #[test]
     fn the_value_target_and_cache_key_are_the_written_params() {
         let params = json!({"uri": "u"});
-        let with = WithMeta::new(r#""traceparent":"t""#, &params);
+        let with = WithMeta::new(br#""traceparent":"t""#, &params);
         assert_eq!(
             with.to_value().unwrap(),
             json!({"_meta": {"traceparent": "t"}, "uri": "u"})
