@@ -31,6 +31,7 @@ fn key(tag: u32, wire: WireType, buf: &mut Vec<u8>) {
 }
 
 /// `key` with its length-delimited `data`.
+#[inline]
 fn bytes(tag: u32, data: &[u8], buf: &mut Vec<u8>) {
     key(tag, WireType::LengthDelimited, buf);
     varint(data.len() as u64, buf);
@@ -43,6 +44,7 @@ fn bytes_len(tag: u32, n: usize) -> usize {
 }
 
 /// The header of a length-delimited field `tag` of `n` bytes.
+#[inline]
 fn header(tag: u32, n: usize, buf: &mut Vec<u8>) {
     key(tag, WireType::LengthDelimited, buf);
     varint(n as u64, buf);
@@ -313,7 +315,7 @@ impl Runs {
 pub(crate) fn request(
     resource: &[u8],
     scope: &[u8],
-    records: &[Record],
+    records: &[Box<Record>],
     buffers: &mut Buffers,
     out: &mut Vec<u8>,
 ) -> usize {
@@ -416,7 +418,8 @@ mod tests {
             sent,
             a_record(&call, None, None),
             a_record(&list, None, None),
-        ];
+        ]
+        .map(Box::new);
         let (mut buffers, mut out) = (Buffers::default(), Vec::new());
         let at = request(&resource, &scope, &records, &mut buffers, &mut out);
         let got = ExportTraceServiceRequest::decode(&out[at..]).unwrap();

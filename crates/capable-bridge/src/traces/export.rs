@@ -324,7 +324,7 @@ impl tonic::codec::Decoder for Raw {
 /// The exporter: the queue's sending end, and what stops its thread.
 #[derive(Debug)]
 pub(crate) struct Exporter {
-    queue: SyncSender<Record>,
+    queue: SyncSender<Box<Record>>,
     shared: Arc<Shared>,
     /// The spans waiting at most.
     cap: usize,
@@ -335,7 +335,7 @@ pub(crate) struct Exporter {
 
 /// What the exporter's thread is given.
 struct Work {
-    queue: Receiver<Record>,
+    queue: Receiver<Box<Record>>,
     shared: Arc<Shared>,
     sender: Sender,
     resource: Vec<u8>,
@@ -398,7 +398,7 @@ impl Exporter {
 
     /// Queues a request's ended spans, or drops them (counted) when the queue has no
     /// room for them. The exporter's thread is woken only when a batch's worth waits.
-    pub fn submit(&self, record: Record) {
+    pub fn submit(&self, record: Box<Record>) {
         let counts = &self.shared.counts;
         let n = record.spans();
         // Room taken first: the channel (as many records as spans) never fills.

@@ -183,20 +183,30 @@ impl Traces {
             sampled,
             state: parent.as_ref().and_then(|p| p.state.clone()),
         };
-        let recording = sampled.then(|| {
+        let record = sampled.then(|| {
             if plain {
                 read = request.params.trace_fields(request.method);
             }
-            Recording::of(&request, read, kept, span::now())
+            let (name, shared, own) = recorded(&request, read, kept);
+            Box::new(Record {
+                trace_id,
+                span_id: context.span_id,
+                parent: parent.as_ref().map(|p| p.span_id),
+                upstream: None,
+                trace_state: context.state.clone(),
+                name,
+                start: span::now(),
+                end: 0,
+                shared,
+                own,
+                error: None,
+            })
         });
         Traced {
             traces: self.clone(),
             context,
-            parent: parent.map(|p| p.span_id),
-            recording,
+            record,
             tool_call: matches!(request.method, Method::CallTool | Method::TaskResult),
-            upstream: None,
-            server: None,
             ended: false,
         }
     }
@@ -266,53 +276,43 @@ pub(crate) struct Request<'a> {
     pub server: Option<&'a Arc<str>>,
 }
 
-/// What a recorded request's spans share: the name, when it began, the attributes
-/// of its session and method (kept), and its own.
-struct Recording {
-    name: Text,
-    start: u64,
-    shared: Arc<[Attribute]>,
-    own: span::Own,
-}
-
-impl Recording {
-    fn of(request: &Request<'_>, read: TraceFields, kept: &mut Kept, start: u64) -> Recording {
-        let method = request.method.as_str();
-        let name = match (request.method, &read.name) {
-            (Method::CallTool | Method::GetPrompt, Some(target)) => {
-                Text::from(format!("{method} {target}"))
-            }
-            _ => Text::Static(method),
-        };
-        let tool = matches!((request.method, &read.name), (Method::CallTool, Some(_)));
-        let shared = kept.shared(request, tool);
-        let mut own = span::Own::new();
-        own.push(match request.id {
-            RequestId::Number(n) => Attribute::decimal("jsonrpc.request.id", *n),
-            RequestId::String(s) => Attribute::text("jsonrpc.request.id", s.clone()),
-        });
-        match (request.method, read.name) {
-            (Method::CallTool, Some(tool)) => {
-                own.push(Attribute::text("gen_ai.tool.name", tool));
-            }
-            (Method::GetPrompt, Some(prompt)) => {
-                own.push(Attribute::text("gen_ai.prompt.name", prompt));
-            }
-            _ => {}
+/// What a recorded request's spans share: their name, the attributes of its session
+/// and method (kept), and its own.
+fn recorded(
+    request: &Request<'_>,
+    read: TraceFields,
+    kept: &mut Kept,
+) -> (Text, Arc<[Attribute]>, span::Own) {
+    let method = request.method.as_str();
+    let name = match (request.method, &read.name) {
+        (Method::CallTool | Method::GetPrompt, Some(target)) => {
+            Text::from(format!("{method} {target}"))
         }
-        if let Some(uri) = read.uri {
-            own.push(Attribute::text("mcp.resource.uri", uri));
+        _ => Text::Static(method),
+    };
+    let tool = matches!((request.method, &read.name), (Method::CallTool, Some(_)));
+    let shared = kept.shared(request, tool);
+    let mut own = span::Own::new();
+    own.push(match request.id {
+        RequestId::Number(n) => Attribute::decimal("jsonrpc.request.id", *n),
+        RequestId::String(s) => Attribute::text("jsonrpc.request.id", s.clone()),
+    });
+    match (request.method, read.name) {
+        (Method::CallTool, Some(tool)) => {
+            own.push(Attribute::text("gen_ai.tool.name", tool));
         }
-        if let Some(caller) = crate::audit::caller() {
-            caller_attributes(&caller, &mut own);
+        (Method::GetPrompt, Some(prompt)) => {
+            own.push(Attribute::text("gen_ai.prompt.name", prompt));
         }
-        Recording {
-            name,
-            start,
-            shared,
-            own,
-        }
+        _ => {}
     }
+    if let Some(uri) = read.uri {
+        own.push(Attribute::text("mcp.resource.uri", uri));
+    }
+    if let Some(caller) = crate::audit::caller() {
+        caller_attributes(&caller, &mut own);
+    }
+    (name, shared, own)
 }
 
 /// The most runs of shared attributes a relay keeps (a host's methods, each with and
@@ -396,20 +396,16 @@ impl Kept {
 }
 
 /// A host request's span, open until [`Traced::end`] (or dropped: the host gave up).
-/// One not recorded (the sampler said no) still hands its context on upstream.
+/// One not recorded (the sampler said no) still hands its context on upstream. A
+/// recorded one is its record, boxed from the start: it moves with the request as a
+/// pointer, and goes to the exporter as one.
 pub(crate) struct Traced {
     traces: Traces,
     /// The request span's own context.
     context: SpanContext,
-    /// The caller's span, when it gave one.
-    parent: Option<[u8; 8]>,
-    recording: Option<Recording>,
+    record: Option<Box<Record>>,
     /// A `tools/call` (or a task's result): its result may say `isError`.
     tool_call: bool,
-    /// The upstream call's span: its id, when it began.
-    upstream: Option<([u8; 8], u64)>,
-    /// The server it went to, once routed.
-    server: Option<Arc<str>>,
     ended: bool,
 }
 
@@ -421,14 +417,17 @@ impl Traced {
             span_id: span_id(),
             ..self.context.clone()
         };
-        self.upstream = Some((child.span_id, span::now()));
+        if let Some(record) = &mut self.record {
+            record.upstream = Some((child.span_id, span::now()));
+        }
         params.with_trace(&child.traceparent(), child.state.as_deref())
     }
 
     /// The server the request went to (many: once routed).
     pub fn server(&mut self, server: &str) {
-        if self.recording.is_some() {
-            self.server = Some(server.into());
+        if let Some(record) = &mut self.record {
+            let server = Arc::<str>::from(server);
+            record.own.push(Attribute::text("capable.server", server));
         }
     }
 
@@ -439,7 +438,7 @@ impl Traced {
 
     /// Ended with `answer`; the upstream call with it.
     pub fn end(mut self, answer: &Result<Payload, capable::Error>, audit: &Audit) {
-        if self.recording.is_none() {
+        if self.record.is_none() {
             self.ended = true;
             return;
         }
@@ -479,29 +478,14 @@ impl Traced {
     /// record.
     fn close(&mut self, outcome: &'static str, extra: Vec<Attribute>) {
         self.ended = true;
-        let Some(recording) = self.recording.take() else {
+        let Some(mut record) = self.record.take() else {
             return;
         };
-        let end = span::now();
-        let mut own = recording.own;
-        own.extend(extra);
-        own.push(Attribute::text("capable.outcome", outcome));
-        if let Some(server) = self.server.take() {
-            own.push(Attribute::text("capable.server", server));
-        }
-        self.traces.inner.exporter.submit(Record {
-            trace_id: self.context.trace_id,
-            span_id: self.context.span_id,
-            parent: self.parent,
-            upstream: self.upstream,
-            trace_state: self.context.state.take(),
-            name: recording.name,
-            start: recording.start,
-            end,
-            shared: recording.shared,
-            own,
-            error: (outcome != "ok").then_some(outcome),
-        });
+        record.end = span::now();
+        record.own.extend(extra);
+        record.own.push(Attribute::text("capable.outcome", outcome));
+        record.error = (outcome != "ok").then_some(outcome);
+        self.traces.inner.exporter.submit(record);
     }
 }
 
