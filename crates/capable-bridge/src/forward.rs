@@ -1,6 +1,7 @@
 //! One host request on its way to the server behind, and back: its params as the
 //! server should get them, and the server's failure as the host should get it.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use capable::internal::jsonrpc::{codes, Payload, RpcError, WithMeta};
@@ -97,7 +98,7 @@ impl Forwarded {
     /// the relay: those are looked up. Params as sent are read only when the method
     /// names a target or they mention `_meta`, in one pass that skips every other
     /// member (no value is built).
-    pub fn trace_fields(&self, method: Method) -> crate::traces::TraceFields {
+    pub fn trace_fields(&self, method: Method) -> crate::traces::TraceFields<'_> {
         #[derive(serde::Deserialize)]
         struct Meta<'a> {
             #[serde(borrow)]
@@ -116,24 +117,21 @@ impl Forwarded {
         }
         let text = |raw: Option<&Box<RawValue>>| {
             raw.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+                .map(Cow::Owned)
         };
-        let shared = |raw: Option<&Box<RawValue>>| text(raw).map(std::sync::Arc::from);
         match self {
             Forwarded::Traced { params, meta } => {
                 let read = serde_json::from_str::<Read<'_>>(params.get()).ok();
                 let meta = format!("{{{}}}", String::from_utf8_lossy(meta));
                 let meta = serde_json::from_str::<Meta<'_>>(&meta).ok();
+                let owned = |s: Option<Str<'_>>| s.map(|s| Cow::Owned(s.0.into_owned()));
                 let (traceparent, tracestate) = meta.map_or((None, None), |m| {
-                    (
-                        m.traceparent.as_deref().map(Into::into),
-                        m.tracestate.as_deref().map(Into::into),
-                    )
+                    (owned(m.traceparent), owned(m.tracestate))
                 });
+                let (name, uri) = read.map_or((None, None), |r| (r.name, r.uri));
                 crate::traces::TraceFields {
-                    name: read
-                        .as_ref()
-                        .and_then(|r| r.name.as_deref().map(Into::into)),
-                    uri: read.as_ref().and_then(|r| r.uri.as_deref().map(Into::into)),
+                    name: name.map(|s| s.0),
+                    uri: uri.map(|s| s.0),
                     traceparent,
                     tracestate,
                 }
@@ -159,15 +157,15 @@ impl Forwarded {
                     None => (None, None),
                 };
                 crate::traces::TraceFields {
-                    name: read.name.as_deref().map(Into::into),
-                    uri: read.uri.as_deref().map(Into::into),
-                    traceparent: traceparent.as_deref().map(Into::into),
-                    tracestate: tracestate.as_deref().map(Into::into),
+                    name: read.name.map(|s| s.0),
+                    uri: read.uri.map(|s| s.0),
+                    traceparent: traceparent.map(|s| s.0),
+                    tracestate: tracestate.map(|s| s.0),
                 }
             }
             Forwarded::Edited { members, meta } => crate::traces::TraceFields {
-                name: shared(members.get("name")),
-                uri: shared(members.get("uri")),
+                name: text(members.get("name")),
+                uri: text(members.get("uri")),
                 traceparent: meta.as_ref().and_then(|m| text(m.get("traceparent"))),
                 tracestate: meta.as_ref().and_then(|m| text(m.get("tracestate"))),
             },
@@ -258,7 +256,7 @@ fn write_string(out: &mut MetaMembers, s: &str) {
 
 /// A string member of the params, borrowed from their text (copied only when it has
 /// escapes): serde's own `Option<Cow<str>>` always copies.
-struct Str<'a>(std::borrow::Cow<'a, str>);
+struct Str<'a>(Cow<'a, str>);
 
 impl std::ops::Deref for Str<'_> {
     type Target = str;
@@ -279,11 +277,11 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Str<'a> {
             }
 
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Str<'de>, E> {
-                Ok(Str(std::borrow::Cow::Borrowed(v)))
+                Ok(Str(Cow::Borrowed(v)))
             }
 
             fn visit_str<E>(self, v: &str) -> Result<Str<'de>, E> {
-                Ok(Str(std::borrow::Cow::Owned(v.to_owned())))
+                Ok(Str(Cow::Owned(v.to_owned())))
             }
         }
         d.deserialize_str(Visit)
@@ -469,7 +467,8 @@ mod tests {
             let plain = Payload::from_json(br#"{"uri":"a://b","x":[1, 2]}"#.to_vec());
             upstream_params(&plain).unwrap()
         };
-        let fields = sent().trace_fields(Method::ReadResource);
+        let sent_once = sent();
+        let fields = sent_once.trace_fields(Method::ReadResource);
         assert_eq!(fields.uri.as_deref(), Some("a://b"));
         assert_eq!(fields.traceparent, None);
         let context = crate::traces::SpanContext {

@@ -83,6 +83,16 @@ impl Digits {
     }
 }
 
+/// A `KeyValue` (`key` 1, `value` 2) of a `string_value` as field `tag`.
+fn text_attribute(tag: u32, name: &[u8], text: &[u8], buf: &mut Vec<u8>) {
+    let any = bytes_len(1, text.len());
+    let len = bytes_len(1, name.len()) + bytes_len(2, any);
+    header(tag, len, buf);
+    bytes(1, name, buf);
+    header(2, any, buf);
+    bytes(1, text, buf);
+}
+
 /// A `KeyValue` (`key` 1, `value` 2) as field `tag` of the message being written.
 pub(crate) fn attribute(tag: u32, attribute: &Attribute, buf: &mut Vec<u8>) {
     // `string_value` (1) of a text or of a number's digits (made once, on the
@@ -199,10 +209,24 @@ fn common(record: &Record, runs: &mut Runs, statics: &mut Statics, buf: &mut Vec
     if let Some(state) = &record.trace_state {
         bytes(3, state.as_bytes(), buf);
     }
-    bytes(5, record.name.as_str().as_bytes(), buf);
+    let target = &record.target;
+    if target.names {
+        // `{method} {target}`.
+        header(5, record.method.len() + 1 + target.text.len(), buf);
+        buf.extend_from_slice(record.method.as_bytes());
+        buf.push(b' ');
+        buf.extend_from_slice(&target.text);
+    } else {
+        bytes(5, record.method.as_bytes(), buf);
+    }
     key(8, WireType::SixtyFourBit, buf);
     buf.put_u64_le(record.end);
-    buf.extend_from_slice(runs.encoded(&record.shared));
+    if let Some(shared) = &record.shared {
+        buf.extend_from_slice(runs.encoded(shared));
+    }
+    if let Some(name) = target.key {
+        text_attribute(9, name.as_bytes(), &target.text, buf);
+    }
     for a in &record.own {
         statics.write(a, buf);
     }
@@ -364,7 +388,7 @@ pub(crate) fn request(
 
 #[cfg(test)]
 mod tests {
-    use super::super::span::Text;
+    use super::super::span::Target;
     use super::*;
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
@@ -382,12 +406,17 @@ mod tests {
             parent,
             upstream: None,
             trace_state: Some("team=blue".into()),
-            name: Text::Shared("tools/call echo".into()),
+            method: "tools/call",
+            // Longer than a record keeps without an allocation.
+            target: Target {
+                key: Some("gen_ai.tool.name"),
+                text: "é".repeat(100).as_bytes().into(),
+                names: true,
+            },
             start: 1_700_000_000_000_000_001,
             end: 1_700_000_000_000_500_000,
-            shared: shared.clone(),
+            shared: Some(shared.clone()),
             own: [
-                Attribute::text("gen_ai.tool.name", Arc::<str>::from("é".repeat(100))),
                 Attribute::int("rpc.jsonrpc.error_code", -32602),
                 Attribute::decimal("jsonrpc.request.id", -9_007_199_254_740_993),
                 Attribute::decimal("error.type", 0),
@@ -440,7 +469,7 @@ mod tests {
         assert_eq!(s.span_id, [9; 8]);
         assert_eq!(s.parent_span_id, [3; 8]);
         assert_eq!(s.trace_state, "team=blue");
-        assert_eq!(s.name, "tools/call echo");
+        assert_eq!(s.name, format!("tools/call {}", "é".repeat(100)));
         assert_eq!(s.kind, 2);
         assert_eq!(s.start_time_unix_nano, 1_700_000_000_000_000_001);
         assert_eq!(s.end_time_unix_nano, 1_700_000_000_000_500_000);

@@ -33,6 +33,8 @@ use tokio::sync::{oneshot, Notify};
 use super::encode;
 use super::span::Record;
 
+/// The most records kept to be used again.
+const POOL: usize = 1024;
 /// The spans waiting at most, unless `OTEL_BSP_MAX_QUEUE_SIZE` says otherwise.
 const QUEUE: usize = 2048;
 /// The most `OTEL_BSP_MAX_QUEUE_SIZE` may ask for.
@@ -90,6 +92,9 @@ pub struct Counts {
 #[derive(Debug, Default)]
 struct Shared {
     counts: Counts,
+    /// Records sent, to be used again (boxes made on one thread and let go on another
+    /// cost the allocator more than the rest of a span): at most `POOL`.
+    pool: Mutex<Vec<Box<Record>>>,
     /// Wakes the thread: a batch's worth waits, or the bridge is stopping.
     wake: Notify,
     stop: AtomicBool,
@@ -396,6 +401,12 @@ impl Exporter {
         })
     }
 
+    /// A record to fill: one sent before, or a new one.
+    pub fn record(&self) -> Box<Record> {
+        let used = self.shared.pool.lock().ok().and_then(|mut pool| pool.pop());
+        used.unwrap_or_default()
+    }
+
     /// Queues a request's ended spans, or drops them (counted) when the queue has no
     /// room for them. The exporter's thread is woken only when a batch's worth waits.
     pub fn submit(&self, record: Box<Record>) {
@@ -497,6 +508,14 @@ impl Work {
                     .waiting
                     .fetch_update(Relaxed, Relaxed, |w| Some(w.saturating_sub(n)));
                 let at = encode::request(&resource, &scope, &records, &mut buffers, &mut body);
+                // What the records hold let go here, the boxes kept for more.
+                for record in &mut records {
+                    record.clear();
+                }
+                if let Ok(mut pool) = shared.pool.lock() {
+                    let room = POOL.saturating_sub(pool.len());
+                    pool.extend(records.drain(..).take(room));
+                }
                 records.clear();
                 let capacity = body.capacity();
                 let sent = Bytes::from(std::mem::replace(&mut body, Vec::with_capacity(capacity)))

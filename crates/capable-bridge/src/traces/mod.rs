@@ -26,6 +26,7 @@ mod export;
 mod sampler;
 mod span;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,7 +41,7 @@ pub use export::Protocol;
 use crate::audit::Audit;
 use crate::forward::Forwarded;
 use sampler::Sampler;
-use span::{Attribute, Record, Text};
+use span::{Attribute, Record};
 
 tokio::task_local! {
     /// The listener's session the task serves (a legacy one's id), or a 2026-07-28
@@ -187,20 +188,16 @@ impl Traces {
             if plain {
                 read = request.params.trace_fields(request.method);
             }
-            let (name, shared, own) = recorded(&request, read, kept);
-            Box::new(Record {
-                trace_id,
-                span_id: context.span_id,
-                parent: parent.as_ref().map(|p| p.span_id),
-                upstream: None,
-                trace_state: context.state.clone(),
-                name,
-                start: span::now(),
-                end: 0,
-                shared,
-                own,
-                error: None,
-            })
+            let mut record = self.inner.exporter.record();
+            record.trace_id = trace_id;
+            record.span_id = context.span_id;
+            record.parent = parent.as_ref().map(|p| p.span_id);
+            record.upstream = None;
+            record.trace_state = context.state.clone();
+            record.error = None;
+            recorded(&request, read, kept, &mut record);
+            record.start = span::now();
+            record
         });
         Traced {
             traces: self.clone(),
@@ -276,43 +273,33 @@ pub(crate) struct Request<'a> {
     pub server: Option<&'a Arc<str>>,
 }
 
-/// What a recorded request's spans share: their name, the attributes of its session
-/// and method (kept), and its own.
-fn recorded(
-    request: &Request<'_>,
-    read: TraceFields,
-    kept: &mut Kept,
-) -> (Text, Arc<[Attribute]>, span::Own) {
-    let method = request.method.as_str();
-    let name = match (request.method, &read.name) {
-        (Method::CallTool | Method::GetPrompt, Some(target)) => {
-            Text::from(format!("{method} {target}"))
-        }
-        _ => Text::Static(method),
+/// What a recorded request's spans share, onto `record`: their name, the attributes
+/// of its session and method (kept), its target and its own.
+fn recorded(request: &Request<'_>, read: TraceFields<'_>, kept: &mut Kept, record: &mut Record) {
+    record.method = request.method.as_str();
+    let (key, text) = match (request.method, read.name, read.uri) {
+        (Method::CallTool, Some(tool), _) => (Some("gen_ai.tool.name"), Some(tool)),
+        (Method::GetPrompt, Some(prompt), _) => (Some("gen_ai.prompt.name"), Some(prompt)),
+        (_, _, Some(uri)) => (Some("mcp.resource.uri"), Some(uri)),
+        _ => (None, None),
     };
-    let tool = matches!((request.method, &read.name), (Method::CallTool, Some(_)));
-    let shared = kept.shared(request, tool);
-    let mut own = span::Own::new();
-    own.push(match request.id {
+    let target = &mut record.target;
+    target.key = key;
+    target.names = matches!(request.method, Method::CallTool | Method::GetPrompt) && key.is_some();
+    target.text.clear();
+    if let Some(text) = text {
+        target.text.extend_from_slice(text.as_bytes());
+    }
+    let tool = request.method == Method::CallTool && key.is_some();
+    record.shared = Some(kept.shared(request, tool));
+    record.own.clear();
+    record.own.push(match request.id {
         RequestId::Number(n) => Attribute::decimal("jsonrpc.request.id", *n),
         RequestId::String(s) => Attribute::text("jsonrpc.request.id", s.clone()),
     });
-    match (request.method, read.name) {
-        (Method::CallTool, Some(tool)) => {
-            own.push(Attribute::text("gen_ai.tool.name", tool));
-        }
-        (Method::GetPrompt, Some(prompt)) => {
-            own.push(Attribute::text("gen_ai.prompt.name", prompt));
-        }
-        _ => {}
-    }
-    if let Some(uri) = read.uri {
-        own.push(Attribute::text("mcp.resource.uri", uri));
-    }
     if let Some(caller) = crate::audit::caller() {
-        caller_attributes(&caller, &mut own);
+        caller_attributes(&caller, &mut record.own);
     }
-    (name, shared, own)
 }
 
 /// The most runs of shared attributes a relay keeps (a host's methods, each with and
@@ -500,14 +487,14 @@ impl Drop for Traced {
     }
 }
 
-/// What a span reads of a request's params (only when traces are on): shared, as the
-/// two spans' attributes keep them.
+/// What a span reads of a request's params (only when traces are on): borrowed from
+/// their text where it can be.
 #[derive(Default)]
-pub(crate) struct TraceFields {
-    pub name: Option<Arc<str>>,
-    pub uri: Option<Arc<str>>,
-    pub traceparent: Option<String>,
-    pub tracestate: Option<String>,
+pub(crate) struct TraceFields<'a> {
+    pub name: Option<Cow<'a, str>>,
+    pub uri: Option<Cow<'a, str>>,
+    pub traceparent: Option<Cow<'a, str>>,
+    pub tracestate: Option<Cow<'a, str>>,
 }
 
 #[cfg(test)]

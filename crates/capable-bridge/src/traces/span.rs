@@ -99,10 +99,27 @@ pub(crate) enum Kind {
 /// outcome; an error's, a caller's), on the stack unless there are more than three.
 pub(crate) type Own = smallvec::SmallVec<[Attribute; 3]>;
 
+/// The longest target kept on a record without an allocation.
+const TARGET: usize = 96;
+
+/// What a request is about, as its spans say: a tool's or prompt's name, or a
+/// resource's URI — copied onto the record (no allocation unless it is long).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Target {
+    /// Its attribute's key (`gen_ai.tool.name`, `gen_ai.prompt.name`,
+    /// `mcp.resource.uri`); `None`: the request has none.
+    pub key: Option<&'static str>,
+    /// Its text (UTF-8).
+    pub text: smallvec::SmallVec<[u8; TARGET]>,
+    /// The spans are named by the method and it (`tools/call echo`).
+    pub names: bool,
+}
+
 /// A request's ended spans, as they wait for the exporter: the host request's span
 /// (`SPAN_KIND_SERVER`) and, when the request was sent on, the upstream call's
 /// (`SPAN_KIND_CLIENT`, its child): the same trace, name, end, attributes and status.
-#[derive(Clone, Debug)]
+/// Boxed, and the boxes used again (`export.rs`): made once, not per request.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Record {
     pub trace_id: [u8; 16],
     /// The host request's span.
@@ -113,20 +130,34 @@ pub(crate) struct Record {
     pub upstream: Option<([u8; 8], u64)>,
     /// The W3C `tracestate` the trace carries.
     pub trace_state: Option<Arc<str>>,
-    pub name: Text,
+    /// The method: the spans' name, with the target when it [`Target::names`] them.
+    pub method: &'static str,
+    pub target: Target,
     /// Nanoseconds since the Unix epoch.
     pub start: u64,
     pub end: u64,
     /// Both spans' attributes: first those a session's requests of one method share
     /// (kept by its relay, the same `Arc` for each: the exporter encodes them once),
-    /// then the request's own.
-    pub shared: Arc<[Attribute]>,
+    /// then the target, then the request's own.
+    pub shared: Option<Arc<[Attribute]>>,
     pub own: Own,
     /// The status's message when it ended in error (`STATUS_CODE_ERROR`).
     pub error: Option<&'static str>,
 }
 
 impl Record {
+    /// Lets go of what it holds (shared strings, a long target), to be used again.
+    pub fn clear(&mut self) {
+        self.trace_state = None;
+        self.shared = None;
+        self.own.clear();
+        if self.target.text.spilled() {
+            self.target.text = smallvec::SmallVec::new();
+        }
+        self.target.text.clear();
+        self.target.key = None;
+    }
+
     /// Its spans: two when the request was sent on, else one.
     pub fn spans(&self) -> usize {
         1 + usize::from(self.upstream.is_some())
