@@ -93,7 +93,9 @@ pub struct Counts {
 struct Shared {
     counts: Counts,
     /// Records sent, to be used again (boxes made on one thread and let go on another
-    /// cost the allocator more than the rest of a span): at most `POOL`.
+    /// cost the allocator more than the rest of a span): at most `POOL`. Boxes, as
+    /// they go through the queue and with the request.
+    #[allow(clippy::vec_box)]
     pool: Mutex<Vec<Box<Record>>>,
     /// Wakes the thread: a batch's worth waits, or the bridge is stopping.
     wake: Notify,
