@@ -194,6 +194,37 @@ fn traced_tool_call(collector: &Collector, env: &[(&str, &str)]) {
 }
 
 #[test]
+fn spans_leave_in_whole_batches_and_the_rest_when_the_bridge_stops() {
+    let collector = Collector::start();
+    let endpoint = collector.endpoint();
+    let env = [
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint.as_str()),
+        ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4"),
+        // Never by the clock, here: a batch leaves when a whole one waits.
+        ("OTEL_BSP_SCHEDULE_DELAY", "3600000"),
+    ];
+    let server = common::fixture("no-resources");
+    let mut args = vec!["--"];
+    args.extend(server.iter().map(String::as_str));
+    let mut b = Bridge::start_env(&args, &env);
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "h", "version": "1"}});
+    ask(&mut b, 0, "initialize", init);
+    b.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // Seven requests, two spans each: three whole batches while it runs.
+    for id in 1..=7 {
+        ask(&mut b, id, "tools/list", json!({}));
+    }
+    let spans = collector.spans_until(|s| s.len() >= 12);
+    assert_eq!(spans.len(), 12, "{spans:#?}");
+    // The last two when it stops: every export but the last a whole batch.
+    b.close();
+    let spans = collector.spans_until(|s| s.len() >= 14);
+    assert_eq!(spans.len(), 14);
+    assert_eq!(collector.headers.lock().unwrap().len(), 4);
+}
+
+#[test]
 fn over_http_the_traceparent_header_is_the_parent_and_the_server_of_many_is_named() {
     let collector = Collector::start();
     let endpoint = collector.endpoint();

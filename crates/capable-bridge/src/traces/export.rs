@@ -480,10 +480,22 @@ impl Work {
         let mut buffers = encode::Buffers::default();
         let mut body = Vec::new();
         loop {
-            let stopping = shared.stop.load(Relaxed);
-            if !stopping && shared.counts.waiting.load(Relaxed) < batch {
-                let _ = tokio::time::timeout(delay, shared.wake.notified()).await;
-            }
+            // Until a batch's worth waits or the delay is up: a wake-up left over from
+            // the last batch (its worth was reached while it was being sent) is not
+            // one, or every other batch would leave short.
+            let due = tokio::time::Instant::now() + delay;
+            let stopping = loop {
+                let stopping = shared.stop.load(Relaxed);
+                if stopping || shared.counts.waiting.load(Relaxed) >= batch {
+                    break stopping;
+                }
+                if tokio::time::timeout_at(due, shared.wake.notified())
+                    .await
+                    .is_err()
+                {
+                    break shared.stop.load(Relaxed);
+                }
+            };
             let mut gone = false;
             loop {
                 records.clear();
@@ -525,7 +537,10 @@ impl Work {
                 if !sender.send(sent, timeout).await {
                     shared.counts.dropped.fetch_add(n as u64, Relaxed);
                 }
-                if n < batch {
+                // Another batch now only if a whole one waits (or the bridge stops):
+                // what came in while this one was sent waits for its batch.
+                let more = stopping || shared.counts.waiting.load(Relaxed) >= batch;
+                if n < batch || !more {
                     break;
                 }
             }
