@@ -95,10 +95,15 @@ fn text_attribute(tag: u32, name: &[u8], text: &[u8], buf: &mut Vec<u8>) {
 
 /// A `KeyValue` (`key` 1, `value` 2) as field `tag` of the message being written.
 pub(crate) fn attribute(tag: u32, attribute: &Attribute, buf: &mut Vec<u8>) {
+    write_attribute(tag, attribute.key, &attribute.value, buf);
+}
+
+/// A `KeyValue` of `key` and `value` as field `tag` of the message being written.
+fn write_attribute(tag: u32, name: &str, value: &Value, buf: &mut Vec<u8>) {
     // `string_value` (1) of a text or of a number's digits (made once, on the
     // stack), or `int_value` (3), a varint of the two's complement.
     let digits;
-    let text = match &attribute.value {
+    let text = match value {
         Value::Text(text) => Some(text.as_str().as_bytes()),
         Value::Decimal(i) => {
             digits = Digits::of(*i);
@@ -106,18 +111,18 @@ pub(crate) fn attribute(tag: u32, attribute: &Attribute, buf: &mut Vec<u8>) {
         }
         Value::Int(_) => None,
     };
-    let any = match (text, &attribute.value) {
+    let any = match (text, value) {
         (Some(text), _) => bytes_len(1, text.len()),
         (None, Value::Int(i)) => key_len(3) + encoded_len_varint(*i as u64),
         (None, _) => 0,
     };
-    let name = attribute.key.as_bytes();
+    let name = name.as_bytes();
     let len = bytes_len(1, name.len()) + bytes_len(2, any);
     buf.reserve(key_len(tag) + encoded_len_varint(len as u64) + len);
     header(tag, len, buf);
     bytes(1, name, buf);
     header(2, any, buf);
-    match (text, &attribute.value) {
+    match (text, value) {
         (Some(text), _) => bytes(1, text, buf),
         (None, Value::Int(i)) => {
             key(3, WireType::Varint, buf);
@@ -227,9 +232,13 @@ fn common(record: &Record, runs: &mut Runs, statics: &mut Statics, buf: &mut Vec
     if let Some(name) = target.key {
         text_attribute(9, name.as_bytes(), &target.text, buf);
     }
-    for a in &record.own {
+    if let Some(id) = &record.id {
+        write_attribute(9, "jsonrpc.request.id", id, buf);
+    }
+    for a in &record.more {
         statics.write(a, buf);
     }
+    statics.write_static(9, "capable.outcome", record.outcome, buf);
     if let Some(message) = record.error {
         // `Status`: `message` 2, `code` 3.
         header(15, status_len(message), buf);
@@ -266,22 +275,36 @@ struct Statics {
 }
 
 impl Statics {
-    /// `a` encoded into `buf`: copied when its key and value were seen, by address.
+    /// `a` encoded into `buf` (as `Span` field 9): copied when its key and value are
+    /// static and were seen, by address.
     fn write(&mut self, a: &Attribute, buf: &mut Vec<u8>) {
-        let Value::Text(super::span::Text::Static(value)) = &a.value else {
-            return attribute(9, a, buf);
-        };
-        let same = |(k, v, _): &&(&str, &str, Vec<u8>)| {
-            std::ptr::eq(*k, a.key) && std::ptr::eq(*v, *value)
-        };
+        match &a.value {
+            Value::Text(super::span::Text::Static(value)) => {
+                self.write_static(9, a.key, value, buf)
+            }
+            _ => attribute(9, a, buf),
+        }
+    }
+
+    /// The attribute of static `key` and `value` as field `tag` (always 9) into
+    /// `buf`: copied when seen before.
+    fn write_static(
+        &mut self,
+        tag: u32,
+        key: &'static str,
+        value: &'static str,
+        buf: &mut Vec<u8>,
+    ) {
+        let same =
+            |(k, v, _): &&(&str, &str, Vec<u8>)| std::ptr::eq(*k, key) && std::ptr::eq(*v, value);
         if let Some((_, _, bytes)) = self.kept.iter().find(same) {
             return buf.extend_from_slice(bytes);
         }
         let mut bytes = Vec::new();
-        attribute(9, a, &mut bytes);
+        write_attribute(tag, key, &Value::Text(value.into()), &mut bytes);
         buf.extend_from_slice(&bytes);
         if self.kept.len() < STATICS {
-            self.kept.push((a.key, value, bytes));
+            self.kept.push((key, value, bytes));
         }
     }
 }
@@ -416,15 +439,13 @@ mod tests {
             start: 1_700_000_000_000_000_001,
             end: 1_700_000_000_000_500_000,
             shared: Some(shared.clone()),
-            own: [
+            id: Some(Value::Decimal(-9_007_199_254_740_993)),
+            more: vec![
                 Attribute::int("rpc.jsonrpc.error_code", -32602),
-                Attribute::decimal("jsonrpc.request.id", -9_007_199_254_740_993),
                 Attribute::decimal("error.type", 0),
-                // Static key and value: encoded once, copied for the records after.
-                Attribute::text("capable.outcome", "error"),
-            ]
-            .into_iter()
-            .collect(),
+            ],
+            // Static key and value: encoded once, copied for the records after.
+            outcome: "error",
             error,
         }
     }
@@ -484,11 +505,11 @@ mod tests {
             [
                 ("mcp.method.name", Any::StringValue("tools/call".into())),
                 ("gen_ai.tool.name", Any::StringValue("é".repeat(100))),
-                ("rpc.jsonrpc.error_code", Any::IntValue(-32602)),
                 (
                     "jsonrpc.request.id",
                     Any::StringValue("-9007199254740993".into())
                 ),
+                ("rpc.jsonrpc.error_code", Any::IntValue(-32602)),
                 ("error.type", Any::StringValue("0".into())),
                 ("capable.outcome", Any::StringValue("error".into())),
             ]

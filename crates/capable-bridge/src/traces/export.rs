@@ -35,6 +35,8 @@ use super::span::Record;
 
 /// The most records kept to be used again.
 const POOL: usize = 1024;
+/// How many a relay takes from them at a time.
+const SPARE: usize = 16;
 /// The spans waiting at most, unless `OTEL_BSP_MAX_QUEUE_SIZE` says otherwise.
 const QUEUE: usize = 2048;
 /// The most `OTEL_BSP_MAX_QUEUE_SIZE` may ask for.
@@ -403,10 +405,17 @@ impl Exporter {
         })
     }
 
-    /// A record to fill: one sent before, or a new one.
-    pub fn record(&self) -> Box<Record> {
-        let used = self.shared.pool.lock().ok().and_then(|mut pool| pool.pop());
-        used.unwrap_or_default()
+    /// A record to fill: one sent before (taken into `spare` a few at a time, with one
+    /// lock), or a new one.
+    #[allow(clippy::vec_box)]
+    pub fn record(&self, spare: &mut Vec<Box<Record>>) -> Box<Record> {
+        if spare.is_empty() {
+            if let Ok(mut pool) = self.shared.pool.lock() {
+                let from = pool.len().saturating_sub(SPARE);
+                spare.extend(pool.drain(from..));
+            }
+        }
+        spare.pop().unwrap_or_default()
     }
 
     /// Queues a request's ended spans, or drops them (counted) when the queue has no

@@ -175,20 +175,21 @@ impl Traces {
             .and_then(|traceparent| context::parent(traceparent, read.tracestate.as_deref()));
         let trace_id = match &parent {
             Some(parent) => parent.trace_id,
-            None => fastrand::u128(1..).to_be_bytes(),
+            None => kept.rng.u128(1..).to_be_bytes(),
         };
         let sampled = self.inner.sampler.sampled(&trace_id, parent.as_ref());
         let context = SpanContext {
             trace_id,
-            span_id: span_id(),
+            span_id: kept.span_id(),
             sampled,
             state: parent.as_ref().and_then(|p| p.state.clone()),
         };
+        let child = kept.span_id();
         let record = sampled.then(|| {
             if plain {
                 read = request.params.trace_fields(request.method);
             }
-            let mut record = self.inner.exporter.record();
+            let mut record = self.inner.exporter.record(&mut kept.spare);
             record.trace_id = trace_id;
             record.span_id = context.span_id;
             record.parent = parent.as_ref().map(|p| p.span_id);
@@ -202,16 +203,12 @@ impl Traces {
         Traced {
             traces: self.clone(),
             context,
+            child,
             record,
             tool_call: matches!(request.method, Method::CallTool | Method::TaskResult),
             ended: false,
         }
     }
-}
-
-/// A span id: 8 random bytes, not all zero.
-fn span_id() -> [u8; 8] {
-    fastrand::u64(1..).to_be_bytes()
 }
 
 /// The resource the spans are from: `service.name` (`OTEL_SERVICE_NAME`, or
@@ -245,7 +242,7 @@ fn resource(var: &impl Fn(&str) -> Option<String>) -> Vec<Attribute> {
 }
 
 /// `enduser.id` (the subject) and the client the token was issued to.
-fn caller_attributes(caller: &Caller, attributes: &mut span::Own) {
+fn caller_attributes(caller: &Caller, attributes: &mut Vec<Attribute>) {
     let subject = Arc::<str>::from(caller.subject.as_str());
     attributes.push(Attribute::text("enduser.id", subject));
     if let Some(client) = &caller.client_id {
@@ -292,13 +289,13 @@ fn recorded(request: &Request<'_>, read: TraceFields<'_>, kept: &mut Kept, recor
     }
     let tool = request.method == Method::CallTool && key.is_some();
     record.shared = Some(kept.shared(request, tool));
-    record.own.clear();
-    record.own.push(match request.id {
-        RequestId::Number(n) => Attribute::decimal("jsonrpc.request.id", *n),
-        RequestId::String(s) => Attribute::text("jsonrpc.request.id", s.clone()),
+    record.id = Some(match request.id {
+        RequestId::Number(n) => span::Value::Decimal(*n),
+        RequestId::String(s) => span::Value::Text(s.clone().into()),
     });
+    record.more.clear();
     if let Some(caller) = crate::audit::caller() {
-        caller_attributes(&caller, &mut record.own);
+        caller_attributes(&caller, &mut record.more);
     }
 }
 
@@ -306,16 +303,32 @@ fn recorded(request: &Request<'_>, read: TraceFields<'_>, kept: &mut Kept, recor
 /// without a tool's name, a few servers): past it, the oldest is let go.
 const KEPT: usize = 16;
 
-/// The attributes a host's requests of one method share — `mcp.method.name`,
-/// `mcp.protocol.version`, `network.transport`, `mcp.session.id`,
-/// `gen_ai.operation.name`, `capable.server` — built once and kept by its relay: a
-/// request takes an `Arc` of them (and the exporter, seeing the same `Arc` again,
-/// copies their encoding instead of encoding them again).
-#[derive(Debug, Default)]
+/// What a relay keeps for its requests' spans. The attributes a host's requests of
+/// one method share — `mcp.method.name`, `mcp.protocol.version`, `network.transport`,
+/// `mcp.session.id`, `gen_ai.operation.name`, `capable.server` — built once: a request
+/// takes an `Arc` of them (and the exporter, seeing the same `Arc` again, copies their
+/// encoding instead of encoding them again). A generator of ids of its own (seeded
+/// from the thread's), and records to fill taken from the exporter's a few at a time.
+#[derive(Debug)]
 pub(crate) struct Kept {
     runs: Vec<(RunKey, Arc<[Attribute]>)>,
     /// The next to let go once `KEPT` are kept.
     next: usize,
+    rng: fastrand::Rng,
+    /// Boxes, as they go to the exporter and come back.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Record>>,
+}
+
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept {
+            runs: Vec::new(),
+            next: 0,
+            rng: fastrand::Rng::new(),
+            spare: Vec::new(),
+        }
+    }
 }
 
 /// What a run of shared attributes depends on, besides the session (one relay's).
@@ -341,6 +354,11 @@ impl RunKey {
 }
 
 impl Kept {
+    /// A span id: 8 random bytes, not all zero.
+    fn span_id(&mut self) -> [u8; 8] {
+        self.rng.u64(1..).to_be_bytes()
+    }
+
     /// The shared attributes of `request` (`tool`: a tool call naming its tool).
     fn shared(&mut self, request: &Request<'_>, tool: bool) -> Arc<[Attribute]> {
         if let Some((_, run)) = self.runs.iter().find(|(key, _)| key.is(request, tool)) {
@@ -390,6 +408,8 @@ pub(crate) struct Traced {
     traces: Traces,
     /// The request span's own context.
     context: SpanContext,
+    /// The upstream call's span id.
+    child: [u8; 8],
     record: Option<Box<Record>>,
     /// A `tools/call` (or a task's result): its result may say `isError`.
     tool_call: bool,
@@ -401,7 +421,7 @@ impl Traced {
     /// child span started now.
     pub fn upstream(&mut self, params: Forwarded) -> Forwarded {
         let child = SpanContext {
-            span_id: span_id(),
+            span_id: self.child,
             ..self.context.clone()
         };
         if let Some(record) = &mut self.record {
@@ -414,7 +434,7 @@ impl Traced {
     pub fn server(&mut self, server: &str) {
         if let Some(record) = &mut self.record {
             let server = Arc::<str>::from(server);
-            record.own.push(Attribute::text("capable.server", server));
+            record.more.push(Attribute::text("capable.server", server));
         }
     }
 
@@ -469,8 +489,8 @@ impl Traced {
             return;
         };
         record.end = span::now();
-        record.own.extend(extra);
-        record.own.push(Attribute::text("capable.outcome", outcome));
+        record.more.extend(extra);
+        record.outcome = outcome;
         record.error = (outcome != "ok").then_some(outcome);
         self.traces.inner.exporter.submit(record);
     }

@@ -69,6 +69,7 @@ impl Attribute {
     }
 
     /// `key` = the decimal text of `value`.
+    #[cfg(test)]
     pub fn decimal(key: &'static str, value: i64) -> Attribute {
         Attribute {
             key,
@@ -93,10 +94,6 @@ pub(crate) enum Kind {
     /// Its call upstream (`SPAN_KIND_CLIENT`).
     Client = 3,
 }
-
-/// The attributes a request's spans carry of their own (its id, its target, its
-/// outcome; an error's, a caller's), on the stack unless there are more than three.
-pub(crate) type Own = smallvec::SmallVec<[Attribute; 3]>;
 
 /// The longest target kept on a record without an allocation.
 const TARGET: usize = 96;
@@ -137,9 +134,13 @@ pub(crate) struct Record {
     pub end: u64,
     /// Both spans' attributes: first those a session's requests of one method share
     /// (kept by its relay, the same `Arc` for each: the exporter encodes them once),
-    /// then the target, then the request's own.
+    /// then the target, the request's id (`jsonrpc.request.id`), what else it has
+    /// (an error's, a caller's, a routed server: kept empty, and no allocation,
+    /// without), and its outcome (`capable.outcome`).
     pub shared: Option<Arc<[Attribute]>>,
-    pub own: Own,
+    pub id: Option<Value>,
+    pub more: Vec<Attribute>,
+    pub outcome: &'static str,
     /// The status's message when it ended in error (`STATUS_CODE_ERROR`).
     pub error: Option<&'static str>,
 }
@@ -149,7 +150,8 @@ impl Record {
     pub fn clear(&mut self) {
         self.trace_state = None;
         self.shared = None;
-        self.own.clear();
+        self.id = None;
+        self.more.clear();
         if self.target.text.spilled() {
             self.target.text = smallvec::SmallVec::new();
         }
