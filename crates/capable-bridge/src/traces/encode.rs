@@ -430,10 +430,9 @@ mod tests {
             upstream: None,
             trace_state: Some("team=blue".into()),
             method: "tools/call",
-            // Longer than a record keeps without an allocation.
             target: Target {
                 key: Some("gen_ai.tool.name"),
-                text: "é".repeat(100).as_bytes().into(),
+                text: "é".repeat(100).into_bytes(),
                 names: true,
             },
             start: 1_700_000_000_000_000_001,

@@ -95,18 +95,21 @@ pub(crate) enum Kind {
     Client = 3,
 }
 
-/// The longest target kept on a record without an allocation.
-const TARGET: usize = 96;
+/// The longest target whose room a record keeps for the next request.
+const TARGET: usize = 4096;
+/// The most other attributes whose room a record keeps.
+const MORE: usize = 16;
 
 /// What a request is about, as its spans say: a tool's or prompt's name, or a
-/// resource's URI — copied onto the record (no allocation unless it is long).
+/// resource's URI — copied onto the record (into the room a record used before
+/// kept: no allocation).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Target {
     /// Its attribute's key (`gen_ai.tool.name`, `gen_ai.prompt.name`,
     /// `mcp.resource.uri`); `None`: the request has none.
     pub key: Option<&'static str>,
     /// Its text (UTF-8).
-    pub text: smallvec::SmallVec<[u8; TARGET]>,
+    pub text: Vec<u8>,
     /// The spans are named by the method and it (`tools/call echo`).
     pub names: bool,
 }
@@ -151,9 +154,12 @@ impl Record {
         self.trace_state = None;
         self.shared = None;
         self.id = None;
+        if self.more.capacity() > MORE {
+            self.more = Vec::new();
+        }
         self.more.clear();
-        if self.target.text.spilled() {
-            self.target.text = smallvec::SmallVec::new();
+        if self.target.text.capacity() > TARGET {
+            self.target.text = Vec::new();
         }
         self.target.text.clear();
         self.target.key = None;
