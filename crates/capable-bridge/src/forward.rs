@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::audit::Audit;
-use crate::traces::Traceparent;
+use crate::traces::SpanContext;
 use crate::Unavailable;
 
 /// The `_meta` members that belong to the host's own exchange with the bridge, not to
@@ -177,15 +177,15 @@ impl Forwarded {
     /// become [`Forwarded::Traced`]: the members are written in front of their text as
     /// the request's line is written, their text otherwise kept as it is (never
     /// decoded into members, nor checked again).
-    pub fn with_trace(self, traceparent: &Traceparent, tracestate: Option<&str>) -> Forwarded {
+    pub fn with_trace(self, context: &SpanContext) -> Forwarded {
         let string = |s: &str| serde_json::value::to_raw_value(s).ok();
         let (members, meta) = match self {
             Forwarded::Edited { members, meta } => (members, meta),
             Forwarded::Plain(raw) | Forwarded::Traced { params: raw, .. } => {
-                return traced(raw, traceparent, tracestate)
+                return traced(raw, context)
             }
             Forwarded::AsSent(raw) if !raw.get().contains("\"_meta\"") => {
-                return traced(raw, traceparent, tracestate)
+                return traced(raw, context)
             }
             Forwarded::AsSent(raw) => {
                 let mut members: Members = serde_json::from_str(raw.get()).unwrap_or_default();
@@ -196,11 +196,11 @@ impl Forwarded {
             }
         };
         let mut meta = meta.unwrap_or_default();
-        match string(traceparent.as_str()) {
+        match string(context.traceparent().as_str()) {
             Some(parent) => meta.insert("traceparent".to_owned(), parent),
             None => meta.remove("traceparent"),
         };
-        match tracestate.and_then(string) {
+        match context.state.as_deref().and_then(string) {
             Some(state) => meta.insert("tracestate".to_owned(), state),
             None => meta.remove("tracestate"),
         };
@@ -226,12 +226,17 @@ impl Forwarded {
 /// The params as text without `_meta`, `params`, to go with `traceparent` (and
 /// `tracestate`) as the members of their `_meta`, written as the request is: the
 /// bridge's own `traceparent` (hex digits and dashes) copied as it is.
-fn traced(params: Box<RawValue>, traceparent: &Traceparent, tracestate: Option<&str>) -> Forwarded {
-    let mut meta = MetaMembers::new();
-    meta.extend_from_slice(br#""traceparent":""#);
-    meta.extend_from_slice(traceparent.as_bytes());
-    meta.push(b'"');
-    if let Some(state) = tracestate {
+fn traced(params: Box<RawValue>, context: &SpanContext) -> Forwarded {
+    const PARENT: &[u8] = br#""traceparent":""#;
+    let mut members = [0; 96];
+    members[..PARENT.len()].copy_from_slice(PARENT);
+    let end = PARENT.len() + 55;
+    if let Ok(parent) = <&mut [u8; 55]>::try_from(&mut members[PARENT.len()..end]) {
+        context.write_traceparent(parent);
+    }
+    members[end] = b'"';
+    let mut meta = MetaMembers::from_buf_and_len(members, end + 1);
+    if let Some(state) = context.state.as_deref() {
         meta.extend_from_slice(br#","tracestate":"#);
         write_string(&mut meta, state);
     }
@@ -471,14 +476,14 @@ mod tests {
         let fields = sent_once.trace_fields(Method::ReadResource);
         assert_eq!(fields.uri.as_deref(), Some("a://b"));
         assert_eq!(fields.traceparent, None);
-        let context = crate::traces::SpanContext {
+        let context = SpanContext {
             trace_id: [0xab; 16],
             span_id: [0xcd; 8],
             sampled: true,
-            state: None,
+            state: Some(r#"k="v"#.into()),
         };
         let parent = context.traceparent();
-        let traced = sent().with_trace(&parent, Some(r#"k="v"#));
+        let traced = sent().with_trace(&context);
         let Forwarded::Traced { params, .. } = &traced else {
             panic!("decoded: {traced:?}");
         };
@@ -501,7 +506,11 @@ mod tests {
         assert_eq!(again.tracestate.as_deref(), Some(r#"k="v"#));
         let empty = upstream_params(&Payload::from_json(b"{ }".to_vec())).unwrap();
         assert_eq!(
-            serde_json::to_value(empty.with_trace(&parent, None)).unwrap(),
+            serde_json::to_value(empty.with_trace(&SpanContext {
+                state: None,
+                ..context
+            }))
+            .unwrap(),
             json!({"_meta": {"traceparent": parent.as_str()}})
         );
     }

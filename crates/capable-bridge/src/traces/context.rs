@@ -35,13 +35,19 @@ pub(crate) struct SpanContext {
 impl SpanContext {
     /// Its `traceparent`: version 00, and the sampled flag.
     pub fn traceparent(&self) -> Traceparent {
-        let mut out = *b"00-________________________________-________________-00";
-        hex(&self.trace_id, &mut out, 3);
-        hex(&self.span_id, &mut out, 36);
+        let mut out = [0; 55];
+        self.write_traceparent(&mut out);
+        Traceparent(out)
+    }
+
+    /// Its `traceparent`, written into `out` (where it goes: no copy).
+    pub fn write_traceparent(&self, out: &mut [u8; 55]) {
+        *out = *b"00-________________________________-________________-00";
+        hex(&self.trace_id, out, 3);
+        hex(&self.span_id, out, 36);
         if self.sampled {
             out[54] = b'1';
         }
-        Traceparent(out)
     }
 }
 
@@ -50,11 +56,6 @@ impl SpanContext {
 pub(crate) struct Traceparent([u8; 55]);
 
 impl Traceparent {
-    /// Its 55 ASCII characters.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-
     pub fn as_str(&self) -> &str {
         // Only ASCII is ever written.
         std::str::from_utf8(&self.0).unwrap_or_default()

@@ -50,39 +50,6 @@ fn header(tag: u32, n: usize, buf: &mut Vec<u8>) {
     varint(n as u64, buf);
 }
 
-/// An integer's decimal digits, on the stack.
-struct Digits {
-    buf: [u8; 20],
-    start: usize,
-}
-
-impl Digits {
-    fn of(n: i64) -> Digits {
-        let mut d = Digits {
-            buf: [0; 20],
-            start: 20,
-        };
-        let mut rest = n.unsigned_abs();
-        loop {
-            d.start -= 1;
-            d.buf[d.start] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        if n < 0 {
-            d.start -= 1;
-            d.buf[d.start] = b'-';
-        }
-        d
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        &self.buf[self.start..]
-    }
-}
-
 /// A `KeyValue` (`key` 1, `value` 2) of a `string_value` as field `tag`.
 fn text_attribute(tag: u32, name: &[u8], text: &[u8], buf: &mut Vec<u8>) {
     let any = bytes_len(1, text.len());
@@ -100,15 +67,12 @@ pub(crate) fn attribute(tag: u32, attribute: &Attribute, buf: &mut Vec<u8>) {
 
 /// A `KeyValue` of `key` and `value` as field `tag` of the message being written.
 fn write_attribute(tag: u32, name: &str, value: &Value, buf: &mut Vec<u8>) {
-    // `string_value` (1) of a text or of a number's digits (made once, on the
-    // stack), or `int_value` (3), a varint of the two's complement.
-    let digits;
+    // `string_value` (1) of a text or of a number's digits (written on the stack),
+    // or `int_value` (3), a varint of the two's complement.
+    let mut digits = itoa::Buffer::new();
     let text = match value {
         Value::Text(text) => Some(text.as_str().as_bytes()),
-        Value::Decimal(i) => {
-            digits = Digits::of(*i);
-            Some(digits.as_bytes())
-        }
+        Value::Decimal(i) => Some(digits.format(*i).as_bytes()),
         Value::Int(_) => None,
     };
     let any = match (text, value) {

@@ -35,7 +35,7 @@ use capable::internal::jsonrpc::{Payload, RequestId};
 use capable::internal::Method;
 
 pub use context::into_body;
-pub(crate) use context::{SpanContext, Traceparent};
+pub(crate) use context::SpanContext;
 pub use export::Protocol;
 
 use crate::audit::Audit;
@@ -427,7 +427,7 @@ impl Traced {
         if let Some(record) = &mut self.record {
             record.upstream = Some((child.span_id, span::now()));
         }
-        params.with_trace(&child.traceparent(), child.state.as_deref())
+        params.with_trace(&child)
     }
 
     /// The server the request went to (many: once routed).
