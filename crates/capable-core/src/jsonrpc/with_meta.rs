@@ -18,7 +18,7 @@ use super::write::Params;
 /// # use capable_core::internal::jsonrpc::{write_request, RequestId, WithMeta};
 /// let params = serde_json::json!({"uri": "file:///a"});
 /// let mut line = Vec::new();
-/// let with = WithMeta::new(br#""traceparent":"00-…-01""#, &params);
+/// let with = WithMeta::new(r#""traceparent":"00-…-01""#.as_bytes(), &params);
 /// write_request(&mut line, &RequestId::Number(1), "resources/read", &with);
 /// assert_eq!(
 ///     String::from_utf8(line).unwrap(),
