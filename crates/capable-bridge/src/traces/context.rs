@@ -74,16 +74,30 @@ impl PartialEq<&str> for Traceparent {
     }
 }
 
-/// `bytes` as lowercase hex digits, into `out` from `at`.
-fn hex(bytes: &[u8], out: &mut [u8; 55], at: usize) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+/// `bytes` as lowercase hex digits, into `out` from `at` (one bounds check, not one
+/// a byte).
+fn hex<const N: usize>(bytes: &[u8; N], out: &mut [u8; 55], at: usize) {
+    let Some(digits) = out.get_mut(at..at + 2 * N) else {
+        return;
+    };
     for (i, &b) in bytes.iter().enumerate() {
-        if let Some(pair) = out.get_mut(at + 2 * i..at + 2 * i + 2) {
-            pair[0] = DIGITS[usize::from(b >> 4)];
-            pair[1] = DIGITS[usize::from(b & 15)];
-        }
+        let [high, low] = HEX[usize::from(b)];
+        digits[2 * i] = high;
+        digits[2 * i + 1] = low;
     }
 }
+
+/// Each byte's two lowercase hex digits.
+const HEX: [[u8; 2]; 256] = {
+    let digits = b"0123456789abcdef";
+    let mut table = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = [digits[i >> 4], digits[i & 15]];
+        i += 1;
+    }
+    table
+};
 
 /// `N` bytes of exactly `2 N` lowercase hex digits, not all zero.
 fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
