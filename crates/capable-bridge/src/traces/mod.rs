@@ -13,12 +13,13 @@
 //! Off unless asked for (`--otlp`, or an `OTEL_EXPORTER_OTLP_ENDPOINT`): then a
 //! request costs one branch on an `Option`. On, a request the sampler records
 //! (`sampler.rs`: by default, unless its caller's `traceparent` says it is not
-//! sampled) has its two spans recorded on its task as one small struct of the
-//! bridge's own (`span.rs`: ids, times, and the attributes they share as static or
-//! shared strings, in one vector) and handed to a bounded queue; the exporter's own
-//! thread encodes them a batch at a time and sends them (`export.rs`): nothing waits
-//! for the collector. A request not recorded
-//! still hands its trace context on upstream.
+//! sampled) has its two spans recorded on its task as one record of the bridge's own
+//! (`span.rs`: ids, times, its target copied in, the attributes its session's
+//! requests of the method share as one `Arc` its relay keeps ([`Kept`]), its id and
+//! outcome), boxed and handed to a bounded queue; the exporter's own thread encodes
+//! them a batch at a time, sends them (`export.rs`) and puts the boxes back in a pool
+//! the relays take from: nothing is allocated per request, nothing waits for the
+//! collector. A request not recorded still hands its trace context on upstream.
 
 mod context;
 mod encode;

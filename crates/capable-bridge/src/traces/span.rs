@@ -1,10 +1,10 @@
 //! What the bridge records of a request: one record for both its spans (the host's
-//! request, and the upstream call when it was sent) — their ids, their times, and the
-//! attributes they share, held once: the relay's own strings, static or shared (or a
-//! number, formatted by the exporter) — nothing formatted on the request's path,
-//! nothing copied twice. The exporter turns a batch of them into OTLP's protobuf
-//! (`encode.rs`) on its own thread, each record's attributes encoded once for its two
-//! spans.
+//! request, and the upstream call when it was sent) — their ids, their times, its
+//! target, and the attributes they share, held once: the relay's own strings, static
+//! or shared (or a number, formatted by the exporter) — nothing formatted on the
+//! request's path, nothing copied twice, and records used again. The exporter turns a
+//! batch of them into OTLP's protobuf (`encode.rs`) on its own thread, each record's
+//! attributes encoded once for its two spans.
 
 use std::sync::Arc;
 
