@@ -263,14 +263,6 @@ fn write_string(out: &mut MetaMembers, s: &str) {
 /// escapes): serde's own `Option<Cow<str>>` always copies.
 struct Str<'a>(Cow<'a, str>);
 
-impl std::ops::Deref for Str<'_> {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
 impl<'de: 'a, 'a> serde::Deserialize<'de> for Str<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Str<'a>, D::Error> {
         struct Visit;

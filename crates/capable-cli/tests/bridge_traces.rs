@@ -105,11 +105,9 @@ fn over_grpc_a_collector_gets_the_same_spans() {
     traced_tool_call(&collector, &env);
 }
 
-/// A bridge over stdio exporting to `collector` as `env` says: a tool call under the
-/// caller's context is a server span under the caller's, its upstream call a child of
-/// it (the server got the child's context), with the MCP attributes; a request without
-/// a context is a trace of its own.
-fn traced_tool_call(collector: &Collector, env: &[(&str, &str)]) {
+/// A bridge over stdio in front of the fixture, traced as `env` says, its host's
+/// session initialized (request 0).
+fn traced_stdio(env: &[(&str, &str)]) -> Bridge {
     let server = common::fixture("no-resources");
     let mut args = vec!["--"];
     args.extend(server.iter().map(String::as_str));
@@ -118,6 +116,15 @@ fn traced_tool_call(collector: &Collector, env: &[(&str, &str)]) {
         "clientInfo": {"name": "h", "version": "1"}});
     ask(&mut b, 0, "initialize", init);
     b.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    b
+}
+
+/// A bridge over stdio exporting to `collector` as `env` says: a tool call under the
+/// caller's context is a server span under the caller's, its upstream call a child of
+/// it (the server got the child's context), with the MCP attributes; a request without
+/// a context is a trace of its own.
+fn traced_tool_call(collector: &Collector, env: &[(&str, &str)]) {
+    let mut b = traced_stdio(env);
     // A caller whose trace is not sampled: nothing recorded (the default sampler
     // follows the caller), the trace still handed on, unsampled.
     let unsampled = format!("00-{UNSAMPLED}-{CALLER_SPAN}-00");
@@ -203,14 +210,7 @@ fn spans_leave_in_whole_batches_and_the_rest_when_the_bridge_stops() {
         // Never by the clock, here: a batch leaves when a whole one waits.
         ("OTEL_BSP_SCHEDULE_DELAY", "3600000"),
     ];
-    let server = common::fixture("no-resources");
-    let mut args = vec!["--"];
-    args.extend(server.iter().map(String::as_str));
-    let mut b = Bridge::start_env(&args, &env);
-    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "h", "version": "1"}});
-    ask(&mut b, 0, "initialize", init);
-    b.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut b = traced_stdio(&env);
     // Seven requests, two spans each: three whole batches while it runs.
     for id in 1..=7 {
         ask(&mut b, id, "tools/list", json!({}));

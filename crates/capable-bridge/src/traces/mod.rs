@@ -17,9 +17,10 @@
 //! (`span.rs`: ids, times, its target copied in, the attributes its session's
 //! requests of the method share as one `Arc` its relay keeps ([`Kept`]), its id and
 //! outcome), boxed and handed to a bounded queue; the exporter's own thread encodes
-//! them a batch at a time, sends them (`export.rs`) and puts the boxes back in a pool
-//! the relays take from: nothing is allocated per request, nothing waits for the
-//! collector. A request not recorded still hands its trace context on upstream.
+//! them a batch at a time, sends them (`export.rs`) and puts the boxes back, cleared,
+//! in a pool the relays take from: the spans allocate nothing per request (but a
+//! caller's names, and a server's that many servers routed to), and nothing waits for
+//! the collector. A request not recorded still hands its trace context on upstream.
 
 mod context;
 mod encode;
@@ -194,9 +195,7 @@ impl Traces {
             record.trace_id = trace_id;
             record.span_id = context.span_id;
             record.parent = parent.as_ref().map(|p| p.span_id);
-            record.upstream = None;
             record.trace_state = context.state.clone();
-            record.error = None;
             recorded(&request, read, kept, &mut record);
             record.start = span::now();
             record
@@ -284,7 +283,6 @@ fn recorded(request: &Request<'_>, read: TraceFields<'_>, kept: &mut Kept, recor
     let target = &mut record.target;
     target.key = key;
     target.names = matches!(request.method, Method::CallTool | Method::GetPrompt) && key.is_some();
-    target.text.clear();
     if let Some(text) = text {
         target.text.extend_from_slice(text.as_bytes());
     }
@@ -294,7 +292,6 @@ fn recorded(request: &Request<'_>, read: TraceFields<'_>, kept: &mut Kept, recor
         RequestId::Number(n) => span::Value::Decimal(*n),
         RequestId::String(s) => span::Value::Text(s.clone().into()),
     });
-    record.more.clear();
     if let Some(caller) = crate::audit::caller() {
         caller_attributes(&caller, &mut record.more);
     }

@@ -149,11 +149,14 @@ pub(crate) struct Record {
 }
 
 impl Record {
-    /// Lets go of what it holds (shared strings, a long target), to be used again.
+    /// Lets go of what it holds (shared strings, a long target), to be used again: as
+    /// a new one, but for the room it keeps. A request fills in the rest.
     pub fn clear(&mut self) {
         self.trace_state = None;
         self.shared = None;
         self.id = None;
+        self.upstream = None;
+        self.error = None;
         if self.more.capacity() > MORE {
             self.more = Vec::new();
         }
