@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use capable::internal::jsonrpc::{codes, Payload, RpcError, WithMeta};
+use capable::internal::jsonrpc::{codes, Checked, Payload, RpcError, WithMeta};
 use capable::internal::Method;
 use capable::Params;
 use capable::{Error, ErrorKind};
@@ -31,18 +31,15 @@ const EXCHANGE_META: [&str; 5] = [
 #[derive(Debug)]
 pub enum Forwarded {
     /// As the host sent them, without `_meta` (the relay looked: nothing needs
-    /// looking for again).
-    Plain(Box<RawValue>),
+    /// looking for again), checked once: written as they are.
+    Plain(Checked),
     /// As sent (or as a policy wrote them), `_meta` or not.
     AsSent(Box<RawValue>),
     /// As the host sent them, without `_meta`, to go with a `_meta` of the bridge's
     /// own put first as they are written ([`WithMeta`]): `meta` its members' text
     /// (`"traceparent":"…"`, and `tracestate`), written by the bridge — nothing is
     /// made into a second params text, nor checked again.
-    Traced {
-        params: Box<RawValue>,
-        meta: MetaMembers,
-    },
+    Traced { params: Checked, meta: MetaMembers },
     /// Their members less `_meta`, each as its JSON text; and what is left of `_meta`
     /// once the host's own members are out, when anything is.
     Edited {
@@ -75,16 +72,14 @@ impl Forwarded {
         struct Named {
             name: Option<String>,
         }
-        match self {
-            Forwarded::Plain(raw)
-            | Forwarded::AsSent(raw)
-            | Forwarded::Traced { params: raw, .. } => {
-                serde_json::from_str::<Named>(raw.get()).ok()?.name
-            }
+        let text = match self {
+            Forwarded::Plain(text) | Forwarded::Traced { params: text, .. } => text.get(),
+            Forwarded::AsSent(raw) => raw.get(),
             Forwarded::Edited { members, .. } => {
-                serde_json::from_str(members.get("name")?.get()).ok()
+                return serde_json::from_str(members.get("name")?.get()).ok();
             }
-        }
+        };
+        serde_json::from_str::<Named>(text).ok()?.name
     }
 
     /// Whether these are the params as the host sent them, without `_meta`.
@@ -136,20 +131,16 @@ impl Forwarded {
                     tracestate,
                 }
             }
-            Forwarded::Plain(raw) | Forwarded::AsSent(raw) => {
-                let targeted = matches!(
-                    method,
-                    Method::CallTool
-                        | Method::GetPrompt
-                        | Method::ReadResource
-                        | Method::Subscribe
-                        | Method::Unsubscribe
-                );
-                let plain = matches!(self, Forwarded::Plain(_));
-                if !targeted && (plain || !raw.get().contains("\"_meta\"")) {
+            Forwarded::Plain(_) | Forwarded::AsSent(_) => {
+                let (text, plain) = match self {
+                    Forwarded::Plain(text) => (text.get(), true),
+                    Forwarded::AsSent(raw) => (raw.get(), false),
+                    _ => return Default::default(),
+                };
+                if target_member(method).is_none() && (plain || !text.contains("\"_meta\"")) {
                     return Default::default();
                 }
-                let Ok(read) = serde_json::from_str::<Read<'_>>(raw.get()) else {
+                let Ok(read) = serde_json::from_str::<Read<'_>>(text) else {
                     return Default::default();
                 };
                 let (traceparent, tracestate) = match read.meta {
@@ -185,7 +176,7 @@ impl Forwarded {
                 return traced(raw, context)
             }
             Forwarded::AsSent(raw) if !raw.get().contains("\"_meta\"") => {
-                return traced(raw, context)
+                return traced(raw.into(), context)
             }
             Forwarded::AsSent(raw) => {
                 let mut members: Members = serde_json::from_str(raw.get()).unwrap_or_default();
@@ -226,7 +217,7 @@ impl Forwarded {
 /// The params as text without `_meta`, `params`, to go with `traceparent` (and
 /// `tracestate`) as the members of their `_meta`, written as the request is: the
 /// bridge's own `traceparent` (hex digits and dashes) copied as it is.
-fn traced(params: Box<RawValue>, context: &SpanContext) -> Forwarded {
+fn traced(params: Checked, context: &SpanContext) -> Forwarded {
     const PARENT: &[u8] = br#""traceparent":""#;
     let mut members = [0; 96];
     members[..PARENT.len()].copy_from_slice(PARENT);
@@ -289,10 +280,14 @@ impl serde::Serialize for Forwarded {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         match self {
-            Forwarded::Plain(raw) | Forwarded::AsSent(raw) => raw.serialize(s),
+            Forwarded::Plain(text) => text
+                .to_raw()
+                .map_err(serde::ser::Error::custom)?
+                .serialize(s),
+            Forwarded::AsSent(raw) => raw.serialize(s),
             Forwarded::Traced { params, meta } => {
                 let mut text = Vec::new();
-                WithMeta::unmerged(meta, &**params).write_json(&mut text);
+                WithMeta::unmerged(meta, params).write_json(&mut text);
                 let text = String::from_utf8(text).map_err(serde::ser::Error::custom)?;
                 RawValue::from_string(text)
                     .map_err(serde::ser::Error::custom)?
@@ -317,16 +312,27 @@ impl serde::Serialize for Forwarded {
 /// extension's). Params without `_meta` (the usual request of a legacy host) go on as
 /// they came; with it, only the members of params and of `_meta` are read, each value
 /// kept as its text. An error for params that are no object.
-pub fn upstream_params(params: &Payload) -> Result<Forwarded, RpcError> {
+///
+/// Params without `_meta` are read for the member `read` names (a span's target) as
+/// they are checked, in the same pass: that member, when it is a string, comes back
+/// with them (`None` for params with `_meta`: [`Forwarded::trace_fields`] reads them).
+pub fn upstream_params<'a>(
+    params: &'a Payload,
+    read: Option<&'static str>,
+) -> Result<(Forwarded, Option<Cow<'a, str>>), RpcError> {
     let not_object = |e: serde_json::Error| RpcError {
         code: codes::INVALID_PARAMS,
         message: format!("params is not an object: {e}"),
         data: None,
     };
     if !params.is_absent() && !params.mentions("_meta") {
-        let raw = params.raw_value().map_err(not_object)?;
-        if raw.get().starts_with('{') {
-            return Ok(Forwarded::Plain(raw.to_owned()));
+        let member = read.and_then(|name| params.checked_with(Member(name)).ok());
+        let (text, member) = match member {
+            Some((text, member)) => (text, member.map(|s| s.0)),
+            None => (params.checked().map_err(not_object)?, None),
+        };
+        if text.get().starts_with('{') {
+            return Ok((Forwarded::Plain(text), member));
         }
     }
     let mut members = params
@@ -351,7 +357,52 @@ pub fn upstream_params(params: &Payload) -> Result<Forwarded, RpcError> {
             }
         }
     }
-    Ok(Forwarded::Edited { members, meta })
+    Ok((Forwarded::Edited { members, meta }, None))
+}
+
+/// The member of a `method` request's params a span names its target by: a tool's or
+/// prompt's `name`, a resource's `uri`; `None` for a method without one.
+pub fn target_member(method: Method) -> Option<&'static str> {
+    match method {
+        Method::CallTool | Method::GetPrompt => Some("name"),
+        Method::ReadResource | Method::Subscribe | Method::Unsubscribe => Some("uri"),
+        _ => None,
+    }
+}
+
+/// Reads params (an object) for the one member named, when it is a string: the first
+/// such member, borrowed where it can be; every other skipped, never decoded.
+#[derive(Clone, Copy)]
+struct Member(&'static str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Member {
+    type Value = Option<Str<'de>>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Member {
+    type Value = Option<Str<'de>>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<Str<'de>>()? {
+            if found.is_none() && key.0 == self.0 {
+                // Not a string (nor `null`): the whole read fails, and the params are
+                // checked without it.
+                found = map.next_value::<Option<Str<'de>>>()?;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
 }
 
 /// The JSON-RPC error the bridge answers a request of `method` with, as the error of a
@@ -437,7 +488,8 @@ mod tests {
             "progressToken": 7,
             "traceparent": "00-abc-def-01"
         }}));
-        let forwarded = |p: &Payload| serde_json::to_value(upstream_params(p).unwrap()).unwrap();
+        let forwarded =
+            |p: &Payload| serde_json::to_value(upstream_params(p, None).unwrap().0).unwrap();
         assert_eq!(
             forwarded(&params),
             json!({"name": "echo", "arguments": {"m": 1}, "_meta": {"traceparent": "00-abc-def-01"}})
@@ -447,22 +499,54 @@ mod tests {
         // Without `_meta`: as sent, not decoded.
         let plain = r#"{"uri":"a://b","x":[1, 2]}"#;
         let plain = Payload::from_json(plain.as_bytes().to_vec());
-        let Ok(Forwarded::Plain(raw)) = upstream_params(&plain) else {
+        let Ok((Forwarded::Plain(raw), _)) = upstream_params(&plain, None) else {
             panic!("not as sent");
         };
         assert_eq!(raw.get(), r#"{"uri":"a://b","x":[1, 2]}"#);
         // A `_meta` that is no object goes on as it is.
         let odd = payload(json!({"uri": "a://b", "_meta": 7}));
         assert_eq!(forwarded(&odd), json!({"uri": "a://b", "_meta": 7}));
-        assert!(upstream_params(&payload(json!([1]))).is_err());
+        assert!(upstream_params(&payload(json!([1])), None).is_err());
         assert_eq!(forwarded(&payload(Value::Null)), json!({}));
+    }
+
+    #[test]
+    fn a_spans_target_is_read_as_the_params_are_checked() {
+        let read = |text: &str, member: &'static str| {
+            let payload = Payload::from_json(text.as_bytes().to_vec());
+            let (forwarded, target) = upstream_params(&payload, Some(member)).unwrap();
+            let Forwarded::Plain(sent) = forwarded else {
+                panic!("not as sent: {forwarded:?}");
+            };
+            assert_eq!(sent.get(), text, "sent on as it came");
+            target.map(Cow::into_owned)
+        };
+        let call = r#"{"name":"echo","arguments":{"name":"not this","n":[1,{"uri":2}]}}"#;
+        assert_eq!(read(call, "name").as_deref(), Some("echo"));
+        assert_eq!(
+            read(r#"{"uri":"a:\/\/b"}"#, "uri").as_deref(),
+            Some("a://b")
+        );
+        // The first of two; none when it is no string (the params go on all the same).
+        assert_eq!(
+            read(r#"{"uri":"a","uri":"b"}"#, "uri").as_deref(),
+            Some("a")
+        );
+        assert_eq!(read(r#"{"uri":7,"x":1}"#, "uri"), None);
+        assert_eq!(read(r#"{"x":{"uri":"c"}}"#, "uri"), None);
+        // Params with `_meta` are not read here; params that are no JSON are refused.
+        let meta = Payload::from_json(br#"{"uri":"a","_meta":{}}"#.to_vec());
+        let (edited, target) = upstream_params(&meta, Some("uri")).unwrap();
+        assert!(matches!(edited, Forwarded::Edited { .. }) && target.is_none());
+        let broken = Payload::from_json(br#"{"uri":"a","x":}"#.to_vec());
+        assert!(upstream_params(&broken, Some("uri")).is_err());
     }
 
     #[test]
     fn a_trace_goes_in_front_of_params_as_sent_whose_text_stays() {
         let sent = || {
             let plain = Payload::from_json(br#"{"uri":"a://b","x":[1, 2]}"#.to_vec());
-            upstream_params(&plain).unwrap()
+            upstream_params(&plain, None).unwrap().0
         };
         let sent_once = sent();
         let fields = sent_once.trace_fields(Method::ReadResource);
@@ -496,7 +580,9 @@ mod tests {
         let again = traced.trace_fields(Method::ListTools);
         assert_eq!(again.traceparent.as_deref(), Some(parent.as_str()));
         assert_eq!(again.tracestate.as_deref(), Some(r#"k="v"#));
-        let empty = upstream_params(&Payload::from_json(b"{ }".to_vec())).unwrap();
+        let empty = upstream_params(&Payload::from_json(b"{ }".to_vec()), None)
+            .unwrap()
+            .0;
         assert_eq!(
             serde_json::to_value(empty.with_trace(&SpanContext {
                 state: None,

@@ -17,7 +17,7 @@ use capable::{CachePolicy, Error, RequestOptions};
 use futures_util::FutureExt;
 
 use super::{gone, tasks, Answer, Event, Exchange, Relay};
-use crate::forward::{host_error, upstream_params};
+use crate::forward::{host_error, target_member, upstream_params};
 use crate::policy;
 
 impl Relay {
@@ -43,7 +43,9 @@ impl Relay {
         let asked = how.keep_params.then(|| params.clone());
         // The params as the server gets them, through the policy (one server: here;
         // many: where the request's server is known).
-        let upstream = match upstream_params(&params) {
+        // Traced: the target read as they are checked.
+        let read = self.audit.traces().and(target_member(method));
+        let (upstream, target) = match upstream_params(&params, read) {
             Ok(upstream) => upstream,
             Err(e) => {
                 self.core.respond_error(&id, &e);
@@ -60,6 +62,7 @@ impl Relay {
                 id: &id,
                 version: version.as_str(),
                 params: &upstream,
+                target,
                 server: self.servers.one_name(),
             };
             traces.request(request, &mut self.spans)

@@ -83,8 +83,12 @@ impl Servers {
                     match &params {
                         // The bridge's `_meta` put first as the line is written.
                         Forwarded::Traced { params, meta } => {
-                            let params = WithMeta::unmerged(meta.as_slice(), &**params);
+                            let params = WithMeta::unmerged(meta.as_slice(), params);
                             session.request_payload(method, &params, options).await
+                        }
+                        // Checked once: written as they are.
+                        Forwarded::Plain(params) => {
+                            session.request_payload(method, params, options).await
                         }
                         params => session.request_payload(method, params, options).await,
                     }

@@ -163,9 +163,9 @@ impl Traces {
     /// attributes are built once, of what the relay already has (the method, the id,
     /// the version, the params' members), each a static or shared string: the
     /// upstream call's span takes the same ones.
-    pub(crate) fn request(&self, request: Request<'_>, kept: &mut Kept) -> Traced {
-        // Params without `_meta` name no parent: they are read (for a target) only
-        // once the request is recorded.
+    pub(crate) fn request(&self, mut request: Request<'_>, kept: &mut Kept) -> Traced {
+        // Params without `_meta` name no parent: their target was read as the relay
+        // checked them.
         let plain = request.params.is_plain();
         let mut read = match plain {
             true => TraceFields::default(),
@@ -189,7 +189,7 @@ impl Traces {
         let child = kept.span_id();
         let record = sampled.then(|| {
             if plain {
-                read = request.params.trace_fields(request.method);
+                read = TraceFields::target(request.method, request.target.take());
             }
             let mut record = self.inner.exporter.record(&mut kept.spare);
             record.trace_id = trace_id;
@@ -266,6 +266,9 @@ pub(crate) struct Request<'a> {
     pub version: &'static str,
     /// Its params as they go upstream (`_meta` read for the caller's context).
     pub params: &'a Forwarded,
+    /// Of params without `_meta` ([`Forwarded::Plain`]): their target, read as the
+    /// relay checked them ([`crate::forward::upstream_params_reading`]).
+    pub target: Option<Cow<'a, str>>,
     /// The one server behind, its name shared (many: known once routed).
     pub server: Option<&'a Arc<str>>,
 }
@@ -513,6 +516,24 @@ pub(crate) struct TraceFields<'a> {
     pub uri: Option<Cow<'a, str>>,
     pub traceparent: Option<Cow<'a, str>>,
     pub tracestate: Option<Cow<'a, str>>,
+}
+
+impl<'a> TraceFields<'a> {
+    /// Only the target of a `method` request (its member named by
+    /// [`crate::forward::target_member`]).
+    fn target(method: Method, target: Option<Cow<'a, str>>) -> TraceFields<'a> {
+        match crate::forward::target_member(method) {
+            Some("name") => TraceFields {
+                name: target,
+                ..TraceFields::default()
+            },
+            Some(_) => TraceFields {
+                uri: target,
+                ..TraceFields::default()
+            },
+            None => TraceFields::default(),
+        }
+    }
 }
 
 #[cfg(test)]

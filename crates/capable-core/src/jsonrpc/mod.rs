@@ -19,6 +19,7 @@
 //! contract are in `json/`).
 
 mod budget;
+mod checked;
 mod incoming;
 mod payload;
 mod with_meta;
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use crate::json::result_by_shape;
 pub use budget::{count_values, value_budget, within_value_budget};
+pub use checked::Checked;
 pub use incoming::{
     answered_id, loose_shape, split_batch, split_batch_within, BatchRefusal, FramingError, Incoming,
 };

@@ -4,10 +4,11 @@
 use std::ops::Range;
 
 use bytes::Bytes;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::checked::Checked;
 use super::incoming::{FramingError, Incoming, Shape};
 use crate::json::has_control_byte;
 
@@ -152,6 +153,46 @@ impl Payload {
             Found::ByShape => exact_result_range(&self.line)?,
         };
         serde_json::from_slice(&self.line[range])
+    }
+
+    /// The payload as one JSON value's text, checked as [`Payload::raw_value`] checks
+    /// it, owned: what a relay sends on as it came.
+    pub fn checked(&self) -> Result<Checked, serde_json::Error> {
+        self.raw_value().map(Checked::from)
+    }
+
+    /// [`Payload::checked`], with what `seed` reads of the value in the same pass: a
+    /// relay that needs one member of params it sends on (a request's target, for its
+    /// span) reads it as it checks them, in one pass instead of two. serde_json checks
+    /// every byte a seed reads, and a seed that succeeds has read the whole value (a
+    /// map or list it left unread fails at its end), skipped members included, so the
+    /// text is checked as `raw_value` checks it. A payload the fast pass refuses
+    /// (`seed` failing included) is checked as `raw_value` does, and `seed` reads
+    /// the value from there.
+    pub fn checked_with<'a, S>(&'a self, seed: S) -> Result<(Checked, S::Value), serde_json::Error>
+    where
+        S: DeserializeSeed<'a> + Copy,
+    {
+        // Read off its shape: checked as `raw_value` checks it. Parsed whole (its range
+        // exact, every string in it already read and refused with a raw control byte):
+        // read in place too.
+        let raw = &self.line[self.range.clone()];
+        if self.found == Found::ByParse || !has_control_byte(raw) {
+            if let Ok(text) = simdutf8::basic::from_utf8(raw) {
+                let mut de = serde_json::Deserializer::from_str(text);
+                if let Ok(value) = seed.deserialize(&mut de) {
+                    if de.end().is_ok() {
+                        // The value alone, as a `RawValue` is: without the whitespace
+                        // around it (no value ends or starts with any).
+                        let json_space = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+                        return Ok((Checked(text.trim_matches(json_space).into()), value));
+                    }
+                }
+            }
+        }
+        let raw = self.raw_value()?;
+        let value = seed.deserialize(raw)?;
+        Ok((Checked::from(raw), value))
     }
 
     /// The result's `resultType` (2026-07-28; `None` when absent), decoded alone. A

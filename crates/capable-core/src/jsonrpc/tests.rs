@@ -383,3 +383,45 @@ fn a_raw_value_is_exactly_the_result_or_refused_as_the_decode_would() {
     let bad = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":\"x\u{1}y\"}}";
     assert!(raw(bad).is_err());
 }
+
+#[test]
+fn checked_text_is_the_raw_value_and_a_seed_reads_it_in_the_same_pass() {
+    use std::marker::PhantomData;
+    let result = |line: &str| match parse(line).unwrap() {
+        Incoming::Result { result, .. } => result,
+        other => panic!("{other:?}"),
+    };
+    let lines = [
+        // Read off its shape, then after members that follow it, then parsed whole.
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":[1,\"}\"]} }\r\n",
+        r#"{"jsonrpc":"2.0","id":1,"result":{"a":1},"x":2}"#,
+        r#"{"id":1,"jsonrpc":"2.0","result":{"b":[true]}}"#,
+    ];
+    for line in lines {
+        let payload = result(line);
+        let raw = payload.raw_value().unwrap().get().to_owned();
+        assert_eq!(payload.checked().unwrap().get(), raw);
+        let (text, value) = payload
+            .checked_with(PhantomData::<serde_json::Value>)
+            .unwrap();
+        assert_eq!(text.get(), raw);
+        assert_eq!(
+            value,
+            serde_json::from_str::<serde_json::Value>(&raw).unwrap()
+        );
+        // Written as it is.
+        let mut out = Vec::new();
+        text.write_json(&mut out);
+        assert_eq!(out, raw.as_bytes());
+    }
+    // What `raw_value` refuses is refused, whatever the seed: a raw control byte in
+    // a member the seed skips.
+    let bad = result("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":\"x\u{1}y\"}}");
+    assert!(bad.checked().is_err());
+    assert!(bad
+        .checked_with(PhantomData::<serde::de::IgnoredAny>)
+        .is_err());
+    // A seed that cannot read the value: refused, the text checked nonetheless.
+    let object = result(r#"{"jsonrpc":"2.0","id":1,"result":{"a":1}}"#);
+    assert!(object.checked_with(PhantomData::<Vec<u8>>).is_err());
+}
