@@ -541,11 +541,20 @@ impl Work {
                 }
                 records.clear();
                 let capacity = body.capacity();
-                let sent = Bytes::from(std::mem::replace(&mut body, Vec::with_capacity(capacity)))
-                    .slice(at..);
-                if !sender.send(sent, timeout).await {
+                let whole = Bytes::from(std::mem::take(&mut body));
+                if !sender.send(whole.slice(at..), timeout).await {
                     shared.counts.dropped.fetch_add(n as u64, Relaxed);
                 }
+                // The batch's buffer back once the HTTP client let go of it, for the
+                // next one: a batch's worth allocated and let go each time costs the
+                // allocator more than its size suggests (a large free tidies the heap).
+                body = match whole.try_into_mut() {
+                    Ok(mut kept) => {
+                        kept.clear();
+                        Vec::from(kept)
+                    }
+                    Err(_) => Vec::with_capacity(capacity),
+                };
                 // Another batch now only if a whole one waits (or the bridge stops):
                 // what came in while this one was sent waits for its batch.
                 let more = stopping || shared.counts.waiting.load(Relaxed) >= batch;

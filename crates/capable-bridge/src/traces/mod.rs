@@ -177,7 +177,7 @@ impl Traces {
             .and_then(|traceparent| context::parent(traceparent, read.tracestate.as_deref()));
         let trace_id = match &parent {
             Some(parent) => parent.trace_id,
-            None => kept.rng.u128(1..).to_be_bytes(),
+            None => kept.trace_id(),
         };
         let sampled = self.inner.sampler.sampled(&trace_id, parent.as_ref());
         let context = SpanContext {
@@ -355,9 +355,15 @@ impl RunKey {
 }
 
 impl Kept {
-    /// A span id: 8 random bytes, not all zero.
+    /// A span id: 8 random bytes, not all zero (the generator's whole range, its one
+    /// zero made 1: a range it had to map would cost a multiplication an id).
     fn span_id(&mut self) -> [u8; 8] {
-        self.rng.u64(1..).to_be_bytes()
+        self.rng.u64(..).max(1).to_be_bytes()
+    }
+
+    /// A trace id: 16 random bytes, not all zero (as [`Kept::span_id`]).
+    fn trace_id(&mut self) -> [u8; 16] {
+        self.rng.u128(..).max(1).to_be_bytes()
     }
 
     /// The shared attributes of `request` (`tool`: a tool call naming its tool).
