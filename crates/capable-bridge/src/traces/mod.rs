@@ -267,7 +267,7 @@ pub(crate) struct Request<'a> {
     /// Its params as they go upstream (`_meta` read for the caller's context).
     pub params: &'a Forwarded,
     /// Of params without `_meta` ([`Forwarded::Plain`]): their target, read as the
-    /// relay checked them ([`crate::forward::upstream_params_reading`]).
+    /// relay checked them ([`crate::forward::upstream_params`]).
     pub target: Option<Cow<'a, str>>,
     /// The one server behind, its name shared (many: known once routed).
     pub server: Option<&'a Arc<str>>,
