@@ -106,6 +106,29 @@ fn decoded(msg: &Incoming) -> Option<Result<Value, String>> {
     Some(p.decode::<Value>().map_err(|e| e.to_string()))
 }
 
+/// `Payload::checked_with` (a seed reading the value as it is checked) accepts exactly
+/// what `Payload::raw_value` accepts, as the same text.
+fn checked_as_raw(message: &Incoming) {
+    let payload = match message {
+        Incoming::Request { params, .. } | Incoming::Notification { params, .. } => params,
+        Incoming::Result { result, .. } => result,
+        _ => return,
+    };
+    if payload.is_absent() {
+        return;
+    }
+    let raw = payload.raw_value().map(|raw| raw.get().to_owned());
+    let seed = std::marker::PhantomData::<serde::de::IgnoredAny>;
+    let checked = payload
+        .checked_with(seed)
+        .map(|(text, _)| text.get().to_owned());
+    match (&raw, &checked) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "checked text vs raw value"),
+        (Err(_), Err(_)) => {}
+        _ => panic!("raw value {raw:?} vs checked {checked:?}"),
+    }
+}
+
 fn differential(line: &[u8]) {
     let fast = Incoming::parse(line.to_vec());
     let whole = Incoming::parse_whole(line.to_vec());
@@ -116,6 +139,12 @@ fn differential(line: &[u8]) {
         (Ok(w), Ok(r)) => assert_eq!(&summary(w), r, "whole parse vs reference"),
         (Err(w), Err(r)) => assert_eq!(refused(w), *r, "whole parse vs reference: {w}"),
         (w, r) => panic!("whole parse {w:?} vs reference {r:?}"),
+    }
+
+    // Whichever way a payload was found, checking it while a seed reads it is checking
+    // it as a `RawValue`.
+    for message in [&fast, &whole].into_iter().flatten() {
+        checked_as_raw(message);
     }
 
     // The fast path agrees with the whole parse.
