@@ -114,7 +114,7 @@ impl Forwarded {
             raw.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
                 .map(Cow::Owned)
         };
-        match self {
+        let (text, plain) = match self {
             Forwarded::Traced { params, meta } => {
                 let read = serde_json::from_str::<Read<'_>>(params.get()).ok();
                 let meta = format!("{{{}}}", String::from_utf8_lossy(meta));
@@ -124,42 +124,39 @@ impl Forwarded {
                     (owned(m.traceparent), owned(m.tracestate))
                 });
                 let (name, uri) = read.map_or((None, None), |r| (r.name, r.uri));
-                crate::traces::TraceFields {
+                return crate::traces::TraceFields {
                     name: name.map(|s| s.0),
                     uri: uri.map(|s| s.0),
                     traceparent,
                     tracestate,
-                }
+                };
             }
-            Forwarded::Plain(_) | Forwarded::AsSent(_) => {
-                let (text, plain) = match self {
-                    Forwarded::Plain(text) => (text.get(), true),
-                    Forwarded::AsSent(raw) => (raw.get(), false),
-                    _ => return Default::default(),
+            Forwarded::Edited { members, meta } => {
+                return crate::traces::TraceFields {
+                    name: text(members.get("name")),
+                    uri: text(members.get("uri")),
+                    traceparent: meta.as_ref().and_then(|m| text(m.get("traceparent"))),
+                    tracestate: meta.as_ref().and_then(|m| text(m.get("tracestate"))),
                 };
-                if target_member(method).is_none() && (plain || !text.contains("\"_meta\"")) {
-                    return Default::default();
-                }
-                let Ok(read) = serde_json::from_str::<Read<'_>>(text) else {
-                    return Default::default();
-                };
-                let (traceparent, tracestate) = match read.meta {
-                    Some(m) => (m.traceparent, m.tracestate),
-                    None => (None, None),
-                };
-                crate::traces::TraceFields {
-                    name: read.name.map(|s| s.0),
-                    uri: read.uri.map(|s| s.0),
-                    traceparent: traceparent.map(|s| s.0),
-                    tracestate: tracestate.map(|s| s.0),
-                }
             }
-            Forwarded::Edited { members, meta } => crate::traces::TraceFields {
-                name: text(members.get("name")),
-                uri: text(members.get("uri")),
-                traceparent: meta.as_ref().and_then(|m| text(m.get("traceparent"))),
-                tracestate: meta.as_ref().and_then(|m| text(m.get("tracestate"))),
-            },
+            Forwarded::Plain(text) => (text.get(), true),
+            Forwarded::AsSent(raw) => (raw.get(), false),
+        };
+        if target_member(method).is_none() && (plain || !text.contains("\"_meta\"")) {
+            return Default::default();
+        }
+        let Ok(read) = serde_json::from_str::<Read<'_>>(text) else {
+            return Default::default();
+        };
+        let (traceparent, tracestate) = match read.meta {
+            Some(m) => (m.traceparent, m.tracestate),
+            None => (None, None),
+        };
+        crate::traces::TraceFields {
+            name: read.name.map(|s| s.0),
+            uri: read.uri.map(|s| s.0),
+            traceparent: traceparent.map(|s| s.0),
+            tracestate: tracestate.map(|s| s.0),
         }
     }
 
@@ -361,12 +358,15 @@ pub fn upstream_params<'a>(
 }
 
 /// The member of a `method` request's params a span names its target by: a tool's or
-/// prompt's `name`, a resource's `uri`; `None` for a method without one.
+/// prompt's `name`, a resource's `uri` — the target of the core's method table (a
+/// task's id is no span's target), and a subscription's resource, which that table
+/// (routing modern requests, which subscriptions are not) leaves out.
 pub fn target_member(method: Method) -> Option<&'static str> {
     match method {
-        Method::CallTool | Method::GetPrompt => Some("name"),
-        Method::ReadResource | Method::Subscribe | Method::Unsubscribe => Some("uri"),
-        _ => None,
+        Method::Subscribe | Method::Unsubscribe => Some("uri"),
+        _ => method
+            .target_member()
+            .filter(|member| matches!(*member, "name" | "uri")),
     }
 }
 
@@ -508,6 +508,18 @@ mod tests {
         assert_eq!(forwarded(&odd), json!({"uri": "a://b", "_meta": 7}));
         assert!(upstream_params(&payload(json!([1])), None).is_err());
         assert_eq!(forwarded(&payload(Value::Null)), json!({}));
+    }
+
+    #[test]
+    fn a_span_names_tools_prompts_and_resources_never_tasks() {
+        assert_eq!(target_member(Method::CallTool), Some("name"));
+        assert_eq!(target_member(Method::GetPrompt), Some("name"));
+        for resource in [Method::ReadResource, Method::Subscribe, Method::Unsubscribe] {
+            assert_eq!(target_member(resource), Some("uri"));
+        }
+        assert_eq!(Method::CancelTask.target_member(), Some("taskId"));
+        assert_eq!(target_member(Method::CancelTask), None);
+        assert_eq!(target_member(Method::ListTools), None);
     }
 
     #[test]
